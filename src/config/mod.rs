@@ -1,0 +1,1 @@
+//! L4 config: files → `YBS_*` → flags, resolved once into `Settings`.

@@ -1,0 +1,165 @@
+//! The event stream: one `Event` type feeds every output (transcript,
+//! `events.jsonl`, JUnit, summary, the human view, `--json` stdout).
+//!
+//! This is a wire format, published by `ybs schema events`. Changes are
+//! additive only: new variants and new optional fields.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::message::Message;
+use super::outcome::{Reason, Status};
+use super::usage::{Cost, Usage};
+
+/// The version of the `events.jsonl` and transcript formats.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of `events.jsonl`: when, which task, and what happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    pub task: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Everything that can happen during a task, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    /// The task began. Carries the manifest of the run.
+    #[serde(rename = "task.started")]
+    TaskStarted {
+        file: String,
+        suite: String,
+        run_id: String,
+        ybs_version: String,
+        provider: String,
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        temperature: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seed: Option<u64>,
+        workdir: String,
+        policy_hash: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base_commit: Option<String>,
+        system_prompt: String,
+        tools: Vec<String>,
+        dry_run: bool,
+    },
+    /// A message was appended to the conversation.
+    #[serde(rename = "message")]
+    Message { message: Message },
+    /// The provider answered one request.
+    #[serde(rename = "llm.response")]
+    LlmResponse {
+        iteration: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response_id: Option<String>,
+        usage: Usage,
+        cost: Cost,
+        duration_ms: u64,
+        tool_calls: usize,
+    },
+    /// A request failed and will be retried.
+    #[serde(rename = "llm.retry")]
+    LlmRetry {
+        iteration: u32,
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    /// Policy decided a tool call, before it ran.
+    #[serde(rename = "tool.decided")]
+    ToolDecided {
+        call_id: String,
+        name: String,
+        arguments: Value,
+        verdict: String,
+        rule: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resolved: Option<Value>,
+    },
+    /// A tool call finished (or was refused and never ran: `ran = false`).
+    #[serde(rename = "tool.completed")]
+    ToolCompleted {
+        call_id: String,
+        name: String,
+        ok: bool,
+        ran: bool,
+        duration_ms: u64,
+        truncated: bool,
+        output: String,
+    },
+    /// A note from ybs to the log (wrap-up warning, fix attempt, ...).
+    #[serde(rename = "task.note")]
+    Note { message: String },
+    /// One check ran.
+    #[serde(rename = "check.completed")]
+    CheckCompleted {
+        name: String,
+        command: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        expected_exit: i32,
+        passed: bool,
+        timed_out: bool,
+        duration_ms: u64,
+        output_tail: String,
+        attempt: u32,
+    },
+    /// What happened in git after the task.
+    #[serde(rename = "git")]
+    Git { outcome: GitOutcome },
+    /// The task ended. Always the last event of a task.
+    #[serde(rename = "task.finished")]
+    TaskFinished {
+        status: Status,
+        reason: Reason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        expect: String,
+        iterations: u32,
+        usage: Usage,
+        cost: Cost,
+        duration_ms: u64,
+    },
+}
+
+/// The git result of a task, as reports show it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GitOutcome {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salvage_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// Human-readable account: "committed 2 files", "no repository", ...
+    pub note: String,
+}
+
+/// A consumer of events. Sinks never fail the task: an I/O error is
+/// returned so the caller can report it once.
+pub trait EventSink: Send {
+    fn event(&mut self, record: &EventRecord) -> std::io::Result<()>;
+    /// Called once after the last event of the run (or task).
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
+}

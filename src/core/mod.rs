@@ -1,0 +1,18 @@
+//! L1: the vocabulary every other module shares. Plain data, no I/O
+//! beyond `std`, no knowledge of tasks, providers or files on disk.
+
+pub mod event;
+pub mod exit;
+pub mod ids;
+pub mod message;
+pub mod outcome;
+pub mod redact;
+pub mod span;
+pub mod text;
+pub mod usage;
+
+pub use event::{Event, EventSink};
+pub use message::{Message, ToolCall, ToolSpec};
+pub use outcome::{Reason, Status};
+pub use redact::Redactor;
+pub use usage::{Cost, Usage};

@@ -1,0 +1,115 @@
+//! How a task ended: a status and, unless it passed cleanly, a reason
+//! (SPEC §3). Both are wire names relied on by users; never rename.
+
+use serde::{Deserialize, Serialize};
+
+/// The final state of one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    Failed,
+    Error,
+    Paused,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Error => "error",
+            Self::Paused => "paused",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a task stopped the way it did. Machine-readable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The model answered; nothing more to report.
+    Completed,
+    ChecksFailed,
+    MaxIterations,
+    Timeout,
+    TokenBudget,
+    CostBudget,
+    LoopDetected,
+    PolicyDenied,
+    ExpectationNotMet,
+    ProviderError,
+    AuthError,
+    GitError,
+    InternalError,
+    Interrupted,
+    AwaitingInput,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::ChecksFailed => "checks_failed",
+            Self::MaxIterations => "max_iterations",
+            Self::Timeout => "timeout",
+            Self::TokenBudget => "token_budget",
+            Self::CostBudget => "cost_budget",
+            Self::LoopDetected => "loop_detected",
+            Self::PolicyDenied => "policy_denied",
+            Self::ExpectationNotMet => "expectation_not_met",
+            Self::ProviderError => "provider_error",
+            Self::AuthError => "auth_error",
+            Self::GitError => "git_error",
+            Self::InternalError => "internal_error",
+            Self::Interrupted => "interrupted",
+            Self::AwaitingInput => "awaiting_input",
+        }
+    }
+
+    /// True if and only if the reason is a limit that stopped a run early;
+    /// such tasks keep their changes and get a salvage ref (SPEC §3).
+    pub fn is_limit(self) -> bool {
+        matches!(
+            self,
+            Self::MaxIterations
+                | Self::Timeout
+                | Self::TokenBudget
+                | Self::CostBudget
+                | Self::LoopDetected
+        )
+    }
+
+    /// The status a task gets when it stops for this reason, before any
+    /// `expect: fail` inversion.
+    pub fn status(self) -> Status {
+        match self {
+            Self::Completed => Status::Passed,
+            Self::ProviderError | Self::AuthError | Self::GitError | Self::InternalError => {
+                Status::Error
+            }
+            Self::AwaitingInput => Status::Paused,
+            Self::ChecksFailed
+            | Self::MaxIterations
+            | Self::Timeout
+            | Self::TokenBudget
+            | Self::CostBudget
+            | Self::LoopDetected
+            | Self::PolicyDenied
+            | Self::ExpectationNotMet
+            | Self::Interrupted => Status::Failed,
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,263 @@
+//! The cassette format: recorded request/response pairs, read by the
+//! `replay` provider and written by `--record`. Documented in the README.
+//!
+//! ```json
+//! {"version": 1, "interactions": [
+//!   {"task": "demo",
+//!    "request": {"model": "...", "system": "...", "messages": [], "tools": []},
+//!    "response": {"content": "", "tool_calls": [{"id": "c1", "name": "read_file",
+//!                 "arguments": {"path": "x"}}], "usage": {"input_tokens": 10, "output_tokens": 5}}},
+//!   {"error": {"kind": "status", "status": 500, "message": "boom"}}
+//! ]}
+//! ```
+//! `request` is informational (replay answers in order); `task` is
+//! optional: when any interaction names a task, each task is answered only
+//! by the interactions naming it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{ChatRequest, ChatResponse, ProviderError};
+
+pub const CASSETTE_VERSION: u32 = 1;
+
+/// A whole cassette file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CassetteFile {
+    pub version: u32,
+    #[serde(default)]
+    pub interactions: Vec<Interaction>,
+}
+
+/// One request and what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interaction {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<ChatRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<ChatResponse>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RecordedError>,
+}
+
+/// A failed request, replayed as the same error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedError {
+    /// `status`, `auth`, `connect`, `timeout`, `stream` or `protocol`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl RecordedError {
+    pub fn from_error(error: &ProviderError) -> Self {
+        let (kind, status, retry_after_ms) = match error {
+            ProviderError::Auth { status, .. } => ("auth", Some(*status), None),
+            ProviderError::Status {
+                status,
+                retry_after,
+                ..
+            } => (
+                "status",
+                Some(*status),
+                retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            ),
+            ProviderError::Connect { .. } => ("connect", None, None),
+            ProviderError::Timeout(_) => ("timeout", None, None),
+            ProviderError::Stream(_) => ("stream", None, None),
+            ProviderError::MissingKey { .. }
+            | ProviderError::Protocol(_)
+            | ProviderError::Cassette(_)
+            | ProviderError::Config(_) => ("protocol", None, None),
+        };
+        Self {
+            kind: kind.to_owned(),
+            status,
+            message: error.to_string(),
+            retry_after_ms,
+        }
+    }
+
+    pub fn to_error(&self) -> ProviderError {
+        let message = self.message.clone();
+        match self.kind.as_str() {
+            "auth" => ProviderError::Auth {
+                status: self.status.unwrap_or(401),
+                message,
+            },
+            "status" => ProviderError::Status {
+                status: self.status.unwrap_or(500),
+                message,
+                retry_after: self.retry_after_ms.map(Duration::from_millis),
+                quota_exhausted: false,
+            },
+            "connect" => ProviderError::Connect {
+                endpoint: "replay".to_owned(),
+                message,
+            },
+            "timeout" => ProviderError::Timeout(message),
+            "stream" => ProviderError::Stream(message),
+            _ => ProviderError::Protocol(message),
+        }
+    }
+}
+
+impl CassetteFile {
+    /// Reads and parses a cassette; errors name the file and the position.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("{}: cannot read cassette: {error}", path.display()))?;
+        let file: CassetteFile = serde_json::from_str(&text).map_err(|error| {
+            format!(
+                "{}:{}:{}: invalid cassette: {error}",
+                path.display(),
+                error.line(),
+                error.column()
+            )
+        })?;
+        if file.version != CASSETTE_VERSION {
+            return Err(format!(
+                "{}: unsupported cassette version {} (this ybs reads version {CASSETTE_VERSION})",
+                path.display(),
+                file.version
+            ));
+        }
+        for (index, interaction) in file.interactions.iter().enumerate() {
+            if interaction.response.is_some() == interaction.error.is_some() {
+                return Err(format!(
+                    "{}: interaction {index} needs exactly one of `response` or `error`",
+                    path.display()
+                ));
+            }
+        }
+        Ok(file)
+    }
+}
+
+/// A cassette shared by every task of a run, with its replay position.
+#[derive(Debug)]
+pub struct Cassette {
+    path: PathBuf,
+    interactions: Vec<Interaction>,
+    tagged: bool,
+    used: Mutex<Vec<bool>>,
+}
+
+impl Cassette {
+    pub fn open(path: &Path) -> Result<Arc<Self>, String> {
+        let file = CassetteFile::load(path)?;
+        let tagged = file.interactions.iter().any(|i| i.task.is_some());
+        let used = Mutex::new(vec![false; file.interactions.len()]);
+        Ok(Arc::new(Self {
+            path: path.to_owned(),
+            interactions: file.interactions,
+            tagged,
+            used,
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The next unused interaction for `task`, marked used.
+    pub fn next_for(
+        &self,
+        task: &str,
+    ) -> Result<Result<ChatResponse, ProviderError>, ProviderError> {
+        let mut used = self
+            .used
+            .lock()
+            .map_err(|_| ProviderError::Cassette("poisoned".into()))?;
+        let found = self
+            .interactions
+            .iter()
+            .enumerate()
+            .find(|(index, interaction)| {
+                !used[*index] && (!self.tagged || interaction.task.as_deref() == Some(task))
+            });
+        let Some((index, interaction)) = found else {
+            let served = used.iter().filter(|u| **u).count();
+            return Err(ProviderError::Cassette(format!(
+                "{}: no recorded answer left for task `{task}` ({served} of {} interactions used); \
+                 the run asked the model more often than when it was recorded",
+                self.path.display(),
+                self.interactions.len()
+            )));
+        };
+        used[index] = true;
+        Ok(match (&interaction.response, &interaction.error) {
+            (Some(response), _) => Ok(response.clone()),
+            (None, Some(error)) => Err(error.to_error()),
+            (None, None) => Err(ProviderError::Cassette("empty interaction".into())),
+        })
+    }
+}
+
+/// Collects interactions during `--record` and rewrites the file after each
+/// one, so a crash loses nothing already answered.
+#[derive(Debug)]
+pub struct CassetteWriter {
+    path: PathBuf,
+    file: Mutex<CassetteFile>,
+}
+
+impl CassetteWriter {
+    pub fn create(path: &Path) -> Result<Arc<Self>, String> {
+        let writer = Self {
+            path: path.to_owned(),
+            file: Mutex::new(CassetteFile {
+                version: CASSETTE_VERSION,
+                interactions: Vec::new(),
+            }),
+        };
+        writer
+            .flush()
+            .map_err(|error| format!("{}: cannot write cassette: {error}", path.display()))?;
+        Ok(Arc::new(writer))
+    }
+
+    pub fn append(
+        &self,
+        task: &str,
+        request: &ChatRequest,
+        result: &Result<ChatResponse, ProviderError>,
+    ) -> std::io::Result<()> {
+        {
+            let mut file = self
+                .file
+                .lock()
+                .map_err(|_| std::io::Error::other("poisoned"))?;
+            file.interactions.push(Interaction {
+                task: Some(task.to_owned()),
+                request: Some(request.clone()),
+                response: result.as_ref().ok().cloned(),
+                error: result.as_ref().err().map(RecordedError::from_error),
+            });
+        }
+        self.flush()
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        let file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let text = serde_json::to_string_pretty(&*file).map_err(std::io::Error::other)?;
+        let tmp = self.path.with_extension("json.tmp");
+        std::fs::write(&tmp, text + "\n")?;
+        std::fs::rename(&tmp, &self.path)
+    }
+}

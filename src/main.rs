@@ -1,0 +1,5 @@
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    ybs::cli::main(std::env::args_os())
+}

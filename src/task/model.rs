@@ -1,0 +1,119 @@
+//! The task model after loading: `defaults:` merged into each task, vars
+//! substituted, every field checked. What the runner and agent consume.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::core::span::Span;
+use crate::policy::PolicySpec;
+
+/// One task file: a suite of tasks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskFile {
+    /// The path as given (relative paths stay relative, for messages).
+    pub path: PathBuf,
+    /// `name:`, or the file stem.
+    pub suite: String,
+    pub tasks: Vec<TaskSpec>,
+}
+
+/// One task, fully merged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskSpec {
+    pub id: String,
+    /// The task file it came from.
+    pub file: PathBuf,
+    pub suite: String,
+    /// Where the task starts in its file.
+    pub span: Span,
+    pub prompt: String,
+    pub system: Option<String>,
+    /// As written; relative paths are relative to the directory ybs runs in.
+    pub workdir: Option<PathBuf>,
+    /// Task-level LLM settings (the task's own fields over `defaults:`).
+    pub llm: LlmSpec,
+    pub tools: ToolsSpec,
+    /// Policy layers, lowest first: `defaults:` then the task's own.
+    pub policy: Vec<PolicySpec>,
+    pub limits: LimitsSpec,
+    pub checks: Vec<CheckSpec>,
+    pub fix_attempts: u32,
+    pub commit: CommitSpec,
+    pub expect: Expect,
+}
+
+/// `provider`, `model`, `endpoint`, `temperature`, `max_tokens`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LlmSpec {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub endpoint: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+/// `tools:`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolsSpec {
+    /// `builtin:`; `None` means all six.
+    pub builtin: Option<Vec<String>>,
+    /// `external:` names or paths.
+    pub external: Vec<String>,
+}
+
+/// `limits:`. `None` means "not set here".
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LimitsSpec {
+    pub max_iterations: Option<u32>,
+    pub timeout: Option<Duration>,
+    pub max_total_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_tool_output_chars: Option<usize>,
+}
+
+/// One check: a shell command that must exit with `expect_exit`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckSpec {
+    pub name: String,
+    pub run: String,
+    pub timeout: Option<Duration>,
+    pub expect_exit: i32,
+}
+
+/// `commit:` — `true`, `false` or `{message, branch}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommitSpec {
+    pub enabled: bool,
+    pub message: Option<String>,
+    pub branch: Option<String>,
+}
+
+impl Default for CommitSpec {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            message: None,
+            branch: None,
+        }
+    }
+}
+
+/// `expect:`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    #[default]
+    Pass,
+    Fail,
+}
+
+impl Expect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+        }
+    }
+}

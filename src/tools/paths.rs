@@ -1,0 +1,1 @@
+//! Safe path resolution for the file tools (SECURITY S2).

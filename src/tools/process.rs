@@ -1,0 +1,1 @@
+//! Subprocesses that always end (SECURITY S9).
