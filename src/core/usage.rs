@@ -31,7 +31,8 @@ pub enum Cost {
 }
 
 impl Cost {
-    pub fn add(self, other: Cost) -> Cost {
+    /// The sum; unknown if either side is unknown.
+    pub fn plus(self, other: Cost) -> Cost {
         match (self, other) {
             (Cost::Usd(a), Cost::Usd(b)) => Cost::Usd(a + b),
             _ => Cost::Unknown,
