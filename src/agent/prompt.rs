@@ -1,0 +1,25 @@
+//! The system prompt: role, workdir, tools, policy, the task's `system`.
+//! Short on purpose: the fixed part of every request stays under 1,500
+//! tokens with the six tool schemas (SPEC §11).
+
+use std::path::Path;
+
+/// Builds the system prompt.
+pub fn system_prompt(workdir: &Path, tools: &[String], policy_summary: &str, task_system: Option<&str>) -> String {
+    let mut prompt = format!(
+        "You are ybs, a coding agent running unattended in CI. Work in the repository at {}. \
+Use the tools to inspect and change files; paths are relative to that directory. \
+Nobody can answer questions: decide, act, and verify your work. \
+When the task is done, reply with a short summary and no tool call.\n\
+Tools: {}.\n\
+Policy: {}. A denied call returns an explanation; do not retry it, find another way.",
+        workdir.display(),
+        tools.join(", "),
+        policy_summary
+    );
+    if let Some(extra) = task_system.filter(|s| !s.trim().is_empty()) {
+        prompt.push_str("\n\n");
+        prompt.push_str(extra.trim());
+    }
+    prompt
+}

@@ -1,0 +1,354 @@
+//! The loop itself: request, decide, run, repeat.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::emitter::Emitter;
+use super::limits::{Budget, Limits};
+use super::loop_guard::LoopGuard;
+use crate::core::event::Event;
+use crate::core::text::truncate_middle;
+use crate::core::{Cost, Message, Reason, ToolCall, Usage};
+use crate::llm::pricing::PriceTable;
+use crate::llm::retry::{self, RetrySettings};
+use crate::llm::{ChatRequest, Provider};
+use crate::policy::{CallView, OnAsk, Policy, Verdict};
+use crate::tools::{Registry, ToolCtx, ToolError};
+
+/// Everything one task's loop needs, resolved.
+pub struct AgentSetup<'a> {
+    pub provider: &'a dyn Provider,
+    pub tools: &'a Registry,
+    pub ctx: &'a ToolCtx,
+    pub policy: &'a Policy,
+    pub pricing: &'a PriceTable,
+    pub model: String,
+    pub system_prompt: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub limits: Limits,
+    pub retry: RetrySettings,
+    /// Decide and record tool calls, but do not run them.
+    pub dry_run: bool,
+}
+
+/// Why the loop stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// The model answered without a tool call.
+    Answered { content: String },
+    /// A limit ended the run (iterations, timeout, budgets, loop).
+    Limit { reason: Reason, message: String },
+    /// The task failed for another reason (a required step denied).
+    Failed { reason: Reason, message: String },
+    /// Infrastructure or internal error (provider, auth, ybs bug).
+    Error { reason: Reason, message: String },
+}
+
+/// One task's conversation and its bookkeeping.
+pub struct Agent<'a> {
+    setup: AgentSetup<'a>,
+    messages: Vec<Message>,
+    budget: Budget,
+    guard: LoopGuard,
+    /// Files the tools created, modified or deleted, relative to the workdir.
+    pub changed: BTreeSet<PathBuf>,
+}
+
+impl<'a> Agent<'a> {
+    /// Starts a conversation with the task's prompt.
+    pub fn new(setup: AgentSetup<'a>, prompt: &str, emitter: &mut Emitter<'_>) -> Self {
+        let budget = Budget::new(setup.limits.clone());
+        let mut agent =
+            Self { setup, messages: Vec::new(), budget, guard: LoopGuard::default(), changed: BTreeSet::new() };
+        agent.push(Message::user(prompt), emitter);
+        agent
+    }
+
+    pub fn iterations(&self) -> u32 {
+        self.budget.iterations
+    }
+
+    pub fn usage(&self) -> Usage {
+        self.budget.usage
+    }
+
+    pub fn cost(&self) -> Cost {
+        self.budget.cost
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Appends a user message (a failing check's output, for a fix attempt).
+    pub fn push_user(&mut self, text: &str, emitter: &mut Emitter<'_>) {
+        self.push(Message::user(text), emitter);
+    }
+
+    fn push(&mut self, message: Message, emitter: &mut Emitter<'_>) {
+        emitter.emit(Event::Message { message: message.clone() });
+        self.messages.push(message);
+    }
+
+    /// Runs until the model answers without a tool call, or something stops it.
+    pub async fn run(&mut self, emitter: &mut Emitter<'_>) -> Stop {
+        loop {
+            if let Some(reason) = self.budget.exceeded() {
+                return self.limit_stop(reason);
+            }
+            if let Some(warning) = self.budget.wrap_up_warning() {
+                emitter.note(warning.clone());
+                self.attach_warning(warning);
+            }
+            self.budget.iterations += 1;
+            let iteration = self.budget.iterations;
+            let response = match self.request(iteration, emitter).await {
+                Ok(response) => response,
+                Err(stop) => return stop,
+            };
+            let calls = response.tool_calls.clone();
+            self.push(Message::Assistant { content: response.content.clone(), tool_calls: calls.clone() }, emitter);
+            if calls.is_empty() {
+                return Stop::Answered { content: response.content };
+            }
+            let max_calls = self.setup.limits.max_tool_calls_per_turn;
+            for (index, call) in calls.iter().enumerate() {
+                if self.guard.record(call) {
+                    return Stop::Limit {
+                        reason: Reason::LoopDetected,
+                        message: format!(
+                            "the model made the same call {} times in a row: {}",
+                            super::loop_guard::REPEATS,
+                            crate::core::text::truncate_middle(&call.signature(), 200).0
+                        ),
+                    };
+                }
+                let result = if index >= max_calls {
+                    self.refuse(call, "invalid", "limit:tool_calls_per_turn", &format!(
+                        "too many tool calls in one turn (limit {max_calls}); this call was not run"
+                    ), emitter)
+                } else {
+                    match self.handle(call, emitter).await {
+                        Ok(message) => message,
+                        Err(stop) => return stop,
+                    }
+                };
+                self.push(result, emitter);
+            }
+        }
+    }
+
+    fn limit_stop(&self, reason: Reason) -> Stop {
+        let limits = &self.setup.limits;
+        let message = match reason {
+            Reason::MaxIterations => format!("stopped after {} iterations (max_iterations)", limits.max_iterations),
+            Reason::Timeout => format!(
+                "stopped after {}s (timeout {}s)",
+                self.budget.elapsed().as_secs(),
+                limits.timeout.map_or(0, |t| t.as_secs())
+            ),
+            Reason::TokenBudget => format!(
+                "used {} tokens (max_total_tokens {})",
+                self.budget.usage.total(),
+                limits.max_total_tokens.unwrap_or(0)
+            ),
+            Reason::CostBudget => format!(
+                "spent {} (max_cost_usd {})",
+                self.budget.cost,
+                limits.max_cost_usd.unwrap_or(0.0)
+            ),
+            other => other.to_string(),
+        };
+        Stop::Limit { reason, message }
+    }
+
+    /// Puts the wrap-up warning where every provider accepts it: after the
+    /// last tool result, or as a user message.
+    fn attach_warning(&mut self, warning: String) {
+        match self.messages.last_mut() {
+            Some(Message::Tool { content, .. }) => {
+                content.push_str("\n\n");
+                content.push_str(&warning);
+            }
+            _ => self.messages.push(Message::user(warning)),
+        }
+    }
+
+    async fn request(
+        &mut self,
+        iteration: u32,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<crate::llm::ChatResponse, Stop> {
+        let request = ChatRequest {
+            model: self.setup.model.clone(),
+            system: self.setup.system_prompt.clone(),
+            messages: self.messages.clone(),
+            tools: self.setup.tools.specs(),
+            temperature: self.setup.temperature,
+            max_tokens: self.setup.max_tokens,
+        };
+        let started = Instant::now();
+        let mut on_retry = |notice: &retry::RetryNotice| {
+            emitter.emit(Event::LlmRetry {
+                iteration,
+                attempt: notice.attempt,
+                delay_ms: millis(notice.delay),
+                error: notice.error.to_string(),
+            });
+        };
+        let call = retry::complete(self.setup.provider, &request, self.setup.retry, &mut on_retry);
+        let result = match self.budget.remaining() {
+            Some(left) => match tokio::time::timeout(left, call).await {
+                Ok(result) => result,
+                Err(_) => return Err(self.limit_stop(Reason::Timeout)),
+            },
+            None => call.await,
+        };
+        let response = result.map_err(|error| Stop::Error { reason: error.reason(), message: error.to_string() })?;
+        let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
+        self.budget.usage.add(response.usage);
+        self.budget.cost = self.budget.cost.plus(cost);
+        emitter.emit(Event::LlmResponse {
+            iteration,
+            response_id: response.response_id.clone(),
+            usage: response.usage,
+            cost,
+            duration_ms: millis(started.elapsed()),
+            tool_calls: response.tool_calls.len(),
+        });
+        Ok(response)
+    }
+
+    /// Decides and (if allowed) runs one call; returns the tool message.
+    async fn handle(&mut self, call: &ToolCall, emitter: &mut Emitter<'_>) -> Result<Message, Stop> {
+        if let Some(problem) = &call.invalid_arguments {
+            let text = format!("the arguments of this `{}` call are not valid JSON: {problem}; the call was not run", call.name);
+            return Ok(self.refuse(call, "invalid", "arguments", &text, emitter));
+        }
+        let Some(tool) = self.setup.tools.get(&call.name).cloned() else {
+            let text = format!(
+                "unknown tool `{}`; available tools: {}",
+                call.name,
+                self.setup.tools.names().join(", ")
+            );
+            return Ok(self.refuse(call, "invalid", "unknown_tool", &text, emitter));
+        };
+        if !call.arguments.is_object() {
+            let text = "tool arguments must be a JSON object; the call was not run";
+            return Ok(self.refuse(call, "invalid", "arguments", text, emitter));
+        }
+        let target = match tool.target(&call.arguments, self.setup.ctx) {
+            Ok(target) => target,
+            Err(ToolError::Model(message)) => {
+                let text = format!("{message}; the call was not run");
+                return Ok(self.refuse(call, "deny", "guard:arguments", &text, emitter));
+            }
+            Err(ToolError::Fatal(message)) => {
+                return Err(Stop::Error { reason: Reason::InternalError, message });
+            }
+        };
+        let view = CallView { tool: &call.name, path: target.path.as_deref(), command: target.command.as_deref() };
+        let decision = self.setup.policy.decide(&view);
+        let rule = decision.rule.to_string();
+        emitter.emit(Event::ToolDecided {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            verdict: decision.verdict.as_str().to_owned(),
+            rule: rule.clone(),
+            detail: decision.detail.clone(),
+            resolved: Some(json!({ "path": target.path, "command": target.command })),
+        });
+        let why = decision.detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default();
+        match decision.verdict {
+            Verdict::Deny => {
+                let text = format!("denied by policy (rule `{rule}`){why}; the call was not run");
+                return Ok(self.completed(call, false, false, Duration::ZERO, &text, emitter));
+            }
+            Verdict::Ask => match self.setup.policy.on_ask() {
+                OnAsk::Deny => {
+                    let text = format!(
+                        "this call needs approval (rule `{rule}`){why}, and nobody can approve it in this \
+                         headless run (policy.on_ask: deny); the call was not run"
+                    );
+                    return Ok(self.completed(call, false, false, Duration::ZERO, &text, emitter));
+                }
+                OnAsk::Fail | OnAsk::Pause => {
+                    let text = format!("`{}` needs approval (rule `{rule}`) and policy.on_ask is fail", call.name);
+                    self.completed(call, false, false, Duration::ZERO, &text, emitter);
+                    return Err(Stop::Failed { reason: Reason::PolicyDenied, message: text });
+                }
+            },
+            Verdict::Allow => {}
+        }
+        if self.setup.dry_run {
+            let text = "[dry-run] allowed by policy, not executed";
+            return Ok(self.completed(call, true, false, Duration::ZERO, text, emitter));
+        }
+        let started = Instant::now();
+        let run = tool.call(call.arguments.clone(), self.setup.ctx);
+        let outcome = match self.budget.remaining() {
+            Some(left) => match tokio::time::timeout(left, run).await {
+                Ok(outcome) => outcome,
+                Err(_) => return Err(self.limit_stop(Reason::Timeout)),
+            },
+            None => run.await,
+        };
+        let elapsed = started.elapsed();
+        Ok(match outcome {
+            Ok(output) => {
+                self.changed.extend(output.changed);
+                self.completed(call, true, true, elapsed, &output.content, emitter)
+            }
+            Err(ToolError::Model(message)) => self.completed(call, false, true, elapsed, &message, emitter),
+            Err(ToolError::Fatal(message)) => {
+                return Err(Stop::Error { reason: Reason::InternalError, message });
+            }
+        })
+    }
+
+    /// Records a call refused before policy (bad arguments, unknown tool).
+    fn refuse(&self, call: &ToolCall, verdict: &str, rule: &str, text: &str, emitter: &mut Emitter<'_>) -> Message {
+        emitter.emit(Event::ToolDecided {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            verdict: verdict.to_owned(),
+            rule: rule.to_owned(),
+            detail: Some(text.to_owned()),
+            resolved: None,
+        });
+        self.completed(call, false, false, Duration::ZERO, text, emitter)
+    }
+
+    /// Truncates the output, records `tool.completed`, builds the message.
+    fn completed(
+        &self,
+        call: &ToolCall,
+        ok: bool,
+        ran: bool,
+        elapsed: Duration,
+        output: &str,
+        emitter: &mut Emitter<'_>,
+    ) -> Message {
+        let (content, truncated) = truncate_middle(output, self.setup.limits.max_tool_output_chars);
+        emitter.emit(Event::ToolCompleted {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            ok,
+            ran,
+            duration_ms: millis(elapsed),
+            truncated,
+            output: content.clone(),
+        });
+        Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content, is_error: !ok }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

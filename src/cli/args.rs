@@ -1,0 +1,103 @@
+//! Command-line types. Doc comments are the `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Run LLM coding agents the way CI runs tests.
+///
+/// ybs reads YAML task files, drives an agent loop (LLM + tools) against a
+/// provider, answers every confirmation from a declared policy, verifies the
+/// result with checks, and reports like a test runner: JSON transcripts,
+/// JSONL events, JUnit XML, a Markdown summary and an honest exit code.
+///
+/// Exit codes: 0 every task passed (or matched `expect`), 1 a task failed,
+/// 2 usage/config/task-file error (nothing ran), 4 infrastructure error
+/// (provider, auth, git) and no task failed, 130 interrupted.
+#[derive(Debug, Parser)]
+#[command(name = "ybs", version, about, long_about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run task files (directories are searched for *.yaml and *.yml).
+    Run(RunArgs),
+    /// Check task files and config without running anything; reports every error.
+    Validate(ValidateArgs),
+}
+
+/// Output verbosity, shared by commands.
+#[derive(Debug, Clone, Args)]
+pub struct Verbosity {
+    /// Print only failures and the final line.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print every tool call and check as it happens.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Task files or directories. Default: `tasks/` if it exists.
+    pub paths: Vec<PathBuf>,
+    /// Extra config file, applied after /etc/ybs/config.json, ~/.config/ybs/config.json, ~/.ybs.json and ./.ybs.json.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Provider: openai, anthropic, ollama or replay.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, as the provider knows it.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Provider base URL (https://api.openai.com/v1, https://api.anthropic.com, http://localhost:11434).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Output directory for transcripts, events, JUnit and summary.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// JUnit XML file. Default: OUT/junit.xml.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Set a task variable, overriding the file's `vars` (repeatable).
+    #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
+    pub vars: Vec<(String, String)>,
+    /// Run only tasks whose id matches this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Vec<String>,
+    /// Decide and record tool calls without executing them.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Answer from this cassette (replay provider; no network).
+    #[arg(long, value_name = "FILE")]
+    pub cassette: Option<PathBuf>,
+    /// Print JSONL events on stdout and nothing else.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// Task files or directories. Default: `tasks/` if it exists.
+    pub paths: Vec<PathBuf>,
+    /// Extra config file to validate and apply.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Set a task variable (repeatable), as for `run`.
+    #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
+    pub vars: Vec<(String, String)>,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
+}
+
+fn parse_var(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+    }
+}

@@ -1,0 +1,71 @@
+//! What a run produced, and the exit code it earns (SPEC §1).
+
+use crate::core::exit;
+use crate::core::{Reason, Status};
+
+/// The end state of one task, after `expect` was applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskResult {
+    pub id: String,
+    pub status: Status,
+    pub reason: Reason,
+    pub message: Option<String>,
+}
+
+/// Every task of a run.
+#[derive(Debug, Clone, Default)]
+pub struct RunReport {
+    pub results: Vec<TaskResult>,
+    pub interrupted: bool,
+    /// The first output error (a sink that could not write), if any.
+    pub output_error: Option<String>,
+}
+
+impl RunReport {
+    /// `0` all passed, `1` any failed, `3` paused, `4` infra error and no
+    /// failure, `130` interrupted.
+    pub fn exit_code(&self) -> u8 {
+        if self.interrupted {
+            return exit::INTERRUPTED;
+        }
+        let any = |status| self.results.iter().any(|r| r.status == status);
+        if any(Status::Failed) {
+            exit::TASK_FAILED
+        } else if any(Status::Error) {
+            exit::INFRA
+        } else if any(Status::Paused) {
+            exit::PAUSED
+        } else {
+            exit::OK
+        }
+    }
+
+    pub fn count(&self, status: Status) -> usize {
+        self.results.iter().filter(|r| r.status == status).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(status: Status) -> TaskResult {
+        TaskResult { id: "t".into(), status, reason: Reason::Completed, message: None }
+    }
+
+    #[test]
+    fn exit_codes() {
+        let report = |statuses: &[Status]| RunReport {
+            results: statuses.iter().map(|s| result(*s)).collect(),
+            ..RunReport::default()
+        };
+        assert_eq!(report(&[]).exit_code(), 0);
+        assert_eq!(report(&[Status::Passed]).exit_code(), 0);
+        assert_eq!(report(&[Status::Passed, Status::Failed, Status::Error]).exit_code(), 1);
+        assert_eq!(report(&[Status::Passed, Status::Error]).exit_code(), 4);
+        assert_eq!(report(&[Status::Paused]).exit_code(), 3);
+        let mut interrupted = report(&[Status::Failed]);
+        interrupted.interrupted = true;
+        assert_eq!(interrupted.exit_code(), 130);
+    }
+}

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Prints the greeting the check expects.
+echo "Hello, wrold!"

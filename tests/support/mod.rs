@@ -1,0 +1,144 @@
+//! Test support: a temp-dir builder that runs the real `ybs` binary, and
+//! helpers to write cassettes.
+#![allow(dead_code)]
+
+pub mod cassette;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A scratch directory in which `ybs` runs, with an isolated HOME.
+pub struct Ybs {
+    dir: TempDir,
+    home: TempDir,
+    env: Vec<(String, String)>,
+}
+
+/// What one `ybs` invocation did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    root: PathBuf,
+}
+
+impl Ybs {
+    pub fn new() -> Self {
+        Self { dir: TempDir::new().unwrap(), home: TempDir::new().unwrap(), env: Vec::new() }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// Writes a file relative to the scratch dir (parents created).
+    pub fn file(&self, relative: &str, content: &str) -> &Self {
+        let path = self.dir.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+        self
+    }
+
+    /// Writes a cassette file from a list of interactions.
+    pub fn cassette(&self, relative: &str, interactions: Vec<Value>) -> &Self {
+        let text = serde_json::to_string_pretty(&serde_json::json!({"version": 1, "interactions": interactions})).unwrap();
+        self.file(relative, &text)
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn command(&self) -> Command {
+        let mut command = Command::cargo_bin("ybs").unwrap();
+        command.current_dir(self.dir.path());
+        for (key, _) in std::env::vars() {
+            if key.starts_with("YBS_")
+                || key.ends_with("_API_KEY")
+                || key.starts_with("GITHUB_")
+                || key == "OPENAI_BASE_URL"
+                || key == "OLLAMA_HOST"
+            {
+                command.env_remove(key);
+            }
+        }
+        command.env("HOME", self.home.path());
+        command.env("GIT_CONFIG_GLOBAL", "/dev/null");
+        command.env("GIT_CONFIG_NOSYSTEM", "1");
+        command.stdin(std::process::Stdio::null());
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        command
+    }
+
+    pub fn run<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let output = self.command().args(args).output().unwrap();
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            root: self.dir.path().to_owned(),
+        }
+    }
+
+    pub fn read(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(relative))
+            .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
+    }
+
+    pub fn json(&self, relative: &str) -> Value {
+        serde_json::from_str(&self.read(relative)).unwrap_or_else(|e| panic!("{relative} is not JSON: {e}"))
+    }
+
+    pub fn exists(&self, relative: &str) -> bool {
+        self.dir.path().join(relative).exists()
+    }
+}
+
+impl Run {
+    /// Panics with the full output unless the exit code is `code`.
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "unexpected exit code {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    pub fn json(&self, relative: &str) -> Value {
+        let text = std::fs::read_to_string(self.root.join(relative)).unwrap_or_else(|e| {
+            panic!("cannot read {relative}: {e}\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+        });
+        serde_json::from_str(&text).unwrap()
+    }
+
+    pub fn read(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.root.join(relative)).unwrap_or_else(|e| {
+            panic!("cannot read {relative}: {e}\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+        })
+    }
+
+    /// Every line of an events.jsonl file, parsed.
+    pub fn events(&self, task: &str) -> Vec<Value> {
+        self.read(&format!("ybs-out/{task}/events.jsonl"))
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+}
