@@ -1,7 +1,140 @@
-//! L4 runner: one run of many tasks: discovery, scheduling, checks, git,
-//! outputs.
+//! L4 runner: one run of many tasks: selection, preparation, execution
+//! with checks, git and outputs, interrupts.
 
+pub mod checks;
+pub mod prepare;
 pub mod redacting;
 pub mod results;
+pub mod task_run;
 
+use std::path::PathBuf;
+
+use globset::{Glob, GlobSetBuilder};
+
+use crate::agent::Emitter;
+use crate::config::Config;
+use crate::core::event::{Event, EventSink};
+use crate::core::{Cost, Reason, Redactor, Status, Usage};
+use crate::llm::pricing::PriceTable;
+use crate::llm::retry::RetrySettings;
+use crate::report;
+use crate::task::{TaskFile, TaskSpec};
+use crate::tools::ChildEnv;
+
+pub use prepare::{prepare, Cassettes, PrepareError, PreparedTask};
+pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};
+
+/// Everything shared by the tasks of one run.
+pub struct RunContext {
+    pub config: Config,
+    pub cwd: PathBuf,
+    pub home: Option<PathBuf>,
+    pub run_id: String,
+    pub dry_run: bool,
+    /// `--cassette` (or config): replay every task from this file.
+    pub cassette: Option<PathBuf>,
+    /// `--policy FILE`, protected from writes.
+    pub policy_file: Option<PathBuf>,
+    /// The scrubbed environment for every subprocess.
+    pub child_env: ChildEnv,
+    pub pricing: PriceTable,
+    pub retry: RetrySettings,
+}
+
+/// Where outputs go.
+#[derive(Debug, Clone)]
+pub struct OutputPaths {
+    pub out_dir: PathBuf,
+    pub junit: PathBuf,
+    pub github_step_summary: Option<PathBuf>,
+}
+
+/// The tasks of `files` whose id matches any of `filters` (all when none).
+pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, String> {
+    let mut builder = GlobSetBuilder::new();
+    for filter in filters {
+        builder.add(Glob::new(filter).map_err(|e| format!("invalid --filter `{filter}`: {}", e.kind()))?);
+    }
+    let set = builder.build().map_err(|e| e.to_string())?;
+    Ok(files
+        .iter()
+        .flat_map(|file| file.tasks.iter())
+        .filter(|task| filters.is_empty() || set.is_match(&task.id))
+        .cloned()
+        .collect())
+}
+
+/// Prepares every task; returns every problem found.
+pub fn prepare_all(run: &RunContext, tasks: &[TaskSpec]) -> Result<Vec<PreparedTask>, Vec<PrepareError>> {
+    let mut cassettes = Cassettes::default();
+    let mut prepared = Vec::new();
+    let mut errors = Vec::new();
+    for task in tasks {
+        match prepare(run, &mut cassettes, task) {
+            Ok(task) => prepared.push(task),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() { Ok(prepared) } else { Err(errors) }
+}
+
+/// Runs the prepared tasks one after another, writing every output.
+/// SIGINT/SIGTERM stop the current task; outputs are still written.
+pub async fn execute(
+    run: &RunContext,
+    prepared: Vec<PreparedTask>,
+    paths: &OutputPaths,
+    redactor: Redactor,
+    console: &mut dyn EventSink,
+) -> RunReport {
+    let mut events = report::EventsSink::new(&paths.out_dir);
+    let mut transcripts = report::TranscriptSink::new(&paths.out_dir);
+    let mut junit = report::JunitSink::new(&paths.junit);
+    let mut summary = report::SummarySink::new(&paths.out_dir.join("summary.md"), paths.github_step_summary.clone());
+    let mut sink =
+        RedactingSink::new(redactor, vec![&mut events, &mut transcripts, &mut junit, &mut summary, console]);
+    let mut report = RunReport::default();
+    let mut interrupt = Box::pin(interrupted());
+    for task in &prepared {
+        let result = tokio::select! {
+            result = task_run::run_task(run, task, &mut sink) => result,
+            signal = &mut interrupt => {
+                let message = format!("interrupted by {signal}");
+                let mut emitter = Emitter::new(&task.task.id, &mut sink);
+                emitter.emit(Event::TaskFinished {
+                    status: Status::Failed,
+                    reason: Reason::Interrupted,
+                    message: Some(message.clone()),
+                    expect: task.task.expect.as_str().to_owned(),
+                    iterations: 0,
+                    usage: Usage::default(),
+                    cost: Cost::Unknown,
+                    duration_ms: 0,
+                });
+                report.interrupted = true;
+                TaskResult { id: task.task.id.clone(), status: Status::Failed, reason: Reason::Interrupted, message: Some(message) }
+            }
+        };
+        report.results.push(result);
+        if report.interrupted {
+            break;
+        }
+    }
+    if let Err(error) = sink.finish() {
+        report.output_error = Some(error.to_string());
+    }
+    report
+}
+
+/// Resolves when SIGINT or SIGTERM arrives; names the signal.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    }
+}

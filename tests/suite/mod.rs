@@ -1,1 +1,3 @@
 mod architecture;
+mod run;
+mod validate;

@@ -1,0 +1,96 @@
+//! What `run` and `validate` share: loading config and task files, and
+//! building the run context (scrubbed env, redactor).
+
+use std::path::{Path, PathBuf};
+
+use super::super::args::Verbosity;
+use super::super::diagnostics;
+use super::super::printer::{Level, Printer};
+use crate::config::{self, Config, Sources};
+use crate::core::{exit, ids, Redactor};
+use crate::llm::pricing::PriceTable;
+use crate::runner::RunContext;
+use crate::task::{self, TaskFile};
+use crate::tools::ChildEnv;
+
+pub use crate::config::Overrides;
+
+pub fn level(verbosity: &Verbosity) -> Level {
+    if verbosity.quiet {
+        Level::Quiet
+    } else if verbosity.verbose {
+        Level::Verbose
+    } else {
+        Level::Normal
+    }
+}
+
+/// Config and task files, loaded and checked.
+pub struct Loaded {
+    pub config: Config,
+    pub files: Vec<TaskFile>,
+    pub cwd: PathBuf,
+}
+
+/// Loads config and every task file; on error prints all problems and
+/// returns the exit code.
+pub fn load(
+    printer: &Printer,
+    overrides: &Overrides,
+    paths: &[PathBuf],
+    vars: &[(String, String)],
+) -> Result<Loaded, u8> {
+    let cwd = std::env::current_dir().map_err(|error| {
+        printer.error(&format!("error: cannot read the current directory: {error}"));
+        exit::USAGE
+    })?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let env = |name: &str| std::env::var(name).ok();
+    let sources = Sources { cwd: &cwd, home: home.as_deref(), env: &env };
+    let config = config::load(overrides, &sources);
+    let paths = default_paths(&cwd, paths);
+    let files = task::load(&paths, vars);
+    let mut failed = false;
+    if let Err(error) = &config {
+        diagnostics::print_error(printer, &error.to_string(), error.hint().as_deref());
+        failed = true;
+    }
+    if let Err(diagnostics) = &files {
+        diagnostics::print_diagnostics(printer, diagnostics);
+        failed = true;
+    }
+    match (config, files) {
+        (Ok(config), Ok(files)) if !failed => Ok(Loaded { config, files, cwd }),
+        _ => Err(exit::USAGE),
+    }
+}
+
+/// No paths given: `tasks/` when it exists, else the current directory.
+fn default_paths(cwd: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
+    if !paths.is_empty() {
+        return paths.to_vec();
+    }
+    if cwd.join("tasks").is_dir() { vec![PathBuf::from("tasks")] } else { vec![PathBuf::from(".")] }
+}
+
+/// Builds the run context and the redactor holding every secret value.
+pub fn run_context(config: Config, cwd: PathBuf, dry_run: bool, cassette: Option<PathBuf>) -> (RunContext, Redactor) {
+    let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
+    let mut redactor = Redactor::new();
+    for value in &child_env.secret_values {
+        redactor.add(value.clone());
+    }
+    let context = RunContext {
+        pricing: PriceTable::new(config.pricing()),
+        retry: config.retry(),
+        cassette: cassette.or_else(|| config.cassette()),
+        policy_file: None,
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        run_id: ids::new_run_id(),
+        dry_run,
+        child_env,
+        config,
+        cwd,
+    };
+    (context, redactor)
+}

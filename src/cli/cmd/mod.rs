@@ -1,0 +1,14 @@
+//! One module per subcommand. Each returns the process exit code.
+
+pub mod common;
+pub mod run;
+pub mod validate;
+
+use super::args::{Cli, Command};
+
+pub fn dispatch(cli: Cli) -> u8 {
+    match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Validate(args) => validate::validate(&args),
+    }
+}

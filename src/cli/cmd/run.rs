@@ -1,0 +1,80 @@
+//! `ybs run`: load, prepare, execute, report, exit.
+
+use std::path::PathBuf;
+
+use super::super::args::RunArgs;
+use super::super::diagnostics;
+use super::super::printer::Printer;
+use super::common;
+use crate::core::exit;
+use crate::core::Status;
+use crate::runner::{self, OutputPaths};
+
+pub fn run(args: &RunArgs) -> u8 {
+    let mut printer = Printer::new(common::level(&args.verbosity), args.json);
+    let overrides = common::Overrides {
+        config_file: args.config.clone(),
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        endpoint: args.endpoint.clone(),
+        cassette: args.cassette.clone(),
+        out: args.out.clone(),
+    };
+    let loaded = match common::load(&printer, &overrides, &args.paths, &args.vars) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let tasks = match runner::select(&loaded.files, &args.filter) {
+        Ok(tasks) if tasks.is_empty() => {
+            printer.error("error: no task matches the given paths and --filter");
+            return exit::USAGE;
+        }
+        Ok(tasks) => tasks,
+        Err(message) => {
+            printer.error(&format!("error: {message}"));
+            return exit::USAGE;
+        }
+    };
+    let (context, redactor) = common::run_context(loaded.config, loaded.cwd, args.dry_run, args.cassette.clone());
+    printer.set_redactor(redactor.clone());
+    let prepared = match runner::prepare_all(&context, &tasks) {
+        Ok(prepared) => prepared,
+        Err(errors) => {
+            for error in &errors {
+                diagnostics::print_error(&printer, &error.to_string(), error.hint.as_deref());
+            }
+            return exit::USAGE;
+        }
+    };
+    let out_dir = context.config.out_dir();
+    let paths = OutputPaths {
+        junit: args.junit.clone().unwrap_or_else(|| out_dir.join("junit.xml")),
+        out_dir: out_dir.clone(),
+        github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            printer.error(&format!("error: cannot start the async runtime: {error}"));
+            return exit::INFRA;
+        }
+    };
+    let report = runtime.block_on(runner::execute(&context, prepared, &paths, redactor, &mut printer));
+    if let Some(error) = &report.output_error {
+        printer.error(&format!("error: could not write all outputs: {error}"));
+    }
+    let total = report.results.len();
+    printer.result(&format!(
+        "ybs: {total} task{}: {} passed, {} failed, {} errors{} — outputs in {}",
+        if total == 1 { "" } else { "s" },
+        report.count(Status::Passed),
+        report.count(Status::Failed),
+        report.count(Status::Error),
+        if report.interrupted { " (interrupted)" } else { "" },
+        out_dir.display()
+    ));
+    match (&report.output_error, report.exit_code()) {
+        (Some(_), exit::OK) => exit::INFRA,
+        (_, code) => code,
+    }
+}

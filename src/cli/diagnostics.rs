@@ -1,0 +1,22 @@
+//! Error rendering: one line naming `file:line:col` where there is one,
+//! then `hint:` lines.
+
+use super::printer::Printer;
+use crate::task::Diagnostics;
+
+/// Prints every task-file diagnostic.
+pub fn print_diagnostics(printer: &Printer, diagnostics: &Diagnostics) {
+    for diagnostic in &diagnostics.0 {
+        print_error(printer, &diagnostic.to_string(), diagnostic.hint.as_deref());
+    }
+    let count = diagnostics.0.len();
+    printer.error(&format!("{count} error{} found", if count == 1 { "" } else { "s" }));
+}
+
+/// Prints one error line and its hint.
+pub fn print_error(printer: &Printer, message: &str, hint: Option<&str>) {
+    printer.error(message);
+    if let Some(hint) = hint {
+        printer.error(&format!("  hint: {hint}"));
+    }
+}

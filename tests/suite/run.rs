@@ -1,0 +1,325 @@
+//! `ybs run` end to end with the replay provider (issue 2, acceptance 1, 3, 4).
+
+use serde_json::{json, Value};
+
+use crate::support::cassette::{answer, call, calls};
+use crate::support::Ybs;
+
+/// A one-task file with a permissive policy and the given extra YAML.
+fn task_yaml(extra: &str) -> String {
+    format!("prompt: do the thing\npolicy:\n  default: allow\n{extra}")
+}
+
+fn junit(ybs: &Ybs) -> String {
+    let xml = ybs.read("ybs-out/junit.xml");
+    well_formed(&ybs.path().join("ybs-out/junit.xml"));
+    xml
+}
+
+/// Parses the XML with Python's expat: a real, independent parser.
+pub fn well_formed(path: &std::path::Path) {
+    let status = std::process::Command::new("python3")
+        .args(["-c", "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{} is not well-formed XML", path.display());
+}
+
+fn tool_calls(transcript: &Value) -> &Vec<Value> {
+    transcript["tool_calls"].as_array().expect("tool_calls array")
+}
+
+#[test]
+fn demo_task_from_the_repository_passes() {
+    let ybs = Ybs::new();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    ybs.file("tasks/demo.yaml", &std::fs::read_to_string(repo.join("tasks/demo.yaml")).unwrap());
+    ybs.file("tasks/demo.cassette.json", &std::fs::read_to_string(repo.join("tasks/demo.cassette.json")).unwrap());
+    ybs.file("work/hello.sh", &std::fs::read_to_string(repo.join("tasks/demo/hello.sh")).unwrap());
+    let workdir = ybs.path().join("work");
+    let run = ybs.run(["run", "tasks/demo.yaml", "--var", &format!("workdir={}", workdir.display())]);
+    run.expect_code(0);
+    assert!(ybs.read("work/hello.sh").contains("Hello, world!"));
+    let transcript = run.json("ybs-out/fix-greeting/transcript.json");
+    assert_eq!(transcript["status"], "passed");
+    assert_eq!(transcript["schema_version"], 1);
+    assert!(ybs.exists("ybs-out/fix-greeting/events.jsonl"));
+    assert!(junit(&ybs).contains("fix-greeting"));
+    assert!(ybs.exists("ybs-out/summary.md"));
+}
+
+#[test]
+fn passing_task_records_every_tool_call() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("checks:\n  - name: file exists\n    run: test -f out.txt\n"));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("write_file", json!({"path": "out.txt", "content": "hi\n"})), answer("wrote out.txt")],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(ybs.read("out.txt"), "hi\n");
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["status"], "passed");
+    assert_eq!(transcript["task"]["id"], "t");
+    assert_eq!(transcript["iterations"], 2);
+    let calls = tool_calls(&transcript);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["name"], "write_file");
+    assert_eq!(calls[0]["arguments"]["path"], "out.txt");
+    assert_eq!(calls[0]["decision"]["verdict"], "allow");
+    assert_eq!(calls[0]["result"]["ok"], true);
+    assert!(calls[0]["duration_ms"].is_u64());
+    assert_eq!(transcript["checks"][0]["passed"], true);
+    assert!(transcript["manifest"]["ybs_version"].is_string());
+    let xml = junit(&ybs);
+    assert!(xml.contains("testcase") && xml.contains("name=\"t\""), "{xml}");
+    assert!(!xml.contains("<failure"), "{xml}");
+    let events = run.events("t");
+    assert_eq!(events.first().unwrap()["type"], "task.started");
+    assert_eq!(events.last().unwrap()["type"], "task.finished");
+}
+
+#[test]
+fn failing_check_fails_the_task_and_names_the_check() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("checks:\n  - name: needs-out-file\n    run: test -f out.txt\n"));
+    ybs.cassette("t.cassette.json", vec![answer("done, I think")]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(1);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["status"], "failed");
+    assert_eq!(transcript["reason"], "checks_failed");
+    assert_eq!(transcript["checks"][0]["exit_code"], 1);
+    let xml = junit(&ybs);
+    assert!(xml.contains("<failure"), "{xml}");
+    assert!(xml.contains("checks_failed"), "{xml}");
+    assert!(xml.contains("needs-out-file"), "{xml}");
+}
+
+#[test]
+fn fix_attempt_turns_a_failing_check_into_a_pass() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("fix_attempts: 1\nchecks:\n  - name: out\n    run: test -f out.txt\n"));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            answer("done"),
+            call("write_file", json!({"path": "out.txt", "content": "x"})),
+            answer("now really done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["status"], "passed");
+    let checks = transcript["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 2);
+    assert_eq!(checks[0]["passed"], false);
+    assert_eq!(checks[1]["passed"], true);
+    let fed_back = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["role"] == "user" && m["content"].as_str().unwrap().contains("check `out`"));
+    assert!(fed_back, "the failing check's output must go back to the model");
+}
+
+#[test]
+fn expect_fail_passes_when_the_task_fails() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("expect: fail\nchecks:\n  - run: \"false\"\n"));
+    ybs.cassette("t.cassette.json", vec![answer("I refuse")]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["status"], "passed");
+    assert_eq!(transcript["expect"], "fail");
+
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("expect: fail\n"));
+    ybs.cassette("t.cassette.json", vec![answer("sure, done")]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(1);
+    assert_eq!(run.json("ybs-out/t/transcript.json")["reason"], "expectation_not_met");
+}
+
+#[test]
+fn max_iterations_stops_the_task() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("limits: { max_iterations: 2 }\n"));
+    ybs.file("a.txt", "a\n");
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("read_file", json!({"path": "a.txt"})),
+            call("list_files", json!({"pattern": "*"})),
+            call("read_file", json!({"path": "a.txt", "limit": 1})),
+            answer("never reached"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(1);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "max_iterations");
+    assert_eq!(transcript["iterations"], 2);
+    let xml = junit(&ybs);
+    assert!(xml.contains("max_iterations"), "{xml}");
+}
+
+#[test]
+fn the_same_call_three_times_is_a_loop() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml(""));
+    ybs.file("a.txt", "a\n");
+    let same = || call("read_file", json!({"path": "a.txt"}));
+    ybs.cassette("t.cassette.json", vec![same(), same(), same(), answer("never")]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(1);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "loop_detected");
+    assert!(junit(&ybs).contains("loop_detected"));
+}
+
+#[test]
+fn a_tool_error_goes_back_to_the_model() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml(""));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("read_file", json!({"path": "missing.txt"})), answer("the file does not exist")],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let calls = tool_calls(&transcript);
+    assert_eq!(calls[0]["result"]["ok"], false);
+    let tool_message = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a tool message");
+    assert_eq!(tool_message["is_error"], true);
+    assert!(tool_message["content"].as_str().unwrap().contains("missing.txt"));
+}
+
+#[test]
+fn long_tool_output_is_truncated_with_a_marker() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("limits: { max_tool_output_chars: 200 }\n"));
+    ybs.file("big.txt", &"0123456789\n".repeat(500));
+    ybs.cassette("t.cassette.json", vec![call("read_file", json!({"path": "big.txt"})), answer("read it")]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let result = &tool_calls(&transcript)[0]["result"];
+    assert_eq!(result["truncated"], true);
+    let output = result["output"].as_str().unwrap();
+    assert!(output.contains("truncated"), "{output}");
+    assert!(output.len() < 400, "{}", output.len());
+}
+
+#[test]
+fn several_calls_in_one_turn_all_run() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml(""));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                ("write_file", json!({"path": "a.txt", "content": "a"})),
+                ("write_file", json!({"path": "b.txt", "content": "b"})),
+            ]),
+            answer("both written"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(ybs.read("a.txt"), "a");
+    assert_eq!(ybs.read("b.txt"), "b");
+}
+
+#[test]
+fn denied_call_is_explained_to_the_model() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", "prompt: p\npolicy:\n  allow: [read_file]\n");
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("write_file", json!({"path": "x.txt", "content": "x"})), answer("could not write")],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert!(!ybs.exists("x.txt"));
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let entry = &tool_calls(&transcript)[0];
+    assert_eq!(entry["decision"]["verdict"], "deny");
+    assert_eq!(entry["decision"]["rule"], "default");
+    assert_eq!(entry["result"]["ran"], false);
+    assert!(entry["result"]["output"].as_str().unwrap().contains("denied by policy"));
+}
+
+#[test]
+fn dry_run_decides_but_does_not_execute() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml(""));
+    ybs.cassette("t.cassette.json", vec![call("write_file", json!({"path": "x.txt", "content": "x"})), answer("ok")]);
+    let run = ybs.run(["run", "t.yaml", "--dry-run"]);
+    run.expect_code(0);
+    assert!(!ybs.exists("x.txt"));
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(tool_calls(&transcript)[0]["result"]["ran"], false);
+    assert_eq!(transcript["manifest"]["dry_run"], true);
+}
+
+#[test]
+fn json_mode_prints_only_events_on_stdout() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml(""));
+    ybs.cassette("t.cassette.json", vec![answer("ok")]);
+    let run = ybs.run(["run", "t.yaml", "--json"]);
+    run.expect_code(0);
+    let lines: Vec<Value> = run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.first().unwrap()["type"], "task.started");
+    assert_eq!(lines.last().unwrap()["type"], "task.finished");
+}
+
+#[test]
+fn exhausted_cassette_is_a_provider_error() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml(""));
+    ybs.cassette("t.cassette.json", vec![]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(4);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["status"], "error");
+    assert_eq!(transcript["reason"], "provider_error");
+    assert!(junit(&ybs).contains("<error"));
+}
+
+#[test]
+fn filter_selects_tasks_and_outputs_cover_two_files() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "tasks/a.yaml",
+        "tasks:\n  - id: one\n    prompt: p\n  - id: two\n    prompt: p\n    checks: [{run: \"false\"}]\n",
+    );
+    ybs.file("tasks/b.yaml", "prompt: p\n");
+    ybs.cassette("answers.json", vec![answer("a"), answer("b"), answer("c")]);
+    let run = ybs.run(["run", "tasks", "--cassette", "answers.json"]);
+    run.expect_code(1);
+    let xml = junit(&ybs);
+    assert_eq!(xml.matches("<testsuite ").count(), 2, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 3, "{xml}");
+    let summary = ybs.read("ybs-out/summary.md");
+    assert!(summary.contains("one") && summary.contains("two") && summary.contains('b'));
+
+    let ybs2 = Ybs::new();
+    ybs2.file("tasks/a.yaml", "tasks:\n  - id: one\n    prompt: p\n  - id: two\n    prompt: p\n");
+    ybs2.cassette("answers.json", vec![answer("a")]);
+    let run = ybs2.run(["run", "tasks", "--cassette", "answers.json", "--filter", "o*"]);
+    run.expect_code(0);
+    assert!(ybs2.exists("ybs-out/one/transcript.json"));
+    assert!(!ybs2.exists("ybs-out/two"));
+}
