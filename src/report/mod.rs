@@ -1,1 +1,13 @@
-//! L2 report: `EventSink`s that turn the event stream into outputs.
+//! L2 report: `EventSink`s that turn the event stream into outputs
+//! (SPEC §7). The runner builds them, feeds every (already redacted)
+//! `EventRecord` of every task through a [`Fanout`], and calls `finish()`
+//! once at the end of the run. Records of parallel tasks may interleave;
+//! every sink routes them by `record.task`.
+//!
+//! - [`EventsSink`]: `OUT/<task>/events.jsonl`, one line per event, flushed.
+//! - [`TranscriptSink`]: `OUT/<task>/transcript.json` at `task.finished`.
+//! - [`JunitSink`]: the JUnit XML at `finish()`.
+//! - [`SummarySink`]: `OUT/summary.md` (and `$GITHUB_STEP_SUMMARY`) at `finish()`.
+//! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
+
+pub mod log;
