@@ -10,4 +10,10 @@
 //! - [`SummarySink`]: `OUT/summary.md` (and `$GITHUB_STEP_SUMMARY`) at `finish()`.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
 
+mod events;
+mod fsutil;
 pub mod log;
+#[cfg(test)]
+mod testdata;
+
+pub use events::{EVENTS_FILE, EventsSink};
