@@ -15,5 +15,10 @@ mod fsutil;
 pub mod log;
 #[cfg(test)]
 mod testdata;
+mod transcript;
 
 pub use events::{EVENTS_FILE, EventsSink};
+pub use transcript::{
+    CheckEntry, Decision, LlmCall, Manifest, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,
+    ToolCallEntry, ToolResult, Transcript, TranscriptBuilder, TranscriptSink, build_transcript,
+};
