@@ -12,12 +12,16 @@
 
 mod events;
 mod fsutil;
+mod junit;
 pub mod log;
+mod results;
 #[cfg(test)]
 mod testdata;
 mod transcript;
 
 pub use events::{EVENTS_FILE, EventsSink};
+pub use junit::{JunitSink, junit_report, junit_xml};
+pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use transcript::{
     CheckEntry, Decision, LlmCall, Manifest, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,
     ToolCallEntry, ToolResult, Transcript, TranscriptBuilder, TranscriptSink, build_transcript,
