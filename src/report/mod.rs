@@ -15,6 +15,7 @@ mod fsutil;
 mod junit;
 pub mod log;
 mod results;
+mod summary;
 #[cfg(test)]
 mod testdata;
 mod transcript;
@@ -22,6 +23,7 @@ mod transcript;
 pub use events::{EVENTS_FILE, EventsSink};
 pub use junit::{JunitSink, junit_report, junit_xml};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
+pub use summary::{SummarySink, summary_markdown};
 pub use transcript::{
     CheckEntry, Decision, LlmCall, Manifest, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,
     ToolCallEntry, ToolResult, Transcript, TranscriptBuilder, TranscriptSink, build_transcript,
