@@ -11,6 +11,7 @@
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
 
 mod events;
+mod fanout;
 mod fsutil;
 mod junit;
 pub mod log;
@@ -21,6 +22,7 @@ mod testdata;
 mod transcript;
 
 pub use events::{EVENTS_FILE, EventsSink};
+pub use fanout::Fanout;
 pub use junit::{JunitSink, junit_report, junit_xml};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use summary::{SummarySink, summary_markdown};
