@@ -13,7 +13,7 @@ use std::io::{self, Write as _};
 use std::path::PathBuf;
 
 use crate::core::event::{EventRecord, EventSink};
-use crate::core::outcome::Status;
+use crate::core::outcome::{Reason, Status};
 use crate::core::text::{tail, truncate_middle};
 
 use super::fsutil::{with_path, write_atomic};
@@ -158,11 +158,17 @@ fn write_failures(out: &mut String, results: &[TaskResult]) -> std::fmt::Result 
             text.push_str("\n\n");
             text.push_str(&truncate_middle(message.trim_end(), MESSAGE_CHARS).0);
         }
+        // One failing check is already named by the headline.
+        let named = result.reason == Reason::ChecksFailed && result.failed_checks.len() == 1;
         for check in &result.failed_checks {
+            text.push_str("\n\n");
+            if !named {
+                text.push_str(&check.describe());
+                text.push('\n');
+            }
             let _ = write!(
                 text,
-                "\n\n{}\n$ {}\n{}",
-                check.describe(),
+                "$ {}\n{}",
                 check.command,
                 tail(check.output_tail.trim_end(), CHECK_TAIL_BYTES)
             );
@@ -298,7 +304,6 @@ fn thousands(value: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::outcome::Reason;
     use crate::core::usage::Cost;
     use crate::report::testdata::{self, records_two_files};
 
