@@ -348,7 +348,7 @@ mod tests {
         );
         assert!(text.contains("### beta: failed (checks_failed)"), "{text}");
         assert!(
-            text.contains("checks_failed: check `builds` exited 1 (expected 0)\n\n1 check failed"),
+            text.contains("checks_failed: check `builds` exited 1 (expected 0)\n\n1 check failed\n\n$ cargo build\nerror: nul"),
             "{text}"
         );
         assert!(
