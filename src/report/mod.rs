@@ -1,1 +1,32 @@
-//! L2 report: `EventSink`s that turn the event stream into outputs.
+//! L2 report: `EventSink`s that turn the event stream into outputs
+//! (SPEC §7). The runner builds them, feeds every (already redacted)
+//! `EventRecord` of every task through a [`Fanout`], and calls `finish()`
+//! once at the end of the run. Records of parallel tasks may interleave;
+//! every sink routes them by `record.task`.
+//!
+//! - [`EventsSink`]: `OUT/<task>/events.jsonl`, one line per event, flushed.
+//! - [`TranscriptSink`]: `OUT/<task>/transcript.json` at `task.finished`.
+//! - [`JunitSink`]: the JUnit XML at `finish()`.
+//! - [`SummarySink`]: `OUT/summary.md` (and `$GITHUB_STEP_SUMMARY`) at `finish()`.
+//! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
+
+mod events;
+mod fanout;
+mod fsutil;
+mod junit;
+pub mod log;
+mod results;
+mod summary;
+#[cfg(test)]
+mod testdata;
+mod transcript;
+
+pub use events::{EVENTS_FILE, EventsSink};
+pub use fanout::Fanout;
+pub use junit::{JunitSink, junit_report, junit_xml};
+pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
+pub use summary::{SummarySink, summary_markdown};
+pub use transcript::{
+    CheckEntry, Decision, LlmCall, Manifest, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,
+    ToolCallEntry, ToolResult, Transcript, TranscriptBuilder, TranscriptSink, build_transcript,
+};

@@ -1,0 +1,338 @@
+//! `OUT/junit.xml` (SPEC §7), written with quick-junit at the end of the
+//! run: one `<testsuite>` per task file, one `<testcase>` per task.
+//!
+//! Status mapping: `passed` → success, `failed` → `<failure>`, `error` →
+//! `<error>`, `paused` → `<skipped>`. Text from the model or tools goes
+//! through [`neutralize_chars`] first and then quick-junit's `XmlString`,
+//! so the file is well-formed whatever the text holds (SECURITY S8).
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::core::event::{EventRecord, EventSink};
+use crate::core::ids::rfc3339;
+use crate::core::outcome::Status;
+use crate::core::text::tail;
+
+use super::fsutil::{with_path, write_atomic};
+use super::log::neutralize_chars;
+use super::results::{ResultCollector, TaskResult};
+
+/// How much of a failing check's output goes into the XML, in bytes.
+const CHECK_TAIL_BYTES: usize = 8 * 1024;
+
+/// Collects every task's result; writes the JUnit XML at `finish()`.
+#[derive(Debug)]
+pub struct JunitSink {
+    path: PathBuf,
+    results: ResultCollector,
+}
+
+impl JunitSink {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            results: ResultCollector::new(),
+        }
+    }
+}
+
+impl EventSink for JunitSink {
+    fn event(&mut self, record: &EventRecord) -> io::Result<()> {
+        self.results.push(record);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let xml = junit_xml(&self.results.results())
+            .map_err(|err| with_path(io::Error::other(err), &self.path))?;
+        write_atomic(&self.path, xml.as_bytes())
+    }
+}
+
+/// The JUnit report of these results, as XML text.
+pub fn junit_xml(results: &[TaskResult]) -> Result<String, quick_junit::SerializeError> {
+    junit_report(results).to_string()
+}
+
+/// The JUnit report of these results: suites by task file, in the order
+/// each file's first task started.
+pub fn junit_report(results: &[TaskResult]) -> Report {
+    let mut files: Vec<(&str, Vec<&TaskResult>)> = Vec::new();
+    for result in results {
+        match files.iter_mut().find(|(file, _)| *file == result.file) {
+            Some((_, members)) => members.push(result),
+            None => files.push((&result.file, vec![result])),
+        }
+    }
+    let mut report = Report::new("ybs");
+    let mut total_ms = 0;
+    for (file, members) in files {
+        let mut suite = TestSuite::new(clean(suite_name(file, &members)));
+        let suite_ms: u64 = members.iter().map(|result| result.duration_ms).sum();
+        total_ms += suite_ms;
+        suite.set_time(Duration::from_millis(suite_ms));
+        if let Some(started) = members.iter().map(|result| result.started_ms).min() {
+            suite
+                .extra
+                .insert("timestamp".into(), rfc3339(started).into());
+        }
+        suite.add_property(Property::new("file", clean(file)));
+        suite.add_test_cases(members.into_iter().map(test_case));
+        report.add_test_suite(suite);
+    }
+    report.set_time(Duration::from_millis(total_ms));
+    report
+}
+
+fn suite_name<'a>(file: &'a str, members: &[&'a TaskResult]) -> &'a str {
+    members
+        .iter()
+        .map(|result| result.suite.as_str())
+        .find(|suite| !suite.is_empty())
+        .unwrap_or(file)
+}
+
+fn test_case(result: &TaskResult) -> TestCase {
+    let mut case = TestCase::new(clean(&result.task), status(result));
+    case.set_classname(clean(&result.suite));
+    case.set_time(Duration::from_millis(result.duration_ms));
+    let cost = result
+        .cost
+        .usd()
+        .map_or_else(|| "unknown".to_owned(), |usd| usd.to_string());
+    let mut properties = vec![
+        ("task", result.task.clone()),
+        ("status", result.status.to_string()),
+        ("reason", result.reason.to_string()),
+        ("provider", result.provider.clone()),
+        ("model", result.model.clone()),
+        ("iterations", result.iterations.to_string()),
+        ("input_tokens", result.usage.input_tokens.to_string()),
+        ("output_tokens", result.usage.output_tokens.to_string()),
+        ("cost", cost),
+        ("duration_ms", result.duration_ms.to_string()),
+    ];
+    if let Some(commit) = result.commit() {
+        properties.push(("commit", commit.to_owned()));
+    }
+    if let Some(salvage) = result.salvage_ref() {
+        properties.push(("salvage_ref", salvage.to_owned()));
+    }
+    if result.expect != "pass" {
+        properties.push(("expect", result.expect.clone()));
+    }
+    case.add_properties(
+        properties
+            .into_iter()
+            .map(|(name, value)| Property::new(name, clean(&value))),
+    );
+    if let Some(git) = &result.git {
+        case.set_system_out(clean(&format!("git: {}\n", git.note)));
+    }
+    case
+}
+
+fn status(result: &TaskResult) -> TestCaseStatus {
+    let mut status = match result.status {
+        Status::Passed => return TestCaseStatus::success(),
+        Status::Failed => TestCaseStatus::non_success(NonSuccessKind::Failure),
+        Status::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+        Status::Paused => TestCaseStatus::skipped(),
+    };
+    status.set_message(clean(&result.headline()));
+    status.set_type(result.reason.as_str());
+    let text = description(result);
+    if !text.is_empty() {
+        status.set_description(clean(&text));
+    }
+    status
+}
+
+/// The text of a failure: the task's message, then each failing check
+/// with its command and the tail of its output.
+fn description(result: &TaskResult) -> String {
+    let mut text = String::new();
+    if let Some(message) = &result.message {
+        text.push_str(message.trim_end());
+        text.push('\n');
+    }
+    for check in &result.failed_checks {
+        text.push_str(&format!(
+            "\n{}\n$ {}\n{}",
+            check.describe(),
+            check.command,
+            tail(&check.output_tail, CHECK_TAIL_BYTES)
+        ));
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    text
+}
+
+fn clean(text: &str) -> String {
+    neutralize_chars(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use quick_junit::{Report, TestCaseStatus};
+
+    use super::*;
+    use crate::core::outcome::Reason;
+    use crate::report::testdata::{self, records_two_files};
+
+    fn run(records: &[EventRecord]) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out/junit.xml");
+        let mut sink = JunitSink::new(&path);
+        for record in records {
+            sink.event(record).unwrap();
+        }
+        sink.finish().unwrap();
+        let xml = std::fs::read_to_string(&path).unwrap();
+        (dir, xml)
+    }
+
+    fn property<'a>(case: &'a quick_junit::TestCase, name: &str) -> Option<&'a str> {
+        case.properties
+            .iter()
+            .find(|property| property.name.as_str() == name)
+            .map(|property| property.value.as_str())
+    }
+
+    #[test]
+    fn one_suite_per_file_one_case_per_task() {
+        let (_dir, xml) = run(&records_two_files());
+        let report = Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!(report.tests, 3);
+        assert_eq!(report.failures, 1);
+        assert_eq!(report.errors, 1);
+        let suites: Vec<_> = report.test_suites.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(suites, ["a", "b"]);
+        let a = &report.test_suites[0];
+        let cases: Vec<_> = a.test_cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(cases, ["alpha", "gamma"]);
+        assert_eq!(a.test_cases[0].classname.as_deref(), Some("a"));
+        assert_eq!(a.test_cases[0].time, Some(Duration::from_millis(61_500)));
+        assert!(matches!(
+            a.test_cases[0].status,
+            TestCaseStatus::Success { .. }
+        ));
+        assert_eq!(
+            property(&a.test_cases[0], "commit"),
+            Some("89abcdef0123456789")
+        );
+        assert_eq!(property(&a.test_cases[0], "cost"), Some("0.0123"));
+        assert_eq!(property(&a.test_cases[0], "input_tokens"), Some("1200"));
+        assert_eq!(property(&a.test_cases[0], "model"), Some("gpt-4.1-mini"));
+        assert_eq!(a.properties[0].value.as_str(), "tasks/a.yaml");
+    }
+
+    #[test]
+    fn failures_name_the_check_and_carry_its_output() {
+        let (_dir, xml) = run(&records_two_files());
+        let report = Report::deserialize_from_str(&xml).unwrap();
+        let beta = &report.test_suites[1].test_cases[0];
+        assert_eq!(property(beta, "cost"), Some("unknown"));
+        assert_eq!(property(beta, "commit"), None);
+        let TestCaseStatus::NonSuccess {
+            kind,
+            message,
+            ty,
+            description,
+            ..
+        } = &beta.status
+        else {
+            panic!("{:?}", beta.status);
+        };
+        assert_eq!(*kind, NonSuccessKind::Failure);
+        assert_eq!(
+            message.as_deref(),
+            Some("checks_failed: check `builds` exited 1 (expected 0)")
+        );
+        assert_eq!(ty.as_deref(), Some("checks_failed"));
+        let description = description.as_deref().unwrap();
+        assert!(description.contains("$ cargo build"), "{description}");
+        assert!(description.contains("]]> <b>&amp;</b>"), "{description}");
+        assert!(!description.contains('\x1b') && !description.contains('\0'));
+
+        let gamma = &report.test_suites[0].test_cases[1];
+        let TestCaseStatus::NonSuccess { kind, message, .. } = &gamma.status else {
+            panic!("{:?}", gamma.status);
+        };
+        assert_eq!(*kind, NonSuccessKind::Error);
+        assert_eq!(
+            message.as_deref(),
+            Some("provider_error: HTTP 500 <html>| bad gateway …")
+        );
+    }
+
+    #[test]
+    fn paused_tasks_are_skipped() {
+        let (_dir, xml) = run(&[
+            testdata::started("p", "p.yaml", 1),
+            testdata::finished(
+                "p",
+                2,
+                Status::Paused,
+                Reason::AwaitingInput,
+                Some("waiting on call-7"),
+                crate::core::usage::Cost::Unknown,
+            ),
+        ]);
+        let report = Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!(report.test_suites[0].skipped, 1);
+        let TestCaseStatus::Skipped { message, .. } = &report.test_suites[0].test_cases[0].status
+        else {
+            panic!();
+        };
+        assert_eq!(
+            message.as_deref(),
+            Some("awaiting_input: waiting on call-7")
+        );
+    }
+
+    #[test]
+    fn hostile_text_stays_well_formed_xml() {
+        let nasty =
+            "\x1b[31mred\x1b[0m \0 \x07 ]]> ]]]]><![CDATA[ <x a=\"&\"> \u{fffe}\u{ffff} \u{202e}";
+        let mut records = vec![testdata::started("x", "x.yaml", 1)];
+        records.push(testdata::check("x", 2, nasty, 1, nasty));
+        records.push(testdata::finished(
+            "x",
+            3,
+            Status::Failed,
+            Reason::ChecksFailed,
+            Some(nasty),
+            crate::core::usage::Cost::Unknown,
+        ));
+        let (dir, xml) = run(&records);
+        Report::deserialize_from_str(&xml).unwrap();
+        assert!(!xml.contains('\x1b') && !xml.contains('\0') && !xml.contains('\u{fffe}'));
+        // An independent parser agrees, where one is installed.
+        let python = std::process::Command::new("python3")
+            .arg("-c")
+            .arg("import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])")
+            .arg(dir.path().join("out/junit.xml"))
+            .output();
+        if let Ok(output) = python {
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_run_is_still_a_report() {
+        let (_dir, xml) = run(&[]);
+        let report = Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!(report.tests, 0);
+    }
+}

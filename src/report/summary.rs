@@ -1,0 +1,460 @@
+//! `OUT/summary.md` (SPEC §7): a Markdown table of the run's tasks, notes
+//! on each task that did not pass, and what happened in git. Appended to
+//! `$GITHUB_STEP_SUMMARY` too when that is set.
+//!
+//! Text from the model or tools is either escaped inline (`|`, newlines,
+//! markup and HTML characters) or fenced in a code block whose fence is
+//! longer than any backtick run in it, so it cannot break the table or
+//! inject links, images or HTML.
+
+use std::fmt::Write as _;
+use std::fs::OpenOptions;
+use std::io::{self, Write as _};
+use std::path::PathBuf;
+
+use crate::core::event::{EventRecord, EventSink};
+use crate::core::outcome::{Reason, Status};
+use crate::core::text::{tail, truncate_middle};
+
+use super::fsutil::{with_path, write_atomic};
+use super::log::neutralize_chars;
+use super::results::{ResultCollector, RunTotals, TaskResult};
+
+/// How much of a failing check's output the summary shows, in bytes.
+/// GitHub caps a step summary at 1 MiB.
+const CHECK_TAIL_BYTES: usize = 2 * 1024;
+/// How much of a task's message the summary shows, in characters.
+const MESSAGE_CHARS: usize = 2000;
+
+/// Collects every task's result; writes the summary at `finish()`.
+#[derive(Debug)]
+pub struct SummarySink {
+    path: PathBuf,
+    github_step_summary: Option<PathBuf>,
+    results: ResultCollector,
+}
+
+impl SummarySink {
+    /// Writes `path` (normally `OUT/summary.md`) and, when given, appends
+    /// the same Markdown to `github_step_summary` (`$GITHUB_STEP_SUMMARY`).
+    pub fn new(path: impl Into<PathBuf>, github_step_summary: Option<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            github_step_summary,
+            results: ResultCollector::new(),
+        }
+    }
+}
+
+impl EventSink for SummarySink {
+    fn event(&mut self, record: &EventRecord) -> io::Result<()> {
+        self.results.push(record);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let markdown = summary_markdown(&self.results.results());
+        let written = write_atomic(&self.path, markdown.as_bytes());
+        let appended = match &self.github_step_summary {
+            Some(path) => OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut file| file.write_all(markdown.as_bytes()))
+                .map_err(|err| with_path(err, path)),
+            None => Ok(()),
+        };
+        written.and(appended)
+    }
+}
+
+/// The summary of these results, as Markdown.
+pub fn summary_markdown(results: &[TaskResult]) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; the results are ignored below.
+    let _ = write_summary(&mut out, results);
+    out
+}
+
+fn write_summary(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+    let run_ids: Vec<&str> = results.iter().map(|r| r.run_id.as_str()).collect();
+    match run_ids.first() {
+        Some(first) if !first.is_empty() && run_ids.iter().all(|id| id == first) => {
+            writeln!(out, "# ybs run {}\n", code_span(first))?;
+        }
+        _ => writeln!(out, "# ybs run\n")?,
+    }
+    writeln!(out, "{}\n", RunTotals::of(results))?;
+    if results.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Tokens {} · cost {} · time {}\n",
+        thousands(results.iter().map(|r| r.usage.total()).sum()),
+        total_cost(results),
+        human_duration(wall_ms(results)),
+    )?;
+    writeln!(
+        out,
+        "| task | status | reason | iterations | tokens | cost | time | commit |"
+    )?;
+    writeln!(out, "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |")?;
+    for result in results {
+        let commit = result.commit().map_or_else(
+            || "—".to_owned(),
+            |commit| {
+                let short: String = commit
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .take(12)
+                    .collect();
+                format!("`{short}`")
+            },
+        );
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            escape_inline(&result.task),
+            result.status,
+            result.reason,
+            result.iterations,
+            thousands(result.usage.total()),
+            result.cost,
+            human_duration(result.duration_ms),
+            commit,
+        )?;
+    }
+    write_failures(out, results)?;
+    write_git(out, results)
+}
+
+fn write_failures(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+    let failures: Vec<_> = results
+        .iter()
+        .filter(|result| result.status != Status::Passed)
+        .collect();
+    if failures.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n## Tasks that did not pass")?;
+    for result in failures {
+        writeln!(
+            out,
+            "\n### {}: {} ({})\n",
+            escape_inline(&result.task),
+            result.status,
+            result.reason
+        )?;
+        if let Some(salvage) = result.salvage_ref() {
+            writeln!(out, "Changes saved at {}.\n", code_span(salvage))?;
+        }
+        let mut text = result.headline();
+        let detail = text
+            .split_once(": ")
+            .map_or("", |(_, rest)| rest)
+            .to_owned();
+        if let Some(message) = result.message.as_ref().filter(|m| m.trim() != detail) {
+            text.push_str("\n\n");
+            text.push_str(&truncate_middle(message.trim_end(), MESSAGE_CHARS).0);
+        }
+        // One failing check is already named by the headline.
+        let named = result.reason == Reason::ChecksFailed && result.failed_checks.len() == 1;
+        for check in &result.failed_checks {
+            text.push_str("\n\n");
+            if !named {
+                text.push_str(&check.describe());
+                text.push('\n');
+            }
+            let _ = write!(
+                text,
+                "$ {}\n{}",
+                check.command,
+                tail(check.output_tail.trim_end(), CHECK_TAIL_BYTES)
+            );
+        }
+        writeln!(out, "{}", fenced(&text))?;
+    }
+    Ok(())
+}
+
+fn write_git(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+    let with_git: Vec<_> = results
+        .iter()
+        .filter(|result| result.git.is_some())
+        .collect();
+    if with_git.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n## Git\n")?;
+    for result in with_git {
+        let Some(git) = &result.git else { continue };
+        write!(
+            out,
+            "- {}: {}",
+            escape_inline(&result.task),
+            escape_inline(&git.note)
+        )?;
+        if let Some(branch) = &git.branch {
+            write!(out, " on branch {}", code_span(branch))?;
+        }
+        if let Some(salvage) = &git.salvage_ref {
+            write!(out, "; changes saved at {}", code_span(salvage))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// Text safe inside a Markdown paragraph or table cell: one line, with the
+/// characters that start markup, links, images, HTML or entities escaped.
+fn escape_inline(text: &str) -> String {
+    let text = neutralize_chars(text);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '&' | '|' | '!' | '~' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An inline code span that `text` cannot close; `|` escaped so it also
+/// holds inside a table.
+fn code_span(text: &str) -> String {
+    let text = neutralize_chars(text).replace(['\n', '\t'], " ");
+    let fence = "`".repeat(longest_run(&text, '`') + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{}{pad}{fence}", text.replace('|', "\\|"))
+}
+
+/// A fenced code block that `text` cannot close.
+fn fenced(text: &str) -> String {
+    let text = neutralize_chars(text);
+    let fence = "`".repeat((longest_run(&text, '`') + 1).max(3));
+    format!("{fence}text\n{}\n{fence}", text.trim_end())
+}
+
+fn longest_run(text: &str, wanted: char) -> usize {
+    let mut longest = 0;
+    let mut current = 0;
+    for c in text.chars() {
+        current = if c == wanted { current + 1 } else { 0 };
+        longest = longest.max(current);
+    }
+    longest
+}
+
+fn total_cost(results: &[TaskResult]) -> String {
+    let known: f64 = results.iter().filter_map(|r| r.cost.usd()).sum();
+    let unknown = results.iter().any(|r| r.cost.usd().is_none());
+    let any_known = results.iter().any(|r| r.cost.usd().is_some());
+    match (any_known, unknown) {
+        (false, _) => "unknown".to_owned(),
+        (true, false) => format!("${known:.4}"),
+        (true, true) => format!("${known:.4} + unknown"),
+    }
+}
+
+/// The wall-clock span of the run: parallel tasks overlap.
+fn wall_ms(results: &[TaskResult]) -> u64 {
+    let start = results.iter().map(|r| r.started_ms).min().unwrap_or(0);
+    let end = results
+        .iter()
+        .map(|r| r.started_ms.saturating_add(r.duration_ms))
+        .max()
+        .unwrap_or(0);
+    end.saturating_sub(start)
+}
+
+/// `0.4s`, `12.3s`, `4m 05s`, `1h 02m`.
+fn human_duration(ms: u64) -> String {
+    let secs = ms / 1000;
+    if secs < 60 {
+        format!("{}.{}s", secs, ms % 1000 / 100)
+    } else if secs < 3600 {
+        format!("{}m {:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h {:02}m", secs / 3600, secs % 3600 / 60)
+    }
+}
+
+/// `12345` → `12,345`.
+fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::usage::Cost;
+    use crate::report::testdata::{self, records_two_files};
+
+    fn run(records: &[EventRecord], step: bool) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let step_path = dir.path().join("step.md");
+        std::fs::write(&step_path, "earlier step\n").unwrap();
+        let mut sink = SummarySink::new(
+            dir.path().join("out/summary.md"),
+            step.then(|| step_path.clone()),
+        );
+        for record in records {
+            sink.event(record).unwrap();
+        }
+        sink.finish().unwrap();
+        let text = std::fs::read_to_string(dir.path().join("out/summary.md")).unwrap();
+        (dir, text)
+    }
+
+    #[test]
+    fn table_totals_and_notes() {
+        let (_dir, text) = run(&records_two_files(), false);
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines[0], "# ybs run `20261122T155213Z-3f9a1c`");
+        assert!(
+            lines.contains(&"3 tasks: 1 passed, 1 failed, 1 errored"),
+            "{text}"
+        );
+        assert!(
+            lines.contains(
+                &"| alpha | passed | completed | 2 | 1,234 | $0.0123 | 1m 01s | `89abcdef0123` |"
+            ),
+            "{text}"
+        );
+        assert!(
+            lines.contains(&"| beta | failed | checks_failed | 2 | 1,234 | unknown | 1m 01s | — |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Tokens 3,702 · cost $0.0123 + unknown · time 1m 01s"),
+            "{text}"
+        );
+        assert!(text.contains("### beta: failed (checks_failed)"), "{text}");
+        assert!(
+            text.contains("checks_failed: check `builds` exited 1 (expected 0)\n\n1 check failed\n\n$ cargo build\nerror: nul"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- alpha: committed 1 file on branch `main`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- beta: changes left uncommitted in /repo"),
+            "{text}"
+        );
+        // Every table row has exactly nine unescaped pipes.
+        for row in lines.iter().filter(|line| line.starts_with("| ")) {
+            let pipes = row.matches('|').count() - row.matches("\\|").count();
+            assert_eq!(pipes, 9, "{row}");
+        }
+    }
+
+    #[test]
+    fn hostile_text_is_fenced_or_escaped() {
+        let (_dir, text) = run(&records_two_files(), false);
+        assert!(!text.contains('\x1b') && !text.contains('\0'));
+        // gamma's message holds `<html>|` and a newline: fenced, unchanged.
+        assert!(text.contains("```text\nprovider_error: HTTP 500 <html>| bad gateway …\n\nHTTP 500 <html>| bad gateway\nretry later\n```"), "{text}");
+        // A fence inside the output cannot close the block.
+        let tail = "```\n<img src=x onerror=alert(1)>\n````";
+        let records = [
+            testdata::started("t", "t.yaml", 1),
+            testdata::check("t", 2, "b", 1, tail),
+            testdata::finished(
+                "t",
+                3,
+                Status::Failed,
+                Reason::ChecksFailed,
+                None,
+                Cost::Unknown,
+            ),
+        ];
+        let (_dir, text) = run(&records, false);
+        assert!(text.contains("`````text\n"), "{text}");
+        assert!(text.trim_end().ends_with("````\n`````"), "{text}");
+    }
+
+    #[test]
+    fn inline_escaping() {
+        assert_eq!(escape_inline("a|b\nc"), "a\\|b c");
+        assert_eq!(
+            escape_inline("![x](http://e) <b>&amp;"),
+            "\\!\\[x\\](http://e) \\<b\\>\\&amp;"
+        );
+        assert_eq!(code_span("a`b|c"), "``a`b\\|c``");
+        assert_eq!(code_span("`x"), "`` `x ``");
+    }
+
+    #[test]
+    fn appends_to_github_step_summary() {
+        let (dir, text) = run(&records_two_files(), true);
+        let step = std::fs::read_to_string(dir.path().join("step.md")).unwrap();
+        assert_eq!(step, format!("earlier step\n{text}"));
+    }
+
+    #[test]
+    fn salvage_refs_are_named() {
+        let mut git = testdata::record(
+            "t",
+            2,
+            crate::core::event::Event::Git {
+                outcome: crate::core::event::GitOutcome {
+                    salvage_ref: Some("refs/ybs/salvage/run/t".to_owned()),
+                    note: "changes kept in place".to_owned(),
+                    ..Default::default()
+                },
+            },
+        );
+        git.ts_ms = 2;
+        let records = [
+            testdata::started("t", "t.yaml", 1),
+            git,
+            testdata::finished(
+                "t",
+                3,
+                Status::Failed,
+                Reason::MaxIterations,
+                None,
+                Cost::Usd(0.5),
+            ),
+        ];
+        let (_dir, text) = run(&records, false);
+        assert!(
+            text.contains("Changes saved at `refs/ybs/salvage/run/t`."),
+            "{text}"
+        );
+        assert!(
+            text.contains("; changes saved at `refs/ybs/salvage/run/t`"),
+            "{text}"
+        );
+        assert!(text.contains("1 task: 0 passed, 1 failed"), "{text}");
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(human_duration(400), "0.4s");
+        assert_eq!(human_duration(12_345), "12.3s");
+        assert_eq!(human_duration(245_000), "4m 05s");
+        assert_eq!(human_duration(3_720_000), "1h 02m");
+    }
+}

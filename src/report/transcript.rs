@@ -1,0 +1,678 @@
+//! `OUT/<task>/transcript.json`: the whole run of one task (SPEC §7),
+//! built from the task's events and written once, atomically, when the
+//! task finishes.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::core::event::{Event, EventRecord, EventSink, GitOutcome, SCHEMA_VERSION};
+use crate::core::ids::rfc3339;
+use crate::core::message::Message;
+use crate::core::outcome::{Reason, Status};
+use crate::core::usage::{Cost, Usage};
+
+use super::fsutil::{task_dir, write_atomic};
+
+/// The file name of a task's transcript inside `OUT/<task>/`.
+pub const TRANSCRIPT_FILE: &str = "transcript.json";
+
+/// The whole run of one task. Fields are always present; what was not
+/// known is `null` (never omitted), so consumers see one shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    pub schema_version: u32,
+    pub manifest: Manifest,
+    pub task: TaskInfo,
+    /// `null` only when the task's events stop before `task.finished`.
+    pub status: Option<Status>,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    pub expect: Option<String>,
+    pub timings: Timings,
+    pub iterations: u32,
+    pub usage: Usage,
+    pub cost: Cost,
+    pub system_prompt: String,
+    pub messages: Vec<Message>,
+    pub tool_calls: Vec<ToolCallEntry>,
+    pub llm_calls: Vec<LlmCall>,
+    pub retries: Vec<Retry>,
+    pub checks: Vec<CheckEntry>,
+    pub notes: Vec<String>,
+    pub git: Option<GitOutcome>,
+}
+
+/// What a run used: enough to reproduce or audit it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub ybs_version: String,
+    pub run_id: String,
+    pub provider: String,
+    pub model: String,
+    pub temperature: Option<f64>,
+    pub seed: Option<u64>,
+    /// The provider's ids of its responses, in order.
+    pub response_ids: Vec<String>,
+    pub policy_hash: String,
+    pub base_commit: Option<String>,
+    pub workdir: String,
+    pub dry_run: bool,
+    pub tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    pub id: String,
+    pub file: String,
+    pub suite: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// RFC 3339, from `task.started`.
+    pub started_at: Option<String>,
+    /// RFC 3339, from `task.finished`.
+    pub finished_at: Option<String>,
+    /// The runner's measure when the task finished; otherwise the span of
+    /// the events seen.
+    pub duration_ms: u64,
+}
+
+/// One tool call: the policy decision joined with its result by call id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallEntry {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+    /// `null` if no `tool.decided` was seen for the call.
+    pub decision: Option<Decision>,
+    /// `null` if the call never completed (the task stopped first).
+    pub result: Option<ToolResult>,
+    pub duration_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub verdict: String,
+    pub rule: String,
+    pub detail: Option<String>,
+    /// The resolved path or parsed argv the decision was made on.
+    pub resolved: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub ok: bool,
+    pub ran: bool,
+    pub output: String,
+    pub truncated: bool,
+}
+
+/// One answered provider request (`llm.response`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmCall {
+    pub iteration: u32,
+    pub response_id: Option<String>,
+    pub usage: Usage,
+    pub cost: Cost,
+    pub duration_ms: u64,
+    pub tool_calls: usize,
+}
+
+/// One retried provider request (`llm.retry`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Retry {
+    pub iteration: u32,
+    pub attempt: u32,
+    pub delay_ms: u64,
+    pub error: String,
+}
+
+/// One check run (`check.completed`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckEntry {
+    pub name: String,
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub expected_exit: i32,
+    pub passed: bool,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    pub output_tail: String,
+    pub attempt: u32,
+}
+
+/// Builds the transcript of one task from its events.
+pub fn build_transcript(records: &[EventRecord]) -> Transcript {
+    let mut builder = TranscriptBuilder::default();
+    for record in records {
+        builder.push(record);
+    }
+    builder.build()
+}
+
+/// Builds a transcript incrementally, one event at a time, without keeping
+/// the events themselves.
+#[derive(Debug, Clone, Default)]
+pub struct TranscriptBuilder {
+    task: TaskInfo,
+    manifest: Manifest,
+    system_prompt: String,
+    started_ms: Option<u64>,
+    first_ms: Option<u64>,
+    last_ms: u64,
+    finished: Option<Finished>,
+    messages: Vec<Message>,
+    tool_calls: Vec<ToolCallEntry>,
+    /// The latest entry of each call id (ids may repeat across turns).
+    call_index: HashMap<String, usize>,
+    llm_calls: Vec<LlmCall>,
+    retries: Vec<Retry>,
+    checks: Vec<CheckEntry>,
+    notes: Vec<String>,
+    git: Option<GitOutcome>,
+}
+
+#[derive(Debug, Clone)]
+struct Finished {
+    ts_ms: u64,
+    status: Status,
+    reason: Reason,
+    message: Option<String>,
+    expect: String,
+    iterations: u32,
+    usage: Usage,
+    cost: Cost,
+    duration_ms: u64,
+}
+
+impl TranscriptBuilder {
+    pub fn push(&mut self, record: &EventRecord) {
+        if self.task.id.is_empty() {
+            self.task.id.clone_from(&record.task);
+        }
+        self.first_ms.get_or_insert(record.ts_ms);
+        self.last_ms = self.last_ms.max(record.ts_ms);
+        match &record.event {
+            Event::TaskStarted {
+                file,
+                suite,
+                run_id,
+                ybs_version,
+                provider,
+                model,
+                temperature,
+                seed,
+                workdir,
+                policy_hash,
+                base_commit,
+                system_prompt,
+                tools,
+                dry_run,
+            } => {
+                self.started_ms = Some(record.ts_ms);
+                self.task = TaskInfo {
+                    id: record.task.clone(),
+                    file: file.clone(),
+                    suite: suite.clone(),
+                };
+                self.manifest = Manifest {
+                    ybs_version: ybs_version.clone(),
+                    run_id: run_id.clone(),
+                    provider: provider.clone(),
+                    model: model.clone(),
+                    temperature: *temperature,
+                    seed: *seed,
+                    response_ids: std::mem::take(&mut self.manifest.response_ids),
+                    policy_hash: policy_hash.clone(),
+                    base_commit: base_commit.clone(),
+                    workdir: workdir.clone(),
+                    dry_run: *dry_run,
+                    tools: tools.clone(),
+                };
+                self.system_prompt.clone_from(system_prompt);
+            }
+            Event::Message { message } => self.messages.push(message.clone()),
+            Event::LlmResponse {
+                iteration,
+                response_id,
+                usage,
+                cost,
+                duration_ms,
+                tool_calls,
+            } => {
+                if let Some(id) = response_id {
+                    self.manifest.response_ids.push(id.clone());
+                }
+                self.llm_calls.push(LlmCall {
+                    iteration: *iteration,
+                    response_id: response_id.clone(),
+                    usage: *usage,
+                    cost: *cost,
+                    duration_ms: *duration_ms,
+                    tool_calls: *tool_calls,
+                });
+            }
+            Event::LlmRetry {
+                iteration,
+                attempt,
+                delay_ms,
+                error,
+            } => self.retries.push(Retry {
+                iteration: *iteration,
+                attempt: *attempt,
+                delay_ms: *delay_ms,
+                error: error.clone(),
+            }),
+            Event::ToolDecided {
+                call_id,
+                name,
+                arguments,
+                verdict,
+                rule,
+                detail,
+                resolved,
+            } => {
+                self.call_index
+                    .insert(call_id.clone(), self.tool_calls.len());
+                self.tool_calls.push(ToolCallEntry {
+                    id: call_id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                    decision: Some(Decision {
+                        verdict: verdict.clone(),
+                        rule: rule.clone(),
+                        detail: detail.clone(),
+                        resolved: resolved.clone(),
+                    }),
+                    result: None,
+                    duration_ms: None,
+                });
+            }
+            Event::ToolCompleted {
+                call_id,
+                name,
+                ok,
+                ran,
+                duration_ms,
+                truncated,
+                output,
+            } => {
+                let result = ToolResult {
+                    ok: *ok,
+                    ran: *ran,
+                    output: output.clone(),
+                    truncated: *truncated,
+                };
+                let open = self
+                    .call_index
+                    .get(call_id)
+                    .and_then(|&index| self.tool_calls.get_mut(index))
+                    .filter(|entry| entry.result.is_none());
+                if let Some(entry) = open {
+                    entry.result = Some(result);
+                    entry.duration_ms = Some(*duration_ms);
+                } else {
+                    self.call_index
+                        .insert(call_id.clone(), self.tool_calls.len());
+                    self.tool_calls.push(ToolCallEntry {
+                        id: call_id.clone(),
+                        name: name.clone(),
+                        arguments: Value::Null,
+                        decision: None,
+                        result: Some(result),
+                        duration_ms: Some(*duration_ms),
+                    });
+                }
+            }
+            Event::Note { message } => self.notes.push(message.clone()),
+            Event::CheckCompleted {
+                name,
+                command,
+                exit_code,
+                expected_exit,
+                passed,
+                timed_out,
+                duration_ms,
+                output_tail,
+                attempt,
+            } => self.checks.push(CheckEntry {
+                name: name.clone(),
+                command: command.clone(),
+                exit_code: *exit_code,
+                expected_exit: *expected_exit,
+                passed: *passed,
+                timed_out: *timed_out,
+                duration_ms: *duration_ms,
+                output_tail: output_tail.clone(),
+                attempt: *attempt,
+            }),
+            Event::Git { outcome } => self.git = Some(outcome.clone()),
+            Event::TaskFinished {
+                status,
+                reason,
+                message,
+                expect,
+                iterations,
+                usage,
+                cost,
+                duration_ms,
+            } => {
+                self.finished = Some(Finished {
+                    ts_ms: record.ts_ms,
+                    status: *status,
+                    reason: *reason,
+                    message: message.clone(),
+                    expect: expect.clone(),
+                    iterations: *iterations,
+                    usage: *usage,
+                    cost: *cost,
+                    duration_ms: *duration_ms,
+                });
+            }
+        }
+    }
+
+    /// True if and only if `task.finished` was seen.
+    pub fn is_finished(&self) -> bool {
+        self.finished.is_some()
+    }
+
+    /// The transcript so far. Without `task.finished`, the totals are
+    /// summed from the `llm.response` events.
+    pub fn build(&self) -> Transcript {
+        let started_ms = self.started_ms.or(self.first_ms);
+        let (iterations, usage, cost) = match &self.finished {
+            Some(finished) => (finished.iterations, finished.usage, finished.cost),
+            None => self.llm_totals(),
+        };
+        let duration_ms = self.finished.as_ref().map_or_else(
+            || {
+                self.last_ms
+                    .saturating_sub(started_ms.unwrap_or(self.last_ms))
+            },
+            |finished| finished.duration_ms,
+        );
+        Transcript {
+            schema_version: SCHEMA_VERSION,
+            manifest: self.manifest.clone(),
+            task: self.task.clone(),
+            status: self.finished.as_ref().map(|finished| finished.status),
+            reason: self.finished.as_ref().map(|finished| finished.reason),
+            message: self
+                .finished
+                .as_ref()
+                .and_then(|finished| finished.message.clone()),
+            expect: self
+                .finished
+                .as_ref()
+                .map(|finished| finished.expect.clone()),
+            timings: Timings {
+                started_at: self.started_ms.map(rfc3339),
+                finished_at: self
+                    .finished
+                    .as_ref()
+                    .map(|finished| rfc3339(finished.ts_ms)),
+                duration_ms,
+            },
+            iterations,
+            usage,
+            cost,
+            system_prompt: self.system_prompt.clone(),
+            messages: self.messages.clone(),
+            tool_calls: self.tool_calls.clone(),
+            llm_calls: self.llm_calls.clone(),
+            retries: self.retries.clone(),
+            checks: self.checks.clone(),
+            notes: self.notes.clone(),
+            git: self.git.clone(),
+        }
+    }
+
+    fn llm_totals(&self) -> (u32, Usage, Cost) {
+        let mut usage = Usage::default();
+        // No response yet means nothing was spent.
+        let mut cost = Cost::Usd(0.0);
+        let mut iterations = 0;
+        for call in &self.llm_calls {
+            usage.add(call.usage);
+            cost = cost.plus(call.cost);
+            iterations = iterations.max(call.iteration);
+        }
+        (iterations, usage, cost)
+    }
+}
+
+/// Writes `OUT/<task>/transcript.json` when each task finishes; at
+/// `finish()`, also for tasks whose events stopped early (status `null`).
+#[derive(Debug)]
+pub struct TranscriptSink {
+    out_dir: PathBuf,
+    tasks: HashMap<String, TranscriptBuilder>,
+}
+
+impl TranscriptSink {
+    pub fn new(out_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            out_dir: out_dir.into(),
+            tasks: HashMap::new(),
+        }
+    }
+
+    /// The path of `task`'s transcript under `out_dir`.
+    pub fn path_for(out_dir: &Path, task: &str) -> io::Result<PathBuf> {
+        Ok(task_dir(out_dir, task)?.join(TRANSCRIPT_FILE))
+    }
+
+    fn write(&self, task: &str, builder: &TranscriptBuilder) -> io::Result<()> {
+        let path = Self::path_for(&self.out_dir, task)?;
+        let mut json = serde_json::to_vec_pretty(&builder.build()).map_err(io::Error::other)?;
+        json.push(b'\n');
+        write_atomic(&path, &json)
+    }
+}
+
+impl EventSink for TranscriptSink {
+    fn event(&mut self, record: &EventRecord) -> io::Result<()> {
+        if matches!(record.event, Event::TaskStarted { .. }) {
+            self.tasks.remove(&record.task);
+        }
+        let builder = self.tasks.entry(record.task.clone()).or_default();
+        builder.push(record);
+        if !builder.is_finished() {
+            return Ok(());
+        }
+        match self.tasks.remove(&record.task) {
+            Some(builder) => self.write(&record.task, &builder),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let mut first_error = None;
+        let mut unfinished: Vec<_> = self.tasks.drain().collect();
+        unfinished.sort_by(|a, b| a.0.cmp(&b.0));
+        for (task, builder) in &unfinished {
+            if let Err(err) = self.write(task, builder) {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::report::testdata::{self, records_two_files};
+
+    fn of(task: &str) -> Vec<EventRecord> {
+        records_two_files()
+            .into_iter()
+            .filter(|record| record.task == task)
+            .collect()
+    }
+
+    #[test]
+    fn joins_decisions_and_results_and_keeps_everything() {
+        let transcript = build_transcript(&of("alpha"));
+        assert_eq!(transcript.schema_version, SCHEMA_VERSION);
+        assert_eq!(transcript.task.id, "alpha");
+        assert_eq!(transcript.task.file, "tasks/a.yaml");
+        assert_eq!(transcript.status, Some(Status::Passed));
+        assert_eq!(
+            transcript.manifest.response_ids,
+            ["resp-alpha-1", "resp-alpha-2"]
+        );
+        assert_eq!(transcript.messages.len(), 3);
+        assert_eq!(transcript.llm_calls.len(), 2);
+        assert_eq!(transcript.tool_calls.len(), 1);
+        let call = &transcript.tool_calls[0];
+        assert_eq!(call.arguments, json!({"path": "src/lib.rs"}));
+        assert_eq!(call.decision.as_ref().unwrap().rule, "allow: read_file");
+        assert!(call.result.as_ref().unwrap().ok);
+        assert_eq!(call.duration_ms, Some(2));
+        assert_eq!(
+            transcript.timings.started_at.as_deref(),
+            Some("1970-01-01T00:00:01.000Z")
+        );
+        assert_eq!(transcript.timings.duration_ms, 61_500);
+        assert_eq!(transcript.git.as_ref().unwrap().note, "committed 1 file");
+    }
+
+    #[test]
+    fn serializes_every_field_with_unknown_cost_and_nulls() {
+        let value = serde_json::to_value(build_transcript(&of("beta"))).unwrap();
+        for key in [
+            "schema_version",
+            "manifest",
+            "task",
+            "status",
+            "reason",
+            "message",
+            "expect",
+            "timings",
+            "iterations",
+            "usage",
+            "cost",
+            "system_prompt",
+            "messages",
+            "tool_calls",
+            "llm_calls",
+            "retries",
+            "checks",
+            "notes",
+            "git",
+        ] {
+            assert!(value.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(value["cost"], "unknown");
+        assert_eq!(value["status"], "failed");
+        assert_eq!(value["reason"], "checks_failed");
+        assert_eq!(value["retries"][0]["error"], "HTTP 529 overloaded");
+        assert_eq!(value["checks"][0]["exit_code"], 1);
+        assert_eq!(value["notes"][0], "fix attempt 1 of 1");
+        assert_eq!(value["manifest"]["temperature"], 0.0);
+        assert_eq!(value["git"]["note"], "changes left uncommitted in /repo");
+        let gamma = serde_json::to_value(build_transcript(&of("gamma"))).unwrap();
+        assert_eq!(gamma["git"], json!(null));
+        assert_eq!(gamma["tool_calls"], json!([]));
+        // And it reads back.
+        let back: Transcript = serde_json::from_value(value).unwrap();
+        assert_eq!(back.cost, Cost::Unknown);
+    }
+
+    #[test]
+    fn repeated_call_ids_and_orphan_results_get_their_own_entries() {
+        let decided = |ts| {
+            testdata::record(
+                "t",
+                ts,
+                Event::ToolDecided {
+                    call_id: "call_0".to_owned(),
+                    name: "run_shell".to_owned(),
+                    arguments: json!({"command": "ls"}),
+                    verdict: "deny".to_owned(),
+                    rule: "default".to_owned(),
+                    detail: Some("not allowed".to_owned()),
+                    resolved: None,
+                },
+            )
+        };
+        let completed = |ts, id: &str| {
+            testdata::record(
+                "t",
+                ts,
+                Event::ToolCompleted {
+                    call_id: id.to_owned(),
+                    name: "run_shell".to_owned(),
+                    ok: false,
+                    ran: false,
+                    duration_ms: 0,
+                    truncated: false,
+                    output: "denied".to_owned(),
+                },
+            )
+        };
+        let transcript = build_transcript(&[
+            testdata::started("t", "t.yaml", 10),
+            decided(11),
+            completed(12, "call_0"),
+            decided(13),
+            completed(14, "call_0"),
+            completed(15, "stray"),
+            decided(16),
+        ]);
+        let calls = &transcript.tool_calls;
+        assert_eq!(calls.len(), 4);
+        assert!(calls[0].result.is_some() && calls[1].result.is_some());
+        assert!(calls[2].decision.is_none() && calls[2].id == "stray");
+        assert!(calls[3].result.is_none());
+        // No task.finished: status null, span of events as duration.
+        assert_eq!(transcript.status, None);
+        assert_eq!(transcript.timings.duration_ms, 6);
+    }
+
+    #[test]
+    fn sink_writes_each_transcript_at_task_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = TranscriptSink::new(dir.path());
+        let records = records_two_files();
+        let alpha_done = records
+            .iter()
+            .position(|r| r.task == "alpha" && matches!(r.event, Event::TaskFinished { .. }))
+            .unwrap();
+        for record in &records[..alpha_done] {
+            sink.event(record).unwrap();
+        }
+        assert!(!dir.path().join("alpha").join(TRANSCRIPT_FILE).exists());
+        for record in &records[alpha_done..] {
+            sink.event(record).unwrap();
+        }
+        sink.finish().unwrap();
+        for task in ["alpha", "beta", "gamma"] {
+            let text =
+                std::fs::read_to_string(dir.path().join(task).join(TRANSCRIPT_FILE)).unwrap();
+            let written: Transcript = serde_json::from_str(&text).unwrap();
+            assert_eq!(written, build_transcript(&of(task)), "{task}");
+        }
+    }
+
+    #[test]
+    fn sink_writes_unfinished_tasks_at_finish() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = TranscriptSink::new(dir.path());
+        sink.event(&testdata::started("late", "l.yaml", 5)).unwrap();
+        sink.finish().unwrap();
+        let text = std::fs::read_to_string(dir.path().join("late").join(TRANSCRIPT_FILE)).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["status"], json!(null));
+        assert_eq!(value["cost"], json!(0.0));
+    }
+}
