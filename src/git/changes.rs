@@ -21,12 +21,18 @@
 //!    `ignored`), or unchanged (nothing to do).
 //!
 //! A path whose name is not UTF-8, or that is a directory (an untracked
-//! nested repository) or a special file, is skipped as `unsupported`.
+//! nested repository) or a special file, is skipped as `unsupported`; a
+//! file `git add` would pass through a filter driver configured in git
+//! config (`filter.<driver>.clean`/`process`, e.g. Git LFS) or a
+//! `working-tree-encoding` conversion is skipped as `needs_filter`: ybs
+//! runs no repository-configured program, and committing the raw bytes
+//! instead would store something other than what git would (a whole
+//! binary instead of an LFS pointer).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use git2::Repository;
+use git2::{AttrCheckFlags, AttrValue, Repository};
 use serde::{Deserialize, Serialize};
 
 use super::status::{Change, Content, DirtyPath, content_of, dirty};
@@ -72,6 +78,9 @@ pub enum SkipReason {
     OutsideRepository,
     /// Not a regular file or symlink, or a name that is not UTF-8.
     Unsupported,
+    /// `git add` would run a configured filter program (Git LFS, ...) or
+    /// a `working-tree-encoding` conversion on it, which ybs never does.
+    NeedsFilter,
 }
 
 impl SkipReason {
@@ -81,6 +90,7 @@ impl SkipReason {
             Self::OutsideWorkdir => "outside the workdir",
             Self::OutsideRepository => "outside the repository",
             Self::Unsupported => "not a regular file",
+            Self::NeedsFilter => "needs a git filter program, which ybs never runs",
         }
     }
 }
@@ -117,6 +127,9 @@ impl Workspace {
             }
         }
         let now = dirty(repo, self.root())?;
+        let config = repo
+            .config()
+            .map_err(GitError::git("cannot read the git config"))?;
         let mut user = BTreeSet::new();
 
         // Rule 1: the user's paths.
@@ -136,10 +149,17 @@ impl Workspace {
                 continue;
             }
             let was_reported = is_reported(path, &reported);
-            if unsupported(entry) {
+            if unsupported(entry) || has_git_component(path) {
                 changes.skipped.push(SkippedPath {
                     path: path.clone(),
                     reason: SkipReason::Unsupported,
+                });
+            } else if matches!(entry.content, Content::File { .. })
+                && needs_filter(repo, &config, path)
+            {
+                changes.skipped.push(SkippedPath {
+                    path: path.clone(),
+                    reason: SkipReason::NeedsFilter,
                 });
             } else if was_reported || path.starts_with(self.prefix()) {
                 changes.files.push(path.clone());
@@ -191,6 +211,34 @@ fn is_reported(path: &str, reported: &BTreeSet<String>) -> bool {
         path.get(..index)
             .is_some_and(|parent| reported.contains(parent))
     })
+}
+
+/// `.git` as a path component anywhere: git refuses to track such paths.
+fn has_git_component(path: &str) -> bool {
+    path.split('/')
+        .any(|part| part.eq_ignore_ascii_case(".git"))
+}
+
+/// True if and only if `git add path` would run a filter driver set up in
+/// git config or convert a `working-tree-encoding`. Reading attributes runs
+/// nothing. A driver named in `.gitattributes` but absent from the config
+/// runs nothing in git either, so it does not count.
+fn needs_filter(repo: &Repository, config: &git2::Config, path: &str) -> bool {
+    let attribute = |name: &str| {
+        repo.get_attr(Path::new(path), name, AttrCheckFlags::default())
+            .ok()
+            .flatten()
+            .and_then(|value| match AttrValue::from_string(Some(value)) {
+                AttrValue::String(text) => Some(text.to_owned()),
+                _ => None,
+            })
+    };
+    let driver_configured = attribute("filter").is_some_and(|driver| {
+        ["clean", "process"]
+            .iter()
+            .any(|key| config.get_entry(&format!("filter.{driver}.{key}")).is_ok())
+    });
+    driver_configured || attribute("working-tree-encoding").is_some()
 }
 
 /// An untracked nested repository (listed as a directory), a special file

@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use super::{Repo, paths, request};
-use crate::git::{Change, GitError, Snapshot, describe_dirty};
+use crate::git::{Change, GitError, SkipReason, SkippedPath, Snapshot, describe_dirty};
 
 #[test]
 fn dirty_paths_list_every_uncommitted_path_but_no_ignored_one() {
@@ -230,7 +230,7 @@ fn markers(repo: &Repo) -> Vec<String> {
 #[test]
 fn no_hook_fsmonitor_filter_or_signing_program_runs() {
     let repo = Repo::new();
-    repo.write(".gitattributes", "*.txt filter=evil\n");
+    repo.write(".gitattributes", "*.dat filter=evil\n");
     repo.git(&["add", ".gitattributes"]);
     repo.git(&["commit", "-q", "-m", "attributes"]);
     let base = repo.head();
@@ -270,10 +270,19 @@ fn no_hook_fsmonitor_filter_or_signing_program_runs() {
     let snapshot = workspace.snapshot().unwrap();
     repo.write("a.txt", "task\n");
     repo.write("new.txt", "task\n");
-    let reported = paths(&["a.txt", "new.txt"]);
+    repo.write("big.dat", "would go through the filter\n");
+    let reported = paths(&["a.txt", "new.txt", "big.dat"]);
     let outcome = workspace
         .commit_task(&request(&snapshot, &reported))
         .unwrap();
+    assert_eq!(outcome.files, ["a.txt", "new.txt"]);
+    assert_eq!(
+        outcome.skipped,
+        [SkippedPath {
+            path: "big.dat".into(),
+            reason: SkipReason::NeedsFilter
+        }]
+    );
     let snapshot = workspace.snapshot().unwrap();
     repo.write("b.txt", "stopped task\n");
     let reported = paths(&["b.txt"]);
@@ -301,7 +310,7 @@ fn no_hook_fsmonitor_filter_or_signing_program_runs() {
 
     // The trap is real: git itself runs these programs.
     repo.git_output(&["status"]);
-    repo.git_output(&["add", "b.txt"]);
+    repo.git_output(&["add", "big.dat"]);
     repo.git_output(&["commit", "-m", "by git"]);
     let ran = markers(&repo);
     for expected in ["filter-clean", "fsmonitor", "gpg", "pre-commit"] {
@@ -310,4 +319,33 @@ fn no_hook_fsmonitor_filter_or_signing_program_runs() {
             "git did not run {expected}: {ran:?}"
         );
     }
+}
+
+#[test]
+fn working_tree_encodings_and_paths_inside_a_git_directory_are_skipped() {
+    let repo = Repo::new();
+    repo.write(".gitattributes", "*.u16 working-tree-encoding=UTF-16\n");
+    repo.git(&["add", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "attributes"]);
+    let workspace = repo.workspace();
+    let snapshot = workspace.snapshot().unwrap();
+    repo.write("a.txt", "changed\n");
+    repo.write("text.u16", "not really utf-16\n");
+    repo.write("sub/.git/config", "not a repository\n");
+    let reported = paths(&["a.txt", "text.u16", "sub/.git/config"]);
+    let outcome = workspace
+        .commit_task(&request(&snapshot, &reported))
+        .unwrap();
+    assert_eq!(outcome.files, ["a.txt"]);
+    assert_eq!(repo.changed("HEAD"), ["M\ta.txt"]);
+    let skipped: Vec<_> = outcome
+        .skipped
+        .iter()
+        .map(|skip| (skip.path.as_str(), skip.reason))
+        .collect();
+    assert!(
+        skipped.contains(&("text.u16", SkipReason::NeedsFilter)),
+        "{skipped:?}"
+    );
+    repo.fsck();
 }
