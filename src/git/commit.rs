@@ -160,6 +160,10 @@ impl Workspace {
         let staged =
             tree::stage_from_workdir(&repo, self.root(), &changes.files, head_tree.as_ref())?;
         let tree_oid = tree::write_tree(&repo, head_tree.as_ref(), &staged)?;
+        outcome.files = tree::changed_paths(head_tree.as_ref(), &staged);
+        outcome
+            .unreported
+            .retain(|path| outcome.files.contains(path));
         if head_tree.as_ref().map(git2::Tree::id) == Some(tree_oid) {
             outcome.files.clear();
             outcome.unreported.clear();
@@ -499,11 +503,11 @@ fn committed_note(
             None => format!(" on a detached HEAD; advanced branch {branch}"),
         },
     });
-    if !changes.unreported.is_empty() {
+    if !outcome.unreported.is_empty() {
         note.push_str(&format!(
             "; {} changed outside the file tools: {}",
-            files(changes.unreported.len()),
-            list(&changes.unreported)
+            files(outcome.unreported.len()),
+            list(&outcome.unreported)
         ));
     }
     push_skips(&mut note, changes);

@@ -78,6 +78,7 @@ impl Workspace {
         let staged =
             tree::stage_from_workdir(&repo, self.root(), &changes.files, head_tree.as_ref())?;
         let tree_oid = tree::write_tree(&repo, head_tree.as_ref(), &staged)?;
+        let saved = tree::changed_paths(head_tree.as_ref(), &staged);
         if head_tree.as_ref().map(git2::Tree::id) == Some(tree_oid) {
             return Ok(None);
         }
@@ -102,15 +103,19 @@ impl Workspace {
         let sha = oid.to_string();
         let mut note = format!(
             "saved {} as {} on {ref_name}",
-            files(changes.files.len()),
+            files(saved.len()),
             short(&sha)
         );
         push_skips(&mut note, &changes);
         Ok(Some(SalvageOutcome {
             ref_name,
             sha,
-            files: changes.files,
-            unreported: changes.unreported,
+            unreported: changes
+                .unreported
+                .into_iter()
+                .filter(|path| saved.contains(path))
+                .collect(),
+            files: saved,
             skipped_user_dirty: changes.skipped_user_dirty,
             skipped: changes.skipped,
             identity_fallback: identity.fallback,

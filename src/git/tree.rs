@@ -119,6 +119,21 @@ pub(crate) fn stage_from_workdir(
     Ok(staged)
 }
 
+/// The staged paths whose new state differs from HEAD's (content or mode):
+/// a file git normalises back to HEAD's blob (line endings) is no change.
+pub(crate) fn changed_paths(head_tree: Option<&Tree<'_>>, staged: &[Staged]) -> Vec<String> {
+    staged
+        .iter()
+        .filter(|item| {
+            let before = head_tree
+                .and_then(|tree| tree.get_path(Path::new(&item.path)).ok())
+                .map(|entry| (entry.id(), u32::try_from(entry.filemode()).unwrap_or(0)));
+            before != item.blob
+        })
+        .map(|item| item.path.clone())
+        .collect()
+}
+
 /// A bare index entry (no stat data) for a blob.
 pub(crate) fn entry(path: &str, oid: Oid, mode: u32) -> IndexEntry {
     IndexEntry {
