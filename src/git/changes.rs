@@ -35,8 +35,11 @@ use std::path::{Path, PathBuf};
 use git2::{AttrCheckFlags, AttrValue, Repository};
 use serde::{Deserialize, Serialize};
 
+use super::commit::push_skips;
 use super::status::{Change, Content, DirtyPath, content_of, dirty};
+use super::tree::{files, list};
 use super::{GitError, Snapshot, Workspace};
+use crate::core::event::GitOutcome;
 
 /// The task's changes as ybs would commit them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +60,27 @@ pub struct TaskChanges {
 impl TaskChanges {
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+
+    /// The report for a failed task, whose changes stay uncommitted in the
+    /// work tree: `left 2 files uncommitted in /w: a.txt, b.txt`.
+    pub fn left_in_place(&self, workdir: &Path) -> GitOutcome {
+        let mut note = if self.files.is_empty() {
+            "no changes to keep".to_owned()
+        } else {
+            format!(
+                "left {} uncommitted in {}: {}",
+                files(self.files.len()),
+                workdir.display(),
+                list(&self.files)
+            )
+        };
+        push_skips(&mut note, self);
+        GitOutcome {
+            files: self.files.clone(),
+            note,
+            ..GitOutcome::default()
+        }
     }
 }
 

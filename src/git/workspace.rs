@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use git2::{ErrorCode, Repository, RepositoryOpenFlags};
 
 use super::GitError;
+use crate::core::event::GitOutcome;
 
 /// The git repository a task's workdir lives in.
 ///
@@ -170,6 +171,17 @@ impl Workspace {
             return None;
         }
         Some(relative)
+    }
+}
+
+/// The report for a task whose workdir is in no git repository.
+pub fn no_repository(workdir: &Path) -> GitOutcome {
+    GitOutcome {
+        note: format!(
+            "{} is not in a git repository: nothing committed",
+            workdir.display()
+        ),
+        ..GitOutcome::default()
     }
 }
 

@@ -429,6 +429,12 @@ fn task_changes_lists_what_a_failed_task_leaves_in_place() {
     let reported = paths(&["a.txt"]);
     let changes = workspace.task_changes(&reported, &snapshot).unwrap();
     assert_eq!(changes.files, ["a.txt"]);
+    let report = changes.left_in_place(workspace.workdir());
+    assert_eq!(
+        report.note,
+        format!("left 1 file uncommitted in {}: a.txt", repo.root.display())
+    );
+    assert_eq!(report.commit, None);
     assert_eq!(
         repo.porcelain(),
         " M a.txt\n",

@@ -142,6 +142,12 @@ fn an_unborn_branch_keeps_the_users_staged_files_staged() {
 fn no_repository_is_none() {
     let dir = tempfile::tempdir().unwrap();
     assert!(Workspace::open(dir.path()).unwrap().is_none());
+    let report = crate::git::no_repository(dir.path());
+    assert!(
+        report
+            .note
+            .ends_with("is not in a git repository: nothing committed")
+    );
 }
 
 #[test]
