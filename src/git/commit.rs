@@ -425,15 +425,20 @@ fn move_refs(
         warning: None,
         created,
     };
+    let failed = |what: &str| {
+        GitError::git(format!(
+            "cannot {what} (moved or locked by another git process); nothing was committed and the index was put back"
+        ))
+    };
     match target {
         Target::Branch { refname, old } => {
             repo.reference_matching(refname, new, true, *old, reflog)
-                .map_err(GitError::git(format!("cannot advance {refname}; HEAD moved while ybs was committing, nothing was committed")))?;
+                .map_err(failed(&format!("advance {refname}")))?;
             Ok(moved(refname, false))
         }
         Target::Unborn { refname } => {
             repo.reference(refname, new, false, reflog)
-                .map_err(GitError::git(format!("cannot create {refname}")))?;
+                .map_err(failed(&format!("create {refname}")))?;
             Ok(moved(refname, true))
         }
         Target::Switch { refname, old } => {
@@ -441,9 +446,9 @@ fn move_refs(
                 Some(old) => repo.reference_matching(refname, new, true, *old, reflog),
                 None => repo.reference(refname, new, false, reflog),
             }
-            .map_err(GitError::git(format!("cannot write {refname}")))?;
+            .map_err(failed(&format!("write {refname}")))?;
             repo.set_head(refname)
-                .map_err(GitError::git(format!("cannot switch HEAD to {refname}")))?;
+                .map_err(failed(&format!("switch HEAD to {refname}")))?;
             Ok(moved(refname, old.is_none()))
         }
         Target::Detached {
@@ -452,7 +457,7 @@ fn move_refs(
             branch_old,
         } => {
             repo.reference_matching("HEAD", new, true, *old, reflog)
-                .map_err(GitError::git("cannot advance the detached HEAD; HEAD moved while ybs was committing, nothing was committed"))?;
+                .map_err(failed("advance the detached HEAD"))?;
             let branch = match branch_old {
                 Some(branch_old) => {
                     repo.reference_matching(refname, new, true, *branch_old, reflog)

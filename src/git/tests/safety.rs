@@ -349,3 +349,27 @@ fn working_tree_encodings_and_paths_inside_a_git_directory_are_skipped() {
     );
     repo.fsck();
 }
+
+#[test]
+fn a_failed_branch_update_puts_the_index_back() {
+    let repo = Repo::new();
+    let base = repo.head();
+    let workspace = repo.workspace();
+    let snapshot = workspace.snapshot().unwrap();
+    repo.write("a.txt", "changed\n");
+    repo.write("new.txt", "new\n");
+    let before = repo.porcelain();
+    // Another git process holds the branch: the ref update fails after the
+    // index was written.
+    let lock = repo.path(".git/refs/heads/main.lock");
+    std::fs::write(&lock, "").unwrap();
+    let reported = paths(&["a.txt", "new.txt"]);
+    let error = workspace
+        .commit_task(&request(&snapshot, &reported))
+        .unwrap_err();
+    assert!(error.to_string().contains("refs/heads/main"), "{error}");
+    assert_eq!(repo.head(), base);
+    assert_eq!(repo.porcelain(), before, "the index matches HEAD again");
+    std::fs::remove_file(&lock).unwrap();
+    repo.fsck_ok();
+}
