@@ -1,0 +1,344 @@
+//! The state of a repository at task start: HEAD, base commit and the
+//! user's dirty paths, each with a hash of its content so a later commit
+//! can tell whether the task touched a file the user had changed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::ErrorKind;
+use std::path::Path;
+
+use git2::{ErrorCode, ObjectType, Oid, Repository, Status, StatusOptions};
+use serde::{Deserialize, Serialize};
+
+use super::{GitError, Workspace};
+
+/// Where HEAD was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Head {
+    /// On a branch (short name, e.g. `main`).
+    Branch { name: String },
+    /// Detached at a commit, as CI checks out pull requests.
+    Detached { sha: String },
+    /// On a branch that has no commit yet (an empty repository).
+    Unborn { branch: String },
+}
+
+impl fmt::Display for Head {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Branch { name } => write!(f, "branch {name}"),
+            Self::Detached { sha } => write!(f, "detached HEAD at {}", short(sha)),
+            Self::Unborn { branch } => write!(f, "unborn branch {branch}"),
+        }
+    }
+}
+
+/// What `git status` would say about a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    Modified,
+    /// New and staged.
+    Added,
+    Deleted,
+    /// New and not staged.
+    Untracked,
+    /// A file became a symlink or the reverse.
+    TypeChanged,
+    /// Unmerged.
+    Conflicted,
+}
+
+impl Change {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Modified => "modified",
+            Self::Added => "added",
+            Self::Deleted => "deleted",
+            Self::Untracked => "untracked",
+            Self::TypeChanged => "type changed",
+            Self::Conflicted => "conflicted",
+        }
+    }
+}
+
+/// The content of a path in the work tree, hashed as a git blob of its raw
+/// bytes (no filters), so equal content means an untouched file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Content {
+    /// Nothing at the path.
+    Absent,
+    File {
+        blob: String,
+        executable: bool,
+    },
+    /// The blob of the link target.
+    Symlink {
+        blob: String,
+    },
+    Directory,
+    /// A FIFO, socket or device; or a path whose name is not UTF-8.
+    Other,
+}
+
+/// A path with uncommitted changes (staged or not; ignored files are never
+/// listed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirtyPath {
+    /// Relative to the repository root, `/`-separated.
+    pub path: String,
+    pub change: Change,
+    /// True if and only if the index differs from HEAD for this path.
+    pub staged: bool,
+    /// The work tree content when it was listed.
+    pub content: Content,
+}
+
+impl fmt::Display for DirtyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}", self.path, self.change.as_str())?;
+        if self.staged && self.change != Change::Added {
+            f.write_str(", staged")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// The repository at task start. Serializable, so a paused run can commit
+/// after `ybs resume`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub head: Head,
+    /// The commit HEAD pointed at; `None` on an unborn branch.
+    pub base: Option<String>,
+    /// The user's uncommitted paths, sorted. Never committed by a task.
+    pub dirty: Vec<DirtyPath>,
+}
+
+impl Snapshot {
+    /// True if and only if there was nothing uncommitted.
+    pub fn is_clean(&self) -> bool {
+        self.dirty.is_empty()
+    }
+
+    /// The dirty path named `path`, if any.
+    pub(crate) fn dirty_path(&self, path: &str) -> Option<&DirtyPath> {
+        self.dirty
+            .binary_search_by(|dirty| dirty.path.as_str().cmp(path))
+            .ok()
+            .and_then(|index| self.dirty.get(index))
+    }
+}
+
+/// One line naming dirty paths for an error message, e.g.
+/// `src/a.rs (modified), notes.txt (untracked) and 3 more`.
+pub fn describe_dirty(paths: &[DirtyPath]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = paths
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    text
+}
+
+impl Workspace {
+    /// Records the repository's state at task start. Read-only: works with
+    /// a locked index, writes nothing.
+    pub fn snapshot(&self) -> Result<Snapshot, GitError> {
+        let repo = self.repo()?;
+        let head = read_head(&repo)?;
+        Ok(Snapshot {
+            head: head.head,
+            base: head.oid.map(|oid| oid.to_string()),
+            dirty: dirty(&repo, self.root())?.into_values().collect(),
+        })
+    }
+
+    /// The uncommitted paths of the whole repository (not only under the
+    /// workdir), ignored files excluded, submodules excluded. Empty means
+    /// clean: the runner stops a task on a non-empty list unless
+    /// `--allow-dirty`.
+    pub fn dirty_paths(&self) -> Result<Vec<DirtyPath>, GitError> {
+        Ok(dirty(&self.repo()?, self.root())?.into_values().collect())
+    }
+}
+
+/// HEAD as ybs needs it to commit.
+pub(crate) struct HeadInfo {
+    pub head: Head,
+    /// The commit HEAD resolves to.
+    pub oid: Option<Oid>,
+    /// The full name of the branch HEAD is on (born or not).
+    pub refname: Option<String>,
+}
+
+pub(crate) fn read_head(repo: &Repository) -> Result<HeadInfo, GitError> {
+    let reference = repo
+        .find_reference("HEAD")
+        .map_err(GitError::git("cannot read HEAD"))?;
+    let symbolic = reference
+        .symbolic_target()
+        .map_err(GitError::git("HEAD names a branch that is not UTF-8"))?;
+    if let Some(target) = symbolic {
+        let refname = target.to_owned();
+        let name = refname
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&refname)
+            .to_owned();
+        return match repo.refname_to_id(&refname) {
+            Ok(oid) => {
+                let oid = repo
+                    .find_commit(oid)
+                    .map_err(GitError::git(format!("{refname} is not a commit")))?
+                    .id();
+                Ok(HeadInfo {
+                    head: Head::Branch { name },
+                    oid: Some(oid),
+                    refname: Some(refname),
+                })
+            }
+            Err(error) if error.code() == ErrorCode::NotFound => Ok(HeadInfo {
+                head: Head::Unborn { branch: name },
+                oid: None,
+                refname: Some(refname),
+            }),
+            Err(error) => Err(GitError::git(format!("cannot resolve {refname}"))(error)),
+        };
+    }
+    let oid = reference.target().ok_or_else(|| GitError::Git {
+        context: "cannot read HEAD".into(),
+        cause: git2::Error::from_str("HEAD is neither a branch nor a commit"),
+    })?;
+    Ok(HeadInfo {
+        head: Head::Detached {
+            sha: oid.to_string(),
+        },
+        oid: Some(oid),
+        refname: None,
+    })
+}
+
+/// The status of every non-ignored changed path, keyed by path.
+///
+/// No rename detection (a rename is a deletion plus an addition, each
+/// committed or skipped on its own) and no index update (`git status`
+/// may refresh the index; ybs never writes it here).
+pub(crate) fn dirty(
+    repo: &Repository,
+    root: &Path,
+) -> Result<BTreeMap<String, DirtyPath>, GitError> {
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .include_unmodified(false)
+        .exclude_submodules(true)
+        .renames_head_to_index(false)
+        .renames_index_to_workdir(false)
+        .update_index(false);
+    let statuses = repo
+        .statuses(Some(&mut options))
+        .map_err(GitError::git("cannot read the status of the work tree"))?;
+    let mut out = BTreeMap::new();
+    for entry in statuses.iter() {
+        let status = entry.status();
+        if status.is_empty() || status.contains(Status::IGNORED) {
+            continue;
+        }
+        let (path, content) = match std::str::from_utf8(entry.path_bytes()) {
+            Ok(path) => (path.to_owned(), content_of(&root.join(path))?),
+            Err(_) => (
+                String::from_utf8_lossy(entry.path_bytes()).into_owned(),
+                Content::Other,
+            ),
+        };
+        out.insert(
+            path.clone(),
+            DirtyPath {
+                path,
+                change: change_of(status),
+                staged: status.intersects(
+                    Status::INDEX_NEW
+                        | Status::INDEX_MODIFIED
+                        | Status::INDEX_DELETED
+                        | Status::INDEX_RENAMED
+                        | Status::INDEX_TYPECHANGE,
+                ),
+                content,
+            },
+        );
+    }
+    Ok(out)
+}
+
+fn change_of(status: Status) -> Change {
+    if status.contains(Status::CONFLICTED) {
+        Change::Conflicted
+    } else if status.intersects(Status::WT_DELETED | Status::INDEX_DELETED) {
+        Change::Deleted
+    } else if status.contains(Status::INDEX_NEW) {
+        Change::Added
+    } else if status.contains(Status::WT_NEW) {
+        Change::Untracked
+    } else if status.intersects(Status::WT_TYPECHANGE | Status::INDEX_TYPECHANGE) {
+        Change::TypeChanged
+    } else {
+        Change::Modified
+    }
+}
+
+/// Hashes what is at `path` now, without following a final symlink.
+pub(crate) fn content_of(path: &Path) -> Result<Content, GitError> {
+    let metadata = match std::fs::symlink_metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(Content::Absent);
+        }
+        Err(error) => return Err(GitError::io("cannot inspect", path)(error)),
+    };
+    let file_type = metadata.file_type();
+    if file_type.is_symlink() {
+        let target =
+            std::fs::read_link(path).map_err(GitError::io("cannot read the symlink", path))?;
+        let blob = Oid::hash_object(ObjectType::Blob, target.as_os_str().as_encoded_bytes())
+            .map_err(GitError::git("cannot hash a symlink target"))?;
+        Ok(Content::Symlink {
+            blob: blob.to_string(),
+        })
+    } else if file_type.is_file() {
+        let blob = Oid::hash_file(ObjectType::Blob, path)
+            .map_err(GitError::git(format!("cannot hash {}", path.display())))?;
+        Ok(Content::File {
+            blob: blob.to_string(),
+            executable: is_executable(&metadata),
+        })
+    } else if file_type.is_dir() {
+        Ok(Content::Directory)
+    } else {
+        Ok(Content::Other)
+    }
+}
+
+#[cfg(unix)]
+pub(crate) fn is_executable(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    metadata.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+pub(crate) fn is_executable(_metadata: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// The 7-character abbreviation of a SHA, as `git log --oneline` shows it.
+pub(crate) fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}

@@ -1,0 +1,342 @@
+//! Building trees from HEAD plus a task's files, and the commit message,
+//! identity and note text shared by commits and salvage commits.
+//!
+//! Blobs are written with `Repository::blob_writer(hint path)`: libgit2
+//! applies only the filters registered in this process, which are its
+//! built-in `crlf` (`core.autocrlf`, `text`/`eol` attributes) and `ident`.
+//! Those keep ybs's blobs identical to what `git add` would store, so the
+//! work tree is clean afterwards. No `filter.<driver>.clean`/`process`
+//! program from the repository's config is ever run: libgit2 only knows
+//! filters registered through `git_filter_register`, and ybs registers
+//! none (tested with a marker-writing filter).
+
+use std::fs::File;
+use std::io::ErrorKind;
+use std::path::Path;
+
+use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
+
+use super::GitError;
+use super::status::is_executable;
+use crate::core::Redactor;
+
+/// `git`'s file modes.
+pub(crate) const MODE_FILE: u32 = 0o100_644;
+pub(crate) const MODE_EXECUTABLE: u32 = 0o100_755;
+pub(crate) const MODE_SYMLINK: u32 = 0o120_000;
+
+/// One path's new state: a blob with its mode, or deleted.
+#[derive(Debug, Clone)]
+pub(crate) struct Staged {
+    pub path: String,
+    pub blob: Option<(Oid, u32)>,
+}
+
+/// Writes a blob for each path's current work tree content (or marks it
+/// deleted). Writes objects only; the index is not touched.
+pub(crate) fn stage_from_workdir(
+    repo: &Repository,
+    root: &Path,
+    paths: &[String],
+    head_tree: Option<&Tree<'_>>,
+) -> Result<Vec<Staged>, GitError> {
+    let config = repo
+        .config()
+        .map_err(GitError::git("cannot read the git config"))?;
+    // `core.filemode = false` (set by git on filesystems without an
+    // executable bit): keep the mode git already records, as `git add` does.
+    let trust_mode = config.get_bool("core.filemode").unwrap_or(true);
+    let mut staged = Vec::with_capacity(paths.len());
+    for path in paths {
+        let absolute = root.join(path);
+        let metadata = match std::fs::symlink_metadata(&absolute) {
+            // A tracked file replaced by a directory: the file is deleted
+            // (the directory's files are paths of their own).
+            Ok(metadata) if metadata.is_dir() => {
+                staged.push(Staged {
+                    path: path.clone(),
+                    blob: None,
+                });
+                continue;
+            }
+            Ok(metadata) => metadata,
+            Err(error)
+                if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) =>
+            {
+                staged.push(Staged {
+                    path: path.clone(),
+                    blob: None,
+                });
+                continue;
+            }
+            Err(error) => return Err(GitError::io("cannot inspect", absolute)(error)),
+        };
+        let file_type = metadata.file_type();
+        let blob = if file_type.is_symlink() {
+            let target = std::fs::read_link(&absolute)
+                .map_err(GitError::io("cannot read the symlink", &absolute))?;
+            let oid = repo
+                .blob(target.as_os_str().as_encoded_bytes())
+                .map_err(GitError::git(format!("cannot store {path}")))?;
+            (oid, MODE_SYMLINK)
+        } else if file_type.is_file() {
+            let mut writer = repo
+                .blob_writer(Some(Path::new(path)))
+                .map_err(GitError::git(format!("cannot store {path}")))?;
+            let mut file = File::open(&absolute).map_err(GitError::io("cannot read", &absolute))?;
+            std::io::copy(&mut file, &mut writer)
+                .map_err(GitError::io("cannot store", &absolute))?;
+            let oid = writer
+                .commit()
+                .map_err(GitError::git(format!("cannot store {path}")))?;
+            let executable = if trust_mode {
+                is_executable(&metadata)
+            } else {
+                head_tree
+                    .and_then(|tree| tree.get_path(Path::new(path)).ok())
+                    .is_some_and(|entry| entry.filemode() == MODE_EXECUTABLE as i32)
+            };
+            (
+                oid,
+                if executable {
+                    MODE_EXECUTABLE
+                } else {
+                    MODE_FILE
+                },
+            )
+        } else {
+            return Err(GitError::Io {
+                context: "changed into a directory or special file while committing",
+                path: absolute,
+                cause: std::io::Error::other("not a regular file"),
+            });
+        };
+        staged.push(Staged {
+            path: path.clone(),
+            blob: Some(blob),
+        });
+    }
+    Ok(staged)
+}
+
+/// The staged paths whose new state differs from HEAD's (content or mode):
+/// a file git normalises back to HEAD's blob (line endings) is no change.
+pub(crate) fn changed_paths(head_tree: Option<&Tree<'_>>, staged: &[Staged]) -> Vec<String> {
+    staged
+        .iter()
+        .filter(|item| {
+            let before = head_tree
+                .and_then(|tree| tree.get_path(Path::new(&item.path)).ok())
+                .map(|entry| (entry.id(), u32::try_from(entry.filemode()).unwrap_or(0)));
+            before != item.blob
+        })
+        .map(|item| item.path.clone())
+        .collect()
+}
+
+/// A bare index entry (no stat data) for a blob.
+pub(crate) fn entry(path: &str, oid: Oid, mode: u32) -> IndexEntry {
+    IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id: oid,
+        flags: 0,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
+/// HEAD's tree with `staged` applied, built in a fresh in-memory index (never
+/// the repository's index) and written to the object database.
+pub(crate) fn write_tree(
+    repo: &Repository,
+    head_tree: Option<&Tree<'_>>,
+    staged: &[Staged],
+) -> Result<Oid, GitError> {
+    let context = "cannot build the commit's tree";
+    let mut index = Index::new().map_err(GitError::git(context))?;
+    if let Some(tree) = head_tree {
+        index.read_tree(tree).map_err(GitError::git(context))?;
+    }
+    // Deletions first, so a file replaced by a directory of the same name
+    // (or the reverse) never collides.
+    for item in staged.iter().filter(|item| item.blob.is_none()) {
+        index
+            .remove_path(Path::new(&item.path))
+            .map_err(GitError::git(format!(
+                "cannot remove {} from the tree",
+                item.path
+            )))?;
+    }
+    for item in staged {
+        if let Some((oid, mode)) = item.blob {
+            index
+                .add(&entry(&item.path, oid, mode))
+                .map_err(GitError::git(format!(
+                    "cannot add {} to the tree",
+                    item.path
+                )))?;
+        }
+    }
+    index.write_tree_to(repo).map_err(GitError::git(context))
+}
+
+/// Who a commit is by.
+#[derive(Debug, Clone)]
+pub(crate) struct Identity {
+    pub name: String,
+    pub email: String,
+    /// True if and only if neither the request nor the git config named
+    /// anyone and `ybs <ybs@localhost>` is used.
+    pub fallback: bool,
+}
+
+impl Identity {
+    pub fn signature(&self) -> Result<Signature<'static>, GitError> {
+        Signature::now(&self.name, &self.email).map_err(GitError::git(format!(
+            "cannot use `{} <{}>` as the commit identity",
+            self.name, self.email
+        )))
+    }
+
+    pub fn display(&self) -> String {
+        format!("{} <{}>", self.name, self.email)
+    }
+}
+
+/// `author` ("Name <email>", from `YBS_GIT_AUTHOR`) if given, else the
+/// repository config's `user.name`/`user.email`, else `ybs <ybs@localhost>`
+/// (CI machines often have no identity; the outcome says so).
+pub(crate) fn identity(repo: &Repository, author: Option<&str>) -> Result<Identity, GitError> {
+    if let Some(value) = author.map(str::trim).filter(|value| !value.is_empty()) {
+        let (name, email) = parse_author(value).ok_or_else(|| GitError::InvalidAuthor {
+            value: value.to_owned(),
+        })?;
+        return Ok(Identity {
+            name,
+            email,
+            fallback: false,
+        });
+    }
+    let config = repo
+        .config()
+        .map_err(GitError::git("cannot read the git config"))?;
+    let read = |key: &str| {
+        config
+            .get_string(key)
+            .ok()
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty() && !value.contains(['<', '>', '\n']))
+    };
+    match (read("user.name"), read("user.email")) {
+        (Some(name), Some(email)) => Ok(Identity {
+            name,
+            email,
+            fallback: false,
+        }),
+        _ => Ok(Identity {
+            name: "ybs".into(),
+            email: "ybs@localhost".into(),
+            fallback: true,
+        }),
+    }
+}
+
+/// Parses `Name <email>`.
+pub(crate) fn parse_author(value: &str) -> Option<(String, String)> {
+    let rest = value.trim().strip_suffix('>')?;
+    let (name, email) = rest.rsplit_once('<')?;
+    let name = name.trim();
+    let email = email.trim();
+    let bad = |text: &str| text.is_empty() || text.contains(['<', '>', '\n', '\r']);
+    if bad(name) || bad(email) {
+        return None;
+    }
+    Some((name.to_owned(), email.to_owned()))
+}
+
+/// The longest subject text kept after `[ybs] <task-id>: `; a longer first
+/// line is cut there and repeated whole in the body.
+const SUBJECT_CHARS: usize = 100;
+/// The longest body kept.
+const BODY_CHARS: usize = 8_000;
+
+/// A commit message: `[ybs] <task-id>: <first line of text>`, the rest of
+/// the text as the body, then the trailers. Returns (subject, message).
+/// Secrets known to `redactor` are masked everywhere (SECURITY S7).
+pub(crate) fn commit_message(
+    task_id: &str,
+    text: &str,
+    trailers: &[(&str, &str)],
+    redactor: Option<&Redactor>,
+) -> (String, String) {
+    let redact = |text: &str| match redactor {
+        Some(redactor) => redactor.redact(text),
+        None => text.to_owned(),
+    };
+    let text = redact(text);
+    let text = text.trim();
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let first = first.trim();
+    let first = if first.is_empty() {
+        "no summary"
+    } else {
+        first
+    };
+    let mut body = rest.trim().to_owned();
+    let subject_text = if first.chars().count() > SUBJECT_CHARS {
+        body = format!("{first}\n\n{body}").trim().to_owned();
+        let cut: String = first.chars().take(SUBJECT_CHARS).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        first.to_owned()
+    };
+    if body.chars().count() > BODY_CHARS {
+        body = body.chars().take(BODY_CHARS).collect::<String>() + "\n[…]";
+    }
+    let subject = format!("[ybs] {}: {subject_text}", one_line(task_id));
+    let mut message = subject.clone();
+    message.push_str("\n\n");
+    if !body.is_empty() {
+        message.push_str(&body.replace("\r\n", "\n"));
+        message.push_str("\n\n");
+    }
+    for (key, value) in trailers {
+        message.push_str(&format!("{key}: {}\n", one_line(&redact(value))));
+    }
+    (subject, message)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `a, b, c and 4 more`.
+pub(crate) fn list(paths: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = paths
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    text
+}
+
+/// "1 file" / "2 files".
+pub(crate) fn files(count: usize) -> String {
+    if count == 1 {
+        "1 file".into()
+    } else {
+        format!("{count} files")
+    }
+}

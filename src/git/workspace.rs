@@ -1,0 +1,217 @@
+//! Finding the repository that holds a task's workdir, and mapping paths
+//! between the workdir and the repository root.
+
+use std::ffi::OsStr;
+use std::path::{Component, Path, PathBuf};
+
+use git2::{ErrorCode, Repository, RepositoryOpenFlags};
+
+use super::GitError;
+use crate::core::event::GitOutcome;
+
+/// The git repository a task's workdir lives in.
+///
+/// Holds paths only, no libgit2 handle: each operation reopens the
+/// repository, so config, index and refs are always read fresh (a
+/// workspace lives for a whole task, during which the agent and the user
+/// may change them), and the type is `Send + Sync + Clone` for the runner.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// Canonical root of the work tree.
+    root: PathBuf,
+    /// Canonical task workdir, inside `root`.
+    workdir: PathBuf,
+    /// `workdir` relative to `root`, `/`-separated with a trailing `/`,
+    /// or empty when the workdir is the root.
+    prefix: String,
+    /// The repository's git directory (`.git`, or a linked worktree's
+    /// private directory).
+    git_dir: PathBuf,
+    /// Tests only: read the repository's own config file and nothing else
+    /// (no `~/.gitconfig`), so identity tests do not depend on the machine.
+    isolated_config: bool,
+}
+
+impl Workspace {
+    /// Finds the repository containing `workdir` (which may be any
+    /// directory inside the work tree). `Ok(None)` when there is none.
+    ///
+    /// A bare repository, a workdir inside the git directory and a
+    /// repository owned by another user are errors.
+    pub fn open(workdir: &Path) -> Result<Option<Self>, GitError> {
+        let workdir = workdir
+            .canonicalize()
+            .map_err(GitError::io("cannot resolve the workdir", workdir))?;
+        let repo = match Repository::open_ext(
+            &workdir,
+            RepositoryOpenFlags::empty(),
+            std::iter::empty::<&OsStr>(),
+        ) {
+            Ok(repo) => repo,
+            Err(error) if error.code() == ErrorCode::NotFound => return Ok(None),
+            Err(error) if error.code() == ErrorCode::Owner => {
+                return Err(GitError::NotOwned { path: workdir });
+            }
+            Err(error) => {
+                return Err(GitError::git(format!(
+                    "cannot open the repository containing {}",
+                    workdir.display()
+                ))(error));
+            }
+        };
+        let git_dir = repo.path().to_path_buf();
+        let Some(root) = repo.workdir() else {
+            return Err(GitError::Bare { workdir, git_dir });
+        };
+        let root = root
+            .canonicalize()
+            .map_err(GitError::io("cannot resolve the work tree root", root))?;
+        let outside = || GitError::OutsideWorkTree {
+            workdir: workdir.clone(),
+            git_dir: git_dir.clone(),
+        };
+        let relative = workdir.strip_prefix(&root).map_err(|_| outside())?;
+        let prefix = slash_path(relative).ok_or_else(outside)?;
+        if prefix == ".git" || prefix.starts_with(".git/") {
+            return Err(outside());
+        }
+        let prefix = if prefix.is_empty() {
+            prefix
+        } else {
+            format!("{prefix}/")
+        };
+        Ok(Some(Self {
+            root,
+            workdir,
+            prefix,
+            git_dir,
+            isolated_config: false,
+        }))
+    }
+
+    /// The root of the work tree (canonical).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The task's workdir (canonical).
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+
+    /// The git directory.
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    /// The workdir relative to the root: `""` or `"a/b/"`.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Tests only: see `isolated_config`.
+    #[cfg(test)]
+    pub(crate) fn with_isolated_config(mut self) -> Self {
+        self.isolated_config = true;
+        self
+    }
+
+    /// Opens the repository afresh.
+    pub(crate) fn repo(&self) -> Result<Repository, GitError> {
+        let repo = Repository::open_ext(
+            &self.git_dir,
+            RepositoryOpenFlags::NO_SEARCH,
+            std::iter::empty::<&OsStr>(),
+        )
+        .map_err(GitError::git(format!(
+            "cannot reopen the repository at {}",
+            self.git_dir.display()
+        )))?;
+        if self.isolated_config {
+            let config = git2::Config::open(&repo.commondir().join("config"))
+                .map_err(GitError::git("cannot read the repository config"))?;
+            repo.set_config(&config)
+                .map_err(GitError::git("cannot set the repository config"))?;
+        }
+        Ok(repo)
+    }
+
+    /// The path of the index lock file.
+    pub(crate) fn index_lock(&self) -> PathBuf {
+        self.git_dir.join("index.lock")
+    }
+
+    /// Maps a path as a tool reported it (relative to the workdir, or
+    /// absolute) to a repository-relative `/`-separated path. `None` when
+    /// it lies outside the work tree, inside `.git`, or is not UTF-8.
+    /// `Some("")` is the root itself.
+    pub(crate) fn repo_relative(&self, reported: &Path) -> Option<String> {
+        let joined = if reported.is_absolute() {
+            reported.to_path_buf()
+        } else {
+            self.workdir.join(reported)
+        };
+        let normal = normalize(&joined)?;
+        let relative = match normal.strip_prefix(&self.root) {
+            Ok(relative) => relative.to_path_buf(),
+            // An absolute path spelled through a symlinked ancestor
+            // (e.g. `/tmp` -> `/private/tmp`): resolve the parent, which
+            // exists even when the file was deleted.
+            Err(_) => {
+                let parent = normal.parent()?.canonicalize().ok()?;
+                let joined = match normal.file_name() {
+                    Some(name) => parent.join(name),
+                    None => parent,
+                };
+                joined.strip_prefix(&self.root).ok()?.to_path_buf()
+            }
+        };
+        let relative = slash_path(&relative)?;
+        if relative == ".git" || relative.starts_with(".git/") {
+            return None;
+        }
+        Some(relative)
+    }
+}
+
+/// The report for a task whose workdir is in no git repository.
+pub fn no_repository(workdir: &Path) -> GitOutcome {
+    GitOutcome {
+        note: format!(
+            "{} is not in a git repository: nothing committed",
+            workdir.display()
+        ),
+        ..GitOutcome::default()
+    }
+}
+
+/// Resolves `.` and `..` lexically. `None` if `..` climbs above the root.
+fn normalize(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(part) => out.push(part),
+        }
+    }
+    Some(out)
+}
+
+/// A relative path as git spells it: UTF-8, `/`-separated, no `.` parts.
+fn slash_path(relative: &Path) -> Option<String> {
+    let mut parts = Vec::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_str()?),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    Some(parts.join("/"))
+}
