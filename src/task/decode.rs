@@ -170,6 +170,47 @@ impl<'p> Decoder<'p> {
     }
 }
 
+/// A number that must be at least 1 (not the type's zero).
+pub fn positive<T: PartialEq + Default>(
+    decoder: &mut Decoder<'_>,
+    value: Spanned<T>,
+    field: &str,
+) -> Option<T> {
+    if value.value == T::default() {
+        decoder.error(value.span, format!("invalid `{field}`: must be at least 1"));
+        None
+    } else {
+        Some(value.value)
+    }
+}
+
+/// A duration that must be longer than zero.
+pub fn positive_duration(
+    decoder: &mut Decoder<'_>,
+    value: Spanned<Duration>,
+    field: &str,
+) -> Option<Duration> {
+    if value.value.is_zero() {
+        decoder.error(
+            value.span,
+            format!("invalid `{field}`: must be longer than 0"),
+        );
+        None
+    } else {
+        Some(value.value)
+    }
+}
+
+/// A string with something other than whitespace in it.
+pub fn non_empty(decoder: &mut Decoder<'_>, value: Spanned<String>, field: &str) -> Option<String> {
+    if value.value.trim().is_empty() {
+        decoder.error(value.span, format!("invalid `{field}`: must not be empty"));
+        None
+    } else {
+        Some(value.value)
+    }
+}
+
 /// The entries of a checked mapping.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields<'n> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::core::text::closest;
 use crate::policy::PolicySpec;
 
-use super::decode::{Decoder, Fields, Spanned};
+use super::decode::{Decoder, Fields, Spanned, non_empty, positive, positive_duration};
 use super::model::{BUILTIN_TOOLS, CommitSpec, Expect, LimitsSpec, LlmSpec, PROVIDERS};
 use super::policy::decode_policy;
 use super::vars::is_var_name;
@@ -436,45 +436,6 @@ fn decode_expect(decoder: &mut Decoder<'_>, node: &Node) -> Option<Expect> {
             decoder.expected(node, "expect", "`pass` or `fail`");
             None
         }
-    }
-}
-
-/// A number that must be at least 1.
-pub fn positive<T: PartialEq + Default>(
-    decoder: &mut Decoder<'_>,
-    value: Spanned<T>,
-    field: &str,
-) -> Option<T> {
-    if value.value == T::default() {
-        decoder.error(value.span, format!("invalid `{field}`: must be at least 1"));
-        None
-    } else {
-        Some(value.value)
-    }
-}
-
-pub fn positive_duration(
-    decoder: &mut Decoder<'_>,
-    value: Spanned<Duration>,
-    field: &str,
-) -> Option<Duration> {
-    if value.value.is_zero() {
-        decoder.error(
-            value.span,
-            format!("invalid `{field}`: must be longer than 0"),
-        );
-        None
-    } else {
-        Some(value.value)
-    }
-}
-
-pub fn non_empty(decoder: &mut Decoder<'_>, value: Spanned<String>, field: &str) -> Option<String> {
-    if value.value.trim().is_empty() {
-        decoder.error(value.span, format!("invalid `{field}`: must not be empty"));
-        None
-    } else {
-        Some(value.value)
     }
 }
 
