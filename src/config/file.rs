@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::llm::pricing::Price;
 use crate::task::decode::{Decoder, Fields, Spanned, positive, positive_duration};
 use crate::task::yaml::{Node, NodeKind};
-use crate::task::{BUILTIN_TOOLS, check_endpoint, check_provider};
+use crate::task::{API_KEY_MESSAGE, BUILTIN_TOOLS, check_endpoint, check_provider};
 
 use super::layer::{
     AgentLayer, BuiltinToolLayer, ConfigLayer, ContextLayer, GitLayer, LlmLayer, SafetyLayer,
@@ -29,7 +29,6 @@ const LLM_FIELDS: &[&str] = &[
     "provider",
     "model",
     "endpoint",
-    "api_key",
     "temperature",
     "max_tokens",
     "timeout_seconds",
@@ -71,10 +70,6 @@ const UI_FIELDS: &[&str] = &[
     "stream_responses",
 ];
 
-/// The message for `llm.api_key`, in a config file or a task file.
-pub const API_KEY_MESSAGE: &str =
-    "API keys come from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from files";
-
 /// Decodes a whole config file. `repository` is true for `./.ybs.json`.
 pub fn decode_config(decoder: &mut Decoder<'_>, root: &Node, repository: bool) -> ConfigLayer {
     let mut layer = ConfigLayer::default();
@@ -96,7 +91,10 @@ pub fn decode_config(decoder: &mut Decoder<'_>, root: &Node, repository: bool) -
         let node = fields.node(name)?;
         decoder.fields(node, &format!("`{name}`"), allowed)
     };
-    if let Some(llm) = section(decoder, "llm", LLM_FIELDS) {
+    let llm = fields.node("llm").and_then(|node| {
+        decoder.fields_accepting(node, "`llm`", LLM_FIELDS, &["api_key"], |_| None)
+    });
+    if let Some(llm) = llm {
         layer.llm = decode_llm(decoder, &llm);
     }
     if let Some(context) = section(decoder, "context", CONTEXT_FIELDS) {

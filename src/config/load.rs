@@ -76,9 +76,11 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
+    /// The hint for an environment error. File diagnostics carry their own
+    /// hints, one per diagnostic (and their Display includes them).
     pub fn hint(&self) -> Option<&str> {
         match self {
-            Self::Files(diagnostics) => diagnostics.iter().find_map(|d| d.hint.as_deref()),
+            Self::Files(_) => None,
             Self::Env(error) => error.hint.as_deref(),
             Self::Flag { .. } => None,
         }

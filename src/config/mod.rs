@@ -11,7 +11,6 @@ mod load;
 mod settings;
 
 pub use env::{EnvError, VARIABLES};
-pub use file::API_KEY_MESSAGE;
 pub use layer::Combine;
 pub use load::{
     ConfigError, Overrides, SYSTEM_CONFIG, Sources, load, load_policy_file, parse_config,

@@ -227,6 +227,14 @@ pub struct TaskSettings {
     pub max_tool_output_chars: usize,
 }
 
+/// Built-in defaults only: no files, no environment, no flags. For tests
+/// and for callers that run without configuration.
+impl Default for Config {
+    fn default() -> Self {
+        Self::resolve(ConfigLayer::default(), OverTasks::default(), Vec::new())
+    }
+}
+
 impl Config {
     /// Resolves merged layers into settings.
     pub(super) fn resolve(layer: ConfigLayer, over_tasks: OverTasks, files: Vec<PathBuf>) -> Self {
@@ -400,7 +408,7 @@ mod tests {
 
     #[test]
     fn built_in_defaults() {
-        let config = Config::resolve(ConfigLayer::default(), OverTasks::default(), vec![]);
+        let config = Config::default();
         let task = config.session_settings();
         assert_eq!(task.provider, "replay");
         assert_eq!(task.model, "replay");

@@ -101,6 +101,21 @@ impl<'p> Decoder<'p> {
         allowed: &[&str],
         hint: impl Fn(&str) -> Option<String>,
     ) -> Option<Fields<'n>> {
+        self.fields_accepting(node, context, allowed, &[], hint)
+    }
+
+    /// Like [`Self::fields_with_hint`], also letting through the keys in
+    /// `unlisted` without naming them among the expected ones: keys the
+    /// caller rejects with a message of its own (`api_key`, `prompt` in
+    /// `defaults`).
+    pub fn fields_accepting<'n>(
+        &mut self,
+        node: &'n Node,
+        context: &str,
+        allowed: &[&str],
+        unlisted: &[&str],
+        hint: impl Fn(&str) -> Option<String>,
+    ) -> Option<Fields<'n>> {
         let entries: &'n [(Key, Node)] = match &node.kind {
             NodeKind::Map(entries) => entries,
             NodeKind::Null => &[],
@@ -116,7 +131,8 @@ impl<'p> Decoder<'p> {
             }
         };
         for (key, _) in entries {
-            if !allowed.contains(&key.name.as_str()) {
+            let name = key.name.as_str();
+            if !allowed.contains(&name) && !unlisted.contains(&name) {
                 self.unknown_field(key, context, allowed, &hint);
             }
         }

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::core::exit;
 use crate::core::span::Span;
 
 /// One problem in one file.
@@ -64,6 +65,11 @@ impl std::error::Error for Diagnostic {}
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
+    /// Task, policy and config file errors are usage errors: nothing ran.
+    pub fn exit_code(&self) -> u8 {
+        exit::USAGE
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

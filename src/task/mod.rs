@@ -6,6 +6,7 @@
 
 pub mod decode;
 pub mod diagnostic;
+mod discover;
 pub mod duration;
 mod layer;
 mod loader;
@@ -16,7 +17,7 @@ pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use layer::{check_builtin_tool, check_endpoint, check_provider};
-pub use loader::{load, load_str};
+pub use loader::{API_KEY_MESSAGE, load, load_str};
 pub use model::{
     BUILTIN_TOOLS, CheckSpec, CommitSpec, Expect, LimitsSpec, LlmSpec, PROVIDERS, TaskFile,
     TaskSpec, ToolsSpec,
