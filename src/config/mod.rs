@@ -1,1 +1,26 @@
-//! L4 config: files → `YBS_*` → flags, resolved once into `Settings`.
+//! L4 config: files → `YBS_*` → flags, resolved once into [`Config`];
+//! [`Config::task_settings`] adds a task's own fields below them (SPEC §1,
+//! §9).
+//!
+//! May use `core`, `task`, `policy`, and types of `llm` and `tools`.
+
+mod env;
+mod file;
+mod layer;
+mod load;
+mod settings;
+
+pub use env::{EnvError, VARIABLES};
+pub use layer::Combine;
+pub use load::{
+    ConfigError, Overrides, SYSTEM_CONFIG, Sources, load, load_policy_file, parse_config,
+    process_env,
+};
+pub use settings::{
+    AgentSettings, BuiltinToolSettings, ColorChoice, Config, ContextSettings, ExternalToolConfig,
+    GitAuthor, GitSettings, LlmSettings, Origin, SafetySettings, TaskSettings, ToolsSettings,
+    UiSettings, defaults,
+};
+
+#[cfg(test)]
+mod tests;

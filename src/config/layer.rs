@@ -1,0 +1,231 @@
+//! Raw configuration layers: what one source (a file, the `YBS_*`
+//! environment, the flags) says, every field optional. Layers merge with
+//! [`Combine`] (the higher layer wins) and are resolved once into the
+//! fully defaulted settings of `settings.rs` (STYLE (c)2).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::llm::pricing::Price;
+
+use super::settings::{ColorChoice, ExternalToolConfig, GitAuthor};
+
+/// Merging two layers: `self` is the higher one and wins.
+pub trait Combine {
+    #[must_use]
+    fn combine(self, lower: Self) -> Self;
+}
+
+impl<T> Combine for Option<T> {
+    fn combine(self, lower: Self) -> Self {
+        self.or(lower)
+    }
+}
+
+/// Maps merge key by key; a key in both combines its values.
+impl<V: Combine> Combine for BTreeMap<String, V> {
+    fn combine(self, mut lower: Self) -> Self {
+        for (key, value) in self {
+            let merged = match lower.remove(&key) {
+                Some(below) => value.combine(below),
+                None => value,
+            };
+            lower.insert(key, merged);
+        }
+        lower
+    }
+}
+
+/// Additions accumulate from every layer, lowest first.
+impl Combine for Vec<String> {
+    fn combine(self, mut lower: Self) -> Self {
+        for item in self {
+            if !lower.contains(&item) {
+                lower.push(item);
+            }
+        }
+        lower
+    }
+}
+
+impl Combine for Price {
+    fn combine(self, _lower: Self) -> Self {
+        self
+    }
+}
+
+impl Combine for ExternalToolConfig {
+    fn combine(self, _lower: Self) -> Self {
+        self
+    }
+}
+
+/// `impl Combine` for a struct, field by field.
+macro_rules! combine_fields {
+    ($($ty:ident { $($field:ident),* $(,)? })*) => {$(
+        impl Combine for $ty {
+            fn combine(self, lower: Self) -> Self {
+                Self { $($field: self.$field.combine(lower.$field)),* }
+            }
+        }
+    )*};
+}
+
+/// One source's settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigLayer {
+    pub llm: LlmLayer,
+    pub context: ContextLayer,
+    pub agent: AgentLayer,
+    pub safety: SafetyLayer,
+    pub tools: ToolsLayer,
+    pub git: GitLayer,
+    pub ui: UiLayer,
+    pub run: RunLayer,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmLayer {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub endpoint: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub timeout: Option<Duration>,
+    pub text_tool_calls: Option<bool>,
+    pub pricing: BTreeMap<String, Price>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContextLayer {
+    pub max_tokens: Option<u32>,
+    pub compaction_threshold: Option<f64>,
+    pub max_tool_output_chars: Option<usize>,
+    pub repo_map_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentLayer {
+    pub max_iterations: Option<u32>,
+    pub retry_attempts: Option<u32>,
+    pub retry_backoff_base: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SafetyLayer {
+    pub allowed_paths: Option<Vec<String>>,
+    pub blocked_paths: Option<Vec<String>>,
+    pub blocked_commands: Option<Vec<String>>,
+    pub env_passthrough: Option<Vec<String>>,
+    pub sandbox_enabled: Option<bool>,
+    pub require_confirmation: Option<Vec<String>>,
+    /// From the repository's `./.ybs.json`, which may only add to the
+    /// blocked lists (SECURITY S5).
+    pub extra_blocked_paths: Vec<String>,
+    pub extra_blocked_commands: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolsLayer {
+    pub builtin: BTreeMap<String, BuiltinToolLayer>,
+    pub external: BTreeMap<String, ExternalToolConfig>,
+    pub search_paths: Option<Vec<PathBuf>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BuiltinToolLayer {
+    pub enabled: Option<bool>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GitLayer {
+    pub auto_commit: Option<bool>,
+    pub commit_message_prefix: Option<String>,
+    pub author: Option<GitAuthor>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UiLayer {
+    pub color: Option<ColorChoice>,
+    pub show_token_usage: Option<bool>,
+    pub show_tool_calls: Option<bool>,
+    pub stream_responses: Option<bool>,
+}
+
+/// Settings of a run that only the environment and flags give.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunLayer {
+    pub out: Option<PathBuf>,
+    pub cassette: Option<PathBuf>,
+    /// The task timeout (`YBS_TIMEOUT`), over every task's `limits.timeout`.
+    pub timeout: Option<Duration>,
+}
+
+combine_fields! {
+    ConfigLayer { llm, context, agent, safety, tools, git, ui, run }
+    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, text_tool_calls, pricing }
+    ContextLayer { max_tokens, compaction_threshold, max_tool_output_chars, repo_map_tokens }
+    AgentLayer { max_iterations, retry_attempts, retry_backoff_base }
+    SafetyLayer {
+        allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
+        require_confirmation, extra_blocked_paths, extra_blocked_commands,
+    }
+    ToolsLayer { builtin, external, search_paths }
+    BuiltinToolLayer { enabled, timeout }
+    GitLayer { auto_commit, commit_message_prefix, author }
+    UiLayer { color, show_token_usage, show_tool_calls, stream_responses }
+    RunLayer { out, cassette, timeout }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn higher_layer_wins_field_by_field() {
+        let high = LlmLayer {
+            model: Some("high".into()),
+            ..LlmLayer::default()
+        };
+        let low = LlmLayer {
+            model: Some("low".into()),
+            provider: Some("openai".into()),
+            ..LlmLayer::default()
+        };
+        let merged = high.combine(low);
+        assert_eq!(merged.model.as_deref(), Some("high"));
+        assert_eq!(merged.provider.as_deref(), Some("openai"));
+    }
+
+    #[test]
+    fn maps_merge_and_additions_accumulate() {
+        let high: BTreeMap<String, BuiltinToolLayer> = [(
+            "run_shell".to_owned(),
+            BuiltinToolLayer {
+                enabled: Some(false),
+                timeout: None,
+            },
+        )]
+        .into();
+        let low: BTreeMap<String, BuiltinToolLayer> = [(
+            "run_shell".to_owned(),
+            BuiltinToolLayer {
+                enabled: Some(true),
+                timeout: Some(Duration::from_secs(5)),
+            },
+        )]
+        .into();
+        let merged = high.combine(low);
+        assert_eq!(
+            merged["run_shell"],
+            BuiltinToolLayer {
+                enabled: Some(false),
+                timeout: Some(Duration::from_secs(5))
+            }
+        );
+        let extra = vec!["b".to_owned(), "a".to_owned()].combine(vec!["a".to_owned()]);
+        assert_eq!(extra, ["a", "b"]);
+    }
+}

@@ -1,0 +1,302 @@
+//! Reading every layer (SPEC §9) and resolving them once.
+//!
+//! Lowest first: `/etc/ybs/config.json`, `~/.config/ybs/config.json`,
+//! `~/.ybs.json`, `./.ybs.json`, `--config FILE` (or `YBS_CONFIG`), then
+//! `YBS_*` variables, then flags. Missing optional files are skipped; a
+//! missing `--config` file is an error. Every diagnostic of every file is
+//! reported.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::core::exit;
+use crate::policy::PolicySpec;
+use crate::task::decode::Decoder;
+use crate::task::yaml::parse;
+use crate::task::{Diagnostic, Diagnostics, PROVIDERS, load_policy_str};
+
+use super::env::{EnvError, config_file, env_layer};
+use super::file::decode_config;
+use super::layer::{Combine, ConfigLayer};
+use super::settings::{Config, Origin, OverTasks};
+
+/// The system-wide config file.
+pub const SYSTEM_CONFIG: &str = "/etc/ybs/config.json";
+
+/// Where settings come from; injectable so tests need no real home or env.
+pub struct Sources<'a> {
+    /// The directory ybs runs in (`./.ybs.json`, relative `--config`).
+    pub cwd: &'a Path,
+    /// `None` when there is no home directory: the user files are skipped.
+    pub home: Option<&'a Path>,
+    /// Normally [`SYSTEM_CONFIG`].
+    pub system_config: &'a Path,
+    /// Looks up an environment variable; normally [`process_env`].
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// The real process environment, for [`Sources::env`].
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// What flags say: the top layer. `None` (or `false`) means "not given".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// `--config FILE`: read last of the files; must exist.
+    pub config_file: Option<PathBuf>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub endpoint: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_iterations: Option<u32>,
+    /// Every task's time limit.
+    pub timeout: Option<Duration>,
+    pub out: Option<PathBuf>,
+    pub cassette: Option<PathBuf>,
+    /// `--no-sandbox` (SECURITY S1).
+    pub no_sandbox: bool,
+}
+
+/// A configuration that cannot be used. Every variant is a usage error
+/// (exit 2, SPEC §1).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// Problems in config or policy files, each with `file:line:col`.
+    #[error("{0}")]
+    Files(Diagnostics),
+    #[error("invalid value `{}` for environment variable {}: expected {}", .0.value, .0.name, .0.expected)]
+    Env(EnvError),
+    #[error("invalid value `{value}` for `--{flag}`: expected {expected}")]
+    Flag {
+        flag: String,
+        value: String,
+        expected: String,
+    },
+}
+
+impl ConfigError {
+    /// The hint for an environment error. File diagnostics carry their own
+    /// hints, one per diagnostic (and their Display includes them).
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            Self::Files(_) => None,
+            Self::Env(error) => error.hint.as_deref(),
+            Self::Flag { .. } => None,
+        }
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Files(_) | Self::Env(_) | Self::Flag { .. } => exit::USAGE,
+        }
+    }
+}
+
+/// One config file to read.
+struct Candidate {
+    /// Where to read it.
+    path: PathBuf,
+    /// How messages name it: `--config` as the user wrote it.
+    shown: PathBuf,
+    required: bool,
+    origin: Origin,
+}
+
+/// Reads and resolves the whole configuration.
+pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, ConfigError> {
+    let mut diagnostics = Vec::new();
+    let mut layers: Vec<(ConfigLayer, Origin)> = Vec::new();
+    let mut files = Vec::new();
+    for candidate in candidates(overrides, sources) {
+        let text = match std::fs::read_to_string(&candidate.path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && !candidate.required => {
+                continue;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                diagnostics.push(Diagnostic::whole_file(
+                    &candidate.shown,
+                    "config file not found",
+                ));
+                continue;
+            }
+            Err(error) => {
+                let message = format!("cannot read the config file: {error}");
+                diagnostics.push(Diagnostic::whole_file(&candidate.shown, message));
+                continue;
+            }
+        };
+        match parse_config(
+            &candidate.shown,
+            &text,
+            candidate.origin == Origin::Repository,
+        ) {
+            Ok(layer) => layers.push((layer, candidate.origin)),
+            Err(errors) => diagnostics.extend(errors),
+        }
+        files.push(candidate.path);
+    }
+    if !diagnostics.is_empty() {
+        return Err(ConfigError::Files(Diagnostics(diagnostics)));
+    }
+    let env = env_layer(sources.env).map_err(ConfigError::Env)?;
+    let flags = flag_layer(overrides)?;
+    let endpoint_origin = [(&flags, Origin::Operator), (&env, Origin::Operator)]
+        .into_iter()
+        .chain(layers.iter().rev().map(|(layer, origin)| (layer, *origin)))
+        .find(|(layer, _)| layer.llm.endpoint.is_some())
+        .map(|(_, origin)| origin);
+    let from_files = layers
+        .into_iter()
+        .rev()
+        .map(|(layer, _)| layer)
+        .reduce(Combine::combine)
+        .unwrap_or_default();
+    let merged = flags.combine(env).combine(from_files);
+    let over_tasks = OverTasks {
+        llm: merged.llm.clone(),
+        endpoint_origin,
+        max_iterations: merged.agent.max_iterations,
+        timeout: merged.run.timeout,
+        max_tool_output_chars: merged.context.max_tool_output_chars,
+    };
+    Ok(Config::resolve(merged, over_tasks, files))
+}
+
+/// Decodes one config file's text (JSON or YAML).
+pub fn parse_config(
+    path: &Path,
+    text: &str,
+    repository: bool,
+) -> Result<ConfigLayer, Vec<Diagnostic>> {
+    let mut decoder = Decoder::new(path);
+    let (root, errors) = parse(text);
+    for error in errors {
+        decoder.error(error.span, error.message);
+    }
+    let layer = root
+        .map(|root| decode_config(&mut decoder, &root, repository))
+        .unwrap_or_default();
+    let diagnostics = decoder.finish();
+    if diagnostics.is_empty() {
+        Ok(layer)
+    } else {
+        Err(diagnostics)
+    }
+}
+
+fn candidates(overrides: &Overrides, sources: &Sources<'_>) -> Vec<Candidate> {
+    let optional = |path: PathBuf, origin| Candidate {
+        shown: path.clone(),
+        path,
+        required: false,
+        origin,
+    };
+    let mut list = vec![optional(
+        sources.system_config.to_path_buf(),
+        Origin::Operator,
+    )];
+    if let Some(home) = sources.home {
+        list.push(optional(
+            home.join(".config/ybs/config.json"),
+            Origin::Operator,
+        ));
+        list.push(optional(home.join(".ybs.json"), Origin::Operator));
+    }
+    let local = sources.cwd.join(".ybs.json");
+    let same_as_home = sources
+        .home
+        .is_some_and(|home| same_file(&home.join(".ybs.json"), &local));
+    if !same_as_home {
+        list.push(optional(local, Origin::Repository));
+    }
+    let explicit = overrides
+        .config_file
+        .clone()
+        .or_else(|| config_file(sources.env));
+    if let Some(path) = explicit {
+        list.push(Candidate {
+            path: sources.cwd.join(&path),
+            shown: path,
+            required: true,
+            origin: Origin::Operator,
+        });
+    }
+    list
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+fn flag_layer(overrides: &Overrides) -> Result<ConfigLayer, ConfigError> {
+    let flag_error = |flag: &str, value: &str, expected: &str| ConfigError::Flag {
+        flag: flag.to_owned(),
+        value: value.to_owned(),
+        expected: expected.to_owned(),
+    };
+    if let Some(provider) = &overrides.provider
+        && !PROVIDERS.contains(&provider.as_str())
+    {
+        return Err(flag_error(
+            "provider",
+            provider,
+            &format!("one of {}", PROVIDERS.join(", ")),
+        ));
+    }
+    if let Some(endpoint) = &overrides.endpoint
+        && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+    {
+        return Err(flag_error(
+            "endpoint",
+            endpoint,
+            "a URL starting with http:// or https://",
+        ));
+    }
+    if let Some(temperature) = overrides.temperature
+        && !(temperature.is_finite() && temperature >= 0.0)
+    {
+        return Err(flag_error(
+            "temperature",
+            &temperature.to_string(),
+            "a number of 0 or more",
+        ));
+    }
+    if overrides.max_iterations == Some(0) {
+        return Err(flag_error(
+            "max-iterations",
+            "0",
+            "a whole number of 1 or more",
+        ));
+    }
+    let mut layer = ConfigLayer::default();
+    layer.llm.provider.clone_from(&overrides.provider);
+    layer.llm.model.clone_from(&overrides.model);
+    layer.llm.endpoint.clone_from(&overrides.endpoint);
+    layer.llm.temperature = overrides.temperature;
+    layer.agent.max_iterations = overrides.max_iterations;
+    layer.run.timeout = overrides.timeout;
+    layer.run.out.clone_from(&overrides.out);
+    layer.run.cassette.clone_from(&overrides.cassette);
+    if overrides.no_sandbox {
+        layer.safety.sandbox_enabled = Some(false);
+    }
+    Ok(layer)
+}
+
+/// Reads a `--policy FILE`: the policy mapping (SPEC §4) at the top level.
+pub fn load_policy_file(path: &Path) -> Result<PolicySpec, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        let message = if error.kind() == std::io::ErrorKind::NotFound {
+            "policy file not found".to_owned()
+        } else {
+            format!("cannot read the policy file: {error}")
+        };
+        ConfigError::Files(Diagnostics(vec![Diagnostic::whole_file(path, message)]))
+    })?;
+    load_policy_str(path, &text).map_err(ConfigError::Files)
+}

@@ -1,0 +1,471 @@
+//! Layering tests with temp dirs and an injected environment.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::task::{TaskSpec, load_str};
+
+use super::*;
+
+/// A fake machine: system dir, home, cwd, environment.
+struct World {
+    _root: tempfile::TempDir,
+    system: PathBuf,
+    home: PathBuf,
+    cwd: PathBuf,
+    env: HashMap<String, String>,
+}
+
+impl World {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let system = root.path().join("etc/ybs/config.json");
+        let home = root.path().join("home");
+        let cwd = root.path().join("repo");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        Self {
+            _root: root,
+            system,
+            home,
+            cwd,
+            env: HashMap::new(),
+        }
+    }
+
+    fn write(&self, path: &Path, text: &str) -> PathBuf {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        path.to_path_buf()
+    }
+
+    fn set(&mut self, name: &str, value: &str) {
+        self.env.insert(name.to_owned(), value.to_owned());
+    }
+
+    fn load(&self, overrides: &Overrides) -> Result<Config, ConfigError> {
+        let env = |name: &str| self.env.get(name).cloned();
+        let sources = Sources {
+            cwd: &self.cwd,
+            home: Some(&self.home),
+            system_config: &self.system,
+            env: &env,
+        };
+        load(overrides, &sources)
+    }
+}
+
+fn task(text: &str) -> TaskSpec {
+    let file = load_str(Path::new("t.yaml"), text, &[]).unwrap();
+    file.tasks.into_iter().next().unwrap()
+}
+
+const LIST_TASK: &str = "\
+defaults: { model: from-defaults, limits: { max_iterations: 10 } }
+tasks:
+  - id: a
+    prompt: p
+";
+const OWN_TASK: &str = "\
+defaults: { model: from-defaults, limits: { max_iterations: 10 } }
+tasks:
+  - id: a
+    prompt: p
+    model: from-task
+    limits: { max_iterations: 11, timeout: 5m }
+";
+
+#[test]
+fn precedence_at_every_layer() {
+    let mut world = World::new();
+    let model = |world: &World, overrides: &Overrides, text: &str| {
+        world
+            .load(overrides)
+            .unwrap()
+            .task_settings(&task(text))
+            .model
+    };
+    let flags = Overrides::default();
+    assert_eq!(model(&world, &flags, "prompt: p\n"), "replay");
+    assert_eq!(model(&world, &flags, LIST_TASK), "from-defaults");
+    assert_eq!(model(&world, &flags, OWN_TASK), "from-task");
+    world.write(&world.system.clone(), r#"{"llm": {"model": "system"}}"#);
+    assert_eq!(model(&world, &flags, OWN_TASK), "system");
+    world.write(
+        &world.home.join(".config/ybs/config.json"),
+        "llm: { model: user }\n",
+    );
+    assert_eq!(model(&world, &flags, OWN_TASK), "user");
+    world.write(
+        &world.home.join(".ybs.json"),
+        r#"{"llm": {"model": "home"}}"#,
+    );
+    assert_eq!(model(&world, &flags, OWN_TASK), "home");
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        r#"{"llm": {"model": "repo"}}"#,
+    );
+    assert_eq!(model(&world, &flags, OWN_TASK), "repo");
+    let explicit = world.write(&world.cwd.join("ci.yaml"), "llm:\n  model: explicit\n");
+    let with_config = Overrides {
+        config_file: Some(PathBuf::from("ci.yaml")),
+        ..Overrides::default()
+    };
+    assert_eq!(model(&world, &with_config, OWN_TASK), "explicit");
+    world.set("YBS_MODEL", "env");
+    assert_eq!(model(&world, &with_config, OWN_TASK), "env");
+    let with_flag = Overrides {
+        model: Some("flag".into()),
+        config_file: Some(explicit),
+        ..Overrides::default()
+    };
+    assert_eq!(model(&world, &with_flag, OWN_TASK), "flag");
+    let config = world.load(&with_flag).unwrap();
+    assert_eq!(config.files.len(), 5, "{:?}", config.files);
+}
+
+#[test]
+fn limits_follow_the_same_order() {
+    let mut world = World::new();
+    let settings = |world: &World, text: &str| {
+        world
+            .load(&Overrides::default())
+            .unwrap()
+            .task_settings(&task(text))
+    };
+    assert_eq!(settings(&world, LIST_TASK).max_iterations, 10);
+    assert_eq!(settings(&world, OWN_TASK).max_iterations, 11);
+    assert_eq!(
+        settings(&world, OWN_TASK).timeout,
+        Some(Duration::from_secs(300))
+    );
+    world.write(
+        &world.home.join(".ybs.json"),
+        r#"{"agent": {"max_iterations": 40}, "context": {"max_tool_output_chars": 500}}"#,
+    );
+    assert_eq!(settings(&world, OWN_TASK).max_iterations, 40);
+    assert_eq!(settings(&world, OWN_TASK).max_tool_output_chars, 500);
+    world.set("YBS_MAX_ITERATIONS", "50");
+    world.set("YBS_TIMEOUT", "90");
+    assert_eq!(settings(&world, OWN_TASK).max_iterations, 50);
+    assert_eq!(
+        settings(&world, OWN_TASK).timeout,
+        Some(Duration::from_secs(90))
+    );
+    let flags = Overrides {
+        max_iterations: Some(60),
+        ..Overrides::default()
+    };
+    let config = world.load(&flags).unwrap();
+    assert_eq!(config.task_settings(&task(OWN_TASK)).max_iterations, 60);
+}
+
+#[test]
+fn unknown_key_names_line_col_and_suggests() {
+    let world = World::new();
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        "{\n  \"llm\": {\n    \"modle\": \"x\"\n  },\n  \"agnet\": {}\n}\n",
+    );
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!("file errors expected")
+    };
+    let path = world.cwd.join(".ybs.json");
+    assert_eq!(diagnostics.len(), 2);
+    assert_eq!(
+        diagnostics.0[0].to_string(),
+        format!(
+            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `timeout_seconds`, `text_tool_calls`, `pricing`",
+            path.display()
+        )
+    );
+    assert_eq!(
+        diagnostics.0[0].hint.as_deref(),
+        Some("did you mean `model`?")
+    );
+    assert!(
+        diagnostics.0[1]
+            .to_string()
+            .contains(":5:3: unknown field `agnet` in the config file")
+    );
+    assert_eq!(
+        diagnostics.0[1].hint.as_deref(),
+        Some("did you mean `agent`?")
+    );
+}
+
+const SEED_JSON: &str = r#"{
+  "version": "1.0",
+  "llm": {
+    "provider": "ollama",
+    "model": "qwen3:14b",
+    "endpoint": "http://localhost:11434",
+    "temperature": 0.7,
+    "max_tokens": 4096,
+    "timeout_seconds": 120,
+    "text_tool_calls": true,
+    "pricing": { "my-model": { "input_per_mtok": 1, "output_per_mtok": 2.5 } }
+  },
+  "context": { "max_tokens": 32000, "compaction_threshold": 0.9, "repo_map_tokens": 1024, "max_tool_output_chars": 10000 },
+  "agent": { "max_iterations": 25, "retry_attempts": 5, "retry_backoff_base_ms": 250 },
+  "safety": {
+    "sandbox_enabled": true,
+    "sandbox_allowed_paths": ["./"],
+    "sandbox_blocked_paths": ["~/.ssh", "~/.aws", "~/.config"],
+    "require_confirmation": ["write_file", "run_shell", "delete_file"],
+    "blocked_commands": ["rm -rf /", "sudo", "chmod 777"],
+    "env_passthrough": ["GITHUB_TOKEN"]
+  },
+  "tools": {
+    "builtin": {
+      "read_file": {"enabled": true},
+      "run_shell": {"enabled": true, "timeout_seconds": 60}
+    },
+    "external": [
+      { "name": "web_search", "type": "executable", "path": "~/.ybs/tools/web-search", "enabled": true,
+        "parameters": { "type": "object", "properties": { "q": { "type": "string" } } } }
+    ],
+    "search_paths": ["/opt/tools"]
+  },
+  "git": { "auto_commit": false, "commit_message_prefix": "[bot]" },
+  "ui": { "color": false, "show_token_usage": true, "show_tool_calls": false, "stream_responses": true }
+}"#;
+
+#[test]
+fn the_seed_schema_in_json() {
+    let world = World::new();
+    world.write(&world.home.join(".config/ybs/config.json"), SEED_JSON);
+    let config = world.load(&Overrides::default()).unwrap();
+    let settings = config.session_settings();
+    assert_eq!(settings.provider, "ollama");
+    assert_eq!(settings.model, "qwen3:14b");
+    assert_eq!(settings.endpoint.as_deref(), Some("http://localhost:11434"));
+    assert_eq!(settings.endpoint_origin, Origin::Operator);
+    assert_eq!(settings.temperature, Some(0.7));
+    assert_eq!(settings.max_tokens, Some(4096));
+    assert!(settings.text_tool_calls);
+    assert_eq!(config.llm.pricing["my-model"].output_per_mtok, 2.5);
+    assert!(config.price_table().price("my-model").is_some());
+    assert_eq!(config.context.max_tokens, Some(32000));
+    assert!((config.context.compaction_threshold - 0.9).abs() < f64::EPSILON);
+    assert_eq!(config.retry().attempts, 5);
+    assert_eq!(config.retry().base_delay, Duration::from_millis(250));
+    assert_eq!(config.safety.allowed_paths, ["./"]);
+    assert_eq!(
+        config.safety.blocked_paths,
+        ["~/.ssh", "~/.aws", "~/.config"]
+    );
+    assert_eq!(config.safety.env_passthrough, ["GITHUB_TOKEN"]);
+    assert_eq!(config.safety.require_confirmation.len(), 3);
+    assert_eq!(
+        config.tools.builtin["run_shell"].timeout,
+        Some(Duration::from_secs(60))
+    );
+    assert!(config.tools.builtin["write_file"].enabled);
+    assert_eq!(config.tools.external[0].name, "web_search");
+    assert_eq!(config.tools.external[0].timeout, Duration::from_secs(30));
+    assert_eq!(
+        config.tools.external[0].parameters.as_ref().unwrap()["type"],
+        "object"
+    );
+    assert_eq!(config.tools.search_paths, [PathBuf::from("/opt/tools")]);
+    assert!(!config.git.auto_commit);
+    assert_eq!(config.git.commit_message_prefix, "[bot]");
+    assert_eq!(config.ui.color, ColorChoice::Never);
+    assert!(!config.ui.show_tool_calls);
+}
+
+#[test]
+fn yaml_config_and_higher_files_override_field_by_field() {
+    let world = World::new();
+    world.write(&world.home.join(".config/ybs/config.json"), SEED_JSON);
+    world.write(
+        &world.home.join(".ybs.json"),
+        "# YAML in a .json file is fine\nllm:\n  model: small\n  pricing:\n    other: { input_per_mtok: 0, output_per_mtok: 0 }\nui: { color: auto }\n",
+    );
+    let config = world.load(&Overrides::default()).unwrap();
+    let settings = config.session_settings();
+    assert_eq!(settings.model, "small");
+    assert_eq!(settings.provider, "ollama");
+    assert_eq!(config.llm.pricing.len(), 2);
+    assert_eq!(config.ui.color, ColorChoice::Auto);
+}
+
+#[test]
+fn api_key_in_a_file_is_rejected() {
+    let world = World::new();
+    world.write(
+        &world.home.join(".ybs.json"),
+        "llm:\n  provider: openai\n  api_key: sk-abc\n",
+    );
+    let error = world.load(&Overrides::default()).unwrap_err();
+    let ConfigError::Files(diagnostics) = &error else {
+        panic!()
+    };
+    assert_eq!(diagnostics.len(), 1);
+    let message = diagnostics.0[0].to_string();
+    assert!(message.contains(":3:3: `llm.api_key` is not allowed: API keys come from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from files"), "{message}");
+    assert!(!message.contains("sk-abc"));
+    assert_eq!(error.exit_code(), 2);
+}
+
+#[test]
+fn bad_env_values_name_the_variable() {
+    let mut world = World::new();
+    world.set("YBS_TEMPERATURE", "hot");
+    let error = world.load(&Overrides::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid value `hot` for environment variable YBS_TEMPERATURE: expected a number of 0 or more, like 0.2"
+    );
+    world.env.clear();
+    world.set("YBS_OUT", "results");
+    world.set("YBS_CASSETTE", "c.json");
+    world.set("YBS_RETRY_ATTEMPTS", "1");
+    world.set("YBS_GIT_AUTHOR", "CI <ci@example.com>");
+    let config = world.load(&Overrides::default()).unwrap();
+    assert_eq!(config.out, PathBuf::from("results"));
+    assert_eq!(config.cassette, Some(PathBuf::from("c.json")));
+    assert_eq!(config.retry().attempts, 1);
+    assert_eq!(config.git.author.as_ref().unwrap().name, "CI");
+    let flags = Overrides {
+        out: Some("flag-out".into()),
+        ..Overrides::default()
+    };
+    assert_eq!(world.load(&flags).unwrap().out, PathBuf::from("flag-out"));
+}
+
+#[test]
+fn missing_config_file_is_an_error_only_when_asked_for() {
+    let mut world = World::new();
+    assert!(world.load(&Overrides::default()).unwrap().files.is_empty());
+    let flags = Overrides {
+        config_file: Some("nope.json".into()),
+        ..Overrides::default()
+    };
+    let error = world.load(&flags).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .ends_with("nope.json: config file not found"),
+        "{error}"
+    );
+    world.set("YBS_CONFIG", "also-missing.yaml");
+    assert!(world.load(&Overrides::default()).is_err());
+}
+
+#[test]
+fn errors_of_all_files_are_reported_together() {
+    let world = World::new();
+    world.write(
+        &world.system.clone(),
+        "{\"llm\": {\"provider\": \"opneai\"}}",
+    );
+    world.write(
+        &world.home.join(".ybs.json"),
+        "agent: { max_iterations: many }\n",
+    );
+    world.write(&world.cwd.join(".ybs.json"), "{ broken\n");
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!()
+    };
+    assert_eq!(diagnostics.len(), 3, "{diagnostics}");
+    assert_eq!(
+        diagnostics.0[0].hint.as_deref(),
+        Some("did you mean `openai`?")
+    );
+    assert!(diagnostics.0[1].message.contains("expected a whole number"));
+    assert!(diagnostics.0[2].message.starts_with("invalid YAML"));
+}
+
+#[test]
+fn the_repository_config_cannot_widen_trust() {
+    let world = World::new();
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        r#"{"safety": {"allowed_paths": ["/"], "env_passthrough": ["AWS_SECRET_ACCESS_KEY"], "sandbox_enabled": false}}"#,
+    );
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!()
+    };
+    assert_eq!(diagnostics.len(), 3, "{diagnostics}");
+    assert!(
+        diagnostics
+            .iter()
+            .all(|d| d.message.contains("repository's config"))
+    );
+
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        r#"{"safety": {"blocked_paths": ["secrets/**"], "blocked_commands": []}, "llm": {"endpoint": "https://example.com"}}"#,
+    );
+    let config = world.load(&Overrides::default()).unwrap();
+    assert!(config.safety.blocked_paths.contains(&"~/.ssh".to_owned()));
+    assert!(
+        config
+            .safety
+            .blocked_paths
+            .contains(&"secrets/**".to_owned())
+    );
+    assert_eq!(config.safety.blocked_commands, defaults::BLOCKED_COMMANDS);
+    assert_eq!(
+        config.session_settings().endpoint_origin,
+        Origin::Repository
+    );
+    let task_endpoint = task("prompt: p\nendpoint: https://task.example\n");
+    assert_eq!(
+        config.task_settings(&task_endpoint).endpoint.as_deref(),
+        Some("https://example.com")
+    );
+
+    let operator_only = World::new();
+    let settings = operator_only
+        .load(&Overrides::default())
+        .unwrap()
+        .task_settings(&task_endpoint);
+    assert_eq!(settings.endpoint.as_deref(), Some("https://task.example"));
+    assert_eq!(settings.endpoint_origin, Origin::TaskFile);
+}
+
+#[test]
+fn no_sandbox_flag_and_flag_validation() {
+    let world = World::new();
+    let flags = Overrides {
+        no_sandbox: true,
+        ..Overrides::default()
+    };
+    assert!(!world.load(&flags).unwrap().safety().sandbox_enabled);
+    let flags = Overrides {
+        provider: Some("gpt".into()),
+        ..Overrides::default()
+    };
+    let error = world.load(&flags).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("invalid value `gpt` for `--provider`")
+    );
+}
+
+#[test]
+fn policy_file() {
+    let world = World::new();
+    let path = world.write(
+        &world.cwd.join("policy.yaml"),
+        "deny:\n  - run_shell: { command: \"git push*\" }\ndefault: deny\n",
+    );
+    let spec = load_policy_file(&path).unwrap();
+    assert_eq!(spec.deny[0].commands, ["git push*"]);
+    let bad = world.write(
+        &world.cwd.join("bad.yaml"),
+        "allow: [read_file]\non_ask: pause\n",
+    );
+    let error = load_policy_file(&bad).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains(":2:9: `on_ask: pause` is not supported")
+    );
+    assert!(load_policy_file(&world.cwd.join("missing.yaml")).is_err());
+}

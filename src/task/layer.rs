@@ -1,0 +1,458 @@
+//! The task fields as written in one place (a task or `defaults:`), before
+//! merging: every field optional, strings that take placeholders keep their
+//! position so an unknown `{{name}}` is reported where it was written.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::core::text::closest;
+use crate::policy::PolicySpec;
+
+use super::decode::{Decoder, Fields, Spanned, non_empty, positive, positive_duration};
+use super::model::{BUILTIN_TOOLS, CommitSpec, Expect, LimitsSpec, LlmSpec, PROVIDERS};
+use super::policy::decode_policy;
+use super::vars::is_var_name;
+use super::yaml::{Node, NodeKind};
+
+/// Every task field, in the order messages list them.
+pub const TASK_FIELDS: &[&str] = &[
+    "id",
+    "prompt",
+    "system",
+    "vars",
+    "workdir",
+    "provider",
+    "model",
+    "endpoint",
+    "temperature",
+    "max_tokens",
+    "tools",
+    "policy",
+    "limits",
+    "checks",
+    "fix_attempts",
+    "commit",
+    "expect",
+];
+
+const TOOLS_FIELDS: &[&str] = &["builtin", "external", "caller", "mcp", "script"];
+const LIMITS_FIELDS: &[&str] = &[
+    "max_iterations",
+    "timeout",
+    "max_total_tokens",
+    "max_cost_usd",
+    "max_tool_output_chars",
+];
+const CHECK_FIELDS: &[&str] = &["name", "run", "timeout", "expect_exit"];
+
+/// One layer of task fields.
+#[derive(Debug, Clone, Default)]
+pub struct TaskLayer {
+    pub id: Option<Spanned<String>>,
+    pub prompt: Option<Spanned<String>>,
+    pub system: Option<Spanned<String>>,
+    pub vars: BTreeMap<String, String>,
+    pub workdir: Option<Spanned<String>>,
+    pub llm: LlmSpec,
+    pub builtin_tools: Option<Vec<String>>,
+    pub external_tools: Option<Vec<String>>,
+    pub policy: Option<PolicySpec>,
+    pub limits: LimitsSpec,
+    pub checks: Option<Vec<CheckLayer>>,
+    pub fix_attempts: Option<u32>,
+    pub commit: Option<CommitSpec>,
+    pub expect: Option<Expect>,
+}
+
+/// A check before placeholders are substituted.
+#[derive(Debug, Clone)]
+pub struct CheckLayer {
+    pub name: Option<Spanned<String>>,
+    pub run: Spanned<String>,
+    pub timeout: Option<Duration>,
+    pub expect_exit: i32,
+}
+
+impl TaskLayer {
+    /// Decodes the task fields present in `fields` (already checked for
+    /// unknown keys by the caller, who knows the context).
+    pub fn decode(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> Self {
+        let mut layer = Self {
+            id: fields.get(decoder, "id"),
+            prompt: fields.get(decoder, "prompt"),
+            system: fields.get(decoder, "system"),
+            workdir: fields.get(decoder, "workdir"),
+            fix_attempts: fields.get(decoder, "fix_attempts"),
+            ..Self::default()
+        };
+        if let Some(node) = fields.node("vars") {
+            layer.vars = decode_vars(decoder, node);
+        }
+        layer.llm = decode_llm(decoder, fields);
+        if let Some(node) = fields.node("tools") {
+            (layer.builtin_tools, layer.external_tools) = decode_tools(decoder, node);
+        }
+        if let Some(node) = fields.node("policy") {
+            layer.policy = decode_policy(decoder, node, "`policy`");
+        }
+        if let Some(node) = fields.node("limits") {
+            layer.limits = decode_limits(decoder, node);
+        }
+        if let Some(node) = fields.node("checks") {
+            layer.checks = decode_checks(decoder, node);
+        }
+        if let Some(node) = fields.node("commit") {
+            layer.commit = decode_commit(decoder, node);
+        }
+        if let Some(node) = fields.node("expect") {
+            layer.expect = decode_expect(decoder, node);
+        }
+        layer
+    }
+
+    /// This layer over `lower` (`defaults:`): set fields win; `vars` maps
+    /// merge; `limits` merge field by field; `checks` replace the list.
+    /// Policy is not merged here: it becomes a list of layers.
+    pub fn over(self, lower: &Self) -> Self {
+        let mut vars = lower.vars.clone();
+        vars.extend(self.vars);
+        Self {
+            id: self.id,
+            prompt: self.prompt,
+            system: self.system.or_else(|| lower.system.clone()),
+            vars,
+            workdir: self.workdir.or_else(|| lower.workdir.clone()),
+            llm: LlmSpec {
+                provider: self.llm.provider.or_else(|| lower.llm.provider.clone()),
+                model: self.llm.model.or_else(|| lower.llm.model.clone()),
+                endpoint: self.llm.endpoint.or_else(|| lower.llm.endpoint.clone()),
+                temperature: self.llm.temperature.or(lower.llm.temperature),
+                max_tokens: self.llm.max_tokens.or(lower.llm.max_tokens),
+            },
+            builtin_tools: self.builtin_tools.or_else(|| lower.builtin_tools.clone()),
+            external_tools: self.external_tools.or_else(|| lower.external_tools.clone()),
+            policy: self.policy,
+            limits: LimitsSpec {
+                max_iterations: self.limits.max_iterations.or(lower.limits.max_iterations),
+                timeout: self.limits.timeout.or(lower.limits.timeout),
+                max_total_tokens: self
+                    .limits
+                    .max_total_tokens
+                    .or(lower.limits.max_total_tokens),
+                max_cost_usd: self.limits.max_cost_usd.or(lower.limits.max_cost_usd),
+                max_tool_output_chars: self
+                    .limits
+                    .max_tool_output_chars
+                    .or(lower.limits.max_tool_output_chars),
+            },
+            checks: self.checks.or_else(|| lower.checks.clone()),
+            fix_attempts: self.fix_attempts.or(lower.fix_attempts),
+            commit: self.commit.or_else(|| lower.commit.clone()),
+            expect: self.expect.or(lower.expect),
+        }
+    }
+}
+
+/// `vars:` a mapping of names to scalar values (numbers and booleans are
+/// written out as text).
+pub fn decode_vars(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, String> {
+    let mut vars = BTreeMap::new();
+    let entries = match &node.kind {
+        NodeKind::Map(entries) => entries,
+        NodeKind::Null => return vars,
+        _ => {
+            decoder.expected(node, "vars", "a mapping of names to values");
+            return vars;
+        }
+    };
+    for (key, value) in entries {
+        if !is_var_name(&key.name) {
+            decoder.error(
+                key.span,
+                format!(
+                    "invalid variable name `{}`: use letters, digits, `_` and `-`, starting with a letter or `_`",
+                    key.name
+                ),
+            );
+            continue;
+        }
+        let text = match &value.kind {
+            NodeKind::Str(text) => text.clone(),
+            NodeKind::Int(int) => int.to_string(),
+            NodeKind::Float(float) => float.to_string(),
+            NodeKind::Bool(flag) => flag.to_string(),
+            _ => {
+                decoder.expected(value, &key.name, "a string");
+                continue;
+            }
+        };
+        vars.insert(key.name.clone(), text);
+    }
+    vars
+}
+
+fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmSpec {
+    let provider: Option<Spanned<String>> = fields.get(decoder, "provider");
+    let provider = provider.and_then(|provider| check_provider(decoder, provider));
+    let model: Option<Spanned<String>> = fields.get(decoder, "model");
+    let model = model.and_then(|model| non_empty(decoder, model, "model"));
+    let endpoint: Option<Spanned<String>> = fields.get(decoder, "endpoint");
+    let endpoint = endpoint.and_then(|endpoint| check_endpoint(decoder, endpoint));
+    let temperature: Option<Spanned<f64>> = fields.get(decoder, "temperature");
+    let temperature = temperature.and_then(|t| {
+        if t.value < 0.0 {
+            decoder.error(t.span, "invalid `temperature`: must be 0 or more");
+            None
+        } else {
+            Some(t.value)
+        }
+    });
+    let max_tokens: Option<Spanned<u32>> = fields.get(decoder, "max_tokens");
+    LlmSpec {
+        provider,
+        model,
+        endpoint,
+        temperature,
+        max_tokens: max_tokens.and_then(|m| positive(decoder, m, "max_tokens")),
+    }
+}
+
+/// A provider name ybs knows, with a suggestion for a typo.
+pub fn check_provider(decoder: &mut Decoder<'_>, provider: Spanned<String>) -> Option<String> {
+    if PROVIDERS.contains(&provider.value.as_str()) {
+        return Some(provider.value);
+    }
+    let message = format!(
+        "unknown provider `{}`, expected one of {}",
+        provider.value,
+        list(&PROVIDERS)
+    );
+    match closest(&provider.value, PROVIDERS) {
+        Some(near) => {
+            decoder.error_with_hint(provider.span, message, format!("did you mean `{near}`?"))
+        }
+        None => decoder.error(provider.span, message),
+    }
+    None
+}
+
+/// An `http://` or `https://` URL.
+pub fn check_endpoint(decoder: &mut Decoder<'_>, endpoint: Spanned<String>) -> Option<String> {
+    let url = endpoint.value.trim();
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    if rest.is_some_and(|rest| !rest.is_empty()) {
+        Some(url.to_owned())
+    } else {
+        decoder.error(
+            endpoint.span,
+            format!(
+                "invalid `endpoint`: expected a URL starting with http:// or https://, found `{}`",
+                endpoint.value
+            ),
+        );
+        None
+    }
+}
+
+/// `builtin:` and `external:`; `caller:`, `mcp:` and `script:` are known
+/// but not built yet.
+fn decode_tools(
+    decoder: &mut Decoder<'_>,
+    node: &Node,
+) -> (Option<Vec<String>>, Option<Vec<String>>) {
+    let Some(fields) = decoder.fields(node, "`tools`", TOOLS_FIELDS) else {
+        return (None, None);
+    };
+    let builtin: Option<Vec<Spanned<String>>> = fields.get(decoder, "builtin");
+    let builtin = builtin.map(|names| {
+        names
+            .into_iter()
+            .filter_map(|name| check_builtin_tool(decoder, name))
+            .collect()
+    });
+    let external: Option<Vec<Spanned<String>>> = fields.get(decoder, "external");
+    let external = external.map(|names| {
+        names
+            .into_iter()
+            .filter_map(|name| non_empty(decoder, name, "external"))
+            .collect()
+    });
+    for (key, hint) in [
+        (
+            "caller",
+            "caller tools need the pause/resume flow (SPEC §5.3), which is not implemented yet",
+        ),
+        ("mcp", "MCP servers (SPEC §5.5) are not implemented yet"),
+        (
+            "script",
+            "the `script` tool (SPEC §5.4) is not implemented yet",
+        ),
+    ] {
+        if let Some((key, _)) = fields.entry(key) {
+            decoder.error_with_hint(
+                key.span,
+                format!(
+                    "`tools.{}` is not supported by this version of ybs yet",
+                    key.name
+                ),
+                hint,
+            );
+        }
+    }
+    (builtin, external)
+}
+
+/// One of the six built-in tool names, with a suggestion for a typo.
+pub fn check_builtin_tool(decoder: &mut Decoder<'_>, name: Spanned<String>) -> Option<String> {
+    if BUILTIN_TOOLS.contains(&name.value.as_str()) {
+        return Some(name.value);
+    }
+    let message = format!(
+        "unknown built-in tool `{}`, expected one of {}",
+        name.value,
+        list(&BUILTIN_TOOLS)
+    );
+    match closest(&name.value, BUILTIN_TOOLS) {
+        Some(near) => {
+            decoder.error_with_hint(name.span, message, format!("did you mean `{near}`?"))
+        }
+        None => decoder.error_with_hint(
+            name.span,
+            message,
+            "external tools go under `tools.external`",
+        ),
+    }
+    None
+}
+
+fn decode_limits(decoder: &mut Decoder<'_>, node: &Node) -> LimitsSpec {
+    let Some(fields) = decoder.fields(node, "`limits`", LIMITS_FIELDS) else {
+        return LimitsSpec::default();
+    };
+    let max_iterations: Option<Spanned<u32>> = fields.get(decoder, "max_iterations");
+    let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout");
+    let max_total_tokens: Option<Spanned<u64>> = fields.get(decoder, "max_total_tokens");
+    let max_cost_usd: Option<Spanned<f64>> = fields.get(decoder, "max_cost_usd");
+    let max_tool_output_chars: Option<Spanned<usize>> =
+        fields.get(decoder, "max_tool_output_chars");
+    LimitsSpec {
+        max_iterations: max_iterations.and_then(|v| positive(decoder, v, "max_iterations")),
+        timeout: timeout.and_then(|v| positive_duration(decoder, v, "timeout")),
+        max_total_tokens: max_total_tokens.and_then(|v| positive(decoder, v, "max_total_tokens")),
+        max_cost_usd: max_cost_usd.and_then(|v| {
+            if v.value > 0.0 {
+                Some(v.value)
+            } else {
+                decoder.error(v.span, "invalid `max_cost_usd`: must be more than 0");
+                None
+            }
+        }),
+        max_tool_output_chars: max_tool_output_chars
+            .and_then(|v| positive(decoder, v, "max_tool_output_chars")),
+    }
+}
+
+fn decode_checks(decoder: &mut Decoder<'_>, node: &Node) -> Option<Vec<CheckLayer>> {
+    let NodeKind::Seq(items) = &node.kind else {
+        if matches!(node.kind, NodeKind::Null) {
+            return Some(Vec::new());
+        }
+        decoder.expected(node, "checks", "a list of checks like `- run: cargo test`");
+        return None;
+    };
+    let checks: Vec<Option<CheckLayer>> = items
+        .iter()
+        .map(|item| decode_check(decoder, item))
+        .collect();
+    checks.into_iter().collect()
+}
+
+/// `{name, run, timeout, expect_exit}`, or just the command as a string.
+fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
+    if let NodeKind::Str(run) = &node.kind {
+        let run = non_empty(decoder, Spanned::new(run.clone(), node.span), "run")?;
+        return Some(CheckLayer {
+            name: None,
+            run: Spanned::new(run, node.span),
+            timeout: None,
+            expect_exit: 0,
+        });
+    }
+    let fields = decoder.fields(node, "a check", CHECK_FIELDS)?;
+    let before = decoder.error_count();
+    let name: Option<Spanned<String>> = fields.get(decoder, "name");
+    let run: Option<Spanned<String>> = fields.get(decoder, "run");
+    let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout");
+    let expect_exit: Option<i32> = fields.get(decoder, "expect_exit");
+    if run.is_none() && !fields.has("run") && !fields.has_typo_of("run", CHECK_FIELDS) {
+        decoder.error(fields.span, "missing required field `run` in a check");
+    }
+    let run = run.and_then(|run| {
+        let span = run.span;
+        non_empty(decoder, run, "run").map(|text| Spanned::new(text, span))
+    });
+    let timeout = timeout.and_then(|t| positive_duration(decoder, t, "timeout"));
+    if decoder.error_count() != before {
+        return None;
+    }
+    Some(CheckLayer {
+        name,
+        run: run?,
+        timeout,
+        expect_exit: expect_exit.unwrap_or(0),
+    })
+}
+
+fn decode_commit(decoder: &mut Decoder<'_>, node: &Node) -> Option<CommitSpec> {
+    match &node.kind {
+        NodeKind::Bool(enabled) => Some(CommitSpec {
+            enabled: *enabled,
+            ..CommitSpec::default()
+        }),
+        NodeKind::Map(_) => {
+            let fields = decoder.fields(node, "`commit`", &["message", "branch"])?;
+            let message: Option<Spanned<String>> = fields.get(decoder, "message");
+            let branch: Option<Spanned<String>> = fields.get(decoder, "branch");
+            Some(CommitSpec {
+                enabled: true,
+                message: message.and_then(|m| non_empty(decoder, m, "message")),
+                branch: branch.and_then(|b| non_empty(decoder, b, "branch")),
+            })
+        }
+        _ => {
+            decoder.expected(node, "commit", "`true`, `false` or `{message, branch}`");
+            None
+        }
+    }
+}
+
+fn decode_expect(decoder: &mut Decoder<'_>, node: &Node) -> Option<Expect> {
+    match &node.kind {
+        NodeKind::Str(text) if text == "pass" => Some(Expect::Pass),
+        NodeKind::Str(text) if text == "fail" => Some(Expect::Fail),
+        _ => {
+            decoder.expected(node, "expect", "`pass` or `fail`");
+            None
+        }
+    }
+}
+
+/// `` `a`, `b`, `c` `` for messages.
+pub fn list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|item| format!("`{item}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The fields `defaults:` accepts: every task field but `id` and `prompt`.
+pub fn defaults_fields() -> Vec<&'static str> {
+    TASK_FIELDS
+        .iter()
+        .copied()
+        .filter(|field| !matches!(*field, "id" | "prompt"))
+        .collect()
+}
