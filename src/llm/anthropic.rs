@@ -1,0 +1,392 @@
+//! The Anthropic Messages protocol: `POST {endpoint}/v1/messages` with
+//! `x-api-key` and `anthropic-version`, streaming as typed SSE events.
+
+use std::collections::BTreeMap;
+
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use reqwest::Url;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+use super::http::{self, Http};
+use super::turn::{self, CallIds, PartialCall};
+use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
+use crate::core::{Message, Usage};
+
+/// The API version ybs speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// `max_tokens` is required by the API; this is sent when a task sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// An Anthropic Messages endpoint.
+#[derive(Debug)]
+pub struct Anthropic {
+    settings: Settings,
+    url: Url,
+    headers: HeaderMap,
+    http: Http,
+}
+
+impl Anthropic {
+    pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
+        let url = settings.url(&["v1", "messages"])?;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        if let Some(key) = &settings.key {
+            headers.insert(
+                HeaderName::from_static("x-api-key"),
+                key.header_value("", super::ANTHROPIC_API_KEY)?,
+            );
+        }
+        let http = Http::new(&settings.endpoint, settings.deadlines, settings.key.clone())?;
+        Ok(Self {
+            settings,
+            url,
+            headers,
+            http,
+        })
+    }
+
+    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let body = request_body(request, self.settings.model(request), self.settings.streaming);
+        let response = self
+            .http
+            .post_json(&self.url, self.headers.clone(), &body)
+            .await?;
+        let scrub = |text: &str| self.http.scrub(text);
+        let mut turn = Assembly::default();
+        if self.settings.streaming {
+            let mut events = response.events();
+            while let Some(event) = events.next().await {
+                let event = event?;
+                let Some(data) = event.data else { continue };
+                if data.trim().is_empty() {
+                    continue;
+                }
+                let value: Value = serde_json::from_str(&data).map_err(|error| {
+                    ProviderError::Protocol(format!("invalid stream event ({error}): {}", scrub(&data)))
+                })?;
+                turn.event(event.event.as_deref(), &value, &scrub)?;
+                if turn.stopped {
+                    break;
+                }
+            }
+            // `message_stop` ends a stream; a server that omits it but
+            // sent the stop reason has sent the whole turn.
+            if !turn.stopped && turn.stop_reason.is_none() {
+                return Err(ProviderError::Stream(
+                    "the stream ended before the turn was complete (no `message_stop`)".into(),
+                ));
+            }
+        } else {
+            turn.message(&response.json().await?, &scrub)?;
+        }
+        Ok(turn.finish(request, self.settings.text_tool_calls))
+    }
+}
+
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        &self.settings.name
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.complete_turn(request))
+    }
+}
+
+/// The request body. The system prompt is top-level `system`; assistant
+/// calls are `tool_use` blocks; tool results are `tool_result` blocks in a
+/// user message, consecutive results (and a user text right after them)
+/// merged into one message, since roles must alternate.
+pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) -> Value {
+    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+    let mut push = |role: &'static str, blocks: Vec<Value>| {
+        if blocks.is_empty() {
+            return;
+        }
+        match messages.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => messages.push((role, blocks)),
+        }
+    };
+    for message in &request.messages {
+        match message {
+            Message::User { content } => push("user", text_block(content)),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut blocks = text_block(content);
+                blocks.extend(tool_calls.iter().map(|call| {
+                    json!({
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": turn::wire_arguments(call),
+                    })
+                }));
+                push("assistant", blocks);
+            }
+            Message::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => push(
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": call_id,
+                    "content": content,
+                    "is_error": is_error,
+                })],
+            ),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": model,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": messages,
+    });
+    if !request.system.is_empty() {
+        body["system"] = json!(request.system);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.parameters,
+                })
+            })
+            .collect();
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if streaming {
+        body["stream"] = json!(true);
+    }
+    body
+}
+
+/// The API rejects empty text blocks.
+fn text_block(text: &str) -> Vec<Value> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![json!({"type": "text", "text": text})]
+    }
+}
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse { call: PartialCall, stopped: bool },
+    /// A block ybs does not use (thinking, server tools…).
+    Other,
+}
+
+/// A turn being assembled from events (or from one whole message).
+#[derive(Debug, Default)]
+struct Assembly {
+    id: Option<String>,
+    blocks: BTreeMap<u64, Block>,
+    stop_reason: Option<String>,
+    usage: Usage,
+    stopped: bool,
+}
+
+impl Assembly {
+    /// One streamed event; its `type` field names it, the SSE event name
+    /// is the fallback.
+    fn event(
+        &mut self,
+        name: Option<&str>,
+        data: &Value,
+        scrub: &dyn Fn(&str) -> String,
+    ) -> Result<(), ProviderError> {
+        let kind = data.get("type").and_then(Value::as_str).or(name).unwrap_or_default();
+        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                let message = data.get("message").unwrap_or(&Value::Null);
+                self.id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+                self.usage(message.get("usage"));
+            }
+            "content_block_start" => {
+                let block = data.get("content_block").unwrap_or(&Value::Null);
+                self.blocks.insert(index, start_block(block));
+            }
+            "content_block_delta" => {
+                let delta = data.get("delta").unwrap_or(&Value::Null);
+                let text = |field: &str| delta.get(field).and_then(Value::as_str).unwrap_or_default();
+                match (self.blocks.get_mut(&index), delta.get("type").and_then(Value::as_str)) {
+                    (Some(Block::Text(content)), Some("text_delta")) => content.push_str(text("text")),
+                    (Some(Block::ToolUse { call, .. }), Some("input_json_delta")) => {
+                        call.arguments.push_str(text("partial_json"));
+                    }
+                    (None, Some("text_delta")) => {
+                        self.blocks.insert(index, Block::Text(text("text").to_owned()));
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(Block::ToolUse { stopped, .. }) = self.blocks.get_mut(&index) {
+                    *stopped = true;
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = data
+                    .get("delta")
+                    .and_then(|delta| delta.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                self.usage(data.get("usage"));
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let error = data.get("error").unwrap_or(data);
+                return Err(http::stream_error(error, scrub));
+            }
+            // `ping` and event types added after this was written.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A whole non-streaming response.
+    fn message(&mut self, body: &Value, scrub: &dyn Fn(&str) -> String) -> Result<(), ProviderError> {
+        if body.get("type").and_then(Value::as_str) == Some("error") {
+            let error = body.get("error").unwrap_or(body);
+            return Err(http::stream_error(error, scrub));
+        }
+        let content = body.get("content").and_then(Value::as_array).ok_or_else(|| {
+            ProviderError::Protocol("response has no `content` array".into())
+        })?;
+        self.id = body.get("id").and_then(Value::as_str).map(str::to_owned);
+        self.stop_reason = body
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.usage(body.get("usage"));
+        for (index, block) in (0_u64..).zip(content) {
+            let mut block = start_block(block);
+            if let Block::ToolUse { stopped, .. } = &mut block {
+                *stopped = true;
+            }
+            self.blocks.insert(index, block);
+        }
+        // Stopped at the token limit with a tool call last: that call may
+        // be cut short, and a whole response cannot show whether it was.
+        if self.stop_reason.as_deref() == Some("max_tokens") {
+            if let Some((_, Block::ToolUse { stopped, .. })) = self.blocks.iter_mut().next_back() {
+                *stopped = false;
+            }
+        }
+        self.stopped = true;
+        Ok(())
+    }
+
+    /// Input tokens (cache reads and writes included) and output tokens;
+    /// `message_delta` carries cumulative counts that replace earlier ones.
+    fn usage(&mut self, usage: Option<&Value>) {
+        let Some(usage) = usage.filter(|usage| usage.is_object()) else {
+            return;
+        };
+        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
+        if let Some(input) = count("input_tokens") {
+            self.usage.input_tokens = input
+                + count("cache_creation_input_tokens").unwrap_or(0)
+                + count("cache_read_input_tokens").unwrap_or(0);
+        }
+        if let Some(output) = count("output_tokens") {
+            self.usage.output_tokens = output;
+        }
+    }
+
+    fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
+        let finish_reason = match self.stop_reason.as_deref() {
+            None | Some("end_turn" | "stop_sequence") => FinishReason::Stop,
+            Some("tool_use") => FinishReason::ToolCalls,
+            Some("max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
+            Some(_) => FinishReason::Other,
+        };
+        let mut texts = Vec::new();
+        let mut calls = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(text) if !text.is_empty() => texts.push(text),
+                Block::ToolUse { mut call, stopped } => {
+                    call.unfinished = !stopped;
+                    calls.push(call);
+                }
+                Block::Text(_) | Block::Other => {}
+            }
+        }
+        let mut ids = CallIds::new("toolu_ybs_", request);
+        let tool_calls =
+            turn::finish_calls(calls, finish_reason == FinishReason::Length, &mut ids);
+        turn::finish_turn(
+            ChatResponse {
+                content: texts.join("\n\n"),
+                tool_calls,
+                usage: self.usage,
+                response_id: self.id,
+                finish_reason,
+            },
+            request,
+            text_tool_calls,
+        )
+    }
+}
+
+/// A content block as it starts (streaming) or as a whole (non-streaming).
+fn start_block(block: &Value) -> Block {
+    let field = |name: &str| {
+        block
+            .get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => Block::Text(field("text")),
+        Some("tool_use") => {
+            // A streamed block starts with `input: {}` and gets its JSON in
+            // deltas; a whole block has it all.
+            let arguments = match block.get("input") {
+                Some(Value::Object(input)) if !input.is_empty() => Value::Object(input.clone()).to_string(),
+                _ => String::new(),
+            };
+            Block::ToolUse {
+                call: PartialCall {
+                    id: field("id"),
+                    name: field("name"),
+                    arguments,
+                    unfinished: false,
+                },
+                stopped: false,
+            }
+        }
+        _ => Block::Other,
+    }
+}
