@@ -390,3 +390,286 @@ fn start_block(block: &Value) -> Block {
         _ => Block::Other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::core::ToolCall;
+    use crate::llm::build;
+    use crate::llm::test_server::fixtures::{
+        CANARY, config, env, first_request, second_request, sse_events,
+    };
+    use crate::llm::test_server::{Reply, TestServer};
+
+    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+        let mut config = config("anthropic", &server.url);
+        config.streaming = streaming;
+        build(&config, &env(&[("ANTHROPIC_API_KEY", CANARY)])).unwrap()
+    }
+
+    fn message_start() -> Value {
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+               "content": [], "model": "test-model", "stop_reason": null,
+               "usage": {"input_tokens": 50, "output_tokens": 1}}})
+    }
+
+    fn tool_block_start(index: u64, id: &str) -> Value {
+        json!({"type": "content_block_start", "index": index,
+               "content_block": {"type": "tool_use", "id": id, "name": "read_file", "input": {}}})
+    }
+
+    fn json_delta(index: u64, partial: &str) -> Value {
+        json!({"type": "content_block_delta", "index": index,
+               "delta": {"type": "input_json_delta", "partial_json": partial}})
+    }
+
+    fn stop(index: u64) -> Value {
+        json!({"type": "content_block_stop", "index": index})
+    }
+
+    fn message_delta(reason: &str, output: u64) -> Value {
+        json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": null},
+               "usage": {"output_tokens": output}})
+    }
+
+    /// Turn 1: a sentence, then two calls (so two results to merge), the
+    /// second call's JSON in one-character deltas; pings in between.
+    fn two_calls_stream() -> String {
+        let mut events = vec![
+            message_start(),
+            json!({"type": "ping"}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Reading "}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "both."}}),
+            stop(0),
+            tool_block_start(1, "toolu_a"),
+            json_delta(1, ""),
+            json_delta(1, r#"{"path": "#),
+            json_delta(1, r#""a.txt"}"#),
+            stop(1),
+            tool_block_start(2, "toolu_b"),
+        ];
+        events.extend(
+            r#"{"path": "src/lib.rs"}"#
+                .chars()
+                .map(|ch| json_delta(2, &ch.to_string())),
+        );
+        events.extend([
+            json!({"type": "ping"}),
+            stop(2),
+            message_delta("tool_use", 30),
+            json!({"type": "message_stop"}),
+        ]);
+        sse_events(&events)
+    }
+
+    fn answer_stream() -> String {
+        sse_events(&[
+            message_start(),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Both say hello."}}),
+            stop(0),
+            message_delta("end_turn", 6),
+            json!({"type": "message_stop"}),
+        ])
+    }
+
+    fn assert_requests(server: &TestServer, streaming: bool) {
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in &requests {
+            assert_eq!(request.method, "POST");
+            assert_eq!(request.path, "/v1/messages");
+            assert_eq!(request.header("x-api-key"), Some(CANARY));
+            assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+            assert_eq!(request.header("content-type"), Some("application/json"));
+            assert!(request.header("authorization").is_none());
+            let body = request.json();
+            assert_eq!(body["model"], "test-model");
+            assert_eq!(body["system"], "You are ybs.");
+            assert_eq!(body["max_tokens"], 512);
+            assert_eq!(
+                body["tools"][0],
+                json!({"name": "read_file", "description": "Read a file", "input_schema": {
+                    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}})
+            );
+            assert_eq!(body.get("stream").is_some(), streaming);
+            assert_eq!(
+                body["messages"][0],
+                json!({"role": "user", "content": [{"type": "text", "text": "What does src/lib.rs say?"}]})
+            );
+        }
+        let second = requests[1].json();
+        let messages = second["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3, "the two results are one user message");
+        assert_eq!(
+            messages[1],
+            json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "a.txt"}},
+                {"type": "tool_use", "id": "toolu_b", "name": "read_file", "input": {"path": "src/lib.rs"}},
+            ]})
+        );
+        assert_eq!(
+            messages[2],
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_a", "content": "contents of \"a.txt\"", "is_error": false},
+                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "contents of \"src/lib.rs\"", "is_error": false},
+            ]})
+        );
+    }
+
+    fn assert_calls(calls: &[ToolCall]) {
+        let calls: Vec<(&str, &Value)> = calls
+            .iter()
+            .map(|call| (call.id.as_str(), &call.arguments))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("toolu_a", &json!({"path": "a.txt"})),
+                ("toolu_b", &json!({"path": "src/lib.rs"}))
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn streaming_two_turns() {
+        let server = TestServer::start(vec![
+            Reply::sse_in_pieces(&two_calls_stream(), 3),
+            Reply::sse(answer_stream()),
+        ])
+        .await;
+        let provider = provider(&server, true);
+        assert_eq!(provider.name(), "anthropic");
+        let first = provider.complete(&first_request()).await.unwrap();
+        assert_eq!(first.content, "Reading both.");
+        assert_eq!(first.finish_reason, FinishReason::ToolCalls);
+        assert_calls(&first.tool_calls);
+        assert_eq!(first.usage, Usage { input_tokens: 50, output_tokens: 30 });
+        assert_eq!(first.response_id.as_deref(), Some("msg_1"));
+
+        // The text of turn 1 is dropped from the history here: the
+        // fixture's assistant message has calls only.
+        let second = provider
+            .complete(&second_request(&first.tool_calls))
+            .await
+            .unwrap();
+        assert_eq!(second.content, "Both say hello.");
+        assert_eq!(second.finish_reason, FinishReason::Stop);
+        assert_eq!(second.usage, Usage { input_tokens: 50, output_tokens: 6 });
+        assert_requests(&server, true);
+    }
+
+    #[tokio::test]
+    async fn non_streaming_two_turns() {
+        let server = TestServer::start(vec![
+            Reply::json(
+                200,
+                &json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "test-model",
+                    "content": [
+                        {"type": "text", "text": "Reading both."},
+                        {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "a.txt"}},
+                        {"type": "tool_use", "id": "toolu_b", "name": "read_file", "input": {"path": "src/lib.rs"}}
+                    ],
+                    "stop_reason": "tool_use",
+                    "usage": {"input_tokens": 50, "output_tokens": 30, "cache_read_input_tokens": 10}}),
+            ),
+            Reply::json(
+                200,
+                &json!({"id": "msg_3", "type": "message", "role": "assistant",
+                    "content": [{"type": "text", "text": "Both say hello."}],
+                    "stop_reason": "end_turn", "usage": {"input_tokens": 90, "output_tokens": 6}}),
+            ),
+        ])
+        .await;
+        let provider = provider(&server, false);
+        let first = provider.complete(&first_request()).await.unwrap();
+        assert_calls(&first.tool_calls);
+        assert_eq!(first.content, "Reading both.");
+        assert_eq!(first.usage, Usage { input_tokens: 60, output_tokens: 30 });
+        let second = provider
+            .complete(&second_request(&first.tool_calls))
+            .await
+            .unwrap();
+        assert_eq!(second.content, "Both say hello.");
+        assert_eq!(second.response_id.as_deref(), Some("msg_3"));
+        assert_requests(&server, false);
+    }
+
+    #[tokio::test]
+    async fn max_tokens_with_an_unfinished_tool_use_is_invalid_arguments() {
+        let streamed = sse_events(&[
+            message_start(),
+            tool_block_start(0, "toolu_a"),
+            json_delta(0, r#"{"path": "src/ma"#),
+            stop(0),
+            message_delta("max_tokens", 512),
+            json!({"type": "message_stop"}),
+        ]);
+        let whole = json!({"id": "msg_4", "type": "message", "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "src/ma"}}],
+            "stop_reason": "max_tokens", "usage": {"input_tokens": 5, "output_tokens": 512}});
+        for (reply, streaming) in [(Reply::sse(streamed), true), (Reply::json(200, &whole), false)] {
+            let server = TestServer::start(vec![reply]).await;
+            let response = provider(&server, streaming)
+                .complete(&first_request())
+                .await
+                .unwrap();
+            assert_eq!(response.finish_reason, FinishReason::Length);
+            assert_eq!(response.tool_calls.len(), 1);
+            let message = response.tool_calls[0].invalid_arguments.as_deref().unwrap();
+            assert!(message.contains("cut off"), "{message}");
+        }
+    }
+
+    #[tokio::test]
+    async fn overloaded_error_event_is_a_retryable_529() {
+        let server = TestServer::start(vec![Reply::sse(sse_events(&[
+            message_start(),
+            json!({"type": "ping"}),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ]))])
+        .await;
+        let error = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ProviderError::Status { status: 529, .. }), "{error:?}");
+        assert_eq!(error.to_string(), "HTTP 529: Overloaded");
+        assert!(error.is_retryable());
+    }
+
+    #[tokio::test]
+    async fn stream_cut_before_message_stop_is_interrupted() {
+        let text = two_calls_stream();
+        let server = TestServer::start(vec![Reply::sse(&text[..text.len() * 2 / 3]).cut()]).await;
+        let error = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
+    }
+
+    #[test]
+    fn user_text_after_results_joins_their_message() {
+        let mut request = second_request(&[ToolCall::new("t1", "read_file", json!({"path": "a"}))]);
+        request.messages.push(Message::user("Wrap up now."));
+        request.messages.push(Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![],
+        });
+        request.system.clear();
+        let body = request_body(&request, "m", false);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+        assert_eq!(messages[2]["content"][1], json!({"type": "text", "text": "Wrap up now."}));
+        assert!(body.get("system").is_none());
+        assert_eq!(request_body(&first_request(), "m", false)["max_tokens"], 512);
+        let mut unlimited = first_request();
+        unlimited.max_tokens = None;
+        assert_eq!(request_body(&unlimited, "m", false)["max_tokens"], DEFAULT_MAX_TOKENS);
+    }
+}

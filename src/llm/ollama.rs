@@ -245,3 +245,158 @@ impl Assembly {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::llm::build;
+    use crate::llm::test_server::fixtures::{config, env, first_request, second_request};
+    use crate::llm::test_server::{Reply, TestServer};
+
+    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+        let mut config = config("ollama", &server.url);
+        config.streaming = streaming;
+        build(&config, &env(&[])).unwrap()
+    }
+
+    fn part(content: &str) -> Value {
+        json!({"model": "test-model", "created_at": "2025-01-01T00:00:00Z",
+               "message": {"role": "assistant", "content": content}, "done": false})
+    }
+
+    fn done(reason: &str, input: u64, output: u64) -> Value {
+        json!({"model": "test-model", "message": {"role": "assistant", "content": ""},
+               "done": true, "done_reason": reason, "prompt_eval_count": input, "eval_count": output})
+    }
+
+    fn calls_part() -> Value {
+        json!({"model": "test-model", "done": false, "message": {"role": "assistant", "content": "",
+               "tool_calls": [
+                   {"function": {"name": "read_file", "arguments": {"path": "a.txt"}}},
+                   {"function": {"name": "read_file", "arguments": {"path": "src/lib.rs"}}}
+               ]}})
+    }
+
+    fn assert_requests(server: &TestServer, streaming: bool) {
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in &requests {
+            assert_eq!(request.path, "/api/chat");
+            assert!(request.header("authorization").is_none());
+            let body = request.json();
+            assert_eq!(body["stream"], streaming);
+            assert_eq!(body["model"], "test-model");
+            assert_eq!(body["messages"][0], json!({"role": "system", "content": "You are ybs."}));
+            assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+            assert_eq!(body["tools"][0]["function"]["parameters"]["required"], json!(["path"]));
+            assert_eq!(body["options"], json!({"temperature": 0.0, "num_predict": 512}));
+        }
+        let second = requests[1].json();
+        let messages = second["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 5);
+        assert_eq!(messages[2]["tool_calls"][1]["function"], json!({"name": "read_file", "arguments": {"path": "src/lib.rs"}}));
+        assert_eq!(
+            messages[3],
+            json!({"role": "tool", "content": "contents of \"a.txt\"", "tool_name": "read_file", "tool_call_id": "call_1"})
+        );
+        assert_eq!(messages[4]["tool_call_id"], "call_2");
+    }
+
+    #[tokio::test]
+    async fn streaming_two_turns() {
+        let server = TestServer::start(vec![
+            Reply::ndjson(&[part(""), calls_part(), done("stop", 40, 20)]),
+            Reply::ndjson(&[part("Both "), part("say hello."), done("stop", 90, 5)]),
+        ])
+        .await;
+        let provider = provider(&server, true);
+        assert_eq!(provider.name(), "ollama");
+        let first = provider.complete(&first_request()).await.unwrap();
+        let ids: Vec<&str> = first.tool_calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["call_1", "call_2"]);
+        assert_eq!(first.tool_calls[1].arguments, json!({"path": "src/lib.rs"}));
+        assert_eq!(first.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(first.usage, Usage { input_tokens: 40, output_tokens: 20 });
+        let second = provider
+            .complete(&second_request(&first.tool_calls))
+            .await
+            .unwrap();
+        assert_eq!(second.content, "Both say hello.");
+        assert_eq!(second.usage, Usage { input_tokens: 90, output_tokens: 5 });
+        assert_requests(&server, true);
+
+        // Ids continue across the conversation and are the same each time.
+        let mut third = second_request(&first.tool_calls);
+        third.messages.push(Message::user("again"));
+        let server = TestServer::start(vec![Reply::ndjson(&[calls_part(), done("stop", 1, 1)])]).await;
+        let again = super::super::build(&config("ollama", &server.url), &env(&[]))
+            .unwrap()
+            .complete(&third)
+            .await
+            .unwrap();
+        let ids: Vec<&str> = again.tool_calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, ["call_3", "call_4"]);
+    }
+
+    #[tokio::test]
+    async fn non_streaming_two_turns() {
+        let mut first = calls_part();
+        first["done"] = json!(true);
+        first["done_reason"] = json!("stop");
+        first["prompt_eval_count"] = json!(40);
+        first["eval_count"] = json!(20);
+        let mut second = done("stop", 90, 5);
+        second["message"]["content"] = json!("Both say hello.");
+        let server = TestServer::start(vec![Reply::json(200, &first), Reply::json(200, &second)]).await;
+        let provider = provider(&server, false);
+        let first = provider.complete(&first_request()).await.unwrap();
+        assert_eq!(first.tool_calls.len(), 2);
+        assert_eq!(first.usage, Usage { input_tokens: 40, output_tokens: 20 });
+        let second = provider
+            .complete(&second_request(&first.tool_calls))
+            .await
+            .unwrap();
+        assert_eq!(second.content, "Both say hello.");
+        assert_requests(&server, false);
+    }
+
+    #[tokio::test]
+    async fn stream_errors_and_early_ends() {
+        let server = TestServer::start(vec![
+            Reply::ndjson(&[part("Hel"), json!({"error": "model runner has unexpectedly stopped"})]),
+            Reply::ndjson(&[part("Hel")]),
+            Reply::json(404, &json!({"error": "model 'nope' not found"})),
+        ])
+        .await;
+        let provider = provider(&server, true);
+        let error = provider.complete(&first_request()).await.unwrap_err();
+        assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
+        assert!(error.to_string().contains("model runner has unexpectedly stopped"));
+        let error = provider.complete(&first_request()).await.unwrap_err();
+        assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
+        let error = provider.complete(&first_request()).await.unwrap_err();
+        assert_eq!(error.to_string(), "HTTP 404: model 'nope' not found");
+        assert!(!error.is_retryable());
+    }
+
+    #[tokio::test]
+    async fn string_arguments_and_length() {
+        let server = TestServer::start(vec![Reply::ndjson(&[
+            json!({"message": {"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "read_file", "arguments": "{\"path\": \"a\",}"}},
+                {"function": {"name": "read_file", "arguments": "{\"path\": \"b"}}
+            ]}, "done": false}),
+            done("length", 1, 1),
+        ])])
+        .await;
+        let response = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap();
+        assert_eq!(response.finish_reason, FinishReason::Length);
+        assert_eq!(response.tool_calls[0].arguments, json!({"path": "a"}));
+        assert!(response.tool_calls[1].invalid_arguments.is_some());
+    }
+}

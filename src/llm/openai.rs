@@ -351,3 +351,334 @@ fn short(value: &Value) -> String {
         None => text,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::llm::build;
+    use crate::llm::test_server::fixtures::{
+        CANARY, config, env, first_request, second_request, sse_done,
+    };
+    use crate::llm::test_server::{Reply, TestServer};
+
+    fn chunk(delta: Value, finish: Option<&str>) -> Value {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    }
+
+    fn call_delta(index: u64, id: Option<&str>, name: Option<&str>, arguments: &str) -> Value {
+        let mut function = json!({"arguments": arguments});
+        if let Some(name) = name {
+            function["name"] = json!(name);
+        }
+        let mut call = json!({"index": index, "function": function});
+        if let Some(id) = id {
+            call["id"] = json!(id);
+            call["type"] = json!("function");
+        }
+        json!({"tool_calls": [call]})
+    }
+
+    fn usage(input: u64, output: u64) -> Value {
+        json!({"id": "chatcmpl-1", "choices": [],
+               "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}})
+    }
+
+    /// Turn 1 of the two-turn task: one call to read_file, its arguments
+    /// split in pieces of `piece` characters.
+    fn tool_call_stream(piece: usize) -> String {
+        let arguments = r#"{"path": "src/lib.rs"}"#;
+        let mut chunks = vec![
+            chunk(json!({"role": "assistant", "content": null}), None),
+            chunk(call_delta(0, Some("call_abc"), Some("read_file"), ""), None),
+        ];
+        let characters: Vec<char> = arguments.chars().collect();
+        for part in characters.chunks(piece) {
+            let part: String = part.iter().collect();
+            chunks.push(chunk(call_delta(0, None, None, &part), None));
+        }
+        chunks.push(chunk(json!({}), Some("tool_calls")));
+        chunks.push(usage(50, 12));
+        sse_done(&chunks)
+    }
+
+    fn answer_stream() -> String {
+        sse_done(&[
+            chunk(json!({"role": "assistant", "content": "It says "}), None),
+            chunk(json!({"content": "hello."}), None),
+            chunk(json!({}), Some("stop")),
+            usage(80, 4),
+        ])
+    }
+
+    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+        let mut config = config("openai", &format!("{}/v1", server.url));
+        config.streaming = streaming;
+        build(&config, &env(&[("OPENAI_API_KEY", CANARY)])).unwrap()
+    }
+
+    /// What every first request must carry.
+    fn assert_first_request(body: &Value) {
+        assert_eq!(body["model"], "test-model");
+        assert_eq!(body["messages"][0], json!({"role": "system", "content": "You are ybs."}));
+        assert_eq!(body["messages"][1], json!({"role": "user", "content": "What does src/lib.rs say?"}));
+        assert_eq!(body["tools"][0]["type"], "function");
+        assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+        assert_eq!(body["tools"][0]["function"]["parameters"]["required"], json!(["path"]));
+        assert_eq!(body["temperature"], json!(0.0));
+        assert_eq!(body["max_tokens"], 512);
+    }
+
+    fn assert_second_request(body: &Value) {
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 4);
+        assert_eq!(messages[2]["role"], "assistant");
+        assert_eq!(messages[2]["content"], Value::Null);
+        let call = &messages[2]["tool_calls"][0];
+        assert_eq!(call["id"], "call_abc");
+        assert_eq!(call["type"], "function");
+        assert_eq!(call["function"]["name"], "read_file");
+        let arguments: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(arguments, json!({"path": "src/lib.rs"}));
+        assert_eq!(
+            messages[3],
+            json!({"role": "tool", "tool_call_id": "call_abc", "content": "contents of \"src/lib.rs\""})
+        );
+    }
+
+    #[tokio::test]
+    async fn streaming_two_turns() {
+        let server = TestServer::start(vec![
+            Reply::sse(tool_call_stream(5)),
+            Reply::sse(answer_stream()),
+        ])
+        .await;
+        let provider = provider(&server, true);
+        assert_eq!(provider.name(), "openai");
+
+        let first = provider.complete(&first_request()).await.unwrap();
+        assert_eq!(first.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(first.content, "");
+        assert_eq!(first.tool_calls.len(), 1);
+        let call = &first.tool_calls[0];
+        assert_eq!((call.id.as_str(), call.name.as_str()), ("call_abc", "read_file"));
+        assert_eq!(call.arguments, json!({"path": "src/lib.rs"}));
+        assert!(call.invalid_arguments.is_none() && !call.from_text);
+        assert_eq!(first.usage, Usage { input_tokens: 50, output_tokens: 12 });
+        assert_eq!(first.response_id.as_deref(), Some("chatcmpl-1"));
+
+        let second = provider
+            .complete(&second_request(&first.tool_calls))
+            .await
+            .unwrap();
+        assert_eq!(second.content, "It says hello.");
+        assert!(second.tool_calls.is_empty());
+        assert_eq!(second.finish_reason, FinishReason::Stop);
+        assert_eq!(second.usage, Usage { input_tokens: 80, output_tokens: 4 });
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in &requests {
+            assert_eq!(request.method, "POST");
+            assert_eq!(request.path, "/v1/chat/completions");
+            assert_eq!(request.header("authorization"), Some(&*format!("Bearer {CANARY}")));
+            assert_eq!(request.header("content-type"), Some("application/json"));
+            let body = request.json();
+            assert_eq!(body["stream"], true);
+            assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        }
+        assert_first_request(&requests[0].json());
+        assert_second_request(&requests[1].json());
+    }
+
+    #[tokio::test]
+    async fn non_streaming_two_turns() {
+        let server = TestServer::start(vec![
+            Reply::json(
+                200,
+                &json!({
+                    "id": "chatcmpl-2", "object": "chat.completion",
+                    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                        "role": "assistant", "content": null,
+                        "tool_calls": [{"id": "call_abc", "type": "function",
+                            "function": {"name": "read_file", "arguments": "{\"path\": \"src/lib.rs\"}"}}]}}],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 12}
+                }),
+            ),
+            Reply::json(
+                200,
+                &json!({
+                    "id": "chatcmpl-3",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "It says hello."}}],
+                    "usage": {"prompt_tokens": 80, "completion_tokens": 4}
+                }),
+            ),
+        ])
+        .await;
+        let provider = provider(&server, false);
+        let first = provider.complete(&first_request()).await.unwrap();
+        assert_eq!(first.tool_calls.len(), 1);
+        assert_eq!(first.tool_calls[0].arguments, json!({"path": "src/lib.rs"}));
+        assert_eq!(first.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(first.usage, Usage { input_tokens: 50, output_tokens: 12 });
+        assert_eq!(first.response_id.as_deref(), Some("chatcmpl-2"));
+        let second = provider
+            .complete(&second_request(&first.tool_calls))
+            .await
+            .unwrap();
+        assert_eq!(second.content, "It says hello.");
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in &requests {
+            assert_eq!(request.header("authorization"), Some(&*format!("Bearer {CANARY}")));
+            assert!(request.json().get("stream").is_none());
+        }
+        assert_first_request(&requests[0].json());
+        assert_second_request(&requests[1].json());
+    }
+
+    #[tokio::test]
+    async fn one_byte_fragments_reassemble() {
+        // Arguments in 1-character deltas, and the stream's bytes
+        // delivered one at a time.
+        let server = TestServer::start(vec![Reply::sse_in_pieces(&tool_call_stream(1), 1)]).await;
+        let response = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap();
+        assert_eq!(response.tool_calls.len(), 1);
+        assert_eq!(response.tool_calls[0].arguments, json!({"path": "src/lib.rs"}));
+        assert_eq!(response.usage.output_tokens, 12);
+    }
+
+    #[tokio::test]
+    async fn interleaved_parallel_calls_and_keep_alives() {
+        let a = r#"{"path": "a.txt"}"#;
+        let b = r#"{"path": "dir/b.txt"}"#;
+        let mut text = String::from(": keep-alive\n\n");
+        text.push_str(&format!(
+            "data: {}\n\n",
+            chunk(call_delta(0, Some("call_a"), Some("read_file"), ""), None)
+        ));
+        text.push_str(&format!(
+            "data: {}\n\n",
+            chunk(call_delta(1, Some("call_b"), Some("read_file"), ""), None)
+        ));
+        let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        for step in 0..a.len().max(b.len()) {
+            for (index, chars) in [(0, &a), (1, &b)] {
+                if let Some(ch) = chars.get(step) {
+                    text.push_str(&format!(
+                        "data: {}\n\n",
+                        chunk(call_delta(index, None, None, &ch.to_string()), None)
+                    ));
+                }
+            }
+            if step % 4 == 0 {
+                text.push_str(": keep-alive\n\n");
+            }
+        }
+        text.push_str(&format!("data: {}\n\n", chunk(json!({}), Some("tool_calls"))));
+        text.push_str(": keep-alive\r\n\r\n");
+        text.push_str("data: [DONE]\n\n");
+        let server = TestServer::start(vec![Reply::sse_in_pieces(&text, 7)]).await;
+        let response = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap();
+        let calls: Vec<(&str, &Value)> = response
+            .tool_calls
+            .iter()
+            .map(|call| (call.id.as_str(), &call.arguments))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_a", &json!({"path": "a.txt"})),
+                ("call_b", &json!({"path": "dir/b.txt"}))
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn length_with_half_a_call_is_invalid_arguments() {
+        let server = TestServer::start(vec![Reply::sse(sse_done(&[
+            chunk(call_delta(0, Some("call_1"), Some("read_file"), r#"{"path": "a"}"#), None),
+            chunk(call_delta(1, Some("call_2"), Some("read_file"), r#"{"path": "src/ma"#), None),
+            chunk(json!({}), Some("length")),
+        ]))])
+        .await;
+        let response = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap();
+        assert_eq!(response.finish_reason, FinishReason::Length);
+        assert_eq!(response.tool_calls.len(), 2);
+        assert!(response.tool_calls[0].invalid_arguments.is_none());
+        let message = response.tool_calls[1].invalid_arguments.as_deref().unwrap();
+        assert!(message.contains("cut off"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn error_object_in_a_chunk_is_an_error() {
+        let server = TestServer::start(vec![Reply::sse(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+             data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n",
+        )])
+        .await;
+        let error = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ProviderError::Status { status: 500, .. }), "{error:?}");
+        assert!(error.to_string().contains("The server had an error"));
+        assert!(error.is_retryable());
+    }
+
+    #[tokio::test]
+    async fn stream_without_done_is_interrupted() {
+        let text = tool_call_stream(3);
+        let cut = &text[..text.len() / 2];
+        for reply in [Reply::sse(cut), Reply::sse(cut).cut()] {
+            let server = TestServer::start(vec![reply]).await;
+            let error = provider(&server, true)
+                .complete(&first_request())
+                .await
+                .unwrap_err();
+            assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
+            assert!(error.is_retryable());
+        }
+    }
+
+    #[tokio::test]
+    async fn servers_without_indexes_or_ids() {
+        // Some compatible servers omit `index` and `id`: each id opens a
+        // call, id-less deltas continue the last one, missing ids are made.
+        let server = TestServer::start(vec![Reply::sse(sse_done(&[
+            chunk(json!({"tool_calls": [{"id": "x1", "function": {"name": "read_file", "arguments": "{\"path\":"}}]}), None),
+            chunk(json!({"tool_calls": [{"function": {"arguments": " \"a\"}"}}]}), None),
+            chunk(json!({"tool_calls": [{"id": "x2", "function": {"name": "read_file", "arguments": {"path": "b"}}}]}), None),
+            chunk(json!({}), Some("stop")),
+        ]))])
+        .await;
+        let response = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap();
+        assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+        let arguments: Vec<&Value> = response.tool_calls.iter().map(|c| &c.arguments).collect();
+        assert_eq!(arguments, [&json!({"path": "a"}), &json!({"path": "b"})]);
+    }
+
+    #[test]
+    fn vendor_endpoint_takes_max_completion_tokens() {
+        let body = request_body(&first_request(), "gpt-4.1", false, true);
+        assert_eq!(body["max_completion_tokens"], 512);
+        assert!(body.get("max_tokens").is_none());
+    }
+}

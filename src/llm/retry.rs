@@ -40,7 +40,12 @@ pub struct RetryNotice {
     pub error: ProviderError,
 }
 
-/// Calls `provider.complete(request)`, retrying retryable errors.
+/// Calls `provider.complete(request)`, retrying retryable errors
+/// (`ProviderError::is_retryable`: connect errors, timeouts, interrupted
+/// streams, 408, 409, 429 unless the quota is exhausted, 5xx, 529) at most
+/// `settings.attempts` times. Anything else, and the last error once the
+/// attempts are used up, is returned as is. `on_retry` hears of each retry
+/// before its wait.
 pub async fn complete(
     provider: &dyn Provider,
     request: &ChatRequest,
@@ -67,9 +72,13 @@ pub async fn complete(
             return Err(error);
         };
         attempt += 1;
+        // backon's jitter adds up to the delay again; the cap holds for
+        // the jittered delay too. A server's `Retry-After` replaces the
+        // backoff (no jitter: it named the time), up to the same cap.
         let delay = error
             .retry_after()
-            .map_or(backoff, |wanted| wanted.min(settings.max_delay));
+            .unwrap_or(backoff)
+            .min(settings.max_delay);
         on_retry(&RetryNotice {
             attempt,
             delay,

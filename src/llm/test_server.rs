@@ -16,6 +16,8 @@ use tokio::net::{TcpListener, TcpStream};
 pub enum Step {
     Send(Vec<u8>),
     Sleep(Duration),
+    /// Lets the runtime poll its I/O driver (and so the client) first.
+    Yield,
 }
 
 /// How a reply body ends.
@@ -56,14 +58,13 @@ impl Reply {
         Self::new(200, "text/event-stream").send(text.into())
     }
 
-    /// An SSE body whose bytes arrive `size` at a time, with a pause
-    /// between pieces so they reach the client separately.
+    /// An SSE body whose bytes are written `size` at a time, yielding
+    /// between pieces so the client reads them separately.
     pub fn sse_in_pieces(text: &str, size: usize) -> Self {
         let mut reply = Self::new(200, "text/event-stream");
         for piece in text.as_bytes().chunks(size) {
-            reply = reply
-                .send(piece.to_vec())
-                .pause(Duration::from_millis(1));
+            reply = reply.send(piece.to_vec());
+            reply.steps.push(Step::Yield);
         }
         reply
     }
@@ -208,6 +209,7 @@ async fn serve(
                 socket.flush().await?;
             }
             Step::Sleep(duration) => tokio::time::sleep(*duration).await,
+            Step::Yield => tokio::task::yield_now().await,
         }
     }
     if reply.end == End::Complete {
@@ -258,4 +260,127 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded
         headers,
         body,
     }))
+}
+
+/// Fixtures shared by the provider tests.
+pub mod fixtures {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use crate::core::{Message, ToolCall, ToolSpec};
+    use crate::llm::{ChatRequest, ProviderConfig};
+
+    /// A key that must never show up anywhere but in the request header.
+    pub const CANARY: &str = "sk-canary-7f3a9c1e5b";
+
+    /// A provider config for `name` at `endpoint`, with short deadlines.
+    pub fn config(name: &str, endpoint: &str) -> ProviderConfig {
+        let mut config = ProviderConfig::new(name, "test-model");
+        config.endpoint = Some(endpoint.to_owned());
+        config.request_timeout = Duration::from_secs(5);
+        config.idle_timeout = Duration::from_secs(2);
+        config.total_timeout = Duration::from_secs(10);
+        config
+    }
+
+    /// An environment with exactly these variables.
+    pub fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        }
+    }
+
+    pub fn read_file_tool() -> ToolSpec {
+        ToolSpec {
+            name: "read_file".into(),
+            description: "Read a file".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"]
+            }),
+        }
+    }
+
+    /// The first request of a task: system prompt, one user message, tools.
+    pub fn first_request() -> ChatRequest {
+        ChatRequest {
+            model: "test-model".into(),
+            system: "You are ybs.".into(),
+            messages: vec![Message::user("What does src/lib.rs say?")],
+            tools: vec![read_file_tool()],
+            temperature: Some(0.0),
+            max_tokens: Some(512),
+        }
+    }
+
+    /// The second request: the first plus the call and its result.
+    pub fn second_request(calls: &[ToolCall]) -> ChatRequest {
+        let mut request = first_request();
+        request.messages.push(Message::Assistant {
+            content: String::new(),
+            tool_calls: calls.to_vec(),
+        });
+        for call in calls {
+            request.messages.push(Message::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: format!("contents of {}", call.arguments["path"]),
+                is_error: false,
+            });
+        }
+        request
+    }
+
+    /// `data: <json>` events, then `data: [DONE]`.
+    pub fn sse_done(chunks: &[Value]) -> String {
+        let mut text: String = chunks
+            .iter()
+            .map(|chunk| format!("data: {chunk}\n\n"))
+            .collect();
+        text.push_str("data: [DONE]\n\n");
+        text
+    }
+
+    /// Named events: `event: <type>` + `data: <json>`.
+    pub fn sse_events(events: &[Value]) -> String {
+        events
+            .iter()
+            .map(|event| {
+                let name = event["type"].as_str().unwrap_or("message");
+                format!("event: {name}\ndata: {event}\n\n")
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn pieces_reach_the_client_separately() {
+        let text = "data: {}\n\n".repeat(20);
+        let server = TestServer::start(vec![Reply::sse_in_pieces(&text, 1)]).await;
+        let response = reqwest::get(&server.url).await.unwrap();
+        let mut chunks = response.bytes_stream();
+        let mut count = 0;
+        let mut body = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            body.extend_from_slice(&chunk.unwrap());
+            count += 1;
+        }
+        assert_eq!(body, text.as_bytes());
+        assert!(count > text.len() / 2, "{count} reads for {} bytes", text.len());
+    }
 }
