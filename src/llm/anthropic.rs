@@ -52,7 +52,11 @@ impl Anthropic {
     }
 
     async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(request, self.settings.model(request), self.settings.streaming);
+        let body = request_body(
+            request,
+            self.settings.model(request),
+            self.settings.streaming,
+        );
         let response = self
             .http
             .post_json(&self.url, self.headers.clone(), &body)
@@ -68,7 +72,10 @@ impl Anthropic {
                     continue;
                 }
                 let value: Value = serde_json::from_str(&data).map_err(|error| {
-                    ProviderError::Protocol(format!("invalid stream event ({error}): {}", scrub(&data)))
+                    ProviderError::Protocol(format!(
+                        "invalid stream event ({error}): {}",
+                        scrub(&data)
+                    ))
                 })?;
                 turn.event(event.event.as_deref(), &value, &scrub)?;
                 if turn.stopped {
@@ -197,7 +204,10 @@ fn text_block(text: &str) -> Vec<Value> {
 #[derive(Debug)]
 enum Block {
     Text(String),
-    ToolUse { call: PartialCall, stopped: bool },
+    ToolUse {
+        call: PartialCall,
+        stopped: bool,
+    },
     /// A block ybs does not use (thinking, server tools…).
     Other,
 }
@@ -221,7 +231,11 @@ impl Assembly {
         data: &Value,
         scrub: &dyn Fn(&str) -> String,
     ) -> Result<(), ProviderError> {
-        let kind = data.get("type").and_then(Value::as_str).or(name).unwrap_or_default();
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .or(name)
+            .unwrap_or_default();
         let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
@@ -235,14 +249,21 @@ impl Assembly {
             }
             "content_block_delta" => {
                 let delta = data.get("delta").unwrap_or(&Value::Null);
-                let text = |field: &str| delta.get(field).and_then(Value::as_str).unwrap_or_default();
-                match (self.blocks.get_mut(&index), delta.get("type").and_then(Value::as_str)) {
-                    (Some(Block::Text(content)), Some("text_delta")) => content.push_str(text("text")),
+                let text =
+                    |field: &str| delta.get(field).and_then(Value::as_str).unwrap_or_default();
+                match (
+                    self.blocks.get_mut(&index),
+                    delta.get("type").and_then(Value::as_str),
+                ) {
+                    (Some(Block::Text(content)), Some("text_delta")) => {
+                        content.push_str(text("text"))
+                    }
                     (Some(Block::ToolUse { call, .. }), Some("input_json_delta")) => {
                         call.arguments.push_str(text("partial_json"));
                     }
                     (None, Some("text_delta")) => {
-                        self.blocks.insert(index, Block::Text(text("text").to_owned()));
+                        self.blocks
+                            .insert(index, Block::Text(text("text").to_owned()));
                     }
                     _ => {}
                 }
@@ -274,14 +295,19 @@ impl Assembly {
     }
 
     /// A whole non-streaming response.
-    fn message(&mut self, body: &Value, scrub: &dyn Fn(&str) -> String) -> Result<(), ProviderError> {
+    fn message(
+        &mut self,
+        body: &Value,
+        scrub: &dyn Fn(&str) -> String,
+    ) -> Result<(), ProviderError> {
         if body.get("type").and_then(Value::as_str) == Some("error") {
             let error = body.get("error").unwrap_or(body);
             return Err(http::stream_error(error, scrub));
         }
-        let content = body.get("content").and_then(Value::as_array).ok_or_else(|| {
-            ProviderError::Protocol("response has no `content` array".into())
-        })?;
+        let content = body
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ProviderError::Protocol("response has no `content` array".into()))?;
         self.id = body.get("id").and_then(Value::as_str).map(str::to_owned);
         self.stop_reason = body
             .get("stop_reason")
@@ -297,10 +323,10 @@ impl Assembly {
         }
         // Stopped at the token limit with a tool call last: that call may
         // be cut short, and a whole response cannot show whether it was.
-        if self.stop_reason.as_deref() == Some("max_tokens") {
-            if let Some((_, Block::ToolUse { stopped, .. })) = self.blocks.iter_mut().next_back() {
-                *stopped = false;
-            }
+        if self.stop_reason.as_deref() == Some("max_tokens")
+            && let Some((_, Block::ToolUse { stopped, .. })) = self.blocks.iter_mut().next_back()
+        {
+            *stopped = false;
         }
         self.stopped = true;
         Ok(())
@@ -343,8 +369,7 @@ impl Assembly {
             }
         }
         let mut ids = CallIds::new("toolu_ybs_", request);
-        let tool_calls =
-            turn::finish_calls(calls, finish_reason == FinishReason::Length, &mut ids);
+        let tool_calls = turn::finish_calls(calls, finish_reason == FinishReason::Length, &mut ids);
         turn::finish_turn(
             ChatResponse {
                 content: texts.join("\n\n"),
@@ -374,7 +399,9 @@ fn start_block(block: &Value) -> Block {
             // A streamed block starts with `input: {}` and gets its JSON in
             // deltas; a whole block has it all.
             let arguments = match block.get("input") {
-                Some(Value::Object(input)) if !input.is_empty() => Value::Object(input.clone()).to_string(),
+                Some(Value::Object(input)) if !input.is_empty() => {
+                    Value::Object(input.clone()).to_string()
+                }
                 _ => String::new(),
             };
             Block::ToolUse {
@@ -547,7 +574,13 @@ mod tests {
         assert_eq!(first.content, "Reading both.");
         assert_eq!(first.finish_reason, FinishReason::ToolCalls);
         assert_calls(&first.tool_calls);
-        assert_eq!(first.usage, Usage { input_tokens: 50, output_tokens: 30 });
+        assert_eq!(
+            first.usage,
+            Usage {
+                input_tokens: 50,
+                output_tokens: 30
+            }
+        );
         assert_eq!(first.response_id.as_deref(), Some("msg_1"));
 
         // The text of turn 1 is dropped from the history here: the
@@ -558,7 +591,13 @@ mod tests {
             .unwrap();
         assert_eq!(second.content, "Both say hello.");
         assert_eq!(second.finish_reason, FinishReason::Stop);
-        assert_eq!(second.usage, Usage { input_tokens: 50, output_tokens: 6 });
+        assert_eq!(
+            second.usage,
+            Usage {
+                input_tokens: 50,
+                output_tokens: 6
+            }
+        );
         assert_requests(&server, true);
     }
 
@@ -588,7 +627,13 @@ mod tests {
         let first = provider.complete(&first_request()).await.unwrap();
         assert_calls(&first.tool_calls);
         assert_eq!(first.content, "Reading both.");
-        assert_eq!(first.usage, Usage { input_tokens: 60, output_tokens: 30 });
+        assert_eq!(
+            first.usage,
+            Usage {
+                input_tokens: 60,
+                output_tokens: 30
+            }
+        );
         let second = provider
             .complete(&second_request(&first.tool_calls))
             .await
@@ -611,7 +656,10 @@ mod tests {
         let whole = json!({"id": "msg_4", "type": "message", "role": "assistant",
             "content": [{"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "src/ma"}}],
             "stop_reason": "max_tokens", "usage": {"input_tokens": 5, "output_tokens": 512}});
-        for (reply, streaming) in [(Reply::sse(streamed), true), (Reply::json(200, &whole), false)] {
+        for (reply, streaming) in [
+            (Reply::sse(streamed), true),
+            (Reply::json(200, &whole), false),
+        ] {
             let server = TestServer::start(vec![reply]).await;
             let response = provider(&server, streaming)
                 .complete(&first_request())
@@ -636,7 +684,10 @@ mod tests {
             .complete(&first_request())
             .await
             .unwrap_err();
-        assert!(matches!(error, ProviderError::Status { status: 529, .. }), "{error:?}");
+        assert!(
+            matches!(error, ProviderError::Status { status: 529, .. }),
+            "{error:?}"
+        );
         assert_eq!(error.to_string(), "HTTP 529: Overloaded");
         assert!(error.is_retryable());
     }
@@ -665,11 +716,20 @@ mod tests {
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[2]["content"][0]["type"], "tool_result");
-        assert_eq!(messages[2]["content"][1], json!({"type": "text", "text": "Wrap up now."}));
+        assert_eq!(
+            messages[2]["content"][1],
+            json!({"type": "text", "text": "Wrap up now."})
+        );
         assert!(body.get("system").is_none());
-        assert_eq!(request_body(&first_request(), "m", false)["max_tokens"], 512);
+        assert_eq!(
+            request_body(&first_request(), "m", false)["max_tokens"],
+            512
+        );
         let mut unlimited = first_request();
         unlimited.max_tokens = None;
-        assert_eq!(request_body(&unlimited, "m", false)["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert_eq!(
+            request_body(&unlimited, "m", false)["max_tokens"],
+            DEFAULT_MAX_TOKENS
+        );
     }
 }

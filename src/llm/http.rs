@@ -50,7 +50,11 @@ impl ApiKey {
 
     /// A header value holding `prefix` + the key, marked sensitive so that
     /// hyper and reqwest never print it.
-    pub(super) fn header_value(&self, prefix: &str, var: &str) -> Result<HeaderValue, ProviderError> {
+    pub(super) fn header_value(
+        &self,
+        prefix: &str,
+        var: &str,
+    ) -> Result<HeaderValue, ProviderError> {
         let mut value = HeaderValue::from_str(&format!("{prefix}{}", self.0)).map_err(|_| {
             ProviderError::Config(format!(
                 "`{var}` contains characters that cannot be sent in an HTTP header"
@@ -120,9 +124,9 @@ impl Http {
         if is_loopback(endpoint) {
             builder = builder.no_proxy();
         }
-        let client = builder
-            .build()
-            .map_err(|error| ProviderError::Config(format!("cannot build HTTP client: {}", chain(&error))))?;
+        let client = builder.build().map_err(|error| {
+            ProviderError::Config(format!("cannot build HTTP client: {}", chain(&error)))
+        })?;
         Ok(Self {
             client,
             deadlines,
@@ -182,12 +186,21 @@ impl Http {
         }
         let headers = body.response.headers().clone();
         let text = body.collect_up_to(MAX_ERROR_BODY).await.unwrap_or_default();
-        Err(status_error(status, &headers, &text, |text| self.scrub(text)))
+        Err(status_error(status, &headers, &text, |text| {
+            self.scrub(text)
+        }))
     }
 
     fn send_error(&self, url: &Url, error: &reqwest::Error) -> ProviderError {
         let message = self.scrub(&chain(error));
         if error.is_connect() {
+            // "error sending request: client error (Connect): tcp connect
+            // error: Connection refused": the root cause says it all.
+            let mut root: &dyn std::error::Error = error;
+            while let Some(source) = root.source() {
+                root = source;
+            }
+            let message = self.scrub(&root.to_string());
             ProviderError::Connect {
                 endpoint: label(url),
                 message,
@@ -238,29 +251,30 @@ impl ResponseBody {
         Box::pin(stream::unfold(Some(state), move |state| async move {
             let mut state = state?;
             let idle_at = Instant::now() + idle;
-            let item = match tokio::time::timeout_at(idle_at.min(total_at), state.inner.next()).await {
-                Err(_) if total_at <= idle_at => Err(ProviderError::Timeout(format!(
-                    "the response did not complete within the total deadline of {}",
-                    seconds(total)
-                ))),
-                Err(_) => Err(ProviderError::Timeout(format!(
-                    "no data from the server for {} (idle deadline)",
-                    seconds(idle)
-                ))),
-                Ok(None) => return None,
-                Ok(Some(Err(error))) => Err(ProviderError::Stream(chain(&error))),
-                Ok(Some(Ok(bytes))) => {
-                    state.seen += bytes.len();
-                    if state.seen > MAX_RESPONSE_BYTES {
-                        Err(ProviderError::Protocol(format!(
-                            "response larger than {} MiB",
-                            MAX_RESPONSE_BYTES >> 20
-                        )))
-                    } else {
-                        return Some((Ok(bytes), Some(state)));
+            let item =
+                match tokio::time::timeout_at(idle_at.min(total_at), state.inner.next()).await {
+                    Err(_) if total_at <= idle_at => Err(ProviderError::Timeout(format!(
+                        "the response did not complete within the total deadline of {}",
+                        seconds(total)
+                    ))),
+                    Err(_) => Err(ProviderError::Timeout(format!(
+                        "no data from the server for {} (idle deadline)",
+                        seconds(idle)
+                    ))),
+                    Ok(None) => return None,
+                    Ok(Some(Err(error))) => Err(ProviderError::Stream(chain(&error))),
+                    Ok(Some(Ok(bytes))) => {
+                        state.seen += bytes.len();
+                        if state.seen > MAX_RESPONSE_BYTES {
+                            Err(ProviderError::Protocol(format!(
+                                "response larger than {} MiB",
+                                MAX_RESPONSE_BYTES >> 20
+                            )))
+                        } else {
+                            return Some((Ok(bytes), Some(state)));
+                        }
                     }
-                }
-            };
+                };
             Some((item, None))
         }))
     }
@@ -466,15 +480,23 @@ fn says_quota_exhausted(body: &Value) -> bool {
     if codes.iter().any(|code| {
         matches!(
             code.as_str(),
-            "insufficient_quota" | "billing_error" | "billing_hard_limit_reached" | "quota_exceeded"
+            "insufficient_quota"
+                | "billing_error"
+                | "billing_hard_limit_reached"
+                | "quota_exceeded"
         )
     }) {
         return true;
     }
     let message = error_message(body).unwrap_or_default().to_ascii_lowercase();
-    ["insufficient_quota", "exceeded your current quota", "credit balance", "billing"]
-        .iter()
-        .any(|phrase| message.contains(phrase))
+    [
+        "insufficient_quota",
+        "exceeded your current quota",
+        "credit balance",
+        "billing",
+    ]
+    .iter()
+    .any(|phrase| message.contains(phrase))
 }
 
 /// The wait a server asked for: `retry-after-ms` (OpenAI), else
@@ -486,10 +508,11 @@ pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
             .and_then(|value| value.to_str().ok())
             .map(str::trim)
     };
-    if let Some(ms) = header("retry-after-ms").and_then(|value| value.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
+    if let Some(ms) = header("retry-after-ms").and_then(|value| value.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
     }
     let value = header("retry-after")?;
     if let Ok(seconds) = value.parse::<f64>() {
@@ -537,7 +560,8 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let era = year.div_euclid(400);
     let year_of_era = year - era * 400;
     let month = i64::from(month);
-    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_year =
+        (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     era * 146_097 + day_of_era - 719_468
 }
@@ -548,11 +572,9 @@ fn chain(error: &reqwest::Error) -> String {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(current) = source {
         let text = current.to_string();
-        if let Some(last) = parts.last() {
-            if last.contains(&text) {
-                source = current.source();
-                continue;
-            }
+        if parts.last().is_some_and(|last| last.contains(&text)) {
+            source = current.source();
+            continue;
         }
         parts.push(text);
         source = current.source();
@@ -562,7 +584,9 @@ fn chain(error: &reqwest::Error) -> String {
     if let Some(url) = error.url() {
         let url = url.as_str();
         for part in &mut parts {
-            *part = part.replace(&format!(" for url ({url})"), "").replace(url, "<url>");
+            *part = part
+                .replace(&format!(" for url ({url})"), "")
+                .replace(url, "<url>");
         }
     }
     parts.join(": ")
@@ -648,15 +672,24 @@ mod tests {
             Some(Duration::from_millis(1500))
         );
         assert_eq!(
-            retry_after(&headers(&[("retry-after-ms", "250"), ("retry-after", "9")]), now),
+            retry_after(
+                &headers(&[("retry-after-ms", "250"), ("retry-after", "9")]),
+                now
+            ),
             Some(Duration::from_millis(250))
         );
         assert_eq!(
-            retry_after(&headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:47 GMT")]), now),
+            retry_after(
+                &headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:47 GMT")]),
+                now
+            ),
             Some(Duration::from_secs(10))
         );
         assert_eq!(
-            retry_after(&headers(&[("retry-after", "Sun, 06 Nov 1994 08:40:00 GMT")]), now),
+            retry_after(
+                &headers(&[("retry-after", "Sun, 06 Nov 1994 08:40:00 GMT")]),
+                now
+            ),
             Some(Duration::ZERO)
         );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
@@ -707,7 +740,13 @@ mod tests {
             br#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}"#,
             scrub,
         );
-        assert!(matches!(error, ProviderError::Status { quota_exhausted: true, .. }));
+        assert!(matches!(
+            error,
+            ProviderError::Status {
+                quota_exhausted: true,
+                ..
+            }
+        ));
         assert!(!error.is_retryable());
 
         let error = status_error(
@@ -719,7 +758,12 @@ mod tests {
         assert_eq!(error.to_string(), "HTTP 529: Overloaded");
         assert!(error.is_retryable());
 
-        let error = status_error(404, &HeaderMap::new(), br#"{"error":"model 'x' not found"}"#, scrub);
+        let error = status_error(
+            404,
+            &HeaderMap::new(),
+            br#"{"error":"model 'x' not found"}"#,
+            scrub,
+        );
         assert_eq!(error.to_string(), "HTTP 404: model 'x' not found");
         assert!(!error.is_retryable());
 
@@ -736,7 +780,10 @@ mod tests {
             &serde_json::json!({"type": "overloaded_error", "message": "Overloaded"}),
             scrub,
         );
-        assert!(matches!(overloaded, ProviderError::Status { status: 529, .. }));
+        assert!(matches!(
+            overloaded,
+            ProviderError::Status { status: 529, .. }
+        ));
         assert!(overloaded.is_retryable());
         let invalid = stream_error(
             &serde_json::json!({"message": "too long", "type": "BadRequestError", "code": 400}),
@@ -748,7 +795,10 @@ mod tests {
         assert!(matches!(unknown, ProviderError::Stream(_)));
         assert!(unknown.is_retryable());
         let text = stream_error(&serde_json::json!("runner crashed"), scrub);
-        assert_eq!(text.to_string(), "stream interrupted: the provider reported an error: runner crashed");
+        assert_eq!(
+            text.to_string(),
+            "stream interrupted: the provider reported an error: runner crashed"
+        );
     }
 
     #[test]
@@ -758,6 +808,8 @@ mod tests {
         assert!(is_loopback(&Url::parse("http://127.0.0.1:1/").unwrap()));
         assert!(is_loopback(&Url::parse("http://localhost:1/").unwrap()));
         assert!(is_loopback(&Url::parse("http://[::1]:1/").unwrap()));
-        assert!(!is_loopback(&Url::parse("https://api.openai.com/").unwrap()));
+        assert!(!is_loopback(
+            &Url::parse("https://api.openai.com/").unwrap()
+        ));
     }
 }

@@ -255,7 +255,7 @@ impl Settings {
         let is_vendor = vendor
             .vendor_host
             .is_some_and(|host| endpoint.host_str() == Some(host));
-        let key = vendor.key_var.and_then(|var| env(var)).and_then(ApiKey::new);
+        let key = vendor.key_var.and_then(env).and_then(ApiKey::new);
         if is_vendor && key.is_none() {
             return Err(ProviderError::MissingKey {
                 var: vendor.key_var.unwrap_or_default().to_owned(),
@@ -277,7 +277,12 @@ impl Settings {
     pub fn url(&self, segments: &[&str]) -> Result<Url, ProviderError> {
         let mut url = self.endpoint.clone();
         url.path_segments_mut()
-            .map_err(|()| ProviderError::Config(format!("endpoint `{}` cannot take a path", http::label(&self.endpoint))))?
+            .map_err(|()| {
+                ProviderError::Config(format!(
+                    "endpoint `{}` cannot take a path",
+                    http::label(&self.endpoint)
+                ))
+            })?
             .pop_if_empty()
             .extend(segments);
         Ok(url)
@@ -321,4 +326,249 @@ fn parse_endpoint(text: &str, bare_host: bool) -> Result<Url, String> {
         return Err("no host".into());
     }
     Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_server::fixtures::{CANARY, config, env, first_request};
+    use super::test_server::{Reply, TestServer};
+    use super::*;
+
+    #[tokio::test]
+    async fn missing_key_for_a_vendor_endpoint_fails_before_any_request() {
+        let server = TestServer::start(vec![]).await;
+        let cases = [
+            ("openai", None, "OPENAI_API_KEY"),
+            (
+                "openai",
+                Some("https://api.openai.com/v1"),
+                "OPENAI_API_KEY",
+            ),
+            ("anthropic", None, "ANTHROPIC_API_KEY"),
+            (
+                "anthropic",
+                Some("https://api.anthropic.com/"),
+                "ANTHROPIC_API_KEY",
+            ),
+        ];
+        for (name, endpoint, var) in cases {
+            let mut config = ProviderConfig::new(name, "m");
+            config.endpoint = endpoint.map(str::to_owned);
+            // An empty variable is no key; a base URL from the
+            // environment pointing at the test server is overridden by
+            // the explicit vendor endpoint, or absent.
+            let env = env(&[(var, "  ")]);
+            let error = build(&config, &env)
+                .err()
+                .expect("no provider without a key");
+            assert!(
+                matches!(&error, ProviderError::MissingKey { var: missing } if missing == var),
+                "{error:?}"
+            );
+            assert_eq!(error.reason(), crate::core::Reason::AuthError);
+            assert!(!error.is_retryable());
+        }
+        // OPENAI_BASE_URL pointing at a vendor host counts too.
+        let error = build(
+            &ProviderConfig::new("openai", "m"),
+            &env(&[("OPENAI_BASE_URL", "https://api.openai.com/v1")]),
+        )
+        .err()
+        .expect("missing key");
+        assert!(matches!(error, ProviderError::MissingKey { .. }));
+        assert!(server.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn other_endpoints_send_the_key_only_when_set() {
+        let answer = serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "ok"}}]});
+        let server =
+            TestServer::start(vec![Reply::json(200, &answer), Reply::json(200, &answer)]).await;
+        // The endpoint from OPENAI_BASE_URL, no key: no Authorization.
+        let mut config = ProviderConfig::new("openai", "env-model");
+        config.streaming = false;
+        let provider = build(
+            &config,
+            &env(&[("OPENAI_BASE_URL", &format!("{}/v1/", server.url))]),
+        )
+        .unwrap();
+        let mut request = first_request();
+        request.model.clear();
+        assert_eq!(provider.complete(&request).await.unwrap().content, "ok");
+        // With a key: sent.
+        let provider = build(
+            &config,
+            &env(&[
+                ("OPENAI_BASE_URL", &format!("{}/v1", server.url)),
+                ("OPENAI_API_KEY", CANARY),
+            ]),
+        )
+        .unwrap();
+        provider.complete(&first_request()).await.unwrap();
+        let requests = server.requests();
+        assert_eq!(requests[0].path, "/v1/chat/completions");
+        assert!(requests[0].header("authorization").is_none());
+        assert_eq!(
+            requests[0].json()["model"],
+            "env-model",
+            "config model fills an empty request model"
+        );
+        assert_eq!(
+            requests[1].header("authorization"),
+            Some(&*format!("Bearer {CANARY}"))
+        );
+    }
+
+    #[tokio::test]
+    async fn the_key_never_appears_in_errors_or_debug() {
+        // A hostile or careless server echoes the key in its error body.
+        let echo = |status: u16| {
+            Reply::json(
+                status,
+                &serde_json::json!({"error": {"message": format!("Incorrect API key provided: {CANARY}"),
+                    "type": "invalid_request_error"}}),
+            )
+        };
+        let server = TestServer::start(vec![
+            echo(401),
+            echo(400),
+            Reply::sse(format!(
+                "data: {{\"error\": {{\"message\": \"bad {CANARY}\"}}}}\n\n"
+            )),
+            Reply::sse(format!("data: {{\"broken\": \"{CANARY}\"\n\n")),
+        ])
+        .await;
+        let provider = build(
+            &config("openai", &server.url),
+            &env(&[("OPENAI_API_KEY", CANARY)]),
+        )
+        .unwrap();
+        assert!(
+            !format!(
+                "{:?}",
+                Settings::resolve(
+                    &config("openai", &server.url),
+                    &env(&[("OPENAI_API_KEY", CANARY)]),
+                    &Vendor {
+                        base_url_var: "X",
+                        default_endpoint: "http://x",
+                        vendor_host: None,
+                        key_var: Some(OPENAI_API_KEY)
+                    },
+                )
+                .unwrap()
+            )
+            .contains(CANARY)
+        );
+        for expected_auth in [true, false, false, false] {
+            let error = provider.complete(&first_request()).await.unwrap_err();
+            let shown = format!("{error} {error:?}");
+            assert!(!shown.contains(CANARY), "{shown}");
+            assert!(shown.contains("[REDACTED]"), "{shown}");
+            assert_eq!(
+                matches!(error, ProviderError::Auth { .. }),
+                expected_auth,
+                "{error:?}"
+            );
+        }
+        assert!(
+            server
+                .requests()
+                .iter()
+                .all(|request| request.text().contains(CANARY))
+        );
+    }
+
+    #[test]
+    fn unknown_and_replay_providers_are_config_errors() {
+        let error = build(&ProviderConfig::new("gemini", "m"), &env(&[]))
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("unknown provider `gemini`"));
+        let error = build(&ProviderConfig::new("replay", "m"), &env(&[]))
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("--cassette"));
+        let mut config = ProviderConfig::new("openai", "m");
+        config.endpoint = Some("ftp://example.com".into());
+        let error = build(&config, &env(&[])).err().unwrap();
+        assert!(matches!(error, ProviderError::Config(_)), "{error:?}");
+    }
+
+    #[test]
+    fn every_key_goes_to_the_redactor() {
+        let env = env(&[
+            ("OPENAI_API_KEY", "sk-one"),
+            ("ANTHROPIC_API_KEY", " sk-ant-two "),
+            ("OTHER", "x"),
+        ]);
+        assert_eq!(api_key_values(&env), ["sk-one", "sk-ant-two"]);
+    }
+
+    #[test]
+    fn ollama_host_forms() {
+        let cases = [
+            ("localhost", "http://localhost:11434/"),
+            ("0.0.0.0", "http://0.0.0.0:11434/"),
+            ("127.0.0.1:9999", "http://127.0.0.1:9999/"),
+            (":8080", "http://localhost:8080/"),
+            ("example.com/ollama", "http://example.com:11434/ollama"),
+            ("[::1]", "http://[::1]:11434/"),
+            ("[::1]:5000", "http://[::1]:5000/"),
+            ("https://ollama.example.com", "https://ollama.example.com/"),
+            ("http://10.0.0.2:11434", "http://10.0.0.2:11434/"),
+        ];
+        for (host, expected) in cases {
+            let settings = Settings::resolve(
+                &ProviderConfig::new("ollama", "m"),
+                &env(&[("OLLAMA_HOST", host)]),
+                &Vendor {
+                    base_url_var: "OLLAMA_HOST",
+                    default_endpoint: "http://localhost:11434",
+                    vendor_host: None,
+                    key_var: None,
+                },
+            )
+            .unwrap();
+            assert_eq!(settings.endpoint.as_str(), expected, "{host}");
+        }
+        let settings = Settings::resolve(
+            &ProviderConfig::new("ollama", "m"),
+            &env(&[]),
+            &Vendor {
+                base_url_var: "OLLAMA_HOST",
+                default_endpoint: "http://localhost:11434",
+                vendor_host: None,
+                key_var: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            settings.url(&["api", "chat"]).unwrap().as_str(),
+            "http://localhost:11434/api/chat"
+        );
+    }
+
+    #[test]
+    fn paths_append_and_queries_stay() {
+        let mut config = ProviderConfig::new("openai", "m");
+        config.endpoint = Some("https://proxy.example.com/openai/v1/?api-version=2".into());
+        let settings = Settings::resolve(
+            &config,
+            &env(&[]),
+            &Vendor {
+                base_url_var: "OPENAI_BASE_URL",
+                default_endpoint: "https://api.openai.com/v1",
+                vendor_host: Some("api.openai.com"),
+                key_var: Some(OPENAI_API_KEY),
+            },
+        )
+        .unwrap();
+        assert!(!settings.vendor);
+        assert_eq!(
+            settings.url(&["chat", "completions"]).unwrap().as_str(),
+            "https://proxy.example.com/openai/v1/chat/completions?api-version=2"
+        );
+    }
 }

@@ -39,7 +39,11 @@ impl Ollama {
     }
 
     async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(request, self.settings.model(request), self.settings.streaming);
+        let body = request_body(
+            request,
+            self.settings.model(request),
+            self.settings.streaming,
+        );
         let response = self
             .http
             .post_json(&self.url, self.headers.clone(), &body)
@@ -51,7 +55,10 @@ impl Ollama {
             while let Some(line) = lines.next().await {
                 let line = line?;
                 let value: Value = serde_json::from_str(&line).map_err(|error| {
-                    ProviderError::Protocol(format!("invalid stream line ({error}): {}", scrub(&line)))
+                    ProviderError::Protocol(format!(
+                        "invalid stream line ({error}): {}",
+                        scrub(&line)
+                    ))
                 })?;
                 turn.part(&value, &scrub)?;
                 if turn.done {
@@ -227,11 +234,8 @@ impl Assembly {
             Some(_) => FinishReason::Other,
         };
         let mut ids = CallIds::new("call_", request);
-        let tool_calls = turn::finish_calls(
-            self.calls,
-            finish_reason == FinishReason::Length,
-            &mut ids,
-        );
+        let tool_calls =
+            turn::finish_calls(self.calls, finish_reason == FinishReason::Length, &mut ids);
         turn::finish_turn(
             ChatResponse {
                 content: self.content,
@@ -273,10 +277,10 @@ mod tests {
 
     fn calls_part() -> Value {
         json!({"model": "test-model", "done": false, "message": {"role": "assistant", "content": "",
-               "tool_calls": [
-                   {"function": {"name": "read_file", "arguments": {"path": "a.txt"}}},
-                   {"function": {"name": "read_file", "arguments": {"path": "src/lib.rs"}}}
-               ]}})
+        "tool_calls": [
+            {"function": {"name": "read_file", "arguments": {"path": "a.txt"}}},
+            {"function": {"name": "read_file", "arguments": {"path": "src/lib.rs"}}}
+        ]}})
     }
 
     fn assert_requests(server: &TestServer, streaming: bool) {
@@ -288,15 +292,27 @@ mod tests {
             let body = request.json();
             assert_eq!(body["stream"], streaming);
             assert_eq!(body["model"], "test-model");
-            assert_eq!(body["messages"][0], json!({"role": "system", "content": "You are ybs."}));
+            assert_eq!(
+                body["messages"][0],
+                json!({"role": "system", "content": "You are ybs."})
+            );
             assert_eq!(body["tools"][0]["function"]["name"], "read_file");
-            assert_eq!(body["tools"][0]["function"]["parameters"]["required"], json!(["path"]));
-            assert_eq!(body["options"], json!({"temperature": 0.0, "num_predict": 512}));
+            assert_eq!(
+                body["tools"][0]["function"]["parameters"]["required"],
+                json!(["path"])
+            );
+            assert_eq!(
+                body["options"],
+                json!({"temperature": 0.0, "num_predict": 512})
+            );
         }
         let second = requests[1].json();
         let messages = second["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 5);
-        assert_eq!(messages[2]["tool_calls"][1]["function"], json!({"name": "read_file", "arguments": {"path": "src/lib.rs"}}));
+        assert_eq!(
+            messages[2]["tool_calls"][1]["function"],
+            json!({"name": "read_file", "arguments": {"path": "src/lib.rs"}})
+        );
         assert_eq!(
             messages[3],
             json!({"role": "tool", "content": "contents of \"a.txt\"", "tool_name": "read_file", "tool_call_id": "call_1"})
@@ -314,29 +330,50 @@ mod tests {
         let provider = provider(&server, true);
         assert_eq!(provider.name(), "ollama");
         let first = provider.complete(&first_request()).await.unwrap();
-        let ids: Vec<&str> = first.tool_calls.iter().map(|call| call.id.as_str()).collect();
+        let ids: Vec<&str> = first
+            .tool_calls
+            .iter()
+            .map(|call| call.id.as_str())
+            .collect();
         assert_eq!(ids, ["call_1", "call_2"]);
         assert_eq!(first.tool_calls[1].arguments, json!({"path": "src/lib.rs"}));
         assert_eq!(first.finish_reason, FinishReason::ToolCalls);
-        assert_eq!(first.usage, Usage { input_tokens: 40, output_tokens: 20 });
+        assert_eq!(
+            first.usage,
+            Usage {
+                input_tokens: 40,
+                output_tokens: 20
+            }
+        );
         let second = provider
             .complete(&second_request(&first.tool_calls))
             .await
             .unwrap();
         assert_eq!(second.content, "Both say hello.");
-        assert_eq!(second.usage, Usage { input_tokens: 90, output_tokens: 5 });
+        assert_eq!(
+            second.usage,
+            Usage {
+                input_tokens: 90,
+                output_tokens: 5
+            }
+        );
         assert_requests(&server, true);
 
         // Ids continue across the conversation and are the same each time.
         let mut third = second_request(&first.tool_calls);
         third.messages.push(Message::user("again"));
-        let server = TestServer::start(vec![Reply::ndjson(&[calls_part(), done("stop", 1, 1)])]).await;
+        let server =
+            TestServer::start(vec![Reply::ndjson(&[calls_part(), done("stop", 1, 1)])]).await;
         let again = super::super::build(&config("ollama", &server.url), &env(&[]))
             .unwrap()
             .complete(&third)
             .await
             .unwrap();
-        let ids: Vec<&str> = again.tool_calls.iter().map(|call| call.id.as_str()).collect();
+        let ids: Vec<&str> = again
+            .tool_calls
+            .iter()
+            .map(|call| call.id.as_str())
+            .collect();
         assert_eq!(ids, ["call_3", "call_4"]);
     }
 
@@ -349,11 +386,18 @@ mod tests {
         first["eval_count"] = json!(20);
         let mut second = done("stop", 90, 5);
         second["message"]["content"] = json!("Both say hello.");
-        let server = TestServer::start(vec![Reply::json(200, &first), Reply::json(200, &second)]).await;
+        let server =
+            TestServer::start(vec![Reply::json(200, &first), Reply::json(200, &second)]).await;
         let provider = provider(&server, false);
         let first = provider.complete(&first_request()).await.unwrap();
         assert_eq!(first.tool_calls.len(), 2);
-        assert_eq!(first.usage, Usage { input_tokens: 40, output_tokens: 20 });
+        assert_eq!(
+            first.usage,
+            Usage {
+                input_tokens: 40,
+                output_tokens: 20
+            }
+        );
         let second = provider
             .complete(&second_request(&first.tool_calls))
             .await
@@ -365,7 +409,10 @@ mod tests {
     #[tokio::test]
     async fn stream_errors_and_early_ends() {
         let server = TestServer::start(vec![
-            Reply::ndjson(&[part("Hel"), json!({"error": "model runner has unexpectedly stopped"})]),
+            Reply::ndjson(&[
+                part("Hel"),
+                json!({"error": "model runner has unexpectedly stopped"}),
+            ]),
             Reply::ndjson(&[part("Hel")]),
             Reply::json(404, &json!({"error": "model 'nope' not found"})),
         ])
@@ -373,7 +420,11 @@ mod tests {
         let provider = provider(&server, true);
         let error = provider.complete(&first_request()).await.unwrap_err();
         assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
-        assert!(error.to_string().contains("model runner has unexpectedly stopped"));
+        assert!(
+            error
+                .to_string()
+                .contains("model runner has unexpectedly stopped")
+        );
         let error = provider.complete(&first_request()).await.unwrap_err();
         assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
         let error = provider.complete(&first_request()).await.unwrap_err();

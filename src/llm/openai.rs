@@ -69,7 +69,10 @@ impl OpenAi {
                     break;
                 }
                 let chunk: Value = serde_json::from_str(data).map_err(|error| {
-                    ProviderError::Protocol(format!("invalid stream chunk ({error}): {}", scrub(data)))
+                    ProviderError::Protocol(format!(
+                        "invalid stream chunk ({error}): {}",
+                        scrub(data)
+                    ))
                 })?;
                 turn.chunk(&chunk, &scrub)?;
             }
@@ -200,7 +203,11 @@ struct Assembly {
 impl Assembly {
     /// One streamed chunk: `choices[0].delta`, `finish_reason`, `usage`,
     /// or an `error` object.
-    fn chunk(&mut self, chunk: &Value, scrub: &dyn Fn(&str) -> String) -> Result<(), ProviderError> {
+    fn chunk(
+        &mut self,
+        chunk: &Value,
+        scrub: &dyn Fn(&str) -> String,
+    ) -> Result<(), ProviderError> {
         if let Some(error) = chunk.get("error").filter(|error| !error.is_null()) {
             return Err(http::stream_error(error, scrub));
         }
@@ -220,7 +227,11 @@ impl Assembly {
     }
 
     /// A whole non-streaming response.
-    fn message(&mut self, body: &Value, scrub: &dyn Fn(&str) -> String) -> Result<(), ProviderError> {
+    fn message(
+        &mut self,
+        body: &Value,
+        scrub: &dyn Fn(&str) -> String,
+    ) -> Result<(), ProviderError> {
         if let Some(error) = body.get("error").filter(|error| !error.is_null()) {
             return Err(http::stream_error(error, scrub));
         }
@@ -273,7 +284,10 @@ impl Assembly {
     /// index (some compatible ones) gets one: a new id opens a new call,
     /// a delta with neither continues the last one.
     fn call_delta(&mut self, delta: &Value, position: Option<u64>) {
-        let id = delta.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+        let id = delta
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty());
         let index = delta
             .get("index")
             .and_then(Value::as_u64)
@@ -339,9 +353,11 @@ impl Assembly {
 }
 
 fn first_choice(value: &Value) -> Option<&Value> {
-    value.get("choices")?.as_array()?.iter().find(|choice| {
-        choice.get("index").and_then(Value::as_u64).unwrap_or(0) == 0
-    })
+    value
+        .get("choices")?
+        .as_array()?
+        .iter()
+        .find(|choice| choice.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
 }
 
 fn short(value: &Value) -> String {
@@ -422,11 +438,20 @@ mod tests {
     /// What every first request must carry.
     fn assert_first_request(body: &Value) {
         assert_eq!(body["model"], "test-model");
-        assert_eq!(body["messages"][0], json!({"role": "system", "content": "You are ybs."}));
-        assert_eq!(body["messages"][1], json!({"role": "user", "content": "What does src/lib.rs say?"}));
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "You are ybs."})
+        );
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "user", "content": "What does src/lib.rs say?"})
+        );
         assert_eq!(body["tools"][0]["type"], "function");
         assert_eq!(body["tools"][0]["function"]["name"], "read_file");
-        assert_eq!(body["tools"][0]["function"]["parameters"]["required"], json!(["path"]));
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"]["required"],
+            json!(["path"])
+        );
         assert_eq!(body["temperature"], json!(0.0));
         assert_eq!(body["max_tokens"], 512);
     }
@@ -464,10 +489,19 @@ mod tests {
         assert_eq!(first.content, "");
         assert_eq!(first.tool_calls.len(), 1);
         let call = &first.tool_calls[0];
-        assert_eq!((call.id.as_str(), call.name.as_str()), ("call_abc", "read_file"));
+        assert_eq!(
+            (call.id.as_str(), call.name.as_str()),
+            ("call_abc", "read_file")
+        );
         assert_eq!(call.arguments, json!({"path": "src/lib.rs"}));
         assert!(call.invalid_arguments.is_none() && !call.from_text);
-        assert_eq!(first.usage, Usage { input_tokens: 50, output_tokens: 12 });
+        assert_eq!(
+            first.usage,
+            Usage {
+                input_tokens: 50,
+                output_tokens: 12
+            }
+        );
         assert_eq!(first.response_id.as_deref(), Some("chatcmpl-1"));
 
         let second = provider
@@ -477,14 +511,23 @@ mod tests {
         assert_eq!(second.content, "It says hello.");
         assert!(second.tool_calls.is_empty());
         assert_eq!(second.finish_reason, FinishReason::Stop);
-        assert_eq!(second.usage, Usage { input_tokens: 80, output_tokens: 4 });
+        assert_eq!(
+            second.usage,
+            Usage {
+                input_tokens: 80,
+                output_tokens: 4
+            }
+        );
 
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
         for request in &requests {
             assert_eq!(request.method, "POST");
             assert_eq!(request.path, "/v1/chat/completions");
-            assert_eq!(request.header("authorization"), Some(&*format!("Bearer {CANARY}")));
+            assert_eq!(
+                request.header("authorization"),
+                Some(&*format!("Bearer {CANARY}"))
+            );
             assert_eq!(request.header("content-type"), Some("application/json"));
             let body = request.json();
             assert_eq!(body["stream"], true);
@@ -524,7 +567,13 @@ mod tests {
         assert_eq!(first.tool_calls.len(), 1);
         assert_eq!(first.tool_calls[0].arguments, json!({"path": "src/lib.rs"}));
         assert_eq!(first.finish_reason, FinishReason::ToolCalls);
-        assert_eq!(first.usage, Usage { input_tokens: 50, output_tokens: 12 });
+        assert_eq!(
+            first.usage,
+            Usage {
+                input_tokens: 50,
+                output_tokens: 12
+            }
+        );
         assert_eq!(first.response_id.as_deref(), Some("chatcmpl-2"));
         let second = provider
             .complete(&second_request(&first.tool_calls))
@@ -535,7 +584,10 @@ mod tests {
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
         for request in &requests {
-            assert_eq!(request.header("authorization"), Some(&*format!("Bearer {CANARY}")));
+            assert_eq!(
+                request.header("authorization"),
+                Some(&*format!("Bearer {CANARY}"))
+            );
             assert!(request.json().get("stream").is_none());
         }
         assert_first_request(&requests[0].json());
@@ -552,7 +604,10 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(response.tool_calls.len(), 1);
-        assert_eq!(response.tool_calls[0].arguments, json!({"path": "src/lib.rs"}));
+        assert_eq!(
+            response.tool_calls[0].arguments,
+            json!({"path": "src/lib.rs"})
+        );
         assert_eq!(response.usage.output_tokens, 12);
     }
 
@@ -583,7 +638,10 @@ mod tests {
                 text.push_str(": keep-alive\n\n");
             }
         }
-        text.push_str(&format!("data: {}\n\n", chunk(json!({}), Some("tool_calls"))));
+        text.push_str(&format!(
+            "data: {}\n\n",
+            chunk(json!({}), Some("tool_calls"))
+        ));
         text.push_str(": keep-alive\r\n\r\n");
         text.push_str("data: [DONE]\n\n");
         let server = TestServer::start(vec![Reply::sse_in_pieces(&text, 7)]).await;
@@ -608,8 +666,14 @@ mod tests {
     #[tokio::test]
     async fn length_with_half_a_call_is_invalid_arguments() {
         let server = TestServer::start(vec![Reply::sse(sse_done(&[
-            chunk(call_delta(0, Some("call_1"), Some("read_file"), r#"{"path": "a"}"#), None),
-            chunk(call_delta(1, Some("call_2"), Some("read_file"), r#"{"path": "src/ma"#), None),
+            chunk(
+                call_delta(0, Some("call_1"), Some("read_file"), r#"{"path": "a"}"#),
+                None,
+            ),
+            chunk(
+                call_delta(1, Some("call_2"), Some("read_file"), r#"{"path": "src/ma"#),
+                None,
+            ),
             chunk(json!({}), Some("length")),
         ]))])
         .await;
@@ -635,7 +699,10 @@ mod tests {
             .complete(&first_request())
             .await
             .unwrap_err();
-        assert!(matches!(error, ProviderError::Status { status: 500, .. }), "{error:?}");
+        assert!(
+            matches!(error, ProviderError::Status { status: 500, .. }),
+            "{error:?}"
+        );
         assert!(error.to_string().contains("The server had an error"));
         assert!(error.is_retryable());
     }

@@ -381,6 +381,10 @@ mod tests {
             count += 1;
         }
         assert_eq!(body, text.as_bytes());
-        assert!(count > text.len() / 2, "{count} reads for {} bytes", text.len());
+        assert!(
+            count > text.len() / 2,
+            "{count} reads for {} bytes",
+            text.len()
+        );
     }
 }

@@ -91,7 +91,10 @@ fn strip_fence(text: &str) -> &str {
 
 /// The text after an opening fence that is never closed; `""` otherwise.
 fn strip_open_fence(text: &str) -> &str {
-    let Some((tag, body)) = text.strip_prefix("```").and_then(|rest| rest.split_once('\n')) else {
+    let Some((tag, body)) = text
+        .strip_prefix("```")
+        .and_then(|rest| rest.split_once('\n'))
+    else {
         return "";
     };
     let tag = tag.trim();
@@ -190,7 +193,9 @@ fn whole_call(object: &Map<String, Value>, tools: &[ToolSpec], id: String) -> Op
         return None;
     }
     let name = object.get("name")?.as_str()?;
-    let arguments = object.get("arguments").or_else(|| object.get("parameters"))?;
+    let arguments = object
+        .get("arguments")
+        .or_else(|| object.get("parameters"))?;
     let tool = tools.iter().find(|tool| tool.name == name)?;
     let arguments = match arguments {
         Value::Object(_) => arguments.clone(),
@@ -323,7 +328,10 @@ mod tests {
 
     #[test]
     fn arguments_cosmetic_repair_only() {
-        assert_eq!(parse_arguments(r#"{"path": "a"}"#), Ok(json!({"path": "a"})));
+        assert_eq!(
+            parse_arguments(r#"{"path": "a"}"#),
+            Ok(json!({"path": "a"}))
+        );
         assert_eq!(parse_arguments(""), Ok(json!({})));
         assert_eq!(parse_arguments("  "), Ok(json!({})));
         assert_eq!(
@@ -355,16 +363,24 @@ mod tests {
 
     #[test]
     fn fenced_and_bare_calls_are_recovered() {
-        let call = recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```").unwrap();
+        let call = recovered(
+            "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```",
+        )
+        .unwrap();
         assert_eq!(call.name, "read_file");
         assert_eq!(call.arguments, json!({"path": "src/lib.rs"}));
         assert!(call.from_text);
         assert_eq!(call.id, "text_call_1");
         assert!(call.invalid_arguments.is_none());
 
-        let call = recovered("  {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\", \"max_lines\": 3}}\n").unwrap();
+        let call = recovered(
+            "  {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\", \"max_lines\": 3}}\n",
+        )
+        .unwrap();
         assert_eq!(call.arguments, json!({"path": "a", "max_lines": 3}));
-        let call = recovered("```\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\",},}\n```").unwrap();
+        let call =
+            recovered("```\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\",},}\n```")
+                .unwrap();
         assert_eq!(call.arguments, json!({"path": "a"}));
         let call = recovered(r#"{"name": "read_file", "parameters": {"path": "a"}}"#).unwrap();
         assert_eq!(call.arguments, json!({"path": "a"}));
@@ -378,16 +394,31 @@ mod tests {
         assert!(recovered(r#"{"name": "delete_everything", "arguments": {}}"#).is_none());
         // A JSON answer that is not a call.
         assert!(recovered(r#"{"answer": 42}"#).is_none());
-        assert!(recovered(r#"{"name": "read_file", "arguments": {"path": "a"}, "why": "x"}"#).is_none());
+        assert!(
+            recovered(r#"{"name": "read_file", "arguments": {"path": "a"}, "why": "x"}"#).is_none()
+        );
         // Prose around the JSON.
-        assert!(recovered("I will call it: {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}").is_none());
-        assert!(recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```\nDone.").is_none());
+        assert!(
+            recovered(
+                "I will call it: {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}"
+            )
+            .is_none()
+        );
+        assert!(
+            recovered(
+                "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```\nDone."
+            )
+            .is_none()
+        );
         // Two calls are not one.
         assert!(recovered("{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}").is_none());
         // Arguments invalid for the schema.
         assert!(recovered(r#"{"name": "read_file", "arguments": {}}"#).is_none());
         assert!(recovered(r#"{"name": "read_file", "arguments": {"path": 3}}"#).is_none());
-        assert!(recovered(r#"{"name": "read_file", "arguments": {"path": "a", "max_lines": "3"}}"#).is_none());
+        assert!(
+            recovered(r#"{"name": "read_file", "arguments": {"path": "a", "max_lines": "3"}}"#)
+                .is_none()
+        );
         assert!(recovered(r#"{"name": "read_file", "arguments": ["a"]}"#).is_none());
         // Plain text.
         assert!(recovered("The file says hello.").is_none());
@@ -406,14 +437,22 @@ mod tests {
 
     #[test]
     fn unterminated_call_is_an_error_not_a_guess() {
-        let call = recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/ma").unwrap();
+        let call =
+            recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/ma")
+                .unwrap();
         assert_eq!(call.name, "read_file");
         assert!(call.from_text);
         let message = call.invalid_arguments.unwrap();
         assert!(message.contains("unterminated"), "{message}");
-        assert!(call.arguments.is_string(), "the raw text is kept, not completed");
+        assert!(
+            call.arguments.is_string(),
+            "the raw text is kept, not completed"
+        );
         // Complete JSON, but the fence never closed: not a clean call.
-        assert!(recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}").is_none());
+        assert!(
+            recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}")
+                .is_none()
+        );
         // Unterminated, naming no offered tool: an answer.
         assert!(recovered(r#"{"name": "rm", "arguments": {"path": "#).is_none());
     }

@@ -87,13 +87,17 @@ fn finish_call(partial: PartialCall, maybe_unfinished: bool, ids: &mut CallIds) 
         partial.id
     };
     let parsed = if partial.unfinished {
-        Err("the tool call was cut off by the output token limit before it was complete; \
+        Err(
+            "the tool call was cut off by the output token limit before it was complete; \
              the call was not run"
-            .to_owned())
+                .to_owned(),
+        )
     } else if maybe_unfinished && partial.arguments.trim().is_empty() {
-        Err("the tool call was cut off by the output token limit before its arguments began; \
+        Err(
+            "the tool call was cut off by the output token limit before its arguments began; \
              the call was not run"
-            .to_owned())
+                .to_owned(),
+        )
     } else {
         text_calls::parse_arguments(&partial.arguments).map_err(|message| {
             if maybe_unfinished {
@@ -207,7 +211,10 @@ mod tests {
         assert_eq!(calls[1].id, "call_1");
         let message = calls[1].invalid_arguments.as_deref().unwrap();
         assert!(message.contains("cut off"), "{message}");
-        assert_eq!(calls[1].arguments, json!(r#"{"path": "y", "content": "hel"#));
+        assert_eq!(
+            calls[1].arguments,
+            json!(r#"{"path": "y", "content": "hel"#)
+        );
         assert_eq!(wire_arguments(&calls[1]), json!({}));
 
         // Finished exactly at the limit: complete JSON is a complete call.
