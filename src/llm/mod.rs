@@ -5,6 +5,24 @@
 //! `ChatRequest` into one complete `ChatResponse`. Streaming, reassembly of
 //! tool-call fragments and protocol quirks stay inside each provider, so the
 //! agent only ever sees whole turns (tools run only after a complete turn).
+//!
+//! How the runner drives a task's model:
+//!
+//! ```text
+//! let env = |name: &str| std::env::var(name).ok();
+//! redactor.add(each of llm::api_key_values(&env));          // SECURITY S7
+//! let provider = match cassette {                          // --cassette FILE
+//!     Some(cassette) => Box::new(Replay::new(cassette.clone(), task_id)),
+//!     None => llm::build(&provider_config, &env)?,          // MissingKey → auth_error
+//! };
+//! let provider = match &record_writer {                     // --record FILE
+//!     Some(writer) => Box::new(Recorder::new(provider, writer.clone(), task_id)),
+//!     None => provider,
+//! };
+//! // every turn: retries outside the recorder, so each attempt (errors
+//! // included) is recorded and a replay retries the same way
+//! retry::complete(&*provider, &request, retry_settings, &mut |notice| emit(notice))
+//! ```
 
 pub mod anthropic;
 pub mod cassette;

@@ -742,6 +742,86 @@ mod tests {
         assert_eq!(arguments, [&json!({"path": "a"}), &json!({"path": "b"})]);
     }
 
+    /// llama.cpp's server behind a Qwen coder model: the call is printed.
+    fn printed(content: &str) -> Reply {
+        Reply::sse(sse_done(&[
+            chunk(json!({"role": "assistant", "content": content}), None),
+            chunk(json!({}), Some("stop")),
+        ]))
+    }
+
+    #[tokio::test]
+    async fn text_tool_calls_are_recovered_only_when_enabled() {
+        let fenced =
+            "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```";
+        let unterminated = "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/li";
+        let server = TestServer::start(vec![
+            printed(fenced),
+            printed(fenced),
+            printed(r#"{"name": "web_search", "arguments": {"q": "x"}}"#),
+            printed(&format!("Sure! {fenced}")),
+            printed(unterminated),
+        ])
+        .await;
+        let mut config = config("openai", &format!("{}/v1", server.url));
+        let off = build(&config, &env(&[])).unwrap();
+        config.text_tool_calls = true;
+        let on = build(&config, &env(&[])).unwrap();
+
+        let answer = off.complete(&first_request()).await.unwrap();
+        assert_eq!(answer.content, fenced);
+        assert!(answer.tool_calls.is_empty());
+
+        let turn = on.complete(&first_request()).await.unwrap();
+        assert_eq!(turn.content, "");
+        assert_eq!(turn.finish_reason, FinishReason::ToolCalls);
+        let call = &turn.tool_calls[0];
+        assert!(call.from_text);
+        assert_eq!(
+            (call.id.as_str(), call.name.as_str()),
+            ("text_call_1", "read_file")
+        );
+        assert_eq!(call.arguments, json!({"path": "src/lib.rs"}));
+
+        // Names no offered tool; prose around the JSON: answers.
+        for _ in 0..2 {
+            let answer = on.complete(&first_request()).await.unwrap();
+            assert!(answer.tool_calls.is_empty());
+            assert!(!answer.content.is_empty());
+        }
+        // Unterminated: an error result for the model, not a repair.
+        let turn = on.complete(&first_request()).await.unwrap();
+        let call = &turn.tool_calls[0];
+        assert!(call.from_text);
+        assert!(
+            call.invalid_arguments
+                .as_deref()
+                .unwrap()
+                .contains("unterminated")
+        );
+    }
+
+    #[test]
+    fn debug_output_hides_the_key() {
+        let provider = OpenAi::new(
+            Settings::resolve(
+                &crate::llm::ProviderConfig::new("openai", "m"),
+                &env(&[("OPENAI_API_KEY", CANARY)]),
+                &crate::llm::Vendor {
+                    base_url_var: "OPENAI_BASE_URL",
+                    default_endpoint: "https://api.openai.com/v1",
+                    vendor_host: Some("api.openai.com"),
+                    key_var: Some(crate::llm::OPENAI_API_KEY),
+                },
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let debug = format!("{provider:?}");
+        assert!(!debug.contains(CANARY), "{debug}");
+        assert!(debug.contains("[REDACTED]"), "{debug}");
+    }
+
     #[test]
     fn vendor_endpoint_takes_max_completion_tokens() {
         let body = request_body(&first_request(), "gpt-4.1", false, true);
