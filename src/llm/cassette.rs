@@ -59,34 +59,52 @@ pub struct RecordedError {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// A 429 that meant the quota was exhausted (replayed as not retryable).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quota_exhausted: bool,
 }
 
 impl RecordedError {
     pub fn from_error(error: &ProviderError) -> Self {
-        let (kind, status, retry_after_ms) = match error {
-            ProviderError::Auth { status, .. } => ("auth", Some(*status), None),
+        let (kind, status, retry_after_ms, quota_exhausted) = match error {
+            ProviderError::Auth { status, .. } => ("auth", Some(*status), None, false),
             ProviderError::Status {
                 status,
                 retry_after,
+                quota_exhausted,
                 ..
             } => (
                 "status",
                 Some(*status),
                 retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                *quota_exhausted,
             ),
-            ProviderError::Connect { .. } => ("connect", None, None),
-            ProviderError::Timeout(_) => ("timeout", None, None),
-            ProviderError::Stream(_) => ("stream", None, None),
+            ProviderError::Connect { .. } => ("connect", None, None, false),
+            ProviderError::Timeout(_) => ("timeout", None, None, false),
+            ProviderError::Stream(_) => ("stream", None, None, false),
             ProviderError::MissingKey { .. }
             | ProviderError::Protocol(_)
             | ProviderError::Cassette(_)
-            | ProviderError::Config(_) => ("protocol", None, None),
+            | ProviderError::Config(_) => ("protocol", None, None, false),
+        };
+        // The inner message, so a replayed error prints as the original did.
+        let message = match error {
+            ProviderError::Auth { message, .. }
+            | ProviderError::Status { message, .. }
+            | ProviderError::Connect { message, .. }
+            | ProviderError::Timeout(message)
+            | ProviderError::Stream(message)
+            | ProviderError::Protocol(message) => message.clone(),
+            ProviderError::MissingKey { .. }
+            | ProviderError::Cassette(_)
+            | ProviderError::Config(_) => error.to_string(),
         };
         Self {
             kind: kind.to_owned(),
             status,
-            message: error.to_string(),
+            message,
             retry_after_ms,
+            quota_exhausted,
         }
     }
 
@@ -101,7 +119,7 @@ impl RecordedError {
                 status: self.status.unwrap_or(500),
                 message,
                 retry_after: self.retry_after_ms.map(Duration::from_millis),
-                quota_exhausted: false,
+                quota_exhausted: self.quota_exhausted,
             },
             "connect" => ProviderError::Connect {
                 endpoint: "replay".to_owned(),
@@ -259,5 +277,43 @@ impl CassetteWriter {
         let tmp = self.path.with_extension("json.tmp");
         std::fs::write(&tmp, text + "\n")?;
         std::fs::rename(&tmp, &self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_errors_replay_as_recorded() {
+        let errors = [
+            ProviderError::Status {
+                status: 429,
+                message: "quota".into(),
+                retry_after: Some(Duration::from_secs(2)),
+                quota_exhausted: true,
+            },
+            ProviderError::Status {
+                status: 529,
+                message: "Overloaded".into(),
+                retry_after: None,
+                quota_exhausted: false,
+            },
+            ProviderError::Auth {
+                status: 401,
+                message: "bad key".into(),
+            },
+            ProviderError::Timeout("idle".into()),
+            ProviderError::Stream("cut".into()),
+        ];
+        for error in errors {
+            let recorded = RecordedError::from_error(&error);
+            let text = serde_json::to_string(&recorded).unwrap();
+            let back: RecordedError = serde_json::from_str(&text).unwrap();
+            let replayed = back.to_error();
+            assert_eq!(replayed.to_string(), error.to_string());
+            assert_eq!(replayed.is_retryable(), error.is_retryable());
+            assert_eq!(replayed.retry_after(), error.retry_after());
+        }
     }
 }

@@ -5,20 +5,51 @@
 //! `ChatRequest` into one complete `ChatResponse`. Streaming, reassembly of
 //! tool-call fragments and protocol quirks stay inside each provider, so the
 //! agent only ever sees whole turns (tools run only after a complete turn).
+//!
+//! How the runner drives a task's model:
+//!
+//! ```text
+//! let env = |name: &str| std::env::var(name).ok();
+//! redactor.add(each of llm::api_key_values(&env));          // SECURITY S7
+//! let provider = match cassette {                          // --cassette FILE
+//!     Some(cassette) => Box::new(Replay::new(cassette.clone(), task_id)),
+//!     None => llm::build(&provider_config, &env)?,          // MissingKey → auth_error
+//! };
+//! let provider = match &record_writer {                     // --record FILE
+//!     Some(writer) => Box::new(Recorder::new(provider, writer.clone(), task_id)),
+//!     None => provider,
+//! };
+//! // every turn: retries outside the recorder, so each attempt (errors
+//! // included) is recorded and a replay retries the same way
+//! retry::complete(&*provider, &request, retry_settings, &mut |notice| emit(notice))
+//! ```
 
+pub mod anthropic;
 pub mod cassette;
 pub mod error;
+pub mod http;
+pub mod ollama;
+pub mod openai;
 pub mod pricing;
 pub mod record;
 pub mod replay;
 pub mod retry;
+pub mod text_calls;
+mod turn;
+
+#[cfg(test)]
+mod test_server;
+
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use crate::core::{Message, ToolCall, ToolSpec, Usage};
 
 pub use error::ProviderError;
+pub use http::{ApiKey, Deadlines};
 
 /// One request to a model: the whole conversation so far.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,4 +103,490 @@ pub trait Provider: Send + Sync {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+}
+
+/// The environment variable holding the OpenAI (or compatible) API key.
+pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+/// The environment variable holding the Anthropic API key.
+pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
+/// Every environment variable that may hold an API key.
+pub const API_KEY_VARS: &[&str] = &[OPENAI_API_KEY, ANTHROPIC_API_KEY];
+
+/// How to reach one model endpoint: what the runner resolves from flags,
+/// environment, config files and the task before building a provider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderConfig {
+    /// `openai`, `anthropic` or `ollama` (`replay` is built from a cassette).
+    pub name: String,
+    /// The model, used when a request names none.
+    pub model: String,
+    /// The base URL as the vendor SDKs take it (`https://api.openai.com/v1`,
+    /// `https://api.anthropic.com`, `http://localhost:11434`). `None`: from
+    /// the environment (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`,
+    /// `OLLAMA_HOST`), else the vendor's default.
+    pub endpoint: Option<String>,
+    /// Stream responses (`true` by default).
+    pub streaming: bool,
+    /// Recover tool calls printed as JSON text (`llm.text_tool_calls`).
+    pub text_tool_calls: bool,
+    /// Until the response headers arrive (for a non-streaming request:
+    /// until the whole turn is generated).
+    pub request_timeout: Duration,
+    /// The longest silence inside a response body.
+    pub idle_timeout: Duration,
+    /// The whole request.
+    pub total_timeout: Duration,
+}
+
+impl ProviderConfig {
+    /// A config with the defaults: streaming on, text tool calls off,
+    /// 120 s to the response headers, 60 s idle, 10 min in total.
+    pub fn new(name: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            model: model.into(),
+            endpoint: None,
+            streaming: true,
+            text_tool_calls: false,
+            request_timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(60),
+            total_timeout: Duration::from_secs(600),
+        }
+    }
+
+    fn deadlines(&self) -> Deadlines {
+        Deadlines {
+            request: self.request_timeout,
+            idle: self.idle_timeout,
+            total: self.total_timeout,
+        }
+    }
+}
+
+/// Builds the provider `config` names. Keys and default endpoints come
+/// from `env` (pass `|name| std::env::var(name).ok()`). A vendor's own
+/// endpoint (`api.openai.com`, `api.anthropic.com`) without its key is a
+/// `MissingKey` error here, before any request; any other endpoint gets
+/// the key when it is set and works without one.
+pub fn build(
+    config: &ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Box<dyn Provider>, ProviderError> {
+    match config.name.as_str() {
+        "openai" => {
+            let settings = Settings::resolve(
+                config,
+                env,
+                &Vendor {
+                    base_url_var: "OPENAI_BASE_URL",
+                    default_endpoint: "https://api.openai.com/v1",
+                    vendor_host: Some("api.openai.com"),
+                    key_var: Some(OPENAI_API_KEY),
+                },
+            )?;
+            Ok(Box::new(openai::OpenAi::new(settings)?))
+        }
+        "anthropic" => {
+            let settings = Settings::resolve(
+                config,
+                env,
+                &Vendor {
+                    base_url_var: "ANTHROPIC_BASE_URL",
+                    default_endpoint: "https://api.anthropic.com",
+                    vendor_host: Some("api.anthropic.com"),
+                    key_var: Some(ANTHROPIC_API_KEY),
+                },
+            )?;
+            Ok(Box::new(anthropic::Anthropic::new(settings)?))
+        }
+        "ollama" => {
+            let settings = Settings::resolve(
+                config,
+                env,
+                &Vendor {
+                    base_url_var: "OLLAMA_HOST",
+                    default_endpoint: "http://localhost:11434",
+                    vendor_host: None,
+                    key_var: None,
+                },
+            )?;
+            Ok(Box::new(ollama::Ollama::new(settings)?))
+        }
+        "replay" => Err(ProviderError::Config(
+            "the `replay` provider answers from a cassette: give `--cassette FILE`".into(),
+        )),
+        other => Err(ProviderError::Config(format!(
+            "unknown provider `{other}` (expected `openai`, `anthropic`, `ollama` or `replay`)"
+        ))),
+    }
+}
+
+/// The value of every API key set in `env`, for the runner's redactor
+/// (SECURITY S7): whichever provider runs, no key may reach an output.
+pub fn api_key_values(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    API_KEY_VARS
+        .iter()
+        .filter_map(|var| env(var).and_then(ApiKey::new))
+        .map(|key| key.expose().to_owned())
+        .collect()
+}
+
+/// What differs between the vendors when resolving a config.
+struct Vendor {
+    base_url_var: &'static str,
+    default_endpoint: &'static str,
+    /// The host that requires a key, if any.
+    vendor_host: Option<&'static str>,
+    key_var: Option<&'static str>,
+}
+
+/// A resolved config, as the protocol implementations take it.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub name: String,
+    pub model: String,
+    pub endpoint: Url,
+    pub streaming: bool,
+    pub text_tool_calls: bool,
+    /// True for the vendor's own endpoint (not a compatible server).
+    pub vendor: bool,
+    pub key: Option<ApiKey>,
+    pub deadlines: Deadlines,
+}
+
+impl Settings {
+    fn resolve(
+        config: &ProviderConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+        vendor: &Vendor,
+    ) -> Result<Self, ProviderError> {
+        let from_env = env(vendor.base_url_var).filter(|value| !value.trim().is_empty());
+        let (text, source) = match (&config.endpoint, from_env) {
+            (Some(endpoint), _) => (endpoint.clone(), "endpoint"),
+            (None, Some(value)) => (value, vendor.base_url_var),
+            (None, None) => (vendor.default_endpoint.to_owned(), "endpoint"),
+        };
+        let bare_host = vendor.key_var.is_none();
+        let endpoint = parse_endpoint(&text, bare_host).map_err(|problem| {
+            ProviderError::Config(format!("invalid {source} `{text}`: {problem}"))
+        })?;
+        let is_vendor = vendor
+            .vendor_host
+            .is_some_and(|host| endpoint.host_str() == Some(host));
+        let key = vendor.key_var.and_then(env).and_then(ApiKey::new);
+        if is_vendor && key.is_none() {
+            return Err(ProviderError::MissingKey {
+                var: vendor.key_var.unwrap_or_default().to_owned(),
+            });
+        }
+        Ok(Self {
+            name: config.name.clone(),
+            model: config.model.clone(),
+            endpoint,
+            streaming: config.streaming,
+            text_tool_calls: config.text_tool_calls,
+            vendor: is_vendor,
+            key,
+            deadlines: config.deadlines(),
+        })
+    }
+
+    /// The endpoint with `segments` appended to its path (its query kept).
+    pub fn url(&self, segments: &[&str]) -> Result<Url, ProviderError> {
+        let mut url = self.endpoint.clone();
+        url.path_segments_mut()
+            .map_err(|()| {
+                ProviderError::Config(format!(
+                    "endpoint `{}` cannot take a path",
+                    http::label(&self.endpoint)
+                ))
+            })?
+            .pop_if_empty()
+            .extend(segments);
+        Ok(url)
+    }
+
+    /// The request's model, or the configured one when it names none.
+    pub fn model<'a>(&'a self, request: &'a ChatRequest) -> &'a str {
+        if request.model.is_empty() {
+            &self.model
+        } else {
+            &request.model
+        }
+    }
+}
+
+/// Parses a base URL. With `bare_host` (Ollama's `OLLAMA_HOST` style), a
+/// value without a scheme means `http://`, and without a port `:11434`.
+fn parse_endpoint(text: &str, bare_host: bool) -> Result<Url, String> {
+    let text = text.trim();
+    let text = if bare_host && !text.contains("://") {
+        let (host, path) = text.split_once('/').unwrap_or((text, ""));
+        let host = if host.is_empty() { "localhost" } else { host };
+        let host = if host.starts_with(':') {
+            format!("localhost{host}")
+        } else {
+            host.to_owned()
+        };
+        let has_port = host.rsplit_once(':').is_some_and(|(name, port)| {
+            !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !name.ends_with(':')
+        }) && (!host.starts_with('[') || host.contains("]:"));
+        let port = if has_port { "" } else { ":11434" };
+        format!("http://{host}{port}/{path}")
+    } else {
+        text.to_owned()
+    };
+    let url = Url::parse(&text).map_err(|error| error.to_string())?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("the scheme must be `http` or `https`".into());
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("no host".into());
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_server::fixtures::{CANARY, config, env, first_request};
+    use super::test_server::{Reply, TestServer};
+    use super::*;
+
+    #[tokio::test]
+    async fn missing_key_for_a_vendor_endpoint_fails_before_any_request() {
+        let server = TestServer::start(vec![]).await;
+        let cases = [
+            ("openai", None, "OPENAI_API_KEY"),
+            (
+                "openai",
+                Some("https://api.openai.com/v1"),
+                "OPENAI_API_KEY",
+            ),
+            ("anthropic", None, "ANTHROPIC_API_KEY"),
+            (
+                "anthropic",
+                Some("https://api.anthropic.com/"),
+                "ANTHROPIC_API_KEY",
+            ),
+        ];
+        for (name, endpoint, var) in cases {
+            let mut config = ProviderConfig::new(name, "m");
+            config.endpoint = endpoint.map(str::to_owned);
+            // An empty variable is no key; a base URL from the
+            // environment pointing at the test server is overridden by
+            // the explicit vendor endpoint, or absent.
+            let env = env(&[(var, "  ")]);
+            let error = build(&config, &env)
+                .err()
+                .expect("no provider without a key");
+            assert!(
+                matches!(&error, ProviderError::MissingKey { var: missing } if missing == var),
+                "{error:?}"
+            );
+            assert_eq!(error.reason(), crate::core::Reason::AuthError);
+            assert!(!error.is_retryable());
+        }
+        // OPENAI_BASE_URL pointing at a vendor host counts too.
+        let error = build(
+            &ProviderConfig::new("openai", "m"),
+            &env(&[("OPENAI_BASE_URL", "https://api.openai.com/v1")]),
+        )
+        .err()
+        .expect("missing key");
+        assert!(matches!(error, ProviderError::MissingKey { .. }));
+        assert!(server.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn other_endpoints_send_the_key_only_when_set() {
+        let answer = serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "ok"}}]});
+        let server =
+            TestServer::start(vec![Reply::json(200, &answer), Reply::json(200, &answer)]).await;
+        // The endpoint from OPENAI_BASE_URL, no key: no Authorization.
+        let mut config = ProviderConfig::new("openai", "env-model");
+        config.streaming = false;
+        let provider = build(
+            &config,
+            &env(&[("OPENAI_BASE_URL", &format!("{}/v1/", server.url))]),
+        )
+        .unwrap();
+        let mut request = first_request();
+        request.model.clear();
+        assert_eq!(provider.complete(&request).await.unwrap().content, "ok");
+        // With a key: sent.
+        let provider = build(
+            &config,
+            &env(&[
+                ("OPENAI_BASE_URL", &format!("{}/v1", server.url)),
+                ("OPENAI_API_KEY", CANARY),
+            ]),
+        )
+        .unwrap();
+        provider.complete(&first_request()).await.unwrap();
+        let requests = server.requests();
+        assert_eq!(requests[0].path, "/v1/chat/completions");
+        assert!(requests[0].header("authorization").is_none());
+        assert_eq!(
+            requests[0].json()["model"],
+            "env-model",
+            "config model fills an empty request model"
+        );
+        assert_eq!(
+            requests[1].header("authorization"),
+            Some(&*format!("Bearer {CANARY}"))
+        );
+    }
+
+    #[tokio::test]
+    async fn the_key_never_appears_in_errors_or_debug() {
+        // A hostile or careless server echoes the key in its error body.
+        let echo = |status: u16| {
+            Reply::json(
+                status,
+                &serde_json::json!({"error": {"message": format!("Incorrect API key provided: {CANARY}"),
+                    "type": "invalid_request_error"}}),
+            )
+        };
+        let server = TestServer::start(vec![
+            echo(401),
+            echo(400),
+            Reply::sse(format!(
+                "data: {{\"error\": {{\"message\": \"bad {CANARY}\"}}}}\n\n"
+            )),
+            Reply::sse(format!("data: {{\"broken\": \"{CANARY}\"\n\n")),
+        ])
+        .await;
+        let provider = build(
+            &config("openai", &server.url),
+            &env(&[("OPENAI_API_KEY", CANARY)]),
+        )
+        .unwrap();
+        assert!(
+            !format!(
+                "{:?}",
+                Settings::resolve(
+                    &config("openai", &server.url),
+                    &env(&[("OPENAI_API_KEY", CANARY)]),
+                    &Vendor {
+                        base_url_var: "X",
+                        default_endpoint: "http://x",
+                        vendor_host: None,
+                        key_var: Some(OPENAI_API_KEY)
+                    },
+                )
+                .unwrap()
+            )
+            .contains(CANARY)
+        );
+        for expected_auth in [true, false, false, false] {
+            let error = provider.complete(&first_request()).await.unwrap_err();
+            let shown = format!("{error} {error:?}");
+            assert!(!shown.contains(CANARY), "{shown}");
+            assert!(shown.contains("[REDACTED]"), "{shown}");
+            assert_eq!(
+                matches!(error, ProviderError::Auth { .. }),
+                expected_auth,
+                "{error:?}"
+            );
+        }
+        assert!(
+            server
+                .requests()
+                .iter()
+                .all(|request| request.text().contains(CANARY))
+        );
+    }
+
+    #[test]
+    fn unknown_and_replay_providers_are_config_errors() {
+        let error = build(&ProviderConfig::new("gemini", "m"), &env(&[]))
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("unknown provider `gemini`"));
+        let error = build(&ProviderConfig::new("replay", "m"), &env(&[]))
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("--cassette"));
+        let mut config = ProviderConfig::new("openai", "m");
+        config.endpoint = Some("ftp://example.com".into());
+        let error = build(&config, &env(&[])).err().unwrap();
+        assert!(matches!(error, ProviderError::Config(_)), "{error:?}");
+    }
+
+    #[test]
+    fn every_key_goes_to_the_redactor() {
+        let env = env(&[
+            ("OPENAI_API_KEY", "sk-one"),
+            ("ANTHROPIC_API_KEY", " sk-ant-two "),
+            ("OTHER", "x"),
+        ]);
+        assert_eq!(api_key_values(&env), ["sk-one", "sk-ant-two"]);
+    }
+
+    #[test]
+    fn ollama_host_forms() {
+        let cases = [
+            ("localhost", "http://localhost:11434/"),
+            ("0.0.0.0", "http://0.0.0.0:11434/"),
+            ("127.0.0.1:9999", "http://127.0.0.1:9999/"),
+            (":8080", "http://localhost:8080/"),
+            ("example.com/ollama", "http://example.com:11434/ollama"),
+            ("[::1]", "http://[::1]:11434/"),
+            ("[::1]:5000", "http://[::1]:5000/"),
+            ("https://ollama.example.com", "https://ollama.example.com/"),
+            ("http://10.0.0.2:11434", "http://10.0.0.2:11434/"),
+        ];
+        for (host, expected) in cases {
+            let settings = Settings::resolve(
+                &ProviderConfig::new("ollama", "m"),
+                &env(&[("OLLAMA_HOST", host)]),
+                &Vendor {
+                    base_url_var: "OLLAMA_HOST",
+                    default_endpoint: "http://localhost:11434",
+                    vendor_host: None,
+                    key_var: None,
+                },
+            )
+            .unwrap();
+            assert_eq!(settings.endpoint.as_str(), expected, "{host}");
+        }
+        let settings = Settings::resolve(
+            &ProviderConfig::new("ollama", "m"),
+            &env(&[]),
+            &Vendor {
+                base_url_var: "OLLAMA_HOST",
+                default_endpoint: "http://localhost:11434",
+                vendor_host: None,
+                key_var: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            settings.url(&["api", "chat"]).unwrap().as_str(),
+            "http://localhost:11434/api/chat"
+        );
+    }
+
+    #[test]
+    fn paths_append_and_queries_stay() {
+        let mut config = ProviderConfig::new("openai", "m");
+        config.endpoint = Some("https://proxy.example.com/openai/v1/?api-version=2".into());
+        let settings = Settings::resolve(
+            &config,
+            &env(&[]),
+            &Vendor {
+                base_url_var: "OPENAI_BASE_URL",
+                default_endpoint: "https://api.openai.com/v1",
+                vendor_host: Some("api.openai.com"),
+                key_var: Some(OPENAI_API_KEY),
+            },
+        )
+        .unwrap();
+        assert!(!settings.vendor);
+        assert_eq!(
+            settings.url(&["chat", "completions"]).unwrap().as_str(),
+            "https://proxy.example.com/openai/v1/chat/completions?api-version=2"
+        );
+    }
 }

@@ -40,7 +40,12 @@ pub struct RetryNotice {
     pub error: ProviderError,
 }
 
-/// Calls `provider.complete(request)`, retrying retryable errors.
+/// Calls `provider.complete(request)`, retrying retryable errors
+/// (`ProviderError::is_retryable`: connect errors, timeouts, interrupted
+/// streams, 408, 409, 429 unless the quota is exhausted, 5xx, 529) at most
+/// `settings.attempts` times. Anything else, and the last error once the
+/// attempts are used up, is returned as is. `on_retry` hears of each retry
+/// before its wait.
 pub async fn complete(
     provider: &dyn Provider,
     request: &ChatRequest,
@@ -67,14 +72,370 @@ pub async fn complete(
             return Err(error);
         };
         attempt += 1;
+        // backon's jitter adds up to the delay again; the cap holds for
+        // the jittered delay too. A server's `Retry-After` replaces the
+        // backoff (no jitter: it named the time), up to the same cap.
         let delay = error
             .retry_after()
-            .map_or(backoff, |wanted| wanted.min(settings.max_delay));
+            .unwrap_or(backoff)
+            .min(settings.max_delay);
         on_retry(&RetryNotice {
             attempt,
             delay,
             error,
         });
         tokio::time::sleep(delay).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::llm::test_server::fixtures::{CANARY, config, env, first_request, sse_done};
+    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::{ProviderConfig, build};
+
+    fn fast() -> RetrySettings {
+        RetrySettings {
+            attempts: 3,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_secs(5),
+        }
+    }
+
+    fn openai(server: &TestServer, adjust: impl FnOnce(&mut ProviderConfig)) -> Box<dyn Provider> {
+        let mut config = config("openai", &format!("{}/v1", server.url));
+        adjust(&mut config);
+        build(&config, &env(&[("OPENAI_API_KEY", CANARY)])).unwrap()
+    }
+
+    fn answer() -> Reply {
+        Reply::sse(sse_done(&[
+            json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ]))
+    }
+
+    fn error_body(message: &str, kind: &str) -> Value {
+        json!({"error": {"message": message, "type": kind}})
+    }
+
+    async fn run(
+        provider: &dyn Provider,
+        settings: RetrySettings,
+    ) -> (Result<ChatResponse, ProviderError>, Vec<RetryNotice>) {
+        let mut notices = Vec::new();
+        let result = complete(provider, &first_request(), settings, &mut |notice| {
+            notices.push(notice.clone());
+        })
+        .await;
+        (result, notices)
+    }
+
+    #[tokio::test]
+    async fn rate_limit_with_retry_after_waits_then_succeeds() {
+        let server = TestServer::start(vec![
+            Reply::json(429, &error_body("Rate limit reached", "requests"))
+                .header("retry-after", "1"),
+            answer(),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        let started = Instant::now();
+        let (result, notices) = run(&*provider, fast()).await;
+        let waited = started.elapsed();
+        assert_eq!(result.unwrap().content, "done");
+        assert_eq!(notices.len(), 1);
+        assert_eq!(notices[0].attempt, 1);
+        assert_eq!(notices[0].delay, Duration::from_secs(1));
+        assert!(matches!(
+            notices[0].error,
+            ProviderError::Status { status: 429, .. }
+        ));
+        assert!(
+            waited >= Duration::from_millis(990) && waited < Duration::from_millis(2500),
+            "{waited:?}"
+        );
+        assert_eq!(server.requests().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn retry_after_is_capped() {
+        let server = TestServer::start(vec![
+            Reply::json(503, &error_body("busy", "server_error")).header("retry-after", "3600"),
+            answer(),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        let settings = RetrySettings {
+            max_delay: Duration::from_millis(50),
+            ..fast()
+        };
+        let (result, notices) = run(&*provider, settings).await;
+        assert!(result.is_ok());
+        assert_eq!(notices[0].delay, Duration::from_millis(50));
+    }
+
+    #[tokio::test]
+    async fn overloaded_529_is_retried() {
+        let overloaded = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        let server = TestServer::start(vec![
+            Reply::json(529, &overloaded),
+            Reply::sse(
+                "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n\
+                 event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"done\"}}\n\n\
+                 event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n\
+                 event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+            ),
+        ])
+        .await;
+        let provider = build(
+            &config("anthropic", &server.url),
+            &env(&[("ANTHROPIC_API_KEY", CANARY)]),
+        )
+        .unwrap();
+        let (result, notices) = run(&*provider, fast()).await;
+        assert_eq!(result.unwrap().content, "done");
+        assert_eq!(notices.len(), 1);
+        assert_eq!(notices[0].error.to_string(), "HTTP 529: Overloaded");
+    }
+
+    #[tokio::test]
+    async fn three_server_errors_then_success() {
+        let server = TestServer::start(vec![
+            Reply::json(500, &error_body("boom", "server_error")),
+            Reply::json(502, &json!({})),
+            Reply::json(500, &error_body("boom", "server_error")),
+            answer(),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        let (result, notices) = run(&*provider, fast()).await;
+        assert_eq!(result.unwrap().content, "done");
+        let attempts: Vec<u32> = notices.iter().map(|notice| notice.attempt).collect();
+        assert_eq!(attempts, [1, 2, 3]);
+        // Exponential backoff with jitter: each wait within [base·2ⁿ, 2·base·2ⁿ].
+        for (notice, base) in notices.iter().zip([10_u64, 20, 40]) {
+            assert!(
+                notice.delay >= Duration::from_millis(base)
+                    && notice.delay <= Duration::from_millis(2 * base),
+                "{:?}",
+                notice.delay
+            );
+        }
+        assert_eq!(server.requests().len(), 4);
+    }
+
+    #[tokio::test]
+    async fn retries_exhausted_returns_the_last_error() {
+        let server = TestServer::start(
+            (0..5)
+                .map(|_| Reply::json(500, &error_body("still broken", "server_error")))
+                .collect(),
+        )
+        .await;
+        let provider = openai(&server, |_| {});
+        let (result, notices) = run(&*provider, fast()).await;
+        let error = result.unwrap_err();
+        assert_eq!(error.to_string(), "HTTP 500: still broken");
+        assert_eq!(error.reason(), crate::core::Reason::ProviderError);
+        assert_eq!(notices.len(), 3);
+        assert_eq!(server.requests().len(), 4, "one try and three retries");
+    }
+
+    #[tokio::test]
+    async fn stream_cut_mid_tool_call_then_a_good_retry() {
+        let arguments = r#"{"path": "src/lib.rs"}"#;
+        let full = sse_done(&[
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                "function": {"name": "read_file", "arguments": &arguments[..9]}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+                "function": {"arguments": &arguments[9..]}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        ]);
+        let cut_at = full.find("src/lib").unwrap();
+        let server = TestServer::start(vec![
+            Reply::sse(&full[..cut_at]).cut(),
+            Reply::sse(full.clone()),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        let (result, notices) = run(&*provider, fast()).await;
+        // One complete turn comes back, with the call once: the loop runs
+        // tools only on it, so the tool runs exactly once.
+        let response = result.unwrap();
+        assert_eq!(response.tool_calls.len(), 1);
+        assert_eq!(
+            response.tool_calls[0].arguments,
+            json!({"path": "src/lib.rs"})
+        );
+        assert_eq!(notices.len(), 1);
+        assert!(
+            matches!(notices[0].error, ProviderError::Stream(_)),
+            "{:?}",
+            notices[0].error
+        );
+        assert_eq!(server.requests().len(), 2);
+        assert_eq!(
+            server.requests()[0].body,
+            server.requests()[1].body,
+            "the same request again"
+        );
+    }
+
+    #[tokio::test]
+    async fn stall_past_the_idle_deadline_times_out() {
+        let server = TestServer::start(vec![
+            Reply::sse("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n")
+                .pause(Duration::from_secs(30)),
+            answer(),
+        ])
+        .await;
+        let provider = openai(&server, |config| {
+            config.idle_timeout = Duration::from_millis(300)
+        });
+        let started = Instant::now();
+        let (result, notices) = run(&*provider, fast()).await;
+        assert_eq!(result.unwrap().content, "done");
+        let error = &notices[0].error;
+        assert!(matches!(error, ProviderError::Timeout(_)), "{error:?}");
+        assert!(error.to_string().contains("idle"), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn keep_alives_do_not_outlive_the_total_deadline() {
+        let mut reply = Reply::sse(": keep-alive\n\n");
+        for _ in 0..100 {
+            reply = reply
+                .pause(Duration::from_millis(50))
+                .send(": keep-alive\n\n");
+        }
+        let server = TestServer::start(vec![reply]).await;
+        let provider = openai(&server, |config| {
+            config.idle_timeout = Duration::from_millis(200);
+            config.total_timeout = Duration::from_millis(600);
+        });
+        let started = Instant::now();
+        let (result, _) = run(
+            &*provider,
+            RetrySettings {
+                attempts: 0,
+                ..fast()
+            },
+        )
+        .await;
+        let error = result.unwrap_err();
+        assert!(error.to_string().contains("total deadline"), "{error}");
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(550) && elapsed < Duration::from_secs(2),
+            "{elapsed:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn no_headers_within_the_request_deadline_times_out() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            // Accept and never answer.
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let mut config = config("openai", &url);
+        config.request_timeout = Duration::from_millis(200);
+        let provider = build(&config, &env(&[])).unwrap();
+        let (result, notices) = run(
+            &*provider,
+            RetrySettings {
+                attempts: 1,
+                ..fast()
+            },
+        )
+        .await;
+        assert!(
+            matches!(result, Err(ProviderError::Timeout(_))),
+            "{result:?}"
+        );
+        assert_eq!(notices.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn auth_failure_is_not_retried() {
+        let server = TestServer::start(vec![
+            Reply::json(
+                401,
+                &error_body("Incorrect API key provided", "invalid_request_error"),
+            ),
+            answer(),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        let (result, notices) = run(&*provider, fast()).await;
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error, ProviderError::Auth { status: 401, .. }),
+            "{error:?}"
+        );
+        assert_eq!(error.reason(), crate::core::Reason::AuthError);
+        assert!(notices.is_empty());
+        assert_eq!(server.requests().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn quota_and_other_client_errors_are_not_retried() {
+        let server = TestServer::start(vec![
+            Reply::json(
+                429,
+                &json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}),
+            )
+            .header("retry-after", "1"),
+            Reply::json(400, &error_body("Invalid schema for function 'read_file'", "invalid_request_error")),
+            Reply::json(404, &error_body("The model `nope` does not exist", "invalid_request_error")),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        for expected in [
+            "HTTP 429: You exceeded your current quota",
+            "HTTP 400: Invalid schema for function 'read_file'",
+            "HTTP 404: The model `nope` does not exist",
+        ] {
+            let (result, notices) = run(&*provider, fast()).await;
+            assert_eq!(result.unwrap_err().to_string(), expected);
+            assert!(notices.is_empty());
+        }
+        assert_eq!(server.requests().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn connect_errors_are_retried() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        drop(listener);
+        let provider = build(&config("openai", &url), &env(&[])).unwrap();
+        let (result, notices) = run(
+            &*provider,
+            RetrySettings {
+                attempts: 2,
+                ..fast()
+            },
+        )
+        .await;
+        let error = result.unwrap_err();
+        assert!(matches!(error, ProviderError::Connect { .. }), "{error:?}");
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("cannot connect to {url}")),
+            "{error}"
+        );
+        assert_eq!(notices.len(), 2);
     }
 }

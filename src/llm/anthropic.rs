@@ -1,0 +1,735 @@
+//! The Anthropic Messages protocol: `POST {endpoint}/v1/messages` with
+//! `x-api-key` and `anthropic-version`, streaming as typed SSE events.
+
+use std::collections::BTreeMap;
+
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use reqwest::Url;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+use super::http::{self, Http};
+use super::turn::{self, CallIds, PartialCall};
+use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
+use crate::core::{Message, Usage};
+
+/// The API version ybs speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// `max_tokens` is required by the API; this is sent when a task sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// An Anthropic Messages endpoint.
+#[derive(Debug)]
+pub struct Anthropic {
+    settings: Settings,
+    url: Url,
+    headers: HeaderMap,
+    http: Http,
+}
+
+impl Anthropic {
+    pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
+        let url = settings.url(&["v1", "messages"])?;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        if let Some(key) = &settings.key {
+            headers.insert(
+                HeaderName::from_static("x-api-key"),
+                key.header_value("", super::ANTHROPIC_API_KEY)?,
+            );
+        }
+        let http = Http::new(&settings.endpoint, settings.deadlines, settings.key.clone())?;
+        Ok(Self {
+            settings,
+            url,
+            headers,
+            http,
+        })
+    }
+
+    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let body = request_body(
+            request,
+            self.settings.model(request),
+            self.settings.streaming,
+        );
+        let response = self
+            .http
+            .post_json(&self.url, self.headers.clone(), &body)
+            .await?;
+        let scrub = |text: &str| self.http.scrub(text);
+        let mut turn = Assembly::default();
+        if self.settings.streaming {
+            let mut events = response.events();
+            while let Some(event) = events.next().await {
+                let event = event?;
+                let Some(data) = event.data else { continue };
+                if data.trim().is_empty() {
+                    continue;
+                }
+                let value: Value = serde_json::from_str(&data).map_err(|error| {
+                    ProviderError::Protocol(format!(
+                        "invalid stream event ({error}): {}",
+                        scrub(&data)
+                    ))
+                })?;
+                turn.event(event.event.as_deref(), &value, &scrub)?;
+                if turn.stopped {
+                    break;
+                }
+            }
+            // `message_stop` ends a stream; a server that omits it but
+            // sent the stop reason has sent the whole turn.
+            if !turn.stopped && turn.stop_reason.is_none() {
+                return Err(ProviderError::Stream(
+                    "the stream ended before the turn was complete (no `message_stop`)".into(),
+                ));
+            }
+        } else {
+            turn.message(&response.json().await?, &scrub)?;
+        }
+        Ok(turn.finish(request, self.settings.text_tool_calls))
+    }
+}
+
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        &self.settings.name
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.complete_turn(request))
+    }
+}
+
+/// The request body. The system prompt is top-level `system`; assistant
+/// calls are `tool_use` blocks; tool results are `tool_result` blocks in a
+/// user message, consecutive results (and a user text right after them)
+/// merged into one message, since roles must alternate.
+pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) -> Value {
+    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+    let mut push = |role: &'static str, blocks: Vec<Value>| {
+        if blocks.is_empty() {
+            return;
+        }
+        match messages.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => messages.push((role, blocks)),
+        }
+    };
+    for message in &request.messages {
+        match message {
+            Message::User { content } => push("user", text_block(content)),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut blocks = text_block(content);
+                blocks.extend(tool_calls.iter().map(|call| {
+                    json!({
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": turn::wire_arguments(call),
+                    })
+                }));
+                push("assistant", blocks);
+            }
+            Message::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => push(
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": call_id,
+                    "content": content,
+                    "is_error": is_error,
+                })],
+            ),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": model,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": messages,
+    });
+    if !request.system.is_empty() {
+        body["system"] = json!(request.system);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.parameters,
+                })
+            })
+            .collect();
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if streaming {
+        body["stream"] = json!(true);
+    }
+    body
+}
+
+/// The API rejects empty text blocks.
+fn text_block(text: &str) -> Vec<Value> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![json!({"type": "text", "text": text})]
+    }
+}
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        call: PartialCall,
+        stopped: bool,
+    },
+    /// A block ybs does not use (thinking, server tools…).
+    Other,
+}
+
+/// A turn being assembled from events (or from one whole message).
+#[derive(Debug, Default)]
+struct Assembly {
+    id: Option<String>,
+    blocks: BTreeMap<u64, Block>,
+    stop_reason: Option<String>,
+    usage: Usage,
+    stopped: bool,
+}
+
+impl Assembly {
+    /// One streamed event; its `type` field names it, the SSE event name
+    /// is the fallback.
+    fn event(
+        &mut self,
+        name: Option<&str>,
+        data: &Value,
+        scrub: &dyn Fn(&str) -> String,
+    ) -> Result<(), ProviderError> {
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .or(name)
+            .unwrap_or_default();
+        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                let message = data.get("message").unwrap_or(&Value::Null);
+                self.id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+                self.usage(message.get("usage"));
+            }
+            "content_block_start" => {
+                let block = data.get("content_block").unwrap_or(&Value::Null);
+                self.blocks.insert(index, start_block(block));
+            }
+            "content_block_delta" => {
+                let delta = data.get("delta").unwrap_or(&Value::Null);
+                let text =
+                    |field: &str| delta.get(field).and_then(Value::as_str).unwrap_or_default();
+                match (
+                    self.blocks.get_mut(&index),
+                    delta.get("type").and_then(Value::as_str),
+                ) {
+                    (Some(Block::Text(content)), Some("text_delta")) => {
+                        content.push_str(text("text"))
+                    }
+                    (Some(Block::ToolUse { call, .. }), Some("input_json_delta")) => {
+                        call.arguments.push_str(text("partial_json"));
+                    }
+                    (None, Some("text_delta")) => {
+                        self.blocks
+                            .insert(index, Block::Text(text("text").to_owned()));
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(Block::ToolUse { stopped, .. }) = self.blocks.get_mut(&index) {
+                    *stopped = true;
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = data
+                    .get("delta")
+                    .and_then(|delta| delta.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                self.usage(data.get("usage"));
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let error = data.get("error").unwrap_or(data);
+                return Err(http::stream_error(error, scrub));
+            }
+            // `ping` and event types added after this was written.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A whole non-streaming response.
+    fn message(
+        &mut self,
+        body: &Value,
+        scrub: &dyn Fn(&str) -> String,
+    ) -> Result<(), ProviderError> {
+        if body.get("type").and_then(Value::as_str) == Some("error") {
+            let error = body.get("error").unwrap_or(body);
+            return Err(http::stream_error(error, scrub));
+        }
+        let content = body
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ProviderError::Protocol("response has no `content` array".into()))?;
+        self.id = body.get("id").and_then(Value::as_str).map(str::to_owned);
+        self.stop_reason = body
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.usage(body.get("usage"));
+        for (index, block) in (0_u64..).zip(content) {
+            let mut block = start_block(block);
+            if let Block::ToolUse { stopped, .. } = &mut block {
+                *stopped = true;
+            }
+            self.blocks.insert(index, block);
+        }
+        // Stopped at the token limit with a tool call last: that call may
+        // be cut short, and a whole response cannot show whether it was.
+        if self.stop_reason.as_deref() == Some("max_tokens")
+            && let Some((_, Block::ToolUse { stopped, .. })) = self.blocks.iter_mut().next_back()
+        {
+            *stopped = false;
+        }
+        self.stopped = true;
+        Ok(())
+    }
+
+    /// Input tokens (cache reads and writes included) and output tokens;
+    /// `message_delta` carries cumulative counts that replace earlier ones.
+    fn usage(&mut self, usage: Option<&Value>) {
+        let Some(usage) = usage.filter(|usage| usage.is_object()) else {
+            return;
+        };
+        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
+        if let Some(input) = count("input_tokens") {
+            self.usage.input_tokens = input
+                + count("cache_creation_input_tokens").unwrap_or(0)
+                + count("cache_read_input_tokens").unwrap_or(0);
+        }
+        if let Some(output) = count("output_tokens") {
+            self.usage.output_tokens = output;
+        }
+    }
+
+    fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
+        let finish_reason = match self.stop_reason.as_deref() {
+            None | Some("end_turn" | "stop_sequence") => FinishReason::Stop,
+            Some("tool_use") => FinishReason::ToolCalls,
+            Some("max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
+            Some(_) => FinishReason::Other,
+        };
+        let mut texts = Vec::new();
+        let mut calls = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(text) if !text.is_empty() => texts.push(text),
+                Block::ToolUse { mut call, stopped } => {
+                    call.unfinished = !stopped;
+                    calls.push(call);
+                }
+                Block::Text(_) | Block::Other => {}
+            }
+        }
+        let mut ids = CallIds::new("toolu_ybs_", request);
+        let tool_calls = turn::finish_calls(calls, finish_reason == FinishReason::Length, &mut ids);
+        turn::finish_turn(
+            ChatResponse {
+                content: texts.join("\n\n"),
+                tool_calls,
+                usage: self.usage,
+                response_id: self.id,
+                finish_reason,
+            },
+            request,
+            text_tool_calls,
+        )
+    }
+}
+
+/// A content block as it starts (streaming) or as a whole (non-streaming).
+fn start_block(block: &Value) -> Block {
+    let field = |name: &str| {
+        block
+            .get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => Block::Text(field("text")),
+        Some("tool_use") => {
+            // A streamed block starts with `input: {}` and gets its JSON in
+            // deltas; a whole block has it all.
+            let arguments = match block.get("input") {
+                Some(Value::Object(input)) if !input.is_empty() => {
+                    Value::Object(input.clone()).to_string()
+                }
+                _ => String::new(),
+            };
+            Block::ToolUse {
+                call: PartialCall {
+                    id: field("id"),
+                    name: field("name"),
+                    arguments,
+                    unfinished: false,
+                },
+                stopped: false,
+            }
+        }
+        _ => Block::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::core::ToolCall;
+    use crate::llm::build;
+    use crate::llm::test_server::fixtures::{
+        CANARY, config, env, first_request, second_request, sse_events,
+    };
+    use crate::llm::test_server::{Reply, TestServer};
+
+    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+        let mut config = config("anthropic", &server.url);
+        config.streaming = streaming;
+        build(&config, &env(&[("ANTHROPIC_API_KEY", CANARY)])).unwrap()
+    }
+
+    fn message_start() -> Value {
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+               "content": [], "model": "test-model", "stop_reason": null,
+               "usage": {"input_tokens": 50, "output_tokens": 1}}})
+    }
+
+    fn tool_block_start(index: u64, id: &str) -> Value {
+        json!({"type": "content_block_start", "index": index,
+               "content_block": {"type": "tool_use", "id": id, "name": "read_file", "input": {}}})
+    }
+
+    fn json_delta(index: u64, partial: &str) -> Value {
+        json!({"type": "content_block_delta", "index": index,
+               "delta": {"type": "input_json_delta", "partial_json": partial}})
+    }
+
+    fn stop(index: u64) -> Value {
+        json!({"type": "content_block_stop", "index": index})
+    }
+
+    fn message_delta(reason: &str, output: u64) -> Value {
+        json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": null},
+               "usage": {"output_tokens": output}})
+    }
+
+    /// Turn 1: a sentence, then two calls (so two results to merge), the
+    /// second call's JSON in one-character deltas; pings in between.
+    fn two_calls_stream() -> String {
+        let mut events = vec![
+            message_start(),
+            json!({"type": "ping"}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Reading "}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "both."}}),
+            stop(0),
+            tool_block_start(1, "toolu_a"),
+            json_delta(1, ""),
+            json_delta(1, r#"{"path": "#),
+            json_delta(1, r#""a.txt"}"#),
+            stop(1),
+            tool_block_start(2, "toolu_b"),
+        ];
+        events.extend(
+            r#"{"path": "src/lib.rs"}"#
+                .chars()
+                .map(|ch| json_delta(2, &ch.to_string())),
+        );
+        events.extend([
+            json!({"type": "ping"}),
+            stop(2),
+            message_delta("tool_use", 30),
+            json!({"type": "message_stop"}),
+        ]);
+        sse_events(&events)
+    }
+
+    fn answer_stream() -> String {
+        sse_events(&[
+            message_start(),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Both say hello."}}),
+            stop(0),
+            message_delta("end_turn", 6),
+            json!({"type": "message_stop"}),
+        ])
+    }
+
+    fn assert_requests(server: &TestServer, streaming: bool) {
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in &requests {
+            assert_eq!(request.method, "POST");
+            assert_eq!(request.path, "/v1/messages");
+            assert_eq!(request.header("x-api-key"), Some(CANARY));
+            assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+            assert_eq!(request.header("content-type"), Some("application/json"));
+            assert!(request.header("authorization").is_none());
+            let body = request.json();
+            assert_eq!(body["model"], "test-model");
+            assert_eq!(body["system"], "You are ybs.");
+            assert_eq!(body["max_tokens"], 512);
+            assert_eq!(
+                body["tools"][0],
+                json!({"name": "read_file", "description": "Read a file", "input_schema": {
+                    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}})
+            );
+            assert_eq!(body.get("stream").is_some(), streaming);
+            assert_eq!(
+                body["messages"][0],
+                json!({"role": "user", "content": [{"type": "text", "text": "What does src/lib.rs say?"}]})
+            );
+        }
+        let second = requests[1].json();
+        let messages = second["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3, "the two results are one user message");
+        assert_eq!(
+            messages[1],
+            json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "a.txt"}},
+                {"type": "tool_use", "id": "toolu_b", "name": "read_file", "input": {"path": "src/lib.rs"}},
+            ]})
+        );
+        assert_eq!(
+            messages[2],
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_a", "content": "contents of \"a.txt\"", "is_error": false},
+                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "contents of \"src/lib.rs\"", "is_error": false},
+            ]})
+        );
+    }
+
+    fn assert_calls(calls: &[ToolCall]) {
+        let calls: Vec<(&str, &Value)> = calls
+            .iter()
+            .map(|call| (call.id.as_str(), &call.arguments))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("toolu_a", &json!({"path": "a.txt"})),
+                ("toolu_b", &json!({"path": "src/lib.rs"}))
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn streaming_two_turns() {
+        let server = TestServer::start(vec![
+            Reply::sse_in_pieces(&two_calls_stream(), 3),
+            Reply::sse(answer_stream()),
+        ])
+        .await;
+        let provider = provider(&server, true);
+        assert_eq!(provider.name(), "anthropic");
+        let first = provider.complete(&first_request()).await.unwrap();
+        assert_eq!(first.content, "Reading both.");
+        assert_eq!(first.finish_reason, FinishReason::ToolCalls);
+        assert_calls(&first.tool_calls);
+        assert_eq!(
+            first.usage,
+            Usage {
+                input_tokens: 50,
+                output_tokens: 30
+            }
+        );
+        assert_eq!(first.response_id.as_deref(), Some("msg_1"));
+
+        // The text of turn 1 is dropped from the history here: the
+        // fixture's assistant message has calls only.
+        let second = provider
+            .complete(&second_request(&first.tool_calls))
+            .await
+            .unwrap();
+        assert_eq!(second.content, "Both say hello.");
+        assert_eq!(second.finish_reason, FinishReason::Stop);
+        assert_eq!(
+            second.usage,
+            Usage {
+                input_tokens: 50,
+                output_tokens: 6
+            }
+        );
+        assert_requests(&server, true);
+    }
+
+    #[tokio::test]
+    async fn non_streaming_two_turns() {
+        let server = TestServer::start(vec![
+            Reply::json(
+                200,
+                &json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "test-model",
+                    "content": [
+                        {"type": "text", "text": "Reading both."},
+                        {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "a.txt"}},
+                        {"type": "tool_use", "id": "toolu_b", "name": "read_file", "input": {"path": "src/lib.rs"}}
+                    ],
+                    "stop_reason": "tool_use",
+                    "usage": {"input_tokens": 50, "output_tokens": 30, "cache_read_input_tokens": 10}}),
+            ),
+            Reply::json(
+                200,
+                &json!({"id": "msg_3", "type": "message", "role": "assistant",
+                    "content": [{"type": "text", "text": "Both say hello."}],
+                    "stop_reason": "end_turn", "usage": {"input_tokens": 90, "output_tokens": 6}}),
+            ),
+        ])
+        .await;
+        let provider = provider(&server, false);
+        let first = provider.complete(&first_request()).await.unwrap();
+        assert_calls(&first.tool_calls);
+        assert_eq!(first.content, "Reading both.");
+        assert_eq!(
+            first.usage,
+            Usage {
+                input_tokens: 60,
+                output_tokens: 30
+            }
+        );
+        let second = provider
+            .complete(&second_request(&first.tool_calls))
+            .await
+            .unwrap();
+        assert_eq!(second.content, "Both say hello.");
+        assert_eq!(second.response_id.as_deref(), Some("msg_3"));
+        assert_requests(&server, false);
+    }
+
+    #[tokio::test]
+    async fn max_tokens_with_an_unfinished_tool_use_is_invalid_arguments() {
+        let streamed = sse_events(&[
+            message_start(),
+            tool_block_start(0, "toolu_a"),
+            json_delta(0, r#"{"path": "src/ma"#),
+            stop(0),
+            message_delta("max_tokens", 512),
+            json!({"type": "message_stop"}),
+        ]);
+        let whole = json!({"id": "msg_4", "type": "message", "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "src/ma"}}],
+            "stop_reason": "max_tokens", "usage": {"input_tokens": 5, "output_tokens": 512}});
+        for (reply, streaming) in [
+            (Reply::sse(streamed), true),
+            (Reply::json(200, &whole), false),
+        ] {
+            let server = TestServer::start(vec![reply]).await;
+            let response = provider(&server, streaming)
+                .complete(&first_request())
+                .await
+                .unwrap();
+            assert_eq!(response.finish_reason, FinishReason::Length);
+            assert_eq!(response.tool_calls.len(), 1);
+            let message = response.tool_calls[0].invalid_arguments.as_deref().unwrap();
+            assert!(message.contains("cut off"), "{message}");
+        }
+    }
+
+    #[tokio::test]
+    async fn overloaded_error_event_is_a_retryable_529() {
+        let server = TestServer::start(vec![Reply::sse(sse_events(&[
+            message_start(),
+            json!({"type": "ping"}),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ]))])
+        .await;
+        let error = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, ProviderError::Status { status: 529, .. }),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "HTTP 529: Overloaded");
+        assert!(error.is_retryable());
+    }
+
+    #[tokio::test]
+    async fn stream_cut_before_message_stop_is_interrupted() {
+        let text = two_calls_stream();
+        let server = TestServer::start(vec![Reply::sse(&text[..text.len() * 2 / 3]).cut()]).await;
+        let error = provider(&server, true)
+            .complete(&first_request())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
+    }
+
+    #[test]
+    fn user_text_after_results_joins_their_message() {
+        let mut request = second_request(&[ToolCall::new("t1", "read_file", json!({"path": "a"}))]);
+        request.messages.push(Message::user("Wrap up now."));
+        request.messages.push(Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![],
+        });
+        request.system.clear();
+        let body = request_body(&request, "m", false);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+        assert_eq!(
+            messages[2]["content"][1],
+            json!({"type": "text", "text": "Wrap up now."})
+        );
+        assert!(body.get("system").is_none());
+        assert_eq!(
+            request_body(&first_request(), "m", false)["max_tokens"],
+            512
+        );
+        let mut unlimited = first_request();
+        unlimited.max_tokens = None;
+        assert_eq!(
+            request_body(&unlimited, "m", false)["max_tokens"],
+            DEFAULT_MAX_TOKENS
+        );
+    }
+}

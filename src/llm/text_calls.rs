@@ -1,0 +1,477 @@
+//! Tool-call argument JSON, and tool calls recovered from text.
+//!
+//! Argument JSON is repaired only for cosmetic defects: a code fence
+//! around it and trailing commas before `}` or `]`. A truncated object is
+//! never completed: the call gets `invalid_arguments`, is not run, and the
+//! model sees the error (SPEC §6).
+//!
+//! With `text_tool_calls: true` (off by default), a turn with no
+//! structured call whose whole content is exactly one
+//! `{"name": ..., "arguments": {...}}` object, bare or in one code fence,
+//! naming an offered tool with arguments valid for its schema, becomes that
+//! call, marked `from_text`. Anything else stays an answer.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::{ChatResponse, FinishReason};
+use crate::core::{ToolCall, ToolSpec};
+
+/// Parses a tool call's argument text into a JSON object, after removing
+/// a surrounding code fence and trailing commas. An empty text is `{}`.
+/// The error says what is wrong in words the model can act on.
+pub fn parse_arguments(raw: &str) -> Result<Value, String> {
+    let text = strip_fence(raw.trim()).trim();
+    if text.is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    let value = parse_repaired(text).map_err(|error| describe(&error, text))?;
+    if value.is_object() {
+        Ok(value)
+    } else {
+        Err(format!(
+            "the arguments must be a JSON object, not {}",
+            kind(&value)
+        ))
+    }
+}
+
+/// Parses `text` as JSON, retrying once with trailing commas removed. A
+/// text that ends before its value does (EOF) is never repaired.
+fn parse_repaired(text: &str) -> Result<Value, serde_json::Error> {
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(value),
+        Err(error) if error.is_eof() => Err(error),
+        Err(error) => {
+            let repaired = remove_trailing_commas(text);
+            if repaired == text {
+                return Err(error);
+            }
+            serde_json::from_str(&repaired).map_err(|_| error)
+        }
+    }
+}
+
+fn describe(error: &serde_json::Error, text: &str) -> String {
+    if error.is_eof() {
+        format!(
+            "the arguments are unterminated JSON (cut off after {} bytes); the call was not run: \
+             send it again complete",
+            text.len()
+        )
+    } else {
+        format!("the arguments are not valid JSON ({error}); the call was not run")
+    }
+}
+
+/// The inside of one code fence (```` ``` ```` or ```` ```json ````)
+/// wrapping the whole text; the text itself when it is not fenced.
+fn strip_fence(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else {
+        return text;
+    };
+    let Some(inner) = rest.strip_suffix("```") else {
+        return text;
+    };
+    let Some((tag, body)) = inner.split_once('\n') else {
+        return text;
+    };
+    let tag = tag.trim();
+    if tag.is_empty() || tag.eq_ignore_ascii_case("json") {
+        if body.contains("```") {
+            return text;
+        }
+        body
+    } else {
+        text
+    }
+}
+
+/// The text after an opening fence that is never closed; `""` otherwise.
+fn strip_open_fence(text: &str) -> &str {
+    let Some((tag, body)) = text
+        .strip_prefix("```")
+        .and_then(|rest| rest.split_once('\n'))
+    else {
+        return "";
+    };
+    let tag = tag.trim();
+    if (tag.is_empty() || tag.eq_ignore_ascii_case("json")) && !body.contains("```") {
+        body
+    } else {
+        ""
+    }
+}
+
+/// Drops every comma, outside strings, that is followed (after
+/// whitespace) by `}` or `]`.
+fn remove_trailing_commas(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for (index, &ch) in chars.iter().enumerate() {
+        if in_string {
+            out.push(ch);
+            if escaped {
+                escaped = false;
+            } else if ch == '\\' {
+                escaped = true;
+            } else if ch == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match ch {
+            '"' => {
+                in_string = true;
+                out.push(ch);
+            }
+            ',' => {
+                let next = chars[index + 1..].iter().find(|c| !c.is_whitespace());
+                if !matches!(next, Some('}' | ']')) {
+                    out.push(ch);
+                }
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// With the option on: turns a turn whose whole content is one JSON tool
+/// call for an offered tool into that call (see the module docs). `id` is
+/// the id to give the call. Returns true if and only if it did.
+pub fn recover(response: &mut ChatResponse, tools: &[ToolSpec], id: String) -> bool {
+    if !response.tool_calls.is_empty() {
+        return false;
+    }
+    let content = response.content.trim();
+    let text = strip_fence(content).trim();
+    let call = match parse_repaired(text) {
+        _ if !text.starts_with('{') => {
+            // A fence opened and never closed: the turn may have been cut
+            // off inside the call.
+            let opened = strip_open_fence(content).trim();
+            let cut = opened.starts_with('{')
+                && parse_repaired(opened).is_err_and(|error| error.is_eof());
+            cut.then(|| cut_off_call(opened, tools, id)).flatten()
+        }
+        Ok(Value::Object(object)) => whole_call(&object, tools, id),
+        Ok(_) => None,
+        Err(error) if error.is_eof() => cut_off_call(text, tools, id),
+        Err(_) => None,
+    };
+    let Some(call) = call else {
+        return false;
+    };
+    response.tool_calls.push(call);
+    response.content.clear();
+    if response.finish_reason == FinishReason::Stop {
+        response.finish_reason = FinishReason::ToolCalls;
+    }
+    true
+}
+
+/// `{"name": ..., "arguments": {...}}` (or `parameters`, as Llama models
+/// write it) and nothing else, naming an offered tool, arguments valid.
+fn whole_call(object: &Map<String, Value>, tools: &[ToolSpec], id: String) -> Option<ToolCall> {
+    if object.len() != 2 {
+        return None;
+    }
+    let name = object.get("name")?.as_str()?;
+    let arguments = object
+        .get("arguments")
+        .or_else(|| object.get("parameters"))?;
+    let tool = tools.iter().find(|tool| tool.name == name)?;
+    let arguments = match arguments {
+        Value::Object(_) => arguments.clone(),
+        // Some models encode the arguments as a JSON string.
+        Value::String(text) => parse_arguments(text).ok()?,
+        _ => return None,
+    };
+    let Value::Object(fields) = &arguments else {
+        return None;
+    };
+    validate(fields, &tool.parameters).ok()?;
+    let mut call = ToolCall::new(id, name, arguments);
+    call.from_text = true;
+    Some(call)
+}
+
+/// A content that is an unterminated `{"name": "<offered tool>",
+/// "arguments": ...`: the model tried to call the tool and was cut off.
+/// It becomes a call with `invalid_arguments`, so the model is told,
+/// instead of an answer that ends the task; nothing is completed.
+fn cut_off_call(text: &str, tools: &[ToolSpec], id: String) -> Option<ToolCall> {
+    static START: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r#"^\{\s*"name"\s*:\s*"([^"\\]+)"\s*,\s*"(?:arguments|parameters)"\s*:"#).ok()
+    });
+    let name = START.as_ref()?.captures(text)?.get(1)?.as_str();
+    tools.iter().find(|tool| tool.name == name)?;
+    let mut call = ToolCall::new(id, name, Value::String(text.to_owned()));
+    call.invalid_arguments = Some(format!(
+        "the tool call was unterminated JSON (cut off after {} bytes); the call was not run: \
+         send it again complete",
+        text.len()
+    ));
+    call.from_text = true;
+    Some(call)
+}
+
+/// Checks `arguments` against the parts of a JSON Schema that matter for
+/// telling a call from prose: required properties, primitive types of
+/// declared properties, and `additionalProperties: false`.
+pub fn validate(arguments: &Map<String, Value>, schema: &Value) -> Result<(), String> {
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for name in required.iter().filter_map(Value::as_str) {
+            if !arguments.contains_key(name) {
+                return Err(format!("missing required argument `{name}`"));
+            }
+        }
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    for (name, value) in arguments {
+        let Some(property) = properties.and_then(|properties| properties.get(name)) else {
+            if closed {
+                return Err(format!("unknown argument `{name}`"));
+            }
+            continue;
+        };
+        let allowed: Vec<&str> = match property.get("type") {
+            Some(Value::String(one)) => vec![one.as_str()],
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+            _ => continue,
+        };
+        if !allowed.iter().any(|kind| has_type(value, kind)) {
+            return Err(format!(
+                "argument `{name}` must be of type {}",
+                allowed.join(" or ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn has_type(value: &Value, kind: &str) -> bool {
+    match kind {
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.is_i64()
+                || value.is_u64()
+                || value.as_f64().is_some_and(|number| number.fract() == 0.0)
+        }
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        // A type this check does not know: do not reject on it.
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tools() -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "read_file".into(),
+            description: "Read a file".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "max_lines": {"type": "integer"}
+                },
+                "required": ["path"]
+            }),
+        }]
+    }
+
+    fn answer(content: &str) -> ChatResponse {
+        ChatResponse {
+            content: content.into(),
+            ..ChatResponse::default()
+        }
+    }
+
+    fn recovered(content: &str) -> Option<ToolCall> {
+        let mut response = answer(content);
+        if recover(&mut response, &tools(), "text_call_1".into()) {
+            assert!(response.content.is_empty());
+            assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+            Some(response.tool_calls.remove(0))
+        } else {
+            assert_eq!(response.content, content);
+            assert!(response.tool_calls.is_empty());
+            None
+        }
+    }
+
+    #[test]
+    fn arguments_cosmetic_repair_only() {
+        assert_eq!(
+            parse_arguments(r#"{"path": "a"}"#),
+            Ok(json!({"path": "a"}))
+        );
+        assert_eq!(parse_arguments(""), Ok(json!({})));
+        assert_eq!(parse_arguments("  "), Ok(json!({})));
+        assert_eq!(
+            parse_arguments("```json\n{\"path\": \"a\",}\n```"),
+            Ok(json!({"path": "a"}))
+        );
+        assert_eq!(
+            parse_arguments(r#"{"paths": ["a", "b",], "x": {"y": 1,},}"#),
+            Ok(json!({"paths": ["a", "b"], "x": {"y": 1}}))
+        );
+        // A comma inside a string is content, not a defect.
+        assert_eq!(
+            parse_arguments(r#"{"text": "a,}"}"#),
+            Ok(json!({"text": "a,}"}))
+        );
+        assert_eq!(
+            parse_arguments(r#"{"text": "say \",]\"",}"#),
+            Ok(json!({"text": "say \",]\""}))
+        );
+        let cut = parse_arguments(r#"{"path": "src/ma"#).unwrap_err();
+        assert!(cut.contains("unterminated"), "{cut}");
+        let cut = parse_arguments(r#"{"path": "a","#).unwrap_err();
+        assert!(cut.contains("unterminated"), "{cut}");
+        let bad = parse_arguments(r#"{"path": 'a'}"#).unwrap_err();
+        assert!(bad.contains("not valid JSON"), "{bad}");
+        let array = parse_arguments("[1]").unwrap_err();
+        assert!(array.contains("JSON object"), "{array}");
+    }
+
+    #[test]
+    fn fenced_and_bare_calls_are_recovered() {
+        let call = recovered(
+            "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```",
+        )
+        .unwrap();
+        assert_eq!(call.name, "read_file");
+        assert_eq!(call.arguments, json!({"path": "src/lib.rs"}));
+        assert!(call.from_text);
+        assert_eq!(call.id, "text_call_1");
+        assert!(call.invalid_arguments.is_none());
+
+        let call = recovered(
+            "  {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\", \"max_lines\": 3}}\n",
+        )
+        .unwrap();
+        assert_eq!(call.arguments, json!({"path": "a", "max_lines": 3}));
+        let call =
+            recovered("```\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\",},}\n```")
+                .unwrap();
+        assert_eq!(call.arguments, json!({"path": "a"}));
+        let call = recovered(r#"{"name": "read_file", "parameters": {"path": "a"}}"#).unwrap();
+        assert_eq!(call.arguments, json!({"path": "a"}));
+        let call = recovered(r#"{"name": "read_file", "arguments": "{\"path\": \"a\"}"}"#).unwrap();
+        assert_eq!(call.arguments, json!({"path": "a"}));
+    }
+
+    #[test]
+    fn everything_else_stays_an_answer() {
+        // Names no offered tool.
+        assert!(recovered(r#"{"name": "delete_everything", "arguments": {}}"#).is_none());
+        // A JSON answer that is not a call.
+        assert!(recovered(r#"{"answer": 42}"#).is_none());
+        assert!(
+            recovered(r#"{"name": "read_file", "arguments": {"path": "a"}, "why": "x"}"#).is_none()
+        );
+        // Prose around the JSON.
+        assert!(
+            recovered(
+                "I will call it: {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}"
+            )
+            .is_none()
+        );
+        assert!(
+            recovered(
+                "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```\nDone."
+            )
+            .is_none()
+        );
+        // Two calls are not one.
+        assert!(recovered("{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}").is_none());
+        // Arguments invalid for the schema.
+        assert!(recovered(r#"{"name": "read_file", "arguments": {}}"#).is_none());
+        assert!(recovered(r#"{"name": "read_file", "arguments": {"path": 3}}"#).is_none());
+        assert!(
+            recovered(r#"{"name": "read_file", "arguments": {"path": "a", "max_lines": "3"}}"#)
+                .is_none()
+        );
+        assert!(recovered(r#"{"name": "read_file", "arguments": ["a"]}"#).is_none());
+        // Plain text.
+        assert!(recovered("The file says hello.").is_none());
+        assert!(recovered("").is_none());
+    }
+
+    #[test]
+    fn structured_calls_win() {
+        let mut response = answer(r#"{"name": "read_file", "arguments": {"path": "a"}}"#);
+        response
+            .tool_calls
+            .push(ToolCall::new("c1", "read_file", json!({"path": "b"})));
+        assert!(!recover(&mut response, &tools(), "x".into()));
+        assert_eq!(response.tool_calls.len(), 1);
+    }
+
+    #[test]
+    fn unterminated_call_is_an_error_not_a_guess() {
+        let call =
+            recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/ma")
+                .unwrap();
+        assert_eq!(call.name, "read_file");
+        assert!(call.from_text);
+        let message = call.invalid_arguments.unwrap();
+        assert!(message.contains("unterminated"), "{message}");
+        assert!(
+            call.arguments.is_string(),
+            "the raw text is kept, not completed"
+        );
+        // Complete JSON, but the fence never closed: not a clean call.
+        assert!(
+            recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}")
+                .is_none()
+        );
+        // Unterminated, naming no offered tool: an answer.
+        assert!(recovered(r#"{"name": "rm", "arguments": {"path": "#).is_none());
+    }
+
+    #[test]
+    fn schema_checks() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"n": {"type": ["integer", "null"]}, "flag": {"type": "boolean"}},
+            "required": ["n"],
+            "additionalProperties": false
+        });
+        let object = |value: Value| value.as_object().unwrap().clone();
+        assert!(validate(&object(json!({"n": 1})), &schema).is_ok());
+        assert!(validate(&object(json!({"n": 1.0})), &schema).is_ok());
+        assert!(validate(&object(json!({"n": null, "flag": true})), &schema).is_ok());
+        assert!(validate(&object(json!({"n": 1.5})), &schema).is_err());
+        assert!(validate(&object(json!({"flag": true})), &schema).is_err());
+        assert!(validate(&object(json!({"n": 1, "other": 2})), &schema).is_err());
+        assert!(validate(&object(json!({"anything": 1})), &json!({"type": "object"})).is_ok());
+    }
+}

@@ -1,0 +1,247 @@
+//! What the three protocols share once bytes are parsed: tool calls
+//! assembled from fragments, stable ids where a server gives none, and the
+//! last touches on a complete turn.
+
+use serde_json::{Map, Value};
+
+use super::text_calls;
+use super::{ChatRequest, ChatResponse, FinishReason};
+use crate::core::{Message, ToolCall};
+
+/// A tool call being assembled from stream fragments.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct PartialCall {
+    pub id: String,
+    pub name: String,
+    /// The argument JSON text so far, fragments concatenated.
+    pub arguments: String,
+    /// Known to be cut off (the server never closed it): never run.
+    pub unfinished: bool,
+}
+
+impl PartialCall {
+    /// Adds a fragment of the name. Servers that repeat the whole name in
+    /// every delta are tolerated.
+    pub fn push_name(&mut self, fragment: &str) {
+        if self.name != fragment {
+            self.name.push_str(fragment);
+        }
+    }
+}
+
+/// Numbers ids for calls a server sent without one: `<prefix><n>`,
+/// counting every call already in the conversation, so ids are unique in
+/// it and the same on every replay of it.
+pub(super) struct CallIds {
+    prefix: &'static str,
+    next: usize,
+}
+
+impl CallIds {
+    pub fn new(prefix: &'static str, request: &ChatRequest) -> Self {
+        let earlier = request
+            .messages
+            .iter()
+            .map(|message| match message {
+                Message::Assistant { tool_calls, .. } => tool_calls.len(),
+                Message::User { .. } | Message::Tool { .. } => 0,
+            })
+            .sum::<usize>();
+        Self {
+            prefix,
+            next: earlier + 1,
+        }
+    }
+
+    pub fn next_id(&mut self) -> String {
+        let id = format!("{}{}", self.prefix, self.next);
+        self.next += 1;
+        id
+    }
+}
+
+/// Turns assembled fragments into calls. `cut_off` says the turn hit the
+/// output token limit: then the last call may be unfinished, and if its
+/// arguments do not parse (or never began) it gets `invalid_arguments`;
+/// nothing is ever completed.
+pub(super) fn finish_calls(
+    partials: Vec<PartialCall>,
+    cut_off: bool,
+    ids: &mut CallIds,
+) -> Vec<ToolCall> {
+    let count = partials.len();
+    partials
+        .into_iter()
+        .enumerate()
+        .map(|(index, partial)| {
+            let last_of_cut_turn = cut_off && index + 1 == count;
+            finish_call(partial, last_of_cut_turn, ids)
+        })
+        .collect()
+}
+
+fn finish_call(partial: PartialCall, maybe_unfinished: bool, ids: &mut CallIds) -> ToolCall {
+    let id = if partial.id.trim().is_empty() {
+        ids.next_id()
+    } else {
+        partial.id
+    };
+    let parsed = if partial.unfinished {
+        Err(
+            "the tool call was cut off by the output token limit before it was complete; \
+             the call was not run"
+                .to_owned(),
+        )
+    } else if maybe_unfinished && partial.arguments.trim().is_empty() {
+        Err(
+            "the tool call was cut off by the output token limit before its arguments began; \
+             the call was not run"
+                .to_owned(),
+        )
+    } else {
+        text_calls::parse_arguments(&partial.arguments).map_err(|message| {
+            if maybe_unfinished {
+                format!("the tool call was cut off by the output token limit: {message}")
+            } else {
+                message
+            }
+        })
+    };
+    let problem = if partial.name.trim().is_empty() {
+        Some("the tool call has no tool name; the call was not run".to_owned())
+    } else {
+        parsed.as_ref().err().cloned()
+    };
+    match (parsed, problem) {
+        (Ok(arguments), None) => ToolCall::new(id, partial.name, arguments),
+        (parsed, problem) => {
+            let mut call = ToolCall::new(
+                id,
+                partial.name,
+                parsed.unwrap_or(Value::String(partial.arguments)),
+            );
+            call.invalid_arguments = problem;
+            call
+        }
+    }
+}
+
+/// The arguments of a call as sent back to a server: the object, or `{}`
+/// for a call whose arguments were invalid (strict servers reject anything
+/// else in the history; the tool result tells the model what went wrong).
+pub(super) fn wire_arguments(call: &ToolCall) -> Value {
+    match &call.arguments {
+        Value::Object(_) if call.invalid_arguments.is_none() => call.arguments.clone(),
+        _ => Value::Object(Map::new()),
+    }
+}
+
+/// Last touches on a complete turn: a turn with calls reports `ToolCalls`
+/// even when the server said `stop`, and with `text_tool_calls` a call
+/// printed as text is recovered.
+pub(super) fn finish_turn(
+    mut response: ChatResponse,
+    request: &ChatRequest,
+    text_tool_calls: bool,
+) -> ChatResponse {
+    if text_tool_calls && response.tool_calls.is_empty() {
+        let id = CallIds::new("text_call_", request).next_id();
+        text_calls::recover(&mut response, &request.tools, id);
+    }
+    if !response.tool_calls.is_empty() && response.finish_reason == FinishReason::Stop {
+        response.finish_reason = FinishReason::ToolCalls;
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn request_with_calls(calls: usize) -> ChatRequest {
+        ChatRequest {
+            model: "m".into(),
+            system: String::new(),
+            messages: vec![
+                Message::user("hi"),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: (0..calls)
+                        .map(|n| ToolCall::new(format!("x{n}"), "t", json!({})))
+                        .collect(),
+                },
+            ],
+            tools: vec![],
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+
+    fn partial(id: &str, name: &str, arguments: &str) -> PartialCall {
+        PartialCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            unfinished: false,
+        }
+    }
+
+    #[test]
+    fn ids_count_earlier_calls() {
+        let mut ids = CallIds::new("call_", &request_with_calls(2));
+        assert_eq!(ids.next_id(), "call_3");
+        assert_eq!(ids.next_id(), "call_4");
+    }
+
+    #[test]
+    fn cut_off_marks_only_an_unfinished_last_call() {
+        let mut ids = CallIds::new("call_", &request_with_calls(0));
+        let calls = finish_calls(
+            vec![
+                partial("a", "read_file", r#"{"path": "x"}"#),
+                partial("", "write_file", r#"{"path": "y", "content": "hel"#),
+            ],
+            true,
+            &mut ids,
+        );
+        assert!(calls[0].invalid_arguments.is_none());
+        assert_eq!(calls[0].arguments, json!({"path": "x"}));
+        assert_eq!(calls[1].id, "call_1");
+        let message = calls[1].invalid_arguments.as_deref().unwrap();
+        assert!(message.contains("cut off"), "{message}");
+        assert_eq!(
+            calls[1].arguments,
+            json!(r#"{"path": "y", "content": "hel"#)
+        );
+        assert_eq!(wire_arguments(&calls[1]), json!({}));
+
+        // Finished exactly at the limit: complete JSON is a complete call.
+        let calls = finish_calls(vec![partial("a", "t", "{}")], true, &mut ids);
+        assert!(calls[0].invalid_arguments.is_none());
+        // Cut before any argument text.
+        let calls = finish_calls(vec![partial("a", "t", "")], true, &mut ids);
+        assert!(calls[0].invalid_arguments.is_some());
+        // Not cut: empty arguments are `{}`.
+        let calls = finish_calls(vec![partial("a", "t", "")], false, &mut ids);
+        assert_eq!(calls[0].arguments, json!({}));
+        let calls = finish_calls(vec![partial("a", "", "{}")], false, &mut ids);
+        assert!(calls[0].invalid_arguments.is_some());
+        // Known unfinished: never run, even when the text parses.
+        let mut cut = partial("a", "t", r#"{"path": "x"}"#);
+        cut.unfinished = true;
+        let calls = finish_calls(vec![cut], false, &mut ids);
+        assert!(calls[0].invalid_arguments.is_some());
+    }
+
+    #[test]
+    fn name_fragments_append_but_repeats_do_not() {
+        let mut call = PartialCall::default();
+        call.push_name("read");
+        call.push_name("_file");
+        assert_eq!(call.name, "read_file");
+        call.push_name("read_file");
+        assert_eq!(call.name, "read_file");
+    }
+}
