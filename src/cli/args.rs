@@ -71,9 +71,18 @@ pub struct RunArgs {
     /// Decide and record tool calls without executing them.
     #[arg(long)]
     pub dry_run: bool,
+    /// Never commit: leave every change in the work tree.
+    #[arg(long)]
+    pub no_commit: bool,
+    /// Run even if the work tree has uncommitted changes; they stay out of the task's commit.
+    #[arg(long)]
+    pub allow_dirty: bool,
     /// Answer from this cassette (replay provider; no network).
     #[arg(long, value_name = "FILE")]
     pub cassette: Option<PathBuf>,
+    /// Record every provider request and response to this cassette, to replay later with --cassette.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
     /// Print JSONL events on stdout and nothing else.
     #[arg(long)]
     pub json: bool,

@@ -2,6 +2,7 @@
 //! then `hint:` lines.
 
 use super::printer::Printer;
+use crate::config::ConfigError;
 use crate::task::Diagnostics;
 
 /// Prints every task-file diagnostic.
@@ -18,5 +19,14 @@ pub fn print_error(printer: &Printer, message: &str, hint: Option<&str>) {
     printer.error(message);
     if let Some(hint) = hint {
         printer.error(&format!("  hint: {hint}"));
+    }
+}
+
+/// Prints a configuration error: every file diagnostic, or the one bad
+/// variable or flag.
+pub fn print_config_error(printer: &Printer, error: &ConfigError) {
+    match error {
+        ConfigError::Files(diagnostics) => print_diagnostics(printer, diagnostics),
+        other => print_error(printer, &format!("error: {other}"), other.hint()),
     }
 }

@@ -10,7 +10,7 @@ use std::io::Write;
 
 use crate::core::event::{Event, EventRecord, EventSink};
 use crate::core::{Redactor, Status};
-use crate::report::log::{github_annotation, neutralize};
+use crate::report::log::{github_annotation, neutralize, AnnotationKind};
 
 /// How much to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +121,7 @@ impl Printer {
                     self.result(&line);
                     if self.github && !self.json {
                         let detail = message.as_deref().unwrap_or_default();
-                        self.out(&github_annotation("error", &format!("ybs {task}"), &format!("{reason}: {detail}")));
+                        self.out(&github_annotation(AnnotationKind::Error, &format!("ybs {task}"), &format!("{reason}: {detail}")));
                     }
                 }
             }

@@ -27,6 +27,7 @@
 pub mod anthropic;
 pub mod cassette;
 pub mod error;
+pub mod failing;
 pub mod http;
 pub mod ollama;
 pub mod openai;

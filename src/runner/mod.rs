@@ -6,8 +6,10 @@ pub mod prepare;
 pub mod redacting;
 pub mod results;
 pub mod task_run;
+pub mod workspace;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use globset::{Glob, GlobSetBuilder};
 
@@ -15,6 +17,7 @@ use crate::agent::Emitter;
 use crate::config::Config;
 use crate::core::event::{Event, EventSink};
 use crate::core::{Cost, Reason, Redactor, Status, Usage};
+use crate::llm::cassette::CassetteWriter;
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::RetrySettings;
 use crate::report;
@@ -40,6 +43,14 @@ pub struct RunContext {
     pub child_env: ChildEnv,
     pub pricing: PriceTable,
     pub retry: RetrySettings,
+    /// `--no-commit`: no git writes at all.
+    pub no_commit: bool,
+    /// `--allow-dirty`: run on a dirty tree; the user's changes stay out of commits.
+    pub allow_dirty: bool,
+    /// Masks secrets in commit messages.
+    pub redactor: Redactor,
+    /// `--record FILE`: every provider answer is written here.
+    pub recorder: Option<Arc<CassetteWriter>>,
 }
 
 /// Where outputs go.

@@ -9,12 +9,15 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::workspace::TaskGit;
 use super::RunContext;
 use crate::agent::Limits;
-use crate::config::TaskSettings;
+use crate::config::{Origin, TaskSettings};
 use crate::llm::cassette::Cassette;
+use crate::llm::failing::Failing;
+use crate::llm::record::Recorder;
 use crate::llm::replay::Replay;
-use crate::llm::Provider;
+use crate::llm::{self, Provider, ProviderConfig, ProviderError, API_KEY_VARS};
 use crate::policy::Policy;
 use crate::task::TaskSpec;
 use crate::tools::{builtin, Registry, ToolCtx};
@@ -72,9 +75,29 @@ pub fn prepare(run: &RunContext, cassettes: &mut Cassettes, task: &TaskSpec) -> 
     let policy_hash = hash_policy(task);
     let provider = build_provider(run, cassettes, task, &settings).map_err(|(m, h)| fail(m, h))?;
     let registry = build_registry(task).map_err(|m| fail(m, None))?;
+    let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
+    if commit_enabled && !run.allow_dirty {
+        match TaskGit::open(&workdir) {
+            Ok(git) => {
+                if let Some(paths) = git.dirty() {
+                    return Err(fail(
+                        format!("the work tree has uncommitted changes: {paths}"),
+                        Some("commit or stash them first, or pass --allow-dirty (your changes then stay out of the task's commit), or --no-commit"),
+                    ));
+                }
+            }
+            Err(error) => return Err(fail(format!("git: {error}"), Some("pass --no-commit to run without git"))),
+        }
+    }
     let tool_ctx = ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
-            .chain(run.config.safety.allowed_paths.iter().filter_map(|p| expand_home(p, run.home.as_deref()).canonicalize().ok()))
+            .chain(
+                run.config
+                    .safety
+                    .allowed_paths
+                    .iter()
+                    .filter_map(|p| expand_home(Path::new(p), run.home.as_deref()).canonicalize().ok()),
+            )
             .collect(),
         workdir,
         blocked_paths: run
@@ -176,10 +199,39 @@ fn build_provider(
         let cassette = cassettes.get(&path).map_err(|m| (m, None))?;
         return Ok(Box::new(Replay::new(cassette, task.id.clone())));
     }
-    Err((
-        format!("provider `{}` is not available in this build", settings.provider),
-        Some("use --provider replay with --cassette FILE"),
-    ))
+    let mut config = ProviderConfig::new(settings.provider.clone(), settings.model.clone());
+    config.endpoint = settings.endpoint.clone();
+    config.text_tool_calls = settings.text_tool_calls;
+    config.request_timeout = settings.llm_timeout;
+    // SECURITY S5: an endpoint chosen by the repository (task file or
+    // ./.ybs.json) never receives the operator's vendor key, unless it is
+    // the vendor's own endpoint.
+    let hide_keys = matches!(settings.endpoint_origin, Origin::TaskFile | Origin::Repository)
+        && settings.endpoint.as_deref().is_some_and(|endpoint| !is_vendor_endpoint(endpoint));
+    let env = |name: &str| {
+        if hide_keys && API_KEY_VARS.contains(&name) {
+            return None;
+        }
+        std::env::var(name).ok()
+    };
+    let provider = match llm::build(&config, &env) {
+        Ok(provider) => provider,
+        Err(error @ (ProviderError::MissingKey { .. } | ProviderError::Auth { .. })) => {
+            Box::new(Failing::new(settings.provider.clone(), error))
+        }
+        Err(error) => return Err((error.to_string(), None)),
+    };
+    Ok(match &run.recorder {
+        Some(writer) => Box::new(Recorder::new(provider, writer.clone(), task.id.clone())),
+        None => provider,
+    })
+}
+
+fn is_vendor_endpoint(endpoint: &str) -> bool {
+    reqwest::Url::parse(endpoint)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .is_some_and(|host| host == "api.openai.com" || host == "api.anthropic.com")
 }
 
 /// `tasks/x.yaml` → `tasks/x.cassette.json`, if it exists.

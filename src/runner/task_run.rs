@@ -4,19 +4,22 @@
 use std::time::Instant;
 
 use super::checks::run_checks;
+use super::workspace::{CommitInfo, Finish, TaskGit};
 use super::prepare::PreparedTask;
 use super::results::TaskResult;
 use super::RunContext;
 use crate::agent::{prompt, Agent, AgentSetup, Emitter, Stop};
-use crate::core::event::{Event, EventSink};
+use crate::core::event::{Event, EventSink, GitOutcome};
 use crate::core::{Reason, Status};
-use crate::task::Expect;
+use crate::task::{Expect, TaskSpec};
 
 /// Runs one prepared task; the last event it emits is `task.finished`.
 pub async fn run_task(run: &RunContext, prepared: &PreparedTask, sink: &mut dyn EventSink) -> TaskResult {
     let task = &prepared.task;
     let mut emitter = Emitter::new(&task.id, sink);
     let started = Instant::now();
+    let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
+    let git = TaskGit::open(&prepared.tool_ctx.workdir);
     let tool_names = prepared.registry.names();
     let system_prompt = prompt::system_prompt(
         &prepared.tool_ctx.workdir,
@@ -35,7 +38,7 @@ pub async fn run_task(run: &RunContext, prepared: &PreparedTask, sink: &mut dyn 
         seed: None,
         workdir: prepared.tool_ctx.workdir.display().to_string(),
         policy_hash: prepared.policy_hash.clone(),
-        base_commit: None,
+        base_commit: git.as_ref().ok().and_then(TaskGit::base_commit),
         system_prompt: system_prompt.clone(),
         tools: tool_names,
         dry_run: run.dry_run,
@@ -55,16 +58,28 @@ pub async fn run_task(run: &RunContext, prepared: &PreparedTask, sink: &mut dyn 
         dry_run: run.dry_run,
     };
     let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
+    if commit_enabled {
+        let blocked = match &git {
+            Err(error) => Some(format!("git: {error}")),
+            Ok(git) if !run.allow_dirty => git.dirty().map(|paths| {
+                format!("the work tree has uncommitted changes ({paths}); commit them or pass --allow-dirty")
+            }),
+            Ok(_) => None,
+        };
+        if let Some(message) = blocked {
+            return finish(&mut emitter, task, &agent, started, Reason::GitError, Some(message));
+        }
+    }
     let mut attempt = 0;
-    let (reason, message) = loop {
+    let (reason, message, answer) = loop {
         match agent.run(&mut emitter).await {
-            Stop::Answered { .. } if task.checks.is_empty() => break (Reason::Completed, None),
-            Stop::Answered { .. } => {
+            Stop::Answered { content } if task.checks.is_empty() => break (Reason::Completed, None, Some(content)),
+            Stop::Answered { content } => {
                 let outcome =
                     run_checks(&task.checks, &prepared.tool_ctx.workdir, &prepared.tool_ctx.env, attempt, &mut emitter)
                         .await;
                 if outcome.passed {
-                    break (Reason::Completed, None);
+                    break (Reason::Completed, None, Some(content));
                 }
                 if attempt < task.fix_attempts {
                     attempt += 1;
@@ -77,13 +92,83 @@ pub async fn run_task(run: &RunContext, prepared: &PreparedTask, sink: &mut dyn 
                     continue;
                 }
                 let summary = outcome.failures.first().map(|f| f.lines().next().unwrap_or_default().to_owned());
-                break (Reason::ChecksFailed, summary);
+                break (Reason::ChecksFailed, summary, None);
             }
             Stop::Limit { reason, message } | Stop::Failed { reason, message } | Stop::Error { reason, message } => {
-                break (reason, Some(message));
+                break (reason, Some(message), None);
             }
         }
     };
+    let (reason, message) = match (&git, commit_enabled) {
+        (Ok(git), true) => settle_git(run, prepared, git, &agent, reason, message, answer.as_deref(), &mut emitter),
+        _ => (reason, message),
+    };
+    finish(&mut emitter, task, &agent, started, reason, message)
+}
+
+/// Commits, salvages or reports the changes left in place, and records
+/// it. A git failure after passing checks makes the task an error.
+#[expect(clippy::too_many_arguments, reason = "one call site; the pieces are distinct")]
+fn settle_git(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    git: &TaskGit,
+    agent: &Agent<'_>,
+    reason: Reason,
+    message: Option<String>,
+    answer: Option<&str>,
+    emitter: &mut Emitter<'_>,
+) -> (Reason, Option<String>) {
+    let task = &prepared.task;
+    let action = match (reason, task.expect) {
+        (Reason::Completed, Expect::Pass) => Finish::Commit,
+        (reason, _) if reason.is_limit() => Finish::Salvage(reason),
+        _ => Finish::LeaveInPlace,
+    };
+    let summary = task
+        .commit
+        .message
+        .clone()
+        .or_else(|| answer.map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned))
+        .unwrap_or_else(|| "changes".to_owned());
+    let author = run.config.git.author.as_ref().map(|a| format!("{} <{}>", a.name, a.email));
+    let changed: Vec<_> = agent.changed.iter().cloned().collect();
+    let info = CommitInfo {
+        task_id: &task.id,
+        run_id: &run.run_id,
+        model: &prepared.settings.model,
+        message: &summary,
+        author: author.as_deref(),
+        branch: task.commit.branch.as_deref(),
+        redactor: &run.redactor,
+    };
+    match git.finish(action, &changed, &info) {
+        Ok(outcome) => {
+            emitter.emit(Event::Git { outcome });
+            (reason, message)
+        }
+        Err(error) if action == Finish::Commit => {
+            let text = format!("git: {error}; the task's changes are left in the work tree");
+            emitter.emit(Event::Git { outcome: GitOutcome { note: text.clone(), ..GitOutcome::default() } });
+            (Reason::GitError, Some(text))
+        }
+        Err(error) => {
+            let note = format!("git: {error}; the task's changes are left in the work tree");
+            emitter.emit(Event::Git { outcome: GitOutcome { note, ..GitOutcome::default() } });
+            (reason, message)
+        }
+    }
+}
+
+/// Applies `expect` and emits `task.finished`.
+fn finish(
+    emitter: &mut Emitter<'_>,
+    task: &TaskSpec,
+    agent: &Agent<'_>,
+    started: Instant,
+    reason: Reason,
+    message: Option<String>,
+) -> TaskResult {
     let (status, reason, message) = apply_expect(task.expect, reason, message);
     emitter.emit(Event::TaskFinished {
         status,

@@ -8,7 +8,6 @@ use super::super::diagnostics;
 use super::super::printer::{Level, Printer};
 use crate::config::{self, Config, Sources};
 use crate::core::{exit, ids, Redactor};
-use crate::llm::pricing::PriceTable;
 use crate::runner::RunContext;
 use crate::task::{self, TaskFile};
 use crate::tools::ChildEnv;
@@ -46,13 +45,14 @@ pub fn load(
     })?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let env = |name: &str| std::env::var(name).ok();
-    let sources = Sources { cwd: &cwd, home: home.as_deref(), env: &env };
+    let sources =
+        Sources { cwd: &cwd, home: home.as_deref(), system_config: Path::new(config::SYSTEM_CONFIG), env: &env };
     let config = config::load(overrides, &sources);
     let paths = default_paths(&cwd, paths);
     let files = task::load(&paths, vars);
     let mut failed = false;
     if let Err(error) = &config {
-        diagnostics::print_error(printer, &error.to_string(), error.hint().as_deref());
+        diagnostics::print_config_error(printer, error);
         failed = true;
     }
     if let Err(diagnostics) = &files {
@@ -80,10 +80,17 @@ pub fn run_context(config: Config, cwd: PathBuf, dry_run: bool, cassette: Option
     for value in &child_env.secret_values {
         redactor.add(value.clone());
     }
+    for value in crate::llm::api_key_values(&|name: &str| std::env::var(name).ok()) {
+        redactor.add(value);
+    }
     let context = RunContext {
-        pricing: PriceTable::new(config.pricing()),
+        pricing: config.price_table(),
         retry: config.retry(),
-        cassette: cassette.or_else(|| config.cassette()),
+        recorder: None,
+        no_commit: false,
+        allow_dirty: false,
+        redactor: redactor.clone(),
+        cassette: cassette.or_else(|| config.cassette.clone()),
         policy_file: None,
         home: std::env::var_os("HOME").map(PathBuf::from),
         run_id: ids::new_run_id(),

@@ -8,6 +8,7 @@ use super::super::printer::Printer;
 use super::common;
 use crate::core::exit;
 use crate::core::Status;
+use crate::llm::cassette::CassetteWriter;
 use crate::runner::{self, OutputPaths};
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -19,6 +20,7 @@ pub fn run(args: &RunArgs) -> u8 {
         endpoint: args.endpoint.clone(),
         cassette: args.cassette.clone(),
         out: args.out.clone(),
+        ..common::Overrides::default()
     };
     let loaded = match common::load(&printer, &overrides, &args.paths, &args.vars) {
         Ok(loaded) => loaded,
@@ -35,7 +37,19 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let (context, redactor) = common::run_context(loaded.config, loaded.cwd, args.dry_run, args.cassette.clone());
+    let (mut context, redactor) =
+        common::run_context(loaded.config, loaded.cwd, args.dry_run, args.cassette.clone());
+    context.no_commit = args.no_commit;
+    context.allow_dirty = args.allow_dirty;
+    if let Some(path) = &args.record {
+        match CassetteWriter::create(path) {
+            Ok(writer) => context.recorder = Some(writer),
+            Err(message) => {
+                printer.error(&format!("error: {message}"));
+                return exit::USAGE;
+            }
+        }
+    }
     printer.set_redactor(redactor.clone());
     let prepared = match runner::prepare_all(&context, &tasks) {
         Ok(prepared) => prepared,
@@ -46,7 +60,7 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let out_dir = context.config.out_dir();
+    let out_dir = context.config.out.clone();
     let paths = OutputPaths {
         junit: args.junit.clone().unwrap_or_else(|| out_dir.join("junit.xml")),
         out_dir: out_dir.clone(),

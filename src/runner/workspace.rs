@@ -1,0 +1,95 @@
+//! The task's git side (SPEC §8, SECURITY S12): snapshot at start, then
+//! commit after passing checks, salvage after a limit stop, or report the
+//! changes left in place after a failure. Never loses work.
+
+use std::path::{Path, PathBuf};
+
+use crate::core::event::GitOutcome;
+use crate::core::Reason;
+use crate::git::{self, CommitRequest, GitError, Snapshot, Workspace};
+
+/// A task's repository, if its workdir is in one.
+pub struct TaskGit {
+    workdir: PathBuf,
+    repo: Option<(Workspace, Snapshot)>,
+}
+
+/// What the task's end calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// Checks passed: commit the task's files.
+    Commit,
+    /// Stopped by a limit: keep the changes, save them on a salvage ref.
+    Salvage(Reason),
+    /// Failed otherwise: leave the changes in place and say where.
+    LeaveInPlace,
+}
+
+/// Who and what a commit names.
+pub struct CommitInfo<'a> {
+    pub task_id: &'a str,
+    pub run_id: &'a str,
+    pub model: &'a str,
+    pub message: &'a str,
+    pub author: Option<&'a str>,
+    pub branch: Option<&'a str>,
+    pub redactor: &'a crate::core::Redactor,
+}
+
+impl TaskGit {
+    /// Opens the repository around `workdir` and snapshots it.
+    pub fn open(workdir: &Path) -> Result<Self, GitError> {
+        let repo = match Workspace::open(workdir)? {
+            Some(workspace) => {
+                let snapshot = workspace.snapshot()?;
+                Some((workspace, snapshot))
+            }
+            None => None,
+        };
+        Ok(Self { workdir: workdir.to_owned(), repo })
+    }
+
+    pub fn base_commit(&self) -> Option<String> {
+        self.repo.as_ref().and_then(|(_, snapshot)| snapshot.base.clone())
+    }
+
+    /// The dirty paths at start, described, when the tree is not clean.
+    pub fn dirty(&self) -> Option<String> {
+        let (_, snapshot) = self.repo.as_ref()?;
+        (!snapshot.is_clean()).then(|| git::describe_dirty(&snapshot.dirty))
+    }
+
+    /// Does what `finish` calls for with the task's changed files.
+    pub fn finish(&self, finish: Finish, changed: &[PathBuf], info: &CommitInfo<'_>) -> Result<GitOutcome, GitError> {
+        let Some((workspace, snapshot)) = &self.repo else {
+            return Ok(git::no_repository(&self.workdir));
+        };
+        let request = CommitRequest {
+            snapshot,
+            paths: changed,
+            task_id: info.task_id,
+            run_id: info.run_id,
+            model: info.model,
+            message: info.message,
+            author: info.author,
+            branch: info.branch,
+            redactor: Some(info.redactor),
+        };
+        match finish {
+            Finish::Commit => Ok(workspace.commit_task(&request)?.report()),
+            Finish::Salvage(reason) => {
+                let mut outcome = match workspace.salvage(&request, reason.as_str())? {
+                    Some(salvage) => salvage.report(),
+                    None => GitOutcome { note: "the task changed no file: nothing to salvage".to_owned(), ..GitOutcome::default() },
+                };
+                let left = workspace.task_changes(changed, snapshot)?.left_in_place(&self.workdir);
+                if !left.files.is_empty() {
+                    outcome.note = format!("{}; {}", outcome.note, left.note);
+                    outcome.files = left.files;
+                }
+                Ok(outcome)
+            }
+            Finish::LeaveInPlace => Ok(workspace.task_changes(changed, snapshot)?.left_in_place(&self.workdir)),
+        }
+    }
+}
