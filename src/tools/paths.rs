@@ -91,6 +91,11 @@ pub fn resolve(ctx: &ToolCtx, raw: &str, access: Access) -> Result<Resolved, Too
             raw.escape_debug()
         )));
     }
+    if raw == "~" || raw.starts_with("~/") {
+        return Err(ToolError::Model(format!(
+            "`{raw}`: `~` is not expanded; give a path relative to the working directory"
+        )));
+    }
     let (abs, kind) = walk(ctx, raw)?;
     let resolved = Resolved {
         display: display(ctx, &abs),

@@ -163,9 +163,15 @@ fn searcher(context: usize) -> Searcher {
 
 fn search_one(walk_ctx: &WalkCtx, query: &Query) -> (Vec<Match>, usize) {
     let mut searcher = searcher(query.context);
-    let display = walk_ctx.display(&walk_ctx.root);
-    match search_file(&mut searcher, query, &walk_ctx.root, display) {
-        Some((count, matches)) => (matches, count),
+    let found = search_file(&mut searcher, &query.matcher, query, &walk_ctx.root);
+    match found {
+        Some((count, mut matches)) => {
+            let display = walk_ctx.display(&walk_ctx.root);
+            for found in &mut matches {
+                found.file.clone_from(&display);
+            }
+            (matches, count)
+        }
         None => (Vec::new(), 0),
     }
 }
@@ -185,19 +191,18 @@ fn search_tree(walk_ctx: &WalkCtx, query: &Query) -> (Vec<Match>, usize) {
     (matches, kept.total)
 }
 
-/// Searches one file: its match count and its first `max` matches, or
-/// `None` if it could not be read or is binary.
+/// Searches one file: its match count and its first `max` matches (with
+/// `file` left empty), or `None` if it could not be read, is binary or has
+/// no match.
 fn search_file(
     searcher: &mut Searcher,
+    matcher: &RegexMatcher,
     query: &Query,
     path: &Path,
-    display: String,
 ) -> Option<(usize, Vec<Match>)> {
     let file = paths::open_regular(path)?;
-    let mut sink = FileSink::new(display, query.context, query.max);
-    searcher
-        .search_file(&query.matcher, &file, &mut sink)
-        .ok()?;
+    let mut sink = FileSink::new(query.context, query.max);
+    searcher.search_file(matcher, &file, &mut sink).ok()?;
     if sink.binary || sink.count == 0 {
         return None;
     }
@@ -212,8 +217,11 @@ struct Kept {
 }
 
 impl Kept {
-    fn add(&mut self, file: String, count: usize, matches: Vec<Match>, max: usize) {
+    fn add(&mut self, file: String, count: usize, mut matches: Vec<Match>, max: usize) {
         self.total += count;
+        for found in &mut matches {
+            found.file.clone_from(&file);
+        }
         self.files.insert(file, matches);
         self.trim(max);
     }
@@ -253,6 +261,9 @@ impl<'s> ParallelVisitorBuilder<'s> for Builder<'s> {
             walk_ctx: self.walk_ctx,
             query: self.query,
             shared: self.shared,
+            // Each thread gets its own regex caches: a shared matcher's
+            // cache pool is contended.
+            matcher: self.query.matcher.clone(),
             searcher: searcher(self.query.context),
             kept: Kept::default(),
         })
@@ -263,6 +274,7 @@ struct Visitor<'s> {
     walk_ctx: &'s WalkCtx,
     query: &'s Query,
     shared: &'s Mutex<Kept>,
+    matcher: RegexMatcher,
     searcher: Searcher,
     kept: Kept,
 }
@@ -282,10 +294,10 @@ impl ParallelVisitor for Visitor<'_> {
                 return WalkState::Continue;
             }
         }
-        let display = self.walk_ctx.display(path);
         if let Some((count, matches)) =
-            search_file(&mut self.searcher, self.query, path, display.clone())
+            search_file(&mut self.searcher, &self.matcher, self.query, path)
         {
+            let display = self.walk_ctx.display(path);
             self.kept.add(display, count, matches, self.query.max);
         }
         WalkState::Continue
@@ -304,7 +316,6 @@ impl Drop for Visitor<'_> {
 
 /// Collects one file's matches with their context lines.
 struct FileSink {
-    file: String,
     context: usize,
     max: usize,
     count: usize,
@@ -317,9 +328,8 @@ struct FileSink {
 }
 
 impl FileSink {
-    fn new(file: String, context: usize, max: usize) -> Self {
+    fn new(context: usize, max: usize) -> Self {
         Self {
-            file,
             context,
             max,
             count: 0,
@@ -360,7 +370,7 @@ impl FileSink {
                 self.pending.push(self.matches.len());
             }
             self.matches.push(Match {
-                file: self.file.clone(),
+                file: String::new(),
                 line: number,
                 content: text.clone(),
                 context_before,

@@ -46,6 +46,8 @@ fn dot_dot_escape_is_refused() {
     );
     model_error(resolve(&fx.ctx, "src/../../x", Access::Write));
     model_error(resolve(&fx.ctx, "..", Access::Read));
+    let message = model_error(resolve(&fx.ctx, "~/.ssh/id_rsa", Access::Read));
+    assert!(message.contains("`~` is not expanded"), "{message}");
 }
 
 #[test]

@@ -294,6 +294,32 @@ async fn run_command_falls_back_to_the_shell() {
     .unwrap();
     assert_eq!(out.exit_code, Some(127));
     assert!(out.stderr.contains("not found"), "{}", out.stderr);
+
+    // Relative to the command's directory; a script without a shebang is
+    // run by the shell, as `sh -c` would.
+    use std::os::unix::fs::PermissionsExt;
+    for (name, body) in [
+        ("with.sh", "#!/bin/sh\necho with\n"),
+        ("without.sh", "echo without\n"),
+    ] {
+        let script = dir.path().join(name);
+        std::fs::write(&script, body).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = run_command("./with.sh", dir.path().to_path_buf(), &env, timeout, 4096)
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, "with\n");
+    let out = run_command(
+        "./without.sh",
+        dir.path().to_path_buf(),
+        &env,
+        timeout,
+        4096,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.stdout, "without\n");
 }
 
 /// Runs [`hardened_child`] in a fresh copy of this test binary, so the
