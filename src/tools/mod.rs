@@ -11,6 +11,8 @@ pub mod env;
 pub mod paths;
 pub mod process;
 pub mod registry;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,1 +1,621 @@
 //! Subprocesses that always end (SECURITY S9).
+//!
+//! Every subprocess ybs starts goes through [`run`]: `run_shell`, checks,
+//! external tools. A child gets its own process group, a cleared
+//! environment plus the scrubbed [`ChildEnv`], `/dev/null` or the given
+//! bytes on stdin, pipes (never a terminal) on stdout and stderr, and
+//! `PR_SET_PDEATHSIG(SIGKILL)` so it dies with ybs. On timeout the whole
+//! group is killed. After the child exits its pipes are drained for a
+//! short while only (a background grandchild may hold them open forever),
+//! then the group is killed anyway: nothing the child started outlives the
+//! call.
+//!
+//! Captured output is capped per stream: the head and the tail are kept,
+//! the middle is read and discarded so the child never blocks on a full
+//! pipe.
+//!
+//! Escapees (`setsid`, double fork) leave the group. [`harden_self`] makes
+//! ybs a child subreaper, so such orphans are re-parented to ybs instead of
+//! init; after every run ybs kills and reaps any child of its own it did
+//! not start itself (see [`reap_escapees`]). The kernel sandbox's PID
+//! namespace, where present, catches them too.
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the child exits.
+//! Spawns happen on tokio worker threads, which live as long as the
+//! runtime; do not spawn from a `spawn_blocking` thread.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{ChildStdin, Command};
+
+use super::ChildEnv;
+
+/// How long pipes may stay open after the child exited before the group
+/// is killed.
+const DRAIN_GRACE: Duration = Duration::from_millis(200);
+/// How long to keep reading after that kill (an escapee outside the group
+/// may still hold a pipe).
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(100);
+/// Read buffer per stream.
+const CHUNK: usize = 16 * 1024;
+
+/// What to run and under which limits.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec<'a> {
+    /// A program name (looked up in the child's `PATH`) or a path.
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// The child's whole environment (nothing else is inherited), plus
+    /// `PWD` set to `cwd`.
+    pub env: &'a ChildEnv,
+    /// Written to the child's stdin, which is then closed; `None` means
+    /// `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// Cap on captured bytes, per stream.
+    pub output_cap: usize,
+}
+
+impl<'a> ProcessSpec<'a> {
+    /// `command` run by the shell (see [`shell_command`]).
+    pub fn shell(
+        command: &str,
+        cwd: PathBuf,
+        env: &'a ChildEnv,
+        timeout: Duration,
+        output_cap: usize,
+    ) -> Self {
+        let (program, args) = shell_command(command);
+        Self {
+            program,
+            args,
+            cwd,
+            env,
+            stdin: None,
+            timeout,
+            output_cap,
+        }
+    }
+}
+
+/// How a subprocess ended and what it printed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessOutput {
+    /// The exit code, `None` when killed by a signal.
+    pub exit_code: Option<i32>,
+    /// The signal that killed the child.
+    pub signal: Option<i32>,
+    /// stdout, lossy UTF-8, capped (head and tail kept).
+    pub stdout: String,
+    pub stderr: String,
+    /// True if the timeout fired and the group was killed.
+    pub timed_out: bool,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    pub duration: Duration,
+}
+
+impl ProcessOutput {
+    /// The exit code as a shell reports it: the code, or 128 + signal.
+    pub fn shell_exit_code(&self) -> i32 {
+        match (self.exit_code, self.signal) {
+            (Some(code), _) => code,
+            (None, Some(signal)) => 128 + signal,
+            (None, None) => -1,
+        }
+    }
+}
+
+/// The program and arguments that run `command` in a shell: `/bin/bash -c`
+/// when bash is installed, else `/bin/sh -c`.
+pub fn shell_command(command: &str) -> (OsString, Vec<OsString>) {
+    static SHELL: OnceLock<&'static str> = OnceLock::new();
+    let shell = SHELL.get_or_init(|| {
+        if Path::new("/bin/bash").exists() {
+            "/bin/bash"
+        } else {
+            "/bin/sh"
+        }
+    });
+    (
+        OsString::from(*shell),
+        vec![OsString::from("-c"), OsString::from(command)],
+    )
+}
+
+/// The argument vector of `command` when a shell would run it as one plain
+/// program with literal words, so it can be executed without starting a
+/// shell (saves a millisecond or two per call). `None` when anything in it
+/// needs a shell: quoting, expansion, globbing, redirection, operators,
+/// assignments, a builtin or keyword as the program.
+pub fn simple_argv(command: &str) -> Option<Vec<OsString>> {
+    let plain = |byte: u8| {
+        byte.is_ascii_alphanumeric()
+            || matches!(
+                byte,
+                b'_' | b'-' | b'.' | b'/' | b',' | b':' | b'+' | b'=' | b'@' | b'%' | b' ' | b'\t'
+            )
+    };
+    if !command.bytes().all(plain) {
+        return None;
+    }
+    let mut words = command.split([' ', '\t']).filter(|word| !word.is_empty());
+    let program = words.next()?;
+    if program.contains('=') || SHELL_WORDS.contains(&program) {
+        return None;
+    }
+    let mut argv = vec![OsString::from(program)];
+    argv.extend(words.map(OsString::from));
+    Some(argv)
+}
+
+/// Bash keywords and builtins: a command starting with one of these needs
+/// the shell even when it is otherwise plain.
+const SHELL_WORDS: &[&str] = &[
+    ".",
+    ":",
+    "[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "case",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "coproc",
+    "declare",
+    "dirs",
+    "disown",
+    "do",
+    "done",
+    "echo",
+    "elif",
+    "else",
+    "enable",
+    "esac",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "fi",
+    "for",
+    "function",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "if",
+    "in",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "select",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "then",
+    "time",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "until",
+    "wait",
+    "while",
+];
+
+/// Runs `command` like `sh -c` would, executing it directly when it is a
+/// plain program with literal arguments (see [`simple_argv`]) and through
+/// the shell otherwise, or when the direct start fails (so a missing
+/// program gets the shell's usual "command not found" and exit 127).
+pub async fn run_command(
+    command: &str,
+    cwd: PathBuf,
+    env: &ChildEnv,
+    timeout: Duration,
+    output_cap: usize,
+) -> io::Result<ProcessOutput> {
+    if let Some(mut argv) = simple_argv(command) {
+        let program = argv.remove(0);
+        let spec = ProcessSpec {
+            program,
+            args: argv,
+            cwd: cwd.clone(),
+            env,
+            stdin: None,
+            timeout,
+            output_cap,
+        };
+        if let Ok(output) = run(spec).await {
+            return Ok(output);
+        }
+    }
+    run(ProcessSpec::shell(command, cwd, env, timeout, output_cap)).await
+}
+
+/// Runs `spec` to the end (its own, its timeout's, or ybs's) and returns
+/// what it printed. Errors only when the program cannot be started or
+/// waited for; a non-zero exit is a normal result.
+pub async fn run(spec: ProcessSpec<'_>) -> io::Result<ProcessOutput> {
+    let started = Instant::now();
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.vars.iter().map(|(name, value)| (name, value)))
+        .env("PWD", &spec.cwd)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    die_with_parent(&mut command);
+
+    let mut child = spawn_registered(&mut command)?;
+    let pid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(|| io::Error::other("child exited before its id was read"))?;
+    // Kills the group and forgets it on every way out, cancellation included.
+    let group = GroupGuard(Pid::from_raw(pid));
+
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut out = Capture::new(spec.output_cap);
+    let mut err = Capture::new(spec.output_cap);
+    let mut timed_out = false;
+    let status: ExitStatus;
+    {
+        let io = async {
+            tokio::join!(
+                feed(stdin, spec.stdin),
+                pump(stdout, &mut out),
+                pump(stderr, &mut err)
+            );
+        };
+        tokio::pin!(io);
+        let deadline = tokio::time::sleep(spec.timeout);
+        tokio::pin!(deadline);
+        let mut io_done = false;
+        status = loop {
+            tokio::select! {
+                biased;
+                result = child.wait() => break result?,
+                () = &mut io, if !io_done => io_done = true,
+                () = &mut deadline, if !timed_out => {
+                    timed_out = true;
+                    group.kill();
+                }
+            }
+        };
+        if !io_done && tokio::time::timeout(DRAIN_GRACE, &mut io).await.is_err() {
+            group.kill();
+            let _ = tokio::time::timeout(DRAIN_AFTER_KILL, &mut io).await;
+        }
+    }
+    drop(group);
+    if SUBREAPER.load(Ordering::Relaxed) {
+        reap_escapees().await;
+    }
+
+    use std::os::unix::process::ExitStatusExt;
+    let (stdout, stdout_truncated) = out.finish();
+    let (stderr, stderr_truncated) = err.finish();
+    Ok(ProcessOutput {
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        timed_out,
+        stdout_truncated,
+        stderr_truncated,
+        duration: started.elapsed(),
+    })
+}
+
+/// Writes `bytes` to the child's stdin, then closes it. A child that does
+/// not read (broken pipe) is not an error.
+async fn feed(stdin: Option<ChildStdin>, bytes: Option<Vec<u8>>) {
+    if let (Some(mut stdin), Some(bytes)) = (stdin, bytes) {
+        let _ = stdin.write_all(&bytes).await;
+        let _ = stdin.shutdown().await;
+    }
+}
+
+/// Reads `pipe` to its end into `capture`.
+async fn pump<R: AsyncRead + Unpin>(pipe: Option<R>, capture: &mut Capture) {
+    let Some(mut pipe) = pipe else { return };
+    let mut buffer = vec![0u8; CHUNK];
+    loop {
+        match pipe.read(&mut buffer).await {
+            Ok(0) => break,
+            Ok(read) => capture.push(&buffer[..read]),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+}
+
+/// A stream's captured bytes: everything up to `cap`; beyond, the first
+/// and last `cap / 2` bytes and a count of what was dropped in between.
+#[derive(Debug)]
+struct Capture {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    total: usize,
+    cap: usize,
+    overflowed: bool,
+}
+
+impl Capture {
+    fn new(cap: usize) -> Self {
+        Self {
+            head: Vec::new(),
+            tail: Vec::new(),
+            total: 0,
+            cap,
+            overflowed: false,
+        }
+    }
+
+    fn head_keep(&self) -> usize {
+        self.cap / 2
+    }
+
+    fn tail_keep(&self) -> usize {
+        self.cap - self.cap / 2
+    }
+
+    fn push(&mut self, mut chunk: &[u8]) {
+        self.total += chunk.len();
+        if !self.overflowed {
+            if self.head.len() + chunk.len() <= self.cap {
+                self.head.extend_from_slice(chunk);
+                return;
+            }
+            self.overflowed = true;
+            let keep = self.head_keep();
+            if self.head.len() > keep {
+                self.tail.extend_from_slice(&self.head[keep..]);
+                self.head.truncate(keep);
+            } else {
+                let fill = keep - self.head.len();
+                self.head.extend_from_slice(&chunk[..fill]);
+                chunk = &chunk[fill..];
+            }
+            self.head.shrink_to_fit();
+        }
+        self.tail.extend_from_slice(chunk);
+        // Trim in batches so the copy cost stays linear in the output.
+        let keep = self.tail_keep();
+        if self.tail.len() > keep.saturating_mul(2).max(keep + CHUNK) {
+            let cut = self.tail.len() - keep;
+            self.tail.drain(..cut);
+        }
+    }
+
+    /// The text (lossy UTF-8) and whether anything was dropped.
+    fn finish(mut self) -> (String, bool) {
+        if !self.overflowed {
+            return (into_string(self.head), false);
+        }
+        let keep = self.tail_keep();
+        if self.tail.len() > keep {
+            let cut = self.tail.len() - keep;
+            self.tail.drain(..cut);
+        }
+        // Start the tail on a character boundary.
+        let skip = self
+            .tail
+            .iter()
+            .take(3)
+            .take_while(|byte| (**byte & 0xC0) == 0x80)
+            .count();
+        let omitted = self.total - self.head.len() - self.tail.len() + skip;
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        text.push_str(&format!("\n[... {omitted} bytes of output omitted ...]\n"));
+        text.push_str(&String::from_utf8_lossy(&self.tail[skip..]));
+        (text, true)
+    }
+}
+
+fn into_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
+/// Kills a child's process group when dropped.
+struct GroupGuard(Pid);
+
+impl GroupGuard {
+    fn kill(&self) {
+        // ESRCH (the group is already empty) is the normal case.
+        let _ = killpg(self.0, Signal::SIGKILL);
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+        if SUBREAPER.load(Ordering::Relaxed) {
+            live_children().retain(|pid| *pid != self.0.as_raw());
+        }
+    }
+}
+
+/// Sets `PR_SET_PDEATHSIG(SIGKILL)` in the child, and refuses to start it
+/// if ybs already died between fork and that call.
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = nix::unistd::getpid();
+        // SAFETY: the closure runs in the forked child before exec. It makes
+        // two raw system calls (prctl, getppid), both async-signal-safe, and
+        // neither allocates nor takes a lock; its error path builds an
+        // `io::Error` from a raw errno, which does not allocate either.
+        unsafe {
+            command.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
+                if nix::unistd::getppid() != parent {
+                    return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
+}
+
+// ---------------------------------------------------------------------------
+// Hardening of ybs itself and the subreaper.
+
+/// True once ybs is a child subreaper and must reap re-parented orphans.
+static SUBREAPER: AtomicBool = AtomicBool::new(false);
+
+/// Process ids (= process group ids) of children started by [`run`] that
+/// are still running; only maintained while ybs is a subreaper.
+static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn live_children() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Spawns under the registry lock, so [`reap_escapees`] never mistakes a
+/// child being started for an orphan.
+fn spawn_registered(command: &mut Command) -> io::Result<tokio::process::Child> {
+    if !SUBREAPER.load(Ordering::Relaxed) {
+        return command.spawn();
+    }
+    let mut live = live_children();
+    let child = command.spawn()?;
+    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+        live.push(pid);
+    }
+    Ok(child)
+}
+
+/// Makes ybs non-dumpable, so no child (same uid) can read
+/// `/proc/<ybs>/environ` or attach to it, and a child subreaper, so
+/// processes that escape their group are re-parented to ybs and killed
+/// after their run. Call once at start-up, before any task runs. A no-op
+/// outside Linux.
+pub fn harden_self() -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::prctl::set_dumpable(false)?;
+        nix::sys::prctl::set_child_subreaper(true)?;
+        SUBREAPER.store(true, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Kills and reaps every child of ybs that no live [`run`] owns: orphans
+/// re-parented to ybs (as subreaper) after escaping their process group.
+/// Children in ybs's own process group are left alone (they were started
+/// by something else in ybs), as are members of a live run's group (its
+/// own drain and kill handle them). Repeats until none is left, since
+/// killing one may re-parent its own children to ybs.
+pub async fn reap_escapees() {
+    for _ in 0..32 {
+        let strays = stray_children();
+        if strays.is_empty() {
+            return;
+        }
+        let reaped = tokio::task::spawn_blocking(move || {
+            for pid in strays {
+                let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+                let _ = nix::sys::wait::waitpid(pid, None);
+            }
+        })
+        .await;
+        if reaped.is_err() {
+            return;
+        }
+    }
+}
+
+fn stray_children() -> Vec<Pid> {
+    let own_group = nix::unistd::getpgrp();
+    let children = direct_children();
+    if children.is_empty() {
+        return children;
+    }
+    let live = live_children();
+    children
+        .into_iter()
+        .filter(|pid| !live.contains(&pid.as_raw()))
+        .filter(|pid| match nix::unistd::getpgid(Some(*pid)) {
+            Ok(group) => group != own_group && !live.contains(&group.as_raw()),
+            Err(_) => false,
+        })
+        .collect()
+}
+
+/// ybs's direct children, from `/proc/self/task/*/children`.
+fn direct_children() -> Vec<Pid> {
+    let mut children = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return children;
+    };
+    for task in tasks.flatten() {
+        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        children.extend(
+            list.split_ascii_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .map(Pid::from_raw),
+        );
+    }
+    children
+}
+
+#[cfg(test)]
+mod tests;

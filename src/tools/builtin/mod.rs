@@ -1,8 +1,28 @@
 //! The six built-in tools (SPEC §5.1).
+//!
+//! Each is a unit struct with a static spec. Schemas are kept terse on
+//! purpose: the system prompt plus all six must stay under 1,500 tokens
+//! (SPEC §11), so descriptions say only what the names do not.
+
+mod args;
+mod edit_file;
+mod list_files;
+mod read_file;
+mod run_shell;
+mod search_files;
+mod walk;
+mod write_file;
 
 use std::sync::Arc;
 
 use super::Tool;
+
+pub use edit_file::EditFile;
+pub use list_files::ListFiles;
+pub use read_file::ReadFile;
+pub use run_shell::RunShell;
+pub use search_files::SearchFiles;
+pub use write_file::WriteFile;
 
 /// Names of the built-in tools, in the order offered.
 pub const NAMES: &[&str] = &[
@@ -16,6 +36,46 @@ pub const NAMES: &[&str] = &[
 
 /// The built-in tool called `name`.
 pub fn get(name: &str) -> Option<Arc<dyn Tool>> {
-    let _ = name;
-    None
+    let tool: Arc<dyn Tool> = match name {
+        "read_file" => Arc::new(ReadFile),
+        "write_file" => Arc::new(WriteFile),
+        "edit_file" => Arc::new(EditFile),
+        "list_files" => Arc::new(ListFiles),
+        "search_files" => Arc::new(SearchFiles),
+        "run_shell" => Arc::new(RunShell),
+        _ => return None,
+    };
+    Some(tool)
+}
+
+/// All built-in tools, in the order offered.
+pub fn all() -> Vec<Arc<dyn Tool>> {
+    NAMES.iter().filter_map(|name| get(name)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_has_its_tool() {
+        let tools = all();
+        assert_eq!(tools.len(), NAMES.len());
+        for (tool, name) in tools.iter().zip(NAMES) {
+            assert_eq!(tool.spec().name, *name);
+            assert_eq!(tool.spec().parameters["type"], "object");
+        }
+        assert!(get("nope").is_none());
+        let mutating: Vec<bool> = tools.iter().map(|tool| tool.is_mutating()).collect();
+        assert_eq!(mutating, [false, true, true, false, false, true]);
+    }
+
+    /// SPEC §11: system prompt + the six schemas under 1,500 tokens; the
+    /// schemas get at most ~900 tokens (≈ 3,600 characters of JSON).
+    #[test]
+    fn schemas_stay_small() {
+        let specs: Vec<_> = all().iter().map(|tool| tool.spec().clone()).collect();
+        let size = serde_json::to_string(&specs).unwrap().len();
+        assert!(size < 3600, "the six tool specs take {size} characters");
+    }
 }

@@ -1,0 +1,134 @@
+//! `write_file {path, content}`: create or replace a file.
+
+use std::sync::LazyLock;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::args::{Args, spec};
+use crate::core::ToolSpec;
+use crate::tools::paths::{self, Access};
+use crate::tools::{Target, Tool, ToolCtx, ToolError, ToolOutput};
+
+pub struct WriteFile;
+
+static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+    spec(
+        "write_file",
+        "Create or overwrite a file; parent directories are created.",
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "content": {"type": "string"},
+            },
+            "required": ["path", "content"],
+        }),
+    )
+});
+
+impl Tool for WriteFile {
+    fn spec(&self) -> &ToolSpec {
+        &SPEC
+    }
+
+    fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
+        let path = Args::new(args)?.string("path")?;
+        let resolved = paths::resolve(ctx, path, Access::Write)?;
+        Ok(Target {
+            path: Some(resolved.display),
+            command: None,
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a ToolCtx,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move { write(&args, ctx) })
+    }
+}
+
+fn write(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+    let args = Args::new(args)?;
+    let path = args.string("path")?;
+    let content = args.string("content")?;
+    let resolved = paths::resolve(ctx, path, Access::Write)?;
+    paths::write_bytes(&resolved, content.as_bytes())?;
+    let mut output = ToolOutput::json(&json!({
+        "path": resolved.display,
+        "bytes_written": content.len(),
+    }));
+    output.changed.push(resolved.display_path());
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testing::Fixture;
+
+    fn model_error(result: Result<ToolOutput, ToolError>) -> String {
+        match result {
+            Err(ToolError::Model(message)) => message,
+            other => panic!("expected a model error, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_and_reports_bytes_and_changes() {
+        let fx = Fixture::new();
+        let out = WriteFile
+            .call(
+                json!({"path": "new/dir/f.txt", "content": "héllo"}),
+                &fx.ctx,
+            )
+            .await
+            .unwrap();
+        let value: Value = serde_json::from_str(&out.content).unwrap();
+        assert_eq!(value, json!({"path": "new/dir/f.txt", "bytes_written": 6}));
+        assert_eq!(out.changed, [PathBuf::from("new/dir/f.txt")]);
+        assert_eq!(fx.read("new/dir/f.txt"), "héllo");
+        WriteFile
+            .call(json!({"path": "new/dir/f.txt", "content": ""}), &fx.ctx)
+            .await
+            .unwrap();
+        assert_eq!(fx.read("new/dir/f.txt"), "");
+    }
+
+    #[tokio::test]
+    async fn refuses_guarded_paths_and_bad_arguments() {
+        let fx = Fixture::new();
+        fx.symlink(fx.root.join("outside"), "out");
+        let cases = [
+            (
+                json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+                "writing under .git/",
+            ),
+            (json!({"path": "out/x", "content": "x"}), "resolves outside"),
+            (json!({"path": "a/.env", "content": "x"}), "blocked path"),
+            (json!({"path": "f"}), "missing required parameter `content`"),
+            (
+                json!({"path": "f", "content": 1}),
+                "parameter `content` must be a string",
+            ),
+        ];
+        for (args, expected) in cases {
+            let message = model_error(WriteFile.call(args.clone(), &fx.ctx).await);
+            assert!(message.contains(expected), "{args}: {message}");
+        }
+        assert!(!fx.work().join(".git").exists());
+        assert!(!fx.root.join("outside/x").exists());
+        let target = WriteFile.target(&json!({"path": ".git/config"}), &fx.ctx);
+        assert!(target.is_err());
+        let target = WriteFile
+            .target(&json!({"path": "src/x.rs"}), &fx.ctx)
+            .unwrap();
+        assert_eq!(target.path.as_deref(), Some("src/x.rs"));
+    }
+}
