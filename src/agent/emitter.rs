@@ -1,6 +1,6 @@
 //! Stamps events with the task id and time and hands them to a sink.
 
-use crate::core::event::{now_ms, Event, EventRecord, EventSink};
+use crate::core::event::{Event, EventRecord, EventSink, now_ms};
 
 /// The agent's and runner's way to emit events for one task.
 pub struct Emitter<'a> {
@@ -12,7 +12,11 @@ pub struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     pub fn new(task: impl Into<String>, sink: &'a mut dyn EventSink) -> Self {
-        Self { task: task.into(), sink, error: None }
+        Self {
+            task: task.into(),
+            sink,
+            error: None,
+        }
     }
 
     pub fn task(&self) -> &str {
@@ -20,13 +24,19 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn emit(&mut self, event: Event) {
-        let record = EventRecord { ts_ms: now_ms(), task: self.task.clone(), event };
+        let record = EventRecord {
+            ts_ms: now_ms(),
+            task: self.task.clone(),
+            event,
+        };
         if let Err(error) = self.sink.event(&record) {
             self.error.get_or_insert(error);
         }
     }
 
     pub fn note(&mut self, message: impl Into<String>) {
-        self.emit(Event::Note { message: message.into() });
+        self.emit(Event::Note {
+            message: message.into(),
+        });
     }
 }

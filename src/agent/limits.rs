@@ -46,7 +46,14 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(limits: Limits) -> Self {
-        Self { limits, started: Instant::now(), iterations: 0, usage: Usage::default(), cost: Cost::Usd(0.0), warned: false }
+        Self {
+            limits,
+            started: Instant::now(),
+            iterations: 0,
+            usage: Usage::default(),
+            cost: Cost::Usd(0.0),
+            warned: false,
+        }
     }
 
     pub fn limits(&self) -> &Limits {
@@ -59,7 +66,9 @@ impl Budget {
 
     /// Time left before the task timeout, if there is one.
     pub fn remaining(&self) -> Option<Duration> {
-        self.limits.timeout.map(|timeout| timeout.saturating_sub(self.started.elapsed()))
+        self.limits
+            .timeout
+            .map(|timeout| timeout.saturating_sub(self.started.elapsed()))
     }
 
     /// The limit already reached, if any, checked before each request.
@@ -70,13 +79,17 @@ impl Budget {
         if self.remaining().is_some_and(|left| left.is_zero()) {
             return Some(Reason::Timeout);
         }
-        if self.limits.max_total_tokens.is_some_and(|max| self.usage.total() >= max) {
+        if self
+            .limits
+            .max_total_tokens
+            .is_some_and(|max| self.usage.total() >= max)
+        {
             return Some(Reason::TokenBudget);
         }
-        if let (Some(max), Some(spent)) = (self.limits.max_cost_usd, self.cost.usd()) {
-            if spent >= max {
-                return Some(Reason::CostBudget);
-            }
+        if let (Some(max), Some(spent)) = (self.limits.max_cost_usd, self.cost.usd())
+            && spent >= max
+        {
+            return Some(Reason::CostBudget);
         }
         None
     }
@@ -89,22 +102,30 @@ impl Budget {
         }
         let mut near = Vec::new();
         if f64::from(self.iterations + 1) >= f64::from(self.limits.max_iterations) * WRAP_UP_AT {
-            near.push(format!("iteration {} of {}", self.iterations + 1, self.limits.max_iterations));
+            near.push(format!(
+                "iteration {} of {}",
+                self.iterations + 1,
+                self.limits.max_iterations
+            ));
         }
-        if let Some(timeout) = self.limits.timeout {
-            if self.elapsed().as_secs_f64() >= timeout.as_secs_f64() * WRAP_UP_AT {
-                near.push(format!("{}s of {}s", self.elapsed().as_secs(), timeout.as_secs()));
-            }
+        if let Some(timeout) = self.limits.timeout
+            && self.elapsed().as_secs_f64() >= timeout.as_secs_f64() * WRAP_UP_AT
+        {
+            near.push(format!(
+                "{}s of {}s",
+                self.elapsed().as_secs(),
+                timeout.as_secs()
+            ));
         }
-        if let Some(max) = self.limits.max_total_tokens {
-            if self.usage.total() as f64 >= max as f64 * WRAP_UP_AT {
-                near.push(format!("{} of {max} tokens", self.usage.total()));
-            }
+        if let Some(max) = self.limits.max_total_tokens
+            && self.usage.total() as f64 >= max as f64 * WRAP_UP_AT
+        {
+            near.push(format!("{} of {max} tokens", self.usage.total()));
         }
-        if let (Some(max), Some(spent)) = (self.limits.max_cost_usd, self.cost.usd()) {
-            if spent >= max * WRAP_UP_AT {
-                near.push(format!("${spent:.4} of ${max:.4}"));
-            }
+        if let (Some(max), Some(spent)) = (self.limits.max_cost_usd, self.cost.usd())
+            && spent >= max * WRAP_UP_AT
+        {
+            near.push(format!("${spent:.4} of ${max:.4}"));
         }
         if near.is_empty() {
             return None;

@@ -5,7 +5,12 @@
 use std::path::Path;
 
 /// Builds the system prompt.
-pub fn system_prompt(workdir: &Path, tools: &[String], policy_summary: &str, task_system: Option<&str>) -> String {
+pub fn system_prompt(
+    workdir: &Path,
+    tools: &[String],
+    policy_summary: &str,
+    task_system: Option<&str>,
+) -> String {
     let mut prompt = format!(
         "You are ybs, a coding agent running unattended in CI. Work in the repository at {}. \
 Use the tools to inspect and change files; paths are relative to that directory. \

@@ -62,8 +62,13 @@ impl<'a> Agent<'a> {
     /// Starts a conversation with the task's prompt.
     pub fn new(setup: AgentSetup<'a>, prompt: &str, emitter: &mut Emitter<'_>) -> Self {
         let budget = Budget::new(setup.limits.clone());
-        let mut agent =
-            Self { setup, messages: Vec::new(), budget, guard: LoopGuard::default(), changed: BTreeSet::new() };
+        let mut agent = Self {
+            setup,
+            messages: Vec::new(),
+            budget,
+            guard: LoopGuard::default(),
+            changed: BTreeSet::new(),
+        };
         agent.push(Message::user(prompt), emitter);
         agent
     }
@@ -90,7 +95,9 @@ impl<'a> Agent<'a> {
     }
 
     fn push(&mut self, message: Message, emitter: &mut Emitter<'_>) {
-        emitter.emit(Event::Message { message: message.clone() });
+        emitter.emit(Event::Message {
+            message: message.clone(),
+        });
         self.messages.push(message);
     }
 
@@ -111,9 +118,17 @@ impl<'a> Agent<'a> {
                 Err(stop) => return stop,
             };
             let calls = response.tool_calls.clone();
-            self.push(Message::Assistant { content: response.content.clone(), tool_calls: calls.clone() }, emitter);
+            self.push(
+                Message::Assistant {
+                    content: response.content.clone(),
+                    tool_calls: calls.clone(),
+                },
+                emitter,
+            );
             if calls.is_empty() {
-                return Stop::Answered { content: response.content };
+                return Stop::Answered {
+                    content: response.content,
+                };
             }
             let max_calls = self.setup.limits.max_tool_calls_per_turn;
             for (index, call) in calls.iter().enumerate() {
@@ -145,7 +160,10 @@ impl<'a> Agent<'a> {
     fn limit_stop(&self, reason: Reason) -> Stop {
         let limits = &self.setup.limits;
         let message = match reason {
-            Reason::MaxIterations => format!("stopped after {} iterations (max_iterations)", limits.max_iterations),
+            Reason::MaxIterations => format!(
+                "stopped after {} iterations (max_iterations)",
+                limits.max_iterations
+            ),
             Reason::Timeout => format!(
                 "stopped after {}s (timeout {}s)",
                 self.budget.elapsed().as_secs(),
@@ -200,7 +218,12 @@ impl<'a> Agent<'a> {
                 error: notice.error.to_string(),
             });
         };
-        let call = retry::complete(self.setup.provider, &request, self.setup.retry, &mut on_retry);
+        let call = retry::complete(
+            self.setup.provider,
+            &request,
+            self.setup.retry,
+            &mut on_retry,
+        );
         let result = match self.budget.remaining() {
             Some(left) => match tokio::time::timeout(left, call).await {
                 Ok(result) => result,
@@ -208,7 +231,10 @@ impl<'a> Agent<'a> {
             },
             None => call.await,
         };
-        let response = result.map_err(|error| Stop::Error { reason: error.reason(), message: error.to_string() })?;
+        let response = result.map_err(|error| Stop::Error {
+            reason: error.reason(),
+            message: error.to_string(),
+        })?;
         let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
         self.budget.usage.add(response.usage);
         self.budget.cost = self.budget.cost.plus(cost);
@@ -224,9 +250,16 @@ impl<'a> Agent<'a> {
     }
 
     /// Decides and (if allowed) runs one call; returns the tool message.
-    async fn handle(&mut self, call: &ToolCall, emitter: &mut Emitter<'_>) -> Result<Message, Stop> {
+    async fn handle(
+        &mut self,
+        call: &ToolCall,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Message, Stop> {
         if let Some(problem) = &call.invalid_arguments {
-            let text = format!("the arguments of this `{}` call are not valid JSON: {problem}; the call was not run", call.name);
+            let text = format!(
+                "the arguments of this `{}` call are not valid JSON: {problem}; the call was not run",
+                call.name
+            );
             return Ok(self.refuse(call, "invalid", "arguments", &text, emitter));
         }
         let Some(tool) = self.setup.tools.get(&call.name).cloned() else {
@@ -248,10 +281,17 @@ impl<'a> Agent<'a> {
                 return Ok(self.refuse(call, "deny", "guard:arguments", &text, emitter));
             }
             Err(ToolError::Fatal(message)) => {
-                return Err(Stop::Error { reason: Reason::InternalError, message });
+                return Err(Stop::Error {
+                    reason: Reason::InternalError,
+                    message,
+                });
             }
         };
-        let view = CallView { tool: &call.name, path: target.path.as_deref(), command: target.command.as_deref() };
+        let view = CallView {
+            tool: &call.name,
+            path: target.path.as_deref(),
+            command: target.command.as_deref(),
+        };
         let decision = self.setup.policy.decide(&view);
         let rule = decision.rule.to_string();
         emitter.emit(Event::ToolDecided {
@@ -263,7 +303,11 @@ impl<'a> Agent<'a> {
             detail: decision.detail.clone(),
             resolved: Some(json!({ "path": target.path, "command": target.command })),
         });
-        let why = decision.detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default();
+        let why = decision
+            .detail
+            .as_ref()
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
         match decision.verdict {
             Verdict::Deny => {
                 let text = format!("denied by policy (rule `{rule}`){why}; the call was not run");
@@ -278,9 +322,15 @@ impl<'a> Agent<'a> {
                     return Ok(self.completed(call, false, false, Duration::ZERO, &text, emitter));
                 }
                 OnAsk::Fail | OnAsk::Pause => {
-                    let text = format!("`{}` needs approval (rule `{rule}`) and policy.on_ask is fail", call.name);
+                    let text = format!(
+                        "`{}` needs approval (rule `{rule}`) and policy.on_ask is fail",
+                        call.name
+                    );
                     self.completed(call, false, false, Duration::ZERO, &text, emitter);
-                    return Err(Stop::Failed { reason: Reason::PolicyDenied, message: text });
+                    return Err(Stop::Failed {
+                        reason: Reason::PolicyDenied,
+                        message: text,
+                    });
                 }
             },
             Verdict::Allow => {}
@@ -304,15 +354,27 @@ impl<'a> Agent<'a> {
                 self.changed.extend(output.changed);
                 self.completed(call, true, true, elapsed, &output.content, emitter)
             }
-            Err(ToolError::Model(message)) => self.completed(call, false, true, elapsed, &message, emitter),
+            Err(ToolError::Model(message)) => {
+                self.completed(call, false, true, elapsed, &message, emitter)
+            }
             Err(ToolError::Fatal(message)) => {
-                return Err(Stop::Error { reason: Reason::InternalError, message });
+                return Err(Stop::Error {
+                    reason: Reason::InternalError,
+                    message,
+                });
             }
         })
     }
 
     /// Records a call refused before policy (bad arguments, unknown tool).
-    fn refuse(&self, call: &ToolCall, verdict: &str, rule: &str, text: &str, emitter: &mut Emitter<'_>) -> Message {
+    fn refuse(
+        &self,
+        call: &ToolCall,
+        verdict: &str,
+        rule: &str,
+        text: &str,
+        emitter: &mut Emitter<'_>,
+    ) -> Message {
         emitter.emit(Event::ToolDecided {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -345,7 +407,12 @@ impl<'a> Agent<'a> {
             truncated,
             output: content.clone(),
         });
-        Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content, is_error: !ok }
+        Message::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error: !ok,
+        }
     }
 }
 

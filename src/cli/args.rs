@@ -106,7 +106,9 @@ pub struct ValidateArgs {
 
 fn parse_var(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
-        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_owned(), value.to_owned())),
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_owned(), value.to_owned()))
+        }
         _ => Err(format!("expected KEY=VALUE, got `{text}`")),
     }
 }

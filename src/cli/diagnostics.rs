@@ -11,7 +11,10 @@ pub fn print_diagnostics(printer: &Printer, diagnostics: &Diagnostics) {
         print_error(printer, &diagnostic.to_string(), diagnostic.hint.as_deref());
     }
     let count = diagnostics.0.len();
-    printer.error(&format!("{count} error{} found", if count == 1 { "" } else { "s" }));
+    printer.error(&format!(
+        "{count} error{} found",
+        if count == 1 { "" } else { "s" }
+    ));
 }
 
 /// Prints one error line and its hint.

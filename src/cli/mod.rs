@@ -21,7 +21,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Err(error) => {
             // clap prints help/version to stdout and usage errors to stderr.
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { exit::USAGE } else { exit::OK });
+            return ExitCode::from(if error.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
         }
     };
     ExitCode::from(cmd::dispatch(cli))

@@ -10,7 +10,7 @@ use std::io::Write;
 
 use crate::core::event::{Event, EventRecord, EventSink};
 use crate::core::{Redactor, Status};
-use crate::report::log::{github_annotation, neutralize, AnnotationKind};
+use crate::report::log::{AnnotationKind, github_annotation, neutralize};
 
 /// How much to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +31,12 @@ pub struct Printer {
 impl Printer {
     pub fn new(level: Level, json: bool) -> Self {
         let github = std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true");
-        Self { level, json, github, redactor: Redactor::new() }
+        Self {
+            level,
+            json,
+            github,
+            redactor: Redactor::new(),
+        }
     }
 
     /// Secrets to mask in anything printed (errors included).
@@ -76,17 +81,35 @@ impl Printer {
         let task = &record.task;
         let verbose = self.level == Level::Verbose;
         match &record.event {
-            Event::TaskStarted { provider, model, .. } if verbose => {
+            Event::TaskStarted {
+                provider, model, ..
+            } if verbose => {
                 self.line(&format!("RUN   {task}  ({provider}/{model})"));
             }
-            Event::ToolDecided { name, arguments, verdict, rule, .. } if verbose => {
-                let args = neutralize(&crate::core::text::truncate_middle(&arguments.to_string(), 160).0);
-                self.line(&format!("  → {name} {args}  [{verdict}: {}]", neutralize(rule)));
+            Event::ToolDecided {
+                name,
+                arguments,
+                verdict,
+                rule,
+                ..
+            } if verbose => {
+                let args = neutralize(&clip(&arguments.to_string(), 160));
+                self.line(&format!(
+                    "  → {name} {args}  [{verdict}: {}]",
+                    neutralize(rule)
+                ));
             }
-            Event::ToolCompleted { ok, ran, duration_ms, truncated, output, .. } if verbose => {
+            Event::ToolCompleted {
+                ok,
+                ran,
+                duration_ms,
+                truncated,
+                output,
+                ..
+            } if verbose => {
                 let mark = if *ok { "✓" } else { "✗" };
                 let first = output.lines().next().unwrap_or_default();
-                let first = neutralize(&crate::core::text::truncate_middle(first, 120).0);
+                let first = neutralize(&clip(first, 120));
                 let note = match (*ran, *truncated) {
                     (false, _) => " (not run)",
                     (true, true) => " (truncated)",
@@ -94,21 +117,45 @@ impl Printer {
                 };
                 self.line(&format!("    {mark} {duration_ms}ms{note}  {first}"));
             }
-            Event::CheckCompleted { name, passed, exit_code, .. } if verbose => {
+            Event::CheckCompleted {
+                name,
+                passed,
+                exit_code,
+                ..
+            } if verbose => {
                 let state = if *passed { "passed" } else { "FAILED" };
                 let code = exit_code.map_or("none".to_owned(), |c| c.to_string());
-                self.line(&format!("  check `{}`: {state} (exit {code})", neutralize(name)));
+                self.line(&format!(
+                    "  check `{}`: {state} (exit {code})",
+                    neutralize(name)
+                ));
             }
-            Event::Note { message } if verbose => self.line(&format!("  note: {}", neutralize(message))),
-            Event::Git { outcome } if verbose => self.line(&format!("  git: {}", neutralize(&outcome.note))),
-            Event::TaskFinished { status, reason, message, iterations, usage, cost, duration_ms, .. } => {
+            Event::Note { message } if verbose => {
+                self.line(&format!("  note: {}", neutralize(message)))
+            }
+            Event::Git { outcome } if verbose => {
+                self.line(&format!("  git: {}", neutralize(&outcome.note)))
+            }
+            Event::TaskFinished {
+                status,
+                reason,
+                message,
+                iterations,
+                usage,
+                cost,
+                duration_ms,
+                ..
+            } => {
                 let label = match status {
                     Status::Passed => "PASS ",
                     Status::Failed => "FAIL ",
                     Status::Error => "ERROR",
                     Status::Paused => "PAUSE",
                 };
-                let why = message.as_deref().map(|m| format!("  {}", neutralize(&one_line(m)))).unwrap_or_default();
+                let why = message
+                    .as_deref()
+                    .map(|m| format!("  {}", neutralize(&one_line(m))))
+                    .unwrap_or_default();
                 #[expect(clippy::cast_precision_loss, reason = "display only")]
                 let seconds = *duration_ms as f64 / 1000.0;
                 let line = format!(
@@ -121,7 +168,11 @@ impl Printer {
                     self.result(&line);
                     if self.github && !self.json {
                         let detail = message.as_deref().unwrap_or_default();
-                        self.out(&github_annotation(AnnotationKind::Error, &format!("ybs {task}"), &format!("{reason}: {detail}")));
+                        self.out(&github_annotation(
+                            AnnotationKind::Error,
+                            &format!("ybs {task}"),
+                            &format!("{reason}: {detail}"),
+                        ));
                     }
                 }
             }
@@ -130,9 +181,21 @@ impl Printer {
     }
 }
 
+/// The first `max` characters of `text`, with `…` when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((index, _)) => format!("{}…", &text[..index]),
+        None => text.to_owned(),
+    }
+}
+
 fn one_line(text: &str) -> String {
     let first = text.lines().next().unwrap_or_default();
-    if text.lines().nth(1).is_some() { format!("{first} …") } else { first.to_owned() }
+    if text.lines().nth(1).is_some() {
+        format!("{first} …")
+    } else {
+        first.to_owned()
+    }
 }
 
 impl EventSink for Printer {

@@ -69,7 +69,7 @@ mod tests {
     #[test]
     fn dates() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_795_363_200_123), "2026-11-22T00:00:00.123Z");
+        assert_eq!(rfc3339(1_795_305_600_123), "2026-11-22T00:00:00.123Z");
         assert!(new_run_id().starts_with("20"));
     }
 }

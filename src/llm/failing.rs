@@ -16,7 +16,10 @@ pub struct Failing {
 
 impl Failing {
     pub fn new(name: impl Into<String>, error: ProviderError) -> Self {
-        Self { name: name.into(), error }
+        Self {
+            name: name.into(),
+            error,
+        }
     }
 }
 
@@ -25,7 +28,10 @@ impl Provider for Failing {
         &self.name
     }
 
-    fn complete<'a>(&'a self, _request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move { Err(self.error.clone()) })
     }
 }

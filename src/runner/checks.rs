@@ -8,8 +8,8 @@ use crate::agent::Emitter;
 use crate::core::event::Event;
 use crate::core::text::tail;
 use crate::task::CheckSpec;
-use crate::tools::process::{self, ProcessSpec};
 use crate::tools::ChildEnv;
+use crate::tools::process::{self, ProcessSpec};
 
 /// Default check timeout when the task gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -36,16 +36,8 @@ pub async fn run_checks(
 ) -> ChecksOutcome {
     let mut failures = Vec::new();
     for check in checks {
-        let (program, args) = process::shell_command(&check.run);
-        let spec = ProcessSpec {
-            program,
-            args,
-            cwd: workdir.to_owned(),
-            env: env.clone(),
-            stdin: None,
-            timeout: check.timeout.unwrap_or(DEFAULT_TIMEOUT),
-            output_cap: OUTPUT_CAP,
-        };
+        let timeout = check.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let spec = ProcessSpec::shell(&check.run, workdir.to_owned(), env, timeout, OUTPUT_CAP);
         let started = std::time::Instant::now();
         let (exit_code, timed_out, output) = match process::run(spec).await {
             Ok(out) => {
@@ -75,15 +67,26 @@ pub async fn run_checks(
         });
         if !passed {
             let how = if timed_out {
-                format!("timed out after {}s", check.timeout.unwrap_or(DEFAULT_TIMEOUT).as_secs())
+                format!(
+                    "timed out after {}s",
+                    check.timeout.unwrap_or(DEFAULT_TIMEOUT).as_secs()
+                )
             } else {
                 match exit_code {
                     Some(code) => format!("exited {code} (expected {})", check.expect_exit),
                     None => "was killed by a signal".to_owned(),
                 }
             };
-            failures.push(format!("check `{}` {how}\n$ {}\n{}", check.name, check.run, output_tail.trim_end()));
+            failures.push(format!(
+                "check `{}` {how}\n$ {}\n{}",
+                check.name,
+                check.run,
+                output_tail.trim_end()
+            ));
         }
     }
-    ChecksOutcome { passed: failures.is_empty(), failures }
+    ChecksOutcome {
+        passed: failures.is_empty(),
+        failures,
+    }
 }

@@ -24,7 +24,7 @@ use crate::report;
 use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
-pub use prepare::{prepare, Cassettes, PrepareError, PreparedTask};
+pub use prepare::{Cassettes, PrepareError, PreparedTask, prepare};
 pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};
 
@@ -65,7 +65,9 @@ pub struct OutputPaths {
 pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, String> {
     let mut builder = GlobSetBuilder::new();
     for filter in filters {
-        builder.add(Glob::new(filter).map_err(|e| format!("invalid --filter `{filter}`: {}", e.kind()))?);
+        builder.add(
+            Glob::new(filter).map_err(|e| format!("invalid --filter `{filter}`: {}", e.kind()))?,
+        );
     }
     let set = builder.build().map_err(|e| e.to_string())?;
     Ok(files
@@ -77,7 +79,10 @@ pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, S
 }
 
 /// Prepares every task; returns every problem found.
-pub fn prepare_all(run: &RunContext, tasks: &[TaskSpec]) -> Result<Vec<PreparedTask>, Vec<PrepareError>> {
+pub fn prepare_all(
+    run: &RunContext,
+    tasks: &[TaskSpec],
+) -> Result<Vec<PreparedTask>, Vec<PrepareError>> {
     let mut cassettes = Cassettes::default();
     let mut prepared = Vec::new();
     let mut errors = Vec::new();
@@ -87,7 +92,11 @@ pub fn prepare_all(run: &RunContext, tasks: &[TaskSpec]) -> Result<Vec<PreparedT
             Err(error) => errors.push(error),
         }
     }
-    if errors.is_empty() { Ok(prepared) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(prepared)
+    } else {
+        Err(errors)
+    }
 }
 
 /// Runs the prepared tasks one after another, writing every output.
@@ -102,9 +111,20 @@ pub async fn execute(
     let mut events = report::EventsSink::new(&paths.out_dir);
     let mut transcripts = report::TranscriptSink::new(&paths.out_dir);
     let mut junit = report::JunitSink::new(&paths.junit);
-    let mut summary = report::SummarySink::new(&paths.out_dir.join("summary.md"), paths.github_step_summary.clone());
-    let mut sink =
-        RedactingSink::new(redactor, vec![&mut events, &mut transcripts, &mut junit, &mut summary, console]);
+    let mut summary = report::SummarySink::new(
+        paths.out_dir.join("summary.md"),
+        paths.github_step_summary.clone(),
+    );
+    let mut sink = RedactingSink::new(
+        redactor,
+        vec![
+            &mut events,
+            &mut transcripts,
+            &mut junit,
+            &mut summary,
+            console,
+        ],
+    );
     let mut report = RunReport::default();
     let mut interrupt = Box::pin(interrupted());
     for task in &prepared {
@@ -140,8 +160,11 @@ pub async fn execute(
 
 /// Resolves when SIGINT or SIGTERM arrives; names the signal.
 async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
         return std::future::pending().await;
     };
     tokio::select! {

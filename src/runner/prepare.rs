@@ -9,18 +9,18 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::workspace::TaskGit;
 use super::RunContext;
+use super::workspace::TaskGit;
 use crate::agent::Limits;
 use crate::config::{Origin, TaskSettings};
 use crate::llm::cassette::Cassette;
 use crate::llm::failing::Failing;
 use crate::llm::record::Recorder;
 use crate::llm::replay::Replay;
-use crate::llm::{self, Provider, ProviderConfig, ProviderError, API_KEY_VARS};
+use crate::llm::{self, API_KEY_VARS, Provider, ProviderConfig, ProviderError};
 use crate::policy::Policy;
 use crate::task::TaskSpec;
-use crate::tools::{builtin, Registry, ToolCtx};
+use crate::tools::{Registry, ToolCtx, builtin};
 
 /// A task ready to run.
 pub struct PreparedTask {
@@ -62,7 +62,11 @@ impl Cassettes {
 }
 
 /// Prepares one task.
-pub fn prepare(run: &RunContext, cassettes: &mut Cassettes, task: &TaskSpec) -> Result<PreparedTask, PrepareError> {
+pub fn prepare(
+    run: &RunContext,
+    cassettes: &mut Cassettes,
+    task: &TaskSpec,
+) -> Result<PreparedTask, PrepareError> {
     let fail = |message: String, hint: Option<&str>| PrepareError {
         file: task.file.clone(),
         task: task.id.clone(),
@@ -82,22 +86,27 @@ pub fn prepare(run: &RunContext, cassettes: &mut Cassettes, task: &TaskSpec) -> 
                 if let Some(paths) = git.dirty() {
                     return Err(fail(
                         format!("the work tree has uncommitted changes: {paths}"),
-                        Some("commit or stash them first, or pass --allow-dirty (your changes then stay out of the task's commit), or --no-commit"),
+                        Some(
+                            "commit or stash them first, or pass --allow-dirty (your changes then stay out of the task's commit), or --no-commit",
+                        ),
                     ));
                 }
             }
-            Err(error) => return Err(fail(format!("git: {error}"), Some("pass --no-commit to run without git"))),
+            Err(error) => {
+                return Err(fail(
+                    format!("git: {error}"),
+                    Some("pass --no-commit to run without git"),
+                ));
+            }
         }
     }
     let tool_ctx = ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
-            .chain(
-                run.config
-                    .safety
-                    .allowed_paths
-                    .iter()
-                    .filter_map(|p| expand_home(Path::new(p), run.home.as_deref()).canonicalize().ok()),
-            )
+            .chain(run.config.safety.allowed_paths.iter().filter_map(|p| {
+                expand_home(Path::new(p), run.home.as_deref())
+                    .canonicalize()
+                    .ok()
+            }))
             .collect(),
         workdir,
         blocked_paths: run
@@ -105,7 +114,11 @@ pub fn prepare(run: &RunContext, cassettes: &mut Cassettes, task: &TaskSpec) -> 
             .safety
             .blocked_paths
             .iter()
-            .map(|p| expand_home(Path::new(p), run.home.as_deref()).display().to_string())
+            .map(|p| {
+                expand_home(Path::new(p), run.home.as_deref())
+                    .display()
+                    .to_string()
+            })
             .collect(),
         protected_paths: protected_paths(run, task),
         env: run.child_env.clone(),
@@ -121,7 +134,16 @@ pub fn prepare(run: &RunContext, cassettes: &mut Cassettes, task: &TaskSpec) -> 
         max_tool_output_chars: settings.max_tool_output_chars,
         ..Limits::default()
     };
-    Ok(PreparedTask { task: task.clone(), settings, limits, registry, tool_ctx, policy, policy_hash, provider })
+    Ok(PreparedTask {
+        task: task.clone(),
+        settings,
+        limits,
+        registry,
+        tool_ctx,
+        policy,
+        policy_hash,
+        provider,
+    })
 }
 
 fn resolve_workdir(cwd: &Path, workdir: Option<&Path>) -> Result<PathBuf, String> {
@@ -130,8 +152,9 @@ fn resolve_workdir(cwd: &Path, workdir: Option<&Path>) -> Result<PathBuf, String
         Some(dir) => cwd.join(dir),
         None => cwd.to_owned(),
     };
-    let canonical =
-        path.canonicalize().map_err(|error| format!("workdir `{}` cannot be used: {error}", path.display()))?;
+    let canonical = path
+        .canonicalize()
+        .map_err(|error| format!("workdir `{}` cannot be used: {error}", path.display()))?;
     if !canonical.is_dir() {
         return Err(format!("workdir `{}` is not a directory", path.display()));
     }
@@ -150,12 +173,20 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = vec![run.cwd.join(&task.file)];
     paths.extend(run.policy_file.iter().cloned());
-    for var in ["GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"] {
+    for var in [
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+    ] {
         if let Some(value) = std::env::var_os(var) {
             paths.push(PathBuf::from(value));
         }
     }
-    paths.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect()
+    paths
+        .into_iter()
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .collect()
 }
 
 fn hash_policy(task: &TaskSpec) -> String {
@@ -175,7 +206,9 @@ fn build_registry(task: &TaskSpec) -> Result<Registry, String> {
         registry.add(tool);
     }
     if let Some(name) = task.tools.external.first() {
-        return Err(format!("external tool `{name}`: external tools are not supported by this version of ybs yet"));
+        return Err(format!(
+            "external tool `{name}`: external tools are not supported by this version of ybs yet"
+        ));
     }
     Ok(registry)
 }
@@ -206,8 +239,13 @@ fn build_provider(
     // SECURITY S5: an endpoint chosen by the repository (task file or
     // ./.ybs.json) never receives the operator's vendor key, unless it is
     // the vendor's own endpoint.
-    let hide_keys = matches!(settings.endpoint_origin, Origin::TaskFile | Origin::Repository)
-        && settings.endpoint.as_deref().is_some_and(|endpoint| !is_vendor_endpoint(endpoint));
+    let hide_keys = matches!(
+        settings.endpoint_origin,
+        Origin::TaskFile | Origin::Repository
+    ) && settings
+        .endpoint
+        .as_deref()
+        .is_some_and(|endpoint| !is_vendor_endpoint(endpoint));
     let env = |name: &str| {
         if hide_keys && API_KEY_VARS.contains(&name) {
             return None;
@@ -237,6 +275,8 @@ fn is_vendor_endpoint(endpoint: &str) -> bool {
 /// `tasks/x.yaml` → `tasks/x.cassette.json`, if it exists.
 fn sibling_cassette(cwd: &Path, task_file: &Path) -> Option<PathBuf> {
     let stem = task_file.file_stem()?.to_string_lossy().to_string();
-    let path = cwd.join(task_file).with_file_name(format!("{stem}.cassette.json"));
+    let path = cwd
+        .join(task_file)
+        .with_file_name(format!("{stem}.cassette.json"));
     path.is_file().then_some(path)
 }

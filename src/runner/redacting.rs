@@ -1,8 +1,8 @@
 //! The one place secrets are masked: every record passes through here on
 //! its way to every sink (SECURITY S7).
 
-use crate::core::event::{Event, EventRecord, EventSink};
 use crate::core::Redactor;
+use crate::core::event::{Event, EventRecord, EventSink};
 
 /// Redacts each record, then hands it to the inner sinks.
 pub struct RedactingSink<'a> {
@@ -13,7 +13,11 @@ pub struct RedactingSink<'a> {
 
 impl<'a> RedactingSink<'a> {
     pub fn new(redactor: Redactor, sinks: Vec<&'a mut dyn EventSink>) -> Self {
-        Self { redactor, sinks, error: None }
+        Self {
+            redactor,
+            sinks,
+            error: None,
+        }
     }
 
     pub fn take_error(&mut self) -> Option<std::io::Error> {
@@ -29,7 +33,9 @@ impl<'a> RedactingSink<'a> {
         let withheld = || EventRecord {
             ts_ms: record.ts_ms,
             task: self.redactor.redact(&record.task),
-            event: Event::Note { message: "[an event was withheld: it could not be redacted]".to_owned() },
+            event: Event::Note {
+                message: "[an event was withheld: it could not be redacted]".to_owned(),
+            },
         };
         let Ok(mut value) = serde_json::to_value(record) else {
             return withheld();

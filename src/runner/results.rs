@@ -50,7 +50,12 @@ mod tests {
     use super::*;
 
     fn result(status: Status) -> TaskResult {
-        TaskResult { id: "t".into(), status, reason: Reason::Completed, message: None }
+        TaskResult {
+            id: "t".into(),
+            status,
+            reason: Reason::Completed,
+            message: None,
+        }
     }
 
     #[test]
@@ -61,7 +66,10 @@ mod tests {
         };
         assert_eq!(report(&[]).exit_code(), 0);
         assert_eq!(report(&[Status::Passed]).exit_code(), 0);
-        assert_eq!(report(&[Status::Passed, Status::Failed, Status::Error]).exit_code(), 1);
+        assert_eq!(
+            report(&[Status::Passed, Status::Failed, Status::Error]).exit_code(),
+            1
+        );
         assert_eq!(report(&[Status::Passed, Status::Error]).exit_code(), 4);
         assert_eq!(report(&[Status::Paused]).exit_code(), 3);
         let mut interrupted = report(&[Status::Failed]);

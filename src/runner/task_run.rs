@@ -3,18 +3,22 @@
 
 use std::time::Instant;
 
+use super::RunContext;
 use super::checks::run_checks;
-use super::workspace::{CommitInfo, Finish, TaskGit};
 use super::prepare::PreparedTask;
 use super::results::TaskResult;
-use super::RunContext;
-use crate::agent::{prompt, Agent, AgentSetup, Emitter, Stop};
+use super::workspace::{CommitInfo, Finish, TaskGit};
+use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::core::event::{Event, EventSink, GitOutcome};
 use crate::core::{Reason, Status};
 use crate::task::{Expect, TaskSpec};
 
 /// Runs one prepared task; the last event it emits is `task.finished`.
-pub async fn run_task(run: &RunContext, prepared: &PreparedTask, sink: &mut dyn EventSink) -> TaskResult {
+pub async fn run_task(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    sink: &mut dyn EventSink,
+) -> TaskResult {
     let task = &prepared.task;
     let mut emitter = Emitter::new(&task.id, sink);
     let started = Instant::now();
@@ -67,23 +71,40 @@ pub async fn run_task(run: &RunContext, prepared: &PreparedTask, sink: &mut dyn 
             Ok(_) => None,
         };
         if let Some(message) = blocked {
-            return finish(&mut emitter, task, &agent, started, Reason::GitError, Some(message));
+            return finish(
+                &mut emitter,
+                task,
+                &agent,
+                started,
+                Reason::GitError,
+                Some(message),
+            );
         }
     }
     let mut attempt = 0;
     let (reason, message, answer) = loop {
         match agent.run(&mut emitter).await {
-            Stop::Answered { content } if task.checks.is_empty() => break (Reason::Completed, None, Some(content)),
+            Stop::Answered { content } if task.checks.is_empty() => {
+                break (Reason::Completed, None, Some(content));
+            }
             Stop::Answered { content } => {
-                let outcome =
-                    run_checks(&task.checks, &prepared.tool_ctx.workdir, &prepared.tool_ctx.env, attempt, &mut emitter)
-                        .await;
+                let outcome = run_checks(
+                    &task.checks,
+                    &prepared.tool_ctx.workdir,
+                    &prepared.tool_ctx.env,
+                    attempt,
+                    &mut emitter,
+                )
+                .await;
                 if outcome.passed {
                     break (Reason::Completed, None, Some(content));
                 }
                 if attempt < task.fix_attempts {
                     attempt += 1;
-                    emitter.note(format!("checks failed; fix attempt {attempt} of {}", task.fix_attempts));
+                    emitter.note(format!(
+                        "checks failed; fix attempt {attempt} of {}",
+                        task.fix_attempts
+                    ));
                     let feedback = format!(
                         "The checks failed. Fix the problem, then answer again.\n\n{}",
                         outcome.failures.join("\n\n")
@@ -91,16 +112,30 @@ pub async fn run_task(run: &RunContext, prepared: &PreparedTask, sink: &mut dyn 
                     agent.push_user(&feedback, &mut emitter);
                     continue;
                 }
-                let summary = outcome.failures.first().map(|f| f.lines().next().unwrap_or_default().to_owned());
+                let summary = outcome
+                    .failures
+                    .first()
+                    .map(|f| f.lines().next().unwrap_or_default().to_owned());
                 break (Reason::ChecksFailed, summary, None);
             }
-            Stop::Limit { reason, message } | Stop::Failed { reason, message } | Stop::Error { reason, message } => {
+            Stop::Limit { reason, message }
+            | Stop::Failed { reason, message }
+            | Stop::Error { reason, message } => {
                 break (reason, Some(message), None);
             }
         }
     };
     let (reason, message) = match (&git, commit_enabled) {
-        (Ok(git), true) => settle_git(run, prepared, git, &agent, reason, message, answer.as_deref(), &mut emitter),
+        (Ok(git), true) => settle_git(
+            run,
+            prepared,
+            git,
+            &agent,
+            reason,
+            message,
+            answer.as_deref(),
+            &mut emitter,
+        ),
         _ => (reason, message),
     };
     finish(&mut emitter, task, &agent, started, reason, message)
@@ -108,7 +143,10 @@ pub async fn run_task(run: &RunContext, prepared: &PreparedTask, sink: &mut dyn 
 
 /// Commits, salvages or reports the changes left in place, and records
 /// it. A git failure after passing checks makes the task an error.
-#[expect(clippy::too_many_arguments, reason = "one call site; the pieces are distinct")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site; the pieces are distinct"
+)]
 fn settle_git(
     run: &RunContext,
     prepared: &PreparedTask,
@@ -129,9 +167,19 @@ fn settle_git(
         .commit
         .message
         .clone()
-        .or_else(|| answer.map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned))
+        .or_else(|| {
+            answer
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+        })
         .unwrap_or_else(|| "changes".to_owned());
-    let author = run.config.git.author.as_ref().map(|a| format!("{} <{}>", a.name, a.email));
+    let author = run
+        .config
+        .git
+        .author
+        .as_ref()
+        .map(|a| format!("{} <{}>", a.name, a.email));
     let changed: Vec<_> = agent.changed.iter().cloned().collect();
     let info = CommitInfo {
         task_id: &task.id,
@@ -149,12 +197,22 @@ fn settle_git(
         }
         Err(error) if action == Finish::Commit => {
             let text = format!("git: {error}; the task's changes are left in the work tree");
-            emitter.emit(Event::Git { outcome: GitOutcome { note: text.clone(), ..GitOutcome::default() } });
+            emitter.emit(Event::Git {
+                outcome: GitOutcome {
+                    note: text.clone(),
+                    ..GitOutcome::default()
+                },
+            });
             (Reason::GitError, Some(text))
         }
         Err(error) => {
             let note = format!("git: {error}; the task's changes are left in the work tree");
-            emitter.emit(Event::Git { outcome: GitOutcome { note, ..GitOutcome::default() } });
+            emitter.emit(Event::Git {
+                outcome: GitOutcome {
+                    note,
+                    ..GitOutcome::default()
+                },
+            });
             (reason, message)
         }
     }
@@ -180,12 +238,21 @@ fn finish(
         cost: agent.cost(),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     });
-    TaskResult { id: task.id.clone(), status, reason, message }
+    TaskResult {
+        id: task.id.clone(),
+        status,
+        reason,
+        message,
+    }
 }
 
 /// `expect: fail` turns a failed task into a pass and a pass into
 /// `expectation_not_met`; errors stay errors.
-fn apply_expect(expect: Expect, reason: Reason, message: Option<String>) -> (Status, Reason, Option<String>) {
+fn apply_expect(
+    expect: Expect,
+    reason: Reason,
+    message: Option<String>,
+) -> (Status, Reason, Option<String>) {
     let natural = reason.status();
     match (expect, natural) {
         (Expect::Fail, Status::Failed) => {
@@ -210,9 +277,21 @@ mod tests {
 
     #[test]
     fn expect_fail_inverts_failures_only() {
-        assert_eq!(apply_expect(Expect::Fail, Reason::PolicyDenied, None).0, Status::Passed);
-        assert_eq!(apply_expect(Expect::Fail, Reason::Completed, None).1, Reason::ExpectationNotMet);
-        assert_eq!(apply_expect(Expect::Fail, Reason::ProviderError, None).0, Status::Error);
-        assert_eq!(apply_expect(Expect::Pass, Reason::ChecksFailed, None).0, Status::Failed);
+        assert_eq!(
+            apply_expect(Expect::Fail, Reason::PolicyDenied, None).0,
+            Status::Passed
+        );
+        assert_eq!(
+            apply_expect(Expect::Fail, Reason::Completed, None).1,
+            Reason::ExpectationNotMet
+        );
+        assert_eq!(
+            apply_expect(Expect::Fail, Reason::ProviderError, None).0,
+            Status::Error
+        );
+        assert_eq!(
+            apply_expect(Expect::Pass, Reason::ChecksFailed, None).0,
+            Status::Failed
+        );
     }
 }

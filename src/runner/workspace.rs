@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::core::event::GitOutcome;
 use crate::core::Reason;
+use crate::core::event::GitOutcome;
 use crate::git::{self, CommitRequest, GitError, Snapshot, Workspace};
 
 /// A task's repository, if its workdir is in one.
@@ -46,11 +46,16 @@ impl TaskGit {
             }
             None => None,
         };
-        Ok(Self { workdir: workdir.to_owned(), repo })
+        Ok(Self {
+            workdir: workdir.to_owned(),
+            repo,
+        })
     }
 
     pub fn base_commit(&self) -> Option<String> {
-        self.repo.as_ref().and_then(|(_, snapshot)| snapshot.base.clone())
+        self.repo
+            .as_ref()
+            .and_then(|(_, snapshot)| snapshot.base.clone())
     }
 
     /// The dirty paths at start, described, when the tree is not clean.
@@ -60,7 +65,12 @@ impl TaskGit {
     }
 
     /// Does what `finish` calls for with the task's changed files.
-    pub fn finish(&self, finish: Finish, changed: &[PathBuf], info: &CommitInfo<'_>) -> Result<GitOutcome, GitError> {
+    pub fn finish(
+        &self,
+        finish: Finish,
+        changed: &[PathBuf],
+        info: &CommitInfo<'_>,
+    ) -> Result<GitOutcome, GitError> {
         let Some((workspace, snapshot)) = &self.repo else {
             return Ok(git::no_repository(&self.workdir));
         };
@@ -80,16 +90,23 @@ impl TaskGit {
             Finish::Salvage(reason) => {
                 let mut outcome = match workspace.salvage(&request, reason.as_str())? {
                     Some(salvage) => salvage.report(),
-                    None => GitOutcome { note: "the task changed no file: nothing to salvage".to_owned(), ..GitOutcome::default() },
+                    None => GitOutcome {
+                        note: "the task changed no file: nothing to salvage".to_owned(),
+                        ..GitOutcome::default()
+                    },
                 };
-                let left = workspace.task_changes(changed, snapshot)?.left_in_place(&self.workdir);
+                let left = workspace
+                    .task_changes(changed, snapshot)?
+                    .left_in_place(&self.workdir);
                 if !left.files.is_empty() {
                     outcome.note = format!("{}; {}", outcome.note, left.note);
                     outcome.files = left.files;
                 }
                 Ok(outcome)
             }
-            Finish::LeaveInPlace => Ok(workspace.task_changes(changed, snapshot)?.left_in_place(&self.workdir)),
+            Finish::LeaveInPlace => Ok(workspace
+                .task_changes(changed, snapshot)?
+                .left_in_place(&self.workdir)),
         }
     }
 }

@@ -16,8 +16,18 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("task", &["core", "policy"]),
     ("agent", &["core", "llm", "tools", "policy"]),
     ("config", &["core", "task", "policy", "llm", "tools"]),
-    ("runner", &["core", "llm", "tools", "policy", "git", "report", "task", "agent", "config"]),
-    ("cli", &["core", "llm", "tools", "policy", "git", "report", "task", "agent", "config", "runner"]),
+    (
+        "runner",
+        &[
+            "core", "llm", "tools", "policy", "git", "report", "task", "agent", "config",
+        ],
+    ),
+    (
+        "cli",
+        &[
+            "core", "llm", "tools", "policy", "git", "report", "task", "agent", "config", "runner",
+        ],
+    ),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -46,7 +56,10 @@ fn imports_point_only_down() {
             for (line_number, line) in text.lines().enumerate() {
                 for (index, _) in line.match_indices("crate::") {
                     let rest = &line[index + "crate::".len()..];
-                    let used: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                    let used: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
                     if used.is_empty() || used == *module || !allowed.contains_key(used.as_str()) {
                         continue;
                     }
@@ -61,7 +74,11 @@ fn imports_point_only_down() {
             }
         }
     }
-    assert!(violations.is_empty(), "imports against the module levels:\n{}", violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "imports against the module levels:\n{}",
+        violations.join("\n")
+    );
 }
 
 #[test]
@@ -71,7 +88,10 @@ fn every_top_level_module_is_classified() {
         let path = entry.unwrap().path();
         if path.is_dir() {
             let name = path.file_name().unwrap().to_string_lossy().to_string();
-            assert!(MAY_USE.iter().any(|(m, _)| *m == name), "src/{name} has no level in MAY_USE");
+            assert!(
+                MAY_USE.iter().any(|(m, _)| *m == name),
+                "src/{name} has no level in MAY_USE"
+            );
         }
     }
 }

@@ -1,9 +1,9 @@
 //! `ybs run` end to end with the replay provider (issue 2, acceptance 1, 3, 4).
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::support::cassette::{answer, call, calls};
 use crate::support::Ybs;
+use crate::support::cassette::{answer, call, calls};
 
 /// A one-task file with a permissive policy and the given extra YAML.
 fn task_yaml(extra: &str) -> String {
@@ -19,26 +19,49 @@ fn junit(ybs: &Ybs) -> String {
 /// Parses the XML with Python's expat: a real, independent parser.
 pub fn well_formed(path: &std::path::Path) {
     let status = std::process::Command::new("python3")
-        .args(["-c", "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])"])
+        .args([
+            "-c",
+            "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])",
+        ])
         .arg(path)
         .status()
         .unwrap();
-    assert!(status.success(), "{} is not well-formed XML", path.display());
+    assert!(
+        status.success(),
+        "{} is not well-formed XML",
+        path.display()
+    );
 }
 
 fn tool_calls(transcript: &Value) -> &Vec<Value> {
-    transcript["tool_calls"].as_array().expect("tool_calls array")
+    transcript["tool_calls"]
+        .as_array()
+        .expect("tool_calls array")
 }
 
 #[test]
 fn demo_task_from_the_repository_passes() {
     let ybs = Ybs::new();
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    ybs.file("tasks/demo.yaml", &std::fs::read_to_string(repo.join("tasks/demo.yaml")).unwrap());
-    ybs.file("tasks/demo.cassette.json", &std::fs::read_to_string(repo.join("tasks/demo.cassette.json")).unwrap());
-    ybs.file("work/hello.sh", &std::fs::read_to_string(repo.join("tasks/demo/hello.sh")).unwrap());
+    ybs.file(
+        "tasks/demo.yaml",
+        &std::fs::read_to_string(repo.join("tasks/demo.yaml")).unwrap(),
+    );
+    ybs.file(
+        "tasks/demo.cassette.json",
+        &std::fs::read_to_string(repo.join("tasks/demo.cassette.json")).unwrap(),
+    );
+    ybs.file(
+        "work/hello.sh",
+        &std::fs::read_to_string(repo.join("tasks/demo/hello.sh")).unwrap(),
+    );
     let workdir = ybs.path().join("work");
-    let run = ybs.run(["run", "tasks/demo.yaml", "--var", &format!("workdir={}", workdir.display())]);
+    let run = ybs.run([
+        "run",
+        "tasks/demo.yaml",
+        "--var",
+        &format!("workdir={}", workdir.display()),
+    ]);
     run.expect_code(0);
     assert!(ybs.read("work/hello.sh").contains("Hello, world!"));
     let transcript = run.json("ybs-out/fix-greeting/transcript.json");
@@ -52,10 +75,16 @@ fn demo_task_from_the_repository_passes() {
 #[test]
 fn passing_task_records_every_tool_call() {
     let ybs = Ybs::new();
-    ybs.file("t.yaml", &task_yaml("checks:\n  - name: file exists\n    run: test -f out.txt\n"));
+    ybs.file(
+        "t.yaml",
+        &task_yaml("checks:\n  - name: file exists\n    run: test -f out.txt\n"),
+    );
     ybs.cassette(
         "t.cassette.json",
-        vec![call("write_file", json!({"path": "out.txt", "content": "hi\n"})), answer("wrote out.txt")],
+        vec![
+            call("write_file", json!({"path": "out.txt", "content": "hi\n"})),
+            answer("wrote out.txt"),
+        ],
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
@@ -74,7 +103,10 @@ fn passing_task_records_every_tool_call() {
     assert_eq!(transcript["checks"][0]["passed"], true);
     assert!(transcript["manifest"]["ybs_version"].is_string());
     let xml = junit(&ybs);
-    assert!(xml.contains("testcase") && xml.contains("name=\"t\""), "{xml}");
+    assert!(
+        xml.contains("testcase") && xml.contains("name=\"t\""),
+        "{xml}"
+    );
     assert!(!xml.contains("<failure"), "{xml}");
     let events = run.events("t");
     assert_eq!(events.first().unwrap()["type"], "task.started");
@@ -84,7 +116,10 @@ fn passing_task_records_every_tool_call() {
 #[test]
 fn failing_check_fails_the_task_and_names_the_check() {
     let ybs = Ybs::new();
-    ybs.file("t.yaml", &task_yaml("checks:\n  - name: needs-out-file\n    run: test -f out.txt\n"));
+    ybs.file(
+        "t.yaml",
+        &task_yaml("checks:\n  - name: needs-out-file\n    run: test -f out.txt\n"),
+    );
     ybs.cassette("t.cassette.json", vec![answer("done, I think")]);
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(1);
@@ -101,7 +136,10 @@ fn failing_check_fails_the_task_and_names_the_check() {
 #[test]
 fn fix_attempt_turns_a_failing_check_into_a_pass() {
     let ybs = Ybs::new();
-    ybs.file("t.yaml", &task_yaml("fix_attempts: 1\nchecks:\n  - name: out\n    run: test -f out.txt\n"));
+    ybs.file(
+        "t.yaml",
+        &task_yaml("fix_attempts: 1\nchecks:\n  - name: out\n    run: test -f out.txt\n"),
+    );
     ybs.cassette(
         "t.cassette.json",
         vec![
@@ -123,13 +161,19 @@ fn fix_attempt_turns_a_failing_check_into_a_pass() {
         .unwrap()
         .iter()
         .any(|m| m["role"] == "user" && m["content"].as_str().unwrap().contains("check `out`"));
-    assert!(fed_back, "the failing check's output must go back to the model");
+    assert!(
+        fed_back,
+        "the failing check's output must go back to the model"
+    );
 }
 
 #[test]
 fn expect_fail_passes_when_the_task_fails() {
     let ybs = Ybs::new();
-    ybs.file("t.yaml", &task_yaml("expect: fail\nchecks:\n  - run: \"false\"\n"));
+    ybs.file(
+        "t.yaml",
+        &task_yaml("expect: fail\nchecks:\n  - run: \"false\"\n"),
+    );
     ybs.cassette("t.cassette.json", vec![answer("I refuse")]);
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
@@ -142,7 +186,10 @@ fn expect_fail_passes_when_the_task_fails() {
     ybs.cassette("t.cassette.json", vec![answer("sure, done")]);
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(1);
-    assert_eq!(run.json("ybs-out/t/transcript.json")["reason"], "expectation_not_met");
+    assert_eq!(
+        run.json("ybs-out/t/transcript.json")["reason"],
+        "expectation_not_met"
+    );
 }
 
 #[test]
@@ -174,7 +221,10 @@ fn the_same_call_three_times_is_a_loop() {
     ybs.file("t.yaml", &task_yaml(""));
     ybs.file("a.txt", "a\n");
     let same = || call("read_file", json!({"path": "a.txt"}));
-    ybs.cassette("t.cassette.json", vec![same(), same(), same(), answer("never")]);
+    ybs.cassette(
+        "t.cassette.json",
+        vec![same(), same(), same(), answer("never")],
+    );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(1);
     let transcript = run.json("ybs-out/t/transcript.json");
@@ -188,7 +238,10 @@ fn a_tool_error_goes_back_to_the_model() {
     ybs.file("t.yaml", &task_yaml(""));
     ybs.cassette(
         "t.cassette.json",
-        vec![call("read_file", json!({"path": "missing.txt"})), answer("the file does not exist")],
+        vec![
+            call("read_file", json!({"path": "missing.txt"})),
+            answer("the file does not exist"),
+        ],
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
@@ -202,15 +255,29 @@ fn a_tool_error_goes_back_to_the_model() {
         .find(|m| m["role"] == "tool")
         .expect("a tool message");
     assert_eq!(tool_message["is_error"], true);
-    assert!(tool_message["content"].as_str().unwrap().contains("missing.txt"));
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .unwrap()
+            .contains("missing.txt")
+    );
 }
 
 #[test]
 fn long_tool_output_is_truncated_with_a_marker() {
     let ybs = Ybs::new();
-    ybs.file("t.yaml", &task_yaml("limits: { max_tool_output_chars: 200 }\n"));
+    ybs.file(
+        "t.yaml",
+        &task_yaml("limits: { max_tool_output_chars: 200 }\n"),
+    );
     ybs.file("big.txt", &"0123456789\n".repeat(500));
-    ybs.cassette("t.cassette.json", vec![call("read_file", json!({"path": "big.txt"})), answer("read it")]);
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("read_file", json!({"path": "big.txt"})),
+            answer("read it"),
+        ],
+    );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
     let transcript = run.json("ybs-out/t/transcript.json");
@@ -247,7 +314,10 @@ fn denied_call_is_explained_to_the_model() {
     ybs.file("t.yaml", "prompt: p\npolicy:\n  allow: [read_file]\n");
     ybs.cassette(
         "t.cassette.json",
-        vec![call("write_file", json!({"path": "x.txt", "content": "x"})), answer("could not write")],
+        vec![
+            call("write_file", json!({"path": "x.txt", "content": "x"})),
+            answer("could not write"),
+        ],
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
@@ -257,14 +327,25 @@ fn denied_call_is_explained_to_the_model() {
     assert_eq!(entry["decision"]["verdict"], "deny");
     assert_eq!(entry["decision"]["rule"], "default");
     assert_eq!(entry["result"]["ran"], false);
-    assert!(entry["result"]["output"].as_str().unwrap().contains("denied by policy"));
+    assert!(
+        entry["result"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("denied by policy")
+    );
 }
 
 #[test]
 fn dry_run_decides_but_does_not_execute() {
     let ybs = Ybs::new();
     ybs.file("t.yaml", &task_yaml(""));
-    ybs.cassette("t.cassette.json", vec![call("write_file", json!({"path": "x.txt", "content": "x"})), answer("ok")]);
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("write_file", json!({"path": "x.txt", "content": "x"})),
+            answer("ok"),
+        ],
+    );
     let run = ybs.run(["run", "t.yaml", "--dry-run"]);
     run.expect_code(0);
     assert!(!ybs.exists("x.txt"));
@@ -280,7 +361,11 @@ fn json_mode_prints_only_events_on_stdout() {
     ybs.cassette("t.cassette.json", vec![answer("ok")]);
     let run = ybs.run(["run", "t.yaml", "--json"]);
     run.expect_code(0);
-    let lines: Vec<Value> = run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.first().unwrap()["type"], "task.started");
     assert_eq!(lines.last().unwrap()["type"], "task.finished");
 }
@@ -316,9 +401,19 @@ fn filter_selects_tasks_and_outputs_cover_two_files() {
     assert!(summary.contains("one") && summary.contains("two") && summary.contains('b'));
 
     let ybs2 = Ybs::new();
-    ybs2.file("tasks/a.yaml", "tasks:\n  - id: one\n    prompt: p\n  - id: two\n    prompt: p\n");
+    ybs2.file(
+        "tasks/a.yaml",
+        "tasks:\n  - id: one\n    prompt: p\n  - id: two\n    prompt: p\n",
+    );
     ybs2.cassette("answers.json", vec![answer("a")]);
-    let run = ybs2.run(["run", "tasks", "--cassette", "answers.json", "--filter", "o*"]);
+    let run = ybs2.run([
+        "run",
+        "tasks",
+        "--cassette",
+        "answers.json",
+        "--filter",
+        "o*",
+    ]);
     run.expect_code(0);
     assert!(ybs2.exists("ybs-out/one/transcript.json"));
     assert!(!ybs2.exists("ybs-out/two"));

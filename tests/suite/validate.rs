@@ -15,9 +15,19 @@ fn misspelled_field_is_one_line_with_location_and_hint() {
             .lines()
             .find(|l| l.contains("unknown field `promt`"))
             .unwrap_or_else(|| panic!("no unknown-field line in:\n{}", run.stderr));
-        assert!(line.starts_with("t.yaml:2:1: unknown field `promt`"), "{line}");
-        assert!(run.stderr.contains("did you mean `prompt`"), "{}", run.stderr);
-        assert!(!ybs.exists("ybs-out"), "nothing may run on a task-file error");
+        assert!(
+            line.starts_with("t.yaml:2:1: unknown field `promt`"),
+            "{line}"
+        );
+        assert!(
+            run.stderr.contains("did you mean `prompt`"),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            !ybs.exists("ybs-out"),
+            "nothing may run on a task-file error"
+        );
     }
 }
 
@@ -32,10 +42,22 @@ fn every_error_of_every_file_is_reported() {
     let run = ybs.run(["validate", "tasks"]);
     run.expect_code(2);
     let stderr = &run.stderr;
-    assert!(stderr.contains("a.yaml:3:5: unknown field `promt`"), "{stderr}");
-    assert!(stderr.contains("a.yaml:4:") && stderr.contains("Bad Id"), "{stderr}");
-    assert!(stderr.contains("max_iteration") && stderr.contains("did you mean `max_iterations`"), "{stderr}");
-    assert!(stderr.contains("b.yaml:1:") && stderr.contains("who"), "{stderr}");
+    assert!(
+        stderr.contains("a.yaml:3:5: unknown field `promt`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("a.yaml:4:") && stderr.contains("Bad Id"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("max_iteration") && stderr.contains("did you mean `max_iterations`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("b.yaml:1:") && stderr.contains("who"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Builders for cassette interactions (the replay provider's input).
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// A turn in which the model calls tools: `(name, arguments)` pairs.
 pub fn calls(calls: &[(&str, Value)]) -> Value {

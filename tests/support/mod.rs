@@ -29,7 +29,11 @@ pub struct Run {
 
 impl Ybs {
     pub fn new() -> Self {
-        Self { dir: TempDir::new().unwrap(), home: TempDir::new().unwrap(), env: Vec::new() }
+        Self {
+            dir: TempDir::new().unwrap(),
+            home: TempDir::new().unwrap(),
+            env: Vec::new(),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -50,7 +54,10 @@ impl Ybs {
 
     /// Writes a cassette file from a list of interactions.
     pub fn cassette(&self, relative: &str, interactions: Vec<Value>) -> &Self {
-        let text = serde_json::to_string_pretty(&serde_json::json!({"version": 1, "interactions": interactions})).unwrap();
+        let text = serde_json::to_string_pretty(
+            &serde_json::json!({"version": 1, "interactions": interactions}),
+        )
+        .unwrap();
         self.file(relative, &text)
     }
 
@@ -102,7 +109,8 @@ impl Ybs {
     }
 
     pub fn json(&self, relative: &str) -> Value {
-        serde_json::from_str(&self.read(relative)).unwrap_or_else(|e| panic!("{relative} is not JSON: {e}"))
+        serde_json::from_str(&self.read(relative))
+            .unwrap_or_else(|e| panic!("{relative} is not JSON: {e}"))
     }
 
     pub fn exists(&self, relative: &str) -> bool {
@@ -123,14 +131,20 @@ impl Run {
 
     pub fn json(&self, relative: &str) -> Value {
         let text = std::fs::read_to_string(self.root.join(relative)).unwrap_or_else(|e| {
-            panic!("cannot read {relative}: {e}\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+            panic!(
+                "cannot read {relative}: {e}\n--- stdout\n{}\n--- stderr\n{}",
+                self.stdout, self.stderr
+            )
         });
         serde_json::from_str(&text).unwrap()
     }
 
     pub fn read(&self, relative: &str) -> String {
         std::fs::read_to_string(self.root.join(relative)).unwrap_or_else(|e| {
-            panic!("cannot read {relative}: {e}\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+            panic!(
+                "cannot read {relative}: {e}\n--- stdout\n{}\n--- stderr\n{}",
+                self.stdout, self.stderr
+            )
         })
     }
 

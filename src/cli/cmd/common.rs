@@ -7,7 +7,7 @@ use super::super::args::Verbosity;
 use super::super::diagnostics;
 use super::super::printer::{Level, Printer};
 use crate::config::{self, Config, Sources};
-use crate::core::{exit, ids, Redactor};
+use crate::core::{Redactor, exit, ids};
 use crate::runner::RunContext;
 use crate::task::{self, TaskFile};
 use crate::tools::ChildEnv;
@@ -40,13 +40,19 @@ pub fn load(
     vars: &[(String, String)],
 ) -> Result<Loaded, u8> {
     let cwd = std::env::current_dir().map_err(|error| {
-        printer.error(&format!("error: cannot read the current directory: {error}"));
+        printer.error(&format!(
+            "error: cannot read the current directory: {error}"
+        ));
         exit::USAGE
     })?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let env = |name: &str| std::env::var(name).ok();
-    let sources =
-        Sources { cwd: &cwd, home: home.as_deref(), system_config: Path::new(config::SYSTEM_CONFIG), env: &env };
+    let sources = Sources {
+        cwd: &cwd,
+        home: home.as_deref(),
+        system_config: Path::new(config::SYSTEM_CONFIG),
+        env: &env,
+    };
     let config = config::load(overrides, &sources);
     let paths = default_paths(&cwd, paths);
     let files = task::load(&paths, vars);
@@ -70,11 +76,20 @@ fn default_paths(cwd: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
     if !paths.is_empty() {
         return paths.to_vec();
     }
-    if cwd.join("tasks").is_dir() { vec![PathBuf::from("tasks")] } else { vec![PathBuf::from(".")] }
+    if cwd.join("tasks").is_dir() {
+        vec![PathBuf::from("tasks")]
+    } else {
+        vec![PathBuf::from(".")]
+    }
 }
 
 /// Builds the run context and the redactor holding every secret value.
-pub fn run_context(config: Config, cwd: PathBuf, dry_run: bool, cassette: Option<PathBuf>) -> (RunContext, Redactor) {
+pub fn run_context(
+    config: Config,
+    cwd: PathBuf,
+    dry_run: bool,
+    cassette: Option<PathBuf>,
+) -> (RunContext, Redactor) {
     let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
     let mut redactor = Redactor::new();
     for value in &child_env.secret_values {

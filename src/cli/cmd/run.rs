@@ -6,13 +6,19 @@ use super::super::args::RunArgs;
 use super::super::diagnostics;
 use super::super::printer::Printer;
 use super::common;
-use crate::core::exit;
 use crate::core::Status;
+use crate::core::exit;
 use crate::llm::cassette::CassetteWriter;
 use crate::runner::{self, OutputPaths};
+use crate::tools::process;
 
 pub fn run(args: &RunArgs) -> u8 {
     let mut printer = Printer::new(common::level(&args.verbosity), args.json);
+    // Before any child exists: children cannot read our environment
+    // (API keys) through /proc, and escapees are re-parented to us.
+    if let Err(error) = process::harden_self() {
+        printer.warn(&format!("cannot harden the ybs process: {error}"));
+    }
     let overrides = common::Overrides {
         config_file: args.config.clone(),
         provider: args.provider.clone(),
@@ -37,8 +43,12 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let (mut context, redactor) =
-        common::run_context(loaded.config, loaded.cwd, args.dry_run, args.cassette.clone());
+    let (mut context, redactor) = common::run_context(
+        loaded.config,
+        loaded.cwd,
+        args.dry_run,
+        args.cassette.clone(),
+    );
     context.no_commit = args.no_commit;
     context.allow_dirty = args.allow_dirty;
     if let Some(path) = &args.record {
@@ -62,18 +72,31 @@ pub fn run(args: &RunArgs) -> u8 {
     };
     let out_dir = context.config.out.clone();
     let paths = OutputPaths {
-        junit: args.junit.clone().unwrap_or_else(|| out_dir.join("junit.xml")),
+        junit: args
+            .junit
+            .clone()
+            .unwrap_or_else(|| out_dir.join("junit.xml")),
         out_dir: out_dir.clone(),
         github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             printer.error(&format!("error: cannot start the async runtime: {error}"));
             return exit::INFRA;
         }
     };
-    let report = runtime.block_on(runner::execute(&context, prepared, &paths, redactor, &mut printer));
+    let report = runtime.block_on(runner::execute(
+        &context,
+        prepared,
+        &paths,
+        redactor,
+        &mut printer,
+    ));
     if let Some(error) = &report.output_error {
         printer.error(&format!("error: could not write all outputs: {error}"));
     }
@@ -84,7 +107,11 @@ pub fn run(args: &RunArgs) -> u8 {
         report.count(Status::Passed),
         report.count(Status::Failed),
         report.count(Status::Error),
-        if report.interrupted { " (interrupted)" } else { "" },
+        if report.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        },
         out_dir.display()
     ));
     match (&report.output_error, report.exit_code()) {

@@ -10,7 +10,10 @@ use crate::policy::Policy;
 
 pub fn validate(args: &ValidateArgs) -> u8 {
     let printer = Printer::new(common::level(&args.verbosity), false);
-    let overrides = common::Overrides { config_file: args.config.clone(), ..common::Overrides::default() };
+    let overrides = common::Overrides {
+        config_file: args.config.clone(),
+        ..common::Overrides::default()
+    };
     let loaded = match common::load(&printer, &overrides, &args.paths, &args.vars) {
         Ok(loaded) => loaded,
         Err(code) => return code,
