@@ -26,6 +26,7 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -161,85 +162,16 @@ pub fn simple_argv(command: &str) -> Option<Vec<OsString>> {
 
 /// Bash keywords and builtins: a command starting with one of these needs
 /// the shell even when it is otherwise plain.
+#[rustfmt::skip]
 const SHELL_WORDS: &[&str] = &[
-    ".",
-    ":",
-    "[",
-    "alias",
-    "bg",
-    "bind",
-    "break",
-    "builtin",
-    "caller",
-    "case",
-    "cd",
-    "command",
-    "compgen",
-    "complete",
-    "compopt",
-    "continue",
-    "coproc",
-    "declare",
-    "dirs",
-    "disown",
-    "do",
-    "done",
-    "echo",
-    "elif",
-    "else",
-    "enable",
-    "esac",
-    "eval",
-    "exec",
-    "exit",
-    "export",
-    "false",
-    "fc",
-    "fg",
-    "fi",
-    "for",
-    "function",
-    "getopts",
-    "hash",
-    "help",
-    "history",
-    "if",
-    "in",
-    "jobs",
-    "kill",
-    "let",
-    "local",
-    "logout",
-    "mapfile",
-    "popd",
-    "printf",
-    "pushd",
-    "pwd",
-    "read",
-    "readarray",
-    "readonly",
-    "return",
-    "select",
-    "set",
-    "shift",
-    "shopt",
-    "source",
-    "suspend",
-    "test",
-    "then",
-    "time",
-    "times",
-    "trap",
-    "true",
-    "type",
-    "typeset",
-    "ulimit",
-    "umask",
-    "unalias",
-    "unset",
-    "until",
-    "wait",
-    "while",
+    ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "case", "cd", "command",
+    "compgen", "complete", "compopt", "continue", "coproc", "declare", "dirs", "disown", "do",
+    "done", "echo", "elif", "else", "enable", "esac", "eval", "exec", "exit", "export", "false",
+    "fc", "fg", "fi", "for", "function", "getopts", "hash", "help", "history", "if", "in", "jobs",
+    "kill", "let", "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read",
+    "readarray", "readonly", "return", "select", "set", "shift", "shopt", "source", "suspend",
+    "test", "then", "time", "times", "trap", "true", "type", "typeset", "ulimit", "umask",
+    "unalias", "unset", "until", "wait", "while",
 ];
 
 /// Runs `command` like `sh -c` would, executing it directly when it is a
@@ -264,8 +196,11 @@ pub async fn run_command(
             timeout,
             output_cap,
         };
-        if let Ok(output) = run(spec).await {
-            return Ok(output);
+        match run_inner(spec).await {
+            Ok(output) => return Ok(output),
+            // It ran: never run it a second time.
+            Err(Failure::Wait(error)) => return Err(error),
+            Err(Failure::Spawn(_)) => {}
         }
     }
     run(ProcessSpec::shell(command, cwd, env, timeout, output_cap)).await
@@ -275,6 +210,18 @@ pub async fn run_command(
 /// what it printed. Errors only when the program cannot be started or
 /// waited for; a non-zero exit is a normal result.
 pub async fn run(spec: ProcessSpec<'_>) -> io::Result<ProcessOutput> {
+    run_inner(spec).await.map_err(|failure| match failure {
+        Failure::Spawn(error) | Failure::Wait(error) => error,
+    })
+}
+
+/// Why [`run_inner`] failed: before the program started, or after.
+enum Failure {
+    Spawn(io::Error),
+    Wait(io::Error),
+}
+
+async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
     let started = Instant::now();
     let mut command = Command::new(&spec.program);
     command
@@ -294,11 +241,11 @@ pub async fn run(spec: ProcessSpec<'_>) -> io::Result<ProcessOutput> {
         .kill_on_drop(true);
     die_with_parent(&mut command);
 
-    let mut child = spawn_registered(&mut command)?;
+    let mut child = spawn_registered(&mut command).map_err(Failure::Spawn)?;
     let pid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
-        .ok_or_else(|| io::Error::other("child exited before its id was read"))?;
+        .ok_or_else(|| Failure::Wait(io::Error::other("child exited before its id was read")))?;
     // Kills the group and forgets it on every way out, cancellation included.
     let group = GroupGuard(Pid::from_raw(pid));
 
@@ -324,7 +271,7 @@ pub async fn run(spec: ProcessSpec<'_>) -> io::Result<ProcessOutput> {
         status = loop {
             tokio::select! {
                 biased;
-                result = child.wait() => break result?,
+                result = child.wait() => break result.map_err(Failure::Wait)?,
                 () = &mut io, if !io_done => io_done = true,
                 () = &mut deadline, if !timed_out => {
                     timed_out = true;
@@ -342,7 +289,6 @@ pub async fn run(spec: ProcessSpec<'_>) -> io::Result<ProcessOutput> {
         reap_escapees().await;
     }
 
-    use std::os::unix::process::ExitStatusExt;
     let (stdout, stdout_truncated) = out.finish();
     let (stderr, stderr_truncated) = err.finish();
     Ok(ProcessOutput {

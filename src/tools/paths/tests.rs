@@ -1,5 +1,8 @@
+use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
+
+use nix::sys::stat::Mode;
 
 use super::*;
 use crate::tools::testing::Fixture;
