@@ -13,7 +13,8 @@ use nix::errno::Errno;
 use nix::fcntl::{AT_FDCWD, AtFlags, OFlag};
 use nix::sys::stat::{Mode, SFlag};
 
-use super::{Kind, MAX_WRITE_BYTES, Resolved};
+use super::{Kind, MAX_WRITE_BYTES, Resolved, root_of};
+use crate::tools::ToolCtx;
 use crate::tools::ToolError;
 
 /// The error for a path that does not exist, with a "did you mean" when a
@@ -95,8 +96,9 @@ fn too_large(resolved: &Resolved, size: u64, max_bytes: u64) -> ToolError {
 
 /// Replaces the file at `resolved` with `content`, creating missing
 /// parent directories: written to a temporary file beside it, then renamed
-/// over it. An existing file keeps its permission bits.
-pub fn write_bytes(resolved: &Resolved, content: &[u8]) -> Result<(), ToolError> {
+/// over it. An existing file keeps its permission bits. Directories are
+/// only created inside the root the path lies in.
+pub fn write_bytes(ctx: &ToolCtx, resolved: &Resolved, content: &[u8]) -> Result<(), ToolError> {
     match resolved.kind {
         Some(Kind::Dir) => {
             return Err(ToolError::Model(format!(
@@ -126,7 +128,8 @@ pub fn write_bytes(resolved: &Resolved, content: &[u8]) -> Result<(), ToolError>
             resolved.display
         )));
     };
-    let dir = open_dir_creating(parent).map_err(fail)?;
+    let floor = root_of(ctx, &resolved.abs).unwrap_or(parent);
+    let dir = open_dir_creating(parent, floor).map_err(fail)?;
     let mode = match nix::sys::stat::fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(stat) => {
             if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
@@ -181,8 +184,9 @@ fn temp_name(name: &OsStr) -> OsString {
 }
 
 /// Opens directory `dir` (absolute, symlink-free), creating it and its
-/// missing parents one level at a time through directory descriptors.
-fn open_dir_creating(dir: &Path) -> Result<OwnedFd, Errno> {
+/// missing parents one level at a time through directory descriptors;
+/// never `floor` or anything above it.
+fn open_dir_creating(dir: &Path, floor: &Path) -> Result<OwnedFd, Errno> {
     match open_no_symlinks(dir, OFlag::O_RDONLY | OFlag::O_DIRECTORY) {
         Err(Errno::ENOENT) => {}
         other => return other,
@@ -190,7 +194,10 @@ fn open_dir_creating(dir: &Path) -> Result<OwnedFd, Errno> {
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
         return Err(Errno::ENOENT);
     };
-    let parent = open_dir_creating(parent)?;
+    if dir == floor || !dir.starts_with(floor) {
+        return Err(Errno::ENOENT);
+    }
+    let parent = open_dir_creating(parent, floor)?;
     match nix::sys::stat::mkdirat(&parent, name, Mode::from_bits_truncate(0o777)) {
         Ok(()) | Err(Errno::EEXIST) => {}
         Err(errno) => return Err(errno),
