@@ -105,7 +105,7 @@ fn edit(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     } else {
         text.replacen(old.as_str(), &new, 1)
     };
-    paths::write_bytes(&resolved, edited.as_bytes())?;
+    paths::write_bytes(ctx, &resolved, edited.as_bytes())?;
     let mut output = ToolOutput::json(&json!({
         "path": resolved.display,
         "replacements": count,

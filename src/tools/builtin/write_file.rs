@@ -55,7 +55,7 @@ fn write(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let path = args.string("path")?;
     let content = args.string("content")?;
     let resolved = paths::resolve(ctx, path, Access::Write)?;
-    paths::write_bytes(&resolved, content.as_bytes())?;
+    paths::write_bytes(ctx, &resolved, content.as_bytes())?;
     let mut output = ToolOutput::json(&json!({
         "path": resolved.display,
         "bytes_written": content.len(),

@@ -1,5 +1,8 @@
+use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
+
+use nix::sys::stat::Mode;
 
 use super::*;
 use crate::tools::testing::Fixture;
@@ -147,7 +150,7 @@ fn fifo_read_is_refused_without_hanging() {
     let message = model_error(read_bytes(&stale, MAX_READ_BYTES));
     assert!(message.contains("not a regular file"), "{message}");
     assert!(open_regular(&fx.work().join("pipe")).is_none());
-    model_error(write_bytes(&stale, b"x"));
+    model_error(write_bytes(&fx.ctx, &stale, b"x"));
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
@@ -237,13 +240,13 @@ fn reads_refuse_directories_missing_files_and_huge_files() {
 fn writes_create_parents_replace_atomically_and_keep_modes() {
     let fx = Fixture::new();
     let resolved = resolve(&fx.ctx, "a/b/c.txt", Access::Write).unwrap();
-    write_bytes(&resolved, b"hello").unwrap();
+    write_bytes(&fx.ctx, &resolved, b"hello").unwrap();
     assert_eq!(fx.read("a/b/c.txt"), "hello");
 
     let script = fx.file("run.sh", "#!/bin/sh\n");
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let resolved = resolve(&fx.ctx, "run.sh", Access::Write).unwrap();
-    write_bytes(&resolved, b"#!/bin/sh\necho hi\n").unwrap();
+    write_bytes(&fx.ctx, &resolved, b"#!/bin/sh\necho hi\n").unwrap();
     let mode = std::fs::metadata(&script).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o755);
     let leftovers: Vec<_> = std::fs::read_dir(fx.work())
@@ -261,7 +264,7 @@ fn writes_never_go_through_hard_links() {
     std::fs::write(&original, "original").unwrap();
     std::fs::hard_link(&original, fx.work().join("hard.txt")).unwrap();
     let resolved = resolve(&fx.ctx, "hard.txt", Access::Write).unwrap();
-    write_bytes(&resolved, b"changed").unwrap();
+    write_bytes(&fx.ctx, &resolved, b"changed").unwrap();
     assert_eq!(fx.read("hard.txt"), "changed");
     assert_eq!(std::fs::read_to_string(&original).unwrap(), "original");
 }
@@ -271,10 +274,10 @@ fn writes_refuse_directories_and_oversized_content() {
     let fx = Fixture::new();
     std::fs::create_dir(fx.work().join("dir")).unwrap();
     let resolved = resolve(&fx.ctx, "dir", Access::Write).unwrap();
-    assert!(model_error(write_bytes(&resolved, b"x")).contains("is a directory"));
+    assert!(model_error(write_bytes(&fx.ctx, &resolved, b"x")).contains("is a directory"));
     let resolved = resolve(&fx.ctx, "f", Access::Write).unwrap();
     let huge = vec![b'x'; MAX_WRITE_BYTES + 1];
-    assert!(model_error(write_bytes(&resolved, &huge)).contains("limit for writing"));
+    assert!(model_error(write_bytes(&fx.ctx, &resolved, &huge)).contains("limit for writing"));
     fx.file("file", "x");
     let message = model_error(resolve(&fx.ctx, "file/child", Access::Write));
     assert!(message.contains("is not a directory"), "{message}");
@@ -287,8 +290,19 @@ fn a_parent_swapped_for_a_symlink_is_not_followed() {
     let resolved = resolve(&fx.ctx, "d/new.txt", Access::Write).unwrap();
     std::fs::remove_dir(fx.work().join("d")).unwrap();
     fx.symlink(fx.root.join("outside"), "d");
-    model_error(write_bytes(&resolved, b"x"));
+    model_error(write_bytes(&fx.ctx, &resolved, b"x"));
     assert!(!fx.root.join("outside/new.txt").exists());
+    // A vanished root is not recreated, nor anything above it.
+    let mut gone = Fixture::new();
+    gone.ctx.workdir = gone.root.join("missing/work");
+    gone.ctx.allowed_roots = vec![gone.ctx.workdir.clone()];
+    let resolved = Resolved {
+        abs: gone.ctx.workdir.join("f.txt"),
+        display: "f.txt".to_owned(),
+        kind: None,
+    };
+    assert!(model_error(write_bytes(&gone.ctx, &resolved, b"x")).contains("does not exist"));
+    assert!(!gone.root.join("missing").exists());
     let stale = Resolved {
         abs: fx.work().join("d/secret.txt"),
         display: "d/secret.txt".to_owned(),

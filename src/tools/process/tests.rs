@@ -164,14 +164,19 @@ async fn no_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let env = env();
     let out = run(shell(
-        "test -t 0 || echo no-stdin-tty; test -t 1 || echo no-stdout-tty; (exec </dev/tty) 2>/dev/null || echo no-ctty",
+        "test -t 0 || echo no-stdin-tty; test -t 1 || echo no-stdout-tty; (exec </dev/tty) 2>/dev/null || echo no-ctty; \
+         read -r -a stat < /proc/$$/stat; [ \"${stat[5]}\" = $$ ] && [ \"${stat[4]}\" = $$ ] && echo own-session",
         dir.path(),
         &env,
         Duration::from_secs(10),
     ))
     .await
     .unwrap();
-    assert_eq!(out.stdout, "no-stdin-tty\nno-stdout-tty\nno-ctty\n");
+    assert_eq!(
+        out.stdout, "no-stdin-tty\nno-stdout-tty\nno-ctty\nown-session\n",
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test]
