@@ -108,6 +108,10 @@ pub async fn execute(
     redactor: Redactor,
     console: &mut dyn EventSink,
 ) -> RunReport {
+    let mut report = RunReport::default();
+    if let Err(error) = prepare_out_dir(&paths.out_dir) {
+        report.output_error = Some(format!("{}: {error}", paths.out_dir.display()));
+    }
     let mut events = report::EventsSink::new(&paths.out_dir);
     let mut transcripts = report::TranscriptSink::new(&paths.out_dir);
     let mut junit = report::JunitSink::new(&paths.junit);
@@ -125,7 +129,6 @@ pub async fn execute(
             console,
         ],
     );
-    let mut report = RunReport::default();
     let mut interrupt = Box::pin(interrupted());
     for task in &prepared {
         let result = tokio::select! {
@@ -153,9 +156,24 @@ pub async fn execute(
         }
     }
     if let Err(error) = sink.finish() {
-        report.output_error = Some(error.to_string());
+        report.output_error.get_or_insert(error.to_string());
     }
     report
+}
+
+/// Creates the output directory with a `.gitignore` of `*` in it, so a run
+/// inside a repository never sees its own outputs as changes to commit,
+/// as a dirty tree, or in `list_files`/`search_files` results.
+fn prepare_out_dir(out_dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(out_dir)?;
+    let ignore = out_dir.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(
+            ignore,
+            "# Written by ybs: its outputs are never part of the repository.\n*\n",
+        )?;
+    }
+    Ok(())
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; names the signal.

@@ -1,3 +1,4 @@
 mod architecture;
 mod run;
+mod tools;
 mod validate;

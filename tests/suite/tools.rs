@@ -1,0 +1,106 @@
+//! The built-in tools through the binary (issue 2, acceptance 5).
+
+use serde_json::json;
+
+use crate::support::Ybs;
+use crate::support::cassette::{answer, calls};
+
+fn git(ybs: &Ybs, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(ybs.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn list_and_search_respect_gitignore_and_skip_binary_files() {
+    let ybs = Ybs::new();
+    git(&ybs, &["init", "-q"]);
+    ybs.file(".gitignore", "target/\n*.log\n");
+    ybs.file("src/lib.rs", "fn needle() {}\n");
+    ybs.file("target/debug/out.rs", "fn needle() {}\n");
+    ybs.file("build.log", "needle\n");
+    std::fs::write(ybs.path().join("blob.bin"), b"needle\0\x01\x02binary").unwrap();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { allow: [list_files, search_files] }\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                ("list_files", json!({"pattern": "**/*"})),
+                ("search_files", json!({"pattern": "needle"})),
+            ]),
+            answer("found it"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let listed = transcript["tool_calls"][0]["result"]["output"]
+        .as_str()
+        .unwrap();
+    assert!(listed.contains("src/lib.rs"), "{listed}");
+    assert!(!listed.contains("target/"), "ignored dir listed: {listed}");
+    assert!(
+        !listed.contains("build.log"),
+        "ignored file listed: {listed}"
+    );
+    let found = transcript["tool_calls"][1]["result"]["output"]
+        .as_str()
+        .unwrap();
+    assert!(found.contains("src/lib.rs"), "{found}");
+    assert!(
+        !found.contains("target/debug"),
+        "ignored file searched: {found}"
+    );
+    assert!(
+        !found.contains("build.log"),
+        "ignored file searched: {found}"
+    );
+    assert!(!found.contains("blob.bin"), "binary file searched: {found}");
+}
+
+#[test]
+fn paths_outside_the_workdir_are_refused_and_explained() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "work/t.yaml",
+        "prompt: p\ncommit: false\npolicy: { default: allow }\n",
+    );
+    ybs.file("secret.txt", "top secret\n");
+    ybs.cassette(
+        "work/t.cassette.json",
+        vec![
+            calls(&[
+                ("read_file", json!({"path": "../secret.txt"})),
+                ("write_file", json!({"path": "../evil.txt", "content": "x"})),
+            ]),
+            answer("could not"),
+        ],
+    );
+    let mut command = ybs.command();
+    command
+        .current_dir(ybs.path().join("work"))
+        .args(["run", "t.yaml"]);
+    let output = command.output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!ybs.exists("evil.txt"));
+    let transcript = ybs.json("work/ybs-out/t/transcript.json");
+    for entry in transcript["tool_calls"].as_array().unwrap() {
+        assert_eq!(entry["result"]["ran"], false, "{entry}");
+        let text = entry["result"]["output"].as_str().unwrap();
+        assert!(text.contains("outside"), "{text}");
+        assert!(!text.contains("top secret"));
+    }
+}
