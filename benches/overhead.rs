@@ -1,0 +1,126 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    clippy::cast_precision_loss,
+    reason = "a benchmark: a panic is the failure report, stdout is its output"
+)]
+//! ybs's own overhead (SPEC §11), measured on the real binary: `cargo bench --bench overhead`.
+//!
+//! The model is the `replay` provider (instant, no network), so what is
+//! measured is ybs alone: start-up, the agent loop, policy, tool dispatch,
+//! a `run_shell` of `cat`, events, transcript, JUnit and summary.
+//! Peak memory is the child's max RSS from `wait4`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 20;
+const STEPS: usize = 50;
+
+fn ybs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ybs"))
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Max RSS of all waited-for children so far, in KiB.
+fn children_max_rss_kib() -> i64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map_or(0, |usage| usage.max_rss())
+}
+
+fn time_command(mut make: impl FnMut() -> Command) -> Duration {
+    median(
+        (0..RUNS)
+            .map(|_| {
+                let started = Instant::now();
+                let status = make().status().expect("ybs runs");
+                assert!(status.success() || status.code() == Some(1));
+                started.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn write_task(dir: &Path, steps: usize) {
+    std::fs::write(dir.join("data.txt"), "hello\n".repeat(100)).unwrap();
+    std::fs::write(
+        dir.join("t.yaml"),
+        "prompt: bench\ncommit: false\nlimits: { max_iterations: 1000 }\npolicy: { allow: [\"run_shell(cat *)\", read_file] }\n",
+    )
+    .unwrap();
+    let mut interactions = Vec::new();
+    for step in 0..steps {
+        // Alternate files so loop detection does not stop the run.
+        let command = if step % 2 == 0 {
+            "cat data.txt"
+        } else {
+            "cat t.yaml"
+        };
+        interactions.push(
+            serde_json::json!({"response": {"content": "", "tool_calls": [
+            {"id": format!("c{step}"), "name": "run_shell", "arguments": {"command": command}}
+        ], "usage": {"input_tokens": 1000, "output_tokens": 10}}}),
+        );
+    }
+    interactions.push(serde_json::json!({"response": {"content": "done", "usage": {"input_tokens": 1, "output_tokens": 1}}}));
+    let cassette = serde_json::json!({"version": 1, "interactions": interactions});
+    std::fs::write(dir.join("t.cassette.json"), cassette.to_string()).unwrap();
+}
+
+fn main() {
+    let version = time_command(|| {
+        let mut command = ybs();
+        command.arg("--version");
+        command
+    });
+    println!(
+        "ybs --version                      median {:>8.2} ms   (target < 10 ms)",
+        ms(version)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    write_task(dir.path(), 0);
+    let empty = time_command(|| {
+        let mut command = ybs();
+        command
+            .current_dir(dir.path())
+            .args(["run", "-q", "t.yaml"]);
+        command
+    });
+    println!(
+        "run, 0 steps (start → outputs)     median {:>8.2} ms   (start to first request target < 20 ms)",
+        ms(empty)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    write_task(dir.path(), STEPS);
+    let full = time_command(|| {
+        let mut command = ybs();
+        command
+            .current_dir(dir.path())
+            .args(["run", "-q", "t.yaml"]);
+        command
+    });
+    let per_step = full.saturating_sub(empty) / u32::try_from(STEPS).unwrap();
+    println!(
+        "run, {STEPS} steps of run_shell cat    median {:>8.2} ms",
+        ms(full)
+    );
+    println!(
+        "  ybs's own time per agent step           {:>8.2} ms   (target < 3 ms)",
+        ms(per_step)
+    );
+    println!(
+        "peak RSS of any run above                 {:>8.1} MB   (target < 25 MB)",
+        children_max_rss_kib() as f64 / 1024.0
+    );
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
