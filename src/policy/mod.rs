@@ -5,6 +5,7 @@
 
 pub mod decide;
 pub mod rule;
+pub mod shell;
 
 pub use decide::{CallView, Decision, Policy, RuleRef};
 pub use rule::{Examples, OnAsk, PolicySpec, Rule, RuleParseError, Verdict};
