@@ -4,6 +4,8 @@
 //! prompts. The agent turns `ask` into deny, pause or fail (SPEC §4).
 
 pub mod decide;
+pub mod guards;
+mod pathshape;
 pub mod rule;
 pub mod shell;
 

@@ -1,9 +1,5 @@
 use super::*;
 
-fn argvs(command: &str) -> Vec<Vec<String>> {
-    parse(command).parts.into_iter().map(|p| p.argv).collect()
-}
-
 fn kinds(command: &str) -> Vec<HazardKind> {
     let mut kinds: Vec<HazardKind> = parse(command).hazards.iter().map(|h| h.kind).collect();
     kinds.dedup();
