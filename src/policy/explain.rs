@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::decide::{Decision, Layer, Policy, RuleRef, strictness};
 use super::examples::{CallParseError, parse_call, view};
 use super::rule::Verdict;
-use super::shell::{Hazard, SimpleCommand};
+use super::shell::{Hazard, ParsedCommand, SimpleCommand};
 
 /// How a call is decided, for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,7 +55,10 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
             .enumerate()
             .map(|(index, part)| {
                 let hazardous = shell.hazards.iter().any(|h| h.part == Some(index));
-                let (verdict, rule) = policy.part_verdict(&tool, part, hazardous);
+                let (verdict, rule) = match policy.part_guard(part) {
+                    Some(name) => (Verdict::Deny, RuleRef::Guard { name }),
+                    None => policy.part_verdict(&tool, part, hazardous),
+                };
                 PartExplanation {
                     text: part.text(),
                     via: part.via.clone(),
@@ -70,6 +73,18 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
 }
 
 impl Policy {
+    /// The guard a simple command trips on its own, if any.
+    fn part_guard(&self, part: &SimpleCommand) -> Option<String> {
+        let alone = ParsedCommand {
+            parts: vec![part.clone()],
+            hazards: Vec::new(),
+        };
+        self.guards
+            .check_shell(&alone, None)
+            .hit
+            .map(|hit| hit.name.to_owned())
+    }
+
     /// One simple command judged alone: deny, ask, then allow (unless it
     /// carries a hazard), then the default; the stricter of the task and
     /// the operator ceiling.

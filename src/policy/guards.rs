@@ -383,15 +383,15 @@ impl Guards {
                             format!("`{text}` writes protected path `{entry}`"),
                         ));
                     }
-                    if let Some((entry, _)) = self
+                    if self
                         .blocked
                         .iter()
-                        .find(|(_, pattern)| resolved.may_contain(pattern))
+                        .any(|(_, pattern)| resolved.may_contain(pattern))
                     {
                         check.hazard(
                             HazardKind::ContainsBlockedPath,
                             Some(index),
-                            &format!("{} ({entry})", resolved.display()),
+                            &resolved.display(),
                         );
                     }
                 }

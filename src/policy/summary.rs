@@ -91,59 +91,60 @@ impl Policy {
             task_default
         };
         let otherwise = match otherwise {
-            Verdict::Allow => "allowed",
-            Verdict::Deny => "denied",
+            Verdict::Allow => "is allowed",
+            Verdict::Deny => "is denied",
             Verdict::Ask => "needs approval",
         };
-        let tail = format!("; anything else is {otherwise}. {SHELL_NOTE}");
-        let mut remaining = SUMMARY_BUDGET.saturating_sub(tail.chars().count() + "Policy: ".len());
-        let lists: Vec<(&str, &Vec<&CompiledRule>)> = [
+        let tail = format!("; anything else {otherwise}. {SHELL_NOTE}");
+        let lists: Vec<(&str, Vec<String>)> = [
             ("allowed", &allow),
             ("denied", &deny),
             ("needs approval", &ask),
         ]
         .into_iter()
         .filter(|(_, rules)| !rules.is_empty())
+        .map(|(label, rules)| (label, rules.iter().map(|r| r.rule.to_string()).collect()))
         .collect();
-        let mut sections = Vec::new();
-        for (position, (label, rules)) in lists.iter().enumerate() {
-            // Leave room for the lists still to come.
-            let later = lists.len() - position - 1;
-            let section = list(label, rules, remaining.saturating_sub(later * 40));
-            remaining = remaining.saturating_sub(section.chars().count() + 2);
-            sections.push(section);
+        // Show every rule, then drop rules until the paragraph fits: from
+        // the approval list first and the allow list (what the model may
+        // do) last, keeping one rule of each list as long as possible.
+        let mut shown: Vec<usize> = lists.iter().map(|(_, items)| items.len()).collect();
+        loop {
+            let text = render(&lists, &shown, &tail);
+            if text.chars().count() <= SUMMARY_BUDGET {
+                return text;
+            }
+            let victim = (0..shown.len())
+                .rev()
+                .find(|&i| shown[i] > 1)
+                .or_else(|| (0..shown.len()).rev().find(|&i| shown[i] > 0));
+            match victim {
+                Some(index) => shown[index] -= 1,
+                None => return text,
+            }
         }
-        if sections.is_empty() {
-            sections.push("no rules".to_owned());
-        }
-        format!("Policy: {}{tail}", sections.join("; "))
     }
 }
 
-/// `label: a, b, c +2 more`, within `budget` characters (one rule is
-/// always shown).
-fn list(label: &str, rules: &[&CompiledRule], budget: usize) -> String {
-    let mut text = format!("{label}: ");
-    let mut shown = 0;
-    for rule in rules {
-        let item = rule.rule.to_string();
-        let separator = if shown == 0 { "" } else { ", " };
-        let more = rules.len() - shown - 1;
-        let reserve = if more > 0 {
-            format!(" +{more} more").len()
-        } else {
-            0
-        };
-        let length = text.chars().count() + separator.len() + item.chars().count() + reserve;
-        if shown > 0 && length > budget {
-            break;
-        }
-        text.push_str(separator);
-        text.push_str(&item);
-        shown += 1;
-    }
-    if shown < rules.len() {
-        text.push_str(&format!(" +{} more", rules.len() - shown));
-    }
-    text
+/// `Policy: allowed: a, b +2 more; denied: 3 rules; anything else …`.
+fn render(lists: &[(&str, Vec<String>)], shown: &[usize], tail: &str) -> String {
+    let sections: Vec<String> = lists
+        .iter()
+        .zip(shown)
+        .map(|((label, items), &count)| match count {
+            0 => format!("{label}: {} rules", items.len()),
+            _ if count == items.len() => format!("{label}: {}", items.join(", ")),
+            _ => format!(
+                "{label}: {} +{} more",
+                items[..count].join(", "),
+                items.len() - count
+            ),
+        })
+        .collect();
+    let body = if sections.is_empty() {
+        "no rules".to_owned()
+    } else {
+        sections.join("; ")
+    };
+    format!("Policy: {body}{tail}")
 }
