@@ -11,8 +11,9 @@
 //!
 //! Besides firing, the shell check adds hazards (never a denial by
 //! itself): a redirection outside the workdir, a word naming a directory
-//! that contains a blocked path (`ls ~`, `grep -r x /`), a `cd` to an
-//! unknown place.
+//! that contains a blocked path (`ls ~`, `grep -r x /`), a protected path
+//! named by a program not known to only read (`git log --output=.git/x`),
+//! a `cd` to an unknown place.
 //!
 //! Matching is lexical ([`super::pathshape`]); `cd` targets in a chain are
 //! followed, and every word is checked against every directory the chain
@@ -71,6 +72,39 @@ pub const READ_TOOLS: &[&str] = &["read_file", "list_files", "search_files"];
 const WRITERS: &[&str] = &[
     "rm", "rmdir", "mv", "cp", "tee", "truncate", "chmod", "chown", "chgrp", "ln", "install",
     "touch", "mkdir", "shred", "unlink", "rsync", "dd", "patch",
+];
+
+/// Programs that only read their operands: they may name a protected path.
+const READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ls",
+    "wc",
+    "diff",
+    "cmp",
+    "file",
+    "stat",
+    "du",
+    "tree",
+    "od",
+    "xxd",
+    "hexdump",
+    "sha256sum",
+    "sha1sum",
+    "md5sum",
+    "readlink",
+    "realpath",
+    "test",
+    "[",
+    "echo",
+    "printf",
 ];
 
 /// Redirection targets outside the workdir that are fine.
@@ -364,6 +398,7 @@ impl Guards {
             }
         }
         let writer = writes_operands(part);
+        let reader = part.program().is_some_and(|p| READERS.contains(&p));
         let argv_offset = part.assignments.len();
         for (word_index, shape) in part.shapes.iter().enumerate() {
             for dir in dirs {
@@ -374,14 +409,24 @@ impl Guards {
                             format!("`{text}` names blocked path `{entry}`"),
                         ));
                     }
-                    if writer
-                        && word_index > argv_offset
+                    if word_index > argv_offset
                         && let Some(entry) = self.protected_entry(&resolved)
                     {
-                        return Some(GuardHit::new(
-                            "protected_paths",
-                            format!("`{text}` writes protected path `{entry}`"),
-                        ));
+                        if writer {
+                            return Some(GuardHit::new(
+                                "protected_paths",
+                                format!("`{text}` writes protected path `{entry}`"),
+                            ));
+                        }
+                        if !reader {
+                            // `git log --output=.git/x`: a program that
+                            // may write through an option.
+                            check.hazard(
+                                HazardKind::NamesProtectedPath,
+                                Some(index),
+                                &resolved.display(),
+                            );
+                        }
                     }
                     if self
                         .blocked

@@ -707,3 +707,162 @@ fn explain_under_a_ceiling() {
     );
     assert_eq!(explanation.decision.verdict, Ask);
 }
+
+#[test]
+/// A broad allowlist of everyday programs.
+fn broad() -> Policy {
+    let task = spec(
+        &[
+            "run_shell(cat *)",
+            "run_shell(echo *)",
+            "run_shell(ls*)",
+            "run_shell(grep *)",
+            "run_shell(cargo test*)",
+            "run_shell(git status*)",
+            "run_shell(git log*)",
+            "run_shell(find *)",
+            "run_shell(sed *)",
+            "run_shell(awk *)",
+            "run_shell(python3 *)",
+            "run_shell(rg *)",
+            "run_shell(tar *)",
+            "run_shell(make*)",
+            "run_shell(cd *)",
+            "run_shell(touch *)",
+            "run_shell(cp *)",
+            "run_shell(ln *)",
+            "run_shell(head *)",
+            "run_shell(tail *)",
+            "run_shell(xxd *)",
+            "run_shell(git *)",
+        ],
+        &[],
+        &[],
+        None,
+    );
+    Policy::build(None, &[task], settings()).unwrap()
+}
+
+/// A broad allowlist, and commands that read secrets, write control files
+/// or run what the rules cannot see: none may be auto-allowed.
+fn attacks_are_never_auto_allowed() {
+    let policy = broad();
+    let attacks = [
+        "cat ~/.ssh/id_rsa",
+        "cat ~/'.ssh'/id_rsa",
+        "cat ~/.s\\sh/id_rsa",
+        "cat /home/u/w/../.ssh/id_rsa",
+        "cat ../.ssh/id_rsa",
+        "cat ~u/.ssh/id_rsa",
+        "cat $(echo ~)/.ssh/id_rsa",
+        "cat \"$HOME\"/.ssh/id_rsa",
+        "cd ~; cat .ssh/id_rsa",
+        "cd ..; cat .ssh/id_rsa",
+        "cd /home; cat u/.ssh/id_rsa",
+        "cd $HOME && cat .ssh/id_rsa",
+        "cat .env",
+        "cat ./.env",
+        "cat x/../.env",
+        "head -c 999 .env",
+        "grep -r . .e?v",
+        "cat .[e]nv",
+        "cat /proc/self/environ",
+        "cat /proc/1/environ",
+        "xxd /proc/self/environ",
+        "cat /proc/self/root/home/u/.ssh/id_rsa",
+        "ln -s ~/.ssh k",
+        "ln -s ~ h",
+        "ln -s / r",
+        "cp -r ~ x",
+        "tar cf x.tar ~",
+        "tar cf x.tar -C ~ .ssh",
+        "find / -name id_rsa",
+        "find ~ -name x",
+        "rg --pre ./x y",
+        "rg foo *",
+        "find . -exec sh {} +",
+        "sed -n '1e id' f",
+        "sed 'w /tmp/x' f",
+        "awk 'BEGIN{system(\"id\")}'",
+        "python3 -c 'import os'",
+        "git -c core.pager=sh log",
+        "git log --output=.git/hooks/pre-commit",
+        "git config core.hooksPath x",
+        "echo x > .git/hooks/pre-commit",
+        "cp x .git/hooks/pre-commit",
+        "touch .github/workflows/x.yml",
+        "echo x >> $GITHUB_ENV",
+        "echo x > ../x",
+        "echo x > /tmp/x",
+        "cat x > ~/.bashrc",
+        "make SHELL=/bin/sh",
+        "cargo test --config x",
+        "PATH=. cargo test",
+        "cargo test; $X",
+        "echo `id`",
+        "echo $(id)",
+        "ls <(id)",
+        "cat <<EOF\nx\nEOF",
+        "(cat x)",
+        "{ cat x; }",
+        "cat x; eval id",
+        "exec cat x",
+        "cat x & sh",
+        "cat x | bash",
+        "cat 'x",
+        "echo {a,b}",
+        "echo $'\\x41'",
+        "cd /tmp && ls",
+        "ls ~",
+        "echo ~/.ssh",
+        "ls /home/*/.ssh",
+        "cat /home/u/.s[s]h/id_rsa",
+        "git clone --template=/tmp/t x",
+        "tar xf a.tar --to-command=sh",
+        "tar -xf a.tar -I sh",
+        "cat x | xargs rm",
+        "cargo test && find . -delete -exec rm {} ;",
+        "git submodule foreach id",
+        "sed -i s/a/b/ .git/config",
+        "cp x .github/workflows/",
+        "ln -sf x .git/hooks/pre-commit",
+        "cat \\\n~/.ssh/id_rsa",
+        "ca\\\nt ~/.ssh/id_rsa",
+    ];
+    let mut allowed = Vec::new();
+    for attack in attacks {
+        let d = policy.decide(&CallView::shell(attack));
+        if d.verdict == Verdict::Allow {
+            allowed.push(format!("{attack:?} -> {}", d.rule));
+        }
+    }
+    assert!(allowed.is_empty(), "\n{}", allowed.join("\n"));
+}
+
+/// The same allowlist lets everyday commands through.
+#[test]
+fn everyday_commands_are_allowed() {
+    let policy = broad();
+    for command in [
+        "cargo test --quiet 2>&1 | tail -20",
+        "grep -rn \"fn main\" src",
+        "ls -la",
+        "cat Cargo.toml",
+        "git status --short && git log --oneline -5",
+        "find src -name '*.rs'",
+        "sed -n '1,20p' src/main.rs",
+        "awk '{print $1}' Cargo.lock",
+        "python3 scripts/gen.py",
+        "make -j2",
+        "cd src && ls",
+        "echo done > target/marker",
+        "head -50 README.md",
+        "rg -n TODO src",
+        "tar czf target/x.tgz src",
+        "cat .git/HEAD",
+        "git log -p -- src/lib.rs | head -100",
+    ] {
+        let decision = policy.decide(&CallView::shell(command));
+        assert_eq!(decision.verdict, Verdict::Allow, "{command:?}: {decision}");
+    }
+}

@@ -256,6 +256,8 @@ pub enum HazardKind {
     RedirectOutside,
     /// A word naming a directory that contains a blocked path (`~`, `/`).
     ContainsBlockedPath,
+    /// A protected path named by a program not known to only read it.
+    NamesProtectedPath,
     /// A working directory (or `cd` target) outside the workdir or unknown.
     UnknownDirectory,
     /// Unbalanced quotes or parentheses, `;;`, a stray `)`, nesting too
@@ -290,6 +292,7 @@ impl HazardKind {
             Self::HereDoc => "here-document",
             Self::RedirectOutside => "redirection outside the workdir",
             Self::ContainsBlockedPath => "names a directory containing a blocked path",
+            Self::NamesProtectedPath => "names a protected path",
             Self::UnknownDirectory => "working directory outside the workdir or unknown",
             Self::Unparseable => "cannot parse",
         }
