@@ -708,7 +708,6 @@ fn explain_under_a_ceiling() {
     assert_eq!(explanation.decision.verdict, Ask);
 }
 
-#[test]
 /// A broad allowlist of everyday programs.
 fn broad() -> Policy {
     let task = spec(
@@ -743,6 +742,7 @@ fn broad() -> Policy {
     Policy::build(None, &[task], settings()).unwrap()
 }
 
+#[test]
 /// A broad allowlist, and commands that read secrets, write control files
 /// or run what the rules cannot see: none may be auto-allowed.
 fn attacks_are_never_auto_allowed() {
