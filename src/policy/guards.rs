@@ -522,13 +522,15 @@ impl Guards {
         let mut new_dirs = Vec::new();
         match target {
             Some((_, word)) if word == "-" => new_dirs.push(None),
-            Some((word_index, _)) => {
-                let shape = &part.shapes[offset + word_index];
-                for dir in dirs.iter() {
-                    let resolved = resolve(shape, self.dir_base(dir));
-                    new_dirs.push(resolved.is_exact().then_some(resolved.comps));
+            Some((word_index, _)) => match part.shapes.get(offset + word_index) {
+                Some(shape) => {
+                    for dir in dirs.iter() {
+                        let resolved = resolve(shape, self.dir_base(dir));
+                        new_dirs.push(resolved.is_exact().then_some(resolved.comps));
+                    }
                 }
-            }
+                None => new_dirs.push(None),
+            },
             None => new_dirs.push(self.home.clone()),
         }
         for dir in new_dirs {

@@ -866,3 +866,34 @@ fn everyday_commands_are_allowed() {
         assert_eq!(decision.verdict, Verdict::Allow, "{command:?}: {decision}");
     }
 }
+
+/// Random strings over the shell's special characters: parsing and
+/// deciding never panic, and a hazard-free parse only happens for text
+/// the allow rules then judge part by part.
+#[test]
+fn random_input_never_panics() {
+    const ALPHABET: &[&str] = &[
+        " ", "\n", ";", "&", "|", "<", ">", "(", ")", "$", "`", "'", "\"", "\\", "{", "}", "*",
+        "?", "[", "]", "~", "=", "#", "-", "/", ".", "..", "cd", "rm", "-rf", "sudo", "env", "x",
+        "bash", "-c", "find", "-exec", "$(", "${", "<<", "2>&1", ".git", ".env", "~/.ssh", "eval",
+    ];
+    let policy = broad();
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    for _ in 0..3000 {
+        let length = next() % 12;
+        let command: String = (0..length)
+            .map(|_| ALPHABET[next() % ALPHABET.len()])
+            .collect();
+        let decision = policy.decide(&CallView::shell(&command));
+        let _ = explain(&policy, &format!("run_shell({command})"));
+        if decision.verdict == Verdict::Allow {
+            assert!(shell::parse(&command).hazards.is_empty(), "{command:?}");
+        }
+    }
+}
