@@ -1,4 +1,5 @@
 use super::*;
+use crate::policy::shell;
 
 fn guards() -> Guards {
     let mut settings = GuardSettings::new("/home/u/w", Some(PathBuf::from("/home/u")));

@@ -28,6 +28,7 @@
 //! they are reached, so a deny rule or a guard matches them like any part.
 
 mod lexer;
+mod programs;
 mod runners;
 
 use serde::Serialize;
