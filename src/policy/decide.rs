@@ -1,18 +1,65 @@
 //! Deciding a call: built-in guards, then `deny`, then `ask`, then
-//! `allow`, then `default` (SPEC §4). Every decision names its rule.
+//! `allow`, then `default` (SPEC §4), under the operator ceiling (S5).
+//! Every decision names its rule. See the module docs of [`super`] for
+//! the exact semantics.
 
-use globset::{Glob, GlobMatcher};
+use globset::{GlobBuilder, GlobMatcher};
 use serde::Serialize;
 
-use super::rule::{OnAsk, PolicySpec, Rule, Verdict};
+use super::guards::{GuardError, GuardHit, GuardSettings, Guards};
+use super::rule::{Examples, OnAsk, PolicySpec, Rule, Verdict};
+use super::shell::{self, Hazard, ParsedCommand, SimpleCommand};
 
-/// What policy sees of a call: the tool, the path argument (relative to
-/// the workdir, after resolution) and the shell command, if any.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What policy sees of a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallView<'a> {
     pub tool: &'a str,
+    /// The path argument: as the tool resolved it (relative to the
+    /// workdir when inside it, absolute otherwise), or as written.
     pub path: Option<&'a str>,
+    /// The shell command of `run_shell`.
     pub command: Option<&'a str>,
+    /// `run_shell`'s `working_directory` (relative to the workdir or
+    /// absolute); `None` is the workdir.
+    pub cwd: Option<&'a str>,
+}
+
+impl<'a> CallView<'a> {
+    /// A call with no argument policy looks at.
+    pub fn tool(tool: &'a str) -> Self {
+        Self {
+            tool,
+            ..Self::default()
+        }
+    }
+
+    /// A file tool's call on `path`.
+    pub fn path(tool: &'a str, path: &'a str) -> Self {
+        Self {
+            tool,
+            path: Some(path),
+            ..Self::default()
+        }
+    }
+
+    /// A `run_shell` call.
+    pub fn shell(command: &'a str) -> Self {
+        Self {
+            tool: "run_shell",
+            command: Some(command),
+            ..Self::default()
+        }
+    }
+}
+
+/// Where a rule comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The task file (its `defaults:` and the task's own `policy:`).
+    Task,
+    /// `--policy FILE`: the ceiling.
+    Operator,
 }
 
 /// Which rule made a decision.
@@ -21,295 +68,493 @@ pub struct CallView<'a> {
 pub enum RuleRef {
     /// A built-in guard no rule can loosen.
     Guard { name: String },
-    /// `list[index]`, with the rule's text.
+    /// `list[index]` of a layer, with the rule's text.
     Listed {
+        layer: Layer,
         list: Verdict,
         index: usize,
         text: String,
     },
-    /// No rule matched.
-    Default,
+    /// No rule matched: the layer's `default`.
+    Default { layer: Layer },
 }
 
 impl std::fmt::Display for RuleRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let prefix = |layer: &Layer| match layer {
+            Layer::Task => "",
+            Layer::Operator => "operator ",
+        };
         match self {
             Self::Guard { name } => write!(f, "guard:{name}"),
-            Self::Listed { list, index, text } => write!(f, "{list}[{index}] {text}"),
-            Self::Default => f.write_str("default"),
+            Self::Listed {
+                layer,
+                list,
+                index,
+                text,
+            } => write!(f, "{}{list}[{index}] {text}", prefix(layer)),
+            Self::Default { layer } => write!(f, "{}default", prefix(layer)),
         }
     }
 }
 
-/// A verdict and the rule behind it.
+/// A verdict, the rule behind it, and what it was decided on (S13).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
     pub verdict: Verdict,
     pub rule: RuleRef,
-    /// Why, in words, when the rule alone does not say it.
+    /// Why, in words the model can act on, when the rule alone does not
+    /// say it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// `run_shell`: every simple command as words (assignments first),
+    /// nested ones included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<Vec<Vec<String>>>,
+    /// File tools: the path the rules matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+impl std::fmt::Display for Decision {
+    /// `deny (deny[0] run_shell(curl*))`, with the detail for guards and
+    /// defaults.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}", self.verdict, self.rule)?;
+        if let Some(detail) = &self.detail {
+            write!(f, ": {detail}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// A policy that cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("invalid glob `{glob}` in rule `{rule}`: {message}")]
+    Glob {
+        rule: String,
+        glob: String,
+        message: String,
+    },
+    #[error(transparent)]
+    Guard(#[from] GuardError),
 }
 
 #[derive(Debug, Clone)]
-struct CompiledRule {
-    rule: Rule,
+pub(crate) struct CompiledRule {
+    pub rule: Rule,
     paths: Vec<GlobMatcher>,
     commands: Vec<GlobMatcher>,
+}
+
+/// One side of the ceiling: merged rules of some layers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RuleSet {
+    pub allow: Vec<CompiledRule>,
+    pub deny: Vec<CompiledRule>,
+    pub ask: Vec<CompiledRule>,
+    pub default: Option<Verdict>,
+    pub on_ask: Option<OnAsk>,
 }
 
 /// A merged, compiled policy.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    allow: Vec<CompiledRule>,
-    deny: Vec<CompiledRule>,
-    ask: Vec<CompiledRule>,
-    default: Verdict,
-    on_ask: OnAsk,
+    pub(crate) task: RuleSet,
+    pub(crate) operator: Option<RuleSet>,
+    pub(crate) guards: Guards,
+    pub(crate) settings: GuardSettings,
+    pub(crate) specs: (Option<PolicySpec>, Vec<PolicySpec>),
+    examples: Examples,
 }
 
-/// A glob in a rule that does not compile.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid glob `{glob}` in rule `{rule}`: {message}")]
-pub struct PolicyError {
-    pub rule: String,
-    pub glob: String,
-    pub message: String,
+/// A `run_shell` command as the rules see it.
+pub(crate) struct ShellView {
+    pub parsed: ParsedCommand,
+    /// The parser's hazards and the guards'.
+    pub hazards: Vec<Hazard>,
+    pub hit: Option<GuardHit>,
 }
 
 impl Policy {
-    /// Merges layers in order (later layers add rules; the last `default`
-    /// and `on_ask` set win) and compiles the globs.
-    pub fn new(layers: &[PolicySpec]) -> Result<Self, PolicyError> {
-        let mut policy = Self {
-            allow: vec![],
-            deny: vec![],
-            ask: vec![],
-            default: Verdict::Deny,
-            on_ask: OnAsk::Deny,
-        };
-        for layer in layers {
-            for rule in &layer.allow {
-                policy.allow.push(compile(rule)?);
-            }
-            for rule in &layer.deny {
-                policy.deny.push(compile(rule)?);
-            }
-            for rule in &layer.ask {
-                policy.ask.push(compile(rule)?);
-            }
-            if let Some(default) = layer.default {
-                policy.default = default;
-            }
-            if let Some(on_ask) = layer.on_ask {
-                policy.on_ask = on_ask;
-            }
+    /// Builds the effective policy: `task_layers` merged in order (rules
+    /// add up; the last `default` and `on_ask` set win), bounded by
+    /// `operator` when given, with the guards of `guards`.
+    pub fn build(
+        operator: Option<&PolicySpec>,
+        task_layers: &[PolicySpec],
+        guards: GuardSettings,
+    ) -> Result<Self, PolicyError> {
+        let task = RuleSet::merge(task_layers)?;
+        let operator_set = operator
+            .map(|spec| RuleSet::merge(std::slice::from_ref(spec)))
+            .transpose()?;
+        let mut examples = Examples::default();
+        for spec in operator.into_iter().chain(task_layers) {
+            examples.allow.extend(spec.examples.allow.iter().cloned());
+            examples.deny.extend(spec.examples.deny.iter().cloned());
+            examples.ask.extend(spec.examples.ask.iter().cloned());
         }
-        Ok(policy)
+        Ok(Self {
+            task,
+            operator: operator_set,
+            guards: Guards::new(&guards)?,
+            settings: guards,
+            specs: (operator.cloned(), task_layers.to_vec()),
+            examples,
+        })
     }
 
+    /// How `ask` resolves headless: the task's choice, else the
+    /// operator's, else `deny`; a task cannot choose `pause` (which lets a
+    /// human approve) when the operator chose `deny` or `fail`.
     pub fn on_ask(&self) -> OnAsk {
-        self.on_ask
+        let operator = self.operator.as_ref().and_then(|o| o.on_ask);
+        match (self.task.on_ask, operator) {
+            (Some(OnAsk::Pause), Some(ceiling)) => ceiling,
+            (Some(task), _) => task,
+            (None, operator) => operator.unwrap_or_default(),
+        }
+    }
+
+    /// The examples of every layer (operator first), to check at load.
+    pub fn examples(&self) -> &Examples {
+        &self.examples
+    }
+
+    /// The guard settings this policy was built with.
+    pub fn guard_settings(&self) -> &GuardSettings {
+        &self.settings
+    }
+
+    pub(crate) fn shell_view(&self, command: &str, cwd: Option<&str>) -> ShellView {
+        let parsed = shell::parse(command);
+        let check = self.guards.check_shell(&parsed, cwd);
+        let mut hazards = parsed.hazards.clone();
+        hazards.extend(check.hazards);
+        ShellView {
+            parsed,
+            hazards,
+            hit: check.hit,
+        }
     }
 
     /// Decides one call.
     pub fn decide(&self, call: &CallView<'_>) -> Decision {
-        for (list, rules) in [(Verdict::Deny, &self.deny), (Verdict::Ask, &self.ask)] {
-            if let Some((index, rule)) = rules
+        let shell = call.command.map(|c| self.shell_view(c, call.cwd));
+        let path = call.path.map(|p| self.guards.rule_path(p));
+        let mut decision = self.decide_viewed(call, path.as_deref(), shell.as_ref());
+        decision.parsed = shell.map(|view| {
+            view.parsed
+                .parts
+                .iter()
+                .map(|part| part.assignments.iter().chain(&part.argv).cloned().collect())
+                .collect()
+        });
+        decision.path = path;
+        decision
+    }
+
+    fn decide_viewed(
+        &self,
+        call: &CallView<'_>,
+        path: Option<&str>,
+        shell: Option<&ShellView>,
+    ) -> Decision {
+        let guard = call
+            .path
+            .and_then(|p| self.guards.check_path(call.tool, p))
+            .or_else(|| shell.and_then(|view| view.hit.clone()));
+        if let Some(hit) = guard {
+            return Decision::new(
+                Verdict::Deny,
+                RuleRef::Guard {
+                    name: hit.name.to_owned(),
+                },
+                Some(hit.detail),
+            );
+        }
+        for list in [Verdict::Deny, Verdict::Ask] {
+            for (layer, set) in self.layers() {
+                let rules = if list == Verdict::Deny {
+                    &set.deny
+                } else {
+                    &set.ask
+                };
+                if let Some((index, rule)) = rules
+                    .iter()
+                    .enumerate()
+                    .find(|(_, rule)| rule.hits_any(call, path, shell))
+                {
+                    return Decision::new(list, rule.listed(layer, list, index), None);
+                }
+            }
+        }
+        let task = self.allow_or_default(&self.task, Layer::Task, call, path, shell);
+        let Some(operator) = &self.operator else {
+            return task;
+        };
+        let ceiling = self.allow_or_default(operator, Layer::Operator, call, path, shell);
+        if strictness(ceiling.verdict) > strictness(task.verdict) {
+            let mut decision = ceiling;
+            if task.verdict == Verdict::Allow {
+                let note = format!(
+                    "the task allows this ({}) but the operator policy does not",
+                    task.rule
+                );
+                decision.detail = Some(match decision.detail {
+                    Some(detail) => format!("{note}; {detail}"),
+                    None => note,
+                });
+            }
+            decision
+        } else {
+            task
+        }
+    }
+
+    /// Operator rules first: on a tie the ceiling is named.
+    pub(crate) fn layers(&self) -> impl Iterator<Item = (Layer, &RuleSet)> {
+        self.operator
+            .iter()
+            .map(|set| (Layer::Operator, set))
+            .chain(std::iter::once((Layer::Task, &self.task)))
+    }
+
+    /// The default of a side: the task's own, else the operator's, else
+    /// `deny`; the operator's, else `deny`.
+    pub(crate) fn default_of(&self, layer: Layer) -> Verdict {
+        let operator = self.operator.as_ref().and_then(|o| o.default);
+        match layer {
+            Layer::Task => self.task.default.or(operator).unwrap_or(Verdict::Deny),
+            Layer::Operator => operator.unwrap_or(Verdict::Deny),
+        }
+    }
+
+    /// `allow`, else `default`, of one side.
+    fn allow_or_default(
+        &self,
+        set: &RuleSet,
+        layer: Layer,
+        call: &CallView<'_>,
+        path: Option<&str>,
+        shell: Option<&ShellView>,
+    ) -> Decision {
+        let default = self.default_of(layer);
+        let fallback = |detail: String| {
+            // A default of `allow` never lets a hazardous command through
+            // unseen: it becomes `ask` (S3, S4).
+            let hazardous = shell.is_some_and(|view| !view.hazards.is_empty());
+            let verdict = if hazardous && default == Verdict::Allow {
+                Verdict::Ask
+            } else {
+                default
+            };
+            Decision::new(verdict, RuleRef::Default { layer }, Some(detail))
+        };
+        let Some(view) = shell else {
+            return match set
+                .allow
                 .iter()
                 .enumerate()
-                .find(|(_, rule)| matches_any(rule, call))
+                .find(|(_, rule)| rule.allows(call.tool, path, None))
             {
-                return listed(list, index, rule);
-            }
-        }
-        if let Some((index, rule)) = self
-            .allow
-            .iter()
-            .enumerate()
-            .find(|(_, rule)| matches_all(rule, call))
-        {
-            return listed(Verdict::Allow, index, rule);
-        }
-        Decision {
-            verdict: self.default,
-            rule: RuleRef::Default,
-            detail: None,
-        }
-    }
-
-    /// A short human summary for the system prompt.
-    pub fn summary(&self) -> String {
-        let list = |rules: &[CompiledRule]| {
-            if rules.is_empty() {
-                "(none)".to_owned()
-            } else {
-                rules
-                    .iter()
-                    .map(|r| r.rule.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
+                Some((index, rule)) => Decision::new(
+                    Verdict::Allow,
+                    rule.listed(layer, Verdict::Allow, index),
+                    None,
+                ),
+                None => fallback(format!("no allow rule matches `{}`", call_text(call))),
+            };
         };
-        format!(
-            "allowed: {}; denied: {}; needs approval: {}; anything else: {}",
-            list(&self.allow),
-            list(&self.deny),
-            list(&self.ask),
-            self.default
-        )
+        if !view.hazards.is_empty() {
+            return fallback(hazard_detail(&view.hazards));
+        }
+        let mut first = None;
+        for part in &view.parsed.parts {
+            match set
+                .allow
+                .iter()
+                .enumerate()
+                .find(|(_, rule)| rule.allows(call.tool, None, Some(part)))
+            {
+                Some((index, rule)) => {
+                    first.get_or_insert_with(|| rule.listed(layer, Verdict::Allow, index));
+                }
+                None => return fallback(format!("`{}` matches no allow rule", part.text())),
+            }
+        }
+        match first {
+            Some(rule) => Decision::new(Verdict::Allow, rule, None),
+            None => fallback("empty command".to_owned()),
+        }
     }
 }
 
-fn listed(list: Verdict, index: usize, rule: &CompiledRule) -> Decision {
-    Decision {
-        verdict: list,
-        rule: RuleRef::Listed {
+fn call_text(call: &CallView<'_>) -> String {
+    match call.path.or(call.command) {
+        Some(arg) => format!("{}({arg})", call.tool),
+        None => call.tool.to_owned(),
+    }
+}
+
+/// "not auto-allowed: command substitution `$(id)`; eval `eval x`".
+pub(crate) fn hazard_detail(hazards: &[Hazard]) -> String {
+    let mut shown: Vec<String> = Vec::new();
+    for hazard in hazards {
+        let text = hazard.to_string();
+        if !shown.contains(&text) {
+            shown.push(text);
+        }
+    }
+    let more = shown.len().saturating_sub(3);
+    shown.truncate(3);
+    let mut detail = format!("not auto-allowed: {}", shown.join("; "));
+    if more > 0 {
+        detail.push_str(&format!(" (+{more} more)"));
+    }
+    detail
+}
+
+/// Allow < ask < deny.
+pub(crate) fn strictness(verdict: Verdict) -> u8 {
+    match verdict {
+        Verdict::Allow => 0,
+        Verdict::Ask => 1,
+        Verdict::Deny => 2,
+    }
+}
+
+impl Decision {
+    pub(crate) fn new(verdict: Verdict, rule: RuleRef, detail: Option<String>) -> Self {
+        Self {
+            verdict,
+            rule,
+            detail,
+            parsed: None,
+            path: None,
+        }
+    }
+}
+
+impl RuleSet {
+    fn merge(layers: &[PolicySpec]) -> Result<Self, PolicyError> {
+        let mut set = Self::default();
+        for layer in layers {
+            for (rules, compiled) in [
+                (&layer.allow, &mut set.allow),
+                (&layer.deny, &mut set.deny),
+                (&layer.ask, &mut set.ask),
+            ] {
+                for rule in rules {
+                    compiled.push(CompiledRule::new(rule)?);
+                }
+            }
+            set.default = layer.default.or(set.default);
+            set.on_ask = layer.on_ask.or(set.on_ask);
+        }
+        Ok(set)
+    }
+}
+
+impl CompiledRule {
+    fn new(rule: &Rule) -> Result<Self, PolicyError> {
+        // Path globs keep `*` inside one directory (`src/*` is not
+        // `src/a/b`); command globs span the whole command.
+        let build = |glob: &String, literal_separator: bool| {
+            GlobBuilder::new(glob)
+                .literal_separator(literal_separator)
+                .build()
+                .map(|g| g.compile_matcher())
+                .map_err(|error| PolicyError::Glob {
+                    rule: rule.to_string(),
+                    glob: glob.clone(),
+                    message: error.kind().to_string(),
+                })
+        };
+        Ok(Self {
+            rule: rule.clone(),
+            paths: rule
+                .paths
+                .iter()
+                .map(|g| build(g, true))
+                .collect::<Result<_, _>>()?,
+            commands: rule
+                .commands
+                .iter()
+                .map(|g| build(g, false))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    fn listed(&self, layer: Layer, list: Verdict, index: usize) -> RuleRef {
+        RuleRef::Listed {
+            layer,
             list,
             index,
-            text: rule.rule.to_string(),
-        },
-        detail: None,
+            text: self.rule.to_string(),
+        }
     }
-}
 
-fn compile(rule: &Rule) -> Result<CompiledRule, PolicyError> {
-    let build = |glob: &String| {
-        Glob::new(glob)
-            .map(|g| g.compile_matcher())
-            .map_err(|error| PolicyError {
-                rule: rule.to_string(),
-                glob: glob.clone(),
-                message: error.kind().to_string(),
-            })
-    };
-    Ok(CompiledRule {
-        rule: rule.clone(),
-        paths: rule.paths.iter().map(build).collect::<Result<_, _>>()?,
-        commands: rule.commands.iter().map(build).collect::<Result<_, _>>()?,
-    })
-}
-
-fn tool_matches(rule: &CompiledRule, call: &CallView<'_>) -> bool {
-    rule.rule.tool == "*" || rule.rule.tool == call.tool
-}
-
-/// For deny/ask: the rule hits if any part of the call matches.
-fn matches_any(rule: &CompiledRule, call: &CallView<'_>) -> bool {
-    if !tool_matches(rule, call) {
-        return false;
+    fn tool_matches(&self, tool: &str) -> bool {
+        self.rule.tool == "*" || self.rule.tool == tool
     }
-    let path_ok = rule.paths.is_empty()
-        || call
-            .path
-            .is_some_and(|p| rule.paths.iter().any(|g| g.is_match(p)));
-    let command_ok = rule.commands.is_empty()
-        || call.command.is_some_and(|c| {
-            simple_commands(c)
+
+    fn path_matches(&self, path: Option<&str>) -> bool {
+        self.paths.is_empty() || path.is_some_and(|p| self.paths.iter().any(|g| g.is_match(p)))
+    }
+
+    /// For deny and ask: the rule hits if any part of the call matches,
+    /// in any view (full text, argv alone, command word without its
+    /// directory, the raw command).
+    pub(crate) fn hits_any(
+        &self,
+        call: &CallView<'_>,
+        path: Option<&str>,
+        shell: Option<&ShellView>,
+    ) -> bool {
+        if !self.tool_matches(call.tool) || !self.path_matches(path) {
+            return false;
+        }
+        if self.commands.is_empty() {
+            return true;
+        }
+        let (Some(view), Some(raw)) = (shell, call.command) else {
+            return false;
+        };
+        self.commands.iter().any(|g| g.is_match(raw.trim()))
+            || view.parsed.parts.iter().any(|part| self.hits_part(part))
+    }
+
+    pub(crate) fn hits_part(&self, part: &SimpleCommand) -> bool {
+        self.commands.is_empty()
+            || part
+                .deny_views()
                 .iter()
-                .any(|part| rule.commands.iter().any(|g| g.is_match(part)))
-        });
-    path_ok && command_ok
-}
-
-/// For allow: every part of the call must match.
-fn matches_all(rule: &CompiledRule, call: &CallView<'_>) -> bool {
-    if !tool_matches(rule, call) {
-        return false;
+                .any(|view| self.commands.iter().any(|g| g.is_match(view)))
     }
-    let path_ok = rule.paths.is_empty()
-        || call
-            .path
-            .is_some_and(|p| rule.paths.iter().any(|g| g.is_match(p)));
-    let command_ok = rule.commands.is_empty()
-        || call.command.is_some_and(|c| {
-            !has_substitution(c)
-                && simple_commands(c)
-                    .iter()
-                    .all(|part| rule.commands.iter().any(|g| g.is_match(part)))
-        });
-    path_ok && command_ok
-}
 
-fn has_substitution(command: &str) -> bool {
-    command.contains("$(")
-        || command.contains('`')
-        || command.contains("<(")
-        || command.contains(">(")
-}
-
-/// Splits on `;`, `&&`, `||`, `|`, `&` and newlines (no quoting awareness yet).
-fn simple_commands(command: &str) -> Vec<String> {
-    command
-        .split(['\n', ';', '&', '|'])
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn policy(yaml_like: &[(&str, Verdict)]) -> Policy {
-        let mut spec = PolicySpec::default();
-        for (text, verdict) in yaml_like {
-            let rule = Rule::parse(text).unwrap();
-            match verdict {
-                Verdict::Allow => spec.allow.push(rule),
-                Verdict::Deny => spec.deny.push(rule),
-                Verdict::Ask => spec.ask.push(rule),
+    /// For allow: the rule matches the whole file call, or one simple
+    /// command by its full text (assignments included).
+    pub(crate) fn allows(
+        &self,
+        tool: &str,
+        path: Option<&str>,
+        part: Option<&SimpleCommand>,
+    ) -> bool {
+        if !self.tool_matches(tool) {
+            return false;
+        }
+        match part {
+            None => self.commands.is_empty() && self.path_matches(path),
+            Some(part) => {
+                self.paths.is_empty()
+                    && (self.commands.is_empty() || {
+                        let text = part.text();
+                        self.commands.iter().any(|g| g.is_match(&text))
+                    })
             }
         }
-        Policy::new(&[spec]).unwrap()
-    }
-
-    #[test]
-    fn precedence_and_chains() {
-        let p = policy(&[
-            ("read_file", Verdict::Allow),
-            ("run_shell(cargo test*)", Verdict::Allow),
-            ("run_shell(git push*)", Verdict::Deny),
-            ("edit_file(src/**)", Verdict::Allow),
-        ]);
-        let shell = |c| CallView {
-            tool: "run_shell",
-            command: Some(c),
-            path: None,
-        };
-        assert_eq!(
-            p.decide(&CallView {
-                tool: "read_file",
-                ..CallView::default()
-            })
-            .verdict,
-            Verdict::Allow
-        );
-        assert_eq!(
-            p.decide(&shell("cargo test --quiet")).verdict,
-            Verdict::Allow
-        );
-        assert_eq!(
-            p.decide(&shell("cargo test && curl x")).verdict,
-            Verdict::Deny
-        );
-        assert_eq!(
-            p.decide(&shell("cargo test; git push origin"))
-                .rule
-                .to_string(),
-            "deny[0] run_shell(git push*)"
-        );
-        assert_eq!(
-            p.decide(&shell("cargo test $(rm -rf x)")).verdict,
-            Verdict::Deny
-        );
-        let edit = |path| CallView {
-            tool: "edit_file",
-            path: Some(path),
-            command: None,
-        };
-        assert_eq!(p.decide(&edit("src/lib.rs")).verdict, Verdict::Allow);
-        assert_eq!(p.decide(&edit("README.md")).rule, RuleRef::Default);
     }
 }

@@ -1,0 +1,218 @@
+//! `ybs policy explain 'CALL'`: the decision, the rule behind it, and for
+//! a shell command each simple command with its own verdict.
+
+use serde::Serialize;
+
+use super::decide::{Decision, Layer, Policy, RuleRef, strictness};
+use super::examples::{CallParseError, parse_call, view};
+use super::rule::Verdict;
+use super::shell::{Hazard, ParsedCommand, SimpleCommand};
+
+/// How a call is decided, for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    /// The call as given.
+    pub call: String,
+    pub decision: Decision,
+    /// `run_shell`: every simple command, nested ones included.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartExplanation>,
+    /// `run_shell`: what keeps the command from being auto-allowed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hazards: Vec<Hazard>,
+}
+
+/// One simple command of a shell call, judged alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartExplanation {
+    /// Assignments and argv, joined.
+    pub text: String,
+    /// How a nested command is reached (`$(…)`, `bash -c`, `env` …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    pub verdict: Verdict,
+    pub rule: RuleRef,
+}
+
+/// Explains how `policy` decides `call_text` (`run_shell(cargo test)`,
+/// `edit_file(src/lib.rs)`, `read_file`).
+pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallParseError> {
+    let (tool, arg) = parse_call(call_text)?;
+    let call = view(&tool, arg.as_deref());
+    let decision = policy.decide(&call);
+    let mut explanation = Explanation {
+        call: call_text.trim().to_owned(),
+        decision,
+        parts: Vec::new(),
+        hazards: Vec::new(),
+    };
+    if let Some(command) = call.command {
+        let shell = policy.shell_view(command, None);
+        explanation.parts = shell
+            .parsed
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(index, part)| {
+                let hazardous = shell.hazards.iter().any(|h| h.part == Some(index));
+                let (verdict, rule) = match policy.part_guard(part) {
+                    Some(name) => (Verdict::Deny, RuleRef::Guard { name }),
+                    None => policy.part_verdict(&tool, part, hazardous),
+                };
+                PartExplanation {
+                    text: part.text(),
+                    via: part.via.clone(),
+                    verdict,
+                    rule,
+                }
+            })
+            .collect();
+        explanation.hazards = shell.hazards;
+    }
+    Ok(explanation)
+}
+
+impl Policy {
+    /// The guard a simple command trips on its own, if any.
+    fn part_guard(&self, part: &SimpleCommand) -> Option<String> {
+        let alone = ParsedCommand {
+            parts: vec![part.clone()],
+            hazards: Vec::new(),
+        };
+        self.guards
+            .check_shell(&alone, None)
+            .hit
+            .map(|hit| hit.name.to_owned())
+    }
+
+    /// One simple command judged alone: deny, ask, then allow (unless it
+    /// carries a hazard), then the default; the stricter of the task and
+    /// the operator ceiling.
+    fn part_verdict(
+        &self,
+        tool: &str,
+        part: &SimpleCommand,
+        hazardous: bool,
+    ) -> (Verdict, RuleRef) {
+        for list in [Verdict::Deny, Verdict::Ask] {
+            for (layer, set) in self.layers() {
+                let rules = if list == Verdict::Deny {
+                    &set.deny
+                } else {
+                    &set.ask
+                };
+                if let Some((index, rule)) = rules.iter().enumerate().find(|(_, rule)| {
+                    (rule.rule.tool == "*" || rule.rule.tool == tool)
+                        && rule.rule.paths.is_empty()
+                        && rule.hits_part(part)
+                }) {
+                    return (
+                        list,
+                        RuleRef::Listed {
+                            layer,
+                            list,
+                            index,
+                            text: rule.rule.to_string(),
+                        },
+                    );
+                }
+            }
+        }
+        let side = |layer: Layer, set: &super::decide::RuleSet| {
+            let allowed = if hazardous {
+                None
+            } else {
+                set.allow
+                    .iter()
+                    .enumerate()
+                    .find(|(_, rule)| rule.allows(tool, None, Some(part)))
+            };
+            match allowed {
+                Some((index, rule)) => (
+                    Verdict::Allow,
+                    RuleRef::Listed {
+                        layer,
+                        list: Verdict::Allow,
+                        index,
+                        text: rule.rule.to_string(),
+                    },
+                ),
+                None => {
+                    let default = self.default_of(layer);
+                    let verdict = if hazardous && default == Verdict::Allow {
+                        Verdict::Ask
+                    } else {
+                        default
+                    };
+                    (verdict, RuleRef::Default { layer })
+                }
+            }
+        };
+        let task = side(Layer::Task, &self.task);
+        match &self.operator {
+            Some(operator) => {
+                let ceiling = side(Layer::Operator, operator);
+                if strictness(ceiling.0) > strictness(task.0) {
+                    ceiling
+                } else {
+                    task
+                }
+            }
+            None => task,
+        }
+    }
+}
+
+impl std::fmt::Display for Explanation {
+    /// Several lines a CLI prints as is:
+    ///
+    /// ```text
+    /// run_shell(cargo test && curl x)
+    ///   verdict: deny
+    ///   rule:    deny[0] run_shell(curl*)
+    ///   parts:
+    ///     allow  cargo test    allow[0] run_shell(cargo test*)
+    ///     deny   curl x        deny[0] run_shell(curl*)
+    /// ```
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}", self.call)?;
+        writeln!(f, "  verdict: {}", self.decision.verdict)?;
+        writeln!(f, "  rule:    {}", self.decision.rule)?;
+        if let Some(detail) = &self.decision.detail {
+            writeln!(f, "  why:     {detail}")?;
+        }
+        if let Some(path) = &self.decision.path {
+            writeln!(f, "  path:    {path}")?;
+        }
+        if !self.parts.is_empty() {
+            writeln!(f, "  parts:")?;
+            let width = self
+                .parts
+                .iter()
+                .map(|p| {
+                    p.text.chars().count() + p.via.as_ref().map_or(0, |v| v.chars().count() + 7)
+                })
+                .max()
+                .unwrap_or(0);
+            for part in &self.parts {
+                let text = match &part.via {
+                    Some(via) => format!("{} (via {via})", part.text),
+                    None => part.text.clone(),
+                };
+                writeln!(
+                    f,
+                    "    {:<5}  {text:<width$}  {}",
+                    part.verdict.as_str(),
+                    part.rule
+                )?;
+            }
+        }
+        if !self.hazards.is_empty() {
+            writeln!(f, "  hazards:")?;
+            for hazard in &self.hazards {
+                writeln!(f, "    - {hazard}")?;
+            }
+        }
+        Ok(())
+    }
+}

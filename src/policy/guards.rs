@@ -1,0 +1,597 @@
+//! Built-in guards (SPEC §4, SECURITY S4, S6): checks no rule can loosen.
+//! A guard that fires makes the call `deny` with
+//! `RuleRef::Guard { name }`, before any rule is looked at.
+//!
+//! | guard              | fires on                                                        |
+//! |--------------------|-----------------------------------------------------------------|
+//! | `blocked_commands` | a simple command (nested ones too) matching `safety.blocked_commands` |
+//! | `blocked_paths`    | a file tool's path, or any word of a shell command, that may name a blocked path |
+//! | `protected_paths`  | a write (file tool, shell redirection, `rm`/`mv`/`cp`/`tee`/`sed -i` … operand) to `.git/`, `.github/workflows/`, the run's task and policy files, or the GitHub control files; any use of `$GITHUB_ENV`, `$GITHUB_PATH`, `$GITHUB_OUTPUT`, … in a shell command |
+//! | `outside_workdir`  | a file tool's path outside the workdir and `safety.allowed_paths` |
+//!
+//! Besides firing, the shell check adds hazards (never a denial by
+//! itself): a redirection outside the workdir, a word naming a directory
+//! that contains a blocked path (`ls ~`, `grep -r x /`), a protected path
+//! named by a program not known to only read (`git log --output=.git/x`),
+//! a `cd` to an unknown place.
+//!
+//! Matching is lexical ([`super::pathshape`]); `cd` targets in a chain are
+//! followed, and every word is checked against every directory the chain
+//! may be in.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::pathshape::{self, Base, Comp, Resolved, path_comps, resolve};
+use super::shell::{Hazard, HazardKind, ParsedCommand, Seg, Shape, SimpleCommand};
+use blocked_command::BlockedCommand;
+
+/// `safety.blocked_commands` when config says nothing.
+pub const DEFAULT_BLOCKED_COMMANDS: &[&str] = &[
+    "sudo",
+    "su",
+    "doas",
+    "pkexec",
+    "rm -rf /",
+    "chmod 777",
+    "mkfs",
+    "dd of=/dev/",
+];
+
+/// `safety.blocked_paths` when config says nothing.
+pub const DEFAULT_BLOCKED_PATHS: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config",
+    "**/.env",
+    "/proc/*/environ",
+    "/proc/*/root",
+    "/proc/*/cwd",
+    "/proc/*/mem",
+];
+
+/// Always protected from writes, relative to the workdir (S6).
+pub const PROTECTED_PATTERNS: &[&str] = &["**/.git", ".github/workflows"];
+
+/// Variables naming GitHub Actions control files (S6).
+pub const PROTECTED_VARIABLES: &[&str] = &[
+    "GITHUB_ENV",
+    "GITHUB_PATH",
+    "GITHUB_OUTPUT",
+    "GITHUB_STATE",
+    "GITHUB_STEP_SUMMARY",
+];
+
+/// Tools that only read their path; every other tool with a path is
+/// treated as writing it.
+pub const READ_TOOLS: &[&str] = &["read_file", "list_files", "search_files"];
+
+/// Programs whose operands are written (for `protected_paths`).
+const WRITERS: &[&str] = &[
+    "rm", "rmdir", "mv", "cp", "tee", "truncate", "chmod", "chown", "chgrp", "ln", "install",
+    "touch", "mkdir", "shred", "unlink", "rsync", "dd", "patch",
+];
+
+/// Programs that only read their operands: they may name a protected path.
+const READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ls",
+    "wc",
+    "diff",
+    "cmp",
+    "file",
+    "stat",
+    "du",
+    "tree",
+    "od",
+    "xxd",
+    "hexdump",
+    "sha256sum",
+    "sha1sum",
+    "md5sum",
+    "readlink",
+    "realpath",
+    "test",
+    "[",
+    "echo",
+    "printf",
+];
+
+/// Redirection targets outside the workdir that are fine.
+const DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/zero"];
+
+/// What the guards need to know about the run. Built by the runner from
+/// `safety.*` config; policy keeps no other state and reads no files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GuardSettings {
+    /// The task's workdir, absolute and canonical.
+    pub workdir: PathBuf,
+    /// The user's home, for `~` and `$HOME`; `None` if unknown.
+    pub home: Option<PathBuf>,
+    /// `safety.allowed_paths`: more roots file tools may use.
+    pub allowed_roots: Vec<PathBuf>,
+    /// `safety.blocked_commands`, as written (`rm -rf /`).
+    pub blocked_commands: Vec<String>,
+    /// `safety.blocked_paths`, as written (`~/.ssh`, `**/.env`).
+    pub blocked_paths: Vec<String>,
+    /// The run's task and policy files and the files named by
+    /// `GITHUB_ENV`, `GITHUB_PATH`, `GITHUB_OUTPUT`: absolute, or
+    /// relative to the workdir.
+    pub protected_paths: Vec<PathBuf>,
+}
+
+impl GuardSettings {
+    /// Settings with the default blocked lists.
+    pub fn new(workdir: impl Into<PathBuf>, home: Option<PathBuf>) -> Self {
+        Self {
+            workdir: workdir.into(),
+            home,
+            allowed_roots: Vec::new(),
+            blocked_commands: DEFAULT_BLOCKED_COMMANDS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            blocked_paths: DEFAULT_BLOCKED_PATHS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            protected_paths: Vec::new(),
+        }
+    }
+}
+
+/// A guard entry that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid guard entry `{entry}` in {list}: {problem}")]
+pub struct GuardError {
+    pub list: &'static str,
+    pub entry: String,
+    pub problem: String,
+}
+
+/// A guard that fired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GuardHit {
+    pub name: &'static str,
+    pub detail: String,
+}
+
+impl GuardHit {
+    fn new(name: &'static str, detail: String) -> Self {
+        Self { name, detail }
+    }
+}
+
+/// The guards, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct Guards {
+    workdir: Vec<Comp>,
+    home: Option<Vec<Comp>>,
+    roots: Vec<Vec<Comp>>,
+    commands: Vec<BlockedCommand>,
+    blocked: Vec<(String, Vec<Comp>)>,
+    protected: Vec<(String, Vec<Comp>)>,
+}
+
+/// The result of the shell guard.
+#[derive(Debug, Default)]
+pub(crate) struct ShellCheck {
+    pub hit: Option<GuardHit>,
+    pub hazards: Vec<Hazard>,
+}
+
+impl Guards {
+    pub fn new(settings: &GuardSettings) -> Result<Self, GuardError> {
+        let workdir = path_comps(&settings.workdir);
+        let home = settings.home.as_deref().map(path_comps);
+        let base = Base {
+            cwd: &workdir,
+            home: home.as_deref(),
+            floating_cwd: false,
+        };
+        let pattern = |text: &str| {
+            let mut comps = pathshape::resolve_text(text, base, true).comps;
+            comps.push(Comp::Any);
+            comps
+        };
+        let mut roots = vec![workdir.clone()];
+        roots.extend(settings.allowed_roots.iter().map(|root| path_comps(root)));
+        let mut blocked = Vec::new();
+        for entry in &settings.blocked_paths {
+            if entry.trim().is_empty() {
+                return Err(GuardError {
+                    list: "safety.blocked_paths",
+                    entry: entry.clone(),
+                    problem: "empty path".to_owned(),
+                });
+            }
+            if entry.starts_with('~') && home.is_none() {
+                continue; // No home: nothing can expand to it either.
+            }
+            blocked.push((entry.clone(), pattern(entry)));
+        }
+        let mut protected: Vec<(String, Vec<Comp>)> = PROTECTED_PATTERNS
+            .iter()
+            .map(|entry| {
+                // `**/.git` means anywhere under the workdir here.
+                let mut comps = if entry.starts_with("**") {
+                    workdir.clone()
+                } else {
+                    Vec::new()
+                };
+                comps.extend(pattern(entry));
+                ((*entry).to_owned(), comps)
+            })
+            .collect();
+        for path in &settings.protected_paths {
+            let text = path.to_string_lossy();
+            protected.push((text.clone().into_owned(), pattern(&text)));
+        }
+        let commands = settings
+            .blocked_commands
+            .iter()
+            .map(|entry| BlockedCommand::parse(entry))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            workdir,
+            home,
+            roots,
+            commands,
+            blocked,
+            protected,
+        })
+    }
+
+    fn base<'a>(&'a self, cwd: &'a [Comp]) -> Base<'a> {
+        Base {
+            cwd,
+            home: self.home.as_deref(),
+            floating_cwd: false,
+        }
+    }
+
+    /// Resolves a file tool's path argument against the workdir.
+    pub fn resolve_path(&self, path: &str) -> Resolved {
+        pathshape::resolve_text(path, self.base(&self.workdir), false)
+    }
+
+    /// The path rules match: relative to the workdir when inside it
+    /// (`src/lib.rs`, `.` for the workdir), absolute otherwise.
+    pub fn rule_path(&self, path: &str) -> String {
+        let resolved = self.resolve_path(path);
+        if resolved.is_under(&self.workdir) {
+            let relative: Vec<&str> = resolved.comps[self.workdir.len()..]
+                .iter()
+                .filter_map(|c| match c {
+                    Comp::Lit(name) => Some(name.as_str()),
+                    Comp::Pat(_) | Comp::Any => None,
+                })
+                .collect();
+            if relative.is_empty() {
+                ".".to_owned()
+            } else {
+                relative.join("/")
+            }
+        } else {
+            resolved.display()
+        }
+    }
+
+    /// The guards for a file tool's path.
+    pub fn check_path(&self, tool: &str, path: &str) -> Option<GuardHit> {
+        let resolved = self.resolve_path(path);
+        if let Some(entry) = self.blocked_entry(&resolved) {
+            return Some(GuardHit::new(
+                "blocked_paths",
+                format!("`{path}` is under blocked path `{entry}`"),
+            ));
+        }
+        if !READ_TOOLS.contains(&tool)
+            && let Some(entry) = self.protected_entry(&resolved)
+        {
+            return Some(GuardHit::new(
+                "protected_paths",
+                format!("`{path}` is protected (`{entry}`): no tool writes it"),
+            ));
+        }
+        if !self.roots.iter().any(|root| resolved.is_under(root)) {
+            return Some(GuardHit::new(
+                "outside_workdir",
+                format!(
+                    "`{path}` resolves to `{}`, outside the workdir",
+                    resolved.display()
+                ),
+            ));
+        }
+        None
+    }
+
+    fn blocked_entry(&self, resolved: &Resolved) -> Option<&str> {
+        self.blocked
+            .iter()
+            .find(|(_, pattern)| resolved.may_match(pattern))
+            .map(|(entry, _)| entry.as_str())
+    }
+
+    fn protected_entry(&self, resolved: &Resolved) -> Option<&str> {
+        self.protected
+            .iter()
+            .find(|(_, pattern)| resolved.may_match(pattern))
+            .map(|(entry, _)| entry.as_str())
+    }
+
+    /// The guards for a parsed shell command run in `cwd` (relative to
+    /// the workdir, or absolute; `None` is the workdir).
+    pub fn check_shell(&self, parsed: &ParsedCommand, cwd: Option<&str>) -> ShellCheck {
+        let mut check = ShellCheck::default();
+        let start = match cwd {
+            Some(cwd) => self.resolve_path(cwd),
+            None => Resolved {
+                comps: self.workdir.clone(),
+                floating: false,
+            },
+        };
+        let mut dirs: Vec<Option<Vec<Comp>>> = Vec::new();
+        if start.is_exact() && self.roots.iter().any(|root| start.is_under(root)) {
+            dirs.push(Some(start.comps));
+        } else {
+            check.hazard(HazardKind::UnknownDirectory, None, cwd.unwrap_or_default());
+            dirs.push(if start.is_exact() {
+                Some(start.comps)
+            } else {
+                None
+            });
+        }
+        for (index, part) in parsed.parts.iter().enumerate() {
+            if let Some(hit) = self.check_part(part, index, &dirs, &mut check) {
+                check.hit = Some(hit);
+                return check;
+            }
+            if matches!(part.program(), Some("cd" | "pushd")) {
+                self.follow_cd(part, index, &mut dirs, &mut check);
+            }
+        }
+        check
+    }
+
+    fn check_part(
+        &self,
+        part: &SimpleCommand,
+        index: usize,
+        dirs: &[Option<Vec<Comp>>],
+        check: &mut ShellCheck,
+    ) -> Option<GuardHit> {
+        let text = part.argv_text();
+        for entry in &self.commands {
+            if dirs
+                .iter()
+                .any(|dir| entry.matches(part, self.dir_base(dir)))
+            {
+                return Some(GuardHit::new(
+                    "blocked_commands",
+                    format!("`{text}` matches blocked command `{}`", entry.text),
+                ));
+            }
+        }
+        for shape in part
+            .shapes
+            .iter()
+            .chain(part.redirections.iter().map(|r| &r.shape))
+        {
+            if let Some(Seg::Var(name)) = shape.iter().find(
+                |seg| matches!(seg, Seg::Var(name) if PROTECTED_VARIABLES.contains(&name.as_str())),
+            ) {
+                return Some(GuardHit::new(
+                    "protected_paths",
+                    format!("`{text}` uses `${name}`, a GitHub Actions control file"),
+                ));
+            }
+        }
+        let writer = writes_operands(part);
+        let reader = part.program().is_some_and(|p| READERS.contains(&p));
+        let argv_offset = part.assignments.len();
+        for (word_index, shape) in part.shapes.iter().enumerate() {
+            for dir in dirs {
+                for resolved in self.word_paths(shape, dir) {
+                    if let Some(entry) = self.blocked_entry(&resolved) {
+                        return Some(GuardHit::new(
+                            "blocked_paths",
+                            format!("`{text}` names blocked path `{entry}`"),
+                        ));
+                    }
+                    if word_index > argv_offset
+                        && let Some(entry) = self.protected_entry(&resolved)
+                    {
+                        if writer {
+                            return Some(GuardHit::new(
+                                "protected_paths",
+                                format!("`{text}` writes protected path `{entry}`"),
+                            ));
+                        }
+                        if !reader {
+                            // `git log --output=.git/x`: a program that
+                            // may write through an option.
+                            check.hazard(
+                                HazardKind::NamesProtectedPath,
+                                Some(index),
+                                &resolved.display(),
+                            );
+                        }
+                    }
+                    if self
+                        .blocked
+                        .iter()
+                        .any(|(_, pattern)| resolved.may_contain(pattern))
+                    {
+                        check.hazard(
+                            HazardKind::ContainsBlockedPath,
+                            Some(index),
+                            &resolved.display(),
+                        );
+                    }
+                }
+            }
+        }
+        for redirection in &part.redirections {
+            if !redirection.opens_file() {
+                continue;
+            }
+            for dir in dirs {
+                let resolved = resolve(&redirection.shape, self.dir_base(dir));
+                if let Some(entry) = self.blocked_entry(&resolved) {
+                    return Some(GuardHit::new(
+                        "blocked_paths",
+                        format!(
+                            "redirection to `{}` names blocked path `{entry}`",
+                            redirection.target
+                        ),
+                    ));
+                }
+                if redirection.writes()
+                    && let Some(entry) = self.protected_entry(&resolved)
+                {
+                    return Some(GuardHit::new(
+                        "protected_paths",
+                        format!(
+                            "redirection writes `{}`, protected (`{entry}`)",
+                            redirection.target
+                        ),
+                    ));
+                }
+                let inside = resolved.is_exact()
+                    && (self.roots.iter().any(|root| resolved.is_under(root))
+                        || DEVICES.contains(&resolved.display().as_str()));
+                if !inside {
+                    check.hazard(
+                        HazardKind::RedirectOutside,
+                        Some(index),
+                        &redirection.target,
+                    );
+                }
+            }
+        }
+        None
+    }
+
+    fn dir_base<'a>(&'a self, dir: &'a Option<Vec<Comp>>) -> Base<'a> {
+        match dir {
+            Some(cwd) => self.base(cwd),
+            None => Base {
+                cwd: &[],
+                home: self.home.as_deref(),
+                floating_cwd: true,
+            },
+        }
+    }
+
+    /// A word as a path, and the value after its first `=` (`of=/dev/x`,
+    /// `--file=~/.ssh/k`, `X=~/.aws`).
+    fn word_paths(&self, shape: &Shape, dir: &Option<Vec<Comp>>) -> Vec<Resolved> {
+        let base = self.dir_base(dir);
+        let mut paths = vec![resolve(shape, base)];
+        if let Some(after) = after_equals(shape) {
+            paths.push(resolve(&after, base));
+        }
+        paths
+    }
+
+    fn follow_cd(
+        &self,
+        part: &SimpleCommand,
+        index: usize,
+        dirs: &mut Vec<Option<Vec<Comp>>>,
+        check: &mut ShellCheck,
+    ) {
+        let offset = part.assignments.len();
+        let target = part
+            .argv
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, word)| !word.starts_with('-') || *word == "-");
+        let mut new_dirs = Vec::new();
+        match target {
+            Some((_, word)) if word == "-" => new_dirs.push(None),
+            Some((word_index, _)) => match part.shapes.get(offset + word_index) {
+                Some(shape) => {
+                    for dir in dirs.iter() {
+                        let resolved = resolve(shape, self.dir_base(dir));
+                        new_dirs.push(resolved.is_exact().then_some(resolved.comps));
+                    }
+                }
+                None => new_dirs.push(None),
+            },
+            None => new_dirs.push(self.home.clone()),
+        }
+        for dir in new_dirs {
+            let inside = dir.as_ref().is_some_and(|comps| {
+                self.roots
+                    .iter()
+                    .any(|root| comps.len() >= root.len() && comps[..root.len()] == **root)
+            });
+            if !inside {
+                check.hazard(HazardKind::UnknownDirectory, Some(index), &part.argv_text());
+            }
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+}
+
+impl ShellCheck {
+    fn hazard(&mut self, kind: HazardKind, part: Option<usize>, text: &str) {
+        let hazard = Hazard {
+            kind,
+            part,
+            text: text.to_owned(),
+        };
+        if !self.hazards.contains(&hazard) {
+            self.hazards.push(hazard);
+        }
+    }
+}
+
+fn after_equals(shape: &Shape) -> Option<Shape> {
+    let position = shape
+        .iter()
+        .position(|seg| matches!(seg, Seg::Lit(text) if text.contains('=')))?;
+    let Seg::Lit(text) = &shape[position] else {
+        return None;
+    };
+    let (_, rest) = text.split_once('=')?;
+    let mut after = Vec::new();
+    if !rest.is_empty() {
+        after.push(Seg::Lit(rest.to_owned()));
+    }
+    after.extend(shape[position + 1..].iter().cloned());
+    (!after.is_empty()).then_some(after)
+}
+
+/// True if and only if the part's operands are written by its program.
+fn writes_operands(part: &SimpleCommand) -> bool {
+    let Some(program) = part.program() else {
+        return false;
+    };
+    let args = &part.argv[1..];
+    WRITERS.contains(&program)
+        || (matches!(program, "sed" | "gsed")
+            && args
+                .iter()
+                .any(|w| w.starts_with("-i") || w.starts_with("--in-place")))
+        || (program == "perl" && args.iter().any(|w| w.starts_with('-') && w.contains('i')))
+}
+
+mod blocked_command;
+#[cfg(test)]
+mod tests;

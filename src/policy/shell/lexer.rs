@@ -1,0 +1,892 @@
+//! The character-level parser behind [`super::parse`]. One pass, no
+//! backtracking; substitutions recurse (to [`MAX_DEPTH`]) and add their
+//! commands as nested parts.
+
+use super::runners::{self, Inner};
+use super::{
+    Hazard, HazardKind, ParsedCommand, RedirectKind, Redirection, Seg, Shape, SimpleCommand,
+};
+
+/// Nesting beyond this (substitutions in substitutions, `bash -c` in
+/// `bash -c` …) is [`HazardKind::Unparseable`].
+const MAX_DEPTH: usize = 8;
+
+/// Words that open or close a compound command in command position; the
+/// parser drops them and judges the command that follows.
+const STRIPPED_WORDS: &[&str] = &[
+    "!", "{", "}", "if", "then", "elif", "else", "do", "while", "until", "fi", "done", "esac",
+];
+
+/// Words that start a construct whose words are not a plain command.
+const CONTROL_WORDS: &[&str] = &["for", "case", "select", "function", "[[", "coproc", "in"];
+
+pub(super) struct Parser {
+    chars: Vec<char>,
+    pos: usize,
+    depth: usize,
+    out: ParsedCommand,
+    heredocs: Vec<PendingHereDoc>,
+}
+
+struct PendingHereDoc {
+    delimiter: String,
+    strip_tabs: bool,
+    expands: bool,
+}
+
+/// A word being read.
+#[derive(Debug, Default)]
+struct Word {
+    text: String,
+    shape: Shape,
+    /// Anything quoted or escaped.
+    quoted: bool,
+    /// Quoted, escaped or expanded: not a reserved word.
+    special: bool,
+    /// `$X` or `${X}`.
+    variable: bool,
+    /// Any expansion or substitution.
+    expanded: bool,
+    /// An unquoted glob piece anywhere.
+    glob: bool,
+    /// An unquoted glob piece as the first character.
+    leading_glob: bool,
+    /// `NAME=` with an unquoted name: an assignment in prefix position.
+    assignment: bool,
+    /// Whether the first unquoted `=` has been seen.
+    equals_seen: bool,
+    /// `{a,b}` or `{1..3}` seen.
+    brace: bool,
+    hazards: Vec<(HazardKind, String)>,
+}
+
+impl Word {
+    fn lit(&mut self, c: char) {
+        self.text.push(c);
+        if let Some(Seg::Lit(text)) = self.shape.last_mut() {
+            text.push(c);
+        } else {
+            self.shape.push(Seg::Lit(c.to_string()));
+        }
+    }
+
+    fn glob_piece(&mut self, piece: &str) {
+        if self.text.is_empty() {
+            self.leading_glob = true;
+        }
+        self.glob = true;
+        self.text.push_str(piece);
+        self.shape.push(Seg::Glob(piece.to_owned()));
+    }
+
+    fn var(&mut self, name: &str, source: &str) {
+        self.special = true;
+        self.expanded = true;
+        self.text.push_str(source);
+        self.shape.push(Seg::Var(name.to_owned()));
+    }
+
+    /// True at a position where an unquoted `~` starts a tilde prefix.
+    fn tilde_position(&self) -> bool {
+        self.text.is_empty()
+            || (self.equals_seen && self.text.ends_with('='))
+            || (self.assignment && self.text.ends_with(':'))
+    }
+}
+
+/// The words and redirections of the simple command being read.
+#[derive(Debug, Default)]
+struct Builder {
+    words: Vec<Word>,
+    redirections: Vec<(Redirection, Word)>,
+    hazards: Vec<(HazardKind, String)>,
+}
+
+impl Builder {
+    fn is_empty(&self) -> bool {
+        self.words.is_empty() && self.redirections.is_empty()
+    }
+
+    fn hazard(&mut self, kind: HazardKind, text: &str) {
+        self.hazards.push((kind, text.to_owned()));
+    }
+}
+
+fn is_name(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_metachar(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')'
+    )
+}
+
+impl Parser {
+    pub(super) fn parse(text: &str) -> ParsedCommand {
+        let mut parser = Self {
+            chars: text.chars().collect(),
+            pos: 0,
+            depth: 0,
+            out: ParsedCommand::default(),
+            heredocs: Vec::new(),
+        };
+        parser.list(false, None);
+        parser.out
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, offset: usize) -> Option<char> {
+        self.chars.get(self.pos + offset).copied()
+    }
+
+    fn source(&self, start: usize) -> String {
+        self.chars[start..self.pos.min(self.chars.len())]
+            .iter()
+            .collect()
+    }
+
+    fn push_hazard(&mut self, kind: HazardKind, part: Option<usize>, text: &str) {
+        self.out.hazards.push(Hazard {
+            kind,
+            part,
+            text: text.to_owned(),
+        });
+    }
+
+    fn skip_blanks(&mut self) {
+        loop {
+            match self.peek() {
+                Some(' ' | '\t') => self.pos += 1,
+                Some('\\') if self.peek_at(1) == Some('\n') => self.pos += 2,
+                _ => return,
+            }
+        }
+    }
+
+    /// Reads simple commands to the end of input or, with `close`, to the
+    /// matching `)`.
+    fn list(&mut self, close: bool, via: Option<&str>) {
+        let mut cmd = Builder::default();
+        loop {
+            self.skip_blanks();
+            let Some(c) = self.peek() else {
+                if close {
+                    cmd.hazard(HazardKind::Unparseable, "missing `)`");
+                }
+                self.finish(&mut cmd, via);
+                self.heredoc_bodies(via);
+                return;
+            };
+            match c {
+                '#' => {
+                    while self.peek().is_some_and(|c| c != '\n') {
+                        self.pos += 1;
+                    }
+                }
+                '\n' => {
+                    self.pos += 1;
+                    self.finish(&mut cmd, via);
+                    self.heredoc_bodies(via);
+                }
+                ';' => {
+                    self.pos += 1;
+                    if matches!(self.peek(), Some(';' | '&')) {
+                        self.pos += 1;
+                        cmd.hazard(HazardKind::Unparseable, ";;");
+                    }
+                    self.finish(&mut cmd, via);
+                }
+                '&' if self.peek_at(1) == Some('>') => {
+                    self.pos += 1;
+                    self.redirection(&mut cmd, None, true, via);
+                }
+                '&' | '|' => {
+                    self.pos += 1;
+                    if matches!(self.peek(), Some('&' | '|')) {
+                        self.pos += 1;
+                    }
+                    self.finish(&mut cmd, via);
+                }
+                ')' => {
+                    self.pos += 1;
+                    if close {
+                        self.finish(&mut cmd, via);
+                        return;
+                    }
+                    cmd.hazard(HazardKind::Unparseable, "unmatched `)`");
+                    self.finish(&mut cmd, via);
+                }
+                '(' => {
+                    self.pos += 1;
+                    if cmd.is_empty() {
+                        cmd.hazard(HazardKind::Subshell, "( … )");
+                    } else {
+                        cmd.hazard(HazardKind::Unparseable, "`(` after a word");
+                    }
+                    self.nested_list("( … )");
+                }
+                '<' | '>' if self.peek_at(1) == Some('(') => {
+                    let mut word = Word::default();
+                    self.process_substitution(&mut word);
+                    cmd.words.push(word);
+                }
+                '<' | '>' => self.redirection(&mut cmd, None, false, via),
+                _ => {
+                    let word = self.word();
+                    let is_fd = !word.special
+                        && !word.text.is_empty()
+                        && word.text.bytes().all(|b| b.is_ascii_digit())
+                        && matches!(self.peek(), Some('<' | '>'))
+                        && self.peek_at(1) != Some('(');
+                    if is_fd {
+                        let fd = word.text.parse().ok();
+                        self.redirection(&mut cmd, fd, false, via);
+                    } else {
+                        cmd.words.push(word);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Parses `( … )`, `$( … )` or `<( … )` contents; `pos` is past `(`.
+    fn nested_list(&mut self, via: &str) {
+        if self.depth >= MAX_DEPTH {
+            self.push_hazard(HazardKind::Unparseable, None, "nested too deeply");
+            self.pos = self.chars.len();
+            return;
+        }
+        self.depth += 1;
+        self.list(true, Some(via));
+        self.depth -= 1;
+    }
+
+    /// Parses a string a program will run as shell code (`bash -c`, `eval`,
+    /// backticks) as nested parts.
+    fn nested_text(&mut self, text: &str, via: &str) {
+        if self.depth >= MAX_DEPTH {
+            self.push_hazard(HazardKind::Unparseable, None, "nested too deeply");
+            return;
+        }
+        let chars = std::mem::replace(&mut self.chars, text.chars().collect());
+        let pos = std::mem::replace(&mut self.pos, 0);
+        let heredocs = std::mem::take(&mut self.heredocs);
+        self.depth += 1;
+        self.list(false, Some(via));
+        self.depth -= 1;
+        self.chars = chars;
+        self.pos = pos;
+        self.heredocs = heredocs;
+    }
+
+    fn word(&mut self) -> Word {
+        let mut word = Word::default();
+        let mut braces = 0usize;
+        while let Some(c) = self.peek() {
+            if is_metachar(c) {
+                break;
+            }
+            match c {
+                '\\' => {
+                    self.pos += 1;
+                    match self.peek() {
+                        Some('\n') => self.pos += 1,
+                        Some(escaped) => {
+                            self.pos += 1;
+                            word.quoted = true;
+                            word.special = true;
+                            word.lit(escaped);
+                        }
+                        None => word.lit('\\'),
+                    }
+                }
+                '\'' => {
+                    self.pos += 1;
+                    word.quoted = true;
+                    word.special = true;
+                    self.single_quoted(&mut word);
+                }
+                '"' => {
+                    self.pos += 1;
+                    word.quoted = true;
+                    word.special = true;
+                    self.double_quoted(&mut word, true);
+                }
+                '$' => self.dollar(&mut word, false),
+                '`' => self.backticks(&mut word, false),
+                '*' | '?' => {
+                    self.pos += 1;
+                    word.glob_piece(&c.to_string());
+                }
+                '[' => self.bracket(&mut word),
+                '~' if word.tilde_position() => self.tilde(&mut word),
+                '=' => {
+                    self.pos += 1;
+                    if !word.equals_seen {
+                        word.equals_seen = true;
+                        let name = word.text.strip_suffix('+').unwrap_or(&word.text);
+                        word.assignment = !word.special && !word.glob && is_name(name);
+                    }
+                    word.lit('=');
+                }
+                _ => {
+                    self.pos += 1;
+                    match c {
+                        '{' => braces += 1,
+                        '}' => braces = braces.saturating_sub(1),
+                        ',' if braces > 0 => word.brace = true,
+                        '.' if braces > 0 && self.peek() == Some('.') => word.brace = true,
+                        _ => {}
+                    }
+                    word.lit(c);
+                }
+            }
+        }
+        if word.brace {
+            word.hazards
+                .push((HazardKind::BraceExpansion, word.text.clone()));
+        }
+        word
+    }
+
+    fn single_quoted(&mut self, word: &mut Word) {
+        loop {
+            match self.peek() {
+                None => {
+                    word.hazards
+                        .push((HazardKind::Unparseable, "unterminated `'`".to_owned()));
+                    return;
+                }
+                Some('\'') => {
+                    self.pos += 1;
+                    return;
+                }
+                Some(c) => {
+                    self.pos += 1;
+                    word.lit(c);
+                }
+            }
+        }
+    }
+
+    /// Inside `"…"` (`closing`), or a here-doc body (no closing quote).
+    fn double_quoted(&mut self, word: &mut Word, closing: bool) {
+        loop {
+            match self.peek() {
+                None => {
+                    if closing {
+                        word.hazards
+                            .push((HazardKind::Unparseable, "unterminated `\"`".to_owned()));
+                    }
+                    return;
+                }
+                Some('"') if closing => {
+                    self.pos += 1;
+                    return;
+                }
+                Some('\\') => {
+                    self.pos += 1;
+                    match self.peek() {
+                        Some('\n') => self.pos += 1,
+                        Some(c @ ('$' | '`' | '\\')) => {
+                            self.pos += 1;
+                            word.lit(c);
+                        }
+                        Some('"') if closing => {
+                            self.pos += 1;
+                            word.lit('"');
+                        }
+                        _ => word.lit('\\'),
+                    }
+                }
+                Some('$') => self.dollar(word, true),
+                Some('`') => self.backticks(word, true),
+                Some(c) => {
+                    self.pos += 1;
+                    word.lit(c);
+                }
+            }
+        }
+    }
+
+    /// `$…` at `pos`.
+    fn dollar(&mut self, word: &mut Word, in_quotes: bool) {
+        let start = self.pos;
+        self.pos += 1;
+        match self.peek() {
+            Some('(') => {
+                let arithmetic = self.peek_at(1) == Some('(');
+                self.pos += 1;
+                let (kind, via) = if arithmetic {
+                    (HazardKind::Arithmetic, "$((…))")
+                } else {
+                    (HazardKind::CommandSubstitution, "$(…)")
+                };
+                self.nested_list(via);
+                let source = self.source(start);
+                word.hazards.push((kind, source.clone()));
+                word.var(&source, &source);
+            }
+            Some('{') => {
+                self.pos += 1;
+                let name_start = self.pos;
+                while self
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                {
+                    self.pos += 1;
+                }
+                let name = self.source(name_start);
+                self.parameter_rest(word);
+                let source = self.source(start);
+                word.variable = true;
+                word.var(if name.is_empty() { &source } else { &name }, &source);
+            }
+            Some('\'') if !in_quotes => {
+                self.pos += 1;
+                word.quoted = true;
+                word.special = true;
+                let before = word.text.len();
+                self.ansi_c_quoted(word);
+                let decoded = word.text[before..].to_owned();
+                word.hazards.push((HazardKind::AnsiCQuote, decoded));
+            }
+            Some('"') if !in_quotes => {
+                self.pos += 1;
+                word.quoted = true;
+                word.special = true;
+                self.double_quoted(word, true);
+            }
+            Some(c) if c.is_ascii_alphabetic() || c == '_' => {
+                while self
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                {
+                    self.pos += 1;
+                }
+                let source = self.source(start);
+                word.variable = true;
+                word.var(&source[1..], &source);
+            }
+            Some(c) if c.is_ascii_digit() || "@*#?$!-".contains(c) => {
+                self.pos += 1;
+                let source = self.source(start);
+                word.variable = true;
+                word.var(&source[1..], &source);
+            }
+            _ => word.lit('$'),
+        }
+    }
+
+    /// The rest of `${…}` after the name: skips to the matching `}`,
+    /// parsing substitutions inside it.
+    fn parameter_rest(&mut self, word: &mut Word) {
+        let mut depth = 1usize;
+        let mut scratch = Word::default();
+        loop {
+            match self.peek() {
+                None => {
+                    word.hazards
+                        .push((HazardKind::Unparseable, "unterminated `${`".to_owned()));
+                    return;
+                }
+                Some('}') => {
+                    self.pos += 1;
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                Some('{') => {
+                    self.pos += 1;
+                    depth += 1;
+                }
+                Some('\\') => self.pos += 2,
+                Some('\'') => {
+                    self.pos += 1;
+                    self.single_quoted(&mut scratch);
+                }
+                Some('"') => {
+                    self.pos += 1;
+                    self.double_quoted(&mut scratch, true);
+                }
+                Some('$') => self.dollar(&mut scratch, true),
+                Some('`') => self.backticks(&mut scratch, true),
+                Some(_) => self.pos += 1,
+            }
+        }
+        word.hazards.append(&mut scratch.hazards);
+    }
+
+    /// `$'…'` after the quote: decodes the usual escapes.
+    fn ansi_c_quoted(&mut self, word: &mut Word) {
+        loop {
+            match self.peek() {
+                None => {
+                    word.hazards
+                        .push((HazardKind::Unparseable, "unterminated `$'`".to_owned()));
+                    return;
+                }
+                Some('\'') => {
+                    self.pos += 1;
+                    return;
+                }
+                Some('\\') => {
+                    self.pos += 1;
+                    let Some(c) = self.peek() else { continue };
+                    self.pos += 1;
+                    let decoded = match c {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        'a' => '\u{7}',
+                        'b' => '\u{8}',
+                        'e' | 'E' => '\u{1b}',
+                        'f' => '\u{c}',
+                        'v' => '\u{b}',
+                        'x' => self.radix_char(16, 2),
+                        '0'..='7' => {
+                            self.pos -= 1;
+                            self.radix_char(8, 3)
+                        }
+                        other => other,
+                    };
+                    word.lit(decoded);
+                }
+                Some(c) => {
+                    self.pos += 1;
+                    word.lit(c);
+                }
+            }
+        }
+    }
+
+    fn radix_char(&mut self, radix: u32, max: usize) -> char {
+        let mut value = 0u32;
+        for _ in 0..max {
+            let Some(digit) = self.peek().and_then(|c| c.to_digit(radix)) else {
+                break;
+            };
+            value = value * radix + digit;
+            self.pos += 1;
+        }
+        char::from_u32(value).unwrap_or('\u{fffd}')
+    }
+
+    fn backticks(&mut self, word: &mut Word, in_quotes: bool) {
+        let start = self.pos;
+        self.pos += 1;
+        let mut inner = String::new();
+        loop {
+            match self.peek() {
+                None => {
+                    word.hazards
+                        .push((HazardKind::Unparseable, "unterminated backtick".to_owned()));
+                    break;
+                }
+                Some('`') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some('\\') => {
+                    self.pos += 1;
+                    match self.peek() {
+                        Some(c @ ('$' | '`' | '\\')) => {
+                            self.pos += 1;
+                            inner.push(c);
+                        }
+                        Some('"') if in_quotes => {
+                            self.pos += 1;
+                            inner.push('"');
+                        }
+                        _ => inner.push('\\'),
+                    }
+                }
+                Some(c) => {
+                    self.pos += 1;
+                    inner.push(c);
+                }
+            }
+        }
+        let source = self.source(start);
+        word.hazards.push((HazardKind::Backticks, source.clone()));
+        self.nested_text(&inner, "`…`");
+        word.var(&source, &source);
+    }
+
+    /// `<(…)` or `>(…)` at `pos`.
+    fn process_substitution(&mut self, word: &mut Word) {
+        let start = self.pos;
+        self.pos += 2;
+        self.nested_list("<(…)");
+        let source = self.source(start);
+        word.hazards
+            .push((HazardKind::ProcessSubstitution, source.clone()));
+        word.var(&source, &source);
+    }
+
+    /// `[` at `pos`: a glob class if a `]` closes it within the word.
+    fn bracket(&mut self, word: &mut Word) {
+        let mut end = self.pos + 1;
+        if matches!(self.chars.get(end), Some('!' | '^')) {
+            end += 1;
+        }
+        if self.chars.get(end) == Some(&']') {
+            end += 1;
+        }
+        while let Some(&c) = self.chars.get(end) {
+            if c == ']' {
+                let piece = self.chars[self.pos..=end].iter().collect::<String>();
+                self.pos = end + 1;
+                word.glob_piece(&piece);
+                return;
+            }
+            if is_metachar(c) || matches!(c, '\'' | '"' | '\\' | '$' | '`') {
+                break;
+            }
+            end += 1;
+        }
+        self.pos += 1;
+        word.lit('[');
+    }
+
+    /// An unquoted `~` at a tilde position.
+    fn tilde(&mut self, word: &mut Word) {
+        let start = self.pos;
+        self.pos += 1;
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+'))
+        {
+            self.pos += 1;
+        }
+        let source = self.source(start);
+        match &source[1..] {
+            "" => word.var("HOME", &source),
+            "+" => word.var("PWD", &source),
+            "-" => word.var("OLDPWD", &source),
+            _ => {
+                word.hazards.push((HazardKind::TildeUser, source.clone()));
+                word.var(&source, &source);
+            }
+        }
+    }
+
+    /// A redirection operator at `pos` (past `&` for `&>`), then its target.
+    fn redirection(
+        &mut self,
+        cmd: &mut Builder,
+        fd: Option<u32>,
+        ampersand: bool,
+        via: Option<&str>,
+    ) {
+        let (kind, length, strip_tabs) = if ampersand {
+            if self.peek_at(1) == Some('>') {
+                (RedirectKind::AppendAll, 2, false)
+            } else {
+                (RedirectKind::OutputAll, 1, false)
+            }
+        } else {
+            match (self.peek(), self.peek_at(1), self.peek_at(2)) {
+                (Some('>'), Some('>'), _) => (RedirectKind::Append, 2, false),
+                (Some('>'), Some('|'), _) => (RedirectKind::Clobber, 2, false),
+                (Some('>'), Some('&'), _) => (RedirectKind::DupOutput, 2, false),
+                (Some('>'), _, _) => (RedirectKind::Output, 1, false),
+                (Some('<'), Some('<'), Some('<')) => (RedirectKind::HereString, 3, false),
+                (Some('<'), Some('<'), Some('-')) => (RedirectKind::HereDoc, 3, true),
+                (Some('<'), Some('<'), _) => (RedirectKind::HereDoc, 2, false),
+                (Some('<'), Some('>'), _) => (RedirectKind::ReadWrite, 2, false),
+                (Some('<'), Some('&'), _) => (RedirectKind::DupInput, 2, false),
+                _ => (RedirectKind::Input, 1, false),
+            }
+        };
+        let operator_start = self.pos;
+        self.pos += length;
+        let operator = self.source(operator_start);
+        self.skip_blanks();
+        if self.peek().is_none_or(is_metachar) {
+            cmd.hazard(
+                HazardKind::Unparseable,
+                &format!("`{operator}` without a target"),
+            );
+            let _ = via;
+            return;
+        }
+        let target = self.word();
+        if kind == RedirectKind::HereDoc {
+            cmd.hazard(HazardKind::HereDoc, &format!("{operator}{}", target.text));
+            self.heredocs.push(PendingHereDoc {
+                delimiter: target.text.clone(),
+                strip_tabs,
+                expands: !target.quoted,
+            });
+        }
+        let redirection = Redirection {
+            fd,
+            kind,
+            target: target.text.clone(),
+            shape: target.shape.clone(),
+        };
+        cmd.redirections.push((redirection, target));
+    }
+
+    /// Consumes the bodies of pending here-docs at the start of a line;
+    /// parses substitutions in bodies whose delimiter is unquoted.
+    fn heredoc_bodies(&mut self, via: Option<&str>) {
+        for doc in std::mem::take(&mut self.heredocs) {
+            let mut body = String::new();
+            let mut found = false;
+            while self.pos < self.chars.len() {
+                let end = self.chars[self.pos..]
+                    .iter()
+                    .position(|&c| c == '\n')
+                    .map_or(self.chars.len(), |offset| self.pos + offset);
+                let line: String = self.chars[self.pos..end].iter().collect();
+                self.pos = (end + 1).min(self.chars.len());
+                let compared = if doc.strip_tabs {
+                    line.trim_start_matches('\t')
+                } else {
+                    &line
+                };
+                if compared == doc.delimiter {
+                    found = true;
+                    break;
+                }
+                body.push_str(&line);
+                body.push('\n');
+            }
+            if !found {
+                self.push_hazard(HazardKind::Unparseable, None, "unterminated here-document");
+            }
+            if doc.expands {
+                self.heredoc_expansions(&body, via);
+            }
+        }
+    }
+
+    fn heredoc_expansions(&mut self, body: &str, _via: Option<&str>) {
+        let chars = std::mem::replace(&mut self.chars, body.chars().collect());
+        let pos = std::mem::replace(&mut self.pos, 0);
+        let mut scratch = Word::default();
+        self.double_quoted(&mut scratch, false);
+        self.chars = chars;
+        self.pos = pos;
+        for (kind, text) in scratch.hazards {
+            self.push_hazard(kind, None, &text);
+        }
+    }
+
+    /// Ends the simple command being read: sorts its words, records its
+    /// hazards and the commands it runs.
+    fn finish(&mut self, cmd: &mut Builder, via: Option<&str>) {
+        let mut cmd = std::mem::take(cmd);
+        let mut hazards = cmd.hazards;
+        let mut assignments: Vec<Word> = Vec::new();
+        let mut argv: Vec<Word> = Vec::new();
+        for word in cmd.words {
+            if argv.is_empty() && !word.special && STRIPPED_WORDS.contains(&word.text.as_str()) {
+                match word.text.as_str() {
+                    "!" => {}
+                    "{" | "}" => hazards.push((HazardKind::BraceGroup, word.text.clone())),
+                    _ => hazards.push((HazardKind::ControlFlow, word.text.clone())),
+                }
+                continue;
+            }
+            if argv.is_empty() && word.assignment {
+                assignments.push(word);
+            } else {
+                argv.push(word);
+            }
+        }
+        if let Some(first) = argv.first()
+            && !first.special
+            && CONTROL_WORDS.contains(&first.text.as_str())
+        {
+            hazards.push((HazardKind::ControlFlow, first.text.clone()));
+        }
+        for (index, word) in argv.iter_mut().enumerate() {
+            hazards.append(&mut word.hazards);
+            if index == 0 {
+                if word.expanded || word.glob {
+                    hazards.push((HazardKind::ExpansionInCommandWord, word.text.clone()));
+                }
+            } else {
+                if word.variable {
+                    hazards.push((HazardKind::Variable, word.text.clone()));
+                }
+                if word.leading_glob {
+                    hazards.push((HazardKind::GlobMayBeOption, word.text.clone()));
+                }
+            }
+        }
+        let mut redirections = Vec::new();
+        for word in assignments
+            .iter_mut()
+            .chain(cmd.redirections.iter_mut().map(|(_, word)| word))
+        {
+            hazards.append(&mut word.hazards);
+            if word.variable {
+                hazards.push((HazardKind::Variable, word.text.clone()));
+            }
+        }
+        for (redirection, _) in cmd.redirections {
+            redirections.push(redirection);
+        }
+        if argv.is_empty() && assignments.is_empty() && redirections.is_empty() {
+            for (kind, text) in hazards {
+                self.push_hazard(kind, None, &text);
+            }
+            return;
+        }
+        let part = SimpleCommand {
+            shapes: assignments
+                .iter()
+                .chain(&argv)
+                .map(|word| word.shape.clone())
+                .collect(),
+            assignments: assignments.into_iter().map(|word| word.text).collect(),
+            argv: argv.into_iter().map(|word| word.text).collect(),
+            redirections,
+            via: via.map(str::to_owned),
+        };
+        let index = self.out.parts.len();
+        self.out.parts.push(part);
+        for (kind, text) in hazards {
+            self.push_hazard(kind, Some(index), &text);
+        }
+        self.runners(index);
+    }
+
+    /// Records what the part at `index` runs besides itself.
+    fn runners(&mut self, index: usize) {
+        let analysis = runners::analyze(&self.out.parts[index]);
+        for (kind, text) in analysis.hazards {
+            self.push_hazard(kind, Some(index), &text);
+        }
+        for inner in analysis.inner {
+            if self.depth >= MAX_DEPTH {
+                self.push_hazard(HazardKind::Unparseable, Some(index), "nested too deeply");
+                return;
+            }
+            match inner {
+                Inner::Command(command) => {
+                    let inner_index = self.out.parts.len();
+                    self.out.parts.push(command);
+                    self.depth += 1;
+                    self.runners(inner_index);
+                    self.depth -= 1;
+                }
+                Inner::Script { text, via } => self.nested_text(&text, &via),
+            }
+        }
+    }
+}

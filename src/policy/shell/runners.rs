@@ -1,0 +1,684 @@
+//! Programs that run other programs, or code given as a string.
+//!
+//! The choice (SECURITY S4): such a command is **never auto-allowed** —
+//! each family below adds a hazard — **and** the command it would run is
+//! unwrapped, when it can be read statically, into a nested part, so deny
+//! and ask rules and the guards judge it like any other part
+//! (`env X=1 rm -rf x` hits `deny: rm*`; `timeout 5 sudo id` hits the
+//! `sudo` guard; `bash -c 'curl x'` hits `deny: curl*`). Unwrapping for
+//! allow was rejected: every wrapper has options that change what runs
+//! (`env -S`, `xargs -I`, `find -execdir`, `timeout --foreground` …), and
+//! a wrong unwrap would silently widen an allowlist. The model is told to
+//! run the inner command directly.
+//!
+//! Shells running a script file (`bash scripts/test.sh`) are not a hazard:
+//! like `python x.py` or `make`, what they run is the operator's choice
+//! when they allow it. Shells reading code from `-c` or stdin are.
+
+use super::programs;
+use super::{HazardKind, SimpleCommand};
+
+/// What a part runs besides itself.
+#[derive(Debug, Default)]
+pub(super) struct Analysis {
+    pub hazards: Vec<(HazardKind, String)>,
+    pub inner: Vec<Inner>,
+}
+
+/// A command a part runs.
+#[derive(Debug)]
+pub(super) enum Inner {
+    /// An argv taken from the part's own words.
+    Command(SimpleCommand),
+    /// Shell code in a string (`bash -c`, `eval`, `watch`, `trap`).
+    Script { text: String, via: String },
+}
+
+/// A wrapper: `prog [options] [positionals] command args…`.
+struct Wrapper {
+    names: &'static [&'static str],
+    /// Options whose value is the next word.
+    valued: &'static [&'static str],
+    /// Words after the options and before the command (`timeout 10`).
+    positionals: usize,
+    /// Options whose value is shell code (`su -c`, `flock -c`).
+    script: &'static [&'static str],
+    /// The rest is joined and run by a shell (`watch`, `parallel`).
+    shell_rest: bool,
+}
+
+const fn wrapper(names: &'static [&'static str], valued: &'static [&'static str]) -> Wrapper {
+    Wrapper {
+        names,
+        valued,
+        positionals: 0,
+        script: &[],
+        shell_rest: false,
+    }
+}
+
+const WRAPPERS: &[Wrapper] = &[
+    wrapper(
+        &[
+            "builtin",
+            "nohup",
+            "setsid",
+            "unbuffer",
+            "catchsegv",
+            "valgrind",
+        ],
+        &[],
+    ),
+    wrapper(&["firejail", "busybox"], &[]),
+    wrapper(&["nice"], &["-n", "--adjustment"]),
+    wrapper(
+        &["stdbuf"],
+        &["-i", "-o", "-e", "--input", "--output", "--error"],
+    ),
+    wrapper(&["ionice"], &["-c", "-n", "--class", "--classdata"]),
+    wrapper(&["time"], &["-f", "--format", "-o", "--output"]),
+    wrapper(&["fakeroot"], &["-l", "--lib", "--faked", "-s", "-i"]),
+    wrapper(
+        &["strace"],
+        &[
+            "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-P", "-S", "-X", "-O",
+        ],
+    ),
+    wrapper(
+        &["ltrace"],
+        &["-o", "-e", "-p", "-s", "-u", "-a", "-n", "-l"],
+    ),
+    wrapper(
+        &["unshare"],
+        &[
+            "-S", "-G", "--setuid", "--setgid", "-R", "--root", "-w", "--wd",
+        ],
+    ),
+    wrapper(&["nsenter"], &["-t", "--target", "-S", "-G", "-r", "-w"]),
+    wrapper(
+        &["systemd-run"],
+        &[
+            "-p",
+            "--property",
+            "-u",
+            "--unit",
+            "-E",
+            "--setenv",
+            "-M",
+            "--machine",
+        ],
+    ),
+    wrapper(&["proot"], &["-r", "-b", "-w", "-q"]),
+    wrapper(
+        &["sudo"],
+        &[
+            "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R",
+        ],
+    ),
+    wrapper(&["doas"], &["-u", "-C"]),
+    wrapper(&["pkexec"], &["--user"]),
+    wrapper(&["exec"], &["-a"]),
+    wrapper(
+        &["xargs"],
+        &[
+            "-a",
+            "--arg-file",
+            "-d",
+            "--delimiter",
+            "-E",
+            "-I",
+            "-L",
+            "-n",
+            "--max-args",
+            "-P",
+            "--max-procs",
+            "-s",
+            "--max-chars",
+            "--process-slot-var",
+        ],
+    ),
+    Wrapper {
+        positionals: 1,
+        ..wrapper(&["timeout"], &["-s", "--signal", "-k", "--kill-after"])
+    },
+    Wrapper {
+        positionals: 1,
+        ..wrapper(&["chrt", "taskset"], &[])
+    },
+    Wrapper {
+        positionals: 1,
+        ..wrapper(&["chroot"], &["--userspec", "--groups"])
+    },
+    Wrapper {
+        positionals: 1,
+        script: &["-c", "--command"],
+        ..wrapper(
+            &["flock"],
+            &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
+        )
+    },
+    Wrapper {
+        script: &["-c", "--command", "--session-command"],
+        ..wrapper(
+            &["su", "runuser"],
+            &["-u", "-g", "-G", "-s", "--shell", "-w"],
+        )
+    },
+    Wrapper {
+        script: &["-c", "--command"],
+        ..wrapper(&["script"], &["-E", "-I", "-O", "-B", "-T", "-t"])
+    },
+    Wrapper {
+        shell_rest: true,
+        ..wrapper(&["watch"], &["-n", "--interval", "-q", "--equexit"])
+    },
+    Wrapper {
+        shell_rest: true,
+        ..wrapper(
+            &["parallel"],
+            &["-j", "--jobs", "-S", "--sshlogin", "--delay"],
+        )
+    },
+];
+
+/// Shells whose `-c` or stdin is code.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "pdksh", "ash", "yash", "posh", "fish",
+    "csh", "tcsh",
+];
+
+/// Variables that choose which program runs or how (`PATH=. cargo` runs
+/// `./cargo`); prefix families end with `_`.
+const HIJACK_VARIABLES: &[&str] = &[
+    "PATH",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "CDPATH",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "ZDOTDIR",
+    "SHELL",
+    "PAGER",
+    "EDITOR",
+    "VISUAL",
+    "BROWSER",
+    "LD_",
+    "DYLD_",
+    "GIT_",
+    "RUSTC",
+    "RUSTC_",
+    "RUSTDOC",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "CARGO_",
+    "CC",
+    "CXX",
+    "LD",
+    "AR",
+    "MAKEFLAGS",
+    "MAKEFILES",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+];
+
+/// True if and only if setting `name` may change which program runs.
+pub(crate) fn hijacks(name: &str) -> bool {
+    HIJACK_VARIABLES.iter().any(|entry| {
+        if let Some(prefix) = entry.strip_suffix('_')
+            && entry.len() > 2
+        {
+            name == prefix || name.starts_with(entry)
+        } else {
+            name == *entry
+        }
+    })
+}
+
+/// Looks at what `cmd` runs besides itself.
+pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
+    let mut analysis = Analysis::default();
+    for assignment in &cmd.assignments {
+        check_assignment(assignment, &mut analysis);
+    }
+    let Some(program) = cmd.program() else {
+        return analysis;
+    };
+    let family = match program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.') {
+        "" => program,
+        family => family,
+    };
+    let argv = &cmd.argv;
+    match family {
+        "eval" => {
+            analysis.hazard(HazardKind::Eval, &cmd.argv_text());
+            if argv.len() > 1 {
+                analysis.script(argv[1..].join(" "), "eval");
+            }
+        }
+        "source" | "." | "alias" | "unalias" | "shopt" | "enable" | "hash" => {
+            analysis.hazard(HazardKind::ChangesShell, program);
+        }
+        "trap" => {
+            analysis.hazard(HazardKind::ChangesShell, program);
+            if let Some(code) = argv.get(1).filter(|word| !word.starts_with('-')) {
+                analysis.script(code.clone(), "trap");
+            }
+        }
+        "export" | "declare" | "typeset" | "local" | "readonly" => {
+            for word in &argv[1..] {
+                check_assignment(word, &mut analysis);
+            }
+        }
+        "env" => env(cmd, &mut analysis),
+        "command" => {
+            if !argv[1..].iter().any(|w| w == "-v" || w == "-V") {
+                analysis.hazard(HazardKind::RunsProgram, program);
+                let start = 1 + argv[1..].iter().take_while(|w| w.starts_with('-')).count();
+                analysis.command(cmd, start, start, program);
+            }
+        }
+        "python" | "pypy" => {
+            programs::interpreter(cmd, &["-c"], &["-m"], &["-W", "-X"], &mut analysis)
+        }
+        "perl" => programs::interpreter(cmd, &["-e", "-E"], &[], &["-I", "-M"], &mut analysis),
+        "ruby" => programs::interpreter(cmd, &["-e"], &[], &["-I", "-r"], &mut analysis),
+        "node" | "nodejs" | "bun" => programs::interpreter(
+            cmd,
+            &["-e", "--eval", "-p", "--print"],
+            &[],
+            &["-r", "--require"],
+            &mut analysis,
+        ),
+        "deno" if argv.get(1).is_some_and(|w| w == "eval") => {
+            analysis.hazard(HazardKind::InlineCode, "deno eval");
+        }
+        "php" => programs::interpreter(
+            cmd,
+            &["-r", "-R", "-B", "-E"],
+            &[],
+            &["-d", "-c"],
+            &mut analysis,
+        ),
+        "lua" | "luajit" | "Rscript" | "R" => {
+            programs::interpreter(cmd, &["-e"], &[], &["-l"], &mut analysis);
+        }
+        "awk" | "gawk" | "mawk" | "nawk" => programs::awk(cmd, &mut analysis),
+        "sed" | "gsed" => programs::sed(cmd, &mut analysis),
+        "find" => programs::find(cmd, &mut analysis),
+        "git" => git(cmd, &mut analysis),
+        "rg" => {
+            for (index, word) in argv.iter().enumerate() {
+                if let Some(value) = word.strip_prefix("--pre=") {
+                    analysis.hazard(HazardKind::RunsProgram, "rg --pre");
+                    analysis.inner_words(cmd, vec![value.to_owned()], index, "rg --pre");
+                } else if word == "--pre" {
+                    analysis.hazard(HazardKind::RunsProgram, "rg --pre");
+                    if let Some(value) = argv.get(index + 1) {
+                        analysis.inner_words(cmd, vec![value.clone()], index + 1, "rg --pre");
+                    }
+                }
+            }
+        }
+        "cargo" => {
+            if argv
+                .iter()
+                .take_while(|w| *w != "--")
+                .any(|w| w == "--config" || w.starts_with("--config=") || w == "-Z")
+            {
+                analysis.hazard(HazardKind::RunsProgram, "cargo --config");
+            }
+        }
+        "make" | "gmake" => {
+            if argv[1..].iter().any(|w| {
+                w.starts_with("SHELL=")
+                    || w.starts_with(".SHELLFLAGS=")
+                    || w.starts_with("--eval")
+                    || w == "-E"
+            }) {
+                analysis.hazard(HazardKind::RunsProgram, "make SHELL=");
+            }
+        }
+        "tar" | "gtar" | "bsdtar" => {
+            const RUNS: &[&str] = &[
+                "--to-command",
+                "--use-compress-program",
+                "--checkpoint-action",
+                "--info-script",
+                "--new-volume-script",
+                "--rsh-command",
+                "--rmt-command",
+            ];
+            if argv[1..]
+                .iter()
+                .any(|w| w == "-I" || w == "-F" || RUNS.iter().any(|option| w.starts_with(option)))
+            {
+                analysis.hazard(HazardKind::RunsProgram, "tar --to-command");
+            }
+        }
+        "rsync" => {
+            if argv[1..]
+                .iter()
+                .any(|w| w == "-e" || w.starts_with("--rsh") || w.starts_with("--rsync-path"))
+            {
+                analysis.hazard(HazardKind::RunsProgram, "rsync -e");
+            }
+        }
+        _ if SHELLS.contains(&family) => shell(cmd, program, &mut analysis),
+        _ => {
+            if let Some(spec) = WRAPPERS.iter().find(|w| w.names.contains(&program)) {
+                wrapped(cmd, program, spec, &mut analysis);
+            }
+        }
+    }
+    analysis
+}
+
+impl Analysis {
+    pub(super) fn hazard(&mut self, kind: HazardKind, text: &str) {
+        self.hazards.push((kind, text.to_owned()));
+    }
+
+    fn script(&mut self, text: String, via: &str) {
+        self.inner.push(Inner::Script {
+            text,
+            via: via.to_owned(),
+        });
+    }
+
+    /// The part's argv from `argv_start`, with `argv[assign_start..argv_start]`
+    /// as assignments (`env X=1 cmd`).
+    fn command(&mut self, cmd: &SimpleCommand, assign_start: usize, argv_start: usize, via: &str) {
+        if argv_start >= cmd.argv.len() {
+            return;
+        }
+        let offset = cmd.assignments.len();
+        self.inner.push(Inner::Command(SimpleCommand {
+            assignments: cmd.argv[assign_start..argv_start].to_vec(),
+            argv: cmd.argv[argv_start..].to_vec(),
+            redirections: Vec::new(),
+            via: Some(via.to_owned()),
+            shapes: cmd
+                .shapes
+                .get(offset + assign_start..)
+                .map(<[_]>::to_vec)
+                .unwrap_or_default(),
+        }));
+    }
+
+    /// Given words (`find -exec rm {} ;`) as a nested command; `at` is the
+    /// argv index of the first one, for its shape.
+    pub(super) fn inner_words(
+        &mut self,
+        cmd: &SimpleCommand,
+        argv: Vec<String>,
+        at: usize,
+        via: &str,
+    ) {
+        let offset = cmd.assignments.len() + at;
+        let shapes = cmd
+            .shapes
+            .get(offset..offset + argv.len())
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
+        self.inner.push(Inner::Command(SimpleCommand {
+            assignments: Vec::new(),
+            argv,
+            redirections: Vec::new(),
+            via: Some(via.to_owned()),
+            shapes,
+        }));
+    }
+}
+
+fn check_assignment(word: &str, analysis: &mut Analysis) {
+    if let Some((name, _)) = word.split_once('=') {
+        let name = name.strip_suffix('+').unwrap_or(name);
+        if hijacks(name) {
+            analysis.hazard(HazardKind::HijackVariable, word);
+        }
+    }
+}
+
+/// `env [-i] [-u NAME] [NAME=VALUE]… [command args…]`.
+fn env(cmd: &SimpleCommand, analysis: &mut Analysis) {
+    let argv = &cmd.argv;
+    let mut index = 1;
+    while let Some(word) = argv.get(index) {
+        if word == "--" {
+            index += 1;
+            break;
+        }
+        if let Some(split) = word
+            .strip_prefix("--split-string=")
+            .or_else(|| word.strip_prefix("-S").filter(|rest| !rest.is_empty()))
+        {
+            analysis.hazard(HazardKind::RunsProgram, "env -S");
+            analysis.script(split.to_owned(), "env -S");
+            index += 1;
+            continue;
+        }
+        if matches!(word.as_str(), "-S" | "--split-string") {
+            analysis.hazard(HazardKind::RunsProgram, "env -S");
+            if let Some(split) = argv.get(index + 1) {
+                analysis.script(split.clone(), "env -S");
+            }
+            index += 2;
+            continue;
+        }
+        if matches!(word.as_str(), "-u" | "--unset" | "-C" | "--chdir") {
+            index += 2;
+            continue;
+        }
+        if word.starts_with('-') {
+            index += 1;
+            continue;
+        }
+        break;
+    }
+    let assign_start = index;
+    while argv.get(index).is_some_and(|word| word.contains('=')) {
+        check_assignment(&argv[index], analysis);
+        index += 1;
+    }
+    if index < argv.len() {
+        analysis.hazard(HazardKind::RunsProgram, "env");
+        analysis.command(cmd, assign_start, index, "env");
+    }
+}
+
+/// `bash -c CODE`, `sh -lc CODE`, a shell reading stdin.
+fn shell(cmd: &SimpleCommand, program: &str, analysis: &mut Analysis) {
+    let argv = &cmd.argv;
+    let mut index = 1;
+    let mut code_flag = false;
+    let mut stdin = false;
+    while let Some(word) = argv.get(index) {
+        if word == "--" || word == "-" {
+            index += 1;
+            stdin |= word == "-";
+            break;
+        }
+        if let Some(long) = word.strip_prefix("--") {
+            if let Some(code) = long.strip_prefix("command=") {
+                analysis.hazard(HazardKind::NestedShell, &format!("{program} --command"));
+                analysis.script(code.to_owned(), &format!("{program} -c"));
+                return;
+            }
+            code_flag |= long == "command";
+            if matches!(long, "rcfile" | "init-file") {
+                index += 1;
+            }
+            index += 1;
+            continue;
+        }
+        if (word.starts_with('-') || word.starts_with('+')) && word.len() > 1 {
+            let letters = &word[1..];
+            code_flag |= letters.contains('c');
+            stdin |= letters.contains('s') || letters.contains('i');
+            if letters.contains('o') || letters.contains('O') {
+                index += 1;
+            }
+            index += 1;
+            continue;
+        }
+        break;
+    }
+    if code_flag {
+        analysis.hazard(HazardKind::NestedShell, &format!("{program} -c"));
+        if let Some(code) = argv.get(index) {
+            analysis.script(code.clone(), &format!("{program} -c"));
+        }
+    } else if stdin || index >= argv.len() {
+        analysis.hazard(
+            HazardKind::NestedShell,
+            &format!("{program} reading commands from stdin"),
+        );
+    }
+}
+
+/// `git -c key=value …`, and subcommands that run a command or hook.
+fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
+    let argv = &cmd.argv;
+    let mut index = 1;
+    while let Some(word) = argv.get(index) {
+        match word.as_str() {
+            "-c" | "--config-env" => {
+                analysis.hazard(HazardKind::RunsProgram, &format!("git {word}"));
+                index += 2;
+            }
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => index += 2,
+            _ if word.starts_with("--config-env=") || word.starts_with("--exec-path=") => {
+                analysis.hazard(HazardKind::RunsProgram, &format!("git {word}"));
+                index += 1;
+            }
+            _ if word.starts_with('-') => index += 1,
+            _ => break,
+        }
+    }
+    let Some(subcommand) = argv.get(index) else {
+        return;
+    };
+    let rest = &argv[index + 1..];
+    let runs = |flags: &[&str]| {
+        rest.iter().any(|w| {
+            flags
+                .iter()
+                .any(|flag| w == flag || w.starts_with(&format!("{flag}=")))
+        })
+    };
+    let via = format!("git {subcommand}");
+    match subcommand.as_str() {
+        "submodule" if rest.first().is_some_and(|w| w == "foreach") => {
+            analysis.hazard(HazardKind::RunsProgram, "git submodule foreach");
+            let code: Vec<&str> = rest[1..]
+                .iter()
+                .map(String::as_str)
+                .skip_while(|w| w.starts_with('-'))
+                .collect();
+            analysis.script(code.join(" "), &via);
+        }
+        "bisect" if rest.first().is_some_and(|w| w == "run") => {
+            analysis.hazard(HazardKind::RunsProgram, "git bisect run");
+            analysis.command(cmd, index + 2, index + 2, &via);
+        }
+        "filter-branch" => analysis.hazard(HazardKind::RunsProgram, "git filter-branch"),
+        "rebase" if runs(&["-x", "--exec"]) => {
+            analysis.hazard(HazardKind::RunsProgram, "git rebase --exec");
+        }
+        "difftool" | "mergetool" if runs(&["-x", "--extcmd", "-t", "--tool"]) => {
+            analysis.hazard(
+                HazardKind::RunsProgram,
+                &format!("git {subcommand} --extcmd"),
+            );
+        }
+        "config" if rest.iter().filter(|w| !w.starts_with('-')).count() >= 2 => {
+            analysis.hazard(HazardKind::RunsProgram, "git config (sets a value)");
+        }
+        _ => {}
+    }
+    let remote_program = runs(&["--upload-pack", "--receive-pack", "--exec", "--template"])
+        && matches!(
+            subcommand.as_str(),
+            "clone" | "fetch" | "pull" | "push" | "ls-remote" | "archive" | "init" | "submodule"
+        );
+    let clone_config = subcommand == "clone" && runs(&["-u", "-c", "--config"]);
+    if remote_program || clone_config {
+        analysis.hazard(
+            HazardKind::RunsProgram,
+            &format!("git {subcommand} --upload-pack"),
+        );
+    }
+}
+
+/// A generic wrapper from [`WRAPPERS`].
+fn wrapped(cmd: &SimpleCommand, program: &str, spec: &Wrapper, analysis: &mut Analysis) {
+    let argv = &cmd.argv;
+    let kind = if program == "exec" {
+        HazardKind::Exec
+    } else {
+        HazardKind::RunsProgram
+    };
+    analysis.hazard(kind, program);
+    let mut index = 1;
+    while let Some(word) = argv.get(index) {
+        if word == "--" {
+            index += 1;
+            break;
+        }
+        if !word.starts_with('-') || word.len() == 1 {
+            break;
+        }
+        if spec.script.contains(&word.as_str()) {
+            if let Some(code) = argv.get(index + 1) {
+                analysis.script(code.clone(), program);
+            }
+            return;
+        }
+        if let Some((option, code)) = word.split_once('=')
+            && spec.script.contains(&option)
+        {
+            analysis.script(code.to_owned(), program);
+            return;
+        }
+        index += if spec.valued.contains(&word.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    index += spec.positionals;
+    // `flock FILE -c CODE`: the code option may follow the positionals.
+    if let Some(word) = argv.get(index)
+        && spec.script.contains(&word.as_str())
+    {
+        if let Some(code) = argv.get(index + 1) {
+            analysis.script(code.clone(), program);
+        }
+        return;
+    }
+    if index >= argv.len() {
+        if program == "chroot" {
+            analysis.hazard(HazardKind::NestedShell, "chroot runs a shell");
+        }
+        return;
+    }
+    if spec.shell_rest {
+        analysis.script(argv[index..].join(" "), program);
+    } else {
+        analysis.command(cmd, index, index, program);
+    }
+}

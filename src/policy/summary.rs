@@ -1,0 +1,150 @@
+//! The policy as others see it: a stable hash for the transcript manifest
+//! and a short summary for the system prompt (every request pays for it).
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::decide::{CompiledRule, Layer, Policy};
+use super::rule::{PolicySpec, Verdict};
+
+/// The budget of [`Policy::summary`], in characters.
+const SUMMARY_BUDGET: usize = 300;
+
+/// The fixed sentence about shell commands in the summary.
+const SHELL_NOTE: &str = "Shell: every part of a chain must be allowed; no $(…), eval, sh -c or writes outside the workdir.";
+
+#[derive(Serialize)]
+struct Hashed<'a> {
+    version: u32,
+    operator: Option<Rules>,
+    task: Vec<Rules>,
+    blocked_commands: &'a [String],
+    blocked_paths: &'a [String],
+    allowed_roots: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Rules {
+    allow: Vec<String>,
+    deny: Vec<String>,
+    ask: Vec<String>,
+    default: Option<Verdict>,
+    on_ask: Option<super::OnAsk>,
+}
+
+impl Rules {
+    fn of(spec: &PolicySpec) -> Self {
+        let texts = |rules: &[super::Rule]| rules.iter().map(ToString::to_string).collect();
+        Self {
+            allow: texts(&spec.allow),
+            deny: texts(&spec.deny),
+            ask: texts(&spec.ask),
+            default: spec.default,
+            on_ask: spec.on_ask,
+        }
+    }
+}
+
+impl Policy {
+    /// A SHA-256 hex digest of what decides calls: every layer's rules,
+    /// defaults and `on_ask`, the blocked lists and the allowed roots.
+    /// The workdir, home and the run's protected files are left out so
+    /// the same policy hashes the same on every machine; examples are
+    /// left out because they decide nothing.
+    pub fn hash(&self) -> String {
+        let (operator, task) = &self.specs;
+        let hashed = Hashed {
+            version: 1,
+            operator: operator.as_ref().map(Rules::of),
+            task: task.iter().map(Rules::of).collect(),
+            blocked_commands: &self.settings.blocked_commands,
+            blocked_paths: &self.settings.blocked_paths,
+            allowed_roots: self
+                .settings
+                .allowed_roots
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect(),
+        };
+        // Serializing plain strings, options and vectors cannot fail.
+        let json = serde_json::to_vec(&hashed).unwrap_or_default();
+        Sha256::digest(&json)
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+
+    /// One short paragraph for the system prompt (about 300 characters):
+    /// what is allowed, denied and asked, and what happens otherwise.
+    /// Long lists end with `+N more`.
+    pub fn summary(&self) -> String {
+        let deny: Vec<&CompiledRule> = self.layers().flat_map(|(_, s)| &s.deny).collect();
+        let ask: Vec<&CompiledRule> = self.layers().flat_map(|(_, s)| &s.ask).collect();
+        let allow: Vec<&CompiledRule> = self.task.allow.iter().collect();
+        let task_default = self.default_of(Layer::Task);
+        let otherwise = if self.operator.is_some()
+            && super::decide::strictness(self.default_of(Layer::Operator))
+                > super::decide::strictness(task_default)
+        {
+            self.default_of(Layer::Operator)
+        } else {
+            task_default
+        };
+        let otherwise = match otherwise {
+            Verdict::Allow => "is allowed",
+            Verdict::Deny => "is denied",
+            Verdict::Ask => "needs approval",
+        };
+        let tail = format!("; anything else {otherwise}. {SHELL_NOTE}");
+        let lists: Vec<(&str, Vec<String>)> = [
+            ("allowed", &allow),
+            ("denied", &deny),
+            ("needs approval", &ask),
+        ]
+        .into_iter()
+        .filter(|(_, rules)| !rules.is_empty())
+        .map(|(label, rules)| (label, rules.iter().map(|r| r.rule.to_string()).collect()))
+        .collect();
+        // Show every rule, then drop rules until the paragraph fits: from
+        // the approval list first and the allow list (what the model may
+        // do) last, keeping one rule of each list as long as possible.
+        let mut shown: Vec<usize> = lists.iter().map(|(_, items)| items.len()).collect();
+        loop {
+            let text = render(&lists, &shown, &tail);
+            if text.chars().count() <= SUMMARY_BUDGET {
+                return text;
+            }
+            let victim = (0..shown.len())
+                .rev()
+                .find(|&i| shown[i] > 1)
+                .or_else(|| (0..shown.len()).rev().find(|&i| shown[i] > 0));
+            match victim {
+                Some(index) => shown[index] -= 1,
+                None => return text,
+            }
+        }
+    }
+}
+
+/// `Policy: allowed: a, b +2 more; denied: 3 rules; anything else …`.
+fn render(lists: &[(&str, Vec<String>)], shown: &[usize], tail: &str) -> String {
+    let sections: Vec<String> = lists
+        .iter()
+        .zip(shown)
+        .map(|((label, items), &count)| match count {
+            0 => format!("{label}: {} rules", items.len()),
+            _ if count == items.len() => format!("{label}: {}", items.join(", ")),
+            _ => format!(
+                "{label}: {} +{} more",
+                items[..count].join(", "),
+                items.len() - count
+            ),
+        })
+        .collect();
+    let body = if sections.is_empty() {
+        "no rules".to_owned()
+    } else {
+        sections.join("; ")
+    };
+    format!("Policy: {body}{tail}")
+}
