@@ -287,10 +287,16 @@ impl<'a> Agent<'a> {
                 });
             }
         };
+        // For run_shell the resolved path is its working directory.
+        let (path, cwd) = match target.command {
+            Some(_) => (None, target.path.as_deref()),
+            None => (target.path.as_deref(), None),
+        };
         let view = CallView {
             tool: &call.name,
-            path: target.path.as_deref(),
+            path,
             command: target.command.as_deref(),
+            cwd,
         };
         let decision = self.setup.policy.decide(&view);
         let rule = decision.rule.to_string();
@@ -301,7 +307,12 @@ impl<'a> Agent<'a> {
             verdict: decision.verdict.as_str().to_owned(),
             rule: rule.clone(),
             detail: decision.detail.clone(),
-            resolved: Some(json!({ "path": target.path, "command": target.command })),
+            resolved: Some(json!({
+                "path": decision.path.as_deref().or(path),
+                "working_directory": cwd,
+                "command": target.command,
+                "argv": decision.parsed,
+            })),
         });
         let why = decision
             .detail

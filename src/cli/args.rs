@@ -27,6 +27,9 @@ pub enum Command {
     Run(RunArgs),
     /// Check task files and config without running anything; reports every error.
     Validate(ValidateArgs),
+    /// Inspect policy decisions.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
 }
 
 /// Output verbosity, shared by commands.
@@ -71,6 +74,9 @@ pub struct RunArgs {
     /// Decide and record tool calls without executing them.
     #[arg(long)]
     pub dry_run: bool,
+    /// Operator policy file: a ceiling that task files can narrow but never widen.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Never commit: leave every change in the work tree.
     #[arg(long)]
     pub no_commit: bool,
@@ -97,6 +103,9 @@ pub struct ValidateArgs {
     /// Extra config file to validate and apply.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Operator policy file to validate and apply as the ceiling.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Set a task variable (repeatable), as for `run`.
     #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
@@ -111,4 +120,26 @@ fn parse_var(text: &str) -> Result<(String, String), String> {
         }
         _ => Err(format!("expected KEY=VALUE, got `{text}`")),
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Print how a call is decided and the rule that decides it, e.g.
+    /// `ybs policy explain 'run_shell(cargo test && curl x)'`.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// The call in string form: `tool(argument)`, e.g. `edit_file(src/lib.rs)`.
+    pub call: String,
+    /// Decide with this task's policy: `FILE` (single-task file) or `FILE#TASK-ID`.
+    #[arg(long, value_name = "FILE#ID")]
+    pub task: Option<String>,
+    /// Operator policy file applied as the ceiling.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Extra config file (safety settings feed the built-in guards).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }

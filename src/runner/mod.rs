@@ -20,11 +20,14 @@ use crate::core::{Cost, Reason, Redactor, Status, Usage};
 use crate::llm::cassette::CassetteWriter;
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::RetrySettings;
+use crate::policy::PolicySpec;
 use crate::report;
 use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
-pub use prepare::{Cassettes, PrepareError, PreparedTask, prepare};
+pub use prepare::{
+    Cassettes, PolicyInputs, PrepareError, PreparedTask, prepare, protected_files, task_policy,
+};
 pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};
 
@@ -39,6 +42,9 @@ pub struct RunContext {
     pub cassette: Option<PathBuf>,
     /// `--policy FILE`, protected from writes.
     pub policy_file: Option<PathBuf>,
+    /// The operator policy from `--policy FILE`: a ceiling task files may
+    /// narrow, never widen (SECURITY S5).
+    pub operator_policy: Option<PolicySpec>,
     /// The scrubbed environment for every subprocess.
     pub child_env: ChildEnv,
     pub pricing: PriceTable,

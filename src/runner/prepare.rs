@@ -7,18 +7,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-
 use super::RunContext;
 use super::workspace::TaskGit;
 use crate::agent::Limits;
-use crate::config::{Origin, TaskSettings};
+use crate::config::{Config, Origin, TaskSettings};
 use crate::llm::cassette::Cassette;
 use crate::llm::failing::Failing;
 use crate::llm::record::Recorder;
 use crate::llm::replay::Replay;
 use crate::llm::{self, API_KEY_VARS, Provider, ProviderConfig, ProviderError};
-use crate::policy::Policy;
+use crate::policy::{GuardSettings, Policy, PolicySpec};
 use crate::task::TaskSpec;
 use crate::tools::{Registry, ToolCtx, builtin};
 
@@ -75,8 +73,17 @@ pub fn prepare(
     };
     let settings = run.config.task_settings(task);
     let workdir = resolve_workdir(&run.cwd, task.workdir.as_deref()).map_err(|m| fail(m, None))?;
-    let policy = Policy::new(&task.policy).map_err(|e| fail(e.to_string(), None))?;
-    let policy_hash = hash_policy(task);
+    let protected = protected_paths(run, task);
+    let policy = task_policy(&PolicyInputs {
+        config: &run.config,
+        home: run.home.as_deref(),
+        operator: run.operator_policy.as_ref(),
+        workdir: &workdir,
+        protected: protected.clone(),
+        layers: &task.policy,
+    })
+    .map_err(|(message, hint)| fail(message, hint))?;
+    let policy_hash = policy.hash();
     let provider = build_provider(run, cassettes, task, &settings).map_err(|(m, h)| fail(m, h))?;
     let registry = build_registry(task).map_err(|m| fail(m, None))?;
     let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
@@ -102,11 +109,7 @@ pub fn prepare(
     }
     let tool_ctx = ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
-            .chain(run.config.safety.allowed_paths.iter().filter_map(|p| {
-                expand_home(Path::new(p), run.home.as_deref())
-                    .canonicalize()
-                    .ok()
-            }))
+            .chain(allowed_roots(&run.config, run.home.as_deref()))
             .collect(),
         workdir,
         blocked_paths: run
@@ -120,7 +123,7 @@ pub fn prepare(
                     .to_string()
             })
             .collect(),
-        protected_paths: protected_paths(run, task),
+        protected_paths: protected,
         env: run.child_env.clone(),
         shell_timeout: Duration::from_secs(30),
         max_shell_timeout: Duration::from_secs(3600),
@@ -168,11 +171,16 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// Files no tool may write: the run's task file and the runner's GitHub
-/// control files (SECURITY S6).
+/// Files no tool may write: the run's task file, the policy file and the
+/// runner's GitHub control files (SECURITY S6).
 fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = vec![run.cwd.join(&task.file)];
-    paths.extend(run.policy_file.iter().cloned());
+    protected_files(&run.cwd, &task.file, run.policy_file.as_deref())
+}
+
+/// The protected files for a task file and an optional policy file.
+pub fn protected_files(cwd: &Path, task_file: &Path, policy_file: Option<&Path>) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = vec![cwd.join(task_file)];
+    paths.extend(policy_file.map(|p| cwd.join(p)));
     for var in [
         "GITHUB_ENV",
         "GITHUB_PATH",
@@ -189,10 +197,52 @@ fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
         .collect()
 }
 
-fn hash_policy(task: &TaskSpec) -> String {
-    let text = serde_json::to_string(&task.policy).unwrap_or_default();
-    let digest = Sha256::digest(text.as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+/// What a task's policy is built from.
+pub struct PolicyInputs<'a> {
+    pub config: &'a Config,
+    pub home: Option<&'a Path>,
+    pub operator: Option<&'a PolicySpec>,
+    pub workdir: &'a Path,
+    pub protected: Vec<PathBuf>,
+    pub layers: &'a [PolicySpec],
+}
+
+/// Builds a task's policy (guards from `safety.*`, the operator ceiling,
+/// the task's layers) and checks its `examples`. Shared by `run`,
+/// `validate` and `policy explain`.
+pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, (String, Option<&'static str>)> {
+    let mut guards = GuardSettings::new(inputs.workdir.to_owned(), inputs.home.map(Path::to_owned));
+    guards.allowed_roots = allowed_roots(inputs.config, inputs.home);
+    guards
+        .blocked_commands
+        .clone_from(&inputs.config.safety.blocked_commands);
+    guards
+        .blocked_paths
+        .clone_from(&inputs.config.safety.blocked_paths);
+    guards.protected_paths.clone_from(&inputs.protected);
+    let policy =
+        Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| (e.to_string(), None))?;
+    let failures = policy.check_examples(policy.examples());
+    if !failures.is_empty() {
+        let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
+        return Err((
+            format!("policy examples fail: {}", listed.join("; ")),
+            Some(
+                "fix the rules or the examples; `ybs policy explain 'CALL'` shows how a call is decided",
+            ),
+        ));
+    }
+    Ok(policy)
+}
+
+/// `safety.allowed_paths`, expanded and canonical; missing ones dropped.
+fn allowed_roots(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
+    config
+        .safety
+        .allowed_paths
+        .iter()
+        .filter_map(|p| expand_home(Path::new(p), home).canonicalize().ok())
+        .collect()
 }
 
 fn build_registry(task: &TaskSpec) -> Result<Registry, String> {

@@ -8,6 +8,7 @@ use super::super::diagnostics;
 use super::super::printer::{Level, Printer};
 use crate::config::{self, Config, Sources};
 use crate::core::{Redactor, exit, ids};
+use crate::policy::PolicySpec;
 use crate::runner::RunContext;
 use crate::task::{self, TaskFile};
 use crate::tools::ChildEnv;
@@ -29,6 +30,8 @@ pub struct Loaded {
     pub config: Config,
     pub files: Vec<TaskFile>,
     pub cwd: PathBuf,
+    /// `--policy FILE`, parsed.
+    pub operator_policy: Option<PolicySpec>,
 }
 
 /// Loads config and every task file; on error prints all problems and
@@ -36,6 +39,7 @@ pub struct Loaded {
 pub fn load(
     printer: &Printer,
     overrides: &Overrides,
+    policy_file: Option<&Path>,
     paths: &[PathBuf],
     vars: &[(String, String)],
 ) -> Result<Loaded, u8> {
@@ -56,7 +60,12 @@ pub fn load(
     let config = config::load(overrides, &sources);
     let paths = default_paths(&cwd, paths);
     let files = task::load(&paths, vars);
+    let operator_policy = policy_file.map(config::load_policy_file).transpose();
     let mut failed = false;
+    if let Err(error) = &operator_policy {
+        diagnostics::print_config_error(printer, error);
+        failed = true;
+    }
     if let Err(error) = &config {
         diagnostics::print_config_error(printer, error);
         failed = true;
@@ -65,10 +74,54 @@ pub fn load(
         diagnostics::print_diagnostics(printer, diagnostics);
         failed = true;
     }
-    match (config, files) {
-        (Ok(config), Ok(files)) if !failed => Ok(Loaded { config, files, cwd }),
+    match (config, files, operator_policy) {
+        (Ok(config), Ok(files), Ok(operator_policy)) if !failed => Ok(Loaded {
+            config,
+            files,
+            cwd,
+            operator_policy,
+        }),
         _ => Err(exit::USAGE),
     }
+}
+
+/// Config and `--policy FILE` only, no task files.
+pub fn load_config_only(
+    printer: &Printer,
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+) -> Result<Loaded, u8> {
+    let cwd = std::env::current_dir().map_err(|error| {
+        printer.error(&format!(
+            "error: cannot read the current directory: {error}"
+        ));
+        exit::USAGE
+    })?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let env = |name: &str| std::env::var(name).ok();
+    let sources = Sources {
+        cwd: &cwd,
+        home: home.as_deref(),
+        system_config: Path::new(config::SYSTEM_CONFIG),
+        env: &env,
+    };
+    let config = config::load(overrides, &sources).map_err(|error| {
+        diagnostics::print_config_error(printer, &error);
+        exit::USAGE
+    })?;
+    let operator_policy = policy_file
+        .map(config::load_policy_file)
+        .transpose()
+        .map_err(|error| {
+            diagnostics::print_config_error(printer, &error);
+            exit::USAGE
+        })?;
+    Ok(Loaded {
+        config,
+        files: Vec::new(),
+        cwd,
+        operator_policy,
+    })
 }
 
 /// No paths given: `tasks/` when it exists, else the current directory.
@@ -85,11 +138,17 @@ fn default_paths(cwd: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
 
 /// Builds the run context and the redactor holding every secret value.
 pub fn run_context(
-    config: Config,
-    cwd: PathBuf,
+    loaded: Loaded,
     dry_run: bool,
     cassette: Option<PathBuf>,
+    policy_file: Option<PathBuf>,
 ) -> (RunContext, Redactor) {
+    let Loaded {
+        config,
+        cwd,
+        operator_policy,
+        ..
+    } = loaded;
     let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
     let mut redactor = Redactor::new();
     for value in &child_env.secret_values {
@@ -106,7 +165,8 @@ pub fn run_context(
         allow_dirty: false,
         redactor: redactor.clone(),
         cassette: cassette.or_else(|| config.cassette.clone()),
-        policy_file: None,
+        policy_file: policy_file.map(|p| cwd.join(p)),
+        operator_policy,
         home: std::env::var_os("HOME").map(PathBuf::from),
         run_id: ids::new_run_id(),
         dry_run,

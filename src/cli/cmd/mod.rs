@@ -1,14 +1,16 @@
 //! One module per subcommand. Each returns the process exit code.
 
 pub mod common;
+pub mod policy;
 pub mod run;
 pub mod validate;
 
-use super::args::{Cli, Command};
+use super::args::{Cli, Command, PolicyCommand};
 
 pub fn dispatch(cli: Cli) -> u8 {
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Validate(args) => validate::validate(&args),
+        Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args),
     }
 }

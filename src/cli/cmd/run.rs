@@ -28,7 +28,13 @@ pub fn run(args: &RunArgs) -> u8 {
         out: args.out.clone(),
         ..common::Overrides::default()
     };
-    let loaded = match common::load(&printer, &overrides, &args.paths, &args.vars) {
+    let loaded = match common::load(
+        &printer,
+        &overrides,
+        args.policy.as_deref(),
+        &args.paths,
+        &args.vars,
+    ) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
@@ -44,10 +50,10 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     };
     let (mut context, redactor) = common::run_context(
-        loaded.config,
-        loaded.cwd,
+        loaded,
         args.dry_run,
         args.cassette.clone(),
+        args.policy.clone(),
     );
     context.no_commit = args.no_commit;
     context.allow_dirty = args.allow_dirty;

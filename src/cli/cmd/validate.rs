@@ -1,12 +1,13 @@
-//! `ybs validate`: every error of every task file and the config, no
-//! model, no side effects. Exit 0 when clean, 2 otherwise.
+//! `ybs validate`: every error of every task file, the config and the
+//! policies (including their `examples`), with no model and no side
+//! effects. Exit 0 when clean, 2 otherwise.
 
 use super::super::args::ValidateArgs;
 use super::super::diagnostics;
 use super::super::printer::Printer;
 use super::common;
 use crate::core::exit;
-use crate::policy::Policy;
+use crate::runner::{self, PolicyInputs};
 
 pub fn validate(args: &ValidateArgs) -> u8 {
     let printer = Printer::new(common::level(&args.verbosity), false);
@@ -14,21 +15,39 @@ pub fn validate(args: &ValidateArgs) -> u8 {
         config_file: args.config.clone(),
         ..common::Overrides::default()
     };
-    let loaded = match common::load(&printer, &overrides, &args.paths, &args.vars) {
+    let loaded = match common::load(
+        &printer,
+        &overrides,
+        args.policy.as_deref(),
+        &args.paths,
+        &args.vars,
+    ) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let mut errors = 0;
     let mut tasks = 0;
     for file in &loaded.files {
         for task in &file.tasks {
             tasks += 1;
-            if let Err(error) = Policy::new(&task.policy) {
+            let workdir = loaded
+                .cwd
+                .join(task.workdir.as_deref().unwrap_or(std::path::Path::new(".")));
+            let inputs = PolicyInputs {
+                config: &loaded.config,
+                home: home.as_deref(),
+                operator: loaded.operator_policy.as_ref(),
+                workdir: &workdir,
+                protected: runner::protected_files(&loaded.cwd, &task.file, args.policy.as_deref()),
+                layers: &task.policy,
+            };
+            if let Err((message, hint)) = runner::task_policy(&inputs) {
                 errors += 1;
                 diagnostics::print_error(
                     &printer,
-                    &format!("{}: task `{}`: {error}", file.path.display(), task.id),
-                    None,
+                    &format!("{}: task `{}`: {message}", file.path.display(), task.id),
+                    hint,
                 );
             }
         }
