@@ -1,3 +1,4 @@
 mod architecture;
+mod git;
 mod run;
 mod validate;
