@@ -182,11 +182,17 @@ fn transcript(run: &Run, task: &str) -> Value {
 }
 
 fn git_note(transcript: &Value) -> String {
-    transcript["git"]["note"].as_str().unwrap_or_default().to_owned()
+    transcript["git"]["note"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn run_id(transcript: &Value) -> String {
-    transcript["manifest"]["run_id"].as_str().unwrap().to_owned()
+    transcript["manifest"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 #[test]
@@ -203,7 +209,11 @@ fn a_task_editing_two_files_yields_one_commit_of_exactly_those_files() {
 
     assert_eq!(repo.commit_count(), 2);
     let head = repo.head();
-    assert_eq!(repo.git(&["rev-parse", "HEAD^"]), base, "HEAD advanced by one");
+    assert_eq!(
+        repo.git(&["rev-parse", "HEAD^"]),
+        base,
+        "HEAD advanced by one"
+    );
     assert_eq!(repo.files_of("HEAD"), ["a.txt", "b.txt"]);
     assert_eq!(repo.subject("HEAD"), "[ybs] t: Edited both files");
     let body = repo.git(&["log", "-1", "--format=%b", "HEAD"]);
@@ -279,7 +289,10 @@ fn the_commit_message_comes_from_the_task_file_when_given() {
 #[test]
 fn a_configured_prefix_replaces_ybs_in_the_subject() {
     let ybs = Ybs::new();
-    ybs.file(".ybs.json", r#"{"git": {"commit_message_prefix": "[bot]"}}"#);
+    ybs.file(
+        ".ybs.json",
+        r#"{"git": {"commit_message_prefix": "[bot]"}}"#,
+    );
     let repo = two_file_repo(&ybs, "", edit_two_files());
     ybs.run(["run", "t.yaml"]).expect_code(0);
     assert_eq!(repo.subject("HEAD"), "[bot] t: Edited both files");
@@ -370,9 +383,15 @@ fn allow_dirty_never_commits_a_file_the_user_had_changed_even_if_the_task_edits_
     assert_eq!(repo.read("a.txt"), "A\n", "the task's edit stays in place");
     assert_eq!(repo.status(), [" M a.txt"]);
     let note = git_note(&transcript(&run, "t"));
-    assert!(note.contains("not committed") && note.contains("a.txt"), "{note}");
+    assert!(
+        note.contains("not committed") && note.contains("a.txt"),
+        "{note}"
+    );
     let summary = ybs.read("ybs-out/summary.md");
-    assert!(summary.contains("a.txt"), "{summary}");
+    assert!(
+        summary.contains("not committed because they already had uncommitted changes when the task started: a.txt"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -389,11 +408,17 @@ fn detached_head_advances_and_gets_a_run_branch() {
     assert_ne!(head, base);
     assert_eq!(repo.git(&["rev-parse", "HEAD^"]), base);
     assert!(
-        !repo.output(&["symbolic-ref", "-q", "HEAD"]).status.success(),
+        !repo
+            .output(&["symbolic-ref", "-q", "HEAD"])
+            .status
+            .success(),
         "HEAD stays detached"
     );
     let branch = format!("ybs/{run_id}");
-    assert_eq!(repo.git(&["rev-parse", &format!("refs/heads/{branch}")]), head);
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("refs/heads/{branch}")]),
+        head
+    );
     assert_eq!(repo.git(&["rev-parse", "main"]), base, "main is untouched");
     assert_eq!(repo.files_of("HEAD"), ["a.txt", "b.txt"]);
     assert_eq!(transcript["git"]["branch"], branch);
@@ -409,7 +434,10 @@ fn an_unborn_branch_gets_its_first_commit() {
     ybs.cassette(
         "t.cassette.json",
         vec![
-            call("write_file", json!({"path": "hello.txt", "content": "hi\n"})),
+            call(
+                "write_file",
+                json!({"path": "hello.txt", "content": "hi\n"}),
+            ),
             answer("first file"),
         ],
     );
@@ -541,7 +569,8 @@ fn a_missing_identity_commits_as_ybs_and_says_so() {
         note.contains("ybs <ybs@localhost>") && note.contains("YBS_GIT_AUTHOR"),
         "{note}"
     );
-    assert!(ybs.read("ybs-out/summary.md").contains("YBS_GIT_AUTHOR"));
+    let summary = ybs.read("ybs-out/summary.md");
+    assert!(summary.contains(r"YBS\_GIT\_AUTHOR"), "{summary}");
     assert_eq!(repo.status(), Vec::<String>::new());
     repo.fsck();
 }
@@ -580,7 +609,10 @@ fn a_failing_check_commits_nothing_and_leaves_the_changes_in_place() {
         note.contains("left 2 files uncommitted") && note.contains("a.txt, b.txt"),
         "{note}"
     );
-    assert!(ybs.read("ybs-out/summary.md").contains("left 2 files uncommitted"));
+    assert!(
+        ybs.read("ybs-out/summary.md")
+            .contains("left 2 files uncommitted")
+    );
     assert!(
         repo.git(&["for-each-ref", "refs/ybs"]).is_empty(),
         "no salvage for a failed check"
@@ -613,12 +645,19 @@ fn max_iterations_saves_a_salvage_ref_and_leaves_head_and_index_alone() {
     assert_eq!(repo.git(&["rev-parse", "main"]), base);
     assert_eq!(repo.git(&["diff", "--cached", "--name-only"]), "");
     let salvage = format!("refs/ybs/salvage/{}/t", run_id(&transcript));
-    assert_eq!(repo.git(&["for-each-ref", "--format=%(refname)"]).lines().filter(|r| r.starts_with("refs/ybs/")).collect::<Vec<_>>(), [salvage.as_str()]);
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname)"])
+            .lines()
+            .filter(|r| r.starts_with("refs/ybs/"))
+            .collect::<Vec<_>>(),
+        [salvage.as_str()]
+    );
     assert_eq!(repo.git(&["rev-parse", &format!("{salvage}^")]), base);
     assert_eq!(repo.files_of(&salvage), ["a.txt", "new.txt"]);
     assert_eq!(repo.git(&["show", &format!("{salvage}:new.txt")]), "new");
     assert!(
-        repo.subject(&salvage).starts_with("[ybs] t: salvaged after max_iterations"),
+        repo.subject(&salvage)
+            .starts_with("[ybs] t: salvaged after max_iterations"),
         "{}",
         repo.subject(&salvage)
     );
@@ -628,7 +667,9 @@ fn max_iterations_saves_a_salvage_ref_and_leaves_head_and_index_alone() {
     assert_eq!(transcript["git"]["salvage_ref"], salvage);
     let junit = ybs.read("ybs-out/junit.xml");
     assert!(
-        junit.contains(&format!("<property name=\"salvage_ref\" value=\"{salvage}\"/>")),
+        junit.contains(&format!(
+            "<property name=\"salvage_ref\" value=\"{salvage}\"/>"
+        )),
         "{junit}"
     );
     assert!(ybs.read("ybs-out/summary.md").contains(&salvage));
@@ -784,7 +825,10 @@ fn no_commit_and_commit_false_leave_the_changes_uncommitted() {
     assert_eq!(repo.head(), base);
     assert_eq!(repo.status(), [" M a.txt", " M b.txt"]);
     let note = git_note(&transcript(&run, "t"));
-    assert!(note.contains("--no-commit") && note.contains("a.txt"), "{note}");
+    assert!(
+        note.contains("--no-commit") && note.contains("a.txt"),
+        "{note}"
+    );
 
     let ybs = Ybs::new();
     let repo = two_file_repo(&ybs, "commit: false\n", edit_two_files());
@@ -828,7 +872,10 @@ fn ignored_files_are_never_committed() {
         vec![
             calls(&[
                 ("write_file", json!({"path": "a.txt", "content": "A\n"})),
-                ("write_file", json!({"path": "debug.log", "content": "log\n"})),
+                (
+                    "write_file",
+                    json!({"path": "debug.log", "content": "log\n"}),
+                ),
             ]),
             answer("done"),
         ],
