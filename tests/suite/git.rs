@@ -909,3 +909,128 @@ fn a_workdir_in_a_subdirectory_commits_its_changes_and_not_the_rest() {
     assert!(note.contains("top.txt (outside the workdir)"), "{note}");
     repo.fsck();
 }
+
+#[test]
+fn on_a_detached_head_the_run_branch_follows_every_task() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "defaults:\n  model: test-model\n  policy: { default: allow }\ntasks:\n  - id: one\n    prompt: p\n  - id: two\n    prompt: p\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            for_task(
+                "one",
+                call("write_file", json!({"path": "x.txt", "content": "x\n"})),
+            ),
+            for_task("one", answer("wrote x")),
+            for_task(
+                "two",
+                call("write_file", json!({"path": "y.txt", "content": "y\n"})),
+            ),
+            for_task("two", answer("wrote y")),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    let base = repo.head();
+    repo.git(&["checkout", "-q", "--detach"]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let branch = format!("refs/heads/ybs/{}", run_id(&transcript(&run, "one")));
+    assert_eq!(repo.git(&["rev-parse", &branch]), repo.head());
+    assert_eq!(repo.git(&["rev-parse", "HEAD~2"]), base);
+    assert_eq!(repo.files_of("HEAD~1"), ["x.txt"]);
+    assert_eq!(repo.files_of("HEAD"), ["y.txt"]);
+    assert!(git_note(&transcript(&run, "two")).contains("advanced branch"));
+    repo.fsck();
+}
+
+#[test]
+fn commit_branch_commits_on_that_branch_and_switches_head_to_it() {
+    let ybs = Ybs::new();
+    let repo = two_file_repo(&ybs, "commit: { branch: ybs/feature }\n", edit_two_files());
+    let base = repo.head();
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(repo.git(&["symbolic-ref", "HEAD"]), "refs/heads/ybs/feature");
+    assert_eq!(repo.git(&["rev-parse", "HEAD^"]), base);
+    assert_eq!(repo.git(&["rev-parse", "main"]), base, "main is untouched");
+    assert_eq!(repo.files_of("HEAD"), ["a.txt", "b.txt"]);
+    assert_eq!(transcript(&run, "t")["git"]["branch"], "ybs/feature");
+    assert_eq!(repo.status(), Vec::<String>::new());
+    repo.fsck();
+}
+
+#[test]
+fn a_file_deleted_by_a_shell_command_is_committed_as_deleted() {
+    let ybs = Ybs::new();
+    let repo = two_file_repo(
+        &ybs,
+        "",
+        vec![
+            call("run_shell", json!({"command": "rm b.txt"})),
+            answer("removed b"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(
+        repo.git(&["show", "--name-status", "--format=", "HEAD"]),
+        "D\tb.txt"
+    );
+    let note = git_note(&transcript(&run, "t"));
+    assert!(note.contains("changed outside the file tools: b.txt"), "{note}");
+    assert_eq!(repo.status(), Vec::<String>::new());
+}
+
+#[test]
+fn an_api_key_in_the_models_summary_never_reaches_the_commit() {
+    let key = "sk-test-0123456789abcdefghijklmnop";
+    let ybs = Ybs::new().env("OPENAI_API_KEY", key);
+    let repo = two_file_repo(
+        &ybs,
+        "",
+        vec![
+            call("write_file", json!({"path": "a.txt", "content": "A\n"})),
+            answer(&format!("Done, using key {key}\n\nthe key was {key}")),
+        ],
+    );
+    ybs.run(["run", "t.yaml"]).expect_code(0);
+    let message = repo.git(&["log", "-1", "--format=%B"]);
+    assert!(!message.contains(key), "{message}");
+    assert!(message.starts_with("[ybs] t: Done, using key "), "{message}");
+}
+
+#[test]
+fn a_junit_file_inside_the_repository_is_not_committed_nor_dirty_next_time() {
+    let ybs = Ybs::new();
+    let repo = two_file_repo(&ybs, "", edit_two_files());
+    let args = ["run", "t.yaml", "--junit", "reports/junit.xml"];
+    ybs.run(args).expect_code(0);
+    assert!(ybs.exists("reports/junit.xml"));
+    assert_eq!(repo.files_of("HEAD"), ["a.txt", "b.txt"]);
+    ybs.run(args).expect_code(0);
+    assert_eq!(repo.commit_count(), 2);
+}
+
+#[test]
+fn a_bare_repository_is_a_usage_error_unless_commits_are_off() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("workdir: repo.git\n"));
+    ybs.cassette("t.cassette.json", vec![answer("nothing to do")]);
+    let repo = Repo {
+        ybs: &ybs,
+        root: ybs.path().to_owned(),
+    };
+    repo.git(&["init", "-q", "--bare", "repo.git"]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("bare git repository") && run.stderr.contains("--no-commit"),
+        "{}",
+        run.stderr
+    );
+    assert!(!ybs.exists("ybs-out"));
+    ybs.run(["run", "t.yaml", "--no-commit"]).expect_code(0);
+}
