@@ -953,7 +953,10 @@ fn commit_branch_commits_on_that_branch_and_switches_head_to_it() {
     let base = repo.head();
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    assert_eq!(repo.git(&["symbolic-ref", "HEAD"]), "refs/heads/ybs/feature");
+    assert_eq!(
+        repo.git(&["symbolic-ref", "HEAD"]),
+        "refs/heads/ybs/feature"
+    );
     assert_eq!(repo.git(&["rev-parse", "HEAD^"]), base);
     assert_eq!(repo.git(&["rev-parse", "main"]), base, "main is untouched");
     assert_eq!(repo.files_of("HEAD"), ["a.txt", "b.txt"]);
@@ -980,7 +983,10 @@ fn a_file_deleted_by_a_shell_command_is_committed_as_deleted() {
         "D\tb.txt"
     );
     let note = git_note(&transcript(&run, "t"));
-    assert!(note.contains("changed outside the file tools: b.txt"), "{note}");
+    assert!(
+        note.contains("changed outside the file tools: b.txt"),
+        "{note}"
+    );
     assert_eq!(repo.status(), Vec::<String>::new());
 }
 
@@ -999,7 +1005,10 @@ fn an_api_key_in_the_models_summary_never_reaches_the_commit() {
     ybs.run(["run", "t.yaml"]).expect_code(0);
     let message = repo.git(&["log", "-1", "--format=%B"]);
     assert!(!message.contains(key), "{message}");
-    assert!(message.starts_with("[ybs] t: Done, using key "), "{message}");
+    assert!(
+        message.starts_with("[ybs] t: Done, using key "),
+        "{message}"
+    );
 }
 
 #[test]
