@@ -17,7 +17,10 @@
 //! 4. Dirty now, clean at the start, not reported, outside the workdir:
 //!    not the task's (skipped, `outside_workdir`): tasks run confined to
 //!    their workdir, so something else changed it.
-//! 5. Reported but not dirty: ignored by `.gitignore` (skipped,
+//! 5. Reported but inside ybs's own outputs (`Workspace::excluding`):
+//!    skipped, `ybs_output`. Unreported changes there are not listed at
+//!    all: the runner writes them while the task runs.
+//! 6. Reported but not dirty: ignored by `.gitignore` (skipped,
 //!    `ignored`), or unchanged (nothing to do).
 //!
 //! A path whose name is not UTF-8, or that is a directory (an untracked
@@ -105,6 +108,8 @@ pub enum SkipReason {
     /// `git add` would run a configured filter program (Git LFS, ...) or
     /// a `working-tree-encoding` conversion on it, which ybs never does.
     NeedsFilter,
+    /// Inside ybs's own outputs (the output directory, the JUnit file).
+    YbsOutput,
 }
 
 impl SkipReason {
@@ -115,6 +120,7 @@ impl SkipReason {
             Self::OutsideRepository => "outside the repository",
             Self::Unsupported => "not a regular file",
             Self::NeedsFilter => "needs a git filter program, which ybs never runs",
+            Self::YbsOutput => "ybs's own output",
         }
     }
 }
@@ -141,6 +147,12 @@ impl Workspace {
         let mut reported = BTreeSet::new();
         for path in paths {
             match self.repo_relative(path) {
+                Some(relative) if self.is_excluded(&relative) => {
+                    changes.skipped.push(SkippedPath {
+                        path: relative,
+                        reason: SkipReason::YbsOutput,
+                    });
+                }
                 Some(relative) => {
                     reported.insert(relative);
                 }
@@ -150,7 +162,7 @@ impl Workspace {
                 }),
             }
         }
-        let now = dirty(repo, self.root())?;
+        let now = dirty(self, repo)?;
         let config = repo
             .config()
             .map_err(GitError::git("cannot read the git config"))?;
@@ -198,7 +210,7 @@ impl Workspace {
             }
         }
 
-        // Rule 5: reported paths with no change to commit.
+        // Rule 6: reported paths with no change to commit.
         for path in &reported {
             if path.is_empty() || now.contains_key(path) || snapshot.dirty_path(path).is_some() {
                 continue;

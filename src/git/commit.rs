@@ -41,8 +41,10 @@ pub struct CommitRequest<'a> {
     pub run_id: &'a str,
     pub model: &'a str,
     /// The task's `commit.message`, or the model's summary. Its first line
-    /// becomes the subject after `[ybs] <task-id>: `; the rest the body.
+    /// becomes the subject after `<prefix> <task-id>: `; the rest the body.
     pub message: &'a str,
+    /// `git.commit_message_prefix`: `[ybs]` unless configured.
+    pub prefix: &'a str,
     /// `YBS_GIT_AUTHOR` (`Name <email>`), if set.
     pub author: Option<&'a str>,
     /// The task's `commit.branch`: commit on this branch instead of HEAD's.
@@ -131,11 +133,8 @@ impl Workspace {
     pub fn commit_task(&self, request: &CommitRequest<'_>) -> Result<CommitOutcome, GitError> {
         let repo = self.repo()?;
         // 1. Checks.
-        check_state(&repo)?;
+        self.ready(&repo)?;
         let lock = self.index_lock();
-        if lock.symlink_metadata().is_ok() {
-            return Err(GitError::IndexLocked { lock });
-        }
         let identity = tree::identity(&repo, request.author)?;
         let head = read_head(&repo)?;
         let target = plan(&repo, &head, request)?;
@@ -177,6 +176,7 @@ impl Workspace {
             .find_tree(tree_oid)
             .map_err(GitError::git("cannot read the new tree"))?;
         let (subject, message) = commit_message(
+            request.prefix,
             request.task_id,
             request.message,
             &request.trailers(),
@@ -215,6 +215,26 @@ impl Workspace {
         outcome.detached = matches!(target, Target::Detached { .. });
         outcome.note = committed_note(&outcome, &changes, &head, request.snapshot, &target, &moved);
         Ok(outcome)
+    }
+}
+
+impl Workspace {
+    /// The checks [`Workspace::commit_task`] makes first that need nothing
+    /// from the task: no merge, rebase, ... under way and no `index.lock`.
+    /// Read-only. The runner calls it before any task runs, so a
+    /// repository that cannot take a commit is reported before the model
+    /// spends anything.
+    pub fn ready_to_commit(&self) -> Result<(), GitError> {
+        self.ready(&self.repo()?)
+    }
+
+    fn ready(&self, repo: &Repository) -> Result<(), GitError> {
+        check_state(repo)?;
+        let lock = self.index_lock();
+        if lock.symlink_metadata().is_ok() {
+            return Err(GitError::IndexLocked { lock });
+        }
+        Ok(())
     }
 }
 
@@ -537,7 +557,7 @@ fn committed_note(
 pub(crate) fn push_skips(note: &mut String, changes: &TaskChanges) {
     if !changes.skipped_user_dirty.is_empty() {
         note.push_str(&format!(
-            "; not committed because you had uncommitted changes in them: {}",
+            "; not committed because they already had uncommitted changes when the task started: {}",
             list(&changes.skipped_user_dirty)
         ));
     }

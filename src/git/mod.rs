@@ -5,8 +5,13 @@
 //! use `spawn_blocking` from async code):
 //!
 //! 1. [`Workspace::open`] on the task's workdir. `None`: no repository;
-//!    nothing is committed and [`no_repository`] is the report.
-//! 2. [`Workspace::snapshot`] before the agent starts. A snapshot that is
+//!    nothing is committed and [`no_repository`] is the report. Then
+//!    [`Workspace::excluding`] with ybs's own output paths, which are never
+//!    dirty and never committed.
+//! 2. Before any task runs: [`Workspace::ready_to_commit`] (no
+//!    `index.lock`, no merge or rebase under way), so a repository that
+//!    cannot take a commit is reported before the model spends anything.
+//!    [`Workspace::snapshot`] before the agent starts. A snapshot that is
 //!    not [`Snapshot::is_clean`] stops the task (its reason names the
 //!    paths: [`describe_dirty`]) unless `--allow-dirty`; with it, those
 //!    paths are the user's and are never committed. The snapshot is

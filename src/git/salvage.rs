@@ -87,6 +87,7 @@ impl Workspace {
             .map_err(GitError::git("cannot read the salvage tree"))?;
         let text = format!("salvaged after {reason}\n\n{}", request.message);
         let (subject, message) = commit_message(
+            request.prefix,
             request.task_id,
             &text,
             &request.trailers(),

@@ -157,16 +157,16 @@ impl Workspace {
         Ok(Snapshot {
             head: head.head,
             base: head.oid.map(|oid| oid.to_string()),
-            dirty: dirty(&repo, self.root())?.into_values().collect(),
+            dirty: dirty(self, &repo)?.into_values().collect(),
         })
     }
 
     /// The uncommitted paths of the whole repository (not only under the
-    /// workdir), ignored files excluded, submodules excluded. Empty means
-    /// clean: the runner stops a task on a non-empty list unless
-    /// `--allow-dirty`.
+    /// workdir), ignored files, submodules and ybs's own outputs excluded.
+    /// Empty means clean: the runner stops a task on a non-empty list
+    /// unless `--allow-dirty`.
     pub fn dirty_paths(&self) -> Result<Vec<DirtyPath>, GitError> {
-        Ok(dirty(&self.repo()?, self.root())?.into_values().collect())
+        Ok(dirty(self, &self.repo()?)?.into_values().collect())
     }
 }
 
@@ -225,15 +225,17 @@ pub(crate) fn read_head(repo: &Repository) -> Result<HeadInfo, GitError> {
     })
 }
 
-/// The status of every non-ignored changed path, keyed by path.
+/// The status of every non-ignored changed path that is not one of ybs's
+/// outputs, keyed by path.
 ///
 /// No rename detection (a rename is a deletion plus an addition, each
 /// committed or skipped on its own) and no index update (`git status`
 /// may refresh the index; ybs never writes it here).
 pub(crate) fn dirty(
+    workspace: &Workspace,
     repo: &Repository,
-    root: &Path,
 ) -> Result<BTreeMap<String, DirtyPath>, GitError> {
+    let root = workspace.root();
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)
@@ -254,6 +256,7 @@ pub(crate) fn dirty(
             continue;
         }
         let (path, content) = match std::str::from_utf8(entry.path_bytes()) {
+            Ok(path) if workspace.is_excluded(path) => continue,
             Ok(path) => (path.to_owned(), content_of(&root.join(path))?),
             Err(_) => (
                 String::from_utf8_lossy(entry.path_bytes()).into_owned(),

@@ -267,10 +267,12 @@ const SUBJECT_CHARS: usize = 100;
 /// The longest body kept.
 const BODY_CHARS: usize = 8_000;
 
-/// A commit message: `[ybs] <task-id>: <first line of text>`, the rest of
-/// the text as the body, then the trailers. Returns (subject, message).
+/// A commit message: `<prefix> <task-id>: <first line of text>` (prefix
+/// `[ybs]` unless configured; an empty one is left out), the rest of the
+/// text as the body, then the trailers. Returns (subject, message).
 /// Secrets known to `redactor` are masked everywhere (SECURITY S7).
 pub(crate) fn commit_message(
+    prefix: &str,
     task_id: &str,
     text: &str,
     trailers: &[(&str, &str)],
@@ -300,7 +302,12 @@ pub(crate) fn commit_message(
     if body.chars().count() > BODY_CHARS {
         body = body.chars().take(BODY_CHARS).collect::<String>() + "\n[…]";
     }
-    let subject = format!("[ybs] {}: {subject_text}", one_line(task_id));
+    let prefix = one_line(prefix);
+    let subject = if prefix.is_empty() {
+        format!("{}: {subject_text}", one_line(task_id))
+    } else {
+        format!("{prefix} {}: {subject_text}", one_line(task_id))
+    };
     let mut message = subject.clone();
     message.push_str("\n\n");
     if !body.is_empty() {

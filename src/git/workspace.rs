@@ -27,6 +27,9 @@ pub struct Workspace {
     /// The repository's git directory (`.git`, or a linked worktree's
     /// private directory).
     git_dir: PathBuf,
+    /// Repository-relative paths (files or directories, no trailing `/`)
+    /// that are ybs's own outputs: never dirty, never committed.
+    excluded: Vec<String>,
     /// Tests only: read the repository's own config file and nothing else
     /// (no `~/.gitconfig`), so identity tests do not depend on the machine.
     isolated_config: bool,
@@ -85,8 +88,73 @@ impl Workspace {
             workdir,
             prefix,
             git_dir,
+            excluded: Vec::new(),
             isolated_config: false,
         }))
+    }
+
+    /// Leaves `paths` (ybs's own outputs: the output directory, the JUnit
+    /// file, a `--record` cassette; absolute, or relative to the workdir)
+    /// out of everything: they are never dirty and never committed, so a
+    /// run is not refused because of the previous run's outputs and never
+    /// commits its own transcript.
+    ///
+    /// Paths outside the work tree are dropped, and so is a path that
+    /// contains the workdir (`--out .`): excluding it would exclude the
+    /// task's own changes.
+    #[must_use]
+    pub fn excluding(mut self, paths: &[PathBuf]) -> Self {
+        for path in paths {
+            let Some(relative) = self.resolve_relative(path) else {
+                continue;
+            };
+            let covers_workdir = relative.is_empty()
+                || self.prefix == format!("{relative}/")
+                || self.prefix.starts_with(&format!("{relative}/"));
+            if !covers_workdir && !self.excluded.contains(&relative) {
+                self.excluded.push(relative);
+            }
+        }
+        self
+    }
+
+    /// True if and only if the repository-relative `path` is one of ybs's
+    /// outputs (see [`Workspace::excluding`]).
+    pub(crate) fn is_excluded(&self, path: &str) -> bool {
+        self.excluded.iter().any(|excluded| {
+            path.strip_prefix(excluded.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    }
+
+    /// Like [`Workspace::repo_relative`], for a path that may not exist
+    /// yet, nor its parent (`ybs-out/junit.xml` before the first run): the
+    /// longest existing ancestor is resolved, symlinks included.
+    fn resolve_relative(&self, path: &Path) -> Option<String> {
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.workdir.join(path)
+        };
+        let normal = normalize(&joined)?;
+        let mut existing = normal.as_path();
+        let mut rest = Vec::new();
+        let resolved = loop {
+            if let Ok(canonical) = existing.canonicalize() {
+                break canonical;
+            }
+            rest.push(existing.file_name()?);
+            existing = existing.parent()?;
+        };
+        let full = rest
+            .iter()
+            .rev()
+            .fold(resolved, |path, part| path.join(part));
+        let relative = slash_path(full.strip_prefix(&self.root).ok()?)?;
+        if relative == ".git" || relative.starts_with(".git/") {
+            return None;
+        }
+        Some(relative)
     }
 
     /// The root of the work tree (canonical).

@@ -53,6 +53,9 @@ pub struct RunContext {
     pub no_commit: bool,
     /// `--allow-dirty`: run on a dirty tree; the user's changes stay out of commits.
     pub allow_dirty: bool,
+    /// ybs's own outputs (absolute, or relative to `cwd`): never part of a
+    /// dirty check or a commit. See [`OutputPaths::own_paths`].
+    pub outputs: Vec<PathBuf>,
     /// Masks secrets in commit messages.
     pub redactor: Redactor,
     /// `--record FILE`: every provider answer is written here.
@@ -65,6 +68,23 @@ pub struct OutputPaths {
     pub out_dir: PathBuf,
     pub junit: PathBuf,
     pub github_step_summary: Option<PathBuf>,
+}
+
+impl OutputPaths {
+    /// Every path this run writes its outputs to, for git to leave alone:
+    /// the output directory, and, in case that directory holds the workdir
+    /// (`--out .`), each file and task directory in it; the JUnit file; the
+    /// step summary.
+    pub fn own_paths(&self, tasks: &[TaskSpec]) -> Vec<PathBuf> {
+        let mut paths = vec![
+            self.out_dir.clone(),
+            self.out_dir.join("summary.md"),
+            self.junit.clone(),
+        ];
+        paths.extend(tasks.iter().map(|task| self.out_dir.join(&task.id)));
+        paths.extend(self.github_step_summary.iter().cloned());
+        paths
+    }
 }
 
 /// The tasks of `files` whose id matches any of `filters` (all when none).

@@ -11,6 +11,7 @@ use super::RunContext;
 use super::workspace::TaskGit;
 use crate::agent::Limits;
 use crate::config::{Config, Origin, TaskSettings};
+use crate::git::GitError;
 use crate::llm::cassette::Cassette;
 use crate::llm::failing::Failing;
 use crate::llm::record::Recorder;
@@ -87,25 +88,8 @@ pub fn prepare(
     let provider = build_provider(run, cassettes, task, &settings).map_err(|(m, h)| fail(m, h))?;
     let registry = build_registry(task).map_err(|m| fail(m, None))?;
     let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
-    if commit_enabled && !run.allow_dirty {
-        match TaskGit::open(&workdir) {
-            Ok(git) => {
-                if let Some(paths) = git.dirty() {
-                    return Err(fail(
-                        format!("the work tree has uncommitted changes: {paths}"),
-                        Some(
-                            "commit or stash them first, or pass --allow-dirty (your changes then stay out of the task's commit), or --no-commit",
-                        ),
-                    ));
-                }
-            }
-            Err(error) => {
-                return Err(fail(
-                    format!("git: {error}"),
-                    Some("pass --no-commit to run without git"),
-                ));
-            }
-        }
+    if commit_enabled {
+        git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;
     }
     let tool_ctx = ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
@@ -146,6 +130,42 @@ pub fn prepare(
         policy,
         policy_hash,
         provider,
+    })
+}
+
+/// SPEC §8: a repository that cannot take the task's commit stops the run
+/// before anything runs (exit 2): the user's uncommitted changes (unless
+/// `--allow-dirty`), a locked index, a merge or rebase under way, a
+/// repository ybs cannot use. Read-only. Returns the message and a hint.
+fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), (String, &'static str)> {
+    let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
+    let git = TaskGit::open(workdir, &outputs).map_err(|error| {
+        (
+            format!("git: {error}"),
+            "pass --no-commit to run without git",
+        )
+    })?;
+    if !run.allow_dirty
+        && let Some(paths) = git.dirty()
+    {
+        return Err((
+            format!("the work tree has uncommitted changes: {paths}"),
+            "commit or stash them first, or pass --allow-dirty (your changes then stay out of the task's commit), or --no-commit",
+        ));
+    }
+    git.ready_to_commit().map_err(|error| match error {
+        GitError::IndexLocked { lock } => (
+            format!(
+                "the git index is locked: {} exists, so another git process is running or one crashed",
+                lock.display()
+            ),
+            "remove that file once no git process is running, or pass --no-commit",
+        ),
+        GitError::InProgress { state } => (
+            format!("the repository is in the middle of a {state}"),
+            "finish or abort it first, or pass --no-commit",
+        ),
+        error => (format!("git: {error}"), "pass --no-commit to run without git"),
     })
 }
 

@@ -22,8 +22,9 @@ pub async fn run_task(
     let task = &prepared.task;
     let mut emitter = Emitter::new(&task.id, sink);
     let started = Instant::now();
-    let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
-    let git = TaskGit::open(&prepared.tool_ctx.workdir);
+    let commit_off = commit_off(run, task);
+    let outputs: Vec<_> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
+    let git = TaskGit::open(&prepared.tool_ctx.workdir, &outputs);
     let tool_names = prepared.registry.names();
     let system_prompt = prompt::system_prompt(
         &prepared.tool_ctx.workdir,
@@ -62,23 +63,31 @@ pub async fn run_task(
         dry_run: run.dry_run,
     };
     let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
-    if commit_enabled {
-        let blocked = match &git {
-            Err(error) => Some(format!("git: {error}")),
-            Ok(git) if !run.allow_dirty => git.dirty().map(|paths| {
-                format!("the work tree has uncommitted changes ({paths}); commit them or pass --allow-dirty")
-            }),
-            Ok(_) => None,
-        };
-        if let Some(message) = blocked {
-            return finish(
-                &mut emitter,
-                task,
-                &agent,
-                started,
-                Reason::GitError,
-                Some(message),
-            );
+    if commit_off.is_none() {
+        match &git {
+            Err(error) => {
+                return finish(
+                    &mut emitter,
+                    task,
+                    &agent,
+                    started,
+                    Reason::GitError,
+                    Some(format!("git: {error}")),
+                );
+            }
+            // The preflight found the tree clean (or `--allow-dirty`), so
+            // these changes were made during the run: left by an earlier
+            // task that did not commit, or by another process. Like the
+            // user's changes under `--allow-dirty` they stay where they
+            // are and out of this task's commit.
+            Ok(git) if !run.allow_dirty => {
+                if let Some(paths) = git.dirty() {
+                    emitter.note(format!(
+                        "the work tree has uncommitted changes made since the run started (by an earlier task or another process): {paths}; they stay out of this task's commit"
+                    ));
+                }
+            }
+            Ok(_) => {}
         }
     }
     let mut attempt = 0;
@@ -125,20 +134,33 @@ pub async fn run_task(
             }
         }
     };
-    let (reason, message) = match (&git, commit_enabled) {
-        (Ok(git), true) => settle_git(
+    let (reason, message) = match &git {
+        Ok(git) => settle_git(
             run,
             prepared,
             git,
+            commit_off,
             &agent,
-            reason,
-            message,
+            (reason, message),
             answer.as_deref(),
             &mut emitter,
         ),
-        _ => (reason, message),
+        Err(_) => (reason, message),
     };
     finish(&mut emitter, task, &agent, started, reason, message)
+}
+
+/// Why commits are off for `task`, if they are: no git writes then.
+fn commit_off(run: &RunContext, task: &TaskSpec) -> Option<&'static str> {
+    if run.no_commit {
+        Some("--no-commit")
+    } else if !task.commit.enabled {
+        Some("commit: false")
+    } else if !run.config.git.auto_commit {
+        Some("git.auto_commit: false")
+    } else {
+        None
+    }
 }
 
 /// Commits, salvages or reports the changes left in place, and records
@@ -151,16 +173,17 @@ fn settle_git(
     run: &RunContext,
     prepared: &PreparedTask,
     git: &TaskGit,
+    commit_off: Option<&'static str>,
     agent: &Agent<'_>,
-    reason: Reason,
-    message: Option<String>,
+    (reason, message): (Reason, Option<String>),
     answer: Option<&str>,
     emitter: &mut Emitter<'_>,
 ) -> (Reason, Option<String>) {
     let task = &prepared.task;
-    let action = match (reason, task.expect) {
-        (Reason::Completed, Expect::Pass) => Finish::Commit,
-        (reason, _) if reason.is_limit() => Finish::Salvage(reason),
+    let action = match (commit_off, reason, task.expect) {
+        (Some(why), _, _) => Finish::Disabled(why),
+        (None, Reason::Completed, Expect::Pass) => Finish::Commit,
+        (None, reason, _) if reason.is_limit() => Finish::Salvage(reason),
         _ => Finish::LeaveInPlace,
     };
     let summary = task
@@ -186,6 +209,7 @@ fn settle_git(
         run_id: &run.run_id,
         model: &prepared.settings.model,
         message: &summary,
+        prefix: &run.config.git.commit_message_prefix,
         author: author.as_deref(),
         branch: task.commit.branch.as_deref(),
         redactor: &run.redactor,

@@ -23,6 +23,9 @@ pub enum Finish {
     Salvage(Reason),
     /// Failed otherwise: leave the changes in place and say where.
     LeaveInPlace,
+    /// Commits are off (the flag or setting named): no git writes at all;
+    /// say what stays in place.
+    Disabled(&'static str),
 }
 
 /// Who and what a commit names.
@@ -31,16 +34,21 @@ pub struct CommitInfo<'a> {
     pub run_id: &'a str,
     pub model: &'a str,
     pub message: &'a str,
+    /// `git.commit_message_prefix`.
+    pub prefix: &'a str,
     pub author: Option<&'a str>,
     pub branch: Option<&'a str>,
     pub redactor: &'a crate::core::Redactor,
 }
 
 impl TaskGit {
-    /// Opens the repository around `workdir` and snapshots it.
-    pub fn open(workdir: &Path) -> Result<Self, GitError> {
+    /// Opens the repository around `workdir` and snapshots it. `outputs`
+    /// are ybs's own files (output directory, JUnit file, cassette being
+    /// recorded): never dirty, never committed.
+    pub fn open(workdir: &Path, outputs: &[PathBuf]) -> Result<Self, GitError> {
         let repo = match Workspace::open(workdir)? {
             Some(workspace) => {
+                let workspace = workspace.excluding(outputs);
                 let snapshot = workspace.snapshot()?;
                 Some((workspace, snapshot))
             }
@@ -56,6 +64,15 @@ impl TaskGit {
         self.repo
             .as_ref()
             .and_then(|(_, snapshot)| snapshot.base.clone())
+    }
+
+    /// Whether a commit could be made now (no `index.lock`, no merge or
+    /// rebase under way). Always fine without a repository.
+    pub fn ready_to_commit(&self) -> Result<(), GitError> {
+        match &self.repo {
+            Some((workspace, _)) => workspace.ready_to_commit(),
+            None => Ok(()),
+        }
     }
 
     /// The dirty paths at start, described, when the tree is not clean.
@@ -81,6 +98,7 @@ impl TaskGit {
             run_id: info.run_id,
             model: info.model,
             message: info.message,
+            prefix: info.prefix,
             author: info.author,
             branch: info.branch,
             redactor: Some(info.redactor),
@@ -107,6 +125,13 @@ impl TaskGit {
             Finish::LeaveInPlace => Ok(workspace
                 .task_changes(changed, snapshot)?
                 .left_in_place(&self.workdir)),
+            Finish::Disabled(why) => {
+                let mut outcome = workspace
+                    .task_changes(changed, snapshot)?
+                    .left_in_place(&self.workdir);
+                outcome.note = format!("not committed ({why}): {}", outcome.note);
+                Ok(outcome)
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 mod architecture;
+mod git;
 mod run;
 mod tools;
 mod validate;

@@ -163,6 +163,7 @@ pub fn run_context(
         recorder: None,
         no_commit: false,
         allow_dirty: false,
+        outputs: Vec::new(),
         redactor: redactor.clone(),
         cassette: cassette.or_else(|| config.cassette.clone()),
         policy_file: policy_file.map(|p| cwd.join(p)),

@@ -67,15 +67,6 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     }
     printer.set_redactor(redactor.clone());
-    let prepared = match runner::prepare_all(&context, &tasks) {
-        Ok(prepared) => prepared,
-        Err(errors) => {
-            for error in &errors {
-                diagnostics::print_error(&printer, &error.to_string(), error.hint.as_deref());
-            }
-            return exit::USAGE;
-        }
-    };
     let out_dir = context.config.out.clone();
     let paths = OutputPaths {
         junit: args
@@ -84,6 +75,17 @@ pub fn run(args: &RunArgs) -> u8 {
             .unwrap_or_else(|| out_dir.join("junit.xml")),
         out_dir: out_dir.clone(),
         github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+    };
+    context.outputs = paths.own_paths(&tasks);
+    context.outputs.extend(args.record.iter().cloned());
+    let prepared = match runner::prepare_all(&context, &tasks) {
+        Ok(prepared) => prepared,
+        Err(errors) => {
+            for error in &errors {
+                diagnostics::print_error(&printer, &error.to_string(), error.hint.as_deref());
+            }
+            return exit::USAGE;
+        }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -159,6 +159,7 @@ pub(super) fn request<'a>(snapshot: &'a Snapshot, paths: &'a [PathBuf]) -> Commi
         run_id: RUN,
         model: MODEL,
         message: "edit the files",
+        prefix: "[ybs]",
         author: None,
         branch: None,
         redactor: None,

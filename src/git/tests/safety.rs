@@ -74,7 +74,7 @@ fn with_allow_dirty_the_users_changes_stay_and_are_never_committed() {
     assert!(
         outcome
             .note
-            .contains("not committed because you had uncommitted changes in them: a.txt, u.txt"),
+            .contains("not committed because they already had uncommitted changes when the task started: a.txt, u.txt"),
         "{}",
         outcome.note
     );
@@ -149,6 +149,84 @@ fn a_merge_in_progress_is_refused() {
         .unwrap_err();
     assert!(error.to_string().contains("middle of a merge"), "{error}");
     assert_eq!(repo.head(), base);
+}
+
+#[test]
+fn ready_to_commit_reports_a_lock_or_a_merge_before_anything_runs() {
+    let repo = Repo::new();
+    let workspace = repo.workspace();
+    workspace.ready_to_commit().unwrap();
+    let lock = repo.path(".git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let error = workspace.ready_to_commit().unwrap_err();
+    assert!(matches!(error, GitError::IndexLocked { .. }), "{error}");
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::write(repo.path(".git/MERGE_HEAD"), format!("{}\n", repo.head())).unwrap();
+    let error = workspace.ready_to_commit().unwrap_err();
+    assert!(
+        matches!(error, GitError::InProgress { state: "merge" }),
+        "{error}"
+    );
+}
+
+#[test]
+fn excluded_outputs_are_never_dirty_and_never_committed() {
+    let repo = Repo::new();
+    // Tracked outputs too: an earlier run's transcript someone committed.
+    repo.write("out/old/transcript.json", "{}\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "outputs"]);
+    let workspace = repo
+        .workspace()
+        .excluding(&paths(&["out", "reports/junit.xml"]));
+    repo.write("out/old/transcript.json", "{\"changed\": true}\n");
+    repo.write("out/summary.md", "# run\n");
+    repo.write("reports/junit.xml", "<testsuites/>\n");
+    let snapshot = workspace.snapshot().unwrap();
+    assert!(snapshot.is_clean(), "{:?}", snapshot.dirty);
+
+    repo.write("a.txt", "changed\n");
+    repo.write("out/t/events.jsonl", "{}\n");
+    repo.write("reports/other.xml", "not an output\n");
+    let reported = paths(&["a.txt", "out/t/written-by-a-tool.txt"]);
+    repo.write("out/t/written-by-a-tool.txt", "x\n");
+    let outcome = workspace
+        .commit_task(&request(&snapshot, &reported))
+        .unwrap();
+    assert_eq!(outcome.files, ["a.txt", "reports/other.xml"]);
+    assert_eq!(
+        outcome.skipped,
+        [SkippedPath {
+            path: "out/t/written-by-a-tool.txt".into(),
+            reason: SkipReason::YbsOutput,
+        }]
+    );
+    assert_eq!(repo.changed("HEAD"), ["M\ta.txt", "A\treports/other.xml"]);
+    repo.fsck();
+}
+
+#[test]
+fn an_exclusion_that_holds_the_workdir_or_lies_outside_is_dropped() {
+    let repo = Repo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let sub = repo.path("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let workspace = Repo::open(&sub).excluding(&[
+        repo.root.clone(),
+        sub.clone(),
+        outside.path().join("ybs-out"),
+        // Relative to the workdir, and not there yet.
+        "ybs-out".into(),
+    ]);
+    repo.write("sub/new.txt", "new\n");
+    repo.write("sub/ybs-out/t/events.jsonl", "{}\n");
+    let dirty: Vec<String> = workspace
+        .dirty_paths()
+        .unwrap()
+        .into_iter()
+        .map(|dirty| dirty.path)
+        .collect();
+    assert_eq!(dirty, ["sub/new.txt"]);
 }
 
 #[test]

@@ -32,7 +32,7 @@ fn salvage_saves_the_changes_on_a_ref_and_leaves_head_index_and_tree_alone() {
     assert_eq!(
         outcome.note,
         format!(
-            "saved 3 files as {} on {ref_name}; not committed because you had uncommitted changes in them: mine.txt",
+            "saved 3 files as {} on {ref_name}; not committed because they already had uncommitted changes when the task started: mine.txt",
             &outcome.sha[..7]
         )
     );
