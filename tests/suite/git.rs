@@ -230,10 +230,11 @@ fn a_task_editing_two_files_yields_one_commit_of_exactly_those_files() {
     assert_eq!(repo.read("a.txt"), "A\n");
     assert_eq!(repo.read("b.txt"), "B\n");
     assert_eq!(repo.status(), Vec::<String>::new(), "work tree clean");
-    // ybs's outputs are neither committed nor tracked.
+    // ybs's outputs are neither committed nor even untracked noise: the
+    // out dir carries a `.gitignore` of `*`.
     assert_eq!(
-        repo.git(&["status", "--porcelain", "--", "ybs-out"]),
-        "?? ybs-out/"
+        repo.git(&["status", "--porcelain", "--ignored", "--", "ybs-out"]),
+        "!! ybs-out/"
     );
     repo.fsck();
 
