@@ -235,7 +235,10 @@ fn build_provider(
     let mut config = ProviderConfig::new(settings.provider.clone(), settings.model.clone());
     config.endpoint = settings.endpoint.clone();
     config.text_tool_calls = settings.text_tool_calls;
+    config.streaming = settings.stream;
     config.request_timeout = settings.llm_timeout;
+    config.idle_timeout = settings.llm_idle_timeout;
+    config.total_timeout = settings.llm_total_timeout;
     // SECURITY S5: an endpoint chosen by the repository (task file or
     // ./.ybs.json) never receives the operator's vendor key, unless it is
     // the vendor's own endpoint.
