@@ -1,3 +1,4 @@
 mod architecture;
+mod providers;
 mod run;
 mod validate;
