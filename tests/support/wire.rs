@@ -16,6 +16,17 @@ pub fn sse_done(chunks: &[Value]) -> String {
     text
 }
 
+/// `data: <json>` events, each followed by a keep-alive comment line
+/// (`: ...`, as proxies and OpenRouter send), then `data: [DONE]`.
+pub fn sse_done_with_comments(chunks: &[Value]) -> String {
+    let mut text = String::from(": connected\n\n");
+    for chunk in chunks {
+        text.push_str(&format!("data: {chunk}\n\n: keep-alive\n\n"));
+    }
+    text.push_str(": OPENROUTER PROCESSING\n\ndata: [DONE]\n\n");
+    text
+}
+
 /// Named events: `event: <type>` + `data: <json>`.
 pub fn sse_events(events: &[Value]) -> String {
     events
@@ -28,7 +39,7 @@ pub fn sse_events(events: &[Value]) -> String {
 }
 
 /// OpenAI: the chunks of a streamed turn with tool calls `(id, name,
-/// arguments JSON)`, each call's arguments split into `fragment`-byte
+/// arguments JSON)`, each call's arguments split into `fragment`-character
 /// pieces, one chunk each (fragments of different calls alternate when
 /// `interleave`), then `finish_reason: tool_calls` and usage.
 pub fn openai_call_chunks(calls: &[(&str, &str, &str)], fragment: usize, interleave: bool) -> Vec<Value> {
@@ -40,10 +51,10 @@ pub fn openai_call_chunks(calls: &[(&str, &str, &str)], fragment: usize, interle
     let pieces: Vec<Vec<String>> = calls
         .iter()
         .map(|(_, _, arguments)| {
-            arguments
-                .as_bytes()
+            let chars: Vec<char> = arguments.chars().collect();
+            chars
                 .chunks(fragment.max(1))
-                .map(|piece| String::from_utf8(piece.to_vec()).unwrap())
+                .map(|piece| piece.iter().collect())
                 .collect()
         })
         .collect();
@@ -143,7 +154,7 @@ fn anthropic_start(id: &str, input_tokens: u64) -> Value {
 }
 
 /// Anthropic: a streamed turn calling one tool, its input JSON in
-/// `fragment`-byte `input_json_delta`s, with a `ping` in between.
+/// `fragment`-character `input_json_delta`s, with a `ping` in between.
 pub fn anthropic_sse_call(id: &str, name: &str, input: &Value, fragment: usize) -> Reply {
     let text = input.to_string();
     let mut events = vec![
@@ -152,9 +163,11 @@ pub fn anthropic_sse_call(id: &str, name: &str, input: &Value, fragment: usize) 
         json!({"type": "content_block_start", "index": 0,
                "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
     ];
-    for piece in text.as_bytes().chunks(fragment.max(1)) {
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(fragment.max(1)) {
+        let piece: String = piece.iter().collect();
         events.push(json!({"type": "content_block_delta", "index": 0,
-            "delta": {"type": "input_json_delta", "partial_json": String::from_utf8(piece.to_vec()).unwrap()}}));
+            "delta": {"type": "input_json_delta", "partial_json": piece}}));
     }
     events.extend([
         json!({"type": "content_block_stop", "index": 0}),
