@@ -125,6 +125,7 @@ fn openai_streaming_two_turns() {
     assert_openai_result(&requests[1], "call_w1");
     let transcript = transcript(&run);
     assert_eq!(transcript["manifest"]["provider"], "openai");
+    assert_eq!(transcript["cost"], "unknown", "model `m` has no price");
     assert_eq!(
         transcript["manifest"]["response_ids"],
         json!(["chatcmpl-1", "chatcmpl-2"])
@@ -229,7 +230,10 @@ fn anthropic_non_streaming_two_turns() {
         wire::anthropic_json_answer("wrote hello.txt"),
     ]);
     let (ybs, keys) = scratch(&task_yaml(""));
-    ybs.file("operator.json", r#"{"llm": {"stream": false}}"#);
+    ybs.file(
+        "operator.json",
+        r#"{"llm": {"stream": false, "pricing": {"m": {"input_per_mtok": 3, "output_per_mtok": 15}}}}"#,
+    );
     let run = run(
         &ybs,
         "anthropic",
@@ -243,6 +247,9 @@ fn anthropic_non_streaming_two_turns() {
         assert_anthropic_request(request, false, &keys.anthropic);
     }
     assert_anthropic_result(&requests[1], "toolu_w4");
+    // Usage priced from `llm.pricing`: 230 in × $3/M + 25 out × $15/M.
+    let cost = transcript(&run)["cost"].as_f64().expect("a priced model");
+    assert!((cost - 0.001_065).abs() < 1e-9, "{cost}");
     // The text before the call is kept with it.
     let assistant = &requests[1].json()["messages"][1];
     assert_eq!(assistant["content"][0]["text"], "Writing it.");
