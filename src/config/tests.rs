@@ -477,7 +477,10 @@ fn streaming_and_deadlines_from_llm() {
         &world.cwd.join(".ybs.json"),
         r#"{"llm": {"stream": false, "stream_idle_timeout_seconds": "500ms", "total_timeout_seconds": "2m"}}"#,
     );
-    let settings = world.load(&Overrides::default()).unwrap().session_settings();
+    let settings = world
+        .load(&Overrides::default())
+        .unwrap()
+        .session_settings();
     assert!(!settings.stream);
     assert_eq!(settings.llm_idle_timeout, Duration::from_millis(500));
     assert_eq!(settings.llm_total_timeout, Duration::from_secs(120));

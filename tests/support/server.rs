@@ -57,9 +57,7 @@ impl Reply {
     pub fn sse_in_pieces(text: &str, size: usize) -> Self {
         let mut reply = Self::new(200, "text/event-stream");
         for piece in text.as_bytes().chunks(size) {
-            reply = reply
-                .send(piece.to_vec())
-                .pause(Duration::from_micros(200));
+            reply = reply.send(piece.to_vec()).pause(Duration::from_micros(200));
         }
         reply
     }

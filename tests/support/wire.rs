@@ -42,7 +42,11 @@ pub fn sse_events(events: &[Value]) -> String {
 /// arguments JSON)`, each call's arguments split into `fragment`-character
 /// pieces, one chunk each (fragments of different calls alternate when
 /// `interleave`), then `finish_reason: tool_calls` and usage.
-pub fn openai_call_chunks(calls: &[(&str, &str, &str)], fragment: usize, interleave: bool) -> Vec<Value> {
+pub fn openai_call_chunks(
+    calls: &[(&str, &str, &str)],
+    fragment: usize,
+    interleave: bool,
+) -> Vec<Value> {
     let chunk = |delta: Value| {
         json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
                "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
@@ -60,8 +64,10 @@ pub fn openai_call_chunks(calls: &[(&str, &str, &str)], fragment: usize, interle
         .collect();
     let opening = |index: usize| {
         let (id, name, _) = calls[index];
-        chunk(json!({"tool_calls": [{"index": index, "id": id, "type": "function",
-                     "function": {"name": name, "arguments": ""}}]}))
+        chunk(
+            json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+                     "function": {"name": name, "arguments": ""}}]}),
+        )
     };
     let fragment_chunk = |index: usize, piece: &str| {
         chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
@@ -86,8 +92,10 @@ pub fn openai_call_chunks(calls: &[(&str, &str, &str)], fragment: usize, interle
             }
         }
     }
-    chunks.push(json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
-                       "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+    chunks.push(
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
+                       "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    );
     chunks.push(json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
                        "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}));
     chunks
@@ -242,7 +250,9 @@ pub fn ollama_answer(text: &str) -> Reply {
         .split_inclusive(' ')
         .map(|piece| json!({"model": "m", "message": {"role": "assistant", "content": piece}, "done": false}))
         .collect();
-    lines.push(json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true,
-                      "done_reason": "stop", "prompt_eval_count": 130, "eval_count": 5}));
+    lines.push(
+        json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true,
+                      "done_reason": "stop", "prompt_eval_count": 130, "eval_count": 5}),
+    );
     Reply::ndjson(&lines)
 }

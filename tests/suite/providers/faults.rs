@@ -131,14 +131,22 @@ fn anthropic_overloaded_529_and_overloaded_stream_event_are_retried() {
     assert_eq!((retries[0].0, retries[0].1), (1, 1));
     assert_eq!((retries[1].0, retries[1].1), (1, 2));
     for (_, _, _, error) in &retries {
-        assert!(error.contains("529") && error.contains("Overloaded"), "{error}");
+        assert!(
+            error.contains("529") && error.contains("Overloaded"),
+            "{error}"
+        );
     }
     assert_no_secrets(&ybs, &run, &keys);
 }
 
 #[test]
 fn server_errors_three_times_then_success() {
-    let boom = || Reply::json(500, &openai_error("The server had an error", "server_error", None));
+    let boom = || {
+        Reply::json(
+            500,
+            &openai_error("The server had an error", "server_error", None),
+        )
+    };
     let server = Server::start(vec![
         boom(),
         boom(),
@@ -260,15 +268,17 @@ fn unauthorized_is_not_retried_and_is_an_auth_error() {
 
 #[test]
 fn quota_exhausted_is_not_retried() {
-    let server = Server::start(vec![Reply::json(
-        429,
-        &openai_error(
-            "You exceeded your current quota, please check your plan and billing details.",
-            "insufficient_quota",
-            Some("insufficient_quota"),
-        ),
-    )
-    .header("retry-after", "1")]);
+    let server = Server::start(vec![
+        Reply::json(
+            429,
+            &openai_error(
+                "You exceeded your current quota, please check your plan and billing details.",
+                "insufficient_quota",
+                Some("insufficient_quota"),
+            ),
+        )
+        .header("retry-after", "1"),
+    ]);
     let (ybs, keys) = fast_scratch();
     let run = run(&ybs, "openai", &format!("{}/v1", server.url), &[]);
     let transcript = assert_errored(&ybs, &run, "provider_error");
@@ -279,7 +289,12 @@ fn quota_exhausted_is_not_retried() {
 
 #[test]
 fn exhausted_retries_are_a_provider_error_with_every_output_written() {
-    let boom = || Reply::json(503, &openai_error("Service unavailable", "server_error", None));
+    let boom = || {
+        Reply::json(
+            503,
+            &openai_error("Service unavailable", "server_error", None),
+        )
+    };
     let server = Server::start(vec![boom(), boom(), boom(), boom()]);
     let (ybs, keys) = fast_scratch();
     let ybs = ybs.env("YBS_RETRY_ATTEMPTS", "2");

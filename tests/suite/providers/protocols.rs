@@ -24,7 +24,10 @@ fn names(tools: &Value, name_of: impl Fn(&Value) -> &Value) -> Vec<String> {
 fn assert_write_file_schema(schema: &Value) {
     assert_eq!(schema["type"], "object", "{schema}");
     assert_eq!(schema["properties"]["path"]["type"], "string", "{schema}");
-    assert_eq!(schema["properties"]["content"]["type"], "string", "{schema}");
+    assert_eq!(
+        schema["properties"]["content"]["type"], "string",
+        "{schema}"
+    );
     assert_eq!(schema["required"], json!(["path", "content"]), "{schema}");
 }
 
@@ -77,7 +80,13 @@ fn assert_openai_request(request: &Request, streaming: bool, key: &str) {
     );
     let tools = &body["tools"];
     assert_eq!(names(tools, |t| &t["function"]["name"]), BUILTIN);
-    assert!(tools.as_array().unwrap().iter().all(|t| t["type"] == "function"));
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["type"] == "function")
+    );
     assert_write_file_schema(&tools[1]["function"]["parameters"]);
 }
 
@@ -287,7 +296,10 @@ fn ollama_streaming_two_turns() {
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 4, "{messages:?}");
     assert_eq!(messages[2]["role"], "assistant");
-    assert_eq!(messages[2]["tool_calls"][0]["function"]["name"], "write_file");
+    assert_eq!(
+        messages[2]["tool_calls"][0]["function"]["name"],
+        "write_file"
+    );
     assert_eq!(
         messages[2]["tool_calls"][0]["function"]["arguments"],
         write_hello(),
@@ -296,6 +308,11 @@ fn ollama_streaming_two_turns() {
     assert_eq!(messages[3]["role"], "tool");
     assert_eq!(messages[3]["tool_name"], "write_file");
     assert_eq!(messages[3]["tool_call_id"], "call_1");
-    assert!(messages[3]["content"].as_str().unwrap().contains("hello.txt"));
+    assert!(
+        messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello.txt")
+    );
     assert_no_secrets(&ybs, &run, &keys);
 }

@@ -11,7 +11,8 @@ use crate::support::wire;
 #[test]
 fn openai_one_character_fragments_in_small_writes_with_comments() {
     // Non-ASCII content: small TCP writes split its UTF-8 bytes.
-    let arguments = json!({"path": "notes/hello.txt", "content": "héllo, \"wörld\"\n{not: json}\n"});
+    let arguments =
+        json!({"path": "notes/hello.txt", "content": "héllo, \"wörld\"\n{not: json}\n"});
     let chunks = wire::openai_call_chunks(
         &[("call_frag", "write_file", &arguments.to_string())],
         1,
