@@ -147,9 +147,14 @@ fn server_errors_three_times_then_success() {
             &openai_error("The server had an error", "server_error", None),
         )
     };
+    // The second arrives as an `error` object inside a 200 stream.
+    let in_stream = wire::sse_done(&[
+        json!({"choices": [{"index": 0, "delta": {"content": "Let me"}, "finish_reason": null}]}),
+        openai_error("The server had an error", "server_error", None),
+    ]);
     let server = Server::start(vec![
         boom(),
-        boom(),
+        Reply::sse(&in_stream),
         boom(),
         wire::openai_sse_call("call_1", "write_file", &write_hello()),
         wire::openai_sse_answer("done"),
@@ -241,6 +246,32 @@ fn a_stream_stalled_past_the_idle_deadline_is_retried() {
         retries[0].3
     );
     assert_eq!(transcript(&run)["tool_calls"].as_array().unwrap().len(), 1);
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+#[test]
+fn a_trickling_stream_hits_the_total_deadline() {
+    // Keep-alives every 100 ms keep the idle deadline (300 ms) happy; the
+    // total deadline (600 ms) ends the request.
+    let mut trickle = Reply::sse(": start\n\n");
+    for _ in 0..40 {
+        trickle = trickle
+            .pause(Duration::from_millis(100))
+            .send(": keep-alive\n\n");
+    }
+    let server = Server::start(vec![trickle]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    ybs.file(
+        ".ybs.json",
+        r#"{"agent": {"retry_attempts": 0},
+            "llm": {"stream_idle_timeout_seconds": "300ms", "total_timeout_seconds": "600ms"}}"#,
+    );
+    let started = Instant::now();
+    let run = run(&ybs, "openai", &format!("{}/v1", server.url), &[]);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let transcript = assert_errored(&ybs, &run, "provider_error");
+    let message = transcript["message"].as_str().unwrap();
+    assert!(message.contains("total deadline"), "{message}");
     assert_no_secrets(&ybs, &run, &keys);
 }
 

@@ -139,7 +139,10 @@ fn prose_around_the_json_stays_an_answer() {
 #[test]
 fn with_the_option_off_a_json_call_stays_an_answer() {
     assert_stays_an_answer(None, &fenced_call());
-    assert_stays_an_answer(Some(r#"{"llm": {"text_tool_calls": false}}"#), &fenced_call());
+    assert_stays_an_answer(
+        Some(r#"{"llm": {"text_tool_calls": false}}"#),
+        &fenced_call(),
+    );
 }
 
 #[test]
@@ -188,6 +191,9 @@ fn a_structured_call_cut_by_the_length_limit_is_an_error_result() {
     assert!(result.contains("cut off"), "{result}");
     // Sent back as `{}`, not as a guess at the rest.
     let body = server.requests()[1].json();
-    assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["arguments"], "{}");
+    assert_eq!(
+        body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        "{}"
+    );
     assert_no_secrets(&ybs, &run, &keys);
 }
