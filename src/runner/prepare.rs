@@ -73,7 +73,13 @@ pub fn prepare(
         message,
         hint: hint.map(str::to_owned),
     };
-    let settings = run.config.task_settings(task);
+    let mut settings = run.config.task_settings(task);
+    if run.cassette.is_some() {
+        // `--cassette FILE` (or YBS_CASSETTE) means the replay provider,
+        // whatever the task file names: a recorded run reproduces offline
+        // (SPEC §6) and the task's endpoint is never contacted.
+        settings.provider = "replay".to_owned();
+    }
     let workdir = resolve_workdir(&run.cwd, task.workdir.as_deref()).map_err(|m| fail(m, None))?;
     let policy = Policy::new(&task.policy).map_err(|e| fail(e.to_string(), None))?;
     let policy_hash = hash_policy(task);

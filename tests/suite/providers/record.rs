@@ -95,3 +95,31 @@ fn a_recorded_run_replays_offline() {
     assert_eq!(outcome(&replayed)["retries"], 1);
     assert_no_secrets(&ybs, &replay, &keys);
 }
+
+#[test]
+fn a_cassette_replays_a_task_file_that_names_a_real_provider() {
+    let server = Server::start(vec![
+        wire::openai_sse_call("call_t1", "write_file", &json!({"path": "hello.txt", "content": "hi\n"})),
+        wire::openai_sse_answer("done"),
+    ]);
+    let task = format!(
+        "provider: openai\nmodel: m\nendpoint: {}/v1\n{}",
+        server.url,
+        task_yaml("")
+    );
+    let (ybs, keys) = scratch(&task);
+    let recorded = ybs.run(["run", "t.yaml", "--no-commit", "--record", "rec.json"]);
+    recorded.expect_code(0);
+    let recorded = transcript(&recorded);
+    drop(server);
+    std::fs::remove_file(ybs.path().join("hello.txt")).unwrap();
+    // `--cassette` alone replays: the task file's provider and endpoint
+    // are not contacted.
+    let replay = ybs.run(["run", "t.yaml", "--no-commit", "--cassette", "rec.json"]);
+    replay.expect_code(0);
+    assert_eq!(ybs.read("hello.txt"), "hi\n");
+    let replayed = transcript(&replay);
+    assert_eq!(replayed["manifest"]["provider"], "replay");
+    assert_eq!(outcome(&replayed), outcome(&recorded));
+    assert_no_secrets(&ybs, &replay, &keys);
+}
