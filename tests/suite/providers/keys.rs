@@ -194,3 +194,25 @@ fn proxied(ybs: crate::support::Ybs, proxy: &Server) -> crate::support::Ybs {
         .env("NO_PROXY", "")
         .env("no_proxy", "")
 }
+
+#[test]
+fn ollama_host_from_the_environment() {
+    let server = Server::start(vec![wire::ollama_answer("ok")]);
+    let host = server.url.trim_start_matches("http://").to_owned();
+    let (ybs, keys) = scratch(&task_yaml(""));
+    let ybs = ybs.env("OLLAMA_HOST", &host);
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--no-commit",
+        "--provider",
+        "ollama",
+        "--model",
+        "m",
+    ]);
+    run.expect_code(0);
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/api/chat");
+    assert_eq!(carried_keys(&requests[0], &keys), Vec::<String>::new());
+    assert_no_secrets(&ybs, &run, &keys);
+}

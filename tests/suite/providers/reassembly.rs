@@ -111,3 +111,49 @@ fn anthropic_one_character_input_fragments_with_pings() {
     assert_eq!(calls[0]["arguments"], input);
     assert_no_secrets(&ybs, &run, &keys);
 }
+
+#[test]
+fn anthropic_two_tool_use_blocks_get_their_results_in_one_message() {
+    let first = json!({"path": "a.txt", "content": "a"});
+    let second = json!({"path": "b.txt", "content": "b"});
+    let mut events = vec![
+        json!({"type": "message_start", "message": {"id": "msg_p", "type": "message",
+        "role": "assistant", "content": [], "model": "m", "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    ];
+    for (index, (id, input)) in [("toolu_a", &first), ("toolu_b", &second)]
+        .iter()
+        .enumerate()
+    {
+        events.push(json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": id, "name": "write_file", "input": {}}}));
+        let text = input.to_string();
+        let (head, tail) = text.split_at(text.len() / 2);
+        for piece in [head, tail] {
+            events.push(json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece}}));
+        }
+        events.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}));
+    events.push(json!({"type": "message_stop"}));
+    let server = Server::start(vec![
+        Reply::sse(&wire::sse_events(&events)),
+        wire::anthropic_sse_answer("done"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    let run = run(&ybs, "anthropic", &server.url, &[]);
+    run.expect_code(0);
+    assert_eq!(ybs.read("a.txt"), "a");
+    assert_eq!(ybs.read("b.txt"), "b");
+    let body = server.requests()[1].json();
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "roles alternate: {messages:?}");
+    let results: Vec<&Value> = messages[2]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|block| &block["tool_use_id"])
+        .collect();
+    assert_eq!(results, [&json!("toolu_a"), &json!("toolu_b")]);
+    assert_no_secrets(&ybs, &run, &keys);
+}

@@ -99,7 +99,11 @@ fn a_recorded_run_replays_offline() {
 #[test]
 fn a_cassette_replays_a_task_file_that_names_a_real_provider() {
     let server = Server::start(vec![
-        wire::openai_sse_call("call_t1", "write_file", &json!({"path": "hello.txt", "content": "hi\n"})),
+        wire::openai_sse_call(
+            "call_t1",
+            "write_file",
+            &json!({"path": "hello.txt", "content": "hi\n"}),
+        ),
         wire::openai_sse_answer("done"),
     ]);
     let task = format!(
