@@ -52,7 +52,8 @@ pub struct Interaction {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedError {
-    /// `status`, `auth`, `connect`, `timeout`, `stream` or `protocol`.
+    /// `status`, `auth`, `missing_key`, `connect`, `timeout`, `stream` or
+    /// `protocol`.
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -69,6 +70,7 @@ impl RecordedError {
     pub fn from_error(error: &ProviderError) -> Self {
         let (kind, status, retry_after_ms, quota_exhausted) = match error {
             ProviderError::Auth { status, .. } => ("auth", Some(*status), None, false),
+            ProviderError::MissingKey { .. } => ("missing_key", None, None, false),
             ProviderError::Status {
                 status,
                 retry_after,
@@ -83,22 +85,20 @@ impl RecordedError {
             ProviderError::Connect { .. } => ("connect", None, None, false),
             ProviderError::Timeout(_) => ("timeout", None, None, false),
             ProviderError::Stream(_) => ("stream", None, None, false),
-            ProviderError::MissingKey { .. }
-            | ProviderError::Protocol(_)
-            | ProviderError::Cassette(_)
-            | ProviderError::Config(_) => ("protocol", None, None, false),
+            ProviderError::Protocol(_) | ProviderError::Cassette(_) | ProviderError::Config(_) => {
+                ("protocol", None, None, false)
+            }
         };
         // The inner message, so a replayed error prints as the original did.
         let message = match error {
+            ProviderError::MissingKey { var } => var.clone(),
             ProviderError::Auth { message, .. }
             | ProviderError::Status { message, .. }
             | ProviderError::Connect { message, .. }
             | ProviderError::Timeout(message)
             | ProviderError::Stream(message)
             | ProviderError::Protocol(message) => message.clone(),
-            ProviderError::MissingKey { .. }
-            | ProviderError::Cassette(_)
-            | ProviderError::Config(_) => error.to_string(),
+            ProviderError::Cassette(_) | ProviderError::Config(_) => error.to_string(),
         };
         Self {
             kind: kind.to_owned(),
@@ -126,6 +126,7 @@ impl RecordedError {
                 endpoint: "replay".to_owned(),
                 message,
             },
+            "missing_key" => ProviderError::MissingKey { var: message },
             "timeout" => ProviderError::Timeout(message),
             "stream" => ProviderError::Stream(message),
             _ => ProviderError::Protocol(message),
@@ -340,6 +341,9 @@ mod tests {
             },
             ProviderError::Timeout("idle".into()),
             ProviderError::Stream("cut".into()),
+            ProviderError::MissingKey {
+                var: "OPENAI_API_KEY".into(),
+            },
         ];
         for error in errors {
             let recorded = RecordedError::from_error(&error);
@@ -349,6 +353,7 @@ mod tests {
             assert_eq!(replayed.to_string(), error.to_string());
             assert_eq!(replayed.is_retryable(), error.is_retryable());
             assert_eq!(replayed.retry_after(), error.retry_after());
+            assert_eq!(replayed.reason(), error.reason());
         }
     }
 }

@@ -127,3 +127,27 @@ fn a_cassette_replays_a_task_file_that_names_a_real_provider() {
     assert_eq!(outcome(&replayed), outcome(&recorded));
     assert_no_secrets(&ybs, &replay, &keys);
 }
+
+#[test]
+fn a_recorded_missing_key_replays_as_an_auth_error() {
+    let ybs = crate::support::Ybs::new();
+    ybs.file("t.yaml", &task_yaml(""));
+    let args = [
+        "run",
+        "t.yaml",
+        "--no-commit",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+    ];
+    let recorded = ybs.run(args.iter().copied().chain(["--record", "rec.json"]));
+    recorded.expect_code(4);
+    let recorded = transcript(&recorded);
+    assert_eq!(recorded["reason"], "auth_error");
+    let replay = ybs.run(["run", "t.yaml", "--no-commit", "--cassette", "rec.json"]);
+    replay.expect_code(4);
+    let replayed = transcript(&replay);
+    assert_eq!(replayed["reason"], "auth_error");
+    assert_eq!(replayed["message"], recorded["message"]);
+}
