@@ -220,7 +220,7 @@ fn a_stream_stalled_past_the_idle_deadline_is_retried() {
         .map(|chunk| format!("data: {chunk}\n\n"))
         .collect();
     let server = Server::start(vec![
-        Reply::sse(&start).pause(Duration::from_secs(5)),
+        Reply::sse(&start).pause(Duration::from_secs(30)),
         wire::openai_sse_call("call_1", "write_file", &write_hello()),
         wire::openai_sse_answer("done"),
     ]);
@@ -229,7 +229,7 @@ fn a_stream_stalled_past_the_idle_deadline_is_retried() {
     let run = run(&ybs, "openai", &format!("{}/v1", server.url), &[]);
     let elapsed = started.elapsed();
     run.expect_code(0);
-    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     assert_eq!(ybs.read("hello.txt"), "hi\n");
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
@@ -254,7 +254,7 @@ fn a_trickling_stream_hits_the_total_deadline() {
     // Keep-alives every 100 ms keep the idle deadline (300 ms) happy; the
     // total deadline (600 ms) ends the request.
     let mut trickle = Reply::sse(": start\n\n");
-    for _ in 0..40 {
+    for _ in 0..300 {
         trickle = trickle
             .pause(Duration::from_millis(100))
             .send(": keep-alive\n\n");
@@ -268,7 +268,7 @@ fn a_trickling_stream_hits_the_total_deadline() {
     );
     let started = Instant::now();
     let run = run(&ybs, "openai", &format!("{}/v1", server.url), &[]);
-    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(started.elapsed() < Duration::from_secs(10));
     let transcript = assert_errored(&ybs, &run, "provider_error");
     let message = transcript["message"].as_str().unwrap();
     assert!(message.contains("total deadline"), "{message}");
