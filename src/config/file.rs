@@ -32,6 +32,9 @@ const LLM_FIELDS: &[&str] = &[
     "temperature",
     "max_tokens",
     "timeout_seconds",
+    "stream",
+    "stream_idle_timeout_seconds",
+    "total_timeout_seconds",
     "text_tool_calls",
     "pricing",
 ];
@@ -142,6 +145,8 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmLayer {
     let temperature: Option<Spanned<f64>> = fields.get(decoder, "temperature");
     let max_tokens: Option<Spanned<u32>> = fields.get(decoder, "max_tokens");
     let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout_seconds");
+    let idle: Option<Spanned<Duration>> = fields.get(decoder, "stream_idle_timeout_seconds");
+    let total: Option<Spanned<Duration>> = fields.get(decoder, "total_timeout_seconds");
     LlmLayer {
         provider: provider.and_then(|p| check_provider(decoder, p)),
         model: fields.get(decoder, "model"),
@@ -149,6 +154,10 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmLayer {
         temperature: temperature.and_then(|t| at_least(decoder, t, 0.0, "temperature")),
         max_tokens: max_tokens.and_then(|m| positive(decoder, m, "max_tokens")),
         timeout: timeout.and_then(|t| positive_duration(decoder, t, "timeout_seconds")),
+        stream: fields.get(decoder, "stream"),
+        idle_timeout: idle
+            .and_then(|t| positive_duration(decoder, t, "stream_idle_timeout_seconds")),
+        total_timeout: total.and_then(|t| positive_duration(decoder, t, "total_timeout_seconds")),
         text_tool_calls: fields.get(decoder, "text_tool_calls"),
         pricing: fields
             .node("pricing")

@@ -93,6 +93,9 @@ pub struct LlmLayer {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     pub timeout: Option<Duration>,
+    pub stream: Option<bool>,
+    pub idle_timeout: Option<Duration>,
+    pub total_timeout: Option<Duration>,
     pub text_tool_calls: Option<bool>,
     pub pricing: BTreeMap<String, Price>,
 }
@@ -165,7 +168,7 @@ pub struct RunLayer {
 
 combine_fields! {
     ConfigLayer { llm, context, agent, safety, tools, git, ui, run }
-    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, text_tool_calls, pricing }
+    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, stream, idle_timeout, total_timeout, text_tool_calls, pricing }
     ContextLayer { max_tokens, compaction_threshold, max_tool_output_chars, repo_map_tokens }
     AgentLayer { max_iterations, retry_attempts, retry_backoff_base }
     SafetyLayer {

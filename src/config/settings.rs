@@ -25,6 +25,8 @@ pub mod defaults {
     pub const RETRY_ATTEMPTS: u32 = 3;
     pub const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(1000);
     pub const LLM_TIMEOUT: Duration = Duration::from_secs(120);
+    pub const LLM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+    pub const LLM_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
     pub const COMPACTION_THRESHOLD: f64 = 0.95;
     pub const REPO_MAP_TOKENS: u32 = 1024;
     pub const SHELL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -90,8 +92,15 @@ pub(super) struct OverTasks {
 /// `llm.*` that are not per task.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmSettings {
-    /// `llm.timeout_seconds` (default 120 s).
+    /// `llm.timeout_seconds` (default 120 s): until the response headers.
     pub timeout: Duration,
+    /// `llm.stream` (default on): stream responses where the provider can.
+    pub stream: bool,
+    /// `llm.stream_idle_timeout_seconds` (default 60 s): the longest
+    /// silence inside a response body.
+    pub idle_timeout: Duration,
+    /// `llm.total_timeout_seconds` (default 600 s): one whole request.
+    pub total_timeout: Duration,
     /// `llm.text_tool_calls` (default off).
     pub text_tool_calls: bool,
     /// `llm.pricing`: per-model prices over the built-in table.
@@ -219,7 +228,10 @@ pub struct TaskSettings {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     pub text_tool_calls: bool,
+    pub stream: bool,
     pub llm_timeout: Duration,
+    pub llm_idle_timeout: Duration,
+    pub llm_total_timeout: Duration,
     pub max_iterations: u32,
     pub timeout: Option<Duration>,
     pub max_total_tokens: Option<u64>,
@@ -264,6 +276,9 @@ impl Config {
         Self {
             llm: LlmSettings {
                 timeout: llm.timeout.unwrap_or(defaults::LLM_TIMEOUT),
+                stream: llm.stream.unwrap_or(true),
+                idle_timeout: llm.idle_timeout.unwrap_or(defaults::LLM_IDLE_TIMEOUT),
+                total_timeout: llm.total_timeout.unwrap_or(defaults::LLM_TOTAL_TIMEOUT),
                 text_tool_calls: llm.text_tool_calls.unwrap_or(false),
                 pricing: llm.pricing,
             },
@@ -354,7 +369,10 @@ impl Config {
             temperature: over.llm.temperature.or(llm.temperature),
             max_tokens: over.llm.max_tokens.or(llm.max_tokens),
             text_tool_calls: self.llm.text_tool_calls,
+            stream: self.llm.stream,
             llm_timeout: self.llm.timeout,
+            llm_idle_timeout: self.llm.idle_timeout,
+            llm_total_timeout: self.llm.total_timeout,
             max_iterations: over
                 .max_iterations
                 .or(limits.max_iterations)
@@ -416,6 +434,9 @@ mod tests {
         assert_eq!(task.max_tool_output_chars, 10_000);
         assert_eq!(task.timeout, None);
         assert_eq!(task.llm_timeout, Duration::from_secs(120));
+        assert!(task.stream);
+        assert_eq!(task.llm_idle_timeout, Duration::from_secs(60));
+        assert_eq!(task.llm_total_timeout, Duration::from_secs(600));
         assert_eq!(task.endpoint_origin, Origin::Default);
         assert_eq!(config.retry().attempts, 3);
         assert_eq!(config.retry().base_delay, Duration::from_millis(1000));

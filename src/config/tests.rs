@@ -176,7 +176,7 @@ fn unknown_key_names_line_col_and_suggests() {
     assert_eq!(
         diagnostics.0[0].to_string(),
         format!(
-            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `timeout_seconds`, `text_tool_calls`, `pricing`",
+            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `timeout_seconds`, `stream`, `stream_idle_timeout_seconds`, `total_timeout_seconds`, `text_tool_calls`, `pricing`",
             path.display()
         )
     );
@@ -468,4 +468,33 @@ fn policy_file() {
             .contains(":2:9: `on_ask: pause` is not supported")
     );
     assert!(load_policy_file(&world.cwd.join("missing.yaml")).is_err());
+}
+
+#[test]
+fn streaming_and_deadlines_from_llm() {
+    let world = World::new();
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        r#"{"llm": {"stream": false, "stream_idle_timeout_seconds": "500ms", "total_timeout_seconds": "2m"}}"#,
+    );
+    let settings = world
+        .load(&Overrides::default())
+        .unwrap()
+        .session_settings();
+    assert!(!settings.stream);
+    assert_eq!(settings.llm_idle_timeout, Duration::from_millis(500));
+    assert_eq!(settings.llm_total_timeout, Duration::from_secs(120));
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        r#"{"llm": {"stream_idle_timeout_seconds": 0}}"#,
+    );
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!("file errors expected")
+    };
+    assert!(
+        diagnostics.0[0]
+            .to_string()
+            .contains("invalid `stream_idle_timeout_seconds`: must be longer than 0"),
+        "{diagnostics}"
+    );
 }

@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{ChatRequest, ChatResponse, ProviderError};
+use crate::core::Redactor;
 
 pub const CASSETTE_VERSION: u32 = 1;
 
@@ -51,7 +52,8 @@ pub struct Interaction {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedError {
-    /// `status`, `auth`, `connect`, `timeout`, `stream` or `protocol`.
+    /// `status`, `auth`, `missing_key`, `connect`, `timeout`, `stream` or
+    /// `protocol`.
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -68,6 +70,7 @@ impl RecordedError {
     pub fn from_error(error: &ProviderError) -> Self {
         let (kind, status, retry_after_ms, quota_exhausted) = match error {
             ProviderError::Auth { status, .. } => ("auth", Some(*status), None, false),
+            ProviderError::MissingKey { .. } => ("missing_key", None, None, false),
             ProviderError::Status {
                 status,
                 retry_after,
@@ -82,22 +85,20 @@ impl RecordedError {
             ProviderError::Connect { .. } => ("connect", None, None, false),
             ProviderError::Timeout(_) => ("timeout", None, None, false),
             ProviderError::Stream(_) => ("stream", None, None, false),
-            ProviderError::MissingKey { .. }
-            | ProviderError::Protocol(_)
-            | ProviderError::Cassette(_)
-            | ProviderError::Config(_) => ("protocol", None, None, false),
+            ProviderError::Protocol(_) | ProviderError::Cassette(_) | ProviderError::Config(_) => {
+                ("protocol", None, None, false)
+            }
         };
         // The inner message, so a replayed error prints as the original did.
         let message = match error {
+            ProviderError::MissingKey { var } => var.clone(),
             ProviderError::Auth { message, .. }
             | ProviderError::Status { message, .. }
             | ProviderError::Connect { message, .. }
             | ProviderError::Timeout(message)
             | ProviderError::Stream(message)
             | ProviderError::Protocol(message) => message.clone(),
-            ProviderError::MissingKey { .. }
-            | ProviderError::Cassette(_)
-            | ProviderError::Config(_) => error.to_string(),
+            ProviderError::Cassette(_) | ProviderError::Config(_) => error.to_string(),
         };
         Self {
             kind: kind.to_owned(),
@@ -125,6 +126,7 @@ impl RecordedError {
                 endpoint: "replay".to_owned(),
                 message,
             },
+            "missing_key" => ProviderError::MissingKey { var: message },
             "timeout" => ProviderError::Timeout(message),
             "stream" => ProviderError::Stream(message),
             _ => ProviderError::Protocol(message),
@@ -225,17 +227,21 @@ impl Cassette {
 }
 
 /// Collects interactions during `--record` and rewrites the file after each
-/// one, so a crash loses nothing already answered.
+/// one, so a crash loses nothing already answered. A cassette is an output
+/// like any other: every secret the redactor knows is masked in it, even
+/// one a server or model sent back in a response (SECURITY S7).
 #[derive(Debug)]
 pub struct CassetteWriter {
     path: PathBuf,
     file: Mutex<CassetteFile>,
+    redactor: Redactor,
 }
 
 impl CassetteWriter {
-    pub fn create(path: &Path) -> Result<Arc<Self>, String> {
+    pub fn create(path: &Path, redactor: Redactor) -> Result<Arc<Self>, String> {
         let writer = Self {
             path: path.to_owned(),
+            redactor,
             file: Mutex::new(CassetteFile {
                 version: CASSETTE_VERSION,
                 interactions: Vec::new(),
@@ -273,7 +279,9 @@ impl CassetteWriter {
             .file
             .lock()
             .map_err(|_| std::io::Error::other("poisoned"))?;
-        let text = serde_json::to_string_pretty(&*file).map_err(std::io::Error::other)?;
+        let mut value = serde_json::to_value(&*file).map_err(std::io::Error::other)?;
+        self.redactor.redact_value(&mut value);
+        let text = serde_json::to_string_pretty(&value).map_err(std::io::Error::other)?;
         let tmp = self.path.with_extension("json.tmp");
         std::fs::write(&tmp, text + "\n")?;
         std::fs::rename(&tmp, &self.path)
@@ -283,6 +291,34 @@ impl CassetteWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_writer_masks_every_known_secret() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("c.json");
+        let mut redactor = Redactor::new();
+        redactor.add("sk-secret-123");
+        let writer = CassetteWriter::create(&path, redactor).unwrap();
+        let request = ChatRequest {
+            model: "m".into(),
+            system: "s".into(),
+            messages: vec![crate::core::Message::user("my key is sk-secret-123")],
+            tools: vec![],
+            temperature: None,
+            max_tokens: None,
+        };
+        let answer = ChatResponse {
+            content: "echo: sk-secret-123".into(),
+            ..ChatResponse::default()
+        };
+        writer.append("t", &request, &Ok(answer)).unwrap();
+        let error = ProviderError::Stream("cut at sk-secret-123".into());
+        writer.append("t", &request, &Err(error)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("sk-secret-123"), "{text}");
+        assert_eq!(text.matches("[REDACTED]").count(), 4, "{text}");
+        assert_eq!(CassetteFile::load(&path).unwrap().interactions.len(), 2);
+    }
 
     #[test]
     fn recorded_errors_replay_as_recorded() {
@@ -305,6 +341,9 @@ mod tests {
             },
             ProviderError::Timeout("idle".into()),
             ProviderError::Stream("cut".into()),
+            ProviderError::MissingKey {
+                var: "OPENAI_API_KEY".into(),
+            },
         ];
         for error in errors {
             let recorded = RecordedError::from_error(&error);
@@ -314,6 +353,7 @@ mod tests {
             assert_eq!(replayed.to_string(), error.to_string());
             assert_eq!(replayed.is_retryable(), error.is_retryable());
             assert_eq!(replayed.retry_after(), error.retry_after());
+            assert_eq!(replayed.reason(), error.reason());
         }
     }
 }

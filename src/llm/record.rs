@@ -102,7 +102,7 @@ mod tests {
         .await;
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("run.cassette.json");
-        let writer = CassetteWriter::create(&path).unwrap();
+        let writer = CassetteWriter::create(&path, crate::core::Redactor::new()).unwrap();
         let inner = build(
             &config("openai", &format!("{}/v1", server.url)),
             &env(&[("OPENAI_API_KEY", CANARY)]),

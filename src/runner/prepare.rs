@@ -72,7 +72,13 @@ pub fn prepare(
         message,
         hint: hint.map(str::to_owned),
     };
-    let settings = run.config.task_settings(task);
+    let mut settings = run.config.task_settings(task);
+    if run.cassette.is_some() {
+        // `--cassette FILE` (or YBS_CASSETTE) means the replay provider,
+        // whatever the task file names: a recorded run reproduces offline
+        // (SPEC §6) and the task's endpoint is never contacted.
+        settings.provider = "replay".to_owned();
+    }
     let workdir = resolve_workdir(&run.cwd, task.workdir.as_deref()).map_err(|m| fail(m, None))?;
     let protected = protected_paths(run, task);
     let policy = task_policy(&PolicyInputs {
@@ -305,7 +311,10 @@ fn build_provider(
     let mut config = ProviderConfig::new(settings.provider.clone(), settings.model.clone());
     config.endpoint = settings.endpoint.clone();
     config.text_tool_calls = settings.text_tool_calls;
+    config.streaming = settings.stream;
     config.request_timeout = settings.llm_timeout;
+    config.idle_timeout = settings.llm_idle_timeout;
+    config.total_timeout = settings.llm_total_timeout;
     // SECURITY S5: an endpoint chosen by the repository (task file or
     // ./.ybs.json) never receives the operator's vendor key, unless it is
     // the vendor's own endpoint.

@@ -1,5 +1,6 @@
 mod architecture;
 mod git;
+mod providers;
 mod run;
 mod tools;
 mod validate;

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod cassette;
+pub mod server;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -58,7 +58,7 @@ pub fn run(args: &RunArgs) -> u8 {
     context.no_commit = args.no_commit;
     context.allow_dirty = args.allow_dirty;
     if let Some(path) = &args.record {
-        match CassetteWriter::create(path) {
+        match CassetteWriter::create(path, redactor.clone()) {
             Ok(writer) => context.recorder = Some(writer),
             Err(message) => {
                 printer.error(&format!("error: {message}"));
