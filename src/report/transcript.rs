@@ -93,6 +93,10 @@ pub struct ToolCallEntry {
     /// `null` if the call never completed (the task stopped first).
     pub result: Option<ToolResult>,
     pub duration_ms: Option<u64>,
+    /// True when the call was recovered from the model's text
+    /// (`llm.text_tool_calls`), not a structured call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_text: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -191,6 +195,22 @@ struct Finished {
 }
 
 impl TranscriptBuilder {
+    /// Whether the latest assistant message's call `call_id` was
+    /// recovered from text.
+    fn called_from_text(&self, call_id: &str) -> bool {
+        self.messages
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                Message::Assistant { tool_calls, .. } => tool_calls
+                    .iter()
+                    .find(|call| call.id == call_id)
+                    .map(|call| call.from_text),
+                _ => None,
+            })
+            .unwrap_or(false)
+    }
+
     pub fn push(&mut self, record: &EventRecord) {
         if self.task.id.is_empty() {
             self.task.id.clone_from(&record.task);
@@ -279,7 +299,9 @@ impl TranscriptBuilder {
             } => {
                 self.call_index
                     .insert(call_id.clone(), self.tool_calls.len());
+                let from_text = self.called_from_text(call_id);
                 self.tool_calls.push(ToolCallEntry {
+                    from_text,
                     id: call_id.clone(),
                     name: name.clone(),
                     arguments: arguments.clone(),
@@ -320,6 +342,7 @@ impl TranscriptBuilder {
                     self.call_index
                         .insert(call_id.clone(), self.tool_calls.len());
                     self.tool_calls.push(ToolCallEntry {
+                        from_text: self.called_from_text(call_id),
                         id: call_id.clone(),
                         name: name.clone(),
                         arguments: Value::Null,

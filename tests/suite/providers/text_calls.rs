@@ -88,6 +88,10 @@ fn a_fenced_json_call_for_an_offered_tool_runs_it() {
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["name"], "write_file");
     assert_eq!(calls[0]["decision"]["verdict"], "allow");
+    assert_eq!(
+        calls[0]["from_text"], true,
+        "the call is recorded as recovered from text"
+    );
     let turn = &assistant_messages(&transcript)[0];
     assert_eq!(
         turn["content"].as_str().unwrap_or_default(),
