@@ -19,7 +19,9 @@ const RUNS: usize = 20;
 const STEPS: usize = 50;
 
 fn ybs() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ybs"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ybs"));
+    command.stdout(std::process::Stdio::null());
+    command
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
