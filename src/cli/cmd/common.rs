@@ -34,13 +34,14 @@ pub struct Loaded {
     pub operator_policy: Option<PolicySpec>,
 }
 
-/// Loads config and every task file; on error prints all problems and
+/// Loads config, `--policy FILE` and the task files (`None`: no task
+/// files, for commands that need none); on error prints every problem and
 /// returns the exit code.
 pub fn load(
     printer: &Printer,
     overrides: &Overrides,
     policy_file: Option<&Path>,
-    paths: &[PathBuf],
+    paths: Option<&[PathBuf]>,
     vars: &[(String, String)],
 ) -> Result<Loaded, u8> {
     let cwd = std::env::current_dir().map_err(|error| {
@@ -58,8 +59,10 @@ pub fn load(
         env: &env,
     };
     let config = config::load(overrides, &sources);
-    let paths = default_paths(&cwd, paths);
-    let files = task::load(&paths, vars);
+    let files = match paths {
+        Some(paths) => task::load(&default_paths(&cwd, paths), vars),
+        None => Ok(Vec::new()),
+    };
     let operator_policy = policy_file.map(config::load_policy_file).transpose();
     let mut failed = false;
     if let Err(error) = &operator_policy {
@@ -83,45 +86,6 @@ pub fn load(
         }),
         _ => Err(exit::USAGE),
     }
-}
-
-/// Config and `--policy FILE` only, no task files.
-pub fn load_config_only(
-    printer: &Printer,
-    overrides: &Overrides,
-    policy_file: Option<&Path>,
-) -> Result<Loaded, u8> {
-    let cwd = std::env::current_dir().map_err(|error| {
-        printer.error(&format!(
-            "error: cannot read the current directory: {error}"
-        ));
-        exit::USAGE
-    })?;
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let env = |name: &str| std::env::var(name).ok();
-    let sources = Sources {
-        cwd: &cwd,
-        home: home.as_deref(),
-        system_config: Path::new(config::SYSTEM_CONFIG),
-        env: &env,
-    };
-    let config = config::load(overrides, &sources).map_err(|error| {
-        diagnostics::print_config_error(printer, &error);
-        exit::USAGE
-    })?;
-    let operator_policy = policy_file
-        .map(config::load_policy_file)
-        .transpose()
-        .map_err(|error| {
-            diagnostics::print_config_error(printer, &error);
-            exit::USAGE
-        })?;
-    Ok(Loaded {
-        config,
-        files: Vec::new(),
-        cwd,
-        operator_policy,
-    })
 }
 
 /// No paths given: `tasks/` when it exists, else the current directory.

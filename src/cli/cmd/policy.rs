@@ -25,11 +25,14 @@ pub fn explain(args: &ExplainArgs) -> u8 {
         ..common::Overrides::default()
     };
     let paths: Vec<PathBuf> = task_file.iter().cloned().collect();
-    let loaded = if paths.is_empty() {
-        common::load_config_only(&printer, &overrides, args.policy.as_deref())
-    } else {
-        common::load(&printer, &overrides, args.policy.as_deref(), &paths, &[])
-    };
+    let task_paths = (!paths.is_empty()).then_some(paths.as_slice());
+    let loaded = common::load(
+        &printer,
+        &overrides,
+        args.policy.as_deref(),
+        task_paths,
+        &[],
+    );
     let loaded = match loaded {
         Ok(loaded) => loaded,
         Err(code) => return code,

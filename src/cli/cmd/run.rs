@@ -32,7 +32,7 @@ pub fn run(args: &RunArgs) -> u8 {
         &printer,
         &overrides,
         args.policy.as_deref(),
-        &args.paths,
+        Some(&args.paths),
         &args.vars,
     ) {
         Ok(loaded) => loaded,

@@ -19,7 +19,7 @@ pub fn validate(args: &ValidateArgs) -> u8 {
         &printer,
         &overrides,
         args.policy.as_deref(),
-        &args.paths,
+        Some(&args.paths),
         &args.vars,
     ) {
         Ok(loaded) => loaded,
