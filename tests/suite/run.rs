@@ -418,3 +418,49 @@ fn filter_selects_tasks_and_outputs_cover_two_files() {
     assert!(ybs2.exists("ybs-out/one/transcript.json"));
     assert!(!ybs2.exists("ybs-out/two"));
 }
+
+#[test]
+fn sigint_stops_the_run_and_still_writes_outputs() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("commit: false\n"));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "run_shell",
+                json!({"command": "sleep 37.5", "timeout_seconds": 60}),
+            ),
+            answer("never"),
+        ],
+    );
+    let mut child = ybs.command().args(["run", "t.yaml"]).spawn().unwrap();
+    // Wait until the tool is running, then interrupt.
+    let started = std::time::Instant::now();
+    while !ybs.exists("ybs-out/t/events.jsonl")
+        || !ybs.read("ybs-out/t/events.jsonl").contains("tool.decided")
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the tool never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "interrupted");
+    assert!(junit(&ybs).contains("interrupted"));
+    // The tool's process went with the run.
+    let leftover = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.unwrap().path().join("cmdline")).ok())
+        .any(|cmdline| String::from_utf8_lossy(&cmdline).contains("37.5"));
+    assert!(!leftover, "the interrupted tool's `sleep` is still running");
+}
