@@ -464,3 +464,52 @@ fn sigint_stops_the_run_and_still_writes_outputs() {
         .any(|cmdline| String::from_utf8_lossy(&cmdline).contains("37.5"));
     assert!(!leftover, "the interrupted tool's `sleep` is still running");
 }
+
+#[test]
+fn task_timeout_stops_a_long_tool_call() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        &task_yaml("commit: false\nlimits: { timeout: 1s }\n"),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "run_shell",
+                json!({"command": "sleep 20", "timeout_seconds": 60}),
+            ),
+            answer("never"),
+        ],
+    );
+    let started = std::time::Instant::now();
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "timeout");
+}
+
+#[test]
+fn token_budget_stops_the_task() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        &task_yaml("commit: false\nlimits: { max_total_tokens: 150 }\n"),
+    );
+    ybs.file("a.txt", "a");
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("read_file", json!({"path": "a.txt"})),
+            call("list_files", json!({"pattern": "*"})),
+            answer("never"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(1);
+    assert_eq!(
+        run.json("ybs-out/t/transcript.json")["reason"],
+        "token_budget"
+    );
+}
