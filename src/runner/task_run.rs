@@ -24,7 +24,8 @@ pub async fn run_task(
     let started = Instant::now();
     let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
     let git = TaskGit::open(&prepared.tool_ctx.workdir);
-    let tool_names = prepared.registry.names();
+    let tools = super::tools::task_tools(run, prepared).await;
+    let tool_names = tools.registry.names();
     let system_prompt = prompt::system_prompt(
         &prepared.tool_ctx.workdir,
         &tool_names,
@@ -47,9 +48,12 @@ pub async fn run_task(
         tools: tool_names,
         dry_run: run.dry_run,
     });
+    for note in &tools.notes {
+        emitter.note(note.clone());
+    }
     let setup = AgentSetup {
         provider: prepared.provider.as_ref(),
-        tools: &prepared.registry,
+        tools: &tools.registry,
         ctx: &prepared.tool_ctx,
         policy: &prepared.policy,
         pricing: &run.pricing,
@@ -138,6 +142,7 @@ pub async fn run_task(
         ),
         _ => (reason, message),
     };
+    super::tools::finish(&tools, run, &mut emitter);
     finish(&mut emitter, task, &agent, started, reason, message)
 }
 

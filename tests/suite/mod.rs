@@ -1,4 +1,5 @@
 mod architecture;
+mod external;
 mod run;
 mod tools;
 mod validate;

@@ -2,6 +2,7 @@
 
 pub mod common;
 pub mod run;
+pub mod tools;
 pub mod validate;
 
 use super::args::{Cli, Command};
@@ -10,5 +11,6 @@ pub fn dispatch(cli: Cli) -> u8 {
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Validate(args) => validate::validate(&args),
+        Command::Tools(args) => tools::tools(&args),
     }
 }
