@@ -16,7 +16,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
-use super::discover::{Entry, MODE_VAR, Status};
+use super::discover::MODE_VAR;
+use super::entry::{Entry, Status};
 use super::metrics::{Metrics, Outcome};
 use super::schema::ToolSchema;
 use crate::core::ToolSpec;

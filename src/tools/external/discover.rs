@@ -25,6 +25,7 @@ use futures_util::future::join_all;
 use serde_json::Value;
 
 use super::cache::{FileStamp, SchemaCache, SchemaProbe};
+use super::entry::{Catalog, Entry, Source, Status};
 use super::schema::ToolSchema;
 use crate::tools::ChildEnv;
 use crate::tools::process::ProcessSpec;
@@ -37,45 +38,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_SCHEMA_BYTES: usize = 1 << 20;
 /// The variable every tool process gets.
 pub const MODE_VAR: (&str, &str) = ("YBS_TOOL_MODE", "subprocess");
-
-/// Where a tool was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// An operator config's `tools.external` entry.
-    Config,
-    /// A path a task lists in `tools.external`.
-    Task,
-    /// A `tools.external` entry of the repository's `./.ybs.json`.
-    RepositoryConfig,
-    /// `./tools` of the directory ybs runs in: repository content.
-    Repository,
-    /// `~/.ybs/tools`.
-    User,
-    /// A `tools.search_paths` directory.
-    SearchPath,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Config => "config",
-            Self::Task => "task",
-            Self::RepositoryConfig => "repository-config",
-            Self::Repository => "./tools",
-            Self::User => "~/.ybs/tools",
-            Self::SearchPath => "search-path",
-        }
-    }
-
-    /// Returns true if and only if the operator put the tool there, so it
-    /// is enabled without being named.
-    pub fn operator(self) -> bool {
-        match self {
-            Self::Config | Self::User | Self::SearchPath => true,
-            Self::Task | Self::RepositoryConfig | Self::Repository => false,
-        }
-    }
-}
 
 /// A tool declared in config (`tools.external`).
 #[derive(Debug, Clone, PartialEq)]
@@ -123,90 +85,6 @@ impl Enable<'_> {
             named_by: "task",
             policy: &|_| false,
         }
-    }
-}
-
-/// A tool's state (SPEC §5.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Schema known and valid: offered to the model.
-    Ready,
-    /// Runs under `ybs tools invoke`, not offered to the model.
-    SchemaUnknown,
-    MissingBinary,
-    InvalidSchema,
-    NotExecutable,
-    /// Not enabled (repository tool nobody enabled) or `enabled: false`.
-    Disabled,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ready => "ready",
-            Self::SchemaUnknown => "schema-unknown",
-            Self::MissingBinary => "missing-binary",
-            Self::InvalidSchema => "invalid-schema",
-            Self::NotExecutable => "not-executable",
-            Self::Disabled => "disabled",
-        }
-    }
-}
-
-/// One tool as discovered.
-#[derive(Debug, Clone)]
-pub struct Entry {
-    pub name: String,
-    /// Absolute path of the executable.
-    pub path: PathBuf,
-    pub source: Source,
-    pub status: Status,
-    /// Why the status is what it is, for anything but `ready`.
-    pub detail: Option<String>,
-    /// `operator`, `task`, `invoke` or `policy`; `None` when not enabled.
-    pub enabled_by: Option<&'static str>,
-    pub schema: Option<ToolSchema>,
-    /// `config`, `sidecar` or `--schema`.
-    pub schema_from: Option<&'static str>,
-    pub timeout: Duration,
-    /// The path with symlinks resolved: the key of cache and metrics.
-    pub canonical: PathBuf,
-    /// Config description, which beats the schema's.
-    description_override: Option<String>,
-    stamp: Option<FileStamp>,
-}
-
-impl Entry {
-    /// The description offered to the model.
-    pub fn description(&self) -> String {
-        self.description_override
-            .clone()
-            .filter(|text| !text.is_empty())
-            .or_else(|| {
-                self.schema
-                    .as_ref()
-                    .map(|schema| schema.description.clone())
-                    .filter(|text| !text.is_empty())
-            })
-            .unwrap_or_else(|| format!("External tool `{}`.", self.name))
-    }
-
-    /// Returns true if and only if the tool may be run (`ready` or
-    /// `schema-unknown`).
-    pub fn runnable(&self) -> bool {
-        matches!(self.status, Status::Ready | Status::SchemaUnknown)
-    }
-}
-
-/// Every tool found, in precedence order, one per name.
-#[derive(Debug, Clone, Default)]
-pub struct Catalog {
-    pub entries: Vec<Entry>,
-}
-
-impl Catalog {
-    pub fn get(&self, name: &str) -> Option<&Entry> {
-        self.entries.iter().find(|entry| entry.name == name)
     }
 }
 
@@ -383,31 +261,6 @@ fn declared_entry(declared: &Declared, path: PathBuf) -> Entry {
         entry.sidecar_schema(inline, "config");
     }
     entry
-}
-
-impl Entry {
-    /// A schema's own `timeout_seconds` applies unless config set one.
-    fn adopt_schema_timeout(&mut self) {
-        if let Some(timeout) = self.schema.as_ref().and_then(|schema| schema.timeout)
-            && !matches!(self.source, Source::Config | Source::RepositoryConfig)
-        {
-            self.timeout = timeout;
-        }
-    }
-
-    fn sidecar_schema(&mut self, schema: Result<ToolSchema, String>, from: &'static str) {
-        self.schema_from = Some(from);
-        match schema {
-            Ok(schema) => {
-                self.status = Status::Ready;
-                self.schema = Some(schema);
-            }
-            Err(reason) => {
-                self.status = Status::InvalidSchema;
-                self.detail = Some(format!("{from}: {reason}"));
-            }
-        }
-    }
 }
 
 /// An entry for an executable at `path`: `missing-binary`,

@@ -3,6 +3,7 @@
 //!
 //! - [`discover`]: where tools are found, who enables them (trust), their
 //!   statuses, schemas from sidecars, config or `TOOL --schema`;
+//! - [`entry`]: what discovery finds (source, status, schema);
 //! - [`schema`]: the declared parameters, the JSON Schema offered to the
 //!   model, and checking a call before any process starts;
 //! - [`cache`]: schemas cached by path + size + mtime, persisted metrics;
@@ -16,6 +17,7 @@
 pub mod cache;
 pub mod call;
 pub mod discover;
+pub mod entry;
 pub mod metrics;
 pub mod schema;
 
@@ -23,8 +25,7 @@ pub mod schema;
 mod tests;
 
 pub use call::{ExternalTool, Invocation};
-pub use discover::{
-    Catalog, DEFAULT_TIMEOUT, Declared, DiscoverySettings, Enable, Entry, Source, Status, discover,
-};
+pub use discover::{DEFAULT_TIMEOUT, Declared, DiscoverySettings, Enable, discover};
+pub use entry::{Catalog, Entry, Source, Status};
 pub use metrics::{Metrics, Outcome, ToolStats};
 pub use schema::ToolSchema;
