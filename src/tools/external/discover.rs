@@ -230,10 +230,10 @@ fn settle(entry: &mut Entry, enable: &Enable<'_>) {
     };
     if entry.enabled_by.is_none() && matches!(entry.status, Status::Ready | Status::SchemaUnknown) {
         entry.status = Status::Disabled;
-        entry.detail = Some(format!(
-            "a repository tool is not run until enabled: list `{}` in the task's tools.external, allow it in the policy, or declare it in the operator config",
-            entry.name
-        ));
+        entry.detail = Some(
+            "repository tool, not run until enabled by a task's tools.external, the policy or the operator config"
+                .to_owned(),
+        );
     }
 }
 
