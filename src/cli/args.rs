@@ -30,6 +30,8 @@ pub enum Command {
     /// Inspect policy decisions.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// External tools: list them, print a schema, invoke one.
+    Tools(ToolsArgs),
 }
 
 /// Output verbosity, shared by commands.
@@ -111,6 +113,68 @@ pub struct ValidateArgs {
     pub vars: Vec<(String, String)>,
     #[command(flatten)]
     pub verbosity: Verbosity,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ToolsArgs {
+    #[command(subcommand)]
+    pub command: ToolsCommand,
+}
+
+/// External tools are executables in ./tools, ~/.ybs/tools, `tools.search_paths`
+/// or `tools.external` that read one JSON object on stdin and print one JSON
+/// envelope. A tool from the repository (./tools) runs only once enabled: by a
+/// task, by the operator config, by the policy, or by naming it here.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ToolsCommand {
+    /// List every external tool with its status, source and call metrics.
+    List(ToolsListArgs),
+    /// Print the JSON Schema of a tool as the model is offered it.
+    Schema(ToolsSchemaArgs),
+    /// Run a tool once through the same path as the agent, policy included,
+    /// and print its envelope. Exit 0 on success, 1 on tool failure, 2 on bad input.
+    Invoke(ToolsInvokeArgs),
+}
+
+/// Options shared by the `tools` subcommands.
+#[derive(Debug, Clone, Args)]
+pub struct ToolsCommon {
+    /// Extra config file, applied after the usual ones (as for `run`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Operator policy: its allow rules enable repository tools; `invoke` is decided by it.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ToolsListArgs {
+    /// Print JSON (one document) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub common: ToolsCommon,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ToolsSchemaArgs {
+    /// The tool's name (its file name without extension, or its config name).
+    pub name: String,
+    #[command(flatten)]
+    pub common: ToolsCommon,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ToolsInvokeArgs {
+    /// The tool's name.
+    pub name: String,
+    /// The parameters, one JSON object (`-` reads it from stdin).
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub input: String,
+    #[command(flatten)]
+    pub common: ToolsCommon,
 }
 
 fn parse_var(text: &str) -> Result<(String, String), String> {

@@ -110,7 +110,7 @@ pub fn decode_config(decoder: &mut Decoder<'_>, root: &Node, repository: bool) -
         layer.safety = decode_safety(decoder, &safety, repository);
     }
     if let Some(tools) = section(decoder, "tools", TOOLS_FIELDS) {
-        layer.tools = decode_tools(decoder, &tools);
+        layer.tools = decode_tools(decoder, &tools, repository);
     }
     if let Some(git) = section(decoder, "git", GIT_FIELDS) {
         layer.git = GitLayer {
@@ -293,7 +293,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
     layer
 }
 
-fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> ToolsLayer {
+fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) -> ToolsLayer {
     let mut layer = ToolsLayer::default();
     if let Some(node) = fields.node("builtin")
         && let Some(builtin) = decoder.fields(node, "`tools.builtin`", &BUILTIN_TOOLS)
@@ -317,14 +317,31 @@ fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> ToolsLayer {
         }
     }
     if let Some(node) = fields.node("external") {
-        layer.external = decode_external(decoder, node);
+        layer.external = decode_external(decoder, node, repository);
     }
     let search_paths: Option<Vec<String>> = fields.get(decoder, "search_paths");
+    if repository
+        && search_paths.is_some()
+        && let Some((key, _)) = fields.entry("search_paths")
+    {
+        // Operator tool directories are trusted as found: a repository
+        // must not add any (SECURITY S5). Its tools go in ./tools.
+        decoder.error_with_hint(
+            key.span,
+            "`tools.search_paths` cannot be set in the repository's config: ybs runs the tools it finds there",
+            "put the repository's tools in ./tools, or set search_paths in ~/.config/ybs/config.json or a file given with --config",
+        );
+        return layer;
+    }
     layer.search_paths = search_paths.map(|paths| paths.into_iter().map(PathBuf::from).collect());
     layer
 }
 
-fn decode_external(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, ExternalToolConfig> {
+fn decode_external(
+    decoder: &mut Decoder<'_>,
+    node: &Node,
+    repository: bool,
+) -> BTreeMap<String, ExternalToolConfig> {
     let mut tools = BTreeMap::new();
     let items = match &node.kind {
         NodeKind::Seq(items) => items.as_slice(),
@@ -371,6 +388,7 @@ fn decode_external(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, E
             parameters: fields.node("parameters").map(to_json),
             timeout: timeout.unwrap_or(defaults::EXTERNAL_TOOL_TIMEOUT),
             enabled: fields.get(decoder, "enabled").unwrap_or(true),
+            from_repository: repository,
         };
         let Some(name) = name else { continue };
         if decoder.error_count() != before {

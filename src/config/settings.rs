@@ -167,6 +167,9 @@ pub struct ExternalToolConfig {
     pub parameters: Option<serde_json::Value>,
     pub timeout: Duration,
     pub enabled: bool,
+    /// Declared in the repository's `./.ybs.json`: repository content,
+    /// so it does not enable the tool by itself (SECURITY S5).
+    pub from_repository: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -498,3 +498,41 @@ fn streaming_and_deadlines_from_llm() {
         "{diagnostics}"
     );
 }
+
+#[test]
+fn repository_config_cannot_trust_tools() {
+    let world = World::new();
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        r#"{"tools": {"external": [{"name": "lint", "path": "tools/lint"}]}}"#,
+    );
+    world.write(
+        &world.home.join(".ybs.json"),
+        r#"{"tools": {"external": [{"name": "fmt", "path": "/opt/fmt"}]}}"#,
+    );
+    let config = world.load(&Overrides::default()).unwrap();
+    let by_name = |name: &str| {
+        config
+            .tools
+            .external
+            .iter()
+            .find(|tool| tool.name == name)
+            .unwrap()
+            .from_repository
+    };
+    assert!(by_name("lint"));
+    assert!(!by_name("fmt"));
+
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        r#"{"tools": {"search_paths": ["/usr/bin"]}}"#,
+    );
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!("file errors expected")
+    };
+    assert!(
+        diagnostics.0[0]
+            .to_string()
+            .contains("`tools.search_paths` cannot be set in the repository's config")
+    );
+}

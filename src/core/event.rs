@@ -98,6 +98,10 @@ pub enum Event {
     /// A note from ybs to the log (wrap-up warning, fix attempt, ...).
     #[serde(rename = "task.note")]
     Note { message: String },
+    /// Call metrics of the external tools the task called, once, before
+    /// `task.finished`.
+    #[serde(rename = "tool.metrics")]
+    ToolMetrics { tools: Vec<ToolMetrics> },
     /// One check ran.
     #[serde(rename = "check.completed")]
     CheckCompleted {
@@ -128,6 +132,21 @@ pub enum Event {
         cost: Cost,
         duration_ms: u64,
     },
+}
+
+/// Calls of one external tool: counts and durations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolMetrics {
+    pub name: String,
+    /// Processes started.
+    pub calls: u64,
+    pub successes: u64,
+    /// Failed calls, timeouts included.
+    pub failures: u64,
+    pub timeouts: u64,
+    pub total_ms: u64,
+    pub p50_ms: u64,
+    pub p95_ms: u64,
 }
 
 /// The git result of a task, as reports show it.

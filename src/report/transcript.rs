@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::core::event::{Event, EventRecord, EventSink, GitOutcome, SCHEMA_VERSION};
+use crate::core::event::{Event, EventRecord, EventSink, GitOutcome, SCHEMA_VERSION, ToolMetrics};
 use crate::core::ids::rfc3339;
 use crate::core::message::Message;
 use crate::core::outcome::{Reason, Status};
@@ -42,6 +42,9 @@ pub struct Transcript {
     pub llm_calls: Vec<LlmCall>,
     pub retries: Vec<Retry>,
     pub checks: Vec<CheckEntry>,
+    /// Per external tool: calls, successes, failures, timeouts, durations.
+    #[serde(default)]
+    pub tool_metrics: Vec<ToolMetrics>,
     pub notes: Vec<String>,
     pub git: Option<GitOutcome>,
 }
@@ -177,6 +180,7 @@ pub struct TranscriptBuilder {
     llm_calls: Vec<LlmCall>,
     retries: Vec<Retry>,
     checks: Vec<CheckEntry>,
+    tool_metrics: Vec<ToolMetrics>,
     notes: Vec<String>,
     git: Option<GitOutcome>,
 }
@@ -353,6 +357,7 @@ impl TranscriptBuilder {
                 }
             }
             Event::Note { message } => self.notes.push(message.clone()),
+            Event::ToolMetrics { tools } => self.tool_metrics.clone_from(tools),
             Event::CheckCompleted {
                 name,
                 command,
@@ -451,6 +456,7 @@ impl TranscriptBuilder {
             llm_calls: self.llm_calls.clone(),
             retries: self.retries.clone(),
             checks: self.checks.clone(),
+            tool_metrics: self.tool_metrics.clone(),
             notes: self.notes.clone(),
             git: self.git.clone(),
         }

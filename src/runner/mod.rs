@@ -6,6 +6,7 @@ pub mod prepare;
 pub mod redacting;
 pub mod results;
 pub mod task_run;
+pub mod tools;
 pub mod workspace;
 
 use std::path::PathBuf;

@@ -19,7 +19,7 @@ use crate::llm::replay::Replay;
 use crate::llm::{self, API_KEY_VARS, Provider, ProviderConfig, ProviderError};
 use crate::policy::{GuardSettings, Policy, PolicySpec};
 use crate::task::TaskSpec;
-use crate::tools::{Registry, ToolCtx, builtin};
+use crate::tools::{Registry, ToolCtx, builtin, external};
 
 /// A task ready to run.
 pub struct PreparedTask {
@@ -92,7 +92,7 @@ pub fn prepare(
     .map_err(|(message, hint)| fail(message, hint))?;
     let policy_hash = policy.hash();
     let provider = build_provider(run, cassettes, task, &settings).map_err(|(m, h)| fail(m, h))?;
-    let registry = build_registry(task).map_err(|m| fail(m, None))?;
+    let registry = build_registry(run, task).map_err(|m| fail(m, None))?;
     let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
     if commit_enabled {
         git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;
@@ -271,7 +271,10 @@ fn allowed_roots(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
         .collect()
 }
 
-fn build_registry(task: &TaskSpec) -> Result<Registry, String> {
+/// The built-in tools of the task. External tools are discovered when the
+/// task starts (`super::tools::task_tools`), so a tool added by an earlier
+/// task of the batch is found; here only what can never work is refused.
+fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, String> {
     let mut registry = Registry::new();
     let names: Vec<String> = match &task.tools.builtin {
         Some(names) => names.clone(),
@@ -281,10 +284,28 @@ fn build_registry(task: &TaskSpec) -> Result<Registry, String> {
         let tool = builtin::get(&name).ok_or_else(|| format!("unknown built-in tool `{name}`"))?;
         registry.add(tool);
     }
-    if let Some(name) = task.tools.external.first() {
-        return Err(format!(
-            "external tool `{name}`: external tools are not supported by this version of ybs yet"
-        ));
+    for name in &task.tools.external {
+        if builtin::NAMES.contains(&name.as_str()) {
+            return Err(format!(
+                "external tool `{name}`: a built-in tool has that name"
+            ));
+        }
+        let disabled = run
+            .config
+            .tools
+            .external
+            .iter()
+            .any(|tool| &tool.name == name && !tool.enabled);
+        if disabled {
+            return Err(format!(
+                "external tool `{name}` is disabled in the config (`enabled: false`)"
+            ));
+        }
+        if !name.contains('/') && !external::discover::valid_tool_name(name) {
+            return Err(format!(
+                "external tool `{name}`: not a tool name (letters, digits, `_` and `-`) nor a path (with a `/`)"
+            ));
+        }
     }
     Ok(registry)
 }

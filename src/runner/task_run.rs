@@ -25,7 +25,8 @@ pub async fn run_task(
     let commit_off = commit_off(run, task);
     let outputs: Vec<_> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
     let git = TaskGit::open(&prepared.tool_ctx.workdir, &outputs);
-    let tool_names = prepared.registry.names();
+    let tools = super::tools::task_tools(run, prepared).await;
+    let tool_names = tools.registry.names();
     let system_prompt = prompt::system_prompt(
         &prepared.tool_ctx.workdir,
         &tool_names,
@@ -48,9 +49,12 @@ pub async fn run_task(
         tools: tool_names,
         dry_run: run.dry_run,
     });
+    for note in &tools.notes {
+        emitter.note(note.clone());
+    }
     let setup = AgentSetup {
         provider: prepared.provider.as_ref(),
-        tools: &prepared.registry,
+        tools: &tools.registry,
         ctx: &prepared.tool_ctx,
         policy: &prepared.policy,
         pricing: &run.pricing,
@@ -147,6 +151,7 @@ pub async fn run_task(
         ),
         Err(_) => (reason, message),
     };
+    super::tools::finish(&tools, run, &mut emitter);
     finish(&mut emitter, task, &agent, started, reason, message)
 }
 

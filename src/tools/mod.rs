@@ -8,6 +8,7 @@
 
 pub mod builtin;
 pub mod env;
+pub mod external;
 pub mod paths;
 pub mod process;
 pub mod registry;

@@ -1,4 +1,5 @@
 mod architecture;
+mod external;
 mod git;
 mod providers;
 mod run;

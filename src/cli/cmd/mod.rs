@@ -3,6 +3,7 @@
 pub mod common;
 pub mod policy;
 pub mod run;
+pub mod tools;
 pub mod validate;
 
 use super::args::{Cli, Command, PolicyCommand};
@@ -12,5 +13,6 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Run(args) => run::run(&args),
         Command::Validate(args) => validate::validate(&args),
         Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args),
+        Command::Tools(args) => tools::tools(&args),
     }
 }

@@ -1,0 +1,150 @@
+//! External tools for one task: discovered anew at the start of each task
+//! (so a tool added between tasks of a batch is found), their call
+//! metrics emitted at the end and added to the persisted totals.
+
+use std::path::{Path, PathBuf};
+
+use super::RunContext;
+use super::prepare::PreparedTask;
+use crate::agent::Emitter;
+use crate::config::ToolsSettings;
+use crate::core::event::Event;
+use crate::policy::{CallView, Policy, RuleRef, Verdict};
+use crate::tools::Registry;
+use crate::tools::builtin;
+use crate::tools::external::{
+    self, Declared, DiscoverySettings, Enable, ExternalTool, Metrics, Source, Status, cache,
+};
+
+/// The tools one task is offered, and where their calls are counted.
+pub struct TaskTools {
+    pub registry: Registry,
+    pub metrics: Metrics,
+    /// Why tools the task names are not offered; emitted as `task.note`s
+    /// once the task has started.
+    pub notes: Vec<String>,
+}
+
+/// Where external tools are looked for, from the `tools` settings, the
+/// directory ybs runs in and the home directory.
+pub fn discovery_settings(
+    tools: &ToolsSettings,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> DiscoverySettings {
+    DiscoverySettings {
+        cwd: cwd.to_owned(),
+        home: home.map(Path::to_owned),
+        search_paths: tools.search_paths.clone(),
+        declared: tools
+            .external
+            .iter()
+            .map(|tool| Declared {
+                name: tool.name.clone(),
+                path: tool.path.clone(),
+                description: tool.description.clone(),
+                parameters: tool.parameters.clone(),
+                timeout: tool.timeout,
+                enabled: tool.enabled,
+                source: if tool.from_repository {
+                    Source::RepositoryConfig
+                } else {
+                    Source::Config
+                },
+            })
+            .collect(),
+        cache_dir: cache_dir(home),
+    }
+}
+
+/// ybs's cache directory: `$XDG_CACHE_HOME/ybs` or `~/.cache/ybs`.
+pub fn cache_dir(home: Option<&Path>) -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from);
+    cache::cache_dir(xdg.as_deref(), home)
+}
+
+/// Returns true if and only if an `allow` rule of `policy` names the tool
+/// (the default verdict does not count): the policy enables it.
+pub fn policy_enables(policy: &Policy, name: &str) -> bool {
+    let decision = policy.decide(&CallView {
+        tool: name,
+        ..CallView::default()
+    });
+    decision.verdict == Verdict::Allow && matches!(decision.rule, RuleRef::Listed { .. })
+}
+
+/// Discovers the external tools for `prepared` now and builds its
+/// registry: the built-ins plus every ready, enabled external tool. A tool
+/// the task names that cannot be offered is explained in a note.
+pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools {
+    let mut registry = prepared.registry.clone();
+    let metrics = Metrics::new();
+    let mut notes = Vec::new();
+    let names = &prepared.task.tools.external;
+    let policy = |name: &str| policy_enables(&prepared.policy, name);
+    let enable = Enable {
+        names,
+        named_by: "task",
+        policy: &policy,
+    };
+    let settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
+    let catalog = external::discover(&settings, &enable, &run.child_env).await;
+    for entry in &catalog.entries {
+        let named = names.iter().any(|name| {
+            name == &entry.name
+                || (name.contains('/')
+                    && external::discover::tool_name(Path::new(name)).as_deref()
+                        == Some(entry.name.as_str()))
+        });
+        if builtin::NAMES.contains(&entry.name.as_str()) {
+            if named {
+                notes.push(format!(
+                    "external tool `{}` is not offered: a built-in tool has that name",
+                    entry.name
+                ));
+            }
+            continue;
+        }
+        let offered = entry.status == Status::Ready && entry.enabled_by.is_some();
+        if offered && let Some(tool) = ExternalTool::new(entry, metrics.clone()) {
+            registry.add(std::sync::Arc::new(tool));
+        } else if named {
+            let why = match entry.status {
+                Status::SchemaUnknown => "its schema is unknown (no sidecar, no usable `--schema`)",
+                status => status.as_str(),
+            };
+            let detail = entry
+                .detail
+                .as_deref()
+                .map(|detail| format!(": {detail}"))
+                .unwrap_or_default();
+            notes.push(format!(
+                "external tool `{}` is not offered to the model: {why}{detail}",
+                entry.name
+            ));
+        }
+    }
+    TaskTools {
+        registry,
+        metrics,
+        notes,
+    }
+}
+
+/// Emits `tool.metrics` for the external tools the task called, and adds
+/// them to the persisted totals `ybs tools list` shows.
+pub fn finish(tools: &TaskTools, run: &RunContext, emitter: &mut Emitter<'_>) {
+    let summaries = tools.metrics.summaries();
+    if summaries.is_empty() {
+        return;
+    }
+    emitter.emit(Event::ToolMetrics { tools: summaries });
+    if let Some(dir) = cache_dir(run.home.as_deref())
+        && let Err(error) = cache::record_metrics(&dir, &tools.metrics.snapshot())
+    {
+        emitter.note(format!(
+            "could not save external tool metrics in {}: {error}",
+            dir.display()
+        ));
+    }
+}
