@@ -1,5 +1,6 @@
 mod architecture;
 mod git;
 mod run;
+mod security;
 mod tools;
 mod validate;
