@@ -15,7 +15,7 @@ use crate::core::{Cost, Message, Reason, ToolCall, Usage};
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::{self, RetrySettings};
 use crate::llm::{ChatRequest, Provider};
-use crate::policy::{CallView, OnAsk, Policy, Verdict};
+use crate::policy::{CallView, OnAsk, Policy, RuleRef, Verdict};
 use crate::tools::{Registry, ToolCtx, ToolError};
 
 /// Everything one task's loop needs, resolved.
@@ -277,8 +277,7 @@ impl<'a> Agent<'a> {
         let target = match tool.target(&call.arguments, self.setup.ctx) {
             Ok(target) => target,
             Err(ToolError::Model(message)) => {
-                let text = format!("{message}; the call was not run");
-                return Ok(self.refuse(call, "deny", "guard:arguments", &text, emitter));
+                return Ok(self.refuse_unresolved(call, &message, emitter));
             }
             Err(ToolError::Fatal(message)) => {
                 return Err(Stop::Error {
@@ -375,6 +374,55 @@ impl<'a> Agent<'a> {
                 });
             }
         })
+    }
+
+    /// Records a call whose arguments the tool refused to resolve (a path
+    /// outside the roots or through a symlink out of them, a blocked or
+    /// protected path, a FIFO, a missing parameter). The policy is still
+    /// asked about the arguments as written, so the record names the guard
+    /// that forbids them where one does, as `ybs policy explain` would,
+    /// and carries the path as far as it resolves (S13); the model gets
+    /// the tool's own reason.
+    fn refuse_unresolved(
+        &self,
+        call: &ToolCall,
+        message: &str,
+        emitter: &mut Emitter<'_>,
+    ) -> Message {
+        let arguments = &call.arguments;
+        let text_argument = |name: &str| arguments.get(name).and_then(serde_json::Value::as_str);
+        let command = text_argument("command");
+        let (path, cwd) = match command {
+            Some(_) => (None, text_argument("working_directory")),
+            None => (text_argument("path"), None),
+        };
+        let view = CallView {
+            tool: &call.name,
+            path,
+            command,
+            cwd,
+        };
+        let decision = self.setup.policy.decide(&view);
+        let rule = match (decision.verdict, &decision.rule) {
+            (Verdict::Deny, RuleRef::Guard { .. }) => decision.rule.to_string(),
+            _ => "guard:arguments".to_owned(),
+        };
+        let text = format!("{message}; the call was not run");
+        emitter.emit(Event::ToolDecided {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            verdict: Verdict::Deny.as_str().to_owned(),
+            rule,
+            detail: Some(text.clone()),
+            resolved: Some(json!({
+                "path": decision.path.as_deref().or(path),
+                "working_directory": cwd,
+                "command": command,
+                "argv": decision.parsed,
+            })),
+        });
+        self.completed(call, false, false, Duration::ZERO, &text, emitter)
     }
 
     /// Records a call refused before policy (bad arguments, unknown tool).

@@ -1,5 +1,6 @@
 mod architecture;
 mod git;
+mod policy;
 mod run;
 mod security;
 mod tools;

@@ -349,9 +349,50 @@ fn hostile_file_calls_are_refused_and_explained() {
         assert!(!content.contains("top secret"), "{context}");
         assert!(!content.contains("canary-ssh"), "{context}");
         let decision = &entry["decision"];
-        assert!(decision["verdict"].is_string(), "{context}");
+        // Denied before it ran, or (a FIFO found only when opened) failed.
+        if decision["verdict"] == "allow" {
+            assert_eq!(entry["result"]["ran"], true, "{context}");
+        } else {
+            assert_eq!(decision["verdict"], "deny", "{context}");
+        }
         assert!(decision["rule"].is_string(), "{context}");
+        let resolved = &decision["resolved"];
+        assert!(
+            resolved["path"].is_string() || resolved["argv"].is_array(),
+            "S13: no resolved path or argv: {context}"
+        );
     }
+    // The record names the guard, as `ybs policy explain` would.
+    let rule_of = |name: &str, path: &str| {
+        entries
+            .iter()
+            .find(|e| e["name"] == name && e["arguments"]["path"] == path)
+            .map(|e| e["decision"]["rule"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(
+        rule_of("read_file", "../outside/secret"),
+        "guard:outside_workdir"
+    );
+    assert_eq!(
+        rule_of("write_file", ".git/hooks/pre-commit"),
+        "guard:protected_paths"
+    );
+    assert_eq!(
+        rule_of("write_file", ".github/workflows/ci.yml"),
+        "guard:protected_paths"
+    );
+    assert_eq!(rule_of("write_file", "../t.yaml"), "guard:protected_paths");
+    assert_eq!(rule_of("read_file", "~/.ssh/id_rsa"), "guard:blocked_paths");
+    let shell_rules: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["name"] == "run_shell")
+        .map(|e| &e["decision"]["rule"])
+        .collect();
+    assert_eq!(
+        shell_rules,
+        [&json!("guard:blocked_paths"), &json!("guard:blocked_paths")]
+    );
     let everything = std::fs::read_to_string(root.join("ybs-out/t/events.jsonl")).unwrap();
     assert!(!everything.contains("top secret"));
     assert!(!everything.contains("canary-ssh"));
