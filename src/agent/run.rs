@@ -11,7 +11,7 @@ use super::limits::{Budget, Limits};
 use super::loop_guard::LoopGuard;
 use crate::core::event::Event;
 use crate::core::text::truncate_middle;
-use crate::core::{Cost, Message, Reason, ToolCall, Usage};
+use crate::core::{Cost, Message, Reason, Redactor, ToolCall, Usage};
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::{self, RetrySettings};
 use crate::llm::{ChatRequest, Provider};
@@ -33,6 +33,11 @@ pub struct AgentSetup<'a> {
     pub retry: RetrySettings,
     /// Decide and record tool calls, but do not run them.
     pub dry_run: bool,
+    /// Secrets to mask in what the model is sent (SECURITY S7): tool
+    /// results and the user messages ybs adds (a failing check's output).
+    /// The sinks redact what is written; this keeps the values out of the
+    /// provider's requests too.
+    pub redactor: &'a Redactor,
 }
 
 /// Why the loop stopped.
@@ -89,8 +94,10 @@ impl<'a> Agent<'a> {
         &self.messages
     }
 
-    /// Appends a user message (a failing check's output, for a fix attempt).
+    /// Appends a user message (a failing check's output, for a fix attempt),
+    /// its secrets masked.
     pub fn push_user(&mut self, text: &str, emitter: &mut Emitter<'_>) {
+        let text = self.setup.redactor.redact(text);
         self.push(Message::user(text), emitter);
     }
 
@@ -446,7 +453,9 @@ impl<'a> Agent<'a> {
         self.completed(call, false, false, Duration::ZERO, text, emitter)
     }
 
-    /// Truncates the output, records `tool.completed`, builds the message.
+    /// Masks secrets, truncates the output, records `tool.completed`,
+    /// builds the message. Masking comes first so a cut cannot leave half
+    /// a secret that no longer matches.
     fn completed(
         &self,
         call: &ToolCall,
@@ -456,7 +465,9 @@ impl<'a> Agent<'a> {
         output: &str,
         emitter: &mut Emitter<'_>,
     ) -> Message {
-        let (content, truncated) = truncate_middle(output, self.setup.limits.max_tool_output_chars);
+        let output = self.setup.redactor.redact(output);
+        let (content, truncated) =
+            truncate_middle(&output, self.setup.limits.max_tool_output_chars);
         emitter.emit(Event::ToolCompleted {
             call_id: call.id.clone(),
             name: call.name.clone(),

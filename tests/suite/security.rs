@@ -821,3 +821,144 @@ fn tool_output_cannot_forge_workflow_commands_or_escapes() {
         assert_eq!(stdout.contains("::error title=ybs t::"), github, "{stdout}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// What the model is sent: a real HTTP provider, so the requests themselves
+// can be searched for secrets.
+
+/// A chat-completions server on 127.0.0.1 that answers each request with
+/// the next scripted SSE body and keeps every request body.
+struct FakeOpenAi {
+    url: String,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl FakeOpenAi {
+    fn start(replies: Vec<String>) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = bodies.clone();
+        std::thread::spawn(move || {
+            let mut replies = replies.into_iter();
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let body = read_request(&mut stream);
+                seen.lock().unwrap().push(body);
+                let reply = replies.next().unwrap_or_default();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    reply.len()
+                );
+                let _ = std::io::Write::write_all(&mut stream, head.as_bytes());
+                let _ = std::io::Write::write_all(&mut stream, reply.as_bytes());
+            }
+        });
+        Self { url, bodies }
+    }
+
+    fn bodies(&self) -> Vec<String> {
+        self.bodies.lock().unwrap().clone()
+    }
+}
+
+/// Reads one HTTP/1.1 request and returns its body.
+fn read_request(stream: &mut std::net::TcpStream) -> String {
+    let mut data = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let read = std::io::Read::read(stream, &mut buffer).unwrap_or(0);
+        if read == 0 {
+            break;
+        }
+        data.extend_from_slice(&buffer[..read]);
+        let text = String::from_utf8_lossy(&data).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if data.len() >= end + 4 + length {
+                return text[end + 4..].to_owned();
+            }
+        }
+    }
+    text(&data)
+}
+
+/// An SSE turn calling `run_shell` with `command`.
+fn sse_shell_call(id: &str, command: &str) -> String {
+    let arguments = json!({"command": command}).to_string();
+    let call = json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+        {"index": 0, "id": id, "type": "function", "function": {"name": "run_shell", "arguments": arguments}}
+    ]}, "finish_reason": null}]});
+    let end = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
+    format!("data: {call}\n\ndata: {end}\n\ndata: [DONE]\n\n")
+}
+
+/// An SSE turn answering `text`.
+fn sse_answer(text: &str) -> String {
+    let answer = json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
+    format!("data: {answer}\n\ndata: [DONE]\n\n")
+}
+
+#[test]
+fn secrets_are_not_sent_to_the_model() {
+    let server = FakeOpenAi::start(vec![
+        sse_shell_call("call_1", "bash leak.sh"),
+        sse_shell_call("call_2", "bash show.sh"),
+        sse_answer("done"),
+        sse_answer("fixed"),
+    ]);
+    let mut ybs = Ybs::new();
+    for (name, value) in CANARIES {
+        ybs = ybs.env(name, value);
+    }
+    // A secret's value may also sit in a file the model can read (a
+    // config the repository should not hold): what the model is sent is
+    // redacted, not only what ybs writes.
+    ybs.file("config.txt", &format!("db_password = {}\n", CANARIES[2].1));
+    ybs.file("show.sh", "cat config.txt\n");
+    ybs.file(
+        "leak.sh",
+        "for p in /proc/[0-9]*; do\n  [ \"$(cat $p/comm 2>/dev/null)\" = ybs ] && tr '\\0' '\\n' < $p/environ\ndone\necho done\n",
+    );
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { default: allow }\nfix_attempts: 1\nchecks:\n  - name: config\n    run: cat config.txt; exit 1\n",
+    );
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--provider",
+        "openai",
+        "--model",
+        "test-model",
+        "--endpoint",
+        &server.url,
+    ]);
+    run.expect_code(1);
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 4, "{}", run.stderr);
+    for (index, body) in bodies.iter().enumerate() {
+        for (name, value) in CANARIES {
+            assert!(
+                !body.contains(value),
+                "request {index} sent {name} to the model:\n{body}"
+            );
+        }
+    }
+    let last = &bodies[3];
+    assert!(
+        last.contains("[REDACTED]"),
+        "the file's secret was masked, not dropped: {last}"
+    );
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "checks_failed");
+}
