@@ -400,6 +400,116 @@ fn hostile_file_calls_are_refused_and_explained() {
 }
 
 #[test]
+fn links_and_control_files_in_any_spelling() {
+    let ybs = Ybs::new();
+    let root = ybs.path().to_owned();
+    ybs.file("outside/data", "outside data\n");
+    ybs.file("work/sub/keep.txt", "keep\n");
+    let work = root.join("work");
+    git_init(&work);
+    std::fs::hard_link(root.join("outside/data"), work.join("hard")).unwrap();
+    std::os::unix::fs::symlink("loop2", work.join("loop1")).unwrap();
+    std::os::unix::fs::symlink("loop1", work.join("loop2")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", work.join("zero")).unwrap();
+    std::os::unix::fs::symlink("sub", work.join("inner")).unwrap();
+    ybs.file("work/gh_env", "KEEP=1\n");
+    let ybs = ybs.env("GITHUB_ENV", work.join("gh_env").to_str().unwrap());
+    ybs.file(
+        "t.yaml",
+        "prompt: p\nworkdir: work\ncommit: false\npolicy:\n  default: allow\n",
+    );
+    let attacks: Vec<(&str, Value)> = vec![
+        (
+            "edit_file",
+            json!({"path": "loop1", "old_text": "a", "new_text": "b"}),
+        ),
+        ("read_file", json!({"path": "zero"})),
+        (
+            "write_file",
+            json!({"path": "./.git//hooks/post-checkout", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "sub/../.git/config", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "inner/../.git/config", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "sub/.git", "content": "gitdir: /tmp/evil"}),
+        ),
+        (
+            "write_file",
+            json!({"path": ".git", "content": "gitdir: /tmp/evil"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "gh_env", "content": "PATH=/evil"}),
+        ),
+        (
+            "run_shell",
+            json!({"command": "echo PATH=/evil >> $GITHUB_ENV"}),
+        ),
+        ("run_shell", json!({"command": "echo x > gh_env"})),
+        (
+            "run_shell",
+            json!({"command": "echo x > .git/hooks/pre-commit"}),
+        ),
+        (
+            "run_shell",
+            json!({"command": "cp /etc/hostname .git/hooks/pre-push"}),
+        ),
+        (
+            "run_shell",
+            json!({"command": "git config core.hooksPath /tmp/evil"}),
+        ),
+        (
+            "run_shell",
+            json!({"command": "git -c core.fsmonitor=evil status"}),
+        ),
+        (
+            "run_shell",
+            json!({"command": "ls", "working_directory": ".."}),
+        ),
+        ("search_files", json!({"pattern": "root", "path": "/etc"})),
+    ];
+    let mut turn = attacks.clone();
+    // Allowed: a write through a hard link replaces the link, never the
+    // file it shares with the outside; a symlink that stays inside works.
+    turn.push(("write_file", json!({"path": "hard", "content": "pwned"})));
+    turn.push((
+        "write_file",
+        json!({"path": "inner/new.txt", "content": "fine"}),
+    ));
+    ybs.cassette("t.cassette.json", vec![calls(&turn), answer("done")]);
+    let outside_before = snapshot(&root.join("outside"));
+    let git_before = snapshot(&work.join(".git"));
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(snapshot(&root.join("outside")), outside_before);
+    assert_eq!(snapshot(&work.join(".git")), git_before);
+    assert_eq!(ybs.read("work/gh_env"), "KEEP=1\n");
+    assert!(!work.join("sub/.git").exists());
+    assert_eq!(ybs.read("work/hard"), "pwned");
+    assert_eq!(ybs.read("outside/data"), "outside data\n");
+    assert_eq!(ybs.read("work/sub/new.txt"), "fine");
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let messages = tool_messages(&transcript);
+    for ((entry, sent), (name, args)) in tool_calls(&transcript).iter().zip(&messages).zip(&attacks)
+    {
+        let context = format!("{name} {args}: {entry}");
+        assert_eq!(entry["result"]["ran"], false, "{context}");
+        assert_eq!(sent["is_error"], true, "{context}");
+        assert!(
+            sent["content"].as_str().unwrap().contains("not run"),
+            "{context}"
+        );
+    }
+}
+
+#[test]
 fn a_chain_with_one_unallowed_part_does_not_run_at_all() {
     let ybs = Ybs::new();
     let path = fake_programs(&ybs, &["cargo", "curl"]);
@@ -480,6 +590,11 @@ fn a_timed_out_command_leaves_no_process_behind() {
         "escape.sh",
         &format!("setsid sleep {escapee} > /dev/null 2>&1 < /dev/null &\nnohup sleep {escapee} > /dev/null 2>&1 &\necho started\n"),
     );
+    // Exits at once, but a background child holds stdout open.
+    ybs.file(
+        "linger.sh",
+        &format!("sleep {escapee} &\n(sleep {escapee}; echo never) &\necho quick\n"),
+    );
     ybs.cassette(
         "t.cassette.json",
         vec![
@@ -496,6 +611,10 @@ fn a_timed_out_command_leaves_no_process_behind() {
             call(
                 "run_shell",
                 json!({"command": "bash escape.sh", "timeout_seconds": 5}),
+            ),
+            call(
+                "run_shell",
+                json!({"command": "bash linger.sh", "timeout_seconds": 30}),
             ),
             answer("done"),
         ],
@@ -521,6 +640,15 @@ fn a_timed_out_command_leaves_no_process_behind() {
             .as_str()
             .unwrap()
             .contains("started")
+    );
+    let third = &tool_calls(&transcript)[2];
+    let result: Value = serde_json::from_str(third["result"]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(result["stdout"], "quick\n", "{result}");
+    assert_eq!(result["timed_out"], false, "{result}");
+    let duration = third["duration_ms"].as_u64().unwrap();
+    assert!(
+        duration < 3000,
+        "waited {duration} ms on a background child"
     );
     // Give the kernel a moment to finish reaping.
     let deadline = Instant::now() + Duration::from_secs(2);
