@@ -339,6 +339,11 @@ fn on_ask_deny_tells_the_model_approval_is_needed() {
     assert!(told.contains("needs approval"), "{told}");
     assert!(told.contains("on_ask: deny"), "{told}");
     assert!(told.contains("not run"), "{told}");
+    // The model was told the policy up front, once.
+    let prompt = transcript["system_prompt"].as_str().unwrap();
+    assert_eq!(prompt.matches("Policy:").count(), 1, "{prompt}");
+    assert!(prompt.contains("write_file"), "{prompt}");
+    assert!(!prompt.contains(".."), "{prompt}");
 }
 
 #[test]
