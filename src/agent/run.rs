@@ -338,9 +338,15 @@ impl<'a> Agent<'a> {
                     );
                     return Ok(self.completed(call, false, false, Duration::ZERO, &text, emitter));
                 }
-                OnAsk::Fail | OnAsk::Pause => {
+                // Validation rejects `pause` until the resume flow exists;
+                // should one get through, fail closed and say so.
+                on_ask @ (OnAsk::Fail | OnAsk::Pause) => {
+                    let setting = match on_ask {
+                        OnAsk::Pause => "pause, which this version of ybs cannot do",
+                        _ => "fail",
+                    };
                     let text = format!(
-                        "`{}` needs approval (rule `{rule}`) and policy.on_ask is fail",
+                        "`{}` needs approval (rule `{rule}`){why} and policy.on_ask is {setting}",
                         call.name
                     );
                     self.completed(call, false, false, Duration::ZERO, &text, emitter);
