@@ -123,6 +123,27 @@ fn explain_without_a_task_uses_the_defaults() {
         ("deny", "guard:blocked_commands"),
         "{out}"
     );
+    // The default lists are the policy's full ones, even under a task
+    // whose default is allow.
+    ybs.file("open.yaml", "prompt: p\npolicy: { default: allow }\n");
+    for (call, rule) in [
+        ("run_shell(cat /proc/self/environ)", "guard:blocked_paths"),
+        ("run_shell(xxd /proc/1/environ)", "guard:blocked_paths"),
+        ("run_shell(ls /proc/1/root/)", "guard:blocked_paths"),
+        ("run_shell(cat ~/.aws/credentials)", "guard:blocked_paths"),
+        ("run_shell(su root)", "guard:blocked_commands"),
+        ("run_shell(doas id)", "guard:blocked_commands"),
+        ("run_shell(pkexec id)", "guard:blocked_commands"),
+    ] {
+        for args in [&[][..], &["--task", "open.yaml"][..]] {
+            let (verdict, got, out) = explain(&ybs, args, call);
+            assert_eq!(
+                (verdict.as_str(), got.as_str()),
+                ("deny", rule),
+                "{call}:\n{out}"
+            );
+        }
+    }
     let (verdict, rule, out) = explain(&ybs, &[], "read_file(../outside)");
     assert_eq!(
         (verdict.as_str(), rule.as_str()),
