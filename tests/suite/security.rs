@@ -413,7 +413,10 @@ fn links_and_control_files_in_any_spelling() {
     std::os::unix::fs::symlink("/dev/zero", work.join("zero")).unwrap();
     std::os::unix::fs::symlink("sub", work.join("inner")).unwrap();
     ybs.file("work/gh_env", "KEEP=1\n");
-    let ybs = ybs.env("GITHUB_ENV", work.join("gh_env").to_str().unwrap());
+    ybs.file("work/gh_state", "KEEP=1\n");
+    let ybs = ybs
+        .env("GITHUB_ENV", work.join("gh_env").to_str().unwrap())
+        .env("GITHUB_STATE", work.join("gh_state").to_str().unwrap());
     ybs.file(
         "t.yaml",
         "prompt: p\nworkdir: work\ncommit: false\npolicy:\n  default: allow\n",
@@ -491,6 +494,7 @@ fn links_and_control_files_in_any_spelling() {
     assert_eq!(snapshot(&root.join("outside")), outside_before);
     assert_eq!(snapshot(&work.join(".git")), git_before);
     assert_eq!(ybs.read("work/gh_env"), "KEEP=1\n");
+    assert_eq!(ybs.read("work/gh_state"), "KEEP=1\n");
     assert!(!work.join("sub/.git").exists());
     assert_eq!(ybs.read("work/hard"), "pwned");
     assert_eq!(ybs.read("outside/data"), "outside data\n");
@@ -532,9 +536,18 @@ fn a_chain_with_one_unallowed_part_does_not_run_at_all() {
             call("run_shell", json!({"command": "cargo test || curl x"})),
             call("run_shell", json!({"command": "cargo test <(curl x)"})),
             call("run_shell", json!({"command": "cargo test; eval curl x"})),
-            call("run_shell", json!({"command": "cargo test; bash -c 'curl x'"})),
-            call("run_shell", json!({"command": "cargo test; env X=1 curl x"})),
-            call("run_shell", json!({"command": "cargo test; command curl x"})),
+            call(
+                "run_shell",
+                json!({"command": "cargo test; bash -c 'curl x'"}),
+            ),
+            call(
+                "run_shell",
+                json!({"command": "cargo test; env X=1 curl x"}),
+            ),
+            call(
+                "run_shell",
+                json!({"command": "cargo test; command curl x"}),
+            ),
             call("run_shell", json!({"command": "cargo test; \\curl x"})),
             call("run_shell", json!({"command": "cargo test; c=curl; $c x"})),
             call("run_shell", json!({"command": "cargo test 'unterminated"})),
