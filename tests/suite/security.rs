@@ -1112,3 +1112,71 @@ fn secrets_are_not_sent_to_the_model() {
     let transcript = run.json("ybs-out/t/transcript.json");
     assert_eq!(transcript["reason"], "checks_failed");
 }
+
+#[test]
+fn an_interrupted_run_leaves_no_process_behind() {
+    for signal in ["TERM", "INT"] {
+        let seconds = unique_seconds(if signal == "TERM" { 297 } else { 296 });
+        let ybs = Ybs::new();
+        ybs.file(
+            "t.yaml",
+            "prompt: p\ncommit: false\npolicy: { default: allow }\n",
+        );
+        ybs.cassette(
+            "t.cassette.json",
+            vec![
+                call(
+                    "run_shell",
+                    json!({"command": format!("sleep {seconds} & sleep {seconds}; wait"), "timeout_seconds": 120}),
+                ),
+                answer("never"),
+            ],
+        );
+        let mut child = ybs
+            .command()
+            .args(["run", "t.yaml"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while processes_with(&seconds).len() < 2 {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the command never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let code = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("SIG{signal}: ybs did not stop");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(code, Some(130), "SIG{signal}");
+        let transcript = ybs.json("ybs-out/t/transcript.json");
+        assert_eq!(transcript["reason"], "interrupted", "SIG{signal}");
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let left = processes_with(&seconds);
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "SIG{signal} left behind: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
