@@ -348,10 +348,19 @@ fn on_ask_deny_tells_the_model_approval_is_needed() {
             answer("could not"),
         ],
     );
-    let run = ybs.run(["run", "t.yaml"]);
-    run.expect_code(0);
+    // An approval typed on stdin is never read (S3): no TTY, no prompt.
+    let mut command = ybs.command();
+    command
+        .args(["run", "t.yaml"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"y\ny\na\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
     assert!(!ybs.exists("a.txt"));
-    let transcript = run.json("ybs-out/t/transcript.json");
+    let transcript = ybs.json("ybs-out/t/transcript.json");
     let entry = &tool_calls(&transcript)[0];
     assert_eq!(entry["decision"]["verdict"], "ask");
     assert_eq!(entry["decision"]["rule"], "ask[0] write_file");
