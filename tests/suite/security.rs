@@ -305,7 +305,19 @@ fn hostile_file_calls_are_refused_and_explained() {
         .iter()
         .map(|(name, args, _)| (*name, args.clone()))
         .collect();
-    ybs.cassette("t.cassette.json", vec![calls(&turn), answer("I tried")]);
+    // Then a search and a listing over the whole workdir, FIFO and links
+    // included: they return, and find nothing outside.
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&turn),
+            calls(&[
+                ("search_files", json!({"pattern": "t.p s.cret|can.ry"})),
+                ("list_files", json!({"pattern": "**/*"})),
+            ]),
+            answer("I tried"),
+        ],
+    );
     let outside_before = snapshot(&root.join("outside"));
     let home_before = snapshot(ybs.home());
     let git_before = snapshot(&work.join(".git"));
@@ -331,7 +343,14 @@ fn hostile_file_calls_are_refused_and_explained() {
     let transcript = ybs.json("ybs-out/t/transcript.json");
     let messages = tool_messages(&transcript);
     let entries = tool_calls(&transcript);
-    assert_eq!(entries.len(), attacks.len());
+    assert_eq!(entries.len(), attacks.len() + 2);
+    for entry in &entries[attacks.len()..] {
+        let output = entry["result"]["output"].as_str().unwrap();
+        assert_eq!(entry["result"]["ok"], true, "{entry}");
+        assert!(!output.contains("top secret"), "{output}");
+        assert!(!output.contains("canary"), "{output}");
+        assert!(!output.contains("id_rsa"), "{output}");
+    }
     for ((entry, sent), (name, args, words)) in entries.iter().zip(&messages).zip(&attacks) {
         let content = sent["content"].as_str().unwrap();
         let context = format!("{name} {args}: {entry}");
