@@ -806,6 +806,16 @@ const CANARIES: [(&str, &str); 3] = [
     ("DATABASE_PASSWORD", "canary-db-pass-c3a9"),
 ];
 
+/// Prints the environment of the nearest `ybs` ancestor.
+const LEAK_SCRIPT: &str = "\
+p=$PPID
+while [ \"$p\" -gt 1 ]; do
+  if [ \"$(cat /proc/$p/comm)\" = ybs ]; then tr '\\0' '\\n' < /proc/$p/environ; break; fi
+  p=$(awk '{print $4}' /proc/$p/stat)
+done
+echo done
+";
+
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .unwrap()
@@ -859,9 +869,9 @@ fn secrets_in_the_environment_reach_no_output() {
     );
     ybs.file(
         "leak.sh",
-        // Every ybs process's environment: the one running this task is
-        // the shell's parent for run_shell, its grandparent for a check.
-        "for p in /proc/[0-9]*; do\n  [ \"$(cat $p/comm 2>/dev/null)\" = ybs ] && tr '\\0' '\\n' < $p/environ\ndone\necho done\n",
+        // The environment of the ybs running this task: the script's
+        // parent under run_shell, its grandparent under a check.
+        LEAK_SCRIPT,
     );
     ybs.cassette(
         "t.cassette.json",
@@ -1094,10 +1104,7 @@ fn secrets_are_not_sent_to_the_model() {
     // redacted, not only what ybs writes.
     ybs.file("config.txt", &format!("db_password = {}\n", CANARIES[2].1));
     ybs.file("show.sh", "cat config.txt\n");
-    ybs.file(
-        "leak.sh",
-        "for p in /proc/[0-9]*; do\n  [ \"$(cat $p/comm 2>/dev/null)\" = ybs ] && tr '\\0' '\\n' < $p/environ\ndone\necho done\n",
-    );
+    ybs.file("leak.sh", LEAK_SCRIPT);
     ybs.file(
         "t.yaml",
         "prompt: p\ncommit: false\npolicy: { default: allow }\nfix_attempts: 1\nchecks:\n  - name: config\n    run: cat config.txt; exit 1\n",
