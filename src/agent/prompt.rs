@@ -4,6 +4,17 @@
 
 use std::path::Path;
 
+/// `text` ending with a full stop. The policy summary names itself
+/// (`Policy: …`) and usually ends with one already.
+fn sentence(text: &str) -> String {
+    let text = text.trim_end();
+    if text.ends_with('.') {
+        text.to_owned()
+    } else {
+        format!("{text}.")
+    }
+}
+
 /// Builds the system prompt.
 pub fn system_prompt(
     workdir: &Path,
@@ -17,10 +28,10 @@ Use the tools to inspect and change files; paths are relative to that directory.
 Nobody can answer questions: decide, act, and verify your work. \
 When the task is done, reply with a short summary and no tool call.\n\
 Tools: {}.\n\
-Policy: {}. A denied call returns an explanation; do not retry it, find another way.",
+{} A denied call returns an explanation; do not retry it, find another way.",
         workdir.display(),
         tools.join(", "),
-        policy_summary
+        sentence(policy_summary)
     );
     if let Some(extra) = task_system.filter(|s| !s.trim().is_empty()) {
         prompt.push_str("\n\n");

@@ -11,11 +11,11 @@ use super::limits::{Budget, Limits};
 use super::loop_guard::LoopGuard;
 use crate::core::event::Event;
 use crate::core::text::truncate_middle;
-use crate::core::{Cost, Message, Reason, ToolCall, Usage};
+use crate::core::{Cost, Message, Reason, Redactor, ToolCall, Usage};
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::{self, RetrySettings};
 use crate::llm::{ChatRequest, Provider};
-use crate::policy::{CallView, OnAsk, Policy, Verdict};
+use crate::policy::{CallView, OnAsk, Policy, RuleRef, Verdict};
 use crate::tools::{Registry, ToolCtx, ToolError};
 
 /// Everything one task's loop needs, resolved.
@@ -33,6 +33,11 @@ pub struct AgentSetup<'a> {
     pub retry: RetrySettings,
     /// Decide and record tool calls, but do not run them.
     pub dry_run: bool,
+    /// Secrets to mask in what the model is sent (SECURITY S7): tool
+    /// results and the user messages ybs adds (a failing check's output).
+    /// The sinks redact what is written; this keeps the values out of the
+    /// provider's requests too.
+    pub redactor: &'a Redactor,
 }
 
 /// Why the loop stopped.
@@ -89,8 +94,10 @@ impl<'a> Agent<'a> {
         &self.messages
     }
 
-    /// Appends a user message (a failing check's output, for a fix attempt).
+    /// Appends a user message (a failing check's output, for a fix attempt),
+    /// its secrets masked.
     pub fn push_user(&mut self, text: &str, emitter: &mut Emitter<'_>) {
+        let text = self.setup.redactor.redact(text);
         self.push(Message::user(text), emitter);
     }
 
@@ -277,8 +284,7 @@ impl<'a> Agent<'a> {
         let target = match tool.target(&call.arguments, self.setup.ctx) {
             Ok(target) => target,
             Err(ToolError::Model(message)) => {
-                let text = format!("{message}; the call was not run");
-                return Ok(self.refuse(call, "deny", "guard:arguments", &text, emitter));
+                return Ok(self.refuse_unresolved(call, &message, emitter));
             }
             Err(ToolError::Fatal(message)) => {
                 return Err(Stop::Error {
@@ -332,9 +338,15 @@ impl<'a> Agent<'a> {
                     );
                     return Ok(self.completed(call, false, false, Duration::ZERO, &text, emitter));
                 }
-                OnAsk::Fail | OnAsk::Pause => {
+                // Validation rejects `pause` until the resume flow exists;
+                // should one get through, fail closed and say so.
+                on_ask @ (OnAsk::Fail | OnAsk::Pause) => {
+                    let setting = match on_ask {
+                        OnAsk::Pause => "pause, which this version of ybs cannot do",
+                        _ => "fail",
+                    };
                     let text = format!(
-                        "`{}` needs approval (rule `{rule}`) and policy.on_ask is fail",
+                        "`{}` needs approval (rule `{rule}`){why} and policy.on_ask is {setting}",
                         call.name
                     );
                     self.completed(call, false, false, Duration::ZERO, &text, emitter);
@@ -377,6 +389,55 @@ impl<'a> Agent<'a> {
         })
     }
 
+    /// Records a call whose arguments the tool refused to resolve (a path
+    /// outside the roots or through a symlink out of them, a blocked or
+    /// protected path, a FIFO, a missing parameter). The policy is still
+    /// asked about the arguments as written, so the record names the guard
+    /// that forbids them where one does, as `ybs policy explain` would,
+    /// and carries the path as far as it resolves (S13); the model gets
+    /// the tool's own reason.
+    fn refuse_unresolved(
+        &self,
+        call: &ToolCall,
+        message: &str,
+        emitter: &mut Emitter<'_>,
+    ) -> Message {
+        let arguments = &call.arguments;
+        let text_argument = |name: &str| arguments.get(name).and_then(serde_json::Value::as_str);
+        let command = text_argument("command");
+        let (path, cwd) = match command {
+            Some(_) => (None, text_argument("working_directory")),
+            None => (text_argument("path"), None),
+        };
+        let view = CallView {
+            tool: &call.name,
+            path,
+            command,
+            cwd,
+        };
+        let decision = self.setup.policy.decide(&view);
+        let rule = match (decision.verdict, &decision.rule) {
+            (Verdict::Deny, RuleRef::Guard { .. }) => decision.rule.to_string(),
+            _ => "guard:arguments".to_owned(),
+        };
+        let text = format!("{message}; the call was not run");
+        emitter.emit(Event::ToolDecided {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            verdict: Verdict::Deny.as_str().to_owned(),
+            rule,
+            detail: Some(text.clone()),
+            resolved: Some(json!({
+                "path": decision.path.as_deref().or(path),
+                "working_directory": cwd,
+                "command": command,
+                "argv": decision.parsed,
+            })),
+        });
+        self.completed(call, false, false, Duration::ZERO, &text, emitter)
+    }
+
     /// Records a call refused before policy (bad arguments, unknown tool).
     fn refuse(
         &self,
@@ -398,7 +459,9 @@ impl<'a> Agent<'a> {
         self.completed(call, false, false, Duration::ZERO, text, emitter)
     }
 
-    /// Truncates the output, records `tool.completed`, builds the message.
+    /// Masks secrets, truncates the output, records `tool.completed`,
+    /// builds the message. Masking comes first so a cut cannot leave half
+    /// a secret that no longer matches.
     fn completed(
         &self,
         call: &ToolCall,
@@ -408,7 +471,9 @@ impl<'a> Agent<'a> {
         output: &str,
         emitter: &mut Emitter<'_>,
     ) -> Message {
-        let (content, truncated) = truncate_middle(output, self.setup.limits.max_tool_output_chars);
+        let output = self.setup.redactor.redact(output);
+        let (content, truncated) =
+            truncate_middle(&output, self.setup.limits.max_tool_output_chars);
         emitter.emit(Event::ToolCompleted {
             call_id: call.id.clone(),
             name: call.name.clone(),

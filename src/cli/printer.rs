@@ -2,8 +2,14 @@
 //!
 //! Without `--json`, the human view goes to stdout and errors to stderr.
 //! With `--json`, stdout carries one JSON event per line and nothing else;
-//! the human view is silent and errors still go to stderr. Text that came
-//! from the model or a tool is neutralised before printing (SECURITY S8).
+//! the human view is silent and errors still go to stderr.
+//!
+//! Every human line is redacted, then neutralised ([`neutralize`]) on its
+//! way out, whatever it holds (SECURITY S7, S8): text from the model, a
+//! tool, a task file or a provider can then neither reveal a secret nor
+//! forge a workflow command or a terminal escape, even when it reaches a
+//! message no one thought of. ybs's own `::error` annotations are the one
+//! exception, built by [`github_annotation`] and written as they are.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
@@ -60,6 +66,12 @@ impl Printer {
     }
 
     fn out(&self, text: &str) {
+        self.out_raw(&neutralize(&self.redactor.redact(text)));
+    }
+
+    /// Writes `text` without neutralising it: only for lines ybs built to
+    /// be read by the CI runner (annotations), already escaped.
+    fn out_raw(&self, text: &str) {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{}", self.redactor.redact(text));
     }
@@ -67,7 +79,7 @@ impl Printer {
     /// An error on stderr, always.
     pub fn error(&self, text: &str) {
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{}", self.redactor.redact(text));
+        let _ = writeln!(stderr, "{}", neutralize(&self.redactor.redact(text)));
     }
 
     /// A warning on stderr unless `-q`.
@@ -84,7 +96,11 @@ impl Printer {
             Event::TaskStarted {
                 provider, model, ..
             } if verbose => {
-                self.line(&format!("RUN   {task}  ({provider}/{model})"));
+                self.line(&format!(
+                    "RUN   {task}  ({}/{})",
+                    inline(provider),
+                    inline(model)
+                ));
             }
             Event::ToolDecided {
                 name,
@@ -93,11 +109,9 @@ impl Printer {
                 rule,
                 ..
             } if verbose => {
-                let args = neutralize(&clip(&arguments.to_string(), 160));
-                self.line(&format!(
-                    "  → {name} {args}  [{verdict}: {}]",
-                    neutralize(rule)
-                ));
+                let name = inline(&clip(name, 80));
+                let args = inline(&clip(&arguments.to_string(), 160));
+                self.line(&format!("  → {name} {args}  [{verdict}: {}]", inline(rule)));
             }
             Event::ToolCompleted {
                 ok,
@@ -168,10 +182,11 @@ impl Printer {
                     self.result(&line);
                     if self.github && !self.json {
                         let detail = message.as_deref().unwrap_or_default();
-                        self.out(&github_annotation(
+                        // Redacted before escaping, which could split a secret.
+                        self.out_raw(&github_annotation(
                             AnnotationKind::Error,
-                            &format!("ybs {task}"),
-                            &format!("{reason}: {detail}"),
+                            &self.redactor.redact(&format!("ybs {task}")),
+                            &self.redactor.redact(&format!("{reason}: {detail}")),
                         ));
                     }
                 }
@@ -179,6 +194,12 @@ impl Printer {
             _ => {}
         }
     }
+}
+
+/// `text` neutralised and kept on one line: a line break in a name or an
+/// argument would otherwise start a line of its own in the log.
+fn inline(text: &str) -> String {
+    neutralize(text).replace('\n', "\\n")
 }
 
 /// The first `max` characters of `text`, with `…` when cut.

@@ -33,9 +33,11 @@ pub mod defaults {
     pub const EXTERNAL_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
     pub const OUT: &str = "ybs-out";
     pub const COMMIT_MESSAGE_PREFIX: &str = "[ybs]";
-    pub const BLOCKED_PATHS: [&str; 5] = ["~/.ssh", "~/.aws", "~/.gnupg", "~/.config", "**/.env"];
-    pub const BLOCKED_COMMANDS: [&str; 5] =
-        ["sudo", "rm -rf /", "chmod 777", "mkfs", "dd of=/dev/"];
+    /// The policy's own lists: one source, so `safety.*` left unset
+    /// never means fewer guards than the policy was built and tested
+    /// with (`/proc/*/environ`, `su`, …).
+    pub const BLOCKED_PATHS: &[&str] = crate::policy::guards::DEFAULT_BLOCKED_PATHS;
+    pub const BLOCKED_COMMANDS: &[&str] = crate::policy::guards::DEFAULT_BLOCKED_COMMANDS;
 }
 
 /// Who set a value, for settings a repository must not widen (SECURITY S5).
@@ -302,11 +304,11 @@ impl Config {
                 allowed_paths: safety.allowed_paths.unwrap_or_default(),
                 blocked_paths: safety
                     .blocked_paths
-                    .unwrap_or_else(|| strings(&defaults::BLOCKED_PATHS))
+                    .unwrap_or_else(|| strings(defaults::BLOCKED_PATHS))
                     .combine(safety.extra_blocked_paths),
                 blocked_commands: safety
                     .blocked_commands
-                    .unwrap_or_else(|| strings(&defaults::BLOCKED_COMMANDS))
+                    .unwrap_or_else(|| strings(defaults::BLOCKED_COMMANDS))
                     .combine(safety.extra_blocked_commands),
                 env_passthrough: safety.env_passthrough.unwrap_or_default(),
                 sandbox_enabled: safety.sandbox_enabled.unwrap_or(true),

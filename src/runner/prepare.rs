@@ -207,12 +207,7 @@ fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
 pub fn protected_files(cwd: &Path, task_file: &Path, policy_file: Option<&Path>) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = vec![cwd.join(task_file)];
     paths.extend(policy_file.map(|p| cwd.join(p)));
-    for var in [
-        "GITHUB_ENV",
-        "GITHUB_PATH",
-        "GITHUB_OUTPUT",
-        "GITHUB_STEP_SUMMARY",
-    ] {
+    for var in crate::policy::guards::PROTECTED_VARIABLES {
         if let Some(value) = std::env::var_os(var) {
             paths.push(PathBuf::from(value));
         }

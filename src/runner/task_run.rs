@@ -65,6 +65,7 @@ pub async fn run_task(
         limits: prepared.limits.clone(),
         retry: run.retry,
         dry_run: run.dry_run,
+        redactor: &run.redactor,
     };
     let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
     if commit_off.is_none() {

@@ -1,7 +1,9 @@
 mod architecture;
 mod external;
 mod git;
+mod policy;
 mod providers;
 mod run;
+mod security;
 mod tools;
 mod validate;
