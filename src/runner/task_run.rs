@@ -95,50 +95,7 @@ pub async fn run_task(
             Ok(_) => {}
         }
     }
-    let mut attempt = 0;
-    let (reason, message, answer) = loop {
-        match agent.run(&mut emitter).await {
-            Stop::Answered { content } if task.checks.is_empty() => {
-                break (Reason::Completed, None, Some(content));
-            }
-            Stop::Answered { content } => {
-                let outcome = run_checks(
-                    &task.checks,
-                    &prepared.tool_ctx.workdir,
-                    &prepared.tool_ctx.env,
-                    attempt,
-                    &mut emitter,
-                )
-                .await;
-                if outcome.passed {
-                    break (Reason::Completed, None, Some(content));
-                }
-                if attempt < task.fix_attempts {
-                    attempt += 1;
-                    emitter.note(format!(
-                        "checks failed; fix attempt {attempt} of {}",
-                        task.fix_attempts
-                    ));
-                    let feedback = format!(
-                        "The checks failed. Fix the problem, then answer again.\n\n{}",
-                        outcome.failures.join("\n\n")
-                    );
-                    agent.push_user(&feedback, &mut emitter);
-                    continue;
-                }
-                let summary = outcome
-                    .failures
-                    .first()
-                    .map(|f| f.lines().next().unwrap_or_default().to_owned());
-                break (Reason::ChecksFailed, summary, None);
-            }
-            Stop::Limit { reason, message }
-            | Stop::Failed { reason, message }
-            | Stop::Error { reason, message } => {
-                break (reason, Some(message), None);
-            }
-        }
-    };
+    let (reason, message, answer) = work_and_check(&mut agent, prepared, &mut emitter).await;
     let (reason, message) = match &git {
         Ok(git) => settle_git(
             run,
@@ -154,6 +111,61 @@ pub async fn run_task(
     };
     super::tools::finish(&tools, run, &mut emitter);
     finish(&mut emitter, task, &agent, started, reason, message)
+}
+
+/// Runs the agent until it answers, then the checks; feeds failing checks
+/// back while `fix_attempts` last. Returns the reason, a message, and the
+/// model's final answer when it gave one.
+async fn work_and_check(
+    agent: &mut Agent<'_>,
+    prepared: &PreparedTask,
+    emitter: &mut Emitter<'_>,
+) -> (Reason, Option<String>, Option<String>) {
+    let task = &prepared.task;
+    let mut attempt = 0;
+    loop {
+        match agent.run(emitter).await {
+            Stop::Answered { content } if task.checks.is_empty() => {
+                return (Reason::Completed, None, Some(content));
+            }
+            Stop::Answered { content } => {
+                let outcome = run_checks(
+                    &task.checks,
+                    &prepared.tool_ctx.workdir,
+                    &prepared.tool_ctx.env,
+                    attempt,
+                    emitter,
+                )
+                .await;
+                if outcome.passed {
+                    return (Reason::Completed, None, Some(content));
+                }
+                if attempt < task.fix_attempts {
+                    attempt += 1;
+                    emitter.note(format!(
+                        "checks failed; fix attempt {attempt} of {}",
+                        task.fix_attempts
+                    ));
+                    let feedback = format!(
+                        "The checks failed. Fix the problem, then answer again.\n\n{}",
+                        outcome.failures.join("\n\n")
+                    );
+                    agent.push_user(&feedback, emitter);
+                    continue;
+                }
+                let summary = outcome
+                    .failures
+                    .first()
+                    .map(|f| f.lines().next().unwrap_or_default().to_owned());
+                return (Reason::ChecksFailed, summary, None);
+            }
+            Stop::Limit { reason, message }
+            | Stop::Failed { reason, message }
+            | Stop::Error { reason, message } => {
+                return (reason, Some(message), None);
+            }
+        }
+    }
 }
 
 /// Why commits are off for `task`, if they are: no git writes then.
