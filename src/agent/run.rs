@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -15,8 +16,8 @@ use crate::core::{Cost, Message, Reason, Redactor, ToolCall, Usage};
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::{self, RetrySettings};
 use crate::llm::{ChatRequest, Provider};
-use crate::policy::{CallView, OnAsk, Policy, RuleRef, Verdict};
-use crate::tools::{Registry, ToolCtx, ToolError};
+use crate::policy::{CallView, Decision, OnAsk, Policy, RuleRef, Verdict};
+use crate::tools::{Registry, Target, Tool, ToolCtx, ToolError};
 
 /// Everything one task's loop needs, resolved.
 pub struct AgentSetup<'a> {
@@ -262,12 +263,32 @@ impl<'a> Agent<'a> {
         call: &ToolCall,
         emitter: &mut Emitter<'_>,
     ) -> Result<Message, Stop> {
+        let (tool, target) = match self.resolve(call, emitter)? {
+            Resolved::Ready(tool, target) => (tool, target),
+            Resolved::Refused(message) => return Ok(message),
+        };
+        let decision = self.decide(call, &target, emitter);
+        if let Some(refused) = self.gate(call, &decision, emitter)? {
+            return Ok(refused);
+        }
+        self.execute(call, tool.as_ref(), emitter).await
+    }
+
+    /// Finds the tool and what the call acts on. A call that cannot be
+    /// resolved is refused with a result the model sees.
+    fn resolve(&self, call: &ToolCall, emitter: &mut Emitter<'_>) -> Result<Resolved, Stop> {
         if let Some(problem) = &call.invalid_arguments {
             let text = format!(
                 "the arguments of this `{}` call are not valid JSON: {problem}; the call was not run",
                 call.name
             );
-            return Ok(self.refuse(call, "invalid", "arguments", &text, emitter));
+            return Ok(Resolved::Refused(self.refuse(
+                call,
+                "invalid",
+                "arguments",
+                &text,
+                emitter,
+            )));
         }
         let Some(tool) = self.setup.tools.get(&call.name).cloned() else {
             let text = format!(
@@ -275,24 +296,38 @@ impl<'a> Agent<'a> {
                 call.name,
                 self.setup.tools.names().join(", ")
             );
-            return Ok(self.refuse(call, "invalid", "unknown_tool", &text, emitter));
+            return Ok(Resolved::Refused(self.refuse(
+                call,
+                "invalid",
+                "unknown_tool",
+                &text,
+                emitter,
+            )));
         };
         if !call.arguments.is_object() {
             let text = "tool arguments must be a JSON object; the call was not run";
-            return Ok(self.refuse(call, "invalid", "arguments", text, emitter));
+            return Ok(Resolved::Refused(self.refuse(
+                call,
+                "invalid",
+                "arguments",
+                text,
+                emitter,
+            )));
         }
-        let target = match tool.target(&call.arguments, self.setup.ctx) {
-            Ok(target) => target,
-            Err(ToolError::Model(message)) => {
-                return Ok(self.refuse_unresolved(call, &message, emitter));
-            }
-            Err(ToolError::Fatal(message)) => {
-                return Err(Stop::Error {
-                    reason: Reason::InternalError,
-                    message,
-                });
-            }
-        };
+        match tool.target(&call.arguments, self.setup.ctx) {
+            Ok(target) => Ok(Resolved::Ready(tool, target)),
+            Err(ToolError::Model(message)) => Ok(Resolved::Refused(
+                self.refuse_unresolved(call, &message, emitter),
+            )),
+            Err(ToolError::Fatal(message)) => Err(Stop::Error {
+                reason: Reason::InternalError,
+                message,
+            }),
+        }
+    }
+
+    /// Asks the policy and records the decision (S13).
+    fn decide(&self, call: &ToolCall, target: &Target, emitter: &mut Emitter<'_>) -> Decision {
         // For run_shell the resolved path is its working directory.
         let (path, cwd) = match target.command {
             Some(_) => (None, target.path.as_deref()),
@@ -305,13 +340,12 @@ impl<'a> Agent<'a> {
             cwd,
         };
         let decision = self.setup.policy.decide(&view);
-        let rule = decision.rule.to_string();
         emitter.emit(Event::ToolDecided {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
             verdict: decision.verdict.as_str().to_owned(),
-            rule: rule.clone(),
+            rule: decision.rule.to_string(),
             detail: decision.detail.clone(),
             resolved: Some(json!({
                 "path": decision.path.as_deref().or(path),
@@ -320,44 +354,67 @@ impl<'a> Agent<'a> {
                 "argv": decision.parsed,
             })),
         });
+        decision
+    }
+
+    /// Turns a `deny` or `ask` into the result the model sees, or into a
+    /// failed task under `on_ask: fail`. `None` when the call may run.
+    fn gate(
+        &self,
+        call: &ToolCall,
+        decision: &Decision,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Option<Message>, Stop> {
+        let rule = decision.rule.to_string();
         let why = decision
             .detail
             .as_ref()
             .map(|d| format!(": {d}"))
             .unwrap_or_default();
-        match decision.verdict {
-            Verdict::Deny => {
-                let text = format!("denied by policy (rule `{rule}`){why}; the call was not run");
-                return Ok(self.completed(call, false, false, Duration::ZERO, &text, emitter));
+        let text = match (decision.verdict, self.setup.policy.on_ask()) {
+            (Verdict::Allow, _) => return Ok(None),
+            (Verdict::Deny, _) => {
+                format!("denied by policy (rule `{rule}`){why}; the call was not run")
             }
-            Verdict::Ask => match self.setup.policy.on_ask() {
-                OnAsk::Deny => {
-                    let text = format!(
-                        "this call needs approval (rule `{rule}`){why}, and nobody can approve it in this \
-                         headless run (policy.on_ask: deny); the call was not run"
-                    );
-                    return Ok(self.completed(call, false, false, Duration::ZERO, &text, emitter));
-                }
-                // Validation rejects `pause` until the resume flow exists;
-                // should one get through, fail closed and say so.
-                on_ask @ (OnAsk::Fail | OnAsk::Pause) => {
-                    let setting = match on_ask {
-                        OnAsk::Pause => "pause, which this version of ybs cannot do",
-                        _ => "fail",
-                    };
-                    let text = format!(
-                        "`{}` needs approval (rule `{rule}`){why} and policy.on_ask is {setting}",
-                        call.name
-                    );
-                    self.completed(call, false, false, Duration::ZERO, &text, emitter);
-                    return Err(Stop::Failed {
-                        reason: Reason::PolicyDenied,
-                        message: text,
-                    });
-                }
-            },
-            Verdict::Allow => {}
-        }
+            (Verdict::Ask, OnAsk::Deny) => format!(
+                "this call needs approval (rule `{rule}`){why}, and nobody can approve it in this \
+                 headless run (policy.on_ask: deny); the call was not run"
+            ),
+            // Validation rejects `pause` until the resume flow exists;
+            // should one get through, fail closed and say so.
+            (Verdict::Ask, on_ask @ (OnAsk::Fail | OnAsk::Pause)) => {
+                let setting = match on_ask {
+                    OnAsk::Pause => "pause, which this version of ybs cannot do",
+                    _ => "fail",
+                };
+                let text = format!(
+                    "`{}` needs approval (rule `{rule}`){why} and policy.on_ask is {setting}",
+                    call.name
+                );
+                self.completed(call, false, false, Duration::ZERO, &text, emitter);
+                return Err(Stop::Failed {
+                    reason: Reason::PolicyDenied,
+                    message: text,
+                });
+            }
+        };
+        Ok(Some(self.completed(
+            call,
+            false,
+            false,
+            Duration::ZERO,
+            &text,
+            emitter,
+        )))
+    }
+
+    /// Runs an allowed call (or only records it under `--dry-run`).
+    async fn execute(
+        &mut self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Message, Stop> {
         if self.setup.dry_run {
             let text = "[dry-run] allowed by policy, not executed";
             return Ok(self.completed(call, true, false, Duration::ZERO, text, emitter));
@@ -372,21 +429,19 @@ impl<'a> Agent<'a> {
             None => run.await,
         };
         let elapsed = started.elapsed();
-        Ok(match outcome {
+        match outcome {
             Ok(output) => {
                 self.changed.extend(output.changed);
-                self.completed(call, true, true, elapsed, &output.content, emitter)
+                Ok(self.completed(call, true, true, elapsed, &output.content, emitter))
             }
             Err(ToolError::Model(message)) => {
-                self.completed(call, false, true, elapsed, &message, emitter)
+                Ok(self.completed(call, false, true, elapsed, &message, emitter))
             }
-            Err(ToolError::Fatal(message)) => {
-                return Err(Stop::Error {
-                    reason: Reason::InternalError,
-                    message,
-                });
-            }
-        })
+            Err(ToolError::Fatal(message)) => Err(Stop::Error {
+                reason: Reason::InternalError,
+                message,
+            }),
+        }
     }
 
     /// Records a call whose arguments the tool refused to resolve (a path
@@ -490,6 +545,13 @@ impl<'a> Agent<'a> {
             is_error: !ok,
         }
     }
+}
+
+/// What resolving a call gave: the tool and its target, or a refusal
+/// already recorded and worded for the model.
+enum Resolved {
+    Ready(Arc<dyn Tool>, Target),
+    Refused(Message),
 }
 
 fn millis(duration: Duration) -> u64 {
