@@ -1,7 +1,12 @@
 //! Checks: shell commands run in the workdir after the agent stops; all
 //! must pass (SPEC §2–3). A failing check's output feeds `fix_attempts`.
+//!
+//! Checks are the task author's commands, but they run code the model
+//! may have written (tests, build scripts), so they are confined by the
+//! task's sandbox like `run_shell` (SECURITY S1).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::Emitter;
@@ -9,6 +14,7 @@ use crate::core::event::Event;
 use crate::core::text::tail;
 use crate::task::CheckSpec;
 use crate::tools::ChildEnv;
+use crate::tools::sandbox::Sandbox;
 use crate::tools::process::{self, ProcessSpec};
 
 /// Default check timeout when the task gives none.
@@ -31,13 +37,15 @@ pub async fn run_checks(
     checks: &[CheckSpec],
     workdir: &Path,
     env: &ChildEnv,
+    sandbox: Option<&Arc<Sandbox>>,
     attempt: u32,
     emitter: &mut Emitter<'_>,
 ) -> ChecksOutcome {
     let mut failures = Vec::new();
     for check in checks {
         let timeout = check.timeout.unwrap_or(DEFAULT_TIMEOUT);
-        let spec = ProcessSpec::shell(&check.run, workdir.to_owned(), env, timeout, OUTPUT_CAP);
+        let spec = ProcessSpec::shell(&check.run, workdir.to_owned(), env, timeout, OUTPUT_CAP)
+            .confined(sandbox);
         let started = std::time::Instant::now();
         let (exit_code, timed_out, output) = match process::run(spec).await {
             Ok(out) => {

@@ -48,6 +48,7 @@ pub async fn run_task(
         system_prompt: system_prompt.clone(),
         tools: tool_names,
         dry_run: run.dry_run,
+        sandbox: Some(prepared.sandbox.clone()),
     });
     for note in &tools.notes {
         emitter.note(note.clone());
@@ -106,6 +107,7 @@ pub async fn run_task(
                     &task.checks,
                     &prepared.tool_ctx.workdir,
                     &prepared.tool_ctx.env,
+                    prepared.tool_ctx.sandbox.as_ref(),
                     attempt,
                     &mut emitter,
                 )

@@ -70,8 +70,15 @@ async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
             ctx.max_shell_timeout.max(Duration::from_secs(1)),
         );
     let cwd = paths::resolve_dir(ctx, directory)?.abs;
-    let output = process::run_command(command, cwd, &ctx.env, timeout, ctx.output_cap_bytes)
-        .await
+    let output = process::run_command(
+        command,
+        cwd,
+        &ctx.env,
+        timeout,
+        ctx.output_cap_bytes,
+        ctx.sandbox.as_ref(),
+    )
+    .await
         .map_err(|error| ToolError::Model(format!("could not start the shell: {error}")))?;
     let mut result = json!({
         "exit_code": output.shell_exit_code(),
