@@ -94,7 +94,7 @@ pub struct RunArgs {
     /// Print JSONL events on stdout and nothing else.
     #[arg(long)]
     pub json: bool,
-    /// Run shell commands, external tools and checks without kernel confinement (Landlock + seccomp); every output says so.
+    /// Run shell commands and external tools without kernel confinement (Landlock + seccomp); every output says so.
     #[arg(long)]
     pub no_sandbox: bool,
     #[command(flatten)]

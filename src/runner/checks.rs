@@ -1,12 +1,13 @@
 //! Checks: shell commands run in the workdir after the agent stops; all
 //! must pass (SPEC §2–3). A failing check's output feeds `fix_attempts`.
 //!
-//! Checks are the task author's commands, but they run code the model
-//! may have written (tests, build scripts), so they are confined by the
-//! task's sandbox like `run_shell` (SECURITY S1).
+//! Checks are the task author's commands, trusted like the task file, and
+//! run without the kernel sandbox (SECURITY S1 covers `run_shell` and
+//! external tools): a check may write outside the workdir. Whatever a
+//! check executes from the workdir (tests the model edited, build
+//! scripts) runs unconfined too; see the README's `## Sandbox`.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::Emitter;
@@ -14,7 +15,6 @@ use crate::core::event::Event;
 use crate::core::text::tail;
 use crate::task::CheckSpec;
 use crate::tools::ChildEnv;
-use crate::tools::sandbox::Sandbox;
 use crate::tools::process::{self, ProcessSpec};
 
 /// Default check timeout when the task gives none.
@@ -37,15 +37,13 @@ pub async fn run_checks(
     checks: &[CheckSpec],
     workdir: &Path,
     env: &ChildEnv,
-    sandbox: Option<&Arc<Sandbox>>,
     attempt: u32,
     emitter: &mut Emitter<'_>,
 ) -> ChecksOutcome {
     let mut failures = Vec::new();
     for check in checks {
         let timeout = check.timeout.unwrap_or(DEFAULT_TIMEOUT);
-        let spec = ProcessSpec::shell(&check.run, workdir.to_owned(), env, timeout, OUTPUT_CAP)
-            .confined(sandbox);
+        let spec = ProcessSpec::shell(&check.run, workdir.to_owned(), env, timeout, OUTPUT_CAP);
         let started = std::time::Instant::now();
         let (exit_code, timed_out, output) = match process::run(spec).await {
             Ok(out) => {

@@ -107,7 +107,6 @@ pub async fn run_task(
                     &task.checks,
                     &prepared.tool_ctx.workdir,
                     &prepared.tool_ctx.env,
-                    prepared.tool_ctx.sandbox.as_ref(),
                     attempt,
                     &mut emitter,
                 )

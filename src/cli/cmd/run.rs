@@ -141,7 +141,7 @@ fn warn_unconfined(printer: &Printer, prepared: &[runner::PreparedTask]) {
     if !reasons.is_empty() {
         // Not `warn`: shown even with --quiet.
         printer.error(&format!(
-            "warning: no sandbox: shell commands, external tools and checks run UNCONFINED ({})",
+            "warning: no sandbox: shell commands and external tools run UNCONFINED ({})",
             reasons.join("; ")
         ));
     }
