@@ -169,7 +169,11 @@ impl SandboxInfo {
             format!(
                 "{}{}",
                 self.mode,
-                if self.network { " (network allowed)" } else { " (no network)" }
+                if self.network {
+                    " (network allowed)"
+                } else {
+                    " (no network)"
+                }
             )
         } else {
             format!(

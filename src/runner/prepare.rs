@@ -11,6 +11,7 @@ use super::RunContext;
 use super::workspace::TaskGit;
 use crate::agent::Limits;
 use crate::config::{Config, Origin, TaskSettings};
+use crate::core::event::SandboxInfo;
 use crate::git::GitError;
 use crate::llm::cassette::Cassette;
 use crate::llm::failing::Failing;
@@ -19,7 +20,6 @@ use crate::llm::replay::Replay;
 use crate::llm::{self, API_KEY_VARS, Provider, ProviderConfig, ProviderError};
 use crate::policy::{GuardSettings, Policy, PolicySpec};
 use crate::task::TaskSpec;
-use crate::core::event::SandboxInfo;
 use crate::tools::sandbox::{self, Sandbox, SandboxSettings, Unavailable};
 use crate::tools::{Registry, ToolCtx, builtin, external};
 
@@ -157,6 +157,9 @@ pub fn prepare(
     })
 }
 
+/// A task's sandbox (`None`: unconfined) and what the manifest says of it.
+pub type TaskSandbox = (Option<Arc<Sandbox>>, SandboxInfo);
+
 /// Why a sandbox is off when the operator turned it off.
 pub const SANDBOX_DISABLED: &str = "disabled by --no-sandbox or safety.sandbox_enabled: false";
 
@@ -169,7 +172,7 @@ pub fn task_sandbox(
     home: Option<&Path>,
     workdir: &Path,
     may_run_programs: bool,
-) -> Result<(Option<Arc<Sandbox>>, SandboxInfo), (String, &'static str)> {
+) -> Result<TaskSandbox, (String, &'static str)> {
     if !config.safety.sandbox_enabled {
         return Ok((None, sandbox::unconfined(SANDBOX_DISABLED)));
     }

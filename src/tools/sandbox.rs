@@ -138,8 +138,8 @@ impl Sandbox {
     #[cfg(target_os = "linux")]
     #[allow(unsafe_code)]
     pub(crate) fn confine_child(&self) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
         use nix::libc;
+        use std::os::fd::AsRawFd;
         // SAFETY: plain system calls with valid arguments.
         unsafe {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
@@ -276,8 +276,8 @@ fn build(
 #[cfg(target_os = "linux")]
 fn landlock_ruleset(writable: &[PathBuf]) -> Result<landlock::RulesetCreated, String> {
     use landlock::{
-        ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-        RulesetAttr, RulesetCreatedAttr,
+        ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+        RulesetCreatedAttr,
     };
     let abi = ABI::V5;
     let read = AccessFs::from_read(abi) | AccessFs::IoctlDev;
@@ -343,7 +343,9 @@ fn seccomp_filter() -> Result<seccompiler::BpfProgram, String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
 /// A directory only ybs's user can enter, removed (with its content) on

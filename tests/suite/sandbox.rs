@@ -96,12 +96,7 @@ fn no_sandbox_lifts_it_and_every_output_says_so() {
     );
     let sandbox = manifest_sandbox(&run);
     assert_eq!(sandbox["mode"], "none", "{sandbox}");
-    assert!(
-        sandbox["reason"]
-            .as_str()
-            .unwrap()
-            .contains("--no-sandbox")
-    );
+    assert!(sandbox["reason"].as_str().unwrap().contains("--no-sandbox"));
     assert!(
         run.stderr.contains("warning: no sandbox") && run.stderr.contains("UNCONFINED"),
         "{}",
@@ -178,10 +173,7 @@ fn no_network_for_shell_commands_but_unix_sockets_work() {
     let stdout = shell["stdout"].as_str().unwrap();
     assert!(!stdout.contains("connected"), "{shell}");
     assert!(
-        shell["stderr"]
-            .as_str()
-            .unwrap()
-            .contains("not permitted"),
+        shell["stderr"].as_str().unwrap().contains("not permitted"),
         "{shell}"
     );
     assert!(listener.accept().is_err(), "a connection was accepted");
@@ -280,9 +272,8 @@ fn run_without_landlock(ybs: &Ybs, args: &[&str]) -> Run {
     command.args(args);
     // SAFETY: apply_filter makes two system calls and does not allocate.
     unsafe {
-        command.pre_exec(move || {
-            seccompiler::apply_filter(&program).map_err(std::io::Error::other)
-        });
+        command
+            .pre_exec(move || seccompiler::apply_filter(&program).map_err(std::io::Error::other));
     }
     let output = command.output().unwrap();
     Run::from_output(output, ybs.path())

@@ -88,12 +88,11 @@ impl Session {
         };
         let mut env = ChildEnv::scrubbed(&config.safety.env_passthrough);
         let workdir = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
-        let (sandbox, info) = task_sandbox(&config, home.as_deref(), &workdir, true).map_err(
-            |(message, hint)| {
+        let (sandbox, info) =
+            task_sandbox(&config, home.as_deref(), &workdir, true).map_err(|(message, hint)| {
                 diagnostics::print_error(&printer, &format!("error: {message}"), Some(hint));
                 exit::USAGE
-            },
-        )?;
+            })?;
         match &sandbox {
             Some(sandbox) => {
                 let temp = sandbox.temp_dir().display().to_string();
@@ -136,8 +135,7 @@ impl Session {
 
     /// Every tool, with `names` enabled by the operator's naming them.
     fn discover(&self, names: &[String]) -> Catalog {
-        let mut settings =
-            discovery_settings(&self.config.tools, &self.cwd, self.home.as_deref());
+        let mut settings = discovery_settings(&self.config.tools, &self.cwd, self.home.as_deref());
         settings.sandbox.clone_from(&self.sandbox);
         let policy = |name: &str| {
             self.policy

@@ -79,7 +79,7 @@ async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         ctx.sandbox.as_ref(),
     )
     .await
-        .map_err(|error| ToolError::Model(format!("could not start the shell: {error}")))?;
+    .map_err(|error| ToolError::Model(format!("could not start the shell: {error}")))?;
     let mut result = json!({
         "exit_code": output.shell_exit_code(),
         "stdout": output.stdout,

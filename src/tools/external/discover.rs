@@ -113,18 +113,14 @@ pub async fn discover(
             None => pending.push(index),
         }
     }
-    let probes = join_all(
-        pending
-            .iter()
-            .map(|&index| {
-                probe_schema(
-                    &catalog.entries[index].path,
-                    &settings.cwd,
-                    &env,
-                    settings.sandbox.as_ref(),
-                )
-            }),
-    )
+    let probes = join_all(pending.iter().map(|&index| {
+        probe_schema(
+            &catalog.entries[index].path,
+            &settings.cwd,
+            &env,
+            settings.sandbox.as_ref(),
+        )
+    }))
     .await;
     for (index, probe) in pending.into_iter().zip(probes) {
         let entry = &mut catalog.entries[index];

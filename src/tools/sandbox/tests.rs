@@ -109,7 +109,7 @@ async fn extra_writable_roots_are_writable() {
     assert!(dirs.outside.join("granted.txt").is_file());
 }
 
-/// `python3 -c` or a bash `/dev/tcp` connect: exit code of the attempt.
+/// A bash `/dev/tcp` connect that prints `connected` when it works.
 fn connect_command(port: u16) -> String {
     format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected")
 }
@@ -135,7 +135,7 @@ async fn no_network_unless_granted() {
     let open = Arc::new(Sandbox::prepare(&dirs.work, &granted).unwrap());
     let out = sh(&connect_command(port), &dirs.work, &open).await;
     assert!(out.stdout.contains("connected"), "{out:?}");
-    assert_eq!(open.info().network, true);
+    assert!(open.info().network);
 }
 
 #[tokio::test]
@@ -144,9 +144,7 @@ async fn unix_sockets_still_work() {
     let sandbox = Arc::new(Sandbox::prepare(&dirs.work, &SandboxSettings::default()).unwrap());
     let socket = dirs.work.join("s.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    // bash cannot open a unix socket; `python3` may be missing. Use a
-    // child that connects via `socat`-free means: ybs's own test binary
-    // is not a CLI, so check with the kernel: bind a new socket inside.
+    // bash cannot open a unix socket: python3 does, when installed.
     let out = sh(
         "command -v python3 >/dev/null || exit 77; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(\"unix ok\")' s.sock",
         &dirs.work,
