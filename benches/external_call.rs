@@ -49,6 +49,7 @@ fn main() {
         shell_timeout: Duration::from_secs(30),
         max_shell_timeout: Duration::from_secs(60),
         output_cap_bytes: 1 << 20,
+        sandbox: None,
     };
     let settings = DiscoverySettings {
         cwd: work.clone(),
@@ -56,6 +57,7 @@ fn main() {
         search_paths: Vec::new(),
         declared: Vec::new(),
         cache_dir: Some(root.join("cache")),
+        sandbox: None,
     };
     let names = vec!["trivial".to_owned()];
     let enable = Enable {

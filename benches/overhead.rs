@@ -9,7 +9,8 @@
 //! The model is the `replay` provider (instant, no network), so what is
 //! measured is ybs alone: start-up, the agent loop, policy, tool dispatch,
 //! a `run_shell` of `cat`, events, transcript, JUnit and summary.
-//! Peak memory is the child's max RSS from `wait4`.
+//! Peak memory is the child's max RSS from `wait4`. The step is timed
+//! with the kernel sandbox (the default) and with `--no-sandbox`.
 
 use std::path::Path;
 use std::process::Command;
@@ -116,6 +117,19 @@ fn main() {
     println!(
         "  ybs's own time per agent step           {:>8.2} ms   (target < 3 ms)",
         ms(per_step)
+    );
+    let unconfined = time_command(|| {
+        let mut command = ybs();
+        command
+            .current_dir(dir.path())
+            .args(["run", "-q", "--no-sandbox", "t.yaml"]);
+        command
+    });
+    let per_step_unconfined = unconfined.saturating_sub(empty) / u32::try_from(STEPS).unwrap();
+    println!(
+        "  the same with --no-sandbox              {:>8.2} ms   (sandbox cost per call {:.2} ms; target with sandbox < 8 ms)",
+        ms(per_step_unconfined),
+        ms(per_step) - ms(per_step_unconfined)
     );
     println!(
         "peak RSS of any run above                 {:>8.1} MB   (target < 25 MB)",

@@ -94,6 +94,9 @@ pub struct RunArgs {
     /// Print JSONL events on stdout and nothing else.
     #[arg(long)]
     pub json: bool,
+    /// Run shell commands and external tools without kernel confinement (Landlock + seccomp); every output says so.
+    #[arg(long)]
+    pub no_sandbox: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
 }
@@ -145,6 +148,9 @@ pub struct ToolsCommon {
     /// Operator policy: its allow rules enable repository tools; `invoke` is decided by it.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Run the tool (and `--schema`) without kernel confinement (Landlock + seccomp); the output says so.
+    #[arg(long)]
+    pub no_sandbox: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
 }

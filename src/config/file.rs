@@ -53,6 +53,8 @@ const SAFETY_FIELDS: &[&str] = &[
     "blocked_commands",
     "env_passthrough",
     "sandbox_enabled",
+    "sandbox_writable_paths",
+    "sandbox_network",
     "require_confirmation",
 ];
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths"];
@@ -257,7 +259,13 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         }
         let (key, node) = fields.entry(name).or(alias_entry)?;
         let items: Option<Vec<String>> = decoder.decode(node, &key.name);
-        if repository && items.is_some() && matches!(name, "allowed_paths" | "env_passthrough") {
+        if repository
+            && items.is_some()
+            && matches!(
+                name,
+                "allowed_paths" | "env_passthrough" | "sandbox_writable_paths"
+            )
+        {
             decoder.error_with_hint(
                 key.span,
                 format!("`safety.{}` cannot be set in the repository's config: it would widen what the operator allows", key.name),
@@ -273,6 +281,8 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         blocked_commands: list(decoder, "blocked_commands", None),
         env_passthrough: list(decoder, "env_passthrough", None),
         sandbox_enabled: fields.get(decoder, "sandbox_enabled"),
+        sandbox_writable_paths: list(decoder, "sandbox_writable_paths", None),
+        sandbox_network: fields.get(decoder, "sandbox_network"),
         require_confirmation: list(decoder, "require_confirmation", None),
         ..SafetyLayer::default()
     };
@@ -288,6 +298,16 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
                 "pass --no-sandbox, or set it in ~/.config/ybs/config.json",
             );
             layer.sandbox_enabled = None;
+        }
+        if layer.sandbox_network == Some(true)
+            && let Some((key, _)) = fields.entry("sandbox_network")
+        {
+            decoder.error_with_hint(
+                key.span,
+                "`safety.sandbox_network: true` cannot be set in the repository's config",
+                "set it in ~/.config/ybs/config.json or a file given with --config",
+            );
+            layer.sandbox_network = None;
         }
     }
     layer

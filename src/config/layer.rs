@@ -122,6 +122,8 @@ pub struct SafetyLayer {
     pub blocked_commands: Option<Vec<String>>,
     pub env_passthrough: Option<Vec<String>>,
     pub sandbox_enabled: Option<bool>,
+    pub sandbox_writable_paths: Option<Vec<String>>,
+    pub sandbox_network: Option<bool>,
     pub require_confirmation: Option<Vec<String>>,
     /// From the repository's `./.ybs.json`, which may only add to the
     /// blocked lists (SECURITY S5).
@@ -173,7 +175,7 @@ combine_fields! {
     AgentLayer { max_iterations, retry_attempts, retry_backoff_base }
     SafetyLayer {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
-        require_confirmation, extra_blocked_paths, extra_blocked_commands,
+        sandbox_writable_paths, sandbox_network, require_confirmation, extra_blocked_paths, extra_blocked_commands,
     }
     ToolsLayer { builtin, external, search_paths }
     BuiltinToolLayer { enabled, timeout }

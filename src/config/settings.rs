@@ -135,6 +135,11 @@ pub struct SafetySettings {
     /// Off only with `--no-sandbox` or `sandbox_enabled: false` in an
     /// operator config.
     pub sandbox_enabled: bool,
+    /// Extra roots sandboxed children may write (operator config only;
+    /// `safety.allowed_paths` are writable too).
+    pub sandbox_writable_paths: Vec<String>,
+    /// Sandboxed children may use the network (operator config only).
+    pub sandbox_network: bool,
     /// Kept from the seed schema; policy `ask` rules do this job in ybs.
     pub require_confirmation: Vec<String>,
 }
@@ -312,6 +317,8 @@ impl Config {
                     .combine(safety.extra_blocked_commands),
                 env_passthrough: safety.env_passthrough.unwrap_or_default(),
                 sandbox_enabled: safety.sandbox_enabled.unwrap_or(true),
+                sandbox_writable_paths: safety.sandbox_writable_paths.unwrap_or_default(),
+                sandbox_network: safety.sandbox_network.unwrap_or(false),
                 require_confirmation: safety.require_confirmation.unwrap_or_default(),
             },
             tools: ToolsSettings {

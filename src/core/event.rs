@@ -48,6 +48,10 @@ pub enum Event {
         system_prompt: String,
         tools: Vec<String>,
         dry_run: bool,
+        /// How the task's shell commands and external tools are confined
+        /// (SECURITY S1). Absent in transcripts of older versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<SandboxInfo>,
     },
     /// A message was appended to the conversation.
     #[serde(rename = "message")]
@@ -132,6 +136,52 @@ pub enum Event {
         cost: Cost,
         duration_ms: u64,
     },
+}
+
+/// The kernel confinement of a task's children, as the manifest records it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    /// `landlock+seccomp`, or `none` when children run unconfined.
+    pub mode: String,
+    /// The Landlock status: `fully_enforced` or `partially_enforced`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock: Option<String>,
+    /// True if children may open network sockets.
+    pub network: bool,
+    /// Where children may write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
+    /// Why children run unconfined (`--no-sandbox`, kernel support).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl SandboxInfo {
+    /// True if children run confined.
+    pub fn confined(&self) -> bool {
+        self.mode != "none"
+    }
+
+    /// One line for humans: `landlock+seccomp (no network)` or
+    /// `none (--no-sandbox): UNCONFINED`.
+    pub fn describe(&self) -> String {
+        if self.confined() {
+            format!(
+                "{}{}",
+                self.mode,
+                if self.network {
+                    " (network allowed)"
+                } else {
+                    " (no network)"
+                }
+            )
+        } else {
+            format!(
+                "none: shell commands and external tools run UNCONFINED ({})",
+                self.reason.as_deref().unwrap_or("no reason given")
+            )
+        }
+    }
 }
 
 /// Calls of one external tool: counts and durations.

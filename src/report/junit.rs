@@ -125,6 +125,9 @@ fn test_case(result: &TaskResult) -> TestCase {
     if result.expect != "pass" {
         properties.push(("expect", result.expect.clone()));
     }
+    if let Some(sandbox) = &result.sandbox {
+        properties.push(("sandbox", sandbox.describe()));
+    }
     case.add_properties(
         properties
             .into_iter()

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::core::event::{Event, EventRecord, GitOutcome};
+use crate::core::event::{Event, EventRecord, GitOutcome, SandboxInfo};
 use crate::core::outcome::{Reason, Status};
 use crate::core::usage::{Cost, Usage};
 
@@ -29,6 +29,8 @@ pub struct TaskResult {
     /// The checks that failed in the last attempt that ran checks.
     pub failed_checks: Vec<FailedCheck>,
     pub git: Option<GitOutcome>,
+    /// The kernel confinement of the task's children (SECURITY S1).
+    pub sandbox: Option<SandboxInfo>,
     /// False when the events stopped before `task.finished`; the result is
     /// then reported as an `internal_error`.
     pub finished: bool,
@@ -177,6 +179,7 @@ impl Pending {
                 cost: Cost::Usd(0.0),
                 duration_ms: 0,
                 failed_checks: Vec::new(),
+                sandbox: None,
                 git: None,
                 finished: false,
             },
@@ -195,8 +198,10 @@ impl Pending {
                 run_id,
                 provider,
                 model,
+                sandbox,
                 ..
             } => {
+                result.sandbox.clone_from(sandbox);
                 result.started_ms = record.ts_ms;
                 result.file.clone_from(file);
                 result.suite.clone_from(suite);

@@ -125,8 +125,32 @@ fn write_summary(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
             commit,
         )?;
     }
+    write_sandbox(out, results)?;
     write_failures(out, results)?;
     write_git(out, results)
+}
+
+/// Which tasks ran their shell commands, external tools and checks
+/// without kernel confinement (SECURITY S1): always said, never hidden.
+fn write_sandbox(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+    let unconfined: Vec<_> = results
+        .iter()
+        .filter_map(|result| Some((result, result.sandbox.as_ref()?)))
+        .filter(|(_, sandbox)| !sandbox.confined())
+        .collect();
+    if unconfined.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n## Sandbox\n")?;
+    for (result, sandbox) in unconfined {
+        writeln!(
+            out,
+            "- ⚠ {}: sandbox {}",
+            escape_inline(&result.task),
+            escape_inline(&sandbox.describe())
+        )?;
+    }
+    Ok(())
 }
 
 fn write_failures(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {

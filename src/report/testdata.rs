@@ -41,6 +41,7 @@ pub(crate) fn started(task: &str, file: &str, ts_ms: u64) -> EventRecord {
             system_prompt: "You are ybs.".to_owned(),
             tools: vec!["read_file".to_owned(), "run_shell".to_owned()],
             dry_run: false,
+            sandbox: None,
         },
     )
 }

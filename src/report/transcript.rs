@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::core::event::{Event, EventRecord, EventSink, GitOutcome, SCHEMA_VERSION, ToolMetrics};
+use crate::core::event::{
+    Event, EventRecord, EventSink, GitOutcome, SCHEMA_VERSION, SandboxInfo, ToolMetrics,
+};
 use crate::core::ids::rfc3339;
 use crate::core::message::Message;
 use crate::core::outcome::{Reason, Status};
@@ -65,6 +67,9 @@ pub struct Manifest {
     pub workdir: String,
     pub dry_run: bool,
     pub tools: Vec<String>,
+    /// How shell commands and external tools were confined (SECURITY S1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxInfo>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -237,6 +242,7 @@ impl TranscriptBuilder {
                 system_prompt,
                 tools,
                 dry_run,
+                sandbox,
             } => {
                 self.started_ms = Some(record.ts_ms);
                 self.task = TaskInfo {
@@ -257,6 +263,7 @@ impl TranscriptBuilder {
                     workdir: workdir.clone(),
                     dry_run: *dry_run,
                     tools: tools.clone(),
+                    sandbox: sandbox.clone(),
                 };
                 self.system_prompt.clone_from(system_prompt);
             }

@@ -1,5 +1,11 @@
 //! Checks: shell commands run in the workdir after the agent stops; all
 //! must pass (SPEC §2–3). A failing check's output feeds `fix_attempts`.
+//!
+//! Checks are the task author's commands, trusted like the task file, and
+//! run without the kernel sandbox (SECURITY S1 covers `run_shell` and
+//! external tools): a check may write outside the workdir. Whatever a
+//! check executes from the workdir (tests the model edited, build
+//! scripts) runs unconfined too; see the README's `## Sandbox`.
 
 use std::path::Path;
 use std::time::Duration;

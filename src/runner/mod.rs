@@ -28,6 +28,7 @@ use crate::tools::ChildEnv;
 
 pub use prepare::{
     Cassettes, PolicyInputs, PrepareError, PreparedTask, prepare, protected_files, task_policy,
+    task_sandbox,
 };
 pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};

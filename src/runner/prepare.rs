@@ -11,6 +11,7 @@ use super::RunContext;
 use super::workspace::TaskGit;
 use crate::agent::Limits;
 use crate::config::{Config, Origin, TaskSettings};
+use crate::core::event::SandboxInfo;
 use crate::git::GitError;
 use crate::llm::cassette::Cassette;
 use crate::llm::failing::Failing;
@@ -19,6 +20,7 @@ use crate::llm::replay::Replay;
 use crate::llm::{self, API_KEY_VARS, Provider, ProviderConfig, ProviderError};
 use crate::policy::{GuardSettings, Policy, PolicySpec};
 use crate::task::TaskSpec;
+use crate::tools::sandbox::{self, Sandbox, SandboxSettings, Unavailable};
 use crate::tools::{Registry, ToolCtx, builtin, external};
 
 /// A task ready to run.
@@ -31,6 +33,8 @@ pub struct PreparedTask {
     pub policy: Policy,
     pub policy_hash: String,
     pub provider: Box<dyn Provider>,
+    /// How the task's children are confined, for the manifest.
+    pub sandbox: SandboxInfo,
 }
 
 /// Why a task cannot run.
@@ -97,6 +101,18 @@ pub fn prepare(
     if commit_enabled {
         git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;
     }
+    let may_run_programs =
+        registry.names().iter().any(|name| name == "run_shell") || !task.tools.external.is_empty();
+    let (sandbox, sandbox_info) =
+        task_sandbox(&run.config, run.home.as_deref(), &workdir, may_run_programs)
+            .map_err(|(message, hint)| fail(message, Some(hint)))?;
+    let mut env = run.child_env.clone();
+    if let Some(sandbox) = &sandbox {
+        let temp = sandbox.temp_dir().display().to_string();
+        for name in ["TMPDIR", "TMP", "TEMP"] {
+            env.set(name, &temp);
+        }
+    }
     let tool_ctx = ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
             .chain(allowed_roots(&run.config, run.home.as_deref()))
@@ -114,10 +130,11 @@ pub fn prepare(
             })
             .collect(),
         protected_paths: protected,
-        env: run.child_env.clone(),
+        env,
         shell_timeout: Duration::from_secs(30),
         max_shell_timeout: Duration::from_secs(3600),
         output_cap_bytes: 1 << 20,
+        sandbox,
     };
     let limits = Limits {
         max_iterations: settings.max_iterations,
@@ -136,7 +153,55 @@ pub fn prepare(
         policy,
         policy_hash,
         provider,
+        sandbox: sandbox_info,
     })
+}
+
+/// A task's sandbox (`None`: unconfined) and what the manifest says of it.
+pub type TaskSandbox = (Option<Arc<Sandbox>>, SandboxInfo);
+
+/// Why a sandbox is off when the operator turned it off.
+pub const SANDBOX_DISABLED: &str = "disabled by --no-sandbox or safety.sandbox_enabled: false";
+
+/// The kernel confinement of a task's children (SECURITY S1): off when
+/// the operator said so; when the kernel cannot confine, a task that may
+/// run programs for the model (`run_shell`, external tools) is refused,
+/// any other runs with its checks unconfined, and the manifest says so.
+pub fn task_sandbox(
+    config: &Config,
+    home: Option<&Path>,
+    workdir: &Path,
+    may_run_programs: bool,
+) -> Result<TaskSandbox, (String, &'static str)> {
+    if !config.safety.sandbox_enabled {
+        return Ok((None, sandbox::unconfined(SANDBOX_DISABLED)));
+    }
+    let settings = SandboxSettings {
+        writable: allowed_roots(config, home)
+            .into_iter()
+            .chain(
+                config
+                    .safety
+                    .sandbox_writable_paths
+                    .iter()
+                    .map(|path| expand_home(Path::new(path), home)),
+            )
+            .collect(),
+        network: config.safety.sandbox_network,
+    };
+    match Sandbox::prepare(workdir, &settings) {
+        Ok(sandbox) => {
+            let info = sandbox.info();
+            Ok((Some(Arc::new(sandbox)), info))
+        }
+        Err(Unavailable(reason)) if may_run_programs => Err((
+            format!(
+                "kernel confinement is unavailable ({reason}), and this task's tools run programs (run_shell or external tools)"
+            ),
+            "pass --no-sandbox to run them unconfined (every output then says so), or run ybs where Landlock and seccomp work",
+        )),
+        Err(Unavailable(reason)) => Ok((None, sandbox::unconfined(&reason))),
+    }
 }
 
 /// SPEC §8: a repository that cannot take the task's commit stops the run

@@ -48,6 +48,7 @@ pub async fn run_task(
         system_prompt: system_prompt.clone(),
         tools: tool_names,
         dry_run: run.dry_run,
+        sandbox: Some(prepared.sandbox.clone()),
     });
     for note in &tools.notes {
         emitter.note(note.clone());

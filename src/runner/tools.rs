@@ -54,6 +54,7 @@ pub fn discovery_settings(
             })
             .collect(),
         cache_dir: cache_dir(home),
+        sandbox: None,
     }
 }
 
@@ -87,7 +88,22 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
         named_by: "task",
         policy: &policy,
     };
-    let settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
+    if prepared.tool_ctx.sandbox.is_none() && run.config.safety.sandbox_enabled {
+        // Kernel confinement is unavailable and was not waived: no
+        // external program runs for the model (SECURITY S1). A task that
+        // names external tools never gets here (refused when prepared).
+        notes.push(
+            "external tools are not offered: kernel confinement is unavailable (pass --no-sandbox to offer them unconfined)"
+                .to_owned(),
+        );
+        return TaskTools {
+            registry,
+            metrics,
+            notes,
+        };
+    }
+    let mut settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
+    settings.sandbox.clone_from(&prepared.tool_ctx.sandbox);
     let catalog = external::discover(&settings, &enable, &run.child_env).await;
     for entry in &catalog.entries {
         let named = names.iter().any(|name| {

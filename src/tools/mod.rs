@@ -12,10 +12,12 @@ pub mod external;
 pub mod paths;
 pub mod process;
 pub mod registry;
+pub mod sandbox;
 #[cfg(test)]
 pub(crate) mod testing;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -46,6 +48,9 @@ pub struct ToolCtx {
     pub max_shell_timeout: Duration,
     /// Cap on captured bytes of each subprocess stream.
     pub output_cap_bytes: usize,
+    /// The kernel confinement of `run_shell` and external tools
+    /// (SECURITY S1); `None`: they run unconfined.
+    pub sandbox: Option<Arc<sandbox::Sandbox>>,
 }
 
 /// What a call acts on, found before it runs so policy can decide on it.

@@ -21,8 +21,8 @@
 //! Escapees (`setsid`, double fork) leave the group. [`harden_self`] makes
 //! ybs a child subreaper, so such orphans are re-parented to ybs instead of
 //! init; after every run ybs kills and reaps any child of its own it did
-//! not start itself (see [`reap_escapees`]). The kernel sandbox's PID
-//! namespace, where present, catches them too.
+//! not start itself (see [`reap_escapees`]). (The kernel sandbox,
+//! [`super::sandbox`], has no PID namespace: this is what contains them.)
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the child exits.
 //! Spawns happen on tokio worker threads, which live as long as the
@@ -34,7 +34,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -43,6 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, Command};
 
 use super::ChildEnv;
+use super::sandbox::Sandbox;
 
 /// How long pipes may stay open after the child exited before the group
 /// is killed.
@@ -69,6 +70,9 @@ pub struct ProcessSpec<'a> {
     pub timeout: Duration,
     /// Cap on captured bytes, per stream.
     pub output_cap: usize,
+    /// The kernel confinement applied in the child before exec
+    /// (SECURITY S1); `None` runs it unconfined.
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 impl<'a> ProcessSpec<'a> {
@@ -89,7 +93,15 @@ impl<'a> ProcessSpec<'a> {
             stdin: None,
             timeout,
             output_cap,
+            sandbox: None,
         }
+    }
+
+    /// The same, confined by `sandbox` when given.
+    #[must_use]
+    pub fn confined(mut self, sandbox: Option<&Arc<Sandbox>>) -> Self {
+        self.sandbox = sandbox.cloned();
+        self
     }
 }
 
@@ -188,6 +200,7 @@ pub async fn run_command(
     env: &ChildEnv,
     timeout: Duration,
     output_cap: usize,
+    sandbox: Option<&Arc<Sandbox>>,
 ) -> io::Result<ProcessOutput> {
     if let Some(mut argv) = simple_argv(command) {
         let program = argv.remove(0);
@@ -199,6 +212,7 @@ pub async fn run_command(
             stdin: None,
             timeout,
             output_cap,
+            sandbox: sandbox.cloned(),
         };
         match run_inner(spec).await {
             Ok(output) => return Ok(output),
@@ -207,7 +221,7 @@ pub async fn run_command(
             Err(Failure::Spawn(_)) => {}
         }
     }
-    run(ProcessSpec::shell(command, cwd, env, timeout, output_cap)).await
+    run(ProcessSpec::shell(command, cwd, env, timeout, output_cap).confined(sandbox)).await
 }
 
 /// Runs `spec` to the end (its own, its timeout's, or ybs's) and returns
@@ -242,7 +256,7 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    detach(&mut command);
+    detach(&mut command, spec.sandbox.clone());
 
     let mut child = spawn_registered(&mut command).map_err(Failure::Spawn)?;
     let pid = child
@@ -440,13 +454,15 @@ impl Drop for GroupGuard {
 /// the child's pid as its id, and no controlling terminal: opening
 /// `/dev/tty` fails instead of stopping on SIGTTIN), and on Linux
 /// `PR_SET_PDEATHSIG(SIGKILL)`, refusing to start if ybs already died
-/// between fork and that call.
+/// between fork and that call. Then, with a sandbox, the kernel
+/// confinement ([`Sandbox::confine_child`]: raw system calls only).
 #[allow(unsafe_code)]
-fn detach(command: &mut Command) {
+fn detach(command: &mut Command, sandbox: Option<Arc<Sandbox>>) {
     #[cfg(target_os = "linux")]
     let parent = nix::unistd::getpid();
     // SAFETY: the closure runs in the forked child before exec. It makes
-    // only raw system calls (setsid, prctl, getppid), all async-signal-safe;
+    // only raw system calls (setsid, prctl, getppid; with a sandbox prctl,
+    // landlock_restrict_self, seccomp), all async-signal-safe;
     // it neither allocates nor takes a lock, and its errors are built from
     // raw errnos, which do not allocate either.
     unsafe {
@@ -458,6 +474,9 @@ fn detach(command: &mut Command) {
                 if nix::unistd::getppid() != parent {
                     return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
                 }
+            }
+            if let Some(sandbox) = &sandbox {
+                sandbox.confine_child()?;
             }
             Ok(())
         });

@@ -36,6 +36,7 @@ impl Fixture {
             shell_timeout: Duration::from_secs(30),
             max_shell_timeout: Duration::from_secs(60),
             output_cap_bytes: 64 * 1024,
+            sandbox: None,
         };
         Self {
             _temp: temp,

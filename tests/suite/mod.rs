@@ -4,6 +4,7 @@ mod git;
 mod policy;
 mod providers;
 mod run;
+mod sandbox;
 mod security;
 mod tools;
 mod validate;

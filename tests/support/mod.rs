@@ -97,12 +97,7 @@ impl Ybs {
         S: AsRef<std::ffi::OsStr>,
     {
         let output = self.command().args(args).output().unwrap();
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            root: self.dir.path().to_owned(),
-        }
+        Run::from_output(output, self.dir.path())
     }
 
     pub fn read(&self, relative: &str) -> String {
@@ -121,6 +116,16 @@ impl Ybs {
 }
 
 impl Run {
+    /// The outcome of a `ybs` started some other way in `root`.
+    pub fn from_output(output: std::process::Output, root: &Path) -> Self {
+        Self {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            root: root.to_owned(),
+        }
+    }
+
     /// Panics with the full output unless the exit code is `code`.
     pub fn expect_code(&self, code: i32) -> &Self {
         assert_eq!(

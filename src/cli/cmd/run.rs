@@ -26,6 +26,7 @@ pub fn run(args: &RunArgs) -> u8 {
         endpoint: args.endpoint.clone(),
         cassette: args.cassette.clone(),
         out: args.out.clone(),
+        no_sandbox: args.no_sandbox,
         ..common::Overrides::default()
     };
     let loaded = match common::load(
@@ -87,6 +88,7 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    warn_unconfined(&printer, &prepared);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -125,5 +127,22 @@ pub fn run(args: &RunArgs) -> u8 {
     match (&report.output_error, report.exit_code()) {
         (Some(_), exit::OK) => exit::INFRA,
         (_, code) => code,
+    }
+}
+
+/// One warning line on stderr when children run unconfined (SECURITY S1).
+fn warn_unconfined(printer: &Printer, prepared: &[runner::PreparedTask]) {
+    let mut reasons: Vec<&str> = prepared
+        .iter()
+        .filter(|task| !task.sandbox.confined())
+        .map(|task| task.sandbox.reason.as_deref().unwrap_or("unknown reason"))
+        .collect();
+    reasons.dedup();
+    if !reasons.is_empty() {
+        // Not `warn`: shown even with --quiet.
+        printer.error(&format!(
+            "warning: no sandbox: shell commands and external tools run UNCONFINED ({})",
+            reasons.join("; ")
+        ));
     }
 }

@@ -8,6 +8,7 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -21,12 +22,14 @@ use crate::config::{self, Config, Sources};
 use crate::core::{Redactor, exit};
 use crate::policy::{CallView, GuardSettings, Policy, Verdict};
 use crate::report::log::neutralize;
+use crate::runner::task_sandbox;
 use crate::runner::tools::{cache_dir, discovery_settings, policy_enables};
 use crate::task::load_policy_str;
 use crate::tools::external::cache::load_metrics;
 use crate::tools::external::{
     Catalog, Enable, Entry, ExternalTool, Metrics, Status, ToolStats, cache,
 };
+use crate::tools::sandbox::Sandbox;
 use crate::tools::{ChildEnv, Tool, ToolCtx, process};
 
 pub fn tools(args: &ToolsArgs) -> u8 {
@@ -45,6 +48,8 @@ struct Session {
     home: Option<PathBuf>,
     policy: Option<Policy>,
     env: ChildEnv,
+    /// Confines every tool process (SECURITY S1); `None`: `--no-sandbox`.
+    sandbox: Option<Arc<Sandbox>>,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -70,6 +75,7 @@ impl Session {
         };
         let overrides = common::Overrides {
             config_file: common_args.config.clone(),
+            no_sandbox: common_args.no_sandbox,
             ..common::Overrides::default()
         };
         let config = config::load(&overrides, &sources).map_err(|error| {
@@ -80,7 +86,26 @@ impl Session {
             Some(path) => Some(load_policy(&printer, &cwd.join(path), path)?),
             None => None,
         };
-        let env = ChildEnv::scrubbed(&config.safety.env_passthrough);
+        let mut env = ChildEnv::scrubbed(&config.safety.env_passthrough);
+        let workdir = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
+        let (sandbox, info) =
+            task_sandbox(&config, home.as_deref(), &workdir, true).map_err(|(message, hint)| {
+                diagnostics::print_error(&printer, &format!("error: {message}"), Some(hint));
+                exit::USAGE
+            })?;
+        match &sandbox {
+            Some(sandbox) => {
+                let temp = sandbox.temp_dir().display().to_string();
+                for name in ["TMPDIR", "TMP", "TEMP"] {
+                    env.set(name, &temp);
+                }
+            }
+            // Not `warn`: shown even with --quiet.
+            None => printer.error(&format!(
+                "warning: no sandbox: external tools run UNCONFINED ({})",
+                info.reason.as_deref().unwrap_or("unknown reason")
+            )),
+        }
         let mut redactor = Redactor::new();
         for value in &env.secret_values {
             redactor.add(value.clone());
@@ -103,13 +128,15 @@ impl Session {
             home,
             policy,
             env,
+            sandbox,
             runtime,
         })
     }
 
     /// Every tool, with `names` enabled by the operator's naming them.
     fn discover(&self, names: &[String]) -> Catalog {
-        let settings = discovery_settings(&self.config.tools, &self.cwd, self.home.as_deref());
+        let mut settings = discovery_settings(&self.config.tools, &self.cwd, self.home.as_deref());
+        settings.sandbox.clone_from(&self.sandbox);
         let policy = |name: &str| {
             self.policy
                 .as_ref()
@@ -463,6 +490,7 @@ fn tool_ctx(session: &Session) -> ToolCtx {
         shell_timeout: std::time::Duration::from_secs(30),
         max_shell_timeout: std::time::Duration::from_secs(3600),
         output_cap_bytes: 1 << 20,
+        sandbox: session.sandbox.clone(),
     }
 }
 

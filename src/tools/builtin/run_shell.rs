@@ -70,9 +70,16 @@ async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
             ctx.max_shell_timeout.max(Duration::from_secs(1)),
         );
     let cwd = paths::resolve_dir(ctx, directory)?.abs;
-    let output = process::run_command(command, cwd, &ctx.env, timeout, ctx.output_cap_bytes)
-        .await
-        .map_err(|error| ToolError::Model(format!("could not start the shell: {error}")))?;
+    let output = process::run_command(
+        command,
+        cwd,
+        &ctx.env,
+        timeout,
+        ctx.output_cap_bytes,
+        ctx.sandbox.as_ref(),
+    )
+    .await
+    .map_err(|error| ToolError::Model(format!("could not start the shell: {error}")))?;
     let mut result = json!({
         "exit_code": output.shell_exit_code(),
         "stdout": output.stdout,

@@ -141,6 +141,7 @@ impl ExternalTool {
             stdin: Some(stdin),
             timeout: self.timeout,
             output_cap: ctx.output_cap_bytes,
+            sandbox: ctx.sandbox.clone(),
         };
         let started = std::time::Instant::now();
         let (outcome, envelope) = match run_retrying_busy(spec).await {

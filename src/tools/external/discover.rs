@@ -64,6 +64,8 @@ pub struct DiscoverySettings {
     pub declared: Vec<Declared>,
     /// ybs's cache directory; `None` disables the schema cache.
     pub cache_dir: Option<PathBuf>,
+    /// Confines `TOOL --schema` like a call (SECURITY S1).
+    pub sandbox: Option<std::sync::Arc<crate::tools::sandbox::Sandbox>>,
 }
 
 /// What enables tools beyond the operator's own: names (a task's
@@ -111,11 +113,14 @@ pub async fn discover(
             None => pending.push(index),
         }
     }
-    let probes = join_all(
-        pending
-            .iter()
-            .map(|&index| probe_schema(&catalog.entries[index].path, &settings.cwd, &env)),
-    )
+    let probes = join_all(pending.iter().map(|&index| {
+        probe_schema(
+            &catalog.entries[index].path,
+            &settings.cwd,
+            &env,
+            settings.sandbox.as_ref(),
+        )
+    }))
     .await;
     for (index, probe) in pending.into_iter().zip(probes) {
         let entry = &mut catalog.entries[index];
@@ -403,7 +408,12 @@ fn absolute(path: &Path, cwd: &Path, home: Option<&Path>) -> PathBuf {
 }
 
 /// Runs `TOOL --schema` with the hygiene of a call and a short timeout.
-async fn probe_schema(path: &Path, cwd: &Path, env: &ChildEnv) -> SchemaProbe {
+async fn probe_schema(
+    path: &Path,
+    cwd: &Path,
+    env: &ChildEnv,
+    sandbox: Option<&std::sync::Arc<crate::tools::sandbox::Sandbox>>,
+) -> SchemaProbe {
     let spec = ProcessSpec {
         program: path.as_os_str().to_owned(),
         args: vec!["--schema".into()],
@@ -412,6 +422,7 @@ async fn probe_schema(path: &Path, cwd: &Path, env: &ChildEnv) -> SchemaProbe {
         stdin: None,
         timeout: SCHEMA_TIMEOUT,
         output_cap: MAX_SCHEMA_BYTES,
+        sandbox: sandbox.cloned(),
     };
     let unknown = |reason: String| SchemaProbe::Unknown { reason };
     let output = match super::call::run_retrying_busy(spec).await {

@@ -27,6 +27,7 @@ impl Setup {
             search_paths: Vec::new(),
             declared: Vec::new(),
             cache_dir: Some(fx.root.join("cache")),
+            sandbox: None,
         };
         Self { fx, settings }
     }

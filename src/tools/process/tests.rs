@@ -284,7 +284,7 @@ async fn run_command_falls_back_to_the_shell() {
     let dir = tempfile::tempdir().unwrap();
     let env = env();
     let timeout = Duration::from_secs(10);
-    let out = run_command("ls -a", dir.path().to_path_buf(), &env, timeout, 4096)
+    let out = run_command("ls -a", dir.path().to_path_buf(), &env, timeout, 4096, None)
         .await
         .unwrap();
     assert_eq!(out.stdout, ".\n..\n");
@@ -294,6 +294,7 @@ async fn run_command_falls_back_to_the_shell() {
         &env,
         timeout,
         4096,
+        None,
     )
     .await
     .unwrap();
@@ -311,9 +312,16 @@ async fn run_command_falls_back_to_the_shell() {
         std::fs::write(&script, body).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let out = run_command("./with.sh", dir.path().to_path_buf(), &env, timeout, 4096)
-        .await
-        .unwrap();
+    let out = run_command(
+        "./with.sh",
+        dir.path().to_path_buf(),
+        &env,
+        timeout,
+        4096,
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(out.stdout, "with\n");
     let out = run_command(
         "./without.sh",
@@ -321,6 +329,7 @@ async fn run_command_falls_back_to_the_shell() {
         &env,
         timeout,
         4096,
+        None,
     )
     .await
     .unwrap();

@@ -1,0 +1,318 @@
+//! Kernel confinement of `run_shell` and external tools through the binary
+//! (SECURITY S1). A scripted model runs commands that a static guard
+//! cannot see through (a script it wrote itself); the kernel must stop
+//! them.
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+
+use serde_json::{Value, json};
+
+use crate::support::cassette::{answer, call};
+use crate::support::{Run, Ybs};
+
+/// The shell results the model saw, parsed, in order.
+fn shell_results(run: &Run) -> Vec<Value> {
+    let transcript = run.json("ybs-out/t/transcript.json");
+    transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let content = m["content"].as_str().unwrap();
+            serde_json::from_str(content).unwrap_or_else(|_| json!(content))
+        })
+        .collect()
+}
+
+fn manifest_sandbox(run: &Run) -> Value {
+    run.json("ybs-out/t/transcript.json")["manifest"]["sandbox"].clone()
+}
+
+/// A task whose model writes `escape.sh` (a write to `$HOME`, outside
+/// the workdir, plus writes inside and in `$TMPDIR`) and runs it.
+fn escape_task(ybs: &Ybs) {
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
+    );
+    let script = "echo in > inside.txt && echo tmp > \"$TMPDIR/t.txt\" && cat \"$TMPDIR/t.txt\"\necho out > \"$HOME/escaped.txt\"\n";
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "write_file",
+                json!({"path": "escape.sh", "content": script}),
+            ),
+            call("run_shell", json!({"command": "sh escape.sh"})),
+            answer("done"),
+        ],
+    );
+}
+
+#[test]
+fn shell_writes_outside_the_workdir_are_denied_by_the_kernel() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let results = shell_results(&run);
+    let shell = &results[1];
+    assert_eq!(shell["stdout"], "tmp\n", "{shell}");
+    assert!(
+        shell["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{shell}"
+    );
+    assert_ne!(shell["exit_code"], 0);
+    assert!(!ybs.home().join("escaped.txt").exists());
+    assert_eq!(ybs.read("inside.txt"), "in\n");
+    let sandbox = manifest_sandbox(&run);
+    assert_eq!(sandbox["mode"], "landlock+seccomp", "{sandbox}");
+    assert_eq!(sandbox["network"], false);
+    assert!(sandbox["landlock"].as_str().unwrap().ends_with("enforced"));
+    // The private temp dir is gone with the task.
+    let temp = sandbox["writable"][1].as_str().unwrap().to_owned();
+    assert!(temp.contains("ybs-sandbox-"), "{sandbox}");
+    assert!(!std::path::Path::new(&temp).exists());
+    assert!(!run.stderr.contains("UNCONFINED"), "{}", run.stderr);
+    let events = run.events("t");
+    assert_eq!(events[0]["sandbox"]["mode"], "landlock+seccomp");
+}
+
+#[test]
+fn no_sandbox_lifts_it_and_every_output_says_so() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    let run = ybs.run(["run", "t.yaml", "--no-sandbox", "--quiet"]);
+    run.expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(ybs.home().join("escaped.txt")).unwrap(),
+        "out\n"
+    );
+    let sandbox = manifest_sandbox(&run);
+    assert_eq!(sandbox["mode"], "none", "{sandbox}");
+    assert!(sandbox["reason"].as_str().unwrap().contains("--no-sandbox"));
+    assert!(
+        run.stderr.contains("warning: no sandbox") && run.stderr.contains("UNCONFINED"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.read("ybs-out/summary.md").contains("UNCONFINED"));
+    assert!(run.read("ybs-out/junit.xml").contains("UNCONFINED"));
+}
+
+#[test]
+fn the_repository_config_cannot_turn_the_sandbox_off_or_open_the_network() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    ybs.file(
+        ".ybs.json",
+        r#"{"safety": {"sandbox_enabled": false, "sandbox_network": true, "sandbox_writable_paths": ["/"]}}"#,
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("sandbox_enabled"), "{}", run.stderr);
+    assert!(run.stderr.contains("sandbox_network"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("sandbox_writable_paths"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn operator_config_grants_writable_paths() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    let home = ybs.home().display().to_string();
+    ybs.file(
+        "operator.json",
+        &format!(r#"{{"safety": {{"sandbox_writable_paths": ["{home}"]}}}}"#),
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    assert!(ybs.home().join("escaped.txt").exists());
+    assert_eq!(manifest_sandbox(&run)["mode"], "landlock+seccomp");
+}
+
+/// A task that connects to `port` on 127.0.0.1 with bash's `/dev/tcp`.
+fn connect_task(ybs: &Ybs, port: u16) {
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
+    );
+    let script = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected\n\
+         command -v python3 >/dev/null && python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind(\"u.sock\"); print(\"unix ok\")'\n"
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("write_file", json!({"path": "net.sh", "content": script})),
+            call("run_shell", json!({"command": "bash net.sh"})),
+            answer("done"),
+        ],
+    );
+}
+
+#[test]
+fn no_network_for_shell_commands_but_unix_sockets_work() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let ybs = Ybs::new();
+    connect_task(&ybs, port);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let shell = &shell_results(&run)[1];
+    let stdout = shell["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("connected"), "{shell}");
+    assert!(
+        shell["stderr"].as_str().unwrap().contains("not permitted"),
+        "{shell}"
+    );
+    assert!(listener.accept().is_err(), "a connection was accepted");
+    if which("python3") {
+        assert!(stdout.contains("unix ok"), "{shell}");
+    }
+
+    // Granted by the operator.
+    let ybs = Ybs::new();
+    connect_task(&ybs, port);
+    ybs.file("operator.json", r#"{"safety": {"sandbox_network": true}}"#);
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    let shell = &shell_results(&run)[1];
+    assert!(
+        shell["stdout"].as_str().unwrap().contains("connected"),
+        "{shell}"
+    );
+    assert_eq!(manifest_sandbox(&run)["network"], true);
+}
+
+fn which(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// An external tool that tries to write to `$HOME` and reports.
+const ESCAPING_TOOL: &str = r#"#!/bin/sh
+if [ "$1" = "--schema" ]; then
+  echo '{"name": "escape", "description": "Escape", "parameters": {}}'
+  exit 0
+fi
+cat >/dev/null
+if echo x > "$HOME/tool-escaped.txt" 2>/dev/null; then w=yes; else w=no; fi
+if echo x > "$TMPDIR/tool-tmp.txt" 2>/dev/null; then t=yes; else t=no; fi
+printf '{"success": true, "result": "write=%s tmp=%s"}\n' "$w" "$t"
+"#;
+
+fn escaping_tool(ybs: &Ybs) {
+    let path = ybs.path().join("tools/escape");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, ESCAPING_TOOL).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn external_tools_are_confined_the_same_way() {
+    let ybs = Ybs::new();
+    let cache = ybs.home().join(".cache");
+    let ybs = ybs.env("XDG_CACHE_HOME", cache.to_str().unwrap());
+    escaping_tool(&ybs);
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools: { external: [escape] }\npolicy: { allow: [escape] }\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("escape", json!({})), answer("done")],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(shell_results(&run)[0], "write=no tmp=yes");
+    assert!(!ybs.home().join("tool-escaped.txt").exists());
+
+    // `ybs tools invoke` too; `--no-sandbox` lifts it and says so.
+    let run = ybs.run(["tools", "invoke", "escape"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("write=no tmp=yes"), "{}", run.stdout);
+    assert!(!ybs.home().join("tool-escaped.txt").exists());
+    let run = ybs.run(["tools", "invoke", "escape", "--no-sandbox"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("write=yes"), "{}", run.stdout);
+    assert!(run.stderr.contains("UNCONFINED"), "{}", run.stderr);
+    assert!(ybs.home().join("tool-escaped.txt").exists());
+}
+
+/// `ybs` started with Landlock made unavailable by the kernel: a seccomp
+/// filter (installed in the child before exec) fails
+/// `landlock_create_ruleset` with `ENOSYS`, as on a kernel without it.
+#[allow(unsafe_code)]
+fn run_without_landlock(ybs: &Ybs, args: &[&str]) -> Run {
+    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
+    let filter = SeccompFilter::new(
+        [(nix::libc::SYS_landlock_create_ruleset, Vec::new())]
+            .into_iter()
+            .collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(nix::libc::ENOSYS as u32),
+        TargetArch::try_from(std::env::consts::ARCH).unwrap(),
+    )
+    .unwrap();
+    let program: seccompiler::BpfProgram = filter.try_into().unwrap();
+    let mut command = ybs.command();
+    command.args(args);
+    // SAFETY: apply_filter makes two system calls and does not allocate.
+    unsafe {
+        command
+            .pre_exec(move || seccompiler::apply_filter(&program).map_err(std::io::Error::other));
+    }
+    let output = command.output().unwrap();
+    Run::from_output(output, ybs.path())
+}
+
+#[test]
+fn without_kernel_confinement_a_shell_task_refuses_to_start() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    let run = run_without_landlock(&ybs, &["run", "t.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("kernel confinement is unavailable"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--no-sandbox"), "{}", run.stderr);
+    assert!(!ybs.exists("inside.txt"));
+
+    // `--no-sandbox` runs it, and says so.
+    let run = run_without_landlock(&ybs, &["run", "t.yaml", "--no-sandbox"]);
+    run.expect_code(0);
+    assert!(ybs.home().join("escaped.txt").exists());
+    assert_eq!(manifest_sandbox(&run)["mode"], "none");
+
+    // A task that runs no program for the model starts, and says why
+    // nothing is confined.
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools: { builtin: [read_file] }\n",
+    );
+    ybs.cassette("t.cassette.json", vec![answer("done")]);
+    let run = run_without_landlock(&ybs, &["run", "t.yaml"]);
+    run.expect_code(0);
+    let sandbox = manifest_sandbox(&run);
+    assert_eq!(sandbox["mode"], "none");
+    assert!(
+        sandbox["reason"].as_str().unwrap().contains("Landlock"),
+        "{sandbox}"
+    );
+    assert!(run.stderr.contains("UNCONFINED"), "{}", run.stderr);
+}
