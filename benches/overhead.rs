@@ -22,6 +22,7 @@ const STEPS: usize = 50;
 fn ybs() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ybs"));
     command.stdout(std::process::Stdio::null());
+    command.stderr(std::process::Stdio::null());
     command
 }
 
