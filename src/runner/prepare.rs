@@ -383,7 +383,10 @@ fn build_provider(
             Some(path) => path.clone(),
             None => sibling_cassette(&run.cwd, &task.file).ok_or((
                 format!("provider `replay` needs a cassette, and `{}` has none beside it", task.file.display()),
-                Some("pass --cassette FILE, or put <task-file-stem>.cassette.json next to the task file"),
+                Some(
+                    "pass --cassette FILE, put <task-file-stem>.cassette.json next to the task file, \
+                     or use a real model: --provider openai|anthropic|ollama --model NAME",
+                ),
             ))?,
         };
         let cassette = cassettes.get(&path).map_err(|m| (m, None))?;

@@ -81,6 +81,30 @@ impl<'p> Decoder<'p> {
         );
     }
 
+    /// Reports a value that is not one of `choices`, with a did-you-mean
+    /// hint when a string value is close to one of them.
+    pub fn expected_one_of(&mut self, node: &Node, field: &str, choices: &[&str]) {
+        let expected = match choices {
+            [only] => format!("`{only}`"),
+            [rest @ .., last] => format!("{} or `{last}`", super::layer::list(rest)),
+            [] => "nothing".to_owned(),
+        };
+        let message = format!(
+            "invalid `{field}`: expected {expected}, found {}",
+            node.describe()
+        );
+        let close = match &node.kind {
+            NodeKind::Str(text) => closest(text, choices.iter().copied()),
+            _ => None,
+        };
+        match close {
+            Some(close) => {
+                self.error_with_hint(node.span, message, format!("did you mean `{close}`?"))
+            }
+            None => self.error(node.span, message),
+        }
+    }
+
     /// Checks that `node` is a mapping (or empty) and that every key is one
     /// of `allowed`; each unknown key is reported at its own position.
     pub fn fields<'n>(

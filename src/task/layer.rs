@@ -433,7 +433,7 @@ fn decode_expect(decoder: &mut Decoder<'_>, node: &Node) -> Option<Expect> {
         NodeKind::Str(text) if text == "pass" => Some(Expect::Pass),
         NodeKind::Str(text) if text == "fail" => Some(Expect::Fail),
         _ => {
-            decoder.expected(node, "expect", "`pass` or `fail`");
+            decoder.expected_one_of(node, "expect", &["pass", "fail"]);
             None
         }
     }

@@ -202,7 +202,7 @@ fn decode_default(decoder: &mut Decoder<'_>, node: &Node) -> Option<Verdict> {
         _ => None,
     };
     if verdict.is_none() {
-        decoder.expected(node, "default", "`allow`, `deny` or `ask`");
+        decoder.expected_one_of(node, "default", &["allow", "deny", "ask"]);
     }
     verdict
 }
@@ -223,7 +223,7 @@ fn decode_on_ask(decoder: &mut Decoder<'_>, node: &Node) -> Option<OnAsk> {
         }
         Some(on_ask) => Some(on_ask),
         None => {
-            decoder.expected(node, "on_ask", "`deny` or `fail`");
+            decoder.expected_one_of(node, "on_ask", &["deny", "fail"]);
             None
         }
     }

@@ -87,3 +87,30 @@ fn help_and_version_answer() {
     assert!(run.stdout.contains("--cassette"));
     ybs.run(["run", "--no-such-flag"]).expect_code(2);
 }
+
+#[test]
+fn a_misspelled_value_gets_a_hint() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\nexpect: pas\npolicy: { default: alow }\n",
+    );
+    let run = ybs.run(["validate", "t.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("t.yaml:2:9: invalid `expect`: expected `pass` or `fail`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("did you mean `pass`?"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("did you mean `allow`?"),
+        "{}",
+        run.stderr
+    );
+}
