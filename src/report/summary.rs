@@ -219,10 +219,19 @@ fn write_git(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
             escape_inline(&result.task),
             escape_inline(&git.note)
         )?;
-        if let Some(branch) = &git.branch {
+        // The note usually names them already; say them once.
+        if let Some(branch) = git
+            .branch
+            .as_ref()
+            .filter(|b| !git.note.contains(b.as_str()))
+        {
             write!(out, " on branch {}", code_span(branch))?;
         }
-        if let Some(salvage) = &git.salvage_ref {
+        if let Some(salvage) = git
+            .salvage_ref
+            .as_ref()
+            .filter(|r| !git.note.contains(r.as_str()))
+        {
             write!(out, "; changes saved at {}", code_span(salvage))?;
         }
         writeln!(out)?;
