@@ -24,6 +24,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only add noise"
+)]
 pub enum Command {
     /// Run task files (directories are searched for *.yaml and *.yml).
     Run(RunArgs),

@@ -50,7 +50,12 @@ pub fn parse_rfc3339(text: &str) -> Option<u64> {
         clock_parts.next()?.ok()?,
         clock_parts.next()?.ok()?,
     );
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return None;
     }
     let millis: u64 = format!("{fraction:0<3}").get(..3)?.parse().ok()?;
@@ -108,7 +113,12 @@ mod tests {
             assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms), "{ms}");
         }
         assert_eq!(parse_rfc3339("1970-01-01T00:00:01Z"), Some(1000));
-        for bad in ["", "1970-01-01", "1970-13-01T00:00:00Z", "x-01-01T00:00:00Z"] {
+        for bad in [
+            "",
+            "1970-01-01",
+            "1970-13-01T00:00:00Z",
+            "x-01-01T00:00:00Z",
+        ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad}");
         }
     }

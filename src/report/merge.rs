@@ -74,7 +74,10 @@ pub enum MergeError {
         source: serde_json::Error,
     },
     #[error("`{}` is not a ybs shard file", path.display())]
-    ShardFile { path: PathBuf, source: ShardFileError },
+    ShardFile {
+        path: PathBuf,
+        source: ShardFileError,
+    },
     #[error("`{}` holds the transcript of task `{found}`, not `{expected}`", path.display())]
     Mismatch {
         path: PathBuf,
@@ -206,9 +209,7 @@ pub fn merge(dirs: &[PathBuf], outputs: &MergeOutputs) -> Result<Merged, MergeEr
     }
     // Shards run on different machines at overlapping times: order by
     // file, then id, so the same tasks always merge to the same report.
-    tasks.sort_by(|a, b| {
-        (&a.transcript.task.file, &a.id).cmp(&(&b.transcript.task.file, &b.id))
-    });
+    tasks.sort_by(|a, b| (&a.transcript.task.file, &a.id).cmp(&(&b.transcript.task.file, &b.id)));
 
     let write = |source: io::Error| MergeError::Write { source };
     std::fs::create_dir_all(&outputs.out_dir)
@@ -274,8 +275,8 @@ fn read_input(dir: &Path) -> Result<Input, MergeError> {
             continue;
         }
         let text = std::fs::read_to_string(&path).map_err(read_error(&path))?;
-        let transcript: Transcript = serde_json::from_str(&text)
-            .map_err(|source| MergeError::Transcript {
+        let transcript: Transcript =
+            serde_json::from_str(&text).map_err(|source| MergeError::Transcript {
                 path: path.clone(),
                 source,
             })?;
@@ -292,7 +293,9 @@ fn read_input(dir: &Path) -> Result<Input, MergeError> {
             transcript,
         });
     }
-    let empty_shard = shard.as_ref().is_some_and(|(_, file)| file.tasks.is_empty());
+    let empty_shard = shard
+        .as_ref()
+        .is_some_and(|(_, file)| file.tasks.is_empty());
     if tasks.is_empty() && !empty_shard {
         return Err(MergeError::NoTranscripts {
             dir: dir.to_owned(),
@@ -408,7 +411,9 @@ fn copy_dir(from: &Path, to: &Path) -> io::Result<()> {
     std::fs::create_dir_all(to).map_err(|err| with_path(err, to))?;
     for entry in std::fs::read_dir(from).map_err(|err| with_path(err, from))? {
         let entry = entry.map_err(|err| with_path(err, from))?;
-        let kind = entry.file_type().map_err(|err| with_path(err, &entry.path()))?;
+        let kind = entry
+            .file_type()
+            .map_err(|err| with_path(err, &entry.path()))?;
         let target = to.join(entry.file_name());
         if kind.is_dir() {
             copy_dir(&entry.path(), &target)?;
@@ -440,11 +445,7 @@ mod tests {
                 .collect();
             let path = dir.join(task).join(TRANSCRIPT_FILE);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(
-                &path,
-                serde_json::to_vec(&build_transcript(&own)).unwrap(),
-            )
-            .unwrap();
+            std::fs::write(&path, serde_json::to_vec(&build_transcript(&own)).unwrap()).unwrap();
             std::fs::write(dir.join(task).join("events.jsonl"), "{}\n").unwrap();
         }
         if let Some(shard) = shard {
@@ -485,7 +486,10 @@ mod tests {
         assert_eq!(report.failures, 1);
         let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
         assert!(summary.contains("(shards 1/3, 2/3, 3/3)"), "{summary}");
-        assert!(summary.contains("3 tasks: 1 passed, 1 failed, 1 errored"), "{summary}");
+        assert!(
+            summary.contains("3 tasks: 1 passed, 1 failed, 1 errored"),
+            "{summary}"
+        );
         for task in ["alpha", "beta", "gamma"] {
             assert!(out.join(task).join(TRANSCRIPT_FILE).is_file(), "{task}");
             assert!(out.join(task).join("events.jsonl").is_file(), "{task}");
@@ -499,7 +503,10 @@ mod tests {
         let two = shard_dir(root.path(), "two", &["alpha", "beta"], None);
         let err = merge(&[one, two], &outputs(root.path())).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("`alpha`") && text.contains("one") && text.contains("two"), "{text}");
+        assert!(
+            text.contains("`alpha`") && text.contains("one") && text.contains("two"),
+            "{text}"
+        );
         assert_eq!(err.exit_code(), exit::USAGE);
         assert!(!root.path().join("merged").exists());
     }

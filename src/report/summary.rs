@@ -155,7 +155,11 @@ fn write_scope(out: &mut String, results: &[TaskResult], scope: &RunScope) -> st
         let dirs: Vec<String> = scope.merged_from.iter().map(|dir| code_span(dir)).collect();
         write!(out, "Merged from {}", dirs.join(", "))?;
         if !scope.merged_shards.is_empty() {
-            let shards: Vec<String> = scope.merged_shards.iter().map(ToString::to_string).collect();
+            let shards: Vec<String> = scope
+                .merged_shards
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             write!(out, " (shards {})", shards.join(", "))?;
         }
         writeln!(out, ".\n")?;
@@ -387,7 +391,10 @@ mod tests {
     fn shards_and_merges_are_named() {
         let shard = Some("2/8".parse().unwrap());
         let text = summary_markdown(&[], &RunScope::shard(shard));
-        assert!(text.contains("Shard 2/8: no tasks fell in this shard."), "{text}");
+        assert!(
+            text.contains("Shard 2/8: no tasks fell in this shard."),
+            "{text}"
+        );
         assert!(text.contains("0 tasks: 0 passed"), "{text}");
         let mut collector = ResultCollector::new();
         for record in records_two_files() {

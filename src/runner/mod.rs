@@ -280,8 +280,15 @@ mod tests {
             "./tasks/a.yaml",
             "/home/runner/work/repo/tasks/a.yaml",
         ] {
-            assert_eq!(portable_file(Path::new(file), cwd), "tasks/a.yaml", "{file}");
+            assert_eq!(
+                portable_file(Path::new(file), cwd),
+                "tasks/a.yaml",
+                "{file}"
+            );
         }
-        assert_eq!(portable_file(Path::new("/elsewhere/a.yaml"), cwd), "/elsewhere/a.yaml");
+        assert_eq!(
+            portable_file(Path::new("/elsewhere/a.yaml"), cwd),
+            "/elsewhere/a.yaml"
+        );
     }
 }
