@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::core::Shard;
+
 /// Run LLM coding agents the way CI runs tests.
 ///
 /// ybs reads YAML task files, drives an agent loop (LLM + tools) against a
@@ -22,6 +24,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only add noise"
+)]
 pub enum Command {
     /// Run task files (directories are searched for *.yaml and *.yml).
     Run(RunArgs),
@@ -32,6 +38,34 @@ pub enum Command {
     Policy(PolicyCommand),
     /// External tools: list them, print a schema, invoke one.
     Tools(ToolsArgs),
+    /// Reports over several runs: merge the outputs of shards.
+    #[command(subcommand)]
+    Report(ReportCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Merge the output directories of `ybs run --shard K/N` (or of any
+    /// runs) into one: junit.xml, summary.md and every task's directory.
+    ///
+    /// The per-task transcripts are the source of truth. Exit codes follow
+    /// the merged tasks as `run`'s do: 0 all passed, 1 a task failed, 3 a
+    /// task paused, 4 a task errored (or a shard or task is missing) and
+    /// none failed; 2 bad inputs (no transcripts, a task in two
+    /// directories), nothing written.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The output directories to merge (each a `--out` of `ybs run`).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged outputs go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
 }
 
 /// Output verbosity, shared by commands.
@@ -73,6 +107,11 @@ pub struct RunArgs {
     /// Run only tasks whose id matches this glob (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub filter: Vec<String>,
+    /// Run only shard K of N (1 ≤ K ≤ N) of the selected tasks, e.g. `2/8`.
+    /// A task's shard is a stable hash of `file#id`; a shard may be empty.
+    /// Merge the shards' outputs with `ybs report merge`.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
     /// Decide and record tool calls without executing them.
     #[arg(long)]
     pub dry_run: bool,
@@ -181,6 +220,10 @@ pub struct ToolsInvokeArgs {
     pub input: String,
     #[command(flatten)]
     pub common: ToolsCommon,
+}
+
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    text.parse()
 }
 
 fn parse_var(text: &str) -> Result<(String, String), String> {

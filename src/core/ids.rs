@@ -32,6 +32,44 @@ pub fn rfc3339(unix_ms: u64) -> String {
     )
 }
 
+/// Parses the RFC 3339 UTC times [`rfc3339`] writes
+/// (`2026-11-22T00:00:00.123Z`, fraction optional) back to Unix ms.
+pub fn parse_rfc3339(text: &str) -> Option<u64> {
+    let text = text.strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut date_parts = date.splitn(3, '-').map(str::parse::<i64>);
+    let (year, month, day) = (
+        date_parts.next()?.ok()?,
+        date_parts.next()?.ok()?,
+        date_parts.next()?.ok()?,
+    );
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, "0"));
+    let mut clock_parts = clock.splitn(3, ':').map(str::parse::<u64>);
+    let (hour, minute, second) = (
+        clock_parts.next()?.ok()?,
+        clock_parts.next()?.ok()?,
+        clock_parts.next()?.ok()?,
+    );
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let millis: u64 = format!("{fraction:0<3}").get(..3)?.parse().ok()?;
+    // Howard Hinnant's days-from-civil algorithm.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
+    Some(((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis)
+}
+
 /// Converts seconds since the epoch to (year, month, day, hour, minute, second), UTC.
 fn civil_from_unix(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     let days = i64::try_from(secs / 86_400).unwrap_or(0);
@@ -71,5 +109,17 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(1_795_305_600_123), "2026-11-22T00:00:00.123Z");
         assert!(new_run_id().starts_with("20"));
+        for ms in [0, 1_795_305_600_123, 951_782_400_000, 1_709_210_096_789] {
+            assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms), "{ms}");
+        }
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:01Z"), Some(1000));
+        for bad in [
+            "",
+            "1970-01-01",
+            "1970-13-01T00:00:00Z",
+            "x-01-01T00:00:00Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
     }
 }

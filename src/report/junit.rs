@@ -20,6 +20,7 @@ use crate::core::text::tail;
 use super::fsutil::{with_path, write_atomic};
 use super::log::neutralize_chars;
 use super::results::{ResultCollector, TaskResult};
+use super::scope::RunScope;
 
 /// How much of a failing check's output goes into the XML, in bytes.
 const CHECK_TAIL_BYTES: usize = 8 * 1024;
@@ -28,6 +29,7 @@ const CHECK_TAIL_BYTES: usize = 8 * 1024;
 #[derive(Debug)]
 pub struct JunitSink {
     path: PathBuf,
+    scope: RunScope,
     results: ResultCollector,
 }
 
@@ -35,8 +37,16 @@ impl JunitSink {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
+            scope: RunScope::default(),
             results: ResultCollector::new(),
         }
+    }
+
+    /// Records the run's scope (its shard) in the report.
+    #[must_use]
+    pub fn with_scope(mut self, scope: RunScope) -> Self {
+        self.scope = scope;
+        self
     }
 }
 
@@ -47,20 +57,25 @@ impl EventSink for JunitSink {
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        let xml = junit_xml(&self.results.results())
+        let xml = junit_xml(&self.results.results(), &self.scope)
             .map_err(|err| with_path(io::Error::other(err), &self.path))?;
         write_atomic(&self.path, xml.as_bytes())
     }
 }
 
 /// The JUnit report of these results, as XML text.
-pub fn junit_xml(results: &[TaskResult]) -> Result<String, quick_junit::SerializeError> {
-    junit_report(results).to_string()
+pub fn junit_xml(
+    results: &[TaskResult],
+    scope: &RunScope,
+) -> Result<String, quick_junit::SerializeError> {
+    junit_report(results, scope).to_string()
 }
 
 /// The JUnit report of these results: suites by task file, in the order
-/// each file's first task started.
-pub fn junit_report(results: &[TaskResult]) -> Report {
+/// each file's first task started. A shard's suites carry a `shard`
+/// property (`2/8`); a shard with no tasks gets one empty suite, `ybs`,
+/// that carries it, so the file still says which shard it is.
+pub fn junit_report(results: &[TaskResult], scope: &RunScope) -> Report {
     let mut files: Vec<(&str, Vec<&TaskResult>)> = Vec::new();
     for result in results {
         match files.iter_mut().find(|(file, _)| *file == result.file) {
@@ -81,7 +96,15 @@ pub fn junit_report(results: &[TaskResult]) -> Report {
                 .insert("timestamp".into(), rfc3339(started).into());
         }
         suite.add_property(Property::new("file", clean(file)));
+        if let Some(shard) = scope.shard {
+            suite.add_property(Property::new("shard", shard.to_string()));
+        }
         suite.add_test_cases(members.into_iter().map(test_case));
+        report.add_test_suite(suite);
+    }
+    if let (Some(shard), true) = (scope.shard, results.is_empty()) {
+        let mut suite = TestSuite::new("ybs");
+        suite.add_property(Property::new("shard", shard.to_string()));
         report.add_test_suite(suite);
     }
     report.set_time(Duration::from_millis(total_ms));
@@ -337,5 +360,28 @@ mod tests {
         let (_dir, xml) = run(&[]);
         let report = Report::deserialize_from_str(&xml).unwrap();
         assert_eq!(report.tests, 0);
+    }
+
+    #[test]
+    fn shards_are_recorded_even_when_empty() {
+        let shard = Some("2/8".parse().unwrap());
+        let report = junit_report(&[], &RunScope::shard(shard));
+        assert_eq!(report.tests, 0);
+        assert_eq!(report.test_suites.len(), 1);
+        assert_eq!(report.test_suites[0].properties[0].name.as_str(), "shard");
+        assert_eq!(report.test_suites[0].properties[0].value.as_str(), "2/8");
+        let xml = junit_xml(&[], &RunScope::shard(shard)).unwrap();
+        Report::deserialize_from_str(&xml).unwrap();
+
+        let mut collector = ResultCollector::new();
+        for record in records_two_files() {
+            collector.push(&record);
+        }
+        let report = junit_report(&collector.results(), &RunScope::shard(shard));
+        assert_eq!(report.test_suites.len(), 2);
+        for suite in &report.test_suites {
+            let shard = suite.properties.iter().find(|p| p.name.as_str() == "shard");
+            assert_eq!(shard.map(|p| p.value.as_str()), Some("2/8"));
+        }
     }
 }

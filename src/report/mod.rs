@@ -9,13 +9,18 @@
 //! - [`JunitSink`]: the JUnit XML at `finish()`.
 //! - [`SummarySink`]: `OUT/summary.md` (and `$GITHUB_STEP_SUMMARY`) at `finish()`.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
+//!
+//! [`merge`] (`ybs report merge`) feeds the same JUnit and summary sinks
+//! from the transcripts of several output directories.
 
 mod events;
 mod fanout;
 mod fsutil;
 mod junit;
 pub mod log;
+pub mod merge;
 mod results;
+mod scope;
 mod summary;
 #[cfg(test)]
 mod testdata;
@@ -24,7 +29,9 @@ mod transcript;
 pub use events::{EVENTS_FILE, EventsSink};
 pub use fanout::Fanout;
 pub use junit::{JunitSink, junit_report, junit_xml};
+pub use merge::{MergeError, MergeOutputs, Merged, SHARD_FILE, ShardFile};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
+pub use scope::RunScope;
 pub use summary::{SummarySink, summary_markdown};
 pub use transcript::{
     CheckEntry, Decision, LlmCall, Manifest, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,

@@ -19,6 +19,7 @@ use crate::core::text::{tail, truncate_middle};
 use super::fsutil::{with_path, write_atomic};
 use super::log::neutralize_chars;
 use super::results::{ResultCollector, RunTotals, TaskResult};
+use super::scope::RunScope;
 
 /// How much of a failing check's output the summary shows, in bytes.
 /// GitHub caps a step summary at 1 MiB.
@@ -31,6 +32,7 @@ const MESSAGE_CHARS: usize = 2000;
 pub struct SummarySink {
     path: PathBuf,
     github_step_summary: Option<PathBuf>,
+    scope: RunScope,
     results: ResultCollector,
 }
 
@@ -41,8 +43,16 @@ impl SummarySink {
         Self {
             path: path.into(),
             github_step_summary,
+            scope: RunScope::default(),
             results: ResultCollector::new(),
         }
+    }
+
+    /// Records the run's scope (its shard, or the merged shards).
+    #[must_use]
+    pub fn with_scope(mut self, scope: RunScope) -> Self {
+        self.scope = scope;
+        self
     }
 }
 
@@ -53,7 +63,7 @@ impl EventSink for SummarySink {
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        let markdown = summary_markdown(&self.results.results());
+        let markdown = summary_markdown(&self.results.results(), &self.scope);
         let written = write_atomic(&self.path, markdown.as_bytes());
         let appended = match &self.github_step_summary {
             Some(path) => OpenOptions::new()
@@ -69,14 +79,14 @@ impl EventSink for SummarySink {
 }
 
 /// The summary of these results, as Markdown.
-pub fn summary_markdown(results: &[TaskResult]) -> String {
+pub fn summary_markdown(results: &[TaskResult], scope: &RunScope) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail; the results are ignored below.
-    let _ = write_summary(&mut out, results);
+    let _ = write_summary(&mut out, results, scope);
     out
 }
 
-fn write_summary(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> std::fmt::Result {
     let run_ids: Vec<&str> = results.iter().map(|r| r.run_id.as_str()).collect();
     match run_ids.first() {
         Some(first) if !first.is_empty() && run_ids.iter().all(|id| id == first) => {
@@ -84,6 +94,7 @@ fn write_summary(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
         }
         _ => writeln!(out, "# ybs run\n")?,
     }
+    write_scope(out, results, scope)?;
     writeln!(out, "{}\n", RunTotals::of(results))?;
     if results.is_empty() {
         return Ok(());
@@ -128,6 +139,35 @@ fn write_summary(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
     write_sandbox(out, results)?;
     write_failures(out, results)?;
     write_git(out, results)
+}
+
+/// The shard this run was, or the shards it merges, and any warning
+/// about the run as a whole.
+fn write_scope(out: &mut String, results: &[TaskResult], scope: &RunScope) -> std::fmt::Result {
+    if let Some(shard) = scope.shard {
+        if results.is_empty() {
+            writeln!(out, "Shard {shard}: no tasks fell in this shard.\n")?;
+        } else {
+            writeln!(out, "Shard {shard}.\n")?;
+        }
+    }
+    if !scope.merged_from.is_empty() {
+        let dirs: Vec<String> = scope.merged_from.iter().map(|dir| code_span(dir)).collect();
+        write!(out, "Merged from {}", dirs.join(", "))?;
+        if !scope.merged_shards.is_empty() {
+            let shards: Vec<String> = scope
+                .merged_shards
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            write!(out, " (shards {})", shards.join(", "))?;
+        }
+        writeln!(out, ".\n")?;
+    }
+    for warning in &scope.warnings {
+        writeln!(out, "⚠ {}\n", escape_inline(warning))?;
+    }
+    Ok(())
 }
 
 /// Which tasks ran their shell commands, external tools and checks
@@ -354,6 +394,33 @@ mod tests {
         sink.finish().unwrap();
         let text = std::fs::read_to_string(dir.path().join("out/summary.md")).unwrap();
         (dir, text)
+    }
+
+    #[test]
+    fn shards_and_merges_are_named() {
+        let shard = Some("2/8".parse().unwrap());
+        let text = summary_markdown(&[], &RunScope::shard(shard));
+        assert!(
+            text.contains("Shard 2/8: no tasks fell in this shard."),
+            "{text}"
+        );
+        assert!(text.contains("0 tasks: 0 passed"), "{text}");
+        let mut collector = ResultCollector::new();
+        for record in records_two_files() {
+            collector.push(&record);
+        }
+        let scope = RunScope {
+            merged_from: vec!["out-1".to_owned(), "out-2".to_owned()],
+            merged_shards: vec!["1/3".parse().unwrap(), "2/3".parse().unwrap()],
+            warnings: vec!["shard 3/3 is missing".to_owned()],
+            ..RunScope::default()
+        };
+        let text = summary_markdown(&collector.results(), &scope);
+        assert!(
+            text.contains("Merged from `out-1`, `out-2` (shards 1/3, 2/3)."),
+            "{text}"
+        );
+        assert!(text.contains("⚠ shard 3/3 is missing"), "{text}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::core::event::{
     Event, EventRecord, EventSink, GitOutcome, SCHEMA_VERSION, SandboxInfo, ToolMetrics,
 };
-use crate::core::ids::rfc3339;
+use crate::core::ids::{parse_rfc3339, rfc3339};
 use crate::core::message::Message;
 use crate::core::outcome::{Reason, Status};
 use crate::core::usage::{Cost, Usage};
@@ -156,6 +156,113 @@ pub struct CheckEntry {
     pub duration_ms: u64,
     pub output_tail: String,
     pub attempt: u32,
+}
+
+impl Transcript {
+    /// The events a run-level report (JUnit, summary) needs to show this
+    /// task as the run that wrote it did: `task.started`, each
+    /// `llm.response`, `check.completed` and `git`, then `task.finished`
+    /// (absent when the transcript has no status, as the run left it).
+    /// This is how `ybs report merge` reuses the run's report sinks.
+    pub fn result_records(&self) -> Vec<EventRecord> {
+        let started_ms = self
+            .timings
+            .started_at
+            .as_deref()
+            .and_then(parse_rfc3339)
+            .unwrap_or(0);
+        let record = |ts_ms, event| EventRecord {
+            ts_ms,
+            task: self.task.id.clone(),
+            event,
+        };
+        let manifest = &self.manifest;
+        let mut records = vec![record(
+            started_ms,
+            Event::TaskStarted {
+                file: self.task.file.clone(),
+                suite: self.task.suite.clone(),
+                run_id: manifest.run_id.clone(),
+                ybs_version: manifest.ybs_version.clone(),
+                provider: manifest.provider.clone(),
+                model: manifest.model.clone(),
+                temperature: manifest.temperature,
+                seed: manifest.seed,
+                workdir: manifest.workdir.clone(),
+                policy_hash: manifest.policy_hash.clone(),
+                base_commit: manifest.base_commit.clone(),
+                system_prompt: self.system_prompt.clone(),
+                tools: manifest.tools.clone(),
+                dry_run: manifest.dry_run,
+                sandbox: manifest.sandbox.clone(),
+            },
+        )];
+        let last_ms = started_ms.saturating_add(self.timings.duration_ms);
+        records.extend(self.llm_calls.iter().map(|call| {
+            record(
+                started_ms,
+                Event::LlmResponse {
+                    iteration: call.iteration,
+                    response_id: call.response_id.clone(),
+                    usage: call.usage,
+                    cost: call.cost,
+                    duration_ms: call.duration_ms,
+                    tool_calls: call.tool_calls,
+                },
+            )
+        }));
+        records.extend(self.checks.iter().map(|check| {
+            record(
+                started_ms,
+                Event::CheckCompleted {
+                    name: check.name.clone(),
+                    command: check.command.clone(),
+                    exit_code: check.exit_code,
+                    expected_exit: check.expected_exit,
+                    passed: check.passed,
+                    timed_out: check.timed_out,
+                    duration_ms: check.duration_ms,
+                    output_tail: check.output_tail.clone(),
+                    attempt: check.attempt,
+                },
+            )
+        }));
+        if let Some(outcome) = &self.git {
+            records.push(record(
+                started_ms,
+                Event::Git {
+                    outcome: outcome.clone(),
+                },
+            ));
+        }
+        match self.status {
+            Some(status) => records.push(record(
+                self.timings
+                    .finished_at
+                    .as_deref()
+                    .and_then(parse_rfc3339)
+                    .unwrap_or(last_ms),
+                Event::TaskFinished {
+                    status,
+                    reason: self.reason.unwrap_or(Reason::InternalError),
+                    message: self.message.clone(),
+                    expect: self.expect.clone().unwrap_or_else(|| "pass".to_owned()),
+                    iterations: self.iterations,
+                    usage: self.usage,
+                    cost: self.cost,
+                    duration_ms: self.timings.duration_ms,
+                },
+            )),
+            // The run stopped mid-task: its span is all there is.
+            None => records.push(record(
+                last_ms,
+                Event::Note {
+                    message: "the transcript ends before task.finished".to_owned(),
+                },
+            )),
+        }
+        records
+    }
 }
 
 /// Builds the transcript of one task from its events.
@@ -698,6 +805,38 @@ mod tests {
             let written: Transcript = serde_json::from_str(&text).unwrap();
             assert_eq!(written, build_transcript(&of(task)), "{task}");
         }
+    }
+
+    #[test]
+    fn result_records_report_the_task_as_its_run_did() {
+        use crate::report::results::ResultCollector;
+        let collect = |records: &[EventRecord]| {
+            let mut collector = ResultCollector::new();
+            for record in records {
+                collector.push(record);
+            }
+            collector.results()
+        };
+        for task in ["alpha", "beta", "gamma"] {
+            let original = of(task);
+            let transcript = build_transcript(&original);
+            let back: Transcript =
+                serde_json::from_value(serde_json::to_value(&transcript).unwrap()).unwrap();
+            assert_eq!(
+                collect(&back.result_records()),
+                collect(&original),
+                "{task}"
+            );
+        }
+        // Unfinished: an internal error spanning the events seen.
+        let unfinished = build_transcript(&[
+            testdata::started("late", "l.yaml", 5_000),
+            testdata::check("late", 7_000, "b", 1, "x"),
+        ]);
+        let results = collect(&unfinished.result_records());
+        assert_eq!(results[0].status, Status::Error);
+        assert_eq!(results[0].reason, Reason::InternalError);
+        assert_eq!(results[0].duration_ms, 2_000);
     }
 
     #[test]

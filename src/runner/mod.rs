@@ -17,7 +17,8 @@ use globset::{Glob, GlobSetBuilder};
 use crate::agent::Emitter;
 use crate::config::Config;
 use crate::core::event::{Event, EventSink};
-use crate::core::{Cost, Reason, Redactor, Status, Usage};
+use crate::core::shard::shard_key;
+use crate::core::{Cost, Reason, Redactor, Shard, Status, Usage};
 use crate::llm::cassette::CassetteWriter;
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::RetrySettings;
@@ -62,6 +63,8 @@ pub struct RunContext {
     pub redactor: Redactor,
     /// `--record FILE`: every provider answer is written here.
     pub recorder: Option<Arc<CassetteWriter>>,
+    /// `--shard K/N`: recorded in the reports and `OUT/shard.json`.
+    pub shard: Option<Shard>,
 }
 
 /// Where outputs go.
@@ -81,6 +84,7 @@ impl OutputPaths {
         let mut paths = vec![
             self.out_dir.clone(),
             self.out_dir.join("summary.md"),
+            self.out_dir.join(report::SHARD_FILE),
             self.junit.clone(),
         ];
         paths.extend(tasks.iter().map(|task| self.out_dir.join(&task.id)));
@@ -104,6 +108,37 @@ pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, S
         .filter(|task| filters.is_empty() || set.is_match(&task.id))
         .cloned()
         .collect())
+}
+
+/// The tasks of `shard`, in their order. A task belongs to the shard its
+/// key `file#id` hashes to ([`Shard::of_key`]), with the file as the run
+/// reports it relative to `cwd`: every machine of a split must run from
+/// the same directory with the same paths and `--filter`. An empty result
+/// is not an error: hashing may leave a shard without tasks.
+pub fn shard(tasks: Vec<TaskSpec>, shard: Shard, cwd: &std::path::Path) -> Vec<TaskSpec> {
+    tasks
+        .into_iter()
+        .filter(|task| shard.contains(&task_shard_key(task, cwd)))
+        .collect()
+}
+
+/// `file#id`, the file relative to `cwd` with `/` separators and no
+/// leading `./`, so the key does not depend on where the checkout is.
+pub fn task_shard_key(task: &TaskSpec, cwd: &std::path::Path) -> String {
+    shard_key(&portable_file(&task.file, cwd), &task.id)
+}
+
+fn portable_file(file: &std::path::Path, cwd: &std::path::Path) -> String {
+    let relative = file.strip_prefix(cwd).unwrap_or(file);
+    if relative.is_absolute() {
+        return relative.to_string_lossy().into_owned();
+    }
+    let parts: Vec<String> = relative
+        .components()
+        .filter(|part| !matches!(part, std::path::Component::CurDir))
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/")
 }
 
 /// Prepares every task; returns every problem found.
@@ -140,13 +175,25 @@ pub async fn execute(
     if let Err(error) = prepare_out_dir(&paths.out_dir) {
         report.output_error = Some(format!("{}: {error}", paths.out_dir.display()));
     }
+    if let Some(shard) = run.shard {
+        let file = report::ShardFile {
+            shard: shard.to_string(),
+            run_id: run.run_id.clone(),
+            tasks: prepared.iter().map(|task| task.task.id.clone()).collect(),
+        };
+        if let Err(error) = file.write(&paths.out_dir) {
+            report.output_error.get_or_insert(error.to_string());
+        }
+    }
+    let scope = report::RunScope::shard(run.shard);
     let mut events = report::EventsSink::new(&paths.out_dir);
     let mut transcripts = report::TranscriptSink::new(&paths.out_dir);
-    let mut junit = report::JunitSink::new(&paths.junit);
+    let mut junit = report::JunitSink::new(&paths.junit).with_scope(scope.clone());
     let mut summary = report::SummarySink::new(
         paths.out_dir.join("summary.md"),
         paths.github_step_summary.clone(),
-    );
+    )
+    .with_scope(scope);
     let mut sink = RedactingSink::new(
         redactor,
         vec![
@@ -216,5 +263,32 @@ async fn interrupted() -> &'static str {
     tokio::select! {
         _ = int.recv() => "SIGINT",
         _ = term.recv() => "SIGTERM",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::portable_file;
+
+    #[test]
+    fn shard_keys_do_not_depend_on_the_checkout() {
+        let cwd = Path::new("/home/runner/work/repo");
+        for file in [
+            "tasks/a.yaml",
+            "./tasks/a.yaml",
+            "/home/runner/work/repo/tasks/a.yaml",
+        ] {
+            assert_eq!(
+                portable_file(Path::new(file), cwd),
+                "tasks/a.yaml",
+                "{file}"
+            );
+        }
+        assert_eq!(
+            portable_file(Path::new("/elsewhere/a.yaml"), cwd),
+            "/elsewhere/a.yaml"
+        );
     }
 }

@@ -6,5 +6,6 @@ mod providers;
 mod run;
 mod sandbox;
 mod security;
+mod shard;
 mod tools;
 mod validate;

@@ -125,6 +125,7 @@ pub fn run_context(
         pricing: config.price_table(),
         retry: config.retry(),
         recorder: None,
+        shard: None,
         no_commit: false,
         allow_dirty: false,
         outputs: Vec::new(),

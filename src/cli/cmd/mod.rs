@@ -2,11 +2,12 @@
 
 pub mod common;
 pub mod policy;
+pub mod report;
 pub mod run;
 pub mod tools;
 pub mod validate;
 
-use super::args::{Cli, Command, PolicyCommand};
+use super::args::{Cli, Command, PolicyCommand, ReportCommand};
 
 pub fn dispatch(cli: Cli) -> u8 {
     match cli.command {
@@ -14,5 +15,6 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Validate(args) => validate::validate(&args),
         Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args),
         Command::Tools(args) => tools::tools(&args),
+        Command::Report(ReportCommand::Merge(args)) => report::merge(&args),
     }
 }

@@ -44,7 +44,10 @@ pub fn run(args: &RunArgs) -> u8 {
             printer.error("error: no task matches the given paths and --filter");
             return exit::USAGE;
         }
-        Ok(tasks) => tasks,
+        Ok(tasks) => match args.shard {
+            Some(shard) => runner::shard(tasks, shard, &loaded.cwd),
+            None => tasks,
+        },
         Err(message) => {
             printer.error(&format!("error: {message}"));
             return exit::USAGE;
@@ -57,6 +60,7 @@ pub fn run(args: &RunArgs) -> u8 {
         args.policy.clone(),
     );
     context.no_commit = args.no_commit;
+    context.shard = args.shard;
     context.allow_dirty = args.allow_dirty;
     if let Some(path) = &args.record {
         match CassetteWriter::create(path, redactor.clone()) {
@@ -112,7 +116,10 @@ pub fn run(args: &RunArgs) -> u8 {
     }
     let total = report.results.len();
     printer.result(&format!(
-        "ybs: {total} task{}: {} passed, {} failed, {} errors{} — outputs in {}",
+        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{} — outputs in {}",
+        args.shard
+            .map(|shard| format!("shard {shard}: "))
+            .unwrap_or_default(),
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
         report.count(Status::Failed),

@@ -1,0 +1,562 @@
+//! `ybs report merge DIR... --out DIR`: one report from the output
+//! directories of several shards (or runs).
+//!
+//! The per-task transcripts are the source of truth. Each is turned back
+//! into the events a report needs ([`Transcript::result_records`]) and fed
+//! to the same [`JunitSink`] and [`SummarySink`] a run uses, so a merged
+//! report reads exactly like the report of one run over all the tasks.
+//! The task directories (`transcript.json`, `events.jsonl`, `state.json`)
+//! are copied under `--out`.
+//!
+//! A sharded run also writes `OUT/shard.json` ([`ShardFile`]): which shard
+//! it was and which tasks it selected. It lets a merge accept an empty
+//! shard, ignore stale task directories a reused output directory still
+//! holds, and notice a shard or a task that is missing.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::Shard;
+use crate::core::event::EventSink;
+use crate::core::exit;
+
+use super::fsutil::{task_dir, with_path, write_atomic};
+use super::junit::JunitSink;
+use super::results::{ResultCollector, TaskResult};
+use super::scope::RunScope;
+use super::summary::SummarySink;
+use super::transcript::{TRANSCRIPT_FILE, Transcript};
+
+/// The file name of a shard's manifest inside `OUT/`.
+pub const SHARD_FILE: &str = "shard.json";
+
+/// `OUT/shard.json`: what one `ybs run --shard K/N` selected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardFile {
+    /// `K/N`.
+    pub shard: String,
+    pub run_id: String,
+    /// The ids of the tasks in this shard, in run order (may be empty).
+    pub tasks: Vec<String>,
+}
+
+impl ShardFile {
+    /// Writes `out_dir/shard.json`.
+    pub fn write(&self, out_dir: &Path) -> io::Result<()> {
+        let mut json = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        json.push(b'\n');
+        write_atomic(&out_dir.join(SHARD_FILE), &json)
+    }
+}
+
+/// Why a merge could not be made. Every variant but [`Self::Write`] is
+/// a problem with the inputs: nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("`{}` is not a directory", dir.display())]
+    NotADirectory { dir: PathBuf },
+    #[error("no task transcripts in `{}`", dir.display())]
+    NoTranscripts { dir: PathBuf },
+    #[error("task `{task}` is in both `{}` and `{}`", first.display(), second.display())]
+    Duplicate {
+        task: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    #[error("failed to read `{}`", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("`{}` is not a ybs transcript", path.display())]
+    Transcript {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("`{}` is not a ybs shard file", path.display())]
+    ShardFile {
+        path: PathBuf,
+        source: ShardFileError,
+    },
+    #[error("`{}` holds the transcript of task `{found}`, not `{expected}`", path.display())]
+    Mismatch {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
+    #[error("`{}` is shard {first} but `{}` is shard {second}: they come from different splits", first_dir.display(), second_dir.display())]
+    MixedSplits {
+        first_dir: PathBuf,
+        first: Shard,
+        second_dir: PathBuf,
+        second: Shard,
+    },
+    #[error("`--out {}` is also one of the directories to merge", out.display())]
+    OutIsInput { out: PathBuf },
+    #[error("failed to write the merged outputs")]
+    Write { source: io::Error },
+}
+
+/// A `shard.json` that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardFileError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("{0}")]
+    Shard(String),
+}
+
+impl MergeError {
+    /// `2` for bad inputs, `4` when the outputs could not be written.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::NotADirectory { .. }
+            | Self::NoTranscripts { .. }
+            | Self::Duplicate { .. }
+            | Self::Read { .. }
+            | Self::Transcript { .. }
+            | Self::ShardFile { .. }
+            | Self::Mismatch { .. }
+            | Self::MixedSplits { .. }
+            | Self::OutIsInput { .. } => exit::USAGE,
+            Self::Write { .. } => exit::INFRA,
+        }
+    }
+
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::NotADirectory { .. } | Self::NoTranscripts { .. } => Some(format!(
+                "pass the `--out` directories of `ybs run` (each holds `<task>/{TRANSCRIPT_FILE}`)"
+            )),
+            Self::Duplicate { .. } => Some(
+                "each task must run in exactly one shard: run every shard with the same paths, \
+                 --filter and N in `--shard K/N`"
+                    .to_owned(),
+            ),
+            Self::MixedSplits { .. } => {
+                Some("merge the shards of one `--shard K/N` split only".to_owned())
+            }
+            Self::OutIsInput { .. } => Some("write the merge to a new directory".to_owned()),
+            Self::Read { .. }
+            | Self::Transcript { .. }
+            | Self::ShardFile { .. }
+            | Self::Mismatch { .. }
+            | Self::Write { .. } => None,
+        }
+    }
+}
+
+/// What a merge wrote.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    /// Every task, ordered by task file, then id.
+    pub results: Vec<TaskResult>,
+    pub scope: RunScope,
+}
+
+impl Merged {
+    /// True if and only if a shard or a task its shard selected is missing
+    /// from the merge (see [`RunScope::warnings`]).
+    pub fn incomplete(&self) -> bool {
+        !self.scope.warnings.is_empty()
+    }
+}
+
+/// Where the merged outputs go.
+#[derive(Debug, Clone)]
+pub struct MergeOutputs {
+    pub out_dir: PathBuf,
+    /// `$GITHUB_STEP_SUMMARY`: the merged summary is appended there too.
+    pub github_step_summary: Option<PathBuf>,
+}
+
+/// One input directory, read.
+struct Input {
+    dir: PathBuf,
+    shard: Option<(Shard, ShardFile)>,
+    tasks: Vec<InputTask>,
+}
+
+struct InputTask {
+    id: String,
+    dir: PathBuf,
+    transcript: Transcript,
+}
+
+/// Merges the output directories `dirs` into `outputs.out_dir`:
+/// `junit.xml`, `summary.md` and a copy of every task directory.
+pub fn merge(dirs: &[PathBuf], outputs: &MergeOutputs) -> Result<Merged, MergeError> {
+    let inputs = dirs
+        .iter()
+        .map(|dir| read_input(dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_out_dir(&outputs.out_dir, dirs)?;
+    let scope = scope_of(&inputs)?;
+    let mut tasks: Vec<&InputTask> = Vec::new();
+    let mut owner: HashMap<&str, &Path> = HashMap::new();
+    for input in &inputs {
+        for task in &input.tasks {
+            if let Some(first) = owner.insert(&task.id, &input.dir) {
+                return Err(MergeError::Duplicate {
+                    task: task.id.clone(),
+                    first: first.to_owned(),
+                    second: input.dir.clone(),
+                });
+            }
+            tasks.push(task);
+        }
+    }
+    // Shards run on different machines at overlapping times: order by
+    // file, then id, so the same tasks always merge to the same report.
+    tasks.sort_by(|a, b| (&a.transcript.task.file, &a.id).cmp(&(&b.transcript.task.file, &b.id)));
+
+    let write = |source: io::Error| MergeError::Write { source };
+    std::fs::create_dir_all(&outputs.out_dir)
+        .map_err(|err| write(with_path(err, &outputs.out_dir)))?;
+    let mut junit = JunitSink::new(outputs.out_dir.join("junit.xml")).with_scope(scope.clone());
+    let mut summary = SummarySink::new(
+        outputs.out_dir.join("summary.md"),
+        outputs.github_step_summary.clone(),
+    )
+    .with_scope(scope.clone());
+    let mut collector = ResultCollector::new();
+    for task in &tasks {
+        for record in task.transcript.result_records() {
+            collector.push(&record);
+            junit.event(&record).map_err(write)?;
+            summary.event(&record).map_err(write)?;
+        }
+        let target = task_dir(&outputs.out_dir, &task.id).map_err(write)?;
+        copy_dir(&task.dir, &target).map_err(write)?;
+    }
+    junit.finish().map_err(write)?;
+    summary.finish().map_err(write)?;
+    Ok(Merged {
+        results: collector.results(),
+        scope,
+    })
+}
+
+/// Reads one directory: its `shard.json`, if any, and the transcript of
+/// each task it holds (only those `shard.json` lists, when there is one).
+fn read_input(dir: &Path) -> Result<Input, MergeError> {
+    if !dir.is_dir() {
+        return Err(MergeError::NotADirectory {
+            dir: dir.to_owned(),
+        });
+    }
+    let shard = read_shard_file(dir)?;
+    let listed: Option<BTreeSet<&str>> = shard
+        .as_ref()
+        .map(|(_, file)| file.tasks.iter().map(String::as_str).collect());
+    let read_error = |path: &Path| {
+        let path = path.to_owned();
+        move |source| MergeError::Read { path, source }
+    };
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(read_error(dir))?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| task_dir(dir, name).is_ok())
+        .filter(|name| {
+            listed
+                .as_ref()
+                .is_none_or(|listed| listed.contains(name.as_str()))
+        })
+        .collect();
+    names.sort();
+    let mut tasks = Vec::new();
+    for name in names {
+        let task_path = dir.join(&name);
+        let path = task_path.join(TRANSCRIPT_FILE);
+        if !path.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).map_err(read_error(&path))?;
+        let transcript: Transcript =
+            serde_json::from_str(&text).map_err(|source| MergeError::Transcript {
+                path: path.clone(),
+                source,
+            })?;
+        if transcript.task.id != name {
+            return Err(MergeError::Mismatch {
+                path,
+                expected: name,
+                found: transcript.task.id,
+            });
+        }
+        tasks.push(InputTask {
+            id: name,
+            dir: task_path,
+            transcript,
+        });
+    }
+    let empty_shard = shard
+        .as_ref()
+        .is_some_and(|(_, file)| file.tasks.is_empty());
+    if tasks.is_empty() && !empty_shard {
+        return Err(MergeError::NoTranscripts {
+            dir: dir.to_owned(),
+        });
+    }
+    Ok(Input {
+        dir: dir.to_owned(),
+        shard,
+        tasks,
+    })
+}
+
+fn read_shard_file(dir: &Path) -> Result<Option<(Shard, ShardFile)>, MergeError> {
+    let path = dir.join(SHARD_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(MergeError::Read { path, source }),
+    };
+    let invalid = |source| MergeError::ShardFile {
+        path: path.clone(),
+        source,
+    };
+    let file: ShardFile =
+        serde_json::from_str(&text).map_err(|err| invalid(ShardFileError::Json(err)))?;
+    let shard = file
+        .shard
+        .parse::<Shard>()
+        .map_err(|err| invalid(ShardFileError::Shard(err)))?;
+    Ok(Some((shard, file)))
+}
+
+/// Refuses an `--out` that is one of the inputs: the copies would
+/// overwrite what they copy.
+fn check_out_dir(out_dir: &Path, dirs: &[PathBuf]) -> Result<(), MergeError> {
+    let Ok(out) = std::fs::canonicalize(out_dir) else {
+        // Does not exist yet: cannot be an input.
+        return Ok(());
+    };
+    if dirs
+        .iter()
+        .any(|dir| std::fs::canonicalize(dir).is_ok_and(|dir| dir == out))
+    {
+        return Err(MergeError::OutIsInput {
+            out: out_dir.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The merged shards, and a warning for each shard of the split and each
+/// task a shard selected that has no transcript.
+fn scope_of(inputs: &[Input]) -> Result<RunScope, MergeError> {
+    let mut scope = RunScope {
+        merged_from: inputs
+            .iter()
+            .map(|input| input.dir.display().to_string())
+            .collect(),
+        ..RunScope::default()
+    };
+    let sharded: Vec<(&Input, Shard, &ShardFile)> = inputs
+        .iter()
+        .filter_map(|input| {
+            let (shard, file) = input.shard.as_ref()?;
+            Some((input, *shard, file))
+        })
+        .collect();
+    let Some(&(first_input, first, _)) = sharded.first() else {
+        return Ok(scope);
+    };
+    for &(input, shard, _) in &sharded {
+        if shard.total() != first.total() {
+            return Err(MergeError::MixedSplits {
+                first_dir: first_input.dir.clone(),
+                first,
+                second_dir: input.dir.clone(),
+                second: shard,
+            });
+        }
+    }
+    let mut shards: Vec<Shard> = sharded.iter().map(|&(_, shard, _)| shard).collect();
+    shards.sort();
+    shards.dedup();
+    for index in 1..=first.total() {
+        if let Some(missing) = Shard::new(index, first.total()).filter(|s| !shards.contains(s)) {
+            scope.warnings.push(format!(
+                "shard {missing} is missing: its tasks are not in this report"
+            ));
+        }
+    }
+    for &(input, shard, file) in &sharded {
+        for task in &file.tasks {
+            if !input.tasks.iter().any(|found| &found.id == task) {
+                scope.warnings.push(format!(
+                    "task `{task}` of shard {shard} has no transcript in {}",
+                    input.dir.display()
+                ));
+            }
+        }
+    }
+    scope.merged_shards = shards;
+    Ok(scope)
+}
+
+/// Copies the regular files and directories of `from` into `to`,
+/// replacing `to`. Symbolic links are not followed or copied: a task
+/// directory holds none, and a merge must not read outside its inputs.
+fn copy_dir(from: &Path, to: &Path) -> io::Result<()> {
+    match std::fs::remove_dir_all(to) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(with_path(err, to)),
+        _ => {}
+    }
+    std::fs::create_dir_all(to).map_err(|err| with_path(err, to))?;
+    for entry in std::fs::read_dir(from).map_err(|err| with_path(err, from))? {
+        let entry = entry.map_err(|err| with_path(err, from))?;
+        let kind = entry
+            .file_type()
+            .map_err(|err| with_path(err, &entry.path()))?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target).map_err(|err| with_path(err, &target))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::event::EventRecord;
+    use crate::core::outcome::Status;
+    use crate::report::testdata::records_two_files;
+    use crate::report::transcript::build_transcript;
+
+    /// Writes the transcripts (and events) of `tasks` under `dir`.
+    fn shard_dir(root: &Path, name: &str, tasks: &[&str], shard: Option<&str>) -> PathBuf {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let records = records_two_files();
+        for task in tasks {
+            let own: Vec<EventRecord> = records
+                .iter()
+                .filter(|record| record.task == *task)
+                .cloned()
+                .collect();
+            let path = dir.join(task).join(TRANSCRIPT_FILE);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, serde_json::to_vec(&build_transcript(&own)).unwrap()).unwrap();
+            std::fs::write(dir.join(task).join("events.jsonl"), "{}\n").unwrap();
+        }
+        if let Some(shard) = shard {
+            ShardFile {
+                shard: shard.to_owned(),
+                run_id: "r".to_owned(),
+                tasks: tasks.iter().map(|task| (*task).to_owned()).collect(),
+            }
+            .write(&dir)
+            .unwrap();
+        }
+        dir
+    }
+
+    fn outputs(root: &Path) -> MergeOutputs {
+        MergeOutputs {
+            out_dir: root.join("merged"),
+            github_step_summary: None,
+        }
+    }
+
+    #[test]
+    fn merges_reports_and_copies_task_dirs() {
+        let root = tempfile::tempdir().unwrap();
+        let one = shard_dir(root.path(), "one", &["gamma", "beta"], Some("1/3"));
+        let two = shard_dir(root.path(), "two", &["alpha"], Some("2/3"));
+        let three = shard_dir(root.path(), "three", &[], Some("3/3"));
+        let merged = merge(&[one, two, three], &outputs(root.path())).unwrap();
+        let ids: Vec<_> = merged.results.iter().map(|r| r.task.as_str()).collect();
+        // By file (tasks/a.yaml, tasks/b.yaml), then id.
+        assert_eq!(ids, ["alpha", "gamma", "beta"]);
+        assert_eq!(merged.results[2].status, Status::Failed);
+        assert!(!merged.incomplete(), "{:?}", merged.scope);
+        let out = root.path().join("merged");
+        let xml = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+        let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!(report.tests, 3);
+        assert_eq!(report.failures, 1);
+        let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(summary.contains("(shards 1/3, 2/3, 3/3)"), "{summary}");
+        assert!(
+            summary.contains("3 tasks: 1 passed, 1 failed, 1 errored"),
+            "{summary}"
+        );
+        for task in ["alpha", "beta", "gamma"] {
+            assert!(out.join(task).join(TRANSCRIPT_FILE).is_file(), "{task}");
+            assert!(out.join(task).join("events.jsonl").is_file(), "{task}");
+        }
+    }
+
+    #[test]
+    fn duplicates_name_both_directories() {
+        let root = tempfile::tempdir().unwrap();
+        let one = shard_dir(root.path(), "one", &["alpha"], None);
+        let two = shard_dir(root.path(), "two", &["alpha", "beta"], None);
+        let err = merge(&[one, two], &outputs(root.path())).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("`alpha`") && text.contains("one") && text.contains("two"),
+            "{text}"
+        );
+        assert_eq!(err.exit_code(), exit::USAGE);
+        assert!(!root.path().join("merged").exists());
+    }
+
+    #[test]
+    fn bad_inputs_are_usage_errors() {
+        let root = tempfile::tempdir().unwrap();
+        let empty = root.path().join("empty");
+        std::fs::create_dir_all(empty.join("not-a-task")).unwrap();
+        let err = merge(std::slice::from_ref(&empty), &outputs(root.path())).unwrap_err();
+        assert!(matches!(err, MergeError::NoTranscripts { .. }), "{err}");
+        assert!(err.hint().is_some());
+        let err = merge(&[root.path().join("nope")], &outputs(root.path())).unwrap_err();
+        assert!(matches!(err, MergeError::NotADirectory { .. }), "{err}");
+        let a = shard_dir(root.path(), "a", &["alpha"], Some("1/2"));
+        let b = shard_dir(root.path(), "b", &["beta"], Some("1/3"));
+        let err = merge(&[a.clone(), b], &outputs(root.path())).unwrap_err();
+        assert!(matches!(err, MergeError::MixedSplits { .. }), "{err}");
+        let err = merge(
+            std::slice::from_ref(&a),
+            &MergeOutputs {
+                out_dir: a.clone(),
+                github_step_summary: None,
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(err, MergeError::OutIsInput { .. }), "{err}");
+        std::fs::write(a.join(SHARD_FILE), "{").unwrap();
+        let err = merge(&[a], &outputs(root.path())).unwrap_err();
+        assert!(matches!(err, MergeError::ShardFile { .. }), "{err}");
+    }
+
+    #[test]
+    fn missing_shards_and_tasks_are_warned_about() {
+        let root = tempfile::tempdir().unwrap();
+        let one = shard_dir(root.path(), "one", &["alpha", "beta"], Some("1/3"));
+        std::fs::remove_dir_all(one.join("beta")).unwrap();
+        // A stale task directory that shard.json does not list is ignored.
+        shard_dir(root.path(), "one", &["gamma"], None);
+        std::fs::write(
+            one.join(SHARD_FILE),
+            r#"{"shard":"1/3","run_id":"r","tasks":["alpha","beta"]}"#,
+        )
+        .unwrap();
+        let merged = merge(&[one], &outputs(root.path())).unwrap();
+        assert_eq!(merged.results.len(), 1);
+        assert!(merged.incomplete());
+        let warnings = merged.scope.warnings.join("\n");
+        assert!(warnings.contains("shard 2/3 is missing"), "{warnings}");
+        assert!(warnings.contains("shard 3/3 is missing"), "{warnings}");
+        assert!(warnings.contains("task `beta` of shard 1/3"), "{warnings}");
+    }
+}

@@ -1,0 +1,276 @@
+//! `ybs run --shard K/N` and `ybs report merge` end to end.
+
+use std::collections::BTreeSet;
+
+use quick_junit::Report;
+use serde_json::{Value, json};
+
+use crate::suite::run::well_formed;
+use crate::support::Ybs;
+use crate::support::cassette::answer;
+
+const IDS: [&str; 7] = ["t1", "t2", "t3", "t4", "t5", "t6", "t7"];
+
+/// Seven answer-only tasks in one file; `t4`'s check fails.
+fn batch(ybs: &Ybs) {
+    let mut yaml = String::from("tasks:\n");
+    for id in IDS {
+        yaml.push_str(&format!("  - id: {id}\n    prompt: do {id}\n"));
+        if id == "t4" {
+            yaml.push_str("    checks: [{name: broken, run: \"false\"}]\n");
+        }
+    }
+    ybs.file("tasks/batch.yaml", &yaml);
+    let interactions: Vec<Value> = IDS
+        .iter()
+        .map(|id| {
+            let mut turn = answer(&format!("{id} done"));
+            turn["task"] = json!(id);
+            turn
+        })
+        .collect();
+    ybs.cassette("tasks/batch.cassette.json", interactions);
+}
+
+/// The task directories (those with a transcript) under `dir`.
+fn task_dirs(ybs: &Ybs, dir: &str) -> BTreeSet<String> {
+    std::fs::read_dir(ybs.path().join(dir))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().join("transcript.json").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn junit(ybs: &Ybs, dir: &str) -> Report {
+    let path = ybs.path().join(dir).join("junit.xml");
+    well_formed(&path);
+    Report::deserialize_from_str(&ybs.read(&format!("{dir}/junit.xml"))).unwrap()
+}
+
+fn case_names(report: &Report) -> Vec<String> {
+    report
+        .test_suites
+        .iter()
+        .flat_map(|suite| suite.test_cases.iter())
+        .map(|case| case.name.to_string())
+        .collect()
+}
+
+/// Runs the batch as shards 1/3, 2/3, 3/3 into `out-1` … `out-3`.
+fn run_three_shards(ybs: &Ybs) -> Vec<BTreeSet<String>> {
+    (1..=3)
+        .map(|k| {
+            let out = format!("out-{k}");
+            let shard = format!("{k}/3");
+            let run = ybs.run(["run", "tasks", "--shard", &shard, "--out", &out]);
+            let tasks = task_dirs(ybs, &out);
+            run.expect_code(if tasks.contains("t4") { 1 } else { 0 });
+            let report = junit(ybs, &out);
+            assert_eq!(report.tests as usize, tasks.len(), "{out}");
+            for suite in &report.test_suites {
+                let property = suite
+                    .properties
+                    .iter()
+                    .find(|p| p.name.as_str() == "shard")
+                    .map(|p| p.value.to_string());
+                assert_eq!(property.as_deref(), Some(shard.as_str()), "{out}");
+            }
+            assert!(
+                ybs.read(&format!("{out}/summary.md"))
+                    .contains(&format!("Shard {shard}")),
+                "{out}"
+            );
+            let listed = ybs.json(&format!("{out}/shard.json"));
+            assert_eq!(listed["shard"], shard.as_str());
+            assert_eq!(listed["tasks"].as_array().unwrap().len(), tasks.len());
+            tasks
+        })
+        .collect()
+}
+
+#[test]
+fn every_task_runs_in_exactly_one_shard_and_merges_back() {
+    let ybs = Ybs::new();
+    batch(&ybs);
+    let shards = run_three_shards(&ybs);
+    let total: usize = shards.iter().map(BTreeSet::len).sum();
+    let union: BTreeSet<String> = shards.iter().flatten().cloned().collect();
+    assert_eq!(total, IDS.len(), "a task ran twice: {shards:?}");
+    assert_eq!(union, IDS.iter().map(|id| (*id).to_owned()).collect());
+
+    // The split is a function of the tasks, not of the run: again, the same.
+    let again = ybs.run(["run", "tasks", "--shard", "2/3", "--out", "again"]);
+    assert!(again.code == 0 || again.code == 1, "{again:?}");
+    assert_eq!(task_dirs(&ybs, "again"), shards[1]);
+
+    let merge = ybs.run([
+        "report", "merge", "out-1", "out-2", "out-3", "--out", "merged",
+    ]);
+    merge.expect_code(1);
+    assert!(
+        merge.stdout.contains("7 tasks: 6 passed, 1 failed"),
+        "{}",
+        merge.stdout
+    );
+    let report = junit(&ybs, "merged");
+    assert_eq!(report.tests, 7);
+    assert_eq!(report.failures, 1);
+    assert_eq!(report.test_suites.len(), 1, "one suite per task file");
+    assert_eq!(case_names(&report), IDS);
+    let summary = ybs.read("merged/summary.md");
+    assert!(summary.contains("7 tasks: 6 passed, 1 failed"), "{summary}");
+    assert!(summary.contains("(shards 1/3, 2/3, 3/3)"), "{summary}");
+    for id in IDS {
+        assert!(summary.contains(&format!("| {id} | ")), "{id}: {summary}");
+        assert_eq!(
+            ybs.json(&format!("merged/{id}/transcript.json"))["task"]["id"],
+            id
+        );
+        assert!(ybs.exists(&format!("merged/{id}/events.jsonl")), "{id}");
+    }
+    assert!(
+        summary.contains("### t4: failed (checks_failed)"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn merge_passes_when_every_task_passed() {
+    let ybs = Ybs::new();
+    batch(&ybs);
+    for k in 1..=2 {
+        ybs.run([
+            "run",
+            "tasks",
+            "--filter",
+            "t[1235]",
+            "--shard",
+            &format!("{k}/2"),
+            "--out",
+            &format!("out-{k}"),
+        ])
+        .expect_code(0);
+    }
+    let merge = ybs.run(["report", "merge", "out-1", "out-2", "--out", "merged"]);
+    merge.expect_code(0);
+    assert_eq!(junit(&ybs, "merged").tests, 4);
+}
+
+#[test]
+fn bad_shard_values_are_usage_errors() {
+    let ybs = Ybs::new();
+    batch(&ybs);
+    for bad in ["0/3", "4/3", "1/0", "3", "a/b", "2/3/4", "-1/3"] {
+        let run = ybs.run(["run", "tasks", &format!("--shard={bad}")]);
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains("K/N") || run.stderr.contains("between 1 and N"),
+            "{bad}: {}",
+            run.stderr
+        );
+        assert!(!ybs.exists("ybs-out"), "{bad}: nothing may run");
+    }
+}
+
+#[test]
+fn an_empty_shard_succeeds_with_empty_outputs_and_merges() {
+    let ybs = Ybs::new();
+    ybs.file("solo.yaml", "prompt: do it\n");
+    ybs.cassette("solo.cassette.json", vec![answer("done")]);
+    let mut empty = None;
+    for k in 1..=2 {
+        let out = format!("out-{k}");
+        let run = ybs.run([
+            "run",
+            "solo.yaml",
+            "--shard",
+            &format!("{k}/2"),
+            "--out",
+            &out,
+        ]);
+        run.expect_code(0);
+        if task_dirs(&ybs, &out).is_empty() {
+            empty = Some(k);
+        }
+    }
+    let k = empty.expect("one task over two shards leaves one empty");
+    let out = format!("out-{k}");
+    let report = junit(&ybs, &out);
+    assert_eq!(report.tests, 0);
+    assert_eq!(
+        report.test_suites[0].properties[0].value.as_str(),
+        format!("{k}/2")
+    );
+    let summary = ybs.read(&format!("{out}/summary.md"));
+    assert!(
+        summary.contains(&format!("Shard {k}/2: no tasks fell in this shard.")),
+        "{summary}"
+    );
+    assert_eq!(ybs.json(&format!("{out}/shard.json"))["tasks"], json!([]));
+
+    let merge = ybs.run(["report", "merge", "out-1", "out-2", "--out", "merged"]);
+    merge.expect_code(0);
+    assert_eq!(case_names(&junit(&ybs, "merged")), ["solo"]);
+}
+
+#[test]
+fn merge_refuses_duplicates_and_empty_directories() {
+    let ybs = Ybs::new();
+    batch(&ybs);
+    ybs.run(["run", "tasks", "--filter", "t1", "--out", "first"])
+        .expect_code(0);
+    ybs.run(["run", "tasks", "--filter", "t[12]", "--out", "second"])
+        .expect_code(0);
+    let merge = ybs.run(["report", "merge", "first", "second", "--out", "merged"]);
+    merge.expect_code(2);
+    assert!(
+        merge
+            .stderr
+            .contains("task `t1` is in both `first` and `second`"),
+        "{}",
+        merge.stderr
+    );
+    assert!(merge.stderr.contains("hint:"), "{}", merge.stderr);
+    assert!(!ybs.exists("merged"));
+
+    ybs.file("nothing/readme.txt", "no transcripts here\n");
+    let merge = ybs.run(["report", "merge", "first", "nothing", "--out", "merged"]);
+    merge.expect_code(2);
+    assert!(
+        merge.stderr.contains("no task transcripts in `nothing`"),
+        "{}",
+        merge.stderr
+    );
+
+    let merge = ybs.run(["report", "merge", "--out", "merged"]);
+    merge.expect_code(2);
+}
+
+#[test]
+fn a_missing_shard_keeps_the_merge_from_passing() {
+    let ybs = Ybs::new();
+    batch(&ybs);
+    let mut passing = None;
+    for k in 1..=3 {
+        let out = format!("out-{k}");
+        ybs.run([
+            "run",
+            "tasks",
+            "--filter",
+            "t[1235]",
+            "--shard",
+            &format!("{k}/3"),
+            "--out",
+            &out,
+        ])
+        .expect_code(0);
+        if !task_dirs(&ybs, &out).is_empty() {
+            passing = Some(out);
+        }
+    }
+    let merge = ybs.run(["report", "merge", &passing.unwrap(), "--out", "merged"]);
+    merge.expect_code(4);
+    assert!(merge.stderr.contains("is missing"), "{}", merge.stderr);
+    assert!(ybs.read("merged/summary.md").contains("is missing"));
+}
