@@ -8,6 +8,7 @@
 //! - [`TranscriptSink`]: `OUT/<task>/transcript.json` at `task.finished`.
 //! - [`JunitSink`]: the JUnit XML at `finish()`.
 //! - [`SummarySink`]: `OUT/summary.md` (and `$GITHUB_STEP_SUMMARY`) at `finish()`.
+//! - [`schema`]: the JSON Schemas of the transcript and of `events.jsonl`.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
 
 mod events;
@@ -16,6 +17,7 @@ mod fsutil;
 mod junit;
 pub mod log;
 mod results;
+pub mod schema;
 mod summary;
 #[cfg(test)]
 mod testdata;

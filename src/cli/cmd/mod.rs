@@ -3,6 +3,7 @@
 pub mod common;
 pub mod policy;
 pub mod run;
+pub mod schema;
 pub mod tools;
 pub mod validate;
 
@@ -14,5 +15,6 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Validate(args) => validate::validate(&args),
         Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args),
         Command::Tools(args) => tools::tools(&args),
+        Command::Schema(args) => schema::schema(&args),
     }
 }
