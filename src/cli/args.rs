@@ -41,6 +41,8 @@ pub enum Command {
     /// Reports over several runs: merge the outputs of shards.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Print the JSON Schema (draft 2020-12) of a file format ybs reads or writes.
+    Schema(SchemaArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,6 +68,24 @@ pub struct MergeArgs {
     pub out: PathBuf,
     #[command(flatten)]
     pub verbosity: Verbosity,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SchemaArgs {
+    /// The format.
+    #[arg(value_enum)]
+    pub format: SchemaFormat,
+}
+
+/// The formats `ybs schema` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaFormat {
+    /// OUT/<task-id>/transcript.json: the whole run of one task.
+    Transcript,
+    /// A task file (YAML): one task at the top level, or `tasks:` with `defaults:`.
+    Task,
+    /// One line of OUT/<task-id>/events.jsonl (and of `run --json` stdout).
+    Events,
 }
 
 /// Output verbosity, shared by commands.

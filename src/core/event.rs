@@ -4,6 +4,7 @@
 //! This is a wire format, published by `ybs schema events`. Changes are
 //! additive only: new variants and new optional fields.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -15,7 +16,7 @@ use super::usage::{Cost, Usage};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// One line of `events.jsonl`: when, which task, and what happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EventRecord {
     /// Milliseconds since the Unix epoch.
     pub ts_ms: u64,
@@ -25,7 +26,7 @@ pub struct EventRecord {
 }
 
 /// Everything that can happen during a task, in order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type")]
 pub enum Event {
     /// The task began. Carries the manifest of the run.
@@ -139,7 +140,7 @@ pub enum Event {
 }
 
 /// The kernel confinement of a task's children, as the manifest records it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxInfo {
     /// `landlock+seccomp`, or `none` when children run unconfined.
     pub mode: String,
@@ -185,7 +186,7 @@ impl SandboxInfo {
 }
 
 /// Calls of one external tool: counts and durations.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolMetrics {
     pub name: String,
     /// Processes started.
@@ -200,7 +201,7 @@ pub struct ToolMetrics {
 }
 
 /// The git result of a task, as reports show it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GitOutcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,

@@ -1,12 +1,13 @@
 //! The conversation, provider-neutral. Providers translate it to their wire
 //! formats; the transcript stores it as is.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One message of the conversation. The system prompt is not a message: it
 /// travels beside the messages in a request (Anthropic wants it apart).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     User {
@@ -55,7 +56,7 @@ impl Message {
 }
 
 /// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,

@@ -1,10 +1,11 @@
 //! How a task ended: a status and, unless it passed cleanly, a reason
 //! (SPEC §3). Both are wire names relied on by users; never rename.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The final state of one task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Passed,
@@ -31,7 +32,7 @@ impl std::fmt::Display for Status {
 }
 
 /// Why a task stopped the way it did. Machine-readable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// The model answered; nothing more to report.

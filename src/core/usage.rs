@@ -1,10 +1,13 @@
 //! Token usage and cost. An unknown price is reported as unknown, never as
 //! zero (SPEC §3).
 
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Tokens one or more requests consumed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -62,6 +65,23 @@ impl Serialize for Cost {
             Cost::Unknown => serializer.serialize_str("unknown"),
             Cost::Usd(value) => serializer.serialize_f64(*value),
         }
+    }
+}
+
+/// Written by hand: the derive cannot see the custom `Serialize`.
+impl JsonSchema for Cost {
+    fn schema_name() -> Cow<'static, str> {
+        "Cost".into()
+    }
+
+    fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Money spent, in US dollars, or \"unknown\" when the model's price is not known (never reported as 0).",
+            "anyOf": [
+                { "type": "number", "minimum": 0 },
+                { "const": "unknown" }
+            ]
+        })
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`TranscriptSink`]: `OUT/<task>/transcript.json` at `task.finished`.
 //! - [`JunitSink`]: the JUnit XML at `finish()`.
 //! - [`SummarySink`]: `OUT/summary.md` (and `$GITHUB_STEP_SUMMARY`) at `finish()`.
+//! - [`schema`]: the JSON Schemas of the transcript and of `events.jsonl`.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
 //!
 //! [`merge`] (`ybs report merge`) feeds the same JUnit and summary sinks
@@ -20,6 +21,7 @@ mod junit;
 pub mod log;
 pub mod merge;
 mod results;
+pub mod schema;
 mod scope;
 mod summary;
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,7 +25,7 @@ pub const TRANSCRIPT_FILE: &str = "transcript.json";
 
 /// The whole run of one task. Fields are always present; what was not
 /// known is `null` (never omitted), so consumers see one shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Transcript {
     pub schema_version: u32,
     pub manifest: Manifest,
@@ -52,7 +53,7 @@ pub struct Transcript {
 }
 
 /// What a run used: enough to reproduce or audit it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Manifest {
     pub ybs_version: String,
     pub run_id: String,
@@ -72,14 +73,14 @@ pub struct Manifest {
     pub sandbox: Option<SandboxInfo>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskInfo {
     pub id: String,
     pub file: String,
     pub suite: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Timings {
     /// RFC 3339, from `task.started`.
     pub started_at: Option<String>,
@@ -91,7 +92,7 @@ pub struct Timings {
 }
 
 /// One tool call: the policy decision joined with its result by call id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCallEntry {
     pub id: String,
     pub name: String,
@@ -107,7 +108,7 @@ pub struct ToolCallEntry {
     pub from_text: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Decision {
     pub verdict: String,
     pub rule: String,
@@ -116,7 +117,7 @@ pub struct Decision {
     pub resolved: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolResult {
     pub ok: bool,
     pub ran: bool,
@@ -125,7 +126,7 @@ pub struct ToolResult {
 }
 
 /// One answered provider request (`llm.response`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LlmCall {
     pub iteration: u32,
     pub response_id: Option<String>,
@@ -136,7 +137,7 @@ pub struct LlmCall {
 }
 
 /// One retried provider request (`llm.retry`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Retry {
     pub iteration: u32,
     pub attempt: u32,
@@ -145,7 +146,7 @@ pub struct Retry {
 }
 
 /// One check run (`check.completed`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckEntry {
     pub name: String,
     pub command: String,

@@ -36,14 +36,14 @@ pub const TASK_FIELDS: &[&str] = &[
 ];
 
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "caller", "mcp", "script"];
-const LIMITS_FIELDS: &[&str] = &[
+pub const LIMITS_FIELDS: &[&str] = &[
     "max_iterations",
     "timeout",
     "max_total_tokens",
     "max_cost_usd",
     "max_tool_output_chars",
 ];
-const CHECK_FIELDS: &[&str] = &["name", "run", "timeout", "expect_exit"];
+pub const CHECK_FIELDS: &[&str] = &["name", "run", "timeout", "expect_exit"];
 
 /// One layer of task fields.
 #[derive(Debug, Clone, Default)]

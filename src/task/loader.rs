@@ -19,7 +19,7 @@ use super::vars::substitute;
 use super::yaml::{Node, NodeKind, parse};
 
 /// Top-level keys of the list form.
-const FILE_FIELDS: &[&str] = &["version", "name", "defaults", "vars", "tasks"];
+pub const FILE_FIELDS: &[&str] = &["version", "name", "defaults", "vars", "tasks"];
 
 /// Said wherever a file tries to hold an API key.
 pub const API_KEY_MESSAGE: &str =

@@ -12,6 +12,7 @@ mod layer;
 mod loader;
 pub mod model;
 pub mod policy;
+pub mod schema;
 pub mod vars;
 pub mod yaml;
 

@@ -5,6 +5,7 @@ mod policy;
 mod providers;
 mod run;
 mod sandbox;
+mod schema;
 mod security;
 mod shard;
 mod tools;

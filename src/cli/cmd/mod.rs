@@ -4,6 +4,7 @@ pub mod common;
 pub mod policy;
 pub mod report;
 pub mod run;
+pub mod schema;
 pub mod tools;
 pub mod validate;
 
@@ -16,5 +17,6 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args),
         Command::Tools(args) => tools::tools(&args),
         Command::Report(ReportCommand::Merge(args)) => report::merge(&args),
+        Command::Schema(args) => schema::schema(&args),
     }
 }
