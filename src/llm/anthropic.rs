@@ -5,11 +5,10 @@ use std::collections::BTreeMap;
 
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
-use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{self, Http};
+use super::http::{self, Endpoint};
 use super::turn::{self, CallIds, PartialCall};
 use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
 use crate::core::{Message, Usage};
@@ -22,15 +21,11 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// An Anthropic Messages endpoint.
 #[derive(Debug)]
 pub struct Anthropic {
-    settings: Settings,
-    url: Url,
-    headers: HeaderMap,
-    http: Http,
+    endpoint: Endpoint,
 }
 
 impl Anthropic {
     pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
-        let url = settings.url(&["v1", "messages"])?;
         let mut headers = HeaderMap::new();
         headers.insert(
             HeaderName::from_static("anthropic-version"),
@@ -42,28 +37,21 @@ impl Anthropic {
                 key.header_value("", super::ANTHROPIC_API_KEY)?,
             );
         }
-        let http = Http::new(&settings.endpoint, settings.deadlines, settings.key.clone())?;
         Ok(Self {
-            settings,
-            url,
-            headers,
-            http,
+            endpoint: Endpoint::new(settings, &["v1", "messages"], headers)?,
         })
     }
 
     async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let body = request_body(
             request,
-            self.settings.model(request),
-            self.settings.streaming,
+            self.endpoint.settings.model(request),
+            self.endpoint.settings.streaming,
         );
-        let response = self
-            .http
-            .post_json(&self.url, self.headers.clone(), &body)
-            .await?;
-        let scrub = |text: &str| self.http.scrub(text);
+        let response = self.endpoint.post(&body).await?;
+        let scrub = |text: &str| self.endpoint.http.scrub(text);
         let mut turn = Assembly::default();
-        if self.settings.streaming {
+        if self.endpoint.settings.streaming {
             let mut events = response.events();
             while let Some(event) = events.next().await {
                 let event = event?;
@@ -92,13 +80,13 @@ impl Anthropic {
         } else {
             turn.message(&response.json().await?, &scrub)?;
         }
-        Ok(turn.finish(request, self.settings.text_tool_calls))
+        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
     }
 }
 
 impl Provider for Anthropic {
     fn name(&self) -> &str {
-        &self.settings.name
+        &self.endpoint.settings.name
     }
 
     fn complete<'a>(

@@ -813,3 +813,38 @@ mod tests {
         ));
     }
 }
+
+/// One provider endpoint: the resolved settings, the request URL, the
+/// protocol's headers and the HTTP client. What every protocol shares.
+#[derive(Debug)]
+pub(super) struct Endpoint {
+    pub settings: super::Settings,
+    pub http: Http,
+    url: Url,
+    headers: HeaderMap,
+}
+
+impl Endpoint {
+    /// `path` is appended to the configured base URL.
+    pub fn new(
+        settings: super::Settings,
+        path: &[&str],
+        headers: HeaderMap,
+    ) -> Result<Self, ProviderError> {
+        let url = settings.url(path)?;
+        let http = Http::new(&settings.endpoint, settings.deadlines, settings.key.clone())?;
+        Ok(Self {
+            settings,
+            http,
+            url,
+            headers,
+        })
+    }
+
+    /// POSTs a JSON body to the endpoint.
+    pub async fn post(&self, body: &Value) -> Result<ResponseBody, ProviderError> {
+        self.http
+            .post_json(&self.url, self.headers.clone(), body)
+            .await
+    }
+}

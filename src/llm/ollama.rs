@@ -7,11 +7,10 @@
 
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
-use reqwest::Url;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use super::http::{self, Http};
+use super::http::{self, Endpoint};
 use super::turn::{self, CallIds, PartialCall};
 use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
 use crate::core::{Message, Usage};
@@ -19,38 +18,26 @@ use crate::core::{Message, Usage};
 /// An Ollama server.
 #[derive(Debug)]
 pub struct Ollama {
-    settings: Settings,
-    url: Url,
-    headers: HeaderMap,
-    http: Http,
+    endpoint: Endpoint,
 }
 
 impl Ollama {
     pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
-        let url = settings.url(&["api", "chat"])?;
-        let headers = HeaderMap::new();
-        let http = Http::new(&settings.endpoint, settings.deadlines, settings.key.clone())?;
         Ok(Self {
-            settings,
-            url,
-            headers,
-            http,
+            endpoint: Endpoint::new(settings, &["api", "chat"], HeaderMap::new())?,
         })
     }
 
     async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let body = request_body(
             request,
-            self.settings.model(request),
-            self.settings.streaming,
+            self.endpoint.settings.model(request),
+            self.endpoint.settings.streaming,
         );
-        let response = self
-            .http
-            .post_json(&self.url, self.headers.clone(), &body)
-            .await?;
-        let scrub = |text: &str| self.http.scrub(text);
+        let response = self.endpoint.post(&body).await?;
+        let scrub = |text: &str| self.endpoint.http.scrub(text);
         let mut turn = Assembly::default();
-        if self.settings.streaming {
+        if self.endpoint.settings.streaming {
             let mut lines = response.lines();
             while let Some(line) = lines.next().await {
                 let line = line?;
@@ -74,13 +61,13 @@ impl Ollama {
             turn.part(&response.json().await?, &scrub)?;
             turn.done = true;
         }
-        Ok(turn.finish(request, self.settings.text_tool_calls))
+        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
     }
 }
 
 impl Provider for Ollama {
     fn name(&self) -> &str {
-        &self.settings.name
+        &self.endpoint.settings.name
     }
 
     fn complete<'a>(

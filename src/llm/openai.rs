@@ -6,11 +6,10 @@ use std::collections::BTreeMap;
 
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
-use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
-use super::http::{self, Http};
+use super::http::{self, Endpoint};
 use super::turn::{self, CallIds, PartialCall};
 use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
 use crate::core::{Message, Usage};
@@ -18,15 +17,11 @@ use crate::core::{Message, Usage};
 /// An OpenAI-compatible endpoint.
 #[derive(Debug)]
 pub struct OpenAi {
-    settings: Settings,
-    url: Url,
-    headers: HeaderMap,
-    http: Http,
+    endpoint: Endpoint,
 }
 
 impl OpenAi {
     pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
-        let url = settings.url(&["chat", "completions"])?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &settings.key {
             headers.insert(
@@ -34,29 +29,22 @@ impl OpenAi {
                 key.header_value("Bearer ", super::OPENAI_API_KEY)?,
             );
         }
-        let http = Http::new(&settings.endpoint, settings.deadlines, settings.key.clone())?;
         Ok(Self {
-            settings,
-            url,
-            headers,
-            http,
+            endpoint: Endpoint::new(settings, &["chat", "completions"], headers)?,
         })
     }
 
     async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let body = request_body(
             request,
-            self.settings.model(request),
-            self.settings.streaming,
-            self.settings.vendor,
+            self.endpoint.settings.model(request),
+            self.endpoint.settings.streaming,
+            self.endpoint.settings.vendor,
         );
-        let response = self
-            .http
-            .post_json(&self.url, self.headers.clone(), &body)
-            .await?;
-        let scrub = |text: &str| self.http.scrub(text);
+        let response = self.endpoint.post(&body).await?;
+        let scrub = |text: &str| self.endpoint.http.scrub(text);
         let mut turn = Assembly::default();
-        if self.settings.streaming {
+        if self.endpoint.settings.streaming {
             let mut events = response.events();
             while let Some(event) = events.next().await {
                 let Some(data) = event?.data else { continue };
@@ -86,13 +74,13 @@ impl OpenAi {
         } else {
             turn.message(&response.json().await?, &scrub)?;
         }
-        Ok(turn.finish(request, self.settings.text_tool_calls))
+        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
     }
 }
 
 impl Provider for OpenAi {
     fn name(&self) -> &str {
-        &self.settings.name
+        &self.endpoint.settings.name
     }
 
     fn complete<'a>(
