@@ -146,16 +146,7 @@ impl Workspace {
         }
 
         // 2. Objects.
-        let head_commit = head
-            .oid
-            .map(|oid| repo.find_commit(oid))
-            .transpose()
-            .map_err(GitError::git("cannot read the HEAD commit"))?;
-        let head_tree = head_commit
-            .as_ref()
-            .map(Commit::tree)
-            .transpose()
-            .map_err(GitError::git("cannot read the HEAD tree"))?;
+        let (head_commit, head_tree) = head_commit_and_tree(&repo, &head)?;
         let staged =
             tree::stage_from_workdir(&repo, self.root(), &changes.files, head_tree.as_ref())?;
         let tree_oid = tree::write_tree(&repo, head_tree.as_ref(), &staged)?;
@@ -569,4 +560,22 @@ pub(crate) fn push_skips(note: &mut String, changes: &TaskChanges) {
             .collect();
         note.push_str(&format!("; not committed: {}", list(&skipped)));
     }
+}
+
+/// HEAD's commit and tree; both `None` on an unborn branch.
+pub(super) fn head_commit_and_tree<'r>(
+    repo: &'r git2::Repository,
+    head: &HeadInfo,
+) -> Result<(Option<Commit<'r>>, Option<git2::Tree<'r>>), GitError> {
+    let commit = head
+        .oid
+        .map(|oid| repo.find_commit(oid))
+        .transpose()
+        .map_err(GitError::git("cannot read the HEAD commit"))?;
+    let tree = commit
+        .as_ref()
+        .map(Commit::tree)
+        .transpose()
+        .map_err(GitError::git("cannot read the HEAD tree"))?;
+    Ok((commit, tree))
 }

@@ -65,16 +65,7 @@ impl Workspace {
         if changes.is_empty() {
             return Ok(None);
         }
-        let head_commit = head
-            .oid
-            .map(|oid| repo.find_commit(oid))
-            .transpose()
-            .map_err(GitError::git("cannot read the HEAD commit"))?;
-        let head_tree = head_commit
-            .as_ref()
-            .map(Commit::tree)
-            .transpose()
-            .map_err(GitError::git("cannot read the HEAD tree"))?;
+        let (head_commit, head_tree) = super::commit::head_commit_and_tree(&repo, &head)?;
         let staged =
             tree::stage_from_workdir(&repo, self.root(), &changes.files, head_tree.as_ref())?;
         let tree_oid = tree::write_tree(&repo, head_tree.as_ref(), &staged)?;
