@@ -10,6 +10,8 @@
 //! and it never touches user or assistant messages or the results of the
 //! newest turn, which the model is about to read.
 
+use std::collections::BTreeSet;
+
 use crate::core::{Message, ToolSpec};
 
 /// Bytes per token of the estimate. Real tokenizers give 3 to 4.5 bytes
@@ -152,14 +154,14 @@ impl Compaction {
 pub struct Compactor {
     window: ContextWindow,
     /// Indexes into the conversation of the elided tool results.
-    elided: Vec<usize>,
+    elided: BTreeSet<usize>,
 }
 
 impl Compactor {
     pub fn new(window: ContextWindow) -> Self {
         Self {
             window,
-            elided: Vec::new(),
+            elided: BTreeSet::new(),
         }
     }
 
@@ -195,8 +197,11 @@ impl Compactor {
             if tokens(bytes) <= target {
                 break;
             }
+            if self.elided.contains(&index) {
+                continue;
+            }
             if let Some(saved) = elide(&mut messages[index]) {
-                self.elided.push(index);
+                self.elided.insert(index);
                 bytes -= saved.0 - saved.1;
                 results += 1;
                 elided_bytes += saved.0;
@@ -217,14 +222,15 @@ impl Compactor {
     }
 }
 
-/// Replaces a tool result's content with the marker, if that makes it
-/// smaller. Returns the content's size before and after.
+/// Replaces a tool result's content with the marker, if that saves at
+/// least the marker's size again. Returns the content's size before and
+/// after.
 fn elide(message: &mut Message) -> Option<(usize, usize)> {
     let Message::Tool { content, .. } = message else {
         return None;
     };
     let marker = elision_marker(content.len());
-    if marker.len() >= content.len() {
+    if marker.len() * 2 > content.len() {
         return None;
     }
     let before = content.len();
@@ -341,7 +347,10 @@ mod tests {
         messages.extend(turn(20, 200));
         let second = compactor.prepare(2000, &messages);
         assert!(second.compaction.is_none());
-        assert_eq!(second.messages.iter().filter(|m| is_elided(m)).count(), first_count);
+        assert_eq!(
+            second.messages.iter().filter(|m| is_elided(m)).count(),
+            first_count
+        );
         assert_eq!(second.messages[..first.messages.len()], first.messages[..]);
         // Many more big steps: another compaction, further along.
         for step in 21..40 {
