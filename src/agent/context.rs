@@ -193,18 +193,18 @@ impl Compactor {
             .unwrap_or(0);
         let target = self.window.target();
         let (mut results, mut elided_bytes) = (0, 0);
-        for index in 0..newest {
+        for (index, message) in messages.iter_mut().enumerate().take(newest) {
             if tokens(bytes) <= target {
                 break;
             }
             if self.elided.contains(&index) {
                 continue;
             }
-            if let Some(saved) = elide(&mut messages[index]) {
+            if let Some((was, is)) = elide(message) {
                 self.elided.insert(index);
-                bytes -= saved.0 - saved.1;
+                bytes -= was - is;
                 results += 1;
-                elided_bytes += saved.0;
+                elided_bytes += was;
             }
         }
         let after = tokens(bytes);
