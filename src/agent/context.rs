@@ -363,7 +363,7 @@ mod tests {
     #[test]
     fn the_newest_turn_is_never_elided() {
         let window = ContextWindow::new(Some(1000), 0.95);
-        let mut messages = conversation(2, 200);
+        let mut messages = conversation(2, 400);
         messages.extend(turn(2, 10_000));
         let mut compactor = Compactor::new(window);
         let prepared = compactor.prepare(0, &messages);
@@ -371,6 +371,16 @@ mod tests {
         let compaction = prepared.compaction.unwrap();
         assert_eq!(compaction.results, 2);
         assert!(compaction.note().contains("still over the threshold"));
+    }
+
+    #[test]
+    fn results_barely_longer_than_the_marker_are_left_alone() {
+        let window = ContextWindow::new(Some(100), 0.95);
+        let messages = conversation(4, 150);
+        let prepared = Compactor::new(window).prepare(0, &messages);
+        assert_eq!(prepared.messages, messages);
+        assert!(prepared.compaction.is_none());
+        assert!(prepared.tokens > window.limit());
     }
 
     #[test]
