@@ -5,12 +5,14 @@
 //! answers without a tool call or a limit stops it. Everything it does is
 //! an event; outputs are the runner's business.
 
+pub mod context;
 pub mod emitter;
 pub mod limits;
 pub mod loop_guard;
 pub mod prompt;
 pub mod run;
 
+pub use context::ContextWindow;
 pub use emitter::Emitter;
 pub use limits::Limits;
 pub use run::{Agent, AgentSetup, Stop};

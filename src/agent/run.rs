@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::context::{self, Compactor, ContextWindow};
 use super::emitter::Emitter;
 use super::limits::{Budget, Limits};
 use super::loop_guard::LoopGuard;
@@ -31,6 +32,8 @@ pub struct AgentSetup<'a> {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     pub limits: Limits,
+    /// The model's window and the compaction threshold (SPEC §3 Context).
+    pub context: ContextWindow,
     pub retry: RetrySettings,
     /// Decide and record tool calls, but do not run them.
     pub dry_run: bool,
@@ -60,6 +63,11 @@ pub struct Agent<'a> {
     messages: Vec<Message>,
     budget: Budget,
     guard: LoopGuard,
+    /// Elides older tool results from requests near the window.
+    compactor: Compactor,
+    /// System prompt and tool schemas, in bytes: the fixed part of every
+    /// request.
+    fixed_bytes: usize,
     /// Files the tools created, modified or deleted, relative to the workdir.
     pub changed: BTreeSet<PathBuf>,
 }
@@ -68,11 +76,15 @@ impl<'a> Agent<'a> {
     /// Starts a conversation with the task's prompt.
     pub fn new(setup: AgentSetup<'a>, prompt: &str, emitter: &mut Emitter<'_>) -> Self {
         let budget = Budget::new(setup.limits.clone());
+        let compactor = Compactor::new(setup.context);
+        let fixed_bytes = context::fixed_bytes(&setup.system_prompt, &setup.tools.specs());
         let mut agent = Self {
             setup,
             messages: Vec::new(),
             budget,
             guard: LoopGuard::default(),
+            compactor,
+            fixed_bytes,
             changed: BTreeSet::new(),
         };
         agent.push(Message::user(prompt), emitter);
@@ -209,10 +221,15 @@ impl<'a> Agent<'a> {
         iteration: u32,
         emitter: &mut Emitter<'_>,
     ) -> Result<crate::llm::ChatResponse, Stop> {
+        // The conversation keeps everything; the request may be compacted.
+        let prepared = self.compactor.prepare(self.fixed_bytes, &self.messages);
+        if let Some(compaction) = &prepared.compaction {
+            emitter.note(compaction.note());
+        }
         let request = ChatRequest {
             model: self.setup.model.clone(),
             system: self.setup.system_prompt.clone(),
-            messages: self.messages.clone(),
+            messages: prepared.messages,
             tools: self.setup.tools.specs(),
             temperature: self.setup.temperature,
             max_tokens: self.setup.max_tokens,
@@ -253,6 +270,7 @@ impl<'a> Agent<'a> {
             cost,
             duration_ms: millis(started.elapsed()),
             tool_calls: response.tool_calls.len(),
+            request_tokens_estimate: Some(prepared.tokens),
         });
         Ok(response)
     }

@@ -57,9 +57,10 @@ pub enum Origin {
 /// The resolved configuration of a run.
 ///
 /// Honoured today: everything that reaches [`TaskSettings`], `retry()`,
-/// `out`, `cassette`, `safety`, `git`, `llm.pricing`. Parsed and kept for
-/// the modules that will use them: `context.max_tokens`,
-/// `context.compaction_threshold`, `context.repo_map_tokens`, `tools.*`,
+/// `out`, `cassette`, `safety`, `git`, `llm.pricing`, `context.max_tokens`
+/// and `context.compaction_threshold` (the agent's context window, through
+/// the runner). Parsed and kept for the modules that will use them:
+/// `context.repo_map_tokens`, `tools.*`,
 /// `safety.require_confirmation`, `ui.*`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -111,7 +112,8 @@ pub struct LlmSettings {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextSettings {
-    /// The model's context window; `None`: the model's own.
+    /// The model's context window in tokens; `None`: the agent's default
+    /// (`agent::context::DEFAULT_WINDOW`, 32,000).
     pub max_tokens: Option<u32>,
     pub compaction_threshold: f64,
     pub repo_map_tokens: u32,

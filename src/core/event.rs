@@ -67,6 +67,11 @@ pub enum Event {
         cost: Cost,
         duration_ms: u64,
         tool_calls: usize,
+        /// The request's estimated size in tokens, as sent (after any
+        /// compaction): its bytes, system prompt and tool schemas
+        /// included, divided by 4. Absent in events of older versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_tokens_estimate: Option<u64>,
     },
     /// A request failed and will be retried.
     #[serde(rename = "llm.retry")]

@@ -116,6 +116,7 @@ fn response(task: &str, ts_ms: u64, iteration: u32, cost: Cost) -> EventRecord {
             cost,
             duration_ms: 300,
             tool_calls: usize::from(iteration == 1),
+            request_tokens_estimate: Some(700),
         },
     )
 }

@@ -134,6 +134,10 @@ pub struct LlmCall {
     pub cost: Cost,
     pub duration_ms: u64,
     pub tool_calls: usize,
+    /// The request's estimated size in tokens, as sent (after any context
+    /// compaction); `null` in transcripts of older versions.
+    #[serde(default)]
+    pub request_tokens_estimate: Option<u64>,
 }
 
 /// One retried provider request (`llm.retry`).
@@ -209,6 +213,7 @@ impl Transcript {
                     cost: call.cost,
                     duration_ms: call.duration_ms,
                     tool_calls: call.tool_calls,
+                    request_tokens_estimate: call.request_tokens_estimate,
                 },
             )
         }));
@@ -383,6 +388,7 @@ impl TranscriptBuilder {
                 cost,
                 duration_ms,
                 tool_calls,
+                request_tokens_estimate,
             } => {
                 if let Some(id) = response_id {
                     self.manifest.response_ids.push(id.clone());
@@ -394,6 +400,7 @@ impl TranscriptBuilder {
                     cost: *cost,
                     duration_ms: *duration_ms,
                     tool_calls: *tool_calls,
+                    request_tokens_estimate: *request_tokens_estimate,
                 });
             }
             Event::LlmRetry {

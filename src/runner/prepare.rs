@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::RunContext;
 use super::workspace::TaskGit;
-use crate::agent::Limits;
+use crate::agent::{ContextWindow, Limits};
 use crate::config::{Config, Origin, TaskSettings};
 use crate::core::event::SandboxInfo;
 use crate::git::GitError;
@@ -28,6 +28,8 @@ pub struct PreparedTask {
     pub task: TaskSpec,
     pub settings: TaskSettings,
     pub limits: Limits,
+    /// `context.max_tokens` and `context.compaction_threshold`.
+    pub context: ContextWindow,
     pub registry: Registry,
     pub tool_ctx: ToolCtx,
     pub policy: Policy,
@@ -144,10 +146,15 @@ pub fn prepare(
         max_tool_output_chars: settings.max_tool_output_chars,
         ..Limits::default()
     };
+    let context = ContextWindow::new(
+        run.config.context.max_tokens,
+        run.config.context.compaction_threshold,
+    );
     Ok(PreparedTask {
         task: task.clone(),
         settings,
         limits,
+        context,
         registry,
         tool_ctx,
         policy,

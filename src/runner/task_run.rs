@@ -64,6 +64,7 @@ pub async fn run_task(
         temperature: prepared.settings.temperature,
         max_tokens: prepared.settings.max_tokens,
         limits: prepared.limits.clone(),
+        context: prepared.context,
         retry: run.retry,
         dry_run: run.dry_run,
         redactor: &run.redactor,

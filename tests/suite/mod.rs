@@ -1,4 +1,5 @@
 mod architecture;
+mod context;
 mod external;
 mod git;
 mod policy;
