@@ -132,6 +132,10 @@ pub struct RunArgs {
     /// Merge the shards' outputs with `ybs report merge`.
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
+    /// Run up to N tasks at once (default 1). With N > 1 a task that
+    /// commits runs in its own git worktree on branch `ybs/<run-id>/<task-id>`.
+    #[arg(long, value_name = "N", env = "YBS_JOBS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
     /// Decide and record tool calls without executing them.
     #[arg(long)]
     pub dry_run: bool,

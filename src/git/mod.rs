@@ -58,6 +58,7 @@ mod salvage;
 mod status;
 mod tree;
 mod workspace;
+mod worktree;
 
 #[cfg(test)]
 mod tests;
@@ -68,3 +69,4 @@ pub use error::GitError;
 pub use salvage::SalvageOutcome;
 pub use status::{Change, Content, DirtyPath, Head, Snapshot, describe_dirty};
 pub use workspace::{Workspace, no_repository};
+pub use worktree::{TaskWorktree, WORKTREES_DIR};

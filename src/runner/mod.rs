@@ -10,13 +10,16 @@ pub mod tools;
 pub mod workspace;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 
 use globset::{Glob, GlobSetBuilder};
 
 use crate::agent::Emitter;
 use crate::config::Config;
-use crate::core::event::{Event, EventSink};
+use crate::core::event::{Event, EventRecord, EventSink};
 use crate::core::shard::shard_key;
 use crate::core::{Cost, Reason, Redactor, Shard, Status, Usage};
 use crate::llm::cassette::CassetteWriter;
@@ -65,6 +68,9 @@ pub struct RunContext {
     pub recorder: Option<Arc<CassetteWriter>>,
     /// `--shard K/N`: recorded in the reports and `OUT/shard.json`.
     pub shard: Option<Shard>,
+    /// `--jobs N`: tasks at once (at least 1). Above 1, a task that
+    /// commits runs in its own git worktree.
+    pub jobs: usize,
 }
 
 /// Where outputs go.
@@ -158,12 +164,26 @@ pub fn prepare_all(
     if errors.is_empty() {
         Ok(prepared)
     } else {
+        // No task runs: the worktrees made for `--jobs` go, with their branches.
+        for task in &prepared {
+            if let Some(worktree) = &task.worktree {
+                let _ = worktree.discard();
+            }
+        }
         Err(errors)
     }
 }
 
-/// Runs the prepared tasks one after another, writing every output.
-/// SIGINT/SIGTERM stop the current task; outputs are still written.
+/// Runs the prepared tasks, up to `run.jobs` at once, writing every
+/// output. SIGINT/SIGTERM stop every running task (each gets
+/// `task.finished` with reason `interrupted`); outputs are still written.
+///
+/// Tasks start in their order, so the reports list them as with
+/// `--jobs 1`. All of them are polled from this one future and emit
+/// through one [`RedactingSink`]; a task's events stay in order. A task
+/// that is not in its own worktree waits while an earlier task runs in
+/// its workdir (or one containing or inside it): two tasks never share
+/// a directory at the same time.
 pub async fn execute(
     run: &RunContext,
     prepared: Vec<PreparedTask>,
@@ -194,7 +214,7 @@ pub async fn execute(
         paths.github_step_summary.clone(),
     )
     .with_scope(scope);
-    let mut sink = RedactingSink::new(
+    let sink = Mutex::new(RedactingSink::new(
         redactor,
         vec![
             &mut events,
@@ -203,37 +223,112 @@ pub async fn execute(
             &mut summary,
             console,
         ],
-    );
+    ));
+    let mut results: Vec<Option<TaskResult>> = prepared.iter().map(|_| None).collect();
+    let mut running = FuturesUnordered::new();
+    let mut active: Vec<usize> = Vec::new();
+    let mut next = 0;
     let mut interrupt = Box::pin(interrupted());
-    for task in &prepared {
-        let result = tokio::select! {
-            result = task_run::run_task(run, task, &mut sink) => result,
-            signal = &mut interrupt => {
-                let message = format!("interrupted by {signal}");
-                let mut emitter = Emitter::new(&task.task.id, &mut sink);
-                emitter.emit(Event::TaskFinished {
-                    status: Status::Failed,
-                    reason: Reason::Interrupted,
-                    message: Some(message.clone()),
-                    expect: task.task.expect.as_str().to_owned(),
-                    iterations: 0,
-                    usage: Usage::default(),
-                    cost: Cost::Unknown,
-                    duration_ms: 0,
-                });
-                report.interrupted = true;
-                TaskResult { id: task.task.id.clone(), status: Status::Failed, reason: Reason::Interrupted, message: Some(message) }
-            }
-        };
-        report.results.push(result);
-        if report.interrupted {
+    loop {
+        while next < prepared.len()
+            && active.len() < run.jobs.max(1)
+            && active
+                .iter()
+                .all(|&other| !shares_workdir(&prepared[next], &prepared[other]))
+        {
+            let index = next;
+            let task = &prepared[index];
+            let sink = &sink;
+            running.push(async move {
+                let mut shared = SharedSink(sink);
+                (index, task_run::run_task(run, task, &mut shared).await)
+            });
+            active.push(index);
+            next += 1;
+        }
+        if running.is_empty() {
             break;
         }
+        tokio::select! {
+            Some((index, result)) = running.next() => {
+                active.retain(|&other| other != index);
+                results[index] = Some(result);
+            }
+            signal = &mut interrupt => {
+                running.clear();
+                let message = format!("interrupted by {signal}");
+                active.sort_unstable();
+                let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                for index in active {
+                    let task = &prepared[index];
+                    let message = match &task.worktree {
+                        Some(worktree) => format!(
+                            "{message}; its changes stay in worktree {} (branch {})",
+                            worktree.root().display(),
+                            worktree.branch
+                        ),
+                        None => message.clone(),
+                    };
+                    let mut emitter = Emitter::new(&task.task.id, &mut *sink);
+                    emitter.emit(Event::TaskFinished {
+                        status: Status::Failed,
+                        reason: Reason::Interrupted,
+                        message: Some(message.clone()),
+                        expect: task.task.expect.as_str().to_owned(),
+                        iterations: 0,
+                        usage: Usage::default(),
+                        cost: Cost::Unknown,
+                        duration_ms: 0,
+                    });
+                    results[index] = Some(TaskResult {
+                        id: task.task.id.clone(),
+                        status: Status::Failed,
+                        reason: Reason::Interrupted,
+                        message: Some(message),
+                    });
+                }
+                // Tasks that never started leave nothing behind.
+                for task in &prepared[next..] {
+                    if let Some(worktree) = &task.worktree {
+                        let _ = worktree.discard();
+                    }
+                }
+                report.interrupted = true;
+                break;
+            }
+        }
     }
+    drop(running);
+    report.results = results.into_iter().flatten().collect();
+    let mut sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
     if let Err(error) = sink.finish() {
         report.output_error.get_or_insert(error.to_string());
     }
     report
+}
+
+/// Whether two tasks would work in one directory: neither has its own
+/// worktree and one workdir is, or contains, the other.
+fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
+    if a.worktree.is_some() || b.worktree.is_some() {
+        return false;
+    }
+    let (a, b) = (&a.tool_ctx.workdir, &b.tool_ctx.workdir);
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// One running task's way into the run's sink. Every task is polled by
+/// [`execute`]'s one future and an event is handed over whole, so the
+/// lock is never contended and a task's events keep their order.
+struct SharedSink<'s, 'a>(&'s Mutex<RedactingSink<'a>>);
+
+impl EventSink for SharedSink<'_, '_> {
+    fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .event(record)
+    }
 }
 
 /// Creates the output directory with a `.gitignore` of `*` in it, so a run

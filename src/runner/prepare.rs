@@ -12,7 +12,7 @@ use super::workspace::TaskGit;
 use crate::agent::{ContextWindow, Limits};
 use crate::config::{Config, Origin, TaskSettings};
 use crate::core::event::SandboxInfo;
-use crate::git::GitError;
+use crate::git::{GitError, TaskWorktree, Workspace};
 use crate::llm::cassette::Cassette;
 use crate::llm::failing::Failing;
 use crate::llm::record::Recorder;
@@ -37,6 +37,9 @@ pub struct PreparedTask {
     pub provider: Box<dyn Provider>,
     /// How the task's children are confined, for the manifest.
     pub sandbox: SandboxInfo,
+    /// `--jobs N` (N > 1) and a workdir in a repository with commits on:
+    /// the task's own worktree, which `tool_ctx.workdir` is inside.
+    pub worktree: Option<TaskWorktree>,
 }
 
 /// Why a task cannot run.
@@ -85,7 +88,58 @@ pub fn prepare(
         // (SPEC §6) and the task's endpoint is never contacted.
         settings.provider = "replay".to_owned();
     }
-    let workdir = resolve_workdir(&run.cwd, task.workdir.as_deref()).map_err(|m| fail(m, None))?;
+    let mut workdir =
+        resolve_workdir(&run.cwd, task.workdir.as_deref()).map_err(|m| fail(m, None))?;
+    let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
+    let mut worktree = None;
+    if commit_enabled {
+        git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;
+        if run.jobs > 1 {
+            worktree = isolate(run, task, &workdir)
+                .map_err(|message| fail(message, Some("pass --no-commit to run without git")))?;
+        }
+    }
+    // From here on a failure must discard the worktree: no task will run in it.
+    let discard = |error: PrepareError| {
+        if let Some(worktree) = &worktree {
+            let _ = worktree.discard();
+        }
+        error
+    };
+    if let Some(worktree) = &worktree {
+        workdir.clone_from(&worktree.workdir);
+    }
+    prepare_in(run, cassettes, task, settings, workdir, worktree.clone()).map_err(discard)
+}
+
+/// The task's own worktree when the workdir is in a repository.
+fn isolate(
+    run: &RunContext,
+    task: &TaskSpec,
+    workdir: &Path,
+) -> Result<Option<TaskWorktree>, String> {
+    let workspace = Workspace::open(workdir).map_err(|error| format!("git: {error}"))?;
+    workspace
+        .map(|workspace| workspace.add_worktree(&run.run_id, &task.id))
+        .transpose()
+        .map_err(|error| format!("git: {error}"))
+}
+
+/// The rest of [`prepare`], with the workdir the task runs in.
+fn prepare_in(
+    run: &RunContext,
+    cassettes: &mut Cassettes,
+    task: &TaskSpec,
+    settings: TaskSettings,
+    workdir: PathBuf,
+    worktree: Option<TaskWorktree>,
+) -> Result<PreparedTask, PrepareError> {
+    let fail = |message: String, hint: Option<&str>| PrepareError {
+        file: task.file.clone(),
+        task: task.id.clone(),
+        message,
+        hint: hint.map(str::to_owned),
+    };
     let protected = protected_paths(run, task);
     let policy = task_policy(&PolicyInputs {
         config: &run.config,
@@ -99,10 +153,6 @@ pub fn prepare(
     let policy_hash = policy.hash();
     let provider = build_provider(run, cassettes, task, &settings).map_err(|(m, h)| fail(m, h))?;
     let registry = build_registry(run, task).map_err(|m| fail(m, None))?;
-    let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
-    if commit_enabled {
-        git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;
-    }
     let may_run_programs =
         registry.names().iter().any(|name| name == "run_shell") || !task.tools.external.is_empty();
     let (sandbox, sandbox_info) =
@@ -161,6 +211,7 @@ pub fn prepare(
         policy_hash,
         provider,
         sandbox: sandbox_info,
+        worktree,
     })
 }
 

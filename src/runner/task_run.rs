@@ -11,6 +11,7 @@ use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::core::event::{Event, EventSink, GitOutcome};
 use crate::core::{Reason, Status};
+use crate::git::TaskWorktree;
 use crate::task::{Expect, TaskSpec};
 
 /// Runs one prepared task; the last event it emits is `task.finished`.
@@ -234,13 +235,20 @@ fn settle_git(
         branch: task.commit.branch.as_deref(),
         redactor: &run.redactor,
     };
+    let left_in = prepared.worktree.as_ref().map_or_else(
+        || "the work tree".to_owned(),
+        |worktree| format!("worktree {}", worktree.root().display()),
+    );
     match git.finish(action, &changed, &info) {
-        Ok(outcome) => {
+        Ok(mut outcome) => {
+            if let Some(worktree) = &prepared.worktree {
+                outcome.note = worktree_note(worktree, action == Finish::Commit, outcome.note);
+            }
             emitter.emit(Event::Git { outcome });
             (reason, message)
         }
         Err(error) if action == Finish::Commit => {
-            let text = format!("git: {error}; the task's changes are left in the work tree");
+            let text = format!("git: {error}; the task's changes are left in {left_in}");
             emitter.emit(Event::Git {
                 outcome: GitOutcome {
                     note: text.clone(),
@@ -250,7 +258,7 @@ fn settle_git(
             (Reason::GitError, Some(text))
         }
         Err(error) => {
-            let note = format!("git: {error}; the task's changes are left in the work tree");
+            let note = format!("git: {error}; the task's changes are left in {left_in}");
             emitter.emit(Event::Git {
                 outcome: GitOutcome {
                     note,
@@ -259,6 +267,25 @@ fn settle_git(
             });
             (reason, message)
         }
+    }
+}
+
+/// `--jobs`: a committed task's worktree is removed (its branch stays);
+/// any other keeps it, and the note says where.
+fn worktree_note(worktree: &TaskWorktree, committed: bool, note: String) -> String {
+    if !committed {
+        return format!(
+            "{note} (worktree {} on branch {})",
+            worktree.root().display(),
+            worktree.branch
+        );
+    }
+    match worktree.remove() {
+        Ok(()) => format!("{note}; worktree removed, branch {} kept", worktree.branch),
+        Err(error) => format!(
+            "{note}; worktree {} could not be removed: {error}",
+            worktree.root().display()
+        ),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::support::{Run, Ybs};
 
 /// A repository inside a `Ybs` scratch dir, driven with the `git` CLI
 /// under the same isolation as the `ybs` under test.
-struct Repo<'a> {
+pub(super) struct Repo<'a> {
     ybs: &'a Ybs,
     root: PathBuf,
 }
@@ -25,7 +25,7 @@ struct Repo<'a> {
 impl<'a> Repo<'a> {
     /// `git init` on `main` in `relative` (`""`: the scratch dir itself)
     /// with a local identity, no commit yet.
-    fn empty(ybs: &'a Ybs, relative: &str) -> Self {
+    pub(super) fn empty(ybs: &'a Ybs, relative: &str) -> Self {
         let root = ybs.path().join(relative);
         std::fs::create_dir_all(&root).unwrap();
         let repo = Self { ybs, root };
@@ -36,18 +36,18 @@ impl<'a> Repo<'a> {
     }
 
     /// An empty repository, then one commit of everything in it.
-    fn init(ybs: &'a Ybs, relative: &str) -> Self {
+    pub(super) fn init(ybs: &'a Ybs, relative: &str) -> Self {
         let repo = Self::empty(ybs, relative);
         repo.commit_all("initial");
         repo
     }
 
-    fn commit_all(&self, message: &str) {
+    pub(super) fn commit_all(&self, message: &str) {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "-m", message]);
     }
 
-    fn output(&self, args: &[&str]) -> Output {
+    pub(super) fn output(&self, args: &[&str]) -> Output {
         Command::new("git")
             .args(args)
             .current_dir(&self.root)
@@ -62,7 +62,7 @@ impl<'a> Repo<'a> {
     }
 
     /// Runs `git`, panics on failure, returns stdout trimmed.
-    fn git(&self, args: &[&str]) -> String {
+    pub(super) fn git(&self, args: &[&str]) -> String {
         let output = self.output(args);
         assert!(
             output.status.success(),
@@ -75,16 +75,16 @@ impl<'a> Repo<'a> {
             .to_owned()
     }
 
-    fn head(&self) -> String {
+    pub(super) fn head(&self) -> String {
         self.git(&["rev-parse", "HEAD"])
     }
 
-    fn commit_count(&self) -> usize {
+    pub(super) fn commit_count(&self) -> usize {
         self.git(&["rev-list", "--count", "HEAD"]).parse().unwrap()
     }
 
     /// The paths a commit changed, sorted, as `git show --name-only`.
-    fn files_of(&self, rev: &str) -> Vec<String> {
+    pub(super) fn files_of(&self, rev: &str) -> Vec<String> {
         let mut files: Vec<String> = self
             .git(&["show", "--name-only", "--format=", rev])
             .lines()
@@ -94,7 +94,7 @@ impl<'a> Repo<'a> {
         files
     }
 
-    fn subject(&self, rev: &str) -> String {
+    pub(super) fn subject(&self, rev: &str) -> String {
         self.git(&["log", "-1", "--format=%s", rev])
     }
 
@@ -108,7 +108,7 @@ impl<'a> Repo<'a> {
     }
 
     /// `git status --porcelain` lines, ybs's own outputs left out.
-    fn status(&self) -> Vec<String> {
+    pub(super) fn status(&self) -> Vec<String> {
         self.git(&["status", "--porcelain", "--untracked-files=all"])
             .lines()
             .filter(|line| !line.contains("ybs-out/"))
@@ -117,7 +117,7 @@ impl<'a> Repo<'a> {
     }
 
     /// `git fsck --strict` finds nothing wrong.
-    fn fsck(&self) {
+    pub(super) fn fsck(&self) {
         let output = self.output(&["fsck", "--strict", "--no-progress"]);
         assert!(
             output.status.success(),
@@ -127,13 +127,13 @@ impl<'a> Repo<'a> {
         );
     }
 
-    fn write(&self, relative: &str, content: &str) {
+    pub(super) fn write(&self, relative: &str, content: &str) {
         let path = self.root.join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, content).unwrap();
     }
 
-    fn read(&self, relative: &str) -> String {
+    pub(super) fn read(&self, relative: &str) -> String {
         std::fs::read_to_string(self.root.join(relative)).unwrap()
     }
 
@@ -143,7 +143,7 @@ impl<'a> Repo<'a> {
 }
 
 /// A one-task file with a permissive policy and the given extra YAML.
-fn task_yaml(extra: &str) -> String {
+pub(super) fn task_yaml(extra: &str) -> String {
     format!("prompt: do the thing\nmodel: test-model\npolicy:\n  default: allow\n{extra}")
 }
 
@@ -172,23 +172,23 @@ fn two_file_repo<'a>(ybs: &'a Ybs, extra: &str, cassette: Vec<Value>) -> Repo<'a
 }
 
 /// Marks an interaction as answering task `task` only.
-fn for_task(task: &str, mut interaction: Value) -> Value {
+pub(super) fn for_task(task: &str, mut interaction: Value) -> Value {
     interaction["task"] = json!(task);
     interaction
 }
 
-fn transcript(run: &Run, task: &str) -> Value {
+pub(super) fn transcript(run: &Run, task: &str) -> Value {
     run.json(&format!("ybs-out/{task}/transcript.json"))
 }
 
-fn git_note(transcript: &Value) -> String {
+pub(super) fn git_note(transcript: &Value) -> String {
     transcript["git"]["note"]
         .as_str()
         .unwrap_or_default()
         .to_owned()
 }
 
-fn run_id(transcript: &Value) -> String {
+pub(super) fn run_id(transcript: &Value) -> String {
     transcript["manifest"]["run_id"]
         .as_str()
         .unwrap()

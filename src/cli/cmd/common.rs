@@ -126,6 +126,7 @@ pub fn run_context(
         retry: config.retry(),
         recorder: None,
         shard: None,
+        jobs: 1,
         no_commit: false,
         allow_dirty: false,
         outputs: Vec::new(),

@@ -61,6 +61,7 @@ pub fn run(args: &RunArgs) -> u8 {
     );
     context.no_commit = args.no_commit;
     context.shard = args.shard;
+    context.jobs = usize::from(args.jobs);
     context.allow_dirty = args.allow_dirty;
     if let Some(path) = &args.record {
         match CassetteWriter::create(path, redactor.clone()) {
