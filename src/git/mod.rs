@@ -48,6 +48,10 @@
 //!   `user.name`/`user.email` from git config, else `ybs <ybs@localhost>`.
 //!   Environment variables (`GIT_DIR`, `GIT_AUTHOR_NAME`, ...) are not read:
 //!   the library is a function of its arguments and the repository.
+//! - `--jobs`: [`Workspace::add_worktree`] gives a task its own linked
+//!   worktree on branch `ybs/<run-id>/<task-id>` (see `worktree.rs`); the
+//!   task's workspace is then opened inside it, so its commit advances
+//!   that branch and never the user's HEAD.
 //! - Paths in outcomes are relative to the repository root and
 //!   `/`-separated, as `git show --stat` prints them.
 

@@ -232,7 +232,14 @@ fn settle_git(
         message: &summary,
         prefix: &run.config.git.commit_message_prefix,
         author: author.as_deref(),
-        branch: task.commit.branch.as_deref(),
+        // With `--jobs` the commit stays on the task's own branch: moving
+        // `commit.branch` from a worktree could move a branch checked out
+        // elsewhere (the user's) under its work tree.
+        branch: if prepared.worktree.is_some() {
+            None
+        } else {
+            task.commit.branch.as_deref()
+        },
         redactor: &run.redactor,
     };
     let left_in = prepared.worktree.as_ref().map_or_else(
@@ -243,6 +250,12 @@ fn settle_git(
         Ok(mut outcome) => {
             if let Some(worktree) = &prepared.worktree {
                 outcome.note = worktree_note(worktree, action == Finish::Commit, outcome.note);
+                if let Some(branch) = &task.commit.branch {
+                    outcome.note = format!(
+                        "{}; commit.branch `{branch}` is not used with --jobs: the task's branch is {}",
+                        outcome.note, worktree.branch
+                    );
+                }
             }
             emitter.emit(Event::Git { outcome });
             (reason, message)

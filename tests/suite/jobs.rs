@@ -299,7 +299,11 @@ fn tasks_in_separate_workdirs_run_at_the_same_time() {
 fn on_a_detached_head_commits_go_on_the_task_branches_only() {
     let ybs = Ybs::new();
     let ids = ["one", "two"];
-    ybs.file("t.yaml", &tasks_yaml(&[("one", ""), ("two", "")]));
+    // `two` names `main`: with --jobs its commit stays on its own branch.
+    ybs.file(
+        "t.yaml",
+        &tasks_yaml(&[("one", ""), ("two", "commit:\n  branch: main\n")]),
+    );
     ybs.cassette(
         "t.cassette.json",
         ids.iter()
@@ -337,6 +341,12 @@ fn on_a_detached_head_commits_go_on_the_task_branches_only() {
             [format!("{id}.txt")]
         );
     }
+    assert_eq!(repo.git(&["rev-parse", "main"]), base, "main did not move");
+    let note = git_note(&transcript(&run, "two"));
+    assert!(
+        note.contains("commit.branch `main` is not used with --jobs"),
+        "{note}"
+    );
     let listed = repo.git(&["worktree", "list", "--porcelain"]);
     assert_eq!(listed.matches("worktree ").count(), 1, "{listed}");
     repo.fsck();
