@@ -25,6 +25,8 @@ pub struct TaskWorktree {
     pub workdir: PathBuf,
     /// `ybs/<run-id>/<task-id>`.
     pub branch: String,
+    /// The root of the work tree the worktree was made from.
+    source_root: PathBuf,
 }
 
 impl Workspace {
@@ -78,6 +80,7 @@ impl Workspace {
             root,
             workdir,
             branch: branch_name,
+            source_root: self.root().to_owned(),
         })
     }
 }
@@ -120,6 +123,14 @@ impl TaskWorktree {
                 "cannot delete branch {}",
                 self.branch
             )))
+    }
+
+    /// Where `path`, in the work tree the worktree was made from, is in the
+    /// worktree; `None` when it is outside that work tree.
+    pub fn map(&self, path: &Path) -> Option<PathBuf> {
+        let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
+        let relative = path.strip_prefix(&self.source_root).ok()?;
+        Some(self.root.join(relative))
     }
 
     /// The worktree's root, for messages.

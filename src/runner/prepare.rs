@@ -140,7 +140,13 @@ fn prepare_in(
         message,
         hint: hint.map(str::to_owned),
     };
-    let protected = protected_paths(run, task);
+    let mut protected = protected_paths(run, task);
+    if let Some(worktree) = &worktree {
+        // The worktree's copies of the task and policy files are as
+        // protected as the originals.
+        let copies: Vec<PathBuf> = protected.iter().filter_map(|p| worktree.map(p)).collect();
+        protected.extend(copies);
+    }
     let policy = task_policy(&PolicyInputs {
         config: &run.config,
         home: run.home.as_deref(),

@@ -439,3 +439,39 @@ fn sigint_with_jobs_2_interrupts_every_running_task() {
     assert_eq!(repo.status(), Vec::<String>::new(), "work tree clean");
     repo.fsck();
 }
+
+#[test]
+fn the_worktree_copy_of_the_task_file_is_protected_too() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &tasks_yaml(&[("sneaky", ""), ("other", "")]));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            for_task(
+                "sneaky",
+                call(
+                    "write_file",
+                    json!({"path": "t.yaml", "content": "tasks: []\n"}),
+                ),
+            ),
+            for_task("sneaky", answer("tried")),
+            for_task("other", answer("nothing")),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    let base = repo.head();
+    let run = ybs.run(["run", "t.yaml", "--jobs", "2"]);
+    let run_id = run_id(&transcript(&run, "sneaky"));
+    let events = run.events("sneaky");
+    let decided = events
+        .iter()
+        .find(|event| event["type"] == "tool.decided")
+        .unwrap();
+    assert_eq!(decided["rule"], "guard:protected_paths", "{decided}");
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("ybs/{run_id}/sneaky")]),
+        base,
+        "nothing committed"
+    );
+    repo.fsck();
+}
