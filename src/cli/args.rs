@@ -156,6 +156,11 @@ pub struct RunArgs {
     /// Run shell commands and external tools without kernel confinement (Landlock + seccomp); every output says so.
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Answer `ask` decisions at a `[y]es / [n]o / [a]lways` prompt instead
+    /// of `policy.on_ask`. Needs a terminal on stdin and stderr; without
+    /// one it is an error (exit 2), never a wait.
+    #[arg(long)]
+    pub interactive: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use globset::{Glob, GlobSetBuilder};
 
-use crate::agent::Emitter;
+use crate::agent::{Approver, Emitter};
 use crate::config::Config;
 use crate::core::event::{Event, EventSink};
 use crate::core::shard::shard_key;
@@ -65,6 +65,8 @@ pub struct RunContext {
     pub recorder: Option<Arc<CassetteWriter>>,
     /// `--shard K/N`: recorded in the reports and `OUT/shard.json`.
     pub shard: Option<Shard>,
+    /// `--interactive` on a TTY: answers `ask` decisions (SPEC §10).
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 /// Where outputs go.

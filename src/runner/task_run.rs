@@ -68,6 +68,7 @@ pub async fn run_task(
         retry: run.retry,
         dry_run: run.dry_run,
         redactor: &run.redactor,
+        approver: run.approver.as_deref(),
     };
     let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
     if commit_off.is_none() {

@@ -126,6 +126,7 @@ pub fn run_context(
         retry: config.retry(),
         recorder: None,
         shard: None,
+        approver: None,
         no_commit: false,
         allow_dirty: false,
         outputs: Vec::new(),
