@@ -31,7 +31,9 @@ impl Approval {
     }
 }
 
-/// Answers `ask` decisions. Implemented by the CLI for `--interactive`.
+/// The human at the terminal under `--interactive`: answers `ask`
+/// decisions and may continue the conversation when a task stops.
+/// Implemented by the CLI.
 pub trait Approver: Send + Sync {
     /// Asks about `call`, which `decision` (verdict `ask`) stopped; `view`
     /// is what the policy decided on (the command, or the resolved path).
@@ -41,4 +43,8 @@ pub trait Approver: Send + Sync {
         view: &'a CallView<'a>,
         decision: &'a Decision,
     ) -> BoxFuture<'a, Approval>;
+
+    /// The task stopped with `outcome` (the model's answer, or why the
+    /// checks failed): the user's next message, or `None` to finish.
+    fn follow_up<'a>(&'a self, outcome: &'a str) -> BoxFuture<'a, Option<String>>;
 }

@@ -116,6 +116,31 @@ impl Approver for TerminalApprover {
             }
         })
     }
+
+    fn follow_up<'a>(&'a self, outcome: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            self.printer.error("ybs: the task stopped:");
+            for line in outcome.lines() {
+                self.printer.error(&format!("  {line}"));
+            }
+            if self.closed.load(Ordering::Relaxed) {
+                return None;
+            }
+            self.printer.error(
+                "ybs: continue the conversation? (an empty line or /exit finishes the task)",
+            );
+            self.printer.prompt("> ");
+            let Some(line) = read_line().await else {
+                self.closed.store(true, Ordering::Relaxed);
+                self.printer.error("");
+                return None;
+            };
+            match line.trim() {
+                "" | "/exit" => None,
+                text => Some(text.to_owned()),
+            }
+        })
+    }
 }
 
 /// `y`/`yes`, `n`/`no`, `a`/`always`, any case; anything else is no answer.

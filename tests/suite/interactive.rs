@@ -145,7 +145,7 @@ fn stderr_must_be_a_terminal_too() {
 #[test]
 fn yes_runs_the_call_and_no_declines_it() {
     let ybs = two_writes();
-    let run = run_on_tty(&ybs, &["run", "--interactive", "t.yaml"], b"y\nn\n");
+    let run = run_on_tty(&ybs, &["run", "--interactive", "t.yaml"], b"y\nn\n\n");
     assert_eq!(run.code, 0, "{}", run.terminal);
     assert!(
         run.terminal
@@ -179,7 +179,11 @@ fn yes_runs_the_call_and_no_declines_it() {
 #[test]
 fn always_approves_the_rule_for_the_rest_of_the_run_and_asks_once() {
     let ybs = two_writes();
-    let run = run_on_tty(&ybs, &["run", "--interactive", "t.yaml"], b"what\nalways\n");
+    let run = run_on_tty(
+        &ybs,
+        &["run", "--interactive", "t.yaml"],
+        b"what\nalways\n\n",
+    );
     assert_eq!(run.code, 0, "{}", run.terminal);
     assert!(
         run.terminal.contains("answer y, n or a"),
@@ -212,4 +216,65 @@ fn end_of_input_declines() {
     assert_eq!(run.code, 0, "{}", run.terminal);
     assert!(run.terminal.contains("declined"), "{}", run.terminal);
     assert!(!ybs.exists("a.txt"));
+}
+
+/// A task that answers at once, then writes `c.txt` when asked for more.
+fn answers_then_writes() -> Ybs {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [read_file, write_file]\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            answer("first answer"),
+            call("write_file", json!({"path": "c.txt", "content": "z"})),
+            answer("second answer"),
+        ],
+    );
+    ybs
+}
+
+#[test]
+fn after_the_task_stops_the_user_may_continue_the_conversation() {
+    let ybs = answers_then_writes();
+    let run = run_on_tty(
+        &ybs,
+        &["run", "--interactive", "t.yaml"],
+        b"now write c\n\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.terminal);
+    assert!(run.terminal.contains("first answer"), "{}", run.terminal);
+    assert!(run.terminal.contains("second answer"), "{}", run.terminal);
+    assert_eq!(
+        run.terminal.matches("continue the conversation?").count(),
+        2,
+        "{}",
+        run.terminal
+    );
+    assert_eq!(ybs.read("c.txt"), "z");
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    let said: Vec<&str> = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(said, ["p", "now write c"], "{transcript}");
+    assert_eq!(transcript["status"], "passed");
+}
+
+#[test]
+fn exit_at_the_follow_up_prompt_finishes_the_task() {
+    let ybs = answers_then_writes();
+    let run = run_on_tty(&ybs, &["run", "--interactive", "t.yaml"], b"/exit\n");
+    assert_eq!(run.code, 0, "{}", run.terminal);
+    assert!(run.terminal.contains("first answer"), "{}", run.terminal);
+    assert!(!ybs.exists("c.txt"));
+    // Headless, the same task never asks.
+    let ybs = answers_then_writes();
+    ybs.run(["run", "t.yaml"]).expect_code(0);
+    assert!(!ybs.exists("c.txt"));
 }
