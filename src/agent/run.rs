@@ -79,20 +79,31 @@ pub struct Agent<'a> {
 impl<'a> Agent<'a> {
     /// Starts a conversation with the task's prompt.
     pub fn new(setup: AgentSetup<'a>, prompt: &str, emitter: &mut Emitter<'_>) -> Self {
+        let mut agent = Self::resume(setup, Vec::new());
+        agent.push(Message::user(prompt), emitter);
+        agent
+    }
+
+    /// Carries on a conversation (`ybs chat`, after a provider or model
+    /// change) with a fresh budget; nothing is emitted.
+    pub fn resume(setup: AgentSetup<'a>, messages: Vec<Message>) -> Self {
         let budget = Budget::new(setup.limits.clone());
         let compactor = Compactor::new(setup.context);
         let fixed_bytes = context::fixed_bytes(&setup.system_prompt, &setup.tools.specs());
-        let mut agent = Self {
+        Self {
             setup,
-            messages: Vec::new(),
+            messages,
             budget,
             guard: LoopGuard::default(),
             compactor,
             fixed_bytes,
             changed: BTreeSet::new(),
-        };
-        agent.push(Message::user(prompt), emitter);
-        agent
+        }
+    }
+
+    /// The conversation, for the next [`Agent::resume`].
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
     }
 
     pub fn iterations(&self) -> u32 {

@@ -28,6 +28,20 @@ pub fn missing_terminal() -> Option<&'static str> {
     }
 }
 
+/// The usage error for `ybs chat` without a terminal on stdin, stdout
+/// (the line editor) and stderr.
+pub fn require_chat_terminal() -> Result<(), (String, &'static str)> {
+    let why = missing_terminal()
+        .or_else(|| (!std::io::stdout().is_terminal()).then_some("stdout is not a TTY"));
+    match why {
+        None => Ok(()),
+        Some(why) => Err((
+            format!("error: ybs chat needs a terminal ({why})"),
+            "run it from a terminal; to run an agent without one, write a task file and use `ybs run`",
+        )),
+    }
+}
+
 /// The usage error for `--interactive` without a terminal: the message and
 /// its hint.
 pub fn require_terminal() -> Result<(), (String, &'static str)> {

@@ -38,13 +38,24 @@ struct TtyRun {
 /// Runs `ybs ARGS` with stdin and stderr on a fresh pseudo-terminal and
 /// `typed` already typed on it; stdout is a pipe. Killed after 60s.
 fn run_on_tty(ybs: &Ybs, args: &[&str], typed: &[u8]) -> TtyRun {
+    on_tty(ybs, args, typed, false)
+}
+
+/// As [`run_on_tty`], stdout optionally on the terminal too (`ybs chat`),
+/// with `TERM=dumb`: the line editor reads plain lines.
+fn on_tty(ybs: &Ybs, args: &[&str], typed: &[u8], stdout_too: bool) -> TtyRun {
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let mut command = ybs.command();
     command
         .args(args)
+        .env("TERM", "dumb")
         .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
         .stderr(Stdio::from(pty.slave.try_clone().unwrap()))
-        .stdout(Stdio::null());
+        .stdout(if stdout_too {
+            Stdio::from(pty.slave.try_clone().unwrap())
+        } else {
+            Stdio::null()
+        });
     let mut child = command.spawn().unwrap();
     drop(command);
     drop(pty.slave);
@@ -277,4 +288,87 @@ fn exit_at_the_follow_up_prompt_finishes_the_task() {
     let ybs = answers_then_writes();
     ybs.run(["run", "t.yaml"]).expect_code(0);
     assert!(!ybs.exists("c.txt"));
+}
+
+// ---------------------------------------------------------------------------
+// ybs chat
+
+#[test]
+fn chat_without_a_terminal_is_a_usage_error_at_once() {
+    let ybs = Ybs::new();
+    ybs.cassette("c.json", vec![answer("never")]);
+    let run = ybs.run(["chat", "--cassette", "c.json"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("error: ybs chat needs a terminal (stdin is not a TTY)"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+}
+
+#[test]
+fn chat_talks_runs_tools_and_answers_its_commands() {
+    let ybs = Ybs::new();
+    ybs.file("notes.txt", "the notes\n");
+    ybs.cassette(
+        "c.json",
+        vec![
+            answer("hello human"),
+            call("read_file", json!({"path": "notes.txt"})),
+            answer("read it"),
+            answer("said again"),
+        ],
+    );
+    let typed = b"hi\n/tools\n/policy\n/config\n/bogus\nread notes\n/retry\n\
+/provider nope\n/provider replay\n/model m2\n/help\n/exit\n";
+    let run = on_tty(&ybs, &["chat", "--cassette", "c.json"], typed, true);
+    assert_eq!(run.code, 0, "{}", run.terminal);
+    let seen = &run.terminal;
+    for expected in [
+        "hello human",
+        "read_file, write_file, edit_file, list_files, search_files, run_shell",
+        "provider replay",
+        "unknown command or wrong arguments: /bogus",
+        "read_file {\"path\":\"notes.txt\"}  [allow",
+        "read it",
+        // /retry asked again for the last answer.
+        "said again",
+        // A provider that cannot be built leaves the chat as it was.
+        "cannot switch to nope/replay",
+        "now replay/m2",
+        "/provider NAME [MODEL]",
+    ] {
+        assert!(seen.contains(expected), "missing {expected:?} in:\n{seen}");
+    }
+    // The order of events: the answer to /retry came after the tool call.
+    assert!(seen.find("read it").unwrap() < seen.find("said again").unwrap());
+}
+
+#[test]
+fn chat_asks_before_any_call_the_read_only_tools_do_not_cover() {
+    let ybs = Ybs::new();
+    ybs.cassette(
+        "c.json",
+        vec![
+            call("write_file", json!({"path": "w.txt", "content": "w"})),
+            answer("wrote"),
+            call("run_shell", json!({"command": "touch s.txt"})),
+            answer("did not"),
+        ],
+    );
+    let typed = b"write it\ny\nnow touch\nn\n/exit\n";
+    let run = on_tty(&ybs, &["chat", "--cassette", "c.json"], typed, true);
+    assert_eq!(run.code, 0, "{}", run.terminal);
+    assert!(
+        run.terminal
+            .contains("ybs: approval needed: write_file(w.txt)"),
+        "{}",
+        run.terminal
+    );
+    assert!(run.terminal.contains("rule `default`"), "{}", run.terminal);
+    assert_eq!(ybs.read("w.txt"), "w");
+    assert!(!ybs.exists("s.txt"));
+    assert!(run.terminal.contains("did not"), "{}", run.terminal);
 }
