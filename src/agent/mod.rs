@@ -5,6 +5,7 @@
 //! answers without a tool call or a limit stops it. Everything it does is
 //! an event; outputs are the runner's business.
 
+pub mod approve;
 pub mod context;
 pub mod emitter;
 pub mod limits;
@@ -12,6 +13,7 @@ pub mod loop_guard;
 pub mod prompt;
 pub mod run;
 
+pub use approve::{Approval, Approver};
 pub use context::ContextWindow;
 pub use emitter::Emitter;
 pub use limits::Limits;

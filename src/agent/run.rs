@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::approve::{Approval, Approver};
 use super::context::{self, Compactor, ContextWindow};
 use super::emitter::Emitter;
 use super::limits::{Budget, Limits};
@@ -42,6 +43,9 @@ pub struct AgentSetup<'a> {
     /// The sinks redact what is written; this keeps the values out of the
     /// provider's requests too.
     pub redactor: &'a Redactor,
+    /// `--interactive` on a TTY: asks a human about `ask` decisions
+    /// instead of `policy.on_ask`. `None` in every headless run (S3).
+    pub approver: Option<&'a dyn Approver>,
 }
 
 /// Why the loop stopped.
@@ -75,20 +79,31 @@ pub struct Agent<'a> {
 impl<'a> Agent<'a> {
     /// Starts a conversation with the task's prompt.
     pub fn new(setup: AgentSetup<'a>, prompt: &str, emitter: &mut Emitter<'_>) -> Self {
+        let mut agent = Self::resume(setup, Vec::new());
+        agent.push(Message::user(prompt), emitter);
+        agent
+    }
+
+    /// Carries on a conversation (`ybs chat`, after a provider or model
+    /// change) with a fresh budget; nothing is emitted.
+    pub fn resume(setup: AgentSetup<'a>, messages: Vec<Message>) -> Self {
         let budget = Budget::new(setup.limits.clone());
         let compactor = Compactor::new(setup.context);
         let fixed_bytes = context::fixed_bytes(&setup.system_prompt, &setup.tools.specs());
-        let mut agent = Self {
+        Self {
             setup,
-            messages: Vec::new(),
+            messages,
             budget,
             guard: LoopGuard::default(),
             compactor,
             fixed_bytes,
             changed: BTreeSet::new(),
-        };
-        agent.push(Message::user(prompt), emitter);
-        agent
+        }
+    }
+
+    /// The conversation, for the next [`Agent::resume`].
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
     }
 
     pub fn iterations(&self) -> u32 {
@@ -285,8 +300,8 @@ impl<'a> Agent<'a> {
             Resolved::Ready(tool, target) => (tool, target),
             Resolved::Refused(message) => return Ok(message),
         };
-        let decision = self.decide(call, &target, emitter);
-        if let Some(refused) = self.gate(call, &decision, emitter)? {
+        let (decision, approval) = self.decide(call, &target, emitter).await;
+        if let Some(refused) = self.gate(call, &decision, approval, emitter)? {
             return Ok(refused);
         }
         self.execute(call, tool.as_ref(), emitter).await
@@ -344,8 +359,15 @@ impl<'a> Agent<'a> {
         }
     }
 
-    /// Asks the policy and records the decision (S13).
-    fn decide(&self, call: &ToolCall, target: &Target, emitter: &mut Emitter<'_>) -> Decision {
+    /// Asks the policy (and, for `ask` under `--interactive`, the human)
+    /// and records the decision (S13). A human's answer is recorded as the
+    /// verdict it gave, the rule saying so.
+    async fn decide(
+        &self,
+        call: &ToolCall,
+        target: &Target,
+        emitter: &mut Emitter<'_>,
+    ) -> (Decision, Option<Approval>) {
         // For run_shell the resolved path is its working directory.
         let (path, cwd) = match target.command {
             Some(_) => (None, target.path.as_deref()),
@@ -358,12 +380,27 @@ impl<'a> Agent<'a> {
             cwd,
         };
         let decision = self.setup.policy.decide(&view);
+        let approval = match (decision.verdict, self.setup.approver) {
+            (Verdict::Ask, Some(approver)) => Some(approver.approve(call, &view, &decision).await),
+            _ => None,
+        };
+        let (verdict, rule) = match approval {
+            None => (decision.verdict, decision.rule.to_string()),
+            Some(approval) => (
+                if approval == Approval::No {
+                    Verdict::Deny
+                } else {
+                    Verdict::Allow
+                },
+                format!("{} ({})", decision.rule, approval.note()),
+            ),
+        };
         emitter.emit(Event::ToolDecided {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
-            verdict: decision.verdict.as_str().to_owned(),
-            rule: decision.rule.to_string(),
+            verdict: verdict.as_str().to_owned(),
+            rule,
             detail: decision.detail.clone(),
             resolved: Some(json!({
                 "path": decision.path.as_deref().or(path),
@@ -372,7 +409,7 @@ impl<'a> Agent<'a> {
                 "argv": decision.parsed,
             })),
         });
-        decision
+        (decision, approval)
     }
 
     /// Turns a `deny` or `ask` into the result the model sees, or into a
@@ -381,9 +418,28 @@ impl<'a> Agent<'a> {
         &self,
         call: &ToolCall,
         decision: &Decision,
+        approval: Option<Approval>,
         emitter: &mut Emitter<'_>,
     ) -> Result<Option<Message>, Stop> {
         let rule = decision.rule.to_string();
+        match approval {
+            Some(Approval::Yes | Approval::Always) => return Ok(None),
+            Some(Approval::No) => {
+                let text = format!(
+                    "the user declined this call at the approval prompt (rule `{rule}`); \
+                     the call was not run"
+                );
+                return Ok(Some(self.completed(
+                    call,
+                    false,
+                    false,
+                    Duration::ZERO,
+                    &text,
+                    emitter,
+                )));
+            }
+            None => {}
+        }
         let why = decision
             .detail
             .as_ref()

@@ -24,10 +24,6 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "parsed once per process; boxing would only add noise"
-)]
 pub enum Command {
     /// Run task files (directories are searched for *.yaml and *.yml).
     Run(RunArgs),
@@ -43,6 +39,36 @@ pub enum Command {
     Report(ReportCommand),
     /// Print the JSON Schema (draft 2020-12) of a file format ybs reads or writes.
     Schema(SchemaArgs),
+    /// Interactive REPL with the same tools and policy as a task, starting
+    /// empty. Needs a terminal; `/help` lists the commands.
+    Chat(ChatArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ChatArgs {
+    /// Extra config file, applied after the usual ones (as for `run`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Provider: openai, anthropic, ollama or replay.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, as the provider knows it.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Provider base URL.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Operator policy file: the ceiling over the default policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Answer from this cassette (replay provider; no network).
+    #[arg(long, value_name = "FILE")]
+    pub cassette: Option<PathBuf>,
+    /// Run shell commands and external tools without kernel confinement (Landlock + seccomp).
+    #[arg(long)]
+    pub no_sandbox: bool,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,6 +186,11 @@ pub struct RunArgs {
     /// Run shell commands and external tools without kernel confinement (Landlock + seccomp); every output says so.
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Answer `ask` decisions at a `[y]es / [n]o / [a]lways` prompt instead
+    /// of `policy.on_ask`. Needs a terminal on stdin and stderr; without
+    /// one it is an error (exit 2), never a wait.
+    #[arg(long)]
+    pub interactive: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
 }

@@ -7,6 +7,7 @@ pub mod args;
 pub mod cmd;
 pub mod diagnostics;
 pub mod printer;
+pub mod repl;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -82,6 +82,14 @@ impl Printer {
         let _ = writeln!(stderr, "{}", neutralize(&self.redactor.redact(text)));
     }
 
+    /// A prompt on stderr, always, with no line break after it: the
+    /// answer is typed on the same line (`--interactive`).
+    pub fn prompt(&self, text: &str) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "{}", neutralize(&self.redactor.redact(text)));
+        let _ = stderr.flush();
+    }
+
     /// A warning on stderr unless `-q`.
     pub fn warn(&self, text: &str) {
         if self.level != Level::Quiet {

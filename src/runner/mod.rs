@@ -17,7 +17,7 @@ use futures_util::stream::FuturesUnordered;
 
 use globset::{Glob, GlobSetBuilder};
 
-use crate::agent::Emitter;
+use crate::agent::{Approver, Emitter};
 use crate::config::Config;
 use crate::core::event::{Event, EventRecord, EventSink};
 use crate::core::shard::shard_key;
@@ -31,8 +31,8 @@ use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
 pub use prepare::{
-    Cassettes, PolicyInputs, PrepareError, PreparedTask, prepare, protected_files, task_policy,
-    task_sandbox,
+    Cassettes, PolicyInputs, PrepareError, PreparedTask, build_provider, prepare, protected_files,
+    task_policy, task_sandbox,
 };
 pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};
@@ -71,6 +71,8 @@ pub struct RunContext {
     /// `--jobs N`: tasks at once (at least 1). Above 1, a task that
     /// commits runs in its own git worktree.
     pub jobs: usize,
+    /// `--interactive` on a TTY: answers `ask` decisions (SPEC §10).
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 /// Where outputs go.

@@ -436,7 +436,8 @@ fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, String>
 
 type BuildError = (String, Option<&'static str>);
 
-fn build_provider(
+/// The provider `settings` name (the replay provider reads the cassette).
+pub fn build_provider(
     run: &RunContext,
     cassettes: &mut Cassettes,
     task: &TaskSpec,

@@ -69,6 +69,7 @@ pub async fn run_task(
         retry: run.retry,
         dry_run: run.dry_run,
         redactor: &run.redactor,
+        approver: run.approver.as_deref(),
     };
     let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
     if commit_off.is_none() {
@@ -98,7 +99,8 @@ pub async fn run_task(
             Ok(_) => {}
         }
     }
-    let (reason, message, answer) = work_and_check(&mut agent, prepared, &mut emitter).await;
+    let (reason, message, answer) =
+        work_and_follow_up(&mut agent, run, prepared, &mut emitter).await;
     let (reason, message) = match &git {
         Ok(git) => settle_git(
             run,
@@ -114,6 +116,35 @@ pub async fn run_task(
     };
     super::tools::finish(&tools, run, &mut emitter);
     finish(&mut emitter, task, &agent, started, reason, message)
+}
+
+/// [`work_and_check`], then, under `--interactive`, as long as the user
+/// continues the conversation: their message, the agent, the checks again.
+/// A limit or an error ends the task without asking.
+async fn work_and_follow_up(
+    agent: &mut Agent<'_>,
+    run: &RunContext,
+    prepared: &PreparedTask,
+    emitter: &mut Emitter<'_>,
+) -> (Reason, Option<String>, Option<String>) {
+    loop {
+        let (reason, message, answer) = work_and_check(agent, prepared, emitter).await;
+        let Some(human) = run.approver.as_deref() else {
+            return (reason, message, answer);
+        };
+        let outcome = match (reason, &answer, &message) {
+            (Reason::Completed, Some(answer), _) => answer.clone(),
+            (Reason::ChecksFailed, _, message) => format!(
+                "the checks failed: {}",
+                message.as_deref().unwrap_or("see the transcript")
+            ),
+            _ => return (reason, message, answer),
+        };
+        match human.follow_up(&outcome).await {
+            Some(text) => agent.push_user(&text, emitter),
+            None => return (reason, message, answer),
+        }
+    }
 }
 
 /// Runs the agent until it answers, then the checks; feeds failing checks

@@ -127,6 +127,7 @@ pub fn run_context(
         recorder: None,
         shard: None,
         jobs: 1,
+        approver: None,
         no_commit: false,
         allow_dirty: false,
         outputs: Vec::new(),

@@ -1,5 +1,6 @@
 //! One module per subcommand. Each returns the process exit code.
 
+pub mod chat;
 pub mod common;
 pub mod policy;
 pub mod report;
@@ -18,5 +19,6 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Tools(args) => tools::tools(&args),
         Command::Report(ReportCommand::Merge(args)) => report::merge(&args),
         Command::Schema(args) => schema::schema(&args),
+        Command::Chat(args) => chat::chat(&args),
     }
 }

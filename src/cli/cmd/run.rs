@@ -1,10 +1,12 @@
 //! `ybs run`: load, prepare, execute, report, exit.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::super::args::RunArgs;
 use super::super::diagnostics;
 use super::super::printer::Printer;
+use super::super::repl::{self, TerminalApprover};
 use super::common;
 use crate::core::Status;
 use crate::core::exit;
@@ -14,6 +16,14 @@ use crate::tools::process;
 
 pub fn run(args: &RunArgs) -> u8 {
     let mut printer = Printer::new(common::level(&args.verbosity), args.json);
+    // Before anything else: without a terminal there is no one to ask,
+    // and stdin is never read (SECURITY S3).
+    if args.interactive
+        && let Err((message, hint)) = repl::require_terminal()
+    {
+        diagnostics::print_error(&printer, &message, Some(hint));
+        return exit::USAGE;
+    }
     // Before any child exists: children cannot read our environment
     // (API keys) through /proc, and escapees are re-parented to us.
     if let Err(error) = process::harden_self() {
@@ -73,6 +83,11 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     }
     printer.set_redactor(redactor.clone());
+    if args.interactive {
+        let mut prompts = Printer::new(common::level(&args.verbosity), args.json);
+        prompts.set_redactor(redactor.clone());
+        context.approver = Some(Arc::new(TerminalApprover::new(prompts)));
+    }
     let out_dir = context.config.out.clone();
     let paths = OutputPaths {
         junit: args
