@@ -372,3 +372,17 @@ fn chat_asks_before_any_call_the_read_only_tools_do_not_cover() {
     assert!(!ybs.exists("s.txt"));
     assert!(run.terminal.contains("did not"), "{}", run.terminal);
 }
+
+#[test]
+fn interactive_and_parallel_jobs_do_not_mix() {
+    let ybs = crate::support::Ybs::new();
+    ybs.file("t.yaml", "prompt: p\n");
+    let run = ybs.run(["run", "t.yaml", "--interactive", "--jobs", "2"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("cannot be combined with --jobs"),
+        "{}",
+        run.stderr
+    );
+    assert!(!ybs.exists("ybs-out"));
+}

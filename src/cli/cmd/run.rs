@@ -16,6 +16,14 @@ use crate::tools::process;
 
 pub fn run(args: &RunArgs) -> u8 {
     let mut printer = Printer::new(common::level(&args.verbosity), args.json);
+    if args.interactive && args.jobs > 1 {
+        diagnostics::print_error(
+            &printer,
+            "error: --interactive answers one task at a time and cannot be combined with --jobs above 1",
+            Some("drop --jobs (or YBS_JOBS) to debug interactively"),
+        );
+        return exit::USAGE;
+    }
     // Before anything else: without a terminal there is no one to ask,
     // and stdin is never read (SECURITY S3).
     if args.interactive
