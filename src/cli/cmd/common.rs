@@ -114,13 +114,7 @@ pub fn run_context(
         ..
     } = loaded;
     let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
-    let mut redactor = Redactor::new();
-    for value in &child_env.secret_values {
-        redactor.add(value.clone());
-    }
-    for value in crate::llm::api_key_values(&|name: &str| std::env::var(name).ok()) {
-        redactor.add(value);
-    }
+    let redactor = redactor(&child_env);
     let context = RunContext {
         pricing: config.price_table(),
         retry: config.retry(),
@@ -143,4 +137,17 @@ pub fn run_context(
         cwd,
     };
     (context, redactor)
+}
+
+/// Every secret value ybs holds: the variables scrubbed from children's
+/// environment and the provider API keys (SECURITY S7).
+pub fn redactor(env: &ChildEnv) -> Redactor {
+    let mut redactor = Redactor::new();
+    for value in &env.secret_values {
+        redactor.add(value.clone());
+    }
+    for value in crate::llm::api_key_values(&|name: &str| std::env::var(name).ok()) {
+        redactor.add(value);
+    }
+    redactor
 }

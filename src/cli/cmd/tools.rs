@@ -7,7 +7,7 @@
 //! the agent's way: check the parameters, decide, run, read the envelope.
 
 use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -18,13 +18,13 @@ use super::super::args::{
 use super::super::diagnostics;
 use super::super::printer::Printer;
 use super::common;
-use crate::config::{self, Config, Sources};
-use crate::core::{Redactor, exit};
-use crate::policy::{CallView, GuardSettings, Policy, Verdict};
+use crate::config::Config;
+use crate::core::exit;
+use crate::policy::{CallView, Policy, Verdict};
 use crate::report::log::neutralize;
 use crate::runner::task_sandbox;
 use crate::runner::tools::{cache_dir, discovery_settings, policy_enables};
-use crate::task::load_policy_str;
+use crate::runner::{self, PolicyInputs};
 use crate::tools::external::cache::load_metrics;
 use crate::tools::external::{
     Catalog, Enable, Entry, ExternalTool, Metrics, Status, ToolStats, cache,
@@ -59,31 +59,42 @@ impl Session {
         if let Err(error) = process::harden_self() {
             printer.warn(&format!("cannot harden the ybs process: {error}"));
         }
-        let cwd = std::env::current_dir().map_err(|error| {
-            printer.error(&format!(
-                "error: cannot read the current directory: {error}"
-            ));
-            exit::USAGE
-        })?;
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let env_lookup = |name: &str| std::env::var(name).ok();
-        let sources = Sources {
-            cwd: &cwd,
-            home: home.as_deref(),
-            system_config: Path::new(config::SYSTEM_CONFIG),
-            env: &env_lookup,
-        };
         let overrides = common::Overrides {
             config_file: common_args.config.clone(),
             no_sandbox: common_args.no_sandbox,
             ..common::Overrides::default()
         };
-        let config = config::load(&overrides, &sources).map_err(|error| {
-            diagnostics::print_config_error(&printer, &error);
-            exit::USAGE
-        })?;
-        let policy = match &common_args.policy {
-            Some(path) => Some(load_policy(&printer, &cwd.join(path), path)?),
+        let loaded = common::load(
+            &printer,
+            &overrides,
+            common_args.policy.as_deref(),
+            None,
+            &[],
+        )?;
+        let common::Loaded {
+            config,
+            cwd,
+            operator_policy,
+            ..
+        } = loaded;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        // The policy file decides as a task's policy would, with the
+        // built-in guards of a task whose workdir is the current directory.
+        let policy = match &operator_policy {
+            Some(spec) => Some(
+                runner::task_policy(&PolicyInputs {
+                    config: &config,
+                    home: home.as_deref(),
+                    operator: None,
+                    workdir: &cwd,
+                    protected: Vec::new(),
+                    layers: std::slice::from_ref(spec),
+                })
+                .map_err(|(message, hint)| {
+                    diagnostics::print_error(&printer, &format!("error: {message}"), hint);
+                    exit::USAGE
+                })?,
+            ),
             None => None,
         };
         let mut env = ChildEnv::scrubbed(&config.safety.env_passthrough);
@@ -106,13 +117,7 @@ impl Session {
                 info.reason.as_deref().unwrap_or("unknown reason")
             )),
         }
-        let mut redactor = Redactor::new();
-        for value in &env.secret_values {
-            redactor.add(value.clone());
-        }
-        for value in crate::llm::api_key_values(&|name: &str| std::env::var(name).ok()) {
-            redactor.add(value);
-        }
+        let redactor = common::redactor(&env);
         printer.set_redactor(redactor);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -178,28 +183,6 @@ impl Session {
             exit::USAGE
         })
     }
-}
-
-fn load_policy(printer: &Printer, path: &Path, shown: &Path) -> Result<Policy, u8> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        printer.error(&format!(
-            "error: {}: cannot read the policy file: {error}",
-            shown.display()
-        ));
-        exit::USAGE
-    })?;
-    let spec = load_policy_str(shown, &text).map_err(|diagnostics| {
-        diagnostics::print_diagnostics(printer, &diagnostics);
-        exit::USAGE
-    })?;
-    // The file decides as a task's policy would, with the built-in guards
-    // of a task whose workdir is the current directory.
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    Policy::build(None, &[spec], GuardSettings::new(cwd, home)).map_err(|error| {
-        printer.error(&format!("error: {}: {error}", shown.display()));
-        exit::USAGE
-    })
 }
 
 fn list(args: &ToolsListArgs) -> u8 {
