@@ -124,20 +124,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
     }
     let mut body = json!({"model": model, "messages": messages, "stream": streaming});
     if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    },
-                })
-            })
-            .collect();
+        body["tools"] = super::openai::function_tools(&request.tools);
     }
     let mut options = Map::new();
     if let Some(temperature) = request.temperature {

@@ -140,20 +140,7 @@ pub(crate) fn request_body(
     }
     let mut body = json!({"model": model, "messages": messages});
     if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    },
-                })
-            })
-            .collect();
+        body["tools"] = function_tools(&request.tools);
     }
     if let Some(temperature) = request.temperature {
         body["temperature"] = json!(temperature);
@@ -354,6 +341,23 @@ fn short(value: &Value) -> String {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text,
     }
+}
+
+/// Tools in the OpenAI function format, which Ollama's native API takes too.
+pub(super) fn function_tools(tools: &[crate::core::ToolSpec]) -> Value {
+    tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
