@@ -51,6 +51,16 @@ pub enum Reason {
     InternalError,
     Interrupted,
     AwaitingInput,
+    /// A file the task would commit holds a credential (SECURITY S12).
+    SecretInCommit,
+    /// A model response passed the response-size limit while it arrived.
+    ResponseTooLarge,
+    /// The model refused (Anthropic `stop_reason: refusal`).
+    Refusal,
+    /// The provider's content filter ended the turn.
+    ContentFilter,
+    /// ybs's own output files were tampered with while the task ran.
+    OutputTampered,
 }
 
 impl Reason {
@@ -71,6 +81,11 @@ impl Reason {
             Self::InternalError => "internal_error",
             Self::Interrupted => "interrupted",
             Self::AwaitingInput => "awaiting_input",
+            Self::SecretInCommit => "secret_in_commit",
+            Self::ResponseTooLarge => "response_too_large",
+            Self::Refusal => "refusal",
+            Self::ContentFilter => "content_filter",
+            Self::OutputTampered => "output_tampered",
         }
     }
 
@@ -84,6 +99,7 @@ impl Reason {
                 | Self::TokenBudget
                 | Self::CostBudget
                 | Self::LoopDetected
+                | Self::ResponseTooLarge
         )
     }
 
@@ -104,7 +120,12 @@ impl Reason {
             | Self::LoopDetected
             | Self::PolicyDenied
             | Self::ExpectationNotMet
-            | Self::Interrupted => Status::Failed,
+            | Self::Interrupted
+            | Self::SecretInCommit
+            | Self::ResponseTooLarge
+            | Self::Refusal
+            | Self::ContentFilter
+            | Self::OutputTampered => Status::Failed,
         }
     }
 }
