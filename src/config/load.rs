@@ -12,13 +12,14 @@ use std::time::Duration;
 use crate::core::exit;
 use crate::policy::PolicySpec;
 use crate::task::decode::Decoder;
-use crate::task::yaml::parse;
-use crate::task::{Diagnostic, Diagnostics, PROVIDERS, load_policy_str};
+use crate::task::yaml::{Node, parse};
+use crate::task::{BUILTIN_TOOLS, Diagnostic, Diagnostics, PROVIDERS, load_policy_str};
 
+use super::ceiling::{OperatorLayers, RepositoryConfig, apply};
 use super::env::{EnvError, config_file, env_layer};
 use super::file::decode_config;
 use super::layer::{Combine, ConfigLayer};
-use super::settings::{Config, Origin, OverTasks};
+use super::settings::{Config, Origin, OverTasks, TaskCeilings};
 
 /// The system-wide config file.
 pub const SYSTEM_CONFIG: &str = "/etc/ybs/config.json";
@@ -106,7 +107,7 @@ struct Candidate {
 /// Reads and resolves the whole configuration.
 pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, ConfigError> {
     let mut diagnostics = Vec::new();
-    let mut layers: Vec<(ConfigLayer, Origin)> = Vec::new();
+    let mut layers: Vec<Read> = Vec::new();
     let mut files = Vec::new();
     for candidate in candidates(overrides, sources) {
         let text = match std::fs::read_to_string(&candidate.path) {
@@ -127,12 +128,16 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
                 continue;
             }
         };
-        match parse_config(
-            &candidate.shown,
-            &text,
-            candidate.origin == Origin::Repository,
-        ) {
-            Ok(layer) => layers.push((layer, candidate.origin)),
+        let repository = candidate.origin == Origin::Repository;
+        match parse_config(&candidate.shown, &text, repository) {
+            Ok(layer) => layers.push(Read {
+                layer,
+                origin: candidate.origin,
+                // The repository's tree, for the positions of values it
+                // may not widen.
+                root: if repository { parse(&text).0 } else { None },
+                shown: candidate.shown,
+            }),
             Err(errors) => diagnostics.extend(errors),
         }
         files.push(candidate.path);
@@ -140,28 +145,172 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
     if !diagnostics.is_empty() {
         return Err(ConfigError::Files(Diagnostics(diagnostics)));
     }
+    shadow_repository_tools(&mut layers);
     let env = env_layer(sources.env).map_err(ConfigError::Env)?;
     let flags = flag_layer(overrides)?;
     let endpoint_origin = [(&flags, Origin::Operator), (&env, Origin::Operator)]
         .into_iter()
-        .chain(layers.iter().rev().map(|(layer, origin)| (layer, *origin)))
+        .chain(layers.iter().rev().map(|read| (&read.layer, read.origin)))
         .find(|(layer, _)| layer.llm.endpoint.is_some())
         .map(|(_, origin)| origin);
     let from_files = layers
-        .into_iter()
+        .iter()
         .rev()
-        .map(|(layer, _)| layer)
+        .map(|read| read.layer.clone())
         .reduce(Combine::combine)
         .unwrap_or_default();
-    let merged = flags.combine(env).combine(from_files);
+    let mut merged = flags.clone().combine(env.clone()).combine(from_files);
+    let operator = OperatorLayers {
+        layers: [
+            (&flags, "a command-line flag".to_owned()),
+            (&env, "a YBS_* variable".to_owned()),
+        ]
+        .into_iter()
+        .chain(
+            layers
+                .iter()
+                .rev()
+                .filter(|read| read.origin == Origin::Operator)
+                .map(|read| (&read.layer, read.shown.display().to_string())),
+        )
+        .collect(),
+    };
+    let repository = layers.iter().find_map(|read| {
+        Some(RepositoryConfig {
+            layer: &read.layer,
+            root: read.root.as_ref()?,
+            path: &read.shown,
+        })
+    });
+    apply_ceilings(
+        &mut merged,
+        &operator,
+        repository.as_ref(),
+        &mut diagnostics,
+    );
+    if !diagnostics.is_empty() {
+        return Err(ConfigError::Files(Diagnostics(diagnostics)));
+    }
     let over_tasks = OverTasks {
         llm: merged.llm.clone(),
         endpoint_origin,
         max_iterations: merged.agent.max_iterations,
         timeout: merged.run.timeout,
+        max_total_tokens: merged.agent.max_total_tokens,
+        max_cost_usd: merged.agent.max_cost_usd,
         max_tool_output_chars: merged.context.max_tool_output_chars,
+        ceilings: TaskCeilings {
+            max_iterations: operator.ceiling(|l| l.agent.max_iterations),
+            timeout: operator.ceiling(|l| l.run.timeout),
+            max_total_tokens: operator.ceiling(|l| l.agent.max_total_tokens),
+            max_cost_usd: operator.ceiling(|l| l.agent.max_cost_usd),
+            max_tool_output_chars: operator.ceiling(|l| l.context.max_tool_output_chars),
+        },
     };
     Ok(Config::resolve(merged, over_tasks, files))
+}
+
+/// One config file, read and decoded.
+struct Read {
+    layer: ConfigLayer,
+    origin: Origin,
+    /// How messages name the file.
+    shown: PathBuf,
+    /// The repository's config as a tree (`None` for operator files).
+    root: Option<Node>,
+}
+
+/// An operator's `tools.external` entry wins over the repository's of the
+/// same name, whatever the files' order; the repository's is kept as
+/// shadowed (SECURITY S5).
+fn shadow_repository_tools(layers: &mut [Read]) {
+    let operator: Vec<String> = layers
+        .iter()
+        .filter(|read| read.origin == Origin::Operator)
+        .flat_map(|read| read.layer.tools.external.keys().cloned())
+        .collect();
+    for read in layers
+        .iter_mut()
+        .filter(|read| read.origin == Origin::Repository)
+    {
+        for name in &operator {
+            if let Some(tool) = read.layer.tools.external.remove(name) {
+                read.layer.tools.shadowed.push(tool);
+            }
+        }
+    }
+}
+
+/// Every key that bounds trust or spend: the repository's value applies
+/// only when narrower than the operator's (SECURITY S5).
+fn apply_ceilings(
+    merged: &mut ConfigLayer,
+    operator: &OperatorLayers<'_>,
+    repository: Option<&RepositoryConfig<'_>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    macro_rules! ceiling {
+        ($key:expr, $($field:ident).+) => {
+            apply(
+                merged,
+                operator,
+                repository,
+                $key,
+                |layer| layer.$($field).+,
+                |layer, value| layer.$($field).+ = value,
+                diagnostics,
+            )
+        };
+    }
+    ceiling!("agent.max_iterations", agent.max_iterations);
+    ceiling!("agent.max_total_tokens", agent.max_total_tokens);
+    ceiling!("agent.max_cost_usd", agent.max_cost_usd);
+    ceiling!("agent.timeout", run.timeout);
+    ceiling!("agent.retry_attempts", agent.retry_attempts);
+    ceiling!(
+        "context.max_tool_output_chars",
+        context.max_tool_output_chars
+    );
+    ceiling!("llm.timeout_seconds", llm.timeout);
+    ceiling!("llm.stream_idle_timeout_seconds", llm.idle_timeout);
+    ceiling!("llm.total_timeout_seconds", llm.total_timeout);
+    ceiling!("git.auto_commit", git.auto_commit);
+    ceiling!("safety.max_task_file_bytes", safety.max_task_file_bytes);
+    for name in BUILTIN_TOOLS {
+        let tool = |layer: &ConfigLayer| layer.tools.builtin.get(name).cloned();
+        apply(
+            merged,
+            operator,
+            repository,
+            &format!("tools.builtin.{name}.enabled"),
+            |layer| tool(layer).and_then(|t| t.enabled),
+            |layer, value| {
+                layer
+                    .tools
+                    .builtin
+                    .entry(name.to_owned())
+                    .or_default()
+                    .enabled = value;
+            },
+            diagnostics,
+        );
+        apply(
+            merged,
+            operator,
+            repository,
+            &format!("tools.builtin.{name}.timeout_seconds"),
+            |layer| tool(layer).and_then(|t| t.timeout),
+            |layer, value| {
+                layer
+                    .tools
+                    .builtin
+                    .entry(name.to_owned())
+                    .or_default()
+                    .timeout = value;
+            },
+            diagnostics,
+        );
+    }
 }
 
 /// Decodes one config file's text (JSON or YAML).

@@ -4,6 +4,7 @@
 //!
 //! May use `core`, `task`, `policy`, and types of `llm` and `tools`.
 
+mod ceiling;
 mod env;
 mod file;
 mod layer;
@@ -17,9 +18,8 @@ pub use load::{
     process_env,
 };
 pub use settings::{
-    AgentSettings, BuiltinToolSettings, ColorChoice, Config, ContextSettings, ExternalToolConfig,
-    GitAuthor, GitSettings, LlmSettings, Origin, SafetySettings, TaskSettings, ToolsSettings,
-    UiSettings, defaults,
+    AgentSettings, BuiltinToolSettings, Config, ContextSettings, ExternalToolConfig, GitAuthor,
+    GitSettings, LlmSettings, Origin, SafetySettings, TaskSettings, ToolsSettings, defaults,
 };
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use granit_parser::{Event, Marker, Parser, ScalarStyle};
+use granit_parser::{Event, Marker, Parser, ScalarStyle, Tag};
 
 use crate::core::span::Span;
 
@@ -158,29 +158,39 @@ impl Builder {
                     return Break(());
                 }
             }
-            Event::Scalar(value, style, anchor, _tag) => {
+            Event::Scalar(value, style, anchor, tag) => {
+                let core = self.core_tag(tag.as_deref(), span);
                 if self.awaiting_key() {
                     self.key(Key {
                         name: value.into_owned(),
                         span,
                     });
                 } else {
-                    let node = Node::new(resolve(&value, style), span);
-                    self.complete(node, anchor);
+                    let kind = match core {
+                        Some("str") => NodeKind::Str(value.into_owned()),
+                        _ => resolve(&value, style),
+                    };
+                    self.complete(Node::new(kind, span), anchor);
                 }
             }
-            Event::SequenceStart(_, anchor, _) => self.stack.push(Frame::Seq {
-                items: Vec::new(),
-                span,
-                anchor,
-            }),
-            Event::MappingStart(_, anchor, _) => self.stack.push(Frame::Map {
-                entries: Vec::new(),
-                merges: Vec::new(),
-                pending: None,
-                span,
-                anchor,
-            }),
+            Event::SequenceStart(_, anchor, tag) => {
+                self.core_tag(tag.as_deref(), span);
+                self.stack.push(Frame::Seq {
+                    items: Vec::new(),
+                    span,
+                    anchor,
+                });
+            }
+            Event::MappingStart(_, anchor, tag) => {
+                self.core_tag(tag.as_deref(), span);
+                self.stack.push(Frame::Map {
+                    entries: Vec::new(),
+                    merges: Vec::new(),
+                    pending: None,
+                    span,
+                    anchor,
+                });
+            }
             Event::SequenceEnd | Event::MappingEnd => self.close(),
             Event::Alias(id) => {
                 let Some(mut node) = self.anchors.get(&id).cloned() else {
@@ -198,6 +208,23 @@ impl Builder {
             _ => {}
         }
         Continue(())
+    }
+
+    /// The core-schema name of a node's tag (`!!str` is `str`). Any other
+    /// tag (`!include`, `!env`, a custom `!tag`) is an error: ybs would
+    /// otherwise read the value with the tag dropped.
+    fn core_tag<'t>(&mut self, tag: Option<&'t Tag>, span: Span) -> Option<&'t str> {
+        let tag = tag?;
+        let core = tag.core_suffix();
+        if core.is_none() {
+            self.error(
+                span,
+                format!(
+                    "unsupported YAML tag `{tag}`: only the core schema's tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!seq`, `!!map`) are allowed",
+                ),
+            );
+        }
+        core
     }
 
     fn awaiting_key(&self) -> bool {
