@@ -129,25 +129,31 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
             }
         };
         let repository = candidate.origin == Origin::Repository;
-        match parse_config(&candidate.shown, &text, repository) {
-            Ok(layer) => layers.push(Read {
-                layer,
-                origin: candidate.origin,
-                // The repository's tree, for the positions of values it
-                // may not widen.
-                root: if repository { parse(&text).0 } else { None },
-                shown: candidate.shown,
-            }),
-            Err(errors) => diagnostics.extend(errors),
-        }
+        // A file with errors still takes part, so a widening in it is
+        // reported with the rest.
+        let (layer, errors) = decode_file(&candidate.shown, &text, repository);
+        diagnostics.extend(errors);
+        layers.push(Read {
+            layer,
+            origin: candidate.origin,
+            // The repository's tree, for the positions of values it may
+            // not widen.
+            root: if repository { parse(&text).0 } else { None },
+            shown: candidate.shown,
+        });
         files.push(candidate.path);
     }
-    if !diagnostics.is_empty() {
-        return Err(ConfigError::Files(Diagnostics(diagnostics)));
-    }
     shadow_repository_tools(&mut layers);
-    let env = env_layer(sources.env).map_err(ConfigError::Env)?;
-    let flags = flag_layer(overrides)?;
+    let env = env_layer(sources.env);
+    let flags = flag_layer(overrides);
+    let (env, flags) = match (env, flags) {
+        (Ok(env), Ok(flags)) => (env, flags),
+        _ if !diagnostics.is_empty() => {
+            return Err(ConfigError::Files(Diagnostics(diagnostics)));
+        }
+        (Err(error), _) => return Err(ConfigError::Env(error)),
+        (_, Err(error)) => return Err(error),
+    };
     let endpoint_origin = [(&flags, Origin::Operator), (&env, Origin::Operator)]
         .into_iter()
         .chain(layers.iter().rev().map(|read| (&read.layer, read.origin)))
@@ -319,6 +325,16 @@ pub fn parse_config(
     text: &str,
     repository: bool,
 ) -> Result<ConfigLayer, Vec<Diagnostic>> {
+    let (layer, diagnostics) = decode_file(path, text, repository);
+    if diagnostics.is_empty() {
+        Ok(layer)
+    } else {
+        Err(diagnostics)
+    }
+}
+
+/// What a config file says, as far as it can be read, and its errors.
+fn decode_file(path: &Path, text: &str, repository: bool) -> (ConfigLayer, Vec<Diagnostic>) {
     let mut decoder = Decoder::new(path);
     let (root, errors) = parse(text);
     for error in errors {
@@ -327,12 +343,7 @@ pub fn parse_config(
     let layer = root
         .map(|root| decode_config(&mut decoder, &root, repository))
         .unwrap_or_default();
-    let diagnostics = decoder.finish();
-    if diagnostics.is_empty() {
-        Ok(layer)
-    } else {
-        Err(diagnostics)
-    }
+    (layer, decoder.finish())
 }
 
 fn candidates(overrides: &Overrides, sources: &Sources<'_>) -> Vec<Candidate> {
