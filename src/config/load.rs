@@ -211,6 +211,7 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
             max_total_tokens: operator.ceiling(|l| l.agent.max_total_tokens),
             max_cost_usd: operator.ceiling(|l| l.agent.max_cost_usd),
             max_tool_output_chars: operator.ceiling(|l| l.context.max_tool_output_chars),
+            max_tokens: operator.ceiling(|l| l.llm.max_tokens),
         },
     };
     Ok(Config::resolve(merged, over_tasks, files))
@@ -277,6 +278,7 @@ fn apply_ceilings(
         "context.max_tool_output_chars",
         context.max_tool_output_chars
     );
+    ceiling!("llm.max_tokens", llm.max_tokens);
     ceiling!("llm.timeout_seconds", llm.timeout);
     ceiling!("llm.stream_idle_timeout_seconds", llm.idle_timeout);
     ceiling!("llm.total_timeout_seconds", llm.total_timeout);

@@ -106,6 +106,8 @@ pub(super) struct TaskCeilings {
     pub max_total_tokens: Option<Ceiling<u64>>,
     pub max_cost_usd: Option<Ceiling<f64>>,
     pub max_tool_output_chars: Option<Ceiling<usize>>,
+    /// `llm.max_tokens`: the longest answer the model may give.
+    pub max_tokens: Option<Ceiling<u32>>,
 }
 
 /// `llm.*` that are not per task.
@@ -385,7 +387,7 @@ impl Config {
             endpoint: over.llm.endpoint.clone().or_else(|| llm.endpoint.clone()),
             endpoint_origin,
             temperature: over.llm.temperature.or(llm.temperature),
-            max_tokens: over.llm.max_tokens.or(llm.max_tokens),
+            max_tokens: narrower(over.llm.max_tokens, llm.max_tokens),
             text_tool_calls: self.llm.text_tool_calls,
             stream: self.llm.stream,
             llm_timeout: self.llm.timeout,
@@ -457,6 +459,12 @@ impl Config {
         limit!(max_total_tokens);
         limit!(max_cost_usd);
         limit!(max_tool_output_chars);
+        if let (Some(value), Some(ceiling)) = (task.llm.max_tokens, &ceilings.max_tokens)
+            && value > ceiling.value
+        {
+            let what = format!("`max_tokens: {value}` of task `{}`", task.id);
+            problems.push(wider(&task.file, task.span, &what, ceiling));
+        }
         for name in task.tools.builtin.iter().flatten() {
             if self
                 .tools

@@ -179,6 +179,21 @@ fn limits_narrower_wins_and_a_task_may_not_widen_the_operator() {
         config.task_settings(&task(narrow)).timeout,
         Some(Duration::from_secs(60))
     );
+    world.write(&world.home.join(".ybs.json"), "llm: { max_tokens: 1000 }\n");
+    let config = load(&world, &flags);
+    let tokens = |n: u32| format!("prompt: p\nmax_tokens: {n}\n");
+    assert_eq!(
+        config.task_settings(&task(&tokens(500))).max_tokens,
+        Some(500)
+    );
+    assert!(config.check_task(&task(&tokens(500))).is_empty());
+    let problems = config.check_task(&task(&tokens(4000)));
+    assert!(
+        problems[0]
+            .message
+            .starts_with("`max_tokens: 4000` of task `t` is wider than the operator's 1000"),
+        "{problems:?}"
+    );
     let flags = Overrides {
         max_iterations: Some(2),
         ..Overrides::default()
