@@ -465,6 +465,22 @@ impl Config {
             let what = format!("`max_tokens: {value}` of task `{}`", task.id);
             problems.push(wider(&task.file, task.span, &what, ceiling));
         }
+        // A check may not run longer than the operator lets a whole task.
+        if let Some(ceiling) = &ceilings.timeout {
+            for check in &task.checks {
+                if let Some(value) = check.timeout
+                    && value > ceiling.value
+                {
+                    let what = format!(
+                        "`timeout: {}` of check `{}` of task `{}`",
+                        value.show(),
+                        check.name,
+                        task.id
+                    );
+                    problems.push(wider(&task.file, task.span, &what, ceiling));
+                }
+            }
+        }
         for name in task.tools.builtin.iter().flatten() {
             if self
                 .tools

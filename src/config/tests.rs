@@ -172,6 +172,15 @@ fn limits_narrower_wins_and_a_task_may_not_widen_the_operator() {
     let config = load(&world, &flags);
     assert_eq!(config.task_settings(&task(LIST_TASK)).max_iterations, 5);
     assert_eq!(config.check_task(&task(OWN_TASK)).len(), 2);
+    let slow_check = "prompt: p\nchecks: [{ run: make, timeout: 10m }, { run: ls, timeout: 5s }]\n";
+    let problems = config.check_task(&task(slow_check));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].message.starts_with(
+            "`timeout: 600s` of check `make` of task `t` is wider than the operator's 90s"
+        ),
+        "{problems:?}"
+    );
     let narrow = "prompt: p\nlimits: { max_iterations: 3, timeout: 1m }\n";
     assert!(config.check_task(&task(narrow)).is_empty());
     assert_eq!(config.task_settings(&task(narrow)).max_iterations, 3);
