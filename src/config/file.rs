@@ -6,6 +6,8 @@
 //! widen what the operator allows (SECURITY S5): it may not set
 //! `safety.allowed_paths`, `safety.env_passthrough` or turn the sandbox
 //! off, and its blocked lists add to the others instead of replacing them.
+//! Nor may it price models (`llm.price`, `llm.pricing`). Its limits and
+//! switches are checked against the operator's in `load.rs`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

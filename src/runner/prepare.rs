@@ -440,7 +440,9 @@ fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, String>
             .tools
             .external
             .iter()
-            .any(|tool| &tool.name == name && !tool.enabled);
+            // The first of a name: a shadowed repository entry says nothing.
+            .find(|tool| &tool.name == name)
+            .is_some_and(|tool| !tool.enabled);
         if disabled {
             return Err(format!(
                 "external tool `{name}` is disabled in the config (`enabled: false`)"
