@@ -110,7 +110,29 @@ pub fn parse(text: &str) -> (Option<Node>, Vec<YamlError>) {
             }
         }
     }
-    (builder.root, builder.errors)
+    let mut errors = builder.errors;
+    for (index, written) in builder.tag_spans {
+        if let Some(error) = errors.get_mut(index) {
+            error.span = tag_position(text, error.span, &written);
+        }
+    }
+    (builder.root, errors)
+}
+
+/// Where `tag` is written last before `span` on its line (`span` itself
+/// when it is not there).
+fn tag_position(text: &str, span: Span, tag: &str) -> Span {
+    let Some(line) = text.lines().nth(span.line as usize - 1) else {
+        return span;
+    };
+    let before: String = line.chars().take(span.col as usize - 1).collect();
+    match before.rfind(tag) {
+        Some(at) => {
+            let col = before[..at].chars().count() + 1;
+            Span::new(span.line, u32::try_from(col).unwrap_or(span.col))
+        }
+        None => span,
+    }
 }
 
 fn span_of(marker: Marker) -> Span {
@@ -142,6 +164,9 @@ struct Builder {
     documents: usize,
     alias_nodes: usize,
     errors: Vec<YamlError>,
+    /// Errors about a tag, with the tag as written: moved to the tag's
+    /// own position once the text is at hand.
+    tag_spans: Vec<(usize, String)>,
 }
 
 impl Builder {
@@ -217,6 +242,11 @@ impl Builder {
         let tag = tag?;
         let core = tag.core_suffix();
         if core.is_none() {
+            // The event starts at the value; the tag is written before it.
+            self.tag_spans.push((
+                self.errors.len(),
+                format!("{}{}", tag.original_handle(), tag.suffix()),
+            ));
             self.error(
                 span,
                 format!(

@@ -510,7 +510,7 @@ fn custom_yaml_tags_are_errors_in_task_policy_and_config_files() {
     run.expect_code(2);
     assert!(
         run.stderr
-            .contains("t.yaml:1:18: unsupported YAML tag `!include`"),
+            .contains("t.yaml:1:9: unsupported YAML tag `!include`"),
         "{}",
         run.stderr
     );
@@ -522,7 +522,7 @@ fn custom_yaml_tags_are_errors_in_task_policy_and_config_files() {
     run.expect_code(2);
     assert!(
         run.stderr
-            .contains("policy.yaml:1:16: unsupported YAML tag `!custom`"),
+            .contains("policy.yaml:1:8: unsupported YAML tag `!custom`"),
         "{}",
         run.stderr
     );
@@ -531,7 +531,7 @@ fn custom_yaml_tags_are_errors_in_task_policy_and_config_files() {
     run.expect_code(2);
     assert!(
         run.stderr
-            .contains("ops.yaml:2:15: unsupported YAML tag `!env`"),
+            .contains("ops.yaml:2:10: unsupported YAML tag `!env`"),
         "{}",
         run.stderr
     );
