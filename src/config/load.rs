@@ -278,6 +278,9 @@ fn apply_ceilings(
         "context.max_tool_output_chars",
         context.max_tool_output_chars
     );
+    // The size of every request, so of what each step costs.
+    ceiling!("context.max_tokens", context.max_tokens);
+    ceiling!("context.compaction_threshold", context.compaction_threshold);
     ceiling!("llm.max_tokens", llm.max_tokens);
     ceiling!("llm.timeout_seconds", llm.timeout);
     ceiling!("llm.stream_idle_timeout_seconds", llm.idle_timeout);

@@ -125,7 +125,7 @@ fn every_widening_and_every_unknown_key_is_reported_where_it_is_written() {
         ybs.home().join(".ybs.json"),
         concat!(
             "agent: { max_iterations: 3, max_total_tokens: 1000, max_cost_usd: 1, timeout: 60, retry_attempts: 1 }\n",
-            "context: { max_tool_output_chars: 100 }\n",
+            "context: { max_tool_output_chars: 100, max_tokens: 8000, compaction_threshold: 0.8 }\n",
             "llm: { model: gpt-4o, timeout_seconds: 10, stream_idle_timeout_seconds: 10, total_timeout_seconds: 10 }\n",
             "git: { auto_commit: false }\n",
             "safety: { max_task_file_bytes: 100000 }\n",
@@ -144,6 +144,11 @@ fn every_widening_and_every_unknown_key_is_reported_where_it_is_written() {
         (
             "  max_tool_output_chars: 101",
             "`context.max_tool_output_chars: 101`",
+        ),
+        ("  max_tokens: 9000", "`context.max_tokens: 9000`"),
+        (
+            "  compaction_threshold: 0.9",
+            "`context.compaction_threshold: 0.9`",
         ),
         ("llm:", ""),
         ("  timeout_seconds: 11", "`llm.timeout_seconds: 11s`"),
