@@ -81,6 +81,11 @@ pub fn prepare(
         message,
         hint: hint.map(str::to_owned),
     };
+    // Checked when the task files load (with positions); again here for
+    // callers that prepare a task of their own (`ybs chat`).
+    if let Some(problem) = run.config.check_task(task).into_iter().next() {
+        return Err(fail(problem.message, problem.hint.as_deref()));
+    }
     let mut settings = run.config.task_settings(task);
     if run.cassette.is_some() {
         // `--cassette FILE` (or YBS_CASSETTE) means the replay provider,
