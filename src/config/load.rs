@@ -110,8 +110,15 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
     let mut layers: Vec<Read> = Vec::new();
     let mut files = Vec::new();
     for candidate in candidates(overrides, sources) {
-        let text = match std::fs::read_to_string(&candidate.path) {
-            Ok(text) => text,
+        let text = match read_bounded(&candidate.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                diagnostics.push(Diagnostic::whole_file(
+                    &candidate.shown,
+                    format!("the config file is larger than {MAX_CONFIG_BYTES} bytes"),
+                ));
+                continue;
+            }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound && !candidate.required => {
                 continue;
             }
@@ -215,6 +222,26 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
         },
     };
     Ok(Config::resolve(merged, over_tasks, files))
+}
+
+/// The largest config file read: `./.ybs.json` is repository content, and
+/// memory stays bounded whatever its size.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A file's text, or `None` when it is over [`MAX_CONFIG_BYTES`] (having
+/// read one byte more than that at most).
+fn read_bounded(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Ok(None);
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
 /// One config file, read and decoded.

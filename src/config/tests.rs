@@ -707,3 +707,20 @@ fn repository_config_cannot_trust_tools() {
             .contains("`tools.search_paths` cannot be set in the repository's config")
     );
 }
+
+#[test]
+fn a_huge_repository_config_is_refused_without_reading_it_all() {
+    let world = World::new();
+    let repo = world.cwd.join(".ybs.json");
+    world.write(&repo, &format!("# {}\n", "x".repeat(2 << 20)));
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!("file errors expected")
+    };
+    assert_eq!(
+        diagnostics.to_string().lines().next().unwrap(),
+        format!(
+            "{}: the config file is larger than 1048576 bytes",
+            repo.display()
+        )
+    );
+}
