@@ -87,7 +87,11 @@ impl<'a> Agent<'a> {
     /// Carries on a conversation (`ybs chat`, after a provider or model
     /// change) with a fresh budget; nothing is emitted.
     pub fn resume(setup: AgentSetup<'a>, messages: Vec<Message>) -> Self {
-        let budget = Budget::new(setup.limits.clone());
+        let mut budget = Budget::new(setup.limits.clone());
+        // Unknown cost is "unknown" from the start, never $0 (SPEC §3).
+        if setup.pricing.price(&setup.model).is_none() {
+            budget.cost = Cost::Unknown;
+        }
         let compactor = Compactor::new(setup.context);
         let fixed_bytes = context::fixed_bytes(&setup.system_prompt, &setup.tools.specs());
         Self {
@@ -271,9 +275,14 @@ impl<'a> Agent<'a> {
             },
             None => call.await,
         };
-        let response = result.map_err(|error| Stop::Error {
-            reason: error.reason(),
-            message: error.to_string(),
+        let response = result.map_err(|error| {
+            // A request that failed may still have been billed: what the
+            // task cost is not known any more.
+            self.budget.cost = Cost::Unknown;
+            Stop::Error {
+                reason: error.reason(),
+                message: error.to_string(),
+            }
         })?;
         let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
         self.budget.usage.add(response.usage);

@@ -6,6 +6,8 @@
 //! widen what the operator allows (SECURITY S5): it may not set
 //! `safety.allowed_paths`, `safety.env_passthrough` or turn the sandbox
 //! off, and its blocked lists add to the others instead of replacing them.
+//! Nor may it price models (`llm.price`, `llm.pricing`). Its limits and
+//! switches are checked against the operator's in `load.rs`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,12 +20,12 @@ use crate::task::{API_KEY_MESSAGE, BUILTIN_TOOLS, check_endpoint, check_provider
 
 use super::layer::{
     AgentLayer, BuiltinToolLayer, ConfigLayer, ContextLayer, GitLayer, LlmLayer, SafetyLayer,
-    ToolsLayer, UiLayer,
+    ToolsLayer,
 };
-use super::settings::{ColorChoice, ExternalToolConfig, defaults};
+use super::settings::{ExternalToolConfig, defaults};
 
 const TOP_FIELDS: &[&str] = &[
-    "version", "llm", "context", "agent", "safety", "tools", "git", "ui",
+    "version", "llm", "context", "agent", "safety", "tools", "git",
 ];
 const LLM_FIELDS: &[&str] = &[
     "provider",
@@ -37,14 +39,21 @@ const LLM_FIELDS: &[&str] = &[
     "total_timeout_seconds",
     "text_tool_calls",
     "pricing",
+    "price",
 ];
 const CONTEXT_FIELDS: &[&str] = &[
     "max_tokens",
     "compaction_threshold",
     "max_tool_output_chars",
-    "repo_map_tokens",
 ];
-const AGENT_FIELDS: &[&str] = &["max_iterations", "retry_attempts", "retry_backoff_base_ms"];
+const AGENT_FIELDS: &[&str] = &[
+    "max_iterations",
+    "max_total_tokens",
+    "max_cost_usd",
+    "timeout",
+    "retry_attempts",
+    "retry_backoff_base_ms",
+];
 const SAFETY_FIELDS: &[&str] = &[
     "allowed_paths",
     "sandbox_allowed_paths",
@@ -55,8 +64,9 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_enabled",
     "sandbox_writable_paths",
     "sandbox_network",
-    "require_confirmation",
+    "max_task_file_bytes",
 ];
+const PRICE_FIELDS: &[&str] = &["input_per_mtok", "output_per_mtok", "cached_input_per_mtok"];
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths"];
 const EXTERNAL_FIELDS: &[&str] = &[
     "name",
@@ -68,19 +78,45 @@ const EXTERNAL_FIELDS: &[&str] = &[
     "enabled",
 ];
 const GIT_FIELDS: &[&str] = &["auto_commit", "commit_message_prefix"];
-const UI_FIELDS: &[&str] = &[
-    "color",
-    "show_token_usage",
-    "show_tool_calls",
-    "stream_responses",
-];
+
+/// Keys of the original design that ybs does not use: rejected with a
+/// message saying so, never accepted and ignored.
+fn unsupported(key: &str) -> Option<(&'static str, &'static str)> {
+    match key {
+        "ui" => Some((
+            "`ui` is not supported: ybs's console output has no settings",
+            "remove the `ui` section; -q and -v choose how much ybs prints",
+        )),
+        "repo_map_tokens" => Some((
+            "`context.repo_map_tokens` is not supported: ybs does not build a repository map",
+            "remove it; the model explores with list_files and search_files",
+        )),
+        "require_confirmation" => Some((
+            "`safety.require_confirmation` is not supported",
+            "write a policy `ask` rule for the calls to confirm (`ask: [run_shell]`) and choose what happens without a terminal with `on_ask`",
+        )),
+        _ => None,
+    }
+}
+
+/// Reports the [`unsupported`] keys among `fields`.
+fn reject_unsupported(decoder: &mut Decoder<'_>, fields: &Fields<'_>, keys: &[&str]) {
+    for key in keys {
+        if let (Some((key, _)), Some((message, hint))) = (fields.entry(key), unsupported(key)) {
+            decoder.error_with_hint(key.span, message, hint);
+        }
+    }
+}
 
 /// Decodes a whole config file. `repository` is true for `./.ybs.json`.
 pub fn decode_config(decoder: &mut Decoder<'_>, root: &Node, repository: bool) -> ConfigLayer {
     let mut layer = ConfigLayer::default();
-    let Some(fields) = decoder.fields(root, "the config file", TOP_FIELDS) else {
+    let Some(fields) =
+        decoder.fields_accepting(root, "the config file", TOP_FIELDS, &["ui"], |_| None)
+    else {
         return layer;
     };
+    reject_unsupported(decoder, &fields, &["ui"]);
     if let Some(node) = fields.node("version") {
         let ok = match &node.kind {
             NodeKind::Int(1) => true,
@@ -100,15 +136,35 @@ pub fn decode_config(decoder: &mut Decoder<'_>, root: &Node, repository: bool) -
         decoder.fields_accepting(node, "`llm`", LLM_FIELDS, &["api_key"], |_| None)
     });
     if let Some(llm) = llm {
-        layer.llm = decode_llm(decoder, &llm);
+        layer.llm = decode_llm(decoder, &llm, repository);
     }
-    if let Some(context) = section(decoder, "context", CONTEXT_FIELDS) {
+    let context = fields.node("context").and_then(|node| {
+        decoder.fields_accepting(
+            node,
+            "`context`",
+            CONTEXT_FIELDS,
+            &["repo_map_tokens"],
+            |_| None,
+        )
+    });
+    if let Some(context) = context {
+        reject_unsupported(decoder, &context, &["repo_map_tokens"]);
         layer.context = decode_context(decoder, &context);
     }
     if let Some(agent) = section(decoder, "agent", AGENT_FIELDS) {
-        layer.agent = decode_agent(decoder, &agent);
+        (layer.agent, layer.run.timeout) = decode_agent(decoder, &agent);
     }
-    if let Some(safety) = section(decoder, "safety", SAFETY_FIELDS) {
+    let safety = fields.node("safety").and_then(|node| {
+        decoder.fields_accepting(
+            node,
+            "`safety`",
+            SAFETY_FIELDS,
+            &["require_confirmation"],
+            |_| None,
+        )
+    });
+    if let Some(safety) = safety {
+        reject_unsupported(decoder, &safety, &["require_confirmation"]);
         layer.safety = decode_safety(decoder, &safety, repository);
     }
     if let Some(tools) = section(decoder, "tools", TOOLS_FIELDS) {
@@ -121,20 +177,10 @@ pub fn decode_config(decoder: &mut Decoder<'_>, root: &Node, repository: bool) -
             author: None,
         };
     }
-    if let Some(ui) = section(decoder, "ui", UI_FIELDS) {
-        layer.ui = UiLayer {
-            color: ui
-                .node("color")
-                .and_then(|node| decode_color(decoder, node)),
-            show_token_usage: ui.get(decoder, "show_token_usage"),
-            show_tool_calls: ui.get(decoder, "show_tool_calls"),
-            stream_responses: ui.get(decoder, "stream_responses"),
-        };
-    }
     layer
 }
 
-fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmLayer {
+fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) -> LlmLayer {
     if let Some((key, _)) = fields.entry("api_key") {
         decoder.error_with_hint(
             key.span,
@@ -149,7 +195,7 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmLayer {
     let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout_seconds");
     let idle: Option<Spanned<Duration>> = fields.get(decoder, "stream_idle_timeout_seconds");
     let total: Option<Spanned<Duration>> = fields.get(decoder, "total_timeout_seconds");
-    LlmLayer {
+    let mut layer = LlmLayer {
         provider: provider.and_then(|p| check_provider(decoder, p)),
         model: fields.get(decoder, "model"),
         endpoint: endpoint.and_then(|e| check_endpoint(decoder, e)),
@@ -165,7 +211,26 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmLayer {
             .node("pricing")
             .map(|node| decode_pricing(decoder, node))
             .unwrap_or_default(),
+        price: fields
+            .node("price")
+            .and_then(|node| decode_price(decoder, node, "`llm.price`")),
+    };
+    if repository {
+        // A price decides whether `max_cost_usd` stops a task: the
+        // operator's to say (SECURITY S5).
+        for key in ["pricing", "price"] {
+            if let Some((key, _)) = fields.entry(key) {
+                decoder.error_with_hint(
+                    key.span,
+                    format!("`llm.{}` cannot be set in the repository's config: prices decide when `max_cost_usd` stops a task", key.name),
+                    "set it in ~/.config/ybs/config.json or a file given with --config",
+                );
+            }
+        }
+        layer.pricing.clear();
+        layer.price = None;
     }
+    layer
 }
 
 fn decode_pricing(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, Price> {
@@ -178,39 +243,37 @@ fn decode_pricing(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, Pr
             return pricing;
         }
     };
-    let price_fields = ["input_per_mtok", "output_per_mtok"];
     for (model, value) in entries {
-        let Some(fields) = decoder.fields(
-            value,
-            &format!("the price of `{}`", model.name),
-            &price_fields,
-        ) else {
-            continue;
-        };
-        let mut get = |key: &str| {
-            let price: Option<Spanned<f64>> = fields.get(decoder, key);
-            if !fields.has(key) {
-                decoder.error(
-                    fields.span,
-                    format!(
-                        "missing required field `{key}` in the price of `{}`",
-                        model.name
-                    ),
-                );
-            }
-            price.and_then(|p| at_least(decoder, p, 0.0, key))
-        };
-        if let (Some(input), Some(output)) = (get("input_per_mtok"), get("output_per_mtok")) {
-            pricing.insert(
-                model.name.clone(),
-                Price {
-                    input_per_mtok: input,
-                    output_per_mtok: output,
-                },
-            );
+        let context = format!("the price of `{}`", model.name);
+        if let Some(price) = decode_price(decoder, value, &context) {
+            pricing.insert(model.name.clone(), price);
         }
     }
     pricing
+}
+
+/// `{input_per_mtok, output_per_mtok, cached_input_per_mtok}` in USD per
+/// million tokens; the first two are required.
+fn decode_price(decoder: &mut Decoder<'_>, node: &Node, context: &str) -> Option<Price> {
+    let fields = decoder.fields(node, context, PRICE_FIELDS)?;
+    let mut get = |key: &str, required: bool| {
+        let price: Option<Spanned<f64>> = fields.get(decoder, key);
+        if required && !fields.has(key) {
+            decoder.error(
+                fields.span,
+                format!("missing required field `{key}` in {context}"),
+            );
+        }
+        price.and_then(|p| at_least(decoder, p, 0.0, key))
+    };
+    let input = get("input_per_mtok", true);
+    let output = get("output_per_mtok", true);
+    let cached = get("cached_input_per_mtok", false);
+    Some(Price {
+        input_per_mtok: input?,
+        output_per_mtok: output?,
+        cached_input_per_mtok: cached,
+    })
 }
 
 fn decode_context(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> ContextLayer {
@@ -228,18 +291,32 @@ fn decode_context(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> ContextLaye
             }
         }),
         max_tool_output_chars: max_chars.and_then(|m| positive(decoder, m, "max_tool_output_chars")),
-        repo_map_tokens: fields.get(decoder, "repo_map_tokens"),
     }
 }
 
-fn decode_agent(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> AgentLayer {
+fn decode_agent(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> (AgentLayer, Option<Duration>) {
     let max_iterations: Option<Spanned<u32>> = fields.get(decoder, "max_iterations");
+    let max_total_tokens: Option<Spanned<u64>> = fields.get(decoder, "max_total_tokens");
+    let max_cost_usd: Option<Spanned<f64>> = fields.get(decoder, "max_cost_usd");
+    let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout");
     let backoff: Option<u64> = fields.get(decoder, "retry_backoff_base_ms");
-    AgentLayer {
+    let timeout = timeout.and_then(|t| positive_duration(decoder, t, "timeout"));
+    let max_cost_usd = max_cost_usd.and_then(|v| {
+        if v.value > 0.0 {
+            Some(v.value)
+        } else {
+            decoder.error(v.span, "invalid `max_cost_usd`: must be more than 0");
+            None
+        }
+    });
+    let layer = AgentLayer {
         max_iterations: max_iterations.and_then(|m| positive(decoder, m, "max_iterations")),
+        max_total_tokens: max_total_tokens.and_then(|m| positive(decoder, m, "max_total_tokens")),
+        max_cost_usd,
         retry_attempts: fields.get(decoder, "retry_attempts"),
         retry_backoff_base: backoff.map(Duration::from_millis),
-    }
+    };
+    (layer, timeout)
 }
 
 fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) -> SafetyLayer {
@@ -275,6 +352,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         }
         items
     };
+    let max_bytes: Option<Spanned<u64>> = fields.get(decoder, "max_task_file_bytes");
     let mut layer = SafetyLayer {
         allowed_paths: list(decoder, "allowed_paths", Some("sandbox_allowed_paths")),
         blocked_paths: list(decoder, "blocked_paths", Some("sandbox_blocked_paths")),
@@ -283,7 +361,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         sandbox_enabled: fields.get(decoder, "sandbox_enabled"),
         sandbox_writable_paths: list(decoder, "sandbox_writable_paths", None),
         sandbox_network: fields.get(decoder, "sandbox_network"),
-        require_confirmation: list(decoder, "require_confirmation", None),
+        max_task_file_bytes: max_bytes.and_then(|m| positive(decoder, m, "max_task_file_bytes")),
         ..SafetyLayer::default()
     };
     if repository {
@@ -327,6 +405,18 @@ fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool
                 continue;
             };
             let timeout: Option<Spanned<Duration>> = tool.get(decoder, "timeout_seconds");
+            if name.name != "run_shell"
+                && let Some((key, _)) = tool.entry("timeout_seconds")
+            {
+                decoder.error_with_hint(
+                    key.span,
+                    format!(
+                        "`tools.builtin.{}.timeout_seconds` has no effect: only `run_shell` runs with a timeout",
+                        name.name
+                    ),
+                    "remove it",
+                );
+            }
             let settings = BuiltinToolLayer {
                 enabled: tool.get(decoder, "enabled"),
                 timeout: timeout.and_then(|t| positive_duration(decoder, t, "timeout_seconds")),
@@ -430,28 +520,6 @@ fn decode_external(
         );
     }
     tools
-}
-
-fn decode_color(decoder: &mut Decoder<'_>, node: &Node) -> Option<ColorChoice> {
-    let choice = match &node.kind {
-        NodeKind::Bool(true) => Some(ColorChoice::Always),
-        NodeKind::Bool(false) => Some(ColorChoice::Never),
-        NodeKind::Str(text) => match text.as_str() {
-            "auto" => Some(ColorChoice::Auto),
-            "always" => Some(ColorChoice::Always),
-            "never" => Some(ColorChoice::Never),
-            _ => None,
-        },
-        _ => None,
-    };
-    if choice.is_none() {
-        decoder.expected(
-            node,
-            "color",
-            "`true`, `false`, `auto`, `always` or `never`",
-        );
-    }
-    choice
 }
 
 /// A node as JSON (for inline tool schemas).

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::llm::pricing::Price;
 
-use super::settings::{ColorChoice, ExternalToolConfig, GitAuthor};
+use super::settings::{ExternalToolConfig, GitAuthor};
 
 /// Merging two layers: `self` is the higher one and wins.
 pub trait Combine {
@@ -55,6 +55,13 @@ impl Combine for Price {
     }
 }
 
+impl Combine for Vec<ExternalToolConfig> {
+    fn combine(mut self, lower: Self) -> Self {
+        self.extend(lower);
+        self
+    }
+}
+
 impl Combine for ExternalToolConfig {
     fn combine(self, _lower: Self) -> Self {
         self
@@ -81,7 +88,6 @@ pub struct ConfigLayer {
     pub safety: SafetyLayer,
     pub tools: ToolsLayer,
     pub git: GitLayer,
-    pub ui: UiLayer,
     pub run: RunLayer,
 }
 
@@ -98,6 +104,8 @@ pub struct LlmLayer {
     pub total_timeout: Option<Duration>,
     pub text_tool_calls: Option<bool>,
     pub pricing: BTreeMap<String, Price>,
+    /// `llm.price`: the price of every model without a `pricing` entry.
+    pub price: Option<Price>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -105,12 +113,13 @@ pub struct ContextLayer {
     pub max_tokens: Option<u32>,
     pub compaction_threshold: Option<f64>,
     pub max_tool_output_chars: Option<usize>,
-    pub repo_map_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentLayer {
     pub max_iterations: Option<u32>,
+    pub max_total_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
     pub retry_attempts: Option<u32>,
     pub retry_backoff_base: Option<Duration>,
 }
@@ -124,7 +133,8 @@ pub struct SafetyLayer {
     pub sandbox_enabled: Option<bool>,
     pub sandbox_writable_paths: Option<Vec<String>>,
     pub sandbox_network: Option<bool>,
-    pub require_confirmation: Option<Vec<String>>,
+    /// The largest task file read (default 1 MiB).
+    pub max_task_file_bytes: Option<u64>,
     /// From the repository's `./.ybs.json`, which may only add to the
     /// blocked lists (SECURITY S5).
     pub extra_blocked_paths: Vec<String>,
@@ -136,6 +146,9 @@ pub struct ToolsLayer {
     pub builtin: BTreeMap<String, BuiltinToolLayer>,
     pub external: BTreeMap<String, ExternalToolConfig>,
     pub search_paths: Option<Vec<PathBuf>>,
+    /// Repository entries named like an operator's: kept to be listed as
+    /// shadowed, never run.
+    pub shadowed: Vec<ExternalToolConfig>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -151,14 +164,6 @@ pub struct GitLayer {
     pub author: Option<GitAuthor>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UiLayer {
-    pub color: Option<ColorChoice>,
-    pub show_token_usage: Option<bool>,
-    pub show_tool_calls: Option<bool>,
-    pub stream_responses: Option<bool>,
-}
-
 /// Settings of a run that only the environment and flags give.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunLayer {
@@ -169,18 +174,17 @@ pub struct RunLayer {
 }
 
 combine_fields! {
-    ConfigLayer { llm, context, agent, safety, tools, git, ui, run }
-    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, stream, idle_timeout, total_timeout, text_tool_calls, pricing }
-    ContextLayer { max_tokens, compaction_threshold, max_tool_output_chars, repo_map_tokens }
-    AgentLayer { max_iterations, retry_attempts, retry_backoff_base }
+    ConfigLayer { llm, context, agent, safety, tools, git, run }
+    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, stream, idle_timeout, total_timeout, text_tool_calls, pricing, price }
+    ContextLayer { max_tokens, compaction_threshold, max_tool_output_chars }
+    AgentLayer { max_iterations, max_total_tokens, max_cost_usd, retry_attempts, retry_backoff_base }
     SafetyLayer {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
-        sandbox_writable_paths, sandbox_network, require_confirmation, extra_blocked_paths, extra_blocked_commands,
+        sandbox_writable_paths, sandbox_network, max_task_file_bytes, extra_blocked_paths, extra_blocked_commands,
     }
-    ToolsLayer { builtin, external, search_paths }
+    ToolsLayer { builtin, external, search_paths, shadowed }
     BuiltinToolLayer { enabled, timeout }
     GitLayer { auto_commit, commit_message_prefix, author }
-    UiLayer { color, show_token_usage, show_tool_calls, stream_responses }
     RunLayer { out, cassette, timeout }
 }
 

@@ -12,13 +12,14 @@ use std::time::Duration;
 use crate::core::exit;
 use crate::policy::PolicySpec;
 use crate::task::decode::Decoder;
-use crate::task::yaml::parse;
-use crate::task::{Diagnostic, Diagnostics, PROVIDERS, load_policy_str};
+use crate::task::yaml::{Node, parse};
+use crate::task::{BUILTIN_TOOLS, Diagnostic, Diagnostics, PROVIDERS, load_policy_str};
 
+use super::ceiling::{OperatorLayers, RepositoryConfig, apply};
 use super::env::{EnvError, config_file, env_layer};
 use super::file::decode_config;
 use super::layer::{Combine, ConfigLayer};
-use super::settings::{Config, Origin, OverTasks};
+use super::settings::{Config, Origin, OverTasks, TaskCeilings};
 
 /// The system-wide config file.
 pub const SYSTEM_CONFIG: &str = "/etc/ybs/config.json";
@@ -106,11 +107,18 @@ struct Candidate {
 /// Reads and resolves the whole configuration.
 pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, ConfigError> {
     let mut diagnostics = Vec::new();
-    let mut layers: Vec<(ConfigLayer, Origin)> = Vec::new();
+    let mut layers: Vec<Read> = Vec::new();
     let mut files = Vec::new();
     for candidate in candidates(overrides, sources) {
-        let text = match std::fs::read_to_string(&candidate.path) {
-            Ok(text) => text,
+        let text = match read_bounded(&candidate.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                diagnostics.push(Diagnostic::whole_file(
+                    &candidate.shown,
+                    format!("the config file is larger than {MAX_CONFIG_BYTES} bytes"),
+                ));
+                continue;
+            }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound && !candidate.required => {
                 continue;
             }
@@ -127,41 +135,220 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
                 continue;
             }
         };
-        match parse_config(
-            &candidate.shown,
-            &text,
-            candidate.origin == Origin::Repository,
-        ) {
-            Ok(layer) => layers.push((layer, candidate.origin)),
-            Err(errors) => diagnostics.extend(errors),
-        }
+        let repository = candidate.origin == Origin::Repository;
+        // A file with errors still takes part, so a widening in it is
+        // reported with the rest.
+        let (layer, errors) = decode_file(&candidate.shown, &text, repository);
+        diagnostics.extend(errors);
+        layers.push(Read {
+            layer,
+            origin: candidate.origin,
+            // The repository's tree, for the positions of values it may
+            // not widen.
+            root: if repository { parse(&text).0 } else { None },
+            shown: candidate.shown,
+        });
         files.push(candidate.path);
     }
-    if !diagnostics.is_empty() {
-        return Err(ConfigError::Files(Diagnostics(diagnostics)));
-    }
-    let env = env_layer(sources.env).map_err(ConfigError::Env)?;
-    let flags = flag_layer(overrides)?;
+    shadow_repository_tools(&mut layers);
+    let env = env_layer(sources.env);
+    let flags = flag_layer(overrides);
+    let (env, flags) = match (env, flags) {
+        (Ok(env), Ok(flags)) => (env, flags),
+        _ if !diagnostics.is_empty() => {
+            return Err(ConfigError::Files(Diagnostics(diagnostics)));
+        }
+        (Err(error), _) => return Err(ConfigError::Env(error)),
+        (_, Err(error)) => return Err(error),
+    };
     let endpoint_origin = [(&flags, Origin::Operator), (&env, Origin::Operator)]
         .into_iter()
-        .chain(layers.iter().rev().map(|(layer, origin)| (layer, *origin)))
+        .chain(layers.iter().rev().map(|read| (&read.layer, read.origin)))
         .find(|(layer, _)| layer.llm.endpoint.is_some())
         .map(|(_, origin)| origin);
     let from_files = layers
-        .into_iter()
+        .iter()
         .rev()
-        .map(|(layer, _)| layer)
+        .map(|read| read.layer.clone())
         .reduce(Combine::combine)
         .unwrap_or_default();
-    let merged = flags.combine(env).combine(from_files);
+    let mut merged = flags.clone().combine(env.clone()).combine(from_files);
+    let operator = OperatorLayers {
+        layers: [
+            (&flags, "a command-line flag".to_owned()),
+            (&env, "a YBS_* variable".to_owned()),
+        ]
+        .into_iter()
+        .chain(
+            layers
+                .iter()
+                .rev()
+                .filter(|read| read.origin == Origin::Operator)
+                .map(|read| (&read.layer, read.shown.display().to_string())),
+        )
+        .collect(),
+    };
+    let repository = layers.iter().find_map(|read| {
+        Some(RepositoryConfig {
+            layer: &read.layer,
+            root: read.root.as_ref()?,
+            path: &read.shown,
+        })
+    });
+    apply_ceilings(
+        &mut merged,
+        &operator,
+        repository.as_ref(),
+        &mut diagnostics,
+    );
+    if !diagnostics.is_empty() {
+        return Err(ConfigError::Files(Diagnostics(diagnostics)));
+    }
     let over_tasks = OverTasks {
         llm: merged.llm.clone(),
         endpoint_origin,
         max_iterations: merged.agent.max_iterations,
         timeout: merged.run.timeout,
+        max_total_tokens: merged.agent.max_total_tokens,
+        max_cost_usd: merged.agent.max_cost_usd,
         max_tool_output_chars: merged.context.max_tool_output_chars,
+        ceilings: TaskCeilings {
+            max_iterations: operator.ceiling(|l| l.agent.max_iterations),
+            timeout: operator.ceiling(|l| l.run.timeout),
+            max_total_tokens: operator.ceiling(|l| l.agent.max_total_tokens),
+            max_cost_usd: operator.ceiling(|l| l.agent.max_cost_usd),
+            max_tool_output_chars: operator.ceiling(|l| l.context.max_tool_output_chars),
+            max_tokens: operator.ceiling(|l| l.llm.max_tokens),
+        },
     };
     Ok(Config::resolve(merged, over_tasks, files))
+}
+
+/// The largest config file read: `./.ybs.json` is repository content, and
+/// memory stays bounded whatever its size.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A file's text, or `None` when it is over [`MAX_CONFIG_BYTES`] (having
+/// read one byte more than that at most).
+fn read_bounded(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Ok(None);
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
+}
+
+/// One config file, read and decoded.
+struct Read {
+    layer: ConfigLayer,
+    origin: Origin,
+    /// How messages name the file.
+    shown: PathBuf,
+    /// The repository's config as a tree (`None` for operator files).
+    root: Option<Node>,
+}
+
+/// An operator's `tools.external` entry wins over the repository's of the
+/// same name, whatever the files' order; the repository's is kept as
+/// shadowed (SECURITY S5).
+fn shadow_repository_tools(layers: &mut [Read]) {
+    let operator: Vec<String> = layers
+        .iter()
+        .filter(|read| read.origin == Origin::Operator)
+        .flat_map(|read| read.layer.tools.external.keys().cloned())
+        .collect();
+    for read in layers
+        .iter_mut()
+        .filter(|read| read.origin == Origin::Repository)
+    {
+        for name in &operator {
+            if let Some(tool) = read.layer.tools.external.remove(name) {
+                read.layer.tools.shadowed.push(tool);
+            }
+        }
+    }
+}
+
+/// Every key that bounds trust or spend: the repository's value applies
+/// only when narrower than the operator's (SECURITY S5).
+fn apply_ceilings(
+    merged: &mut ConfigLayer,
+    operator: &OperatorLayers<'_>,
+    repository: Option<&RepositoryConfig<'_>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    macro_rules! ceiling {
+        ($key:expr, $($field:ident).+) => {
+            apply(
+                merged,
+                operator,
+                repository,
+                $key,
+                |layer| layer.$($field).+,
+                |layer, value| layer.$($field).+ = value,
+                diagnostics,
+            )
+        };
+    }
+    ceiling!("agent.max_iterations", agent.max_iterations);
+    ceiling!("agent.max_total_tokens", agent.max_total_tokens);
+    ceiling!("agent.max_cost_usd", agent.max_cost_usd);
+    ceiling!("agent.timeout", run.timeout);
+    ceiling!("agent.retry_attempts", agent.retry_attempts);
+    ceiling!(
+        "context.max_tool_output_chars",
+        context.max_tool_output_chars
+    );
+    // The size of every request, so of what each step costs.
+    ceiling!("context.max_tokens", context.max_tokens);
+    ceiling!("context.compaction_threshold", context.compaction_threshold);
+    ceiling!("llm.max_tokens", llm.max_tokens);
+    ceiling!("llm.timeout_seconds", llm.timeout);
+    ceiling!("llm.stream_idle_timeout_seconds", llm.idle_timeout);
+    ceiling!("llm.total_timeout_seconds", llm.total_timeout);
+    ceiling!("git.auto_commit", git.auto_commit);
+    ceiling!("safety.max_task_file_bytes", safety.max_task_file_bytes);
+    for name in BUILTIN_TOOLS {
+        let tool = |layer: &ConfigLayer| layer.tools.builtin.get(name).cloned();
+        apply(
+            merged,
+            operator,
+            repository,
+            &format!("tools.builtin.{name}.enabled"),
+            |layer| tool(layer).and_then(|t| t.enabled),
+            |layer, value| {
+                layer
+                    .tools
+                    .builtin
+                    .entry(name.to_owned())
+                    .or_default()
+                    .enabled = value;
+            },
+            diagnostics,
+        );
+        apply(
+            merged,
+            operator,
+            repository,
+            &format!("tools.builtin.{name}.timeout_seconds"),
+            |layer| tool(layer).and_then(|t| t.timeout),
+            |layer, value| {
+                layer
+                    .tools
+                    .builtin
+                    .entry(name.to_owned())
+                    .or_default()
+                    .timeout = value;
+            },
+            diagnostics,
+        );
+    }
 }
 
 /// Decodes one config file's text (JSON or YAML).
@@ -170,6 +357,16 @@ pub fn parse_config(
     text: &str,
     repository: bool,
 ) -> Result<ConfigLayer, Vec<Diagnostic>> {
+    let (layer, diagnostics) = decode_file(path, text, repository);
+    if diagnostics.is_empty() {
+        Ok(layer)
+    } else {
+        Err(diagnostics)
+    }
+}
+
+/// What a config file says, as far as it can be read, and its errors.
+fn decode_file(path: &Path, text: &str, repository: bool) -> (ConfigLayer, Vec<Diagnostic>) {
     let mut decoder = Decoder::new(path);
     let (root, errors) = parse(text);
     for error in errors {
@@ -178,12 +375,7 @@ pub fn parse_config(
     let layer = root
         .map(|root| decode_config(&mut decoder, &root, repository))
         .unwrap_or_default();
-    let diagnostics = decoder.finish();
-    if diagnostics.is_empty() {
-        Ok(layer)
-    } else {
-        Err(diagnostics)
-    }
+    (layer, decoder.finish())
 }
 
 fn candidates(overrides: &Overrides, sources: &Sources<'_>) -> Vec<Candidate> {

@@ -1,9 +1,12 @@
 //! L4 config: files → `YBS_*` → flags, resolved once into [`Config`];
 //! [`Config::task_settings`] adds a task's own fields below them (SPEC §1,
-//! §9).
+//! §9). For keys that bound trust or spend the operator's values are
+//! ceilings the repository may only narrow ([`Config::check_task`] and
+//! `ceiling.rs`, SECURITY S5).
 //!
 //! May use `core`, `task`, `policy`, and types of `llm` and `tools`.
 
+mod ceiling;
 mod env;
 mod file;
 mod layer;
@@ -17,9 +20,8 @@ pub use load::{
     process_env,
 };
 pub use settings::{
-    AgentSettings, BuiltinToolSettings, ColorChoice, Config, ContextSettings, ExternalToolConfig,
-    GitAuthor, GitSettings, LlmSettings, Origin, SafetySettings, TaskSettings, ToolsSettings,
-    UiSettings, defaults,
+    AgentSettings, BuiltinToolSettings, Config, ContextSettings, ExternalToolConfig, GitAuthor,
+    GitSettings, LlmSettings, Origin, SafetySettings, TaskSettings, ToolsSettings, defaults,
 };
 
 #[cfg(test)]

@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use crate::llm::pricing::{Price, PriceTable};
 use crate::llm::retry::RetrySettings;
-use crate::task::{BUILTIN_TOOLS, LimitsSpec, LlmSpec, TaskSpec};
+use crate::task::{BUILTIN_TOOLS, Diagnostic, LimitsSpec, LlmSpec, TaskSpec};
 
+use super::ceiling::{Bound, Ceiling, narrower, wider};
 use super::layer::{Combine, ConfigLayer, LlmLayer};
 
 /// Built-in defaults (SPEC §1, §2, §4; seed 003 §2.3).
@@ -28,7 +29,7 @@ pub mod defaults {
     pub const LLM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
     pub const LLM_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
     pub const COMPACTION_THRESHOLD: f64 = 0.95;
-    pub const REPO_MAP_TOKENS: u32 = 1024;
+    pub const MAX_TASK_FILE_BYTES: u64 = 1 << 20;
     pub const SHELL_TIMEOUT: Duration = Duration::from_secs(30);
     pub const EXTERNAL_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
     pub const OUT: &str = "ybs-out";
@@ -56,12 +57,12 @@ pub enum Origin {
 
 /// The resolved configuration of a run.
 ///
-/// Honoured today: everything that reaches [`TaskSettings`], `retry()`,
-/// `out`, `cassette`, `safety`, `git`, `llm.pricing`, `context.max_tokens`
-/// and `context.compaction_threshold` (the agent's context window, through
-/// the runner). Parsed and kept for the modules that will use them:
-/// `context.repo_map_tokens`, `tools.*`,
-/// `safety.require_confirmation`, `ui.*`.
+/// Every key has an effect: what reaches [`TaskSettings`], `retry()`,
+/// `out`, `cassette`, `safety`, `git`, `llm.pricing` and `llm.price`,
+/// `context.*` (the agent's context window, through the runner) and
+/// `tools.*` (the registry and the tools' timeouts). Keys of the original
+/// design that ybs does not use (`ui.*`, `context.repo_map_tokens`,
+/// `safety.require_confirmation`) are rejected when a file is read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub llm: LlmSettings,
@@ -70,7 +71,6 @@ pub struct Config {
     pub safety: SafetySettings,
     pub tools: ToolsSettings,
     pub git: GitSettings,
-    pub ui: UiSettings,
     /// Output directory (`--out`, `YBS_OUT`; default `ybs-out`).
     pub out: PathBuf,
     /// Cassette for the replay provider (`--cassette`, `YBS_CASSETTE`).
@@ -82,14 +82,32 @@ pub struct Config {
     pub(super) over_tasks: OverTasks,
 }
 
-/// What the operator layers say about task-level settings.
+/// What the config layers say about task-level settings.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct OverTasks {
     pub llm: LlmLayer,
     pub endpoint_origin: Option<Origin>,
+    /// The limits of every config layer, the repository's narrowing the
+    /// operator's; a task's own limit narrows them further.
     pub max_iterations: Option<u32>,
     pub timeout: Option<Duration>,
+    pub max_total_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
     pub max_tool_output_chars: Option<usize>,
+    /// The operator's own values: a task file may not go above them.
+    pub ceilings: TaskCeilings,
+}
+
+/// The operator's limits for tasks, with where each was set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct TaskCeilings {
+    pub max_iterations: Option<Ceiling<u32>>,
+    pub timeout: Option<Ceiling<Duration>>,
+    pub max_total_tokens: Option<Ceiling<u64>>,
+    pub max_cost_usd: Option<Ceiling<f64>>,
+    pub max_tool_output_chars: Option<Ceiling<usize>>,
+    /// `llm.max_tokens`: the longest answer the model may give.
+    pub max_tokens: Option<Ceiling<u32>>,
 }
 
 /// `llm.*` that are not per task.
@@ -108,6 +126,8 @@ pub struct LlmSettings {
     pub text_tool_calls: bool,
     /// `llm.pricing`: per-model prices over the built-in table.
     pub pricing: BTreeMap<String, Price>,
+    /// `llm.price`: the price of every model without a `pricing` entry.
+    pub price: Option<Price>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +136,6 @@ pub struct ContextSettings {
     /// (`agent::context::DEFAULT_WINDOW`, 32,000).
     pub max_tokens: Option<u32>,
     pub compaction_threshold: f64,
-    pub repo_map_tokens: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -142,8 +161,9 @@ pub struct SafetySettings {
     pub sandbox_writable_paths: Vec<String>,
     /// Sandboxed children may use the network (operator config only).
     pub sandbox_network: bool,
-    /// Kept from the seed schema; policy `ask` rules do this job in ybs.
-    pub require_confirmation: Vec<String>,
+    /// The largest task file ybs reads (`safety.max_task_file_bytes`,
+    /// default 1 MiB).
+    pub max_task_file_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -158,10 +178,15 @@ pub struct ToolsSettings {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BuiltinToolSettings {
+    /// Off: the tool is not offered to the model, and a call to it is
+    /// refused as an unknown tool.
     pub enabled: bool,
     /// `run_shell`'s default command timeout (30 s); `None` for tools
     /// that have no timeout.
     pub timeout: Option<Duration>,
+    /// `tools.builtin.run_shell.timeout_seconds` when set: also the
+    /// longest a call may ask for.
+    pub max_timeout: Option<Duration>,
 }
 
 /// One `tools.external` entry.
@@ -209,23 +234,6 @@ impl GitAuthor {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ColorChoice {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct UiSettings {
-    pub color: ColorChoice,
-    pub show_token_usage: bool,
-    pub show_tool_calls: bool,
-    pub stream_responses: bool,
-}
-
 /// Everything one task runs with, after every layer (SPEC §1): flags >
 /// `YBS_*` > config files > the task's own fields > its file's
 /// `defaults:` > built-in defaults.
@@ -269,7 +277,6 @@ impl Config {
             safety,
             tools,
             git,
-            ui,
             run,
         } = layer;
         let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
@@ -281,6 +288,7 @@ impl Config {
                 let settings = BuiltinToolSettings {
                     enabled: layer.enabled.unwrap_or(true),
                     timeout: layer.timeout.or(default_timeout),
+                    max_timeout: layer.timeout,
                 };
                 ((*name).to_owned(), settings)
             })
@@ -293,13 +301,13 @@ impl Config {
                 total_timeout: llm.total_timeout.unwrap_or(defaults::LLM_TOTAL_TIMEOUT),
                 text_tool_calls: llm.text_tool_calls.unwrap_or(false),
                 pricing: llm.pricing,
+                price: llm.price,
             },
             context: ContextSettings {
                 max_tokens: context.max_tokens,
                 compaction_threshold: context
                     .compaction_threshold
                     .unwrap_or(defaults::COMPACTION_THRESHOLD),
-                repo_map_tokens: context.repo_map_tokens.unwrap_or(defaults::REPO_MAP_TOKENS),
             },
             agent: AgentSettings {
                 retry_attempts: agent.retry_attempts.unwrap_or(defaults::RETRY_ATTEMPTS),
@@ -321,11 +329,15 @@ impl Config {
                 sandbox_enabled: safety.sandbox_enabled.unwrap_or(true),
                 sandbox_writable_paths: safety.sandbox_writable_paths.unwrap_or_default(),
                 sandbox_network: safety.sandbox_network.unwrap_or(false),
-                require_confirmation: safety.require_confirmation.unwrap_or_default(),
+                max_task_file_bytes: safety
+                    .max_task_file_bytes
+                    .unwrap_or(defaults::MAX_TASK_FILE_BYTES),
             },
             tools: ToolsSettings {
                 builtin,
-                external: tools.external.into_values().collect(),
+                // The operator's entries first: discovery keeps the first
+                // of a name and lists later ones as shadowed.
+                external: tools.external.into_values().chain(tools.shadowed).collect(),
                 search_paths: tools.search_paths.unwrap_or_default(),
             },
             git: GitSettings {
@@ -334,12 +346,6 @@ impl Config {
                     .commit_message_prefix
                     .unwrap_or_else(|| defaults::COMMIT_MESSAGE_PREFIX.to_owned()),
                 author: git.author,
-            },
-            ui: UiSettings {
-                color: ui.color.unwrap_or_default(),
-                show_token_usage: ui.show_token_usage.unwrap_or(true),
-                show_tool_calls: ui.show_tool_calls.unwrap_or(true),
-                stream_responses: ui.stream_responses.unwrap_or(true),
             },
             out: run.out.unwrap_or_else(|| PathBuf::from(defaults::OUT)),
             cassette: run.cassette,
@@ -381,23 +387,24 @@ impl Config {
             endpoint: over.llm.endpoint.clone().or_else(|| llm.endpoint.clone()),
             endpoint_origin,
             temperature: over.llm.temperature.or(llm.temperature),
-            max_tokens: over.llm.max_tokens.or(llm.max_tokens),
+            max_tokens: narrower(over.llm.max_tokens, llm.max_tokens),
             text_tool_calls: self.llm.text_tool_calls,
             stream: self.llm.stream,
             llm_timeout: self.llm.timeout,
             llm_idle_timeout: self.llm.idle_timeout,
             llm_total_timeout: self.llm.total_timeout,
-            max_iterations: over
-                .max_iterations
-                .or(limits.max_iterations)
+            // Narrower wins (SECURITY S5); a task above the operator's
+            // value is refused earlier, by `check_task`.
+            max_iterations: narrower(over.max_iterations, limits.max_iterations)
                 .unwrap_or(defaults::MAX_ITERATIONS),
-            timeout: over.timeout.or(limits.timeout),
-            max_total_tokens: limits.max_total_tokens,
-            max_cost_usd: limits.max_cost_usd,
-            max_tool_output_chars: over
-                .max_tool_output_chars
-                .or(limits.max_tool_output_chars)
-                .unwrap_or(defaults::MAX_TOOL_OUTPUT_CHARS),
+            timeout: narrower(over.timeout, limits.timeout),
+            max_total_tokens: narrower(over.max_total_tokens, limits.max_total_tokens),
+            max_cost_usd: narrower(over.max_cost_usd, limits.max_cost_usd),
+            max_tool_output_chars: narrower(
+                over.max_tool_output_chars,
+                limits.max_tool_output_chars,
+            )
+            .unwrap_or(defaults::MAX_TOOL_OUTPUT_CHARS),
         }
     }
 
@@ -414,9 +421,105 @@ impl Config {
         &self.safety
     }
 
-    /// Built-in prices with `llm.pricing` over them.
+    /// Built-in prices with `llm.price` and `llm.pricing` over them.
     pub fn price_table(&self) -> PriceTable {
-        PriceTable::new(self.llm.pricing.clone())
+        PriceTable::new(self.llm.pricing.clone()).with_price(self.llm.price)
+    }
+
+    /// What is wrong with running `task` under this configuration, before
+    /// anything runs (exit 2): a limit wider than the operator's (SECURITY
+    /// S5), a built-in tool the config disabled, a cost limit for a model
+    /// whose price is unknown.
+    pub fn check_task(&self, task: &TaskSpec) -> Vec<Diagnostic> {
+        let mut problems = Vec::new();
+        let ceilings = &self.over_tasks.ceilings;
+        let limits = &task.limits;
+        let spans = &limits.spans;
+        macro_rules! limit {
+            ($field:ident) => {
+                if let (Some(value), Some(ceiling)) = (limits.$field, &ceilings.$field)
+                    && value > ceiling.value
+                {
+                    problems.push(wider(
+                        &task.file,
+                        spans.$field.unwrap_or(task.span),
+                        &format!(
+                            "`limits.{}: {}` of task `{}`",
+                            stringify!($field),
+                            value.show(),
+                            task.id
+                        ),
+                        ceiling,
+                    ));
+                }
+            };
+        }
+        limit!(max_iterations);
+        limit!(timeout);
+        limit!(max_total_tokens);
+        limit!(max_cost_usd);
+        limit!(max_tool_output_chars);
+        if let (Some(value), Some(ceiling)) = (task.llm.max_tokens, &ceilings.max_tokens)
+            && value > ceiling.value
+        {
+            let what = format!("`max_tokens: {value}` of task `{}`", task.id);
+            problems.push(wider(&task.file, task.span, &what, ceiling));
+        }
+        // A check may not run longer than the operator lets a whole task.
+        if let Some(ceiling) = &ceilings.timeout {
+            for check in &task.checks {
+                if let Some(value) = check.timeout
+                    && value > ceiling.value
+                {
+                    let what = format!(
+                        "`timeout: {}` of check `{}` of task `{}`",
+                        value.show(),
+                        check.name,
+                        task.id
+                    );
+                    problems.push(wider(&task.file, task.span, &what, ceiling));
+                }
+            }
+        }
+        for name in task.tools.builtin.iter().flatten() {
+            if self
+                .tools
+                .builtin
+                .get(name)
+                .is_some_and(|tool| !tool.enabled)
+            {
+                problems.push(
+                    Diagnostic::new(
+                        &task.file,
+                        task.span,
+                        format!(
+                            "task `{}` asks for the built-in tool `{name}`, which the config disables (`tools.builtin.{name}.enabled: false`)",
+                            task.id
+                        ),
+                    )
+                    .with_hint(format!("remove `{name}` from the task's `tools.builtin`")),
+                );
+            }
+        }
+        let settings = self.task_settings(task);
+        if let Some(max) = settings.max_cost_usd
+            && self.price_table().price(&settings.model).is_none()
+        {
+            problems.push(
+                Diagnostic::new(
+                    &task.file,
+                    spans.max_cost_usd.unwrap_or(task.span),
+                    format!(
+                        "task `{}` has max_cost_usd {max}, but the price of model `{}` is not known, so the limit could not be enforced",
+                        task.id, settings.model
+                    ),
+                )
+                .with_hint(
+                    "give the price in the operator's config: `llm.price: {input_per_mtok: 1.25, output_per_mtok: 10}` (USD per million tokens)",
+                ),
+            );
+        }
+        problems
     }
 }
 

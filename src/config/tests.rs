@@ -126,39 +126,216 @@ fn precedence_at_every_layer() {
 }
 
 #[test]
-fn limits_follow_the_same_order() {
+fn limits_narrower_wins_and_a_task_may_not_widen_the_operator() {
     let mut world = World::new();
-    let settings = |world: &World, text: &str| {
-        world
-            .load(&Overrides::default())
-            .unwrap()
-            .task_settings(&task(text))
-    };
-    assert_eq!(settings(&world, LIST_TASK).max_iterations, 10);
-    assert_eq!(settings(&world, OWN_TASK).max_iterations, 11);
+    let load = |world: &World, overrides: &Overrides| world.load(overrides).unwrap();
+    let flags = Overrides::default();
+    // No operator value: the task's own limits apply, above the default.
+    let config = load(&world, &flags);
+    assert_eq!(config.task_settings(&task(LIST_TASK)).max_iterations, 10);
+    assert_eq!(config.task_settings(&task(OWN_TASK)).max_iterations, 11);
     assert_eq!(
-        settings(&world, OWN_TASK).timeout,
+        config.task_settings(&task(OWN_TASK)).timeout,
         Some(Duration::from_secs(300))
     );
+    let big = "prompt: p\nlimits: { max_iterations: 50 }\n";
+    assert_eq!(config.task_settings(&task(big)).max_iterations, 50);
+    assert!(config.check_task(&task(big)).is_empty());
     world.write(
         &world.home.join(".ybs.json"),
         r#"{"agent": {"max_iterations": 40}, "context": {"max_tool_output_chars": 500}}"#,
     );
-    assert_eq!(settings(&world, OWN_TASK).max_iterations, 40);
-    assert_eq!(settings(&world, OWN_TASK).max_tool_output_chars, 500);
-    world.set("YBS_MAX_ITERATIONS", "50");
-    world.set("YBS_TIMEOUT", "90");
-    assert_eq!(settings(&world, OWN_TASK).max_iterations, 50);
+    let config = load(&world, &flags);
+    // The task's narrower values win over the operator's.
+    assert_eq!(config.task_settings(&task(OWN_TASK)).max_iterations, 11);
     assert_eq!(
-        settings(&world, OWN_TASK).timeout,
-        Some(Duration::from_secs(90))
+        config.task_settings(&task("prompt: p\n")).max_iterations,
+        40
+    );
+    assert_eq!(
+        config.task_settings(&task(OWN_TASK)).max_tool_output_chars,
+        500
+    );
+    // A wider one is refused, naming the file, the key and the operator's value.
+    let problems = config.check_task(&task(big));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let home_file = world.home.join(".ybs.json");
+    assert_eq!(
+        problems[0].to_string().lines().next().unwrap(),
+        format!(
+            "t.yaml:2:27: `limits.max_iterations: 50` of task `t` is wider than the operator's 40 (set by {})",
+            home_file.display()
+        )
+    );
+    world.set("YBS_MAX_ITERATIONS", "5");
+    world.set("YBS_TIMEOUT", "90");
+    let config = load(&world, &flags);
+    assert_eq!(config.task_settings(&task(LIST_TASK)).max_iterations, 5);
+    assert_eq!(config.check_task(&task(OWN_TASK)).len(), 2);
+    let slow_check = "prompt: p\nchecks: [{ run: make, timeout: 10m }, { run: ls, timeout: 5s }]\n";
+    let problems = config.check_task(&task(slow_check));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].message.starts_with(
+            "`timeout: 600s` of check `make` of task `t` is wider than the operator's 90s"
+        ),
+        "{problems:?}"
+    );
+    let narrow = "prompt: p\nlimits: { max_iterations: 3, timeout: 1m }\n";
+    assert!(config.check_task(&task(narrow)).is_empty());
+    assert_eq!(config.task_settings(&task(narrow)).max_iterations, 3);
+    assert_eq!(
+        config.task_settings(&task(narrow)).timeout,
+        Some(Duration::from_secs(60))
+    );
+    world.write(&world.home.join(".ybs.json"), "llm: { max_tokens: 1000 }\n");
+    let config = load(&world, &flags);
+    let tokens = |n: u32| format!("prompt: p\nmax_tokens: {n}\n");
+    assert_eq!(
+        config.task_settings(&task(&tokens(500))).max_tokens,
+        Some(500)
+    );
+    assert!(config.check_task(&task(&tokens(500))).is_empty());
+    let problems = config.check_task(&task(&tokens(4000)));
+    assert!(
+        problems[0]
+            .message
+            .starts_with("`max_tokens: 4000` of task `t` is wider than the operator's 1000"),
+        "{problems:?}"
     );
     let flags = Overrides {
-        max_iterations: Some(60),
+        max_iterations: Some(2),
         ..Overrides::default()
     };
-    let config = world.load(&flags).unwrap();
-    assert_eq!(config.task_settings(&task(OWN_TASK)).max_iterations, 60);
+    let config = load(&world, &flags);
+    let problems = config.check_task(&task(narrow));
+    assert!(
+        problems[0].message.contains("set by a command-line flag"),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn the_repository_config_only_narrows_the_operators() {
+    let world = World::new();
+    world.write(
+        &world.home.join(".ybs.json"),
+        "agent: { max_iterations: 3 }\ngit: { auto_commit: false }\ntools: { builtin: { run_shell: { enabled: false, timeout_seconds: 5 } } }\n",
+    );
+    let repo = world.cwd.join(".ybs.json");
+    world.write(
+        &repo,
+        "{\n  \"agent\": {\"max_iterations\": 50},\n  \"git\": {\"auto_commit\": true},\n  \"tools\": {\"builtin\": {\"run_shell\": {\"enabled\": true, \"timeout_seconds\": 60}}}\n}\n",
+    );
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!("file errors expected")
+    };
+    let lines: Vec<String> = diagnostics.0.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    let home = world.home.join(".ybs.json");
+    assert!(lines[0].starts_with(&format!(
+        "{}:2:31: `agent.max_iterations: 50` in the repository's config is wider than the operator's 3 (set by {})",
+        repo.display(),
+        home.display()
+    )), "{lines:#?}");
+    assert!(lines[1].contains("`git.auto_commit: true`"), "{lines:#?}");
+    assert!(
+        diagnostics.0[1]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("may turn it off, never on"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[2].contains("tools.builtin.run_shell.enabled"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[3].contains("tools.builtin.run_shell.timeout_seconds: 60s"),
+        "{lines:#?}"
+    );
+    // Narrower values apply.
+    world.write(
+        &repo,
+        "agent: { max_iterations: 2, retry_attempts: 0 }\ntools: { builtin: { run_shell: { timeout_seconds: 2 }, read_file: { enabled: false } } }\n",
+    );
+    let config = world.load(&Overrides::default()).unwrap();
+    assert_eq!(config.session_settings().max_iterations, 2);
+    assert_eq!(config.retry().attempts, 0);
+    assert!(!config.git.auto_commit);
+    assert!(!config.tools.builtin["run_shell"].enabled);
+    assert!(!config.tools.builtin["read_file"].enabled);
+    assert_eq!(
+        config.tools.builtin["run_shell"].timeout,
+        Some(Duration::from_secs(2))
+    );
+}
+
+#[test]
+fn keys_without_an_effect_are_rejected() {
+    let world = World::new();
+    world.write(
+        &world.home.join(".ybs.json"),
+        "context: { repo_map_tokens: 1024 }\nsafety: { require_confirmation: [run_shell] }\nui: { color: auto }\n",
+    );
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!("file errors expected")
+    };
+    let text = diagnostics.to_string();
+    assert_eq!(diagnostics.len(), 3, "{text}");
+    assert!(
+        text.contains(":1:12: `context.repo_map_tokens` is not supported"),
+        "{text}"
+    );
+    assert!(
+        text.contains(":2:11: `safety.require_confirmation` is not supported"),
+        "{text}"
+    );
+    assert!(text.contains("policy `ask` rule"), "{text}");
+    assert!(text.contains("on_ask"), "{text}");
+    assert!(text.contains(":3:1: `ui` is not supported"), "{text}");
+}
+
+#[test]
+fn prices_are_the_operators_and_a_cost_limit_needs_one() {
+    let world = World::new();
+    let limited = "prompt: p\nmodel: my-model\nlimits: { max_cost_usd: 0.5 }\n";
+    let config = world.load(&Overrides::default()).unwrap();
+    let problems = config.check_task(&task(limited));
+    assert_eq!(problems.len(), 1);
+    assert!(
+        problems[0]
+            .message
+            .contains("price of model `my-model` is not known")
+    );
+    assert!(problems[0].hint.as_deref().unwrap().contains("llm.price"));
+    world.write(
+        &world.home.join(".ybs.json"),
+        "llm: { price: { input_per_mtok: 1, output_per_mtok: 2, cached_input_per_mtok: 0.1 } }\n",
+    );
+    let config = world.load(&Overrides::default()).unwrap();
+    assert!(config.check_task(&task(limited)).is_empty());
+    assert_eq!(
+        config
+            .price_table()
+            .price("my-model")
+            .unwrap()
+            .cached_input_per_mtok,
+        Some(0.1)
+    );
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        "llm: { pricing: { my-model: { input_per_mtok: 0, output_per_mtok: 0 } } }\n",
+    );
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!("file errors expected")
+    };
+    assert!(
+        diagnostics
+            .to_string()
+            .contains("`llm.pricing` cannot be set in the repository's config")
+    );
 }
 
 #[test]
@@ -176,7 +353,7 @@ fn unknown_key_names_line_col_and_suggests() {
     assert_eq!(
         diagnostics.0[0].to_string(),
         format!(
-            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `timeout_seconds`, `stream`, `stream_idle_timeout_seconds`, `total_timeout_seconds`, `text_tool_calls`, `pricing`",
+            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `timeout_seconds`, `stream`, `stream_idle_timeout_seconds`, `total_timeout_seconds`, `text_tool_calls`, `pricing`, `price`",
             path.display()
         )
     );
@@ -207,13 +384,12 @@ const SEED_JSON: &str = r#"{
     "text_tool_calls": true,
     "pricing": { "my-model": { "input_per_mtok": 1, "output_per_mtok": 2.5 } }
   },
-  "context": { "max_tokens": 32000, "compaction_threshold": 0.9, "repo_map_tokens": 1024, "max_tool_output_chars": 10000 },
+  "context": { "max_tokens": 32000, "compaction_threshold": 0.9, "max_tool_output_chars": 10000 },
   "agent": { "max_iterations": 25, "retry_attempts": 5, "retry_backoff_base_ms": 250 },
   "safety": {
     "sandbox_enabled": true,
     "sandbox_allowed_paths": ["./"],
     "sandbox_blocked_paths": ["~/.ssh", "~/.aws", "~/.config"],
-    "require_confirmation": ["write_file", "run_shell", "delete_file"],
     "blocked_commands": ["rm -rf /", "sudo", "chmod 777"],
     "env_passthrough": ["GITHUB_TOKEN"]
   },
@@ -228,8 +404,7 @@ const SEED_JSON: &str = r#"{
     ],
     "search_paths": ["/opt/tools"]
   },
-  "git": { "auto_commit": false, "commit_message_prefix": "[bot]" },
-  "ui": { "color": false, "show_token_usage": true, "show_tool_calls": false, "stream_responses": true }
+  "git": { "auto_commit": false, "commit_message_prefix": "[bot]" }
 }"#;
 
 #[test]
@@ -257,7 +432,6 @@ fn the_seed_schema_in_json() {
         ["~/.ssh", "~/.aws", "~/.config"]
     );
     assert_eq!(config.safety.env_passthrough, ["GITHUB_TOKEN"]);
-    assert_eq!(config.safety.require_confirmation.len(), 3);
     assert_eq!(
         config.tools.builtin["run_shell"].timeout,
         Some(Duration::from_secs(60))
@@ -272,8 +446,6 @@ fn the_seed_schema_in_json() {
     assert_eq!(config.tools.search_paths, [PathBuf::from("/opt/tools")]);
     assert!(!config.git.auto_commit);
     assert_eq!(config.git.commit_message_prefix, "[bot]");
-    assert_eq!(config.ui.color, ColorChoice::Never);
-    assert!(!config.ui.show_tool_calls);
 }
 
 #[test]
@@ -282,14 +454,13 @@ fn yaml_config_and_higher_files_override_field_by_field() {
     world.write(&world.home.join(".config/ybs/config.json"), SEED_JSON);
     world.write(
         &world.home.join(".ybs.json"),
-        "# YAML in a .json file is fine\nllm:\n  model: small\n  pricing:\n    other: { input_per_mtok: 0, output_per_mtok: 0 }\nui: { color: auto }\n",
+        "# YAML in a .json file is fine\nllm:\n  model: small\n  pricing:\n    other: { input_per_mtok: 0, output_per_mtok: 0 }\n",
     );
     let config = world.load(&Overrides::default()).unwrap();
     let settings = config.session_settings();
     assert_eq!(settings.model, "small");
     assert_eq!(settings.provider, "ollama");
     assert_eq!(config.llm.pricing.len(), 2);
-    assert_eq!(config.ui.color, ColorChoice::Auto);
 }
 
 #[test]
@@ -534,5 +705,22 @@ fn repository_config_cannot_trust_tools() {
         diagnostics.0[0]
             .to_string()
             .contains("`tools.search_paths` cannot be set in the repository's config")
+    );
+}
+
+#[test]
+fn a_huge_repository_config_is_refused_without_reading_it_all() {
+    let world = World::new();
+    let repo = world.cwd.join(".ybs.json");
+    world.write(&repo, &format!("# {}\n", "x".repeat(2 << 20)));
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!("file errors expected")
+    };
+    assert_eq!(
+        diagnostics.to_string().lines().next().unwrap(),
+        format!(
+            "{}: the config file is larger than 1048576 bytes",
+            repo.display()
+        )
     );
 }

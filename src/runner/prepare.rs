@@ -81,6 +81,11 @@ pub fn prepare(
         message,
         hint: hint.map(str::to_owned),
     };
+    // Checked when the task files load (with positions); again here for
+    // callers that prepare a task of their own (`ybs chat`).
+    if let Some(problem) = run.config.check_task(task).into_iter().next() {
+        return Err(fail(problem.message, problem.hint.as_deref()));
+    }
     let mut settings = run.config.task_settings(task);
     if run.cassette.is_some() {
         // `--cassette FILE` (or YBS_CASSETTE) means the replay provider,
@@ -171,6 +176,9 @@ fn prepare_in(
             env.set(name, &temp);
         }
     }
+    // `tools.builtin.run_shell.timeout_seconds`: the default, and the
+    // longest a call may ask for.
+    let shell = &run.config.tools.builtin["run_shell"];
     let tool_ctx = ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
             .chain(allowed_roots(&run.config, run.home.as_deref()))
@@ -189,8 +197,8 @@ fn prepare_in(
             .collect(),
         protected_paths: protected,
         env,
-        shell_timeout: Duration::from_secs(30),
-        max_shell_timeout: Duration::from_secs(3600),
+        shell_timeout: shell.timeout.unwrap_or(Duration::from_secs(30)),
+        max_shell_timeout: shell.max_timeout.unwrap_or(Duration::from_secs(3600)),
         output_cap_bytes: 1 << 20,
         sandbox,
     };
@@ -404,7 +412,25 @@ fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, String>
         Some(names) => names.clone(),
         None => builtin::NAMES.iter().map(|n| (*n).to_owned()).collect(),
     };
+    let disabled = |name: &str| {
+        run.config
+            .tools
+            .builtin
+            .get(name)
+            .is_some_and(|tool| !tool.enabled)
+    };
     for name in names {
+        if disabled(&name) {
+            // `tools.builtin.NAME.enabled: false`: not offered, so a call
+            // to it is refused as unknown (a task naming it was refused
+            // by `Config::check_task` already).
+            if task.tools.builtin.is_some() {
+                return Err(format!(
+                    "built-in tool `{name}` is disabled in the config (`enabled: false`)"
+                ));
+            }
+            continue;
+        }
         let tool = builtin::get(&name).ok_or_else(|| format!("unknown built-in tool `{name}`"))?;
         registry.add(tool);
     }
@@ -419,7 +445,9 @@ fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, String>
             .tools
             .external
             .iter()
-            .any(|tool| &tool.name == name && !tool.enabled);
+            // The first of a name: a shadowed repository entry says nothing.
+            .find(|tool| &tool.name == name)
+            .is_some_and(|tool| !tool.enabled);
         if disabled {
             return Err(format!(
                 "external tool `{name}` is disabled in the config (`enabled: false`)"

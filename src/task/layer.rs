@@ -5,11 +5,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::core::span::Span;
 use crate::core::text::closest;
 use crate::policy::PolicySpec;
 
 use super::decode::{Decoder, Fields, Spanned, non_empty, positive, positive_duration};
-use super::model::{BUILTIN_TOOLS, CommitSpec, Expect, LimitsSpec, LlmSpec, PROVIDERS};
+use super::model::{BUILTIN_TOOLS, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS};
 use super::policy::decode_policy;
 use super::vars::is_var_name;
 use super::yaml::{Node, NodeKind};
@@ -132,23 +133,49 @@ impl TaskLayer {
             builtin_tools: self.builtin_tools.or_else(|| lower.builtin_tools.clone()),
             external_tools: self.external_tools.or_else(|| lower.external_tools.clone()),
             policy: self.policy,
-            limits: LimitsSpec {
-                max_iterations: self.limits.max_iterations.or(lower.limits.max_iterations),
-                timeout: self.limits.timeout.or(lower.limits.timeout),
-                max_total_tokens: self
-                    .limits
-                    .max_total_tokens
-                    .or(lower.limits.max_total_tokens),
-                max_cost_usd: self.limits.max_cost_usd.or(lower.limits.max_cost_usd),
-                max_tool_output_chars: self
-                    .limits
-                    .max_tool_output_chars
-                    .or(lower.limits.max_tool_output_chars),
-            },
+            limits: self.limits.over(&lower.limits),
             checks: self.checks.or_else(|| lower.checks.clone()),
             fix_attempts: self.fix_attempts.or(lower.fix_attempts),
             commit: self.commit.or_else(|| lower.commit.clone()),
             expect: self.expect.or(lower.expect),
+        }
+    }
+}
+
+impl LimitsSpec {
+    /// These limits over `lower`'s, field by field, each with its span.
+    fn over(self, lower: &Self) -> Self {
+        let (mine, theirs) = (self.spans, lower.spans);
+        let pick = |own: Option<Span>, low: Option<Span>, set: bool| if set { own } else { low };
+        Self {
+            max_iterations: self.max_iterations.or(lower.max_iterations),
+            timeout: self.timeout.or(lower.timeout),
+            max_total_tokens: self.max_total_tokens.or(lower.max_total_tokens),
+            max_cost_usd: self.max_cost_usd.or(lower.max_cost_usd),
+            max_tool_output_chars: self.max_tool_output_chars.or(lower.max_tool_output_chars),
+            spans: LimitSpans {
+                max_iterations: pick(
+                    mine.max_iterations,
+                    theirs.max_iterations,
+                    self.max_iterations.is_some(),
+                ),
+                timeout: pick(mine.timeout, theirs.timeout, self.timeout.is_some()),
+                max_total_tokens: pick(
+                    mine.max_total_tokens,
+                    theirs.max_total_tokens,
+                    self.max_total_tokens.is_some(),
+                ),
+                max_cost_usd: pick(
+                    mine.max_cost_usd,
+                    theirs.max_cost_usd,
+                    self.max_cost_usd.is_some(),
+                ),
+                max_tool_output_chars: pick(
+                    mine.max_tool_output_chars,
+                    theirs.max_tool_output_chars,
+                    self.max_tool_output_chars.is_some(),
+                ),
+            },
         }
     }
 }
@@ -337,7 +364,16 @@ fn decode_limits(decoder: &mut Decoder<'_>, node: &Node) -> LimitsSpec {
     let max_cost_usd: Option<Spanned<f64>> = fields.get(decoder, "max_cost_usd");
     let max_tool_output_chars: Option<Spanned<usize>> =
         fields.get(decoder, "max_tool_output_chars");
+    let span_of = |key: &str| fields.node(key).map(|node| node.span);
+    let spans = LimitSpans {
+        max_iterations: span_of("max_iterations"),
+        timeout: span_of("timeout"),
+        max_total_tokens: span_of("max_total_tokens"),
+        max_cost_usd: span_of("max_cost_usd"),
+        max_tool_output_chars: span_of("max_tool_output_chars"),
+    };
     LimitsSpec {
+        spans,
         max_iterations: max_iterations.and_then(|v| positive(decoder, v, "max_iterations")),
         timeout: timeout.and_then(|v| positive_duration(decoder, v, "timeout")),
         max_total_tokens: max_total_tokens.and_then(|v| positive(decoder, v, "max_total_tokens")),

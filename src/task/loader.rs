@@ -29,20 +29,20 @@ pub const API_KEY_MESSAGE: &str =
 /// recursively for `*.yaml` and `*.yml`, in sorted order). `cli_vars`
 /// (`--var KEY=VALUE`) override every file's `vars`. Returns every
 /// diagnostic of every file, including task ids used twice in the run.
+/// A file over `max_bytes` is refused before it is parsed, having read at
+/// most `max_bytes + 1` bytes of it.
 pub fn load(
     paths: &[PathBuf],
     cli_vars: &[(String, String)],
+    max_bytes: u64,
 ) -> Result<Vec<TaskFile>, Diagnostics> {
     let (files, mut diagnostics) = discover(paths);
     let mut loaded = Vec::new();
     for path in files {
-        let text = match std::fs::read_to_string(&path) {
+        let text = match read_bounded(&path, max_bytes) {
             Ok(text) => text,
-            Err(error) => {
-                diagnostics.push(Diagnostic::whole_file(
-                    &path,
-                    format!("cannot read the file: {error}"),
-                ));
+            Err(diagnostic) => {
+                diagnostics.push(*diagnostic);
                 continue;
             }
         };
@@ -57,6 +57,38 @@ pub fn load(
     } else {
         Err(Diagnostics(diagnostics))
     }
+}
+
+/// The file's text, refused when it is longer than `max_bytes` (reading
+/// at most one byte more, so memory stays bounded whatever its size).
+fn read_bounded(path: &Path, max_bytes: u64) -> Result<String, Box<Diagnostic>> {
+    use std::io::Read;
+    let cannot = |error: std::io::Error| {
+        Box::new(Diagnostic::whole_file(
+            path,
+            format!("cannot read the file: {error}"),
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(Box::new(
+            Diagnostic::whole_file(
+                path,
+                format!("the task file is larger than {max_bytes} bytes"),
+            )
+            .with_hint("split it into smaller files, or raise `safety.max_task_file_bytes` in the operator's config"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        Box::new(Diagnostic::whole_file(
+            path,
+            "cannot read the file: it is not UTF-8 text",
+        ))
+    })
 }
 
 /// Loads one task file from text; `path` names it in diagnostics and

@@ -20,8 +20,8 @@ pub use diagnostic::{Diagnostic, Diagnostics};
 pub use layer::{check_builtin_tool, check_endpoint, check_provider};
 pub use loader::{API_KEY_MESSAGE, load, load_str};
 pub use model::{
-    BUILTIN_TOOLS, CheckSpec, CommitSpec, Expect, LimitsSpec, LlmSpec, PROVIDERS, TaskFile,
-    TaskSpec, ToolsSpec,
+    BUILTIN_TOOLS, CheckSpec, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS,
+    TaskFile, TaskSpec, ToolsSpec,
 };
 pub use policy::{decode_policy, load_policy_str};
 

@@ -85,6 +85,19 @@ pub struct LimitsSpec {
     pub max_total_tokens: Option<u64>,
     pub max_cost_usd: Option<f64>,
     pub max_tool_output_chars: Option<usize>,
+    /// Where each limit was written, for messages that name it.
+    #[serde(skip)]
+    pub spans: LimitSpans,
+}
+
+/// Where each of [`LimitsSpec`]'s values was written (`None`: not set).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LimitSpans {
+    pub max_iterations: Option<Span>,
+    pub timeout: Option<Span>,
+    pub max_total_tokens: Option<Span>,
+    pub max_cost_usd: Option<Span>,
+    pub max_tool_output_chars: Option<Span>,
 }
 
 /// One check: a shell command that must exit with `expect_exit`.

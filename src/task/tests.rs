@@ -131,8 +131,10 @@ expect: fail
             max_total_tokens: Some(100_000),
             max_cost_usd: Some(0.5),
             max_tool_output_chars: Some(2000),
+            spans: task.limits.spans,
         }
     );
+    assert!(task.limits.spans.max_iterations.is_some());
     assert_eq!(
         task.checks,
         [
@@ -492,7 +494,7 @@ mod files {
         write(dir.path(), "sub/c.yaml", "prompt: c\n");
         write(dir.path(), "notes.txt", "not a task\n");
         write(dir.path(), ".hidden/d.yaml", "prompt: d\n");
-        let files = load(&[dir.path().to_path_buf()], &[]).unwrap();
+        let files = load(&[dir.path().to_path_buf()], &[], 1 << 20).unwrap();
         let ids: Vec<&str> = files.iter().map(|f| f.tasks[0].id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
     }
@@ -506,7 +508,7 @@ mod files {
         let empty = dir.path().join("empty");
         std::fs::create_dir(&empty).unwrap();
         let missing = dir.path().join("missing.yaml");
-        let got = load(&[one, two.clone(), bad, empty, missing], &[])
+        let got = load(&[one, two.clone(), bad, empty, missing], &[], 1 << 20)
             .unwrap_err()
             .0;
         let messages: Vec<String> = got.iter().map(|d| d.message.clone()).collect();
@@ -524,7 +526,60 @@ mod files {
     fn the_same_file_twice_loads_once() {
         let dir = tempfile::tempdir().unwrap();
         let file = write(dir.path(), "a.yaml", "prompt: a\n");
-        let files = load(&[dir.path().to_path_buf(), file], &[]).unwrap();
+        let files = load(&[dir.path().to_path_buf(), file], &[], 1 << 20).unwrap();
         assert_eq!(files.len(), 1);
     }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_before_parsing() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = write(dir.path(), "small.yaml", "prompt: p\n");
+        let big = write(
+            dir.path(),
+            "big.yaml",
+            &format!("prompt: {}\n", "x".repeat(200)),
+        );
+        assert!(load(std::slice::from_ref(&small), &[], 64).is_ok());
+        let got = load(std::slice::from_ref(&big), &[], 64).unwrap_err().0;
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            got[0].to_string(),
+            format!("{}: the task file is larger than 64 bytes", big.display())
+        );
+        assert!(
+            got[0]
+                .hint
+                .as_deref()
+                .unwrap()
+                .contains("safety.max_task_file_bytes")
+        );
+        // Exactly at the limit is fine.
+        assert!(load(std::slice::from_ref(&small), &[], 10).is_ok());
+        assert!(load(&[small], &[], 9).is_err());
+    }
+}
+
+#[test]
+fn tags_outside_the_core_schema_are_errors_with_positions() {
+    let text = "prompt: !include /etc/passwd\nsystem: !!str 12\nvars: !custom { a: b }\nchecks: !!seq [x]\n";
+    let errors = load_str(Path::new("t.yaml"), text, &[]).unwrap_err();
+    let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with("t.yaml:1:9: unsupported YAML tag `!include`"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[1].starts_with("t.yaml:3:7: unsupported YAML tag `!custom`"),
+        "{lines:#?}"
+    );
+    // Core-schema tags are fine, and `!!str` makes a string.
+    let task = &load_str(
+        Path::new("t.yaml"),
+        "prompt: !!str 12\nchecks: !!seq [x]\n",
+        &[],
+    )
+    .unwrap()
+    .tasks[0];
+    assert_eq!(task.prompt, "12");
 }

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use granit_parser::{Event, Marker, Parser, ScalarStyle};
+use granit_parser::{Event, Marker, Parser, ScalarStyle, Tag};
 
 use crate::core::span::Span;
 
@@ -110,7 +110,29 @@ pub fn parse(text: &str) -> (Option<Node>, Vec<YamlError>) {
             }
         }
     }
-    (builder.root, builder.errors)
+    let mut errors = builder.errors;
+    for (index, written) in builder.tag_spans {
+        if let Some(error) = errors.get_mut(index) {
+            error.span = tag_position(text, error.span, &written);
+        }
+    }
+    (builder.root, errors)
+}
+
+/// Where `tag` is written last before `span` on its line (`span` itself
+/// when it is not there).
+fn tag_position(text: &str, span: Span, tag: &str) -> Span {
+    let Some(line) = text.lines().nth(span.line as usize - 1) else {
+        return span;
+    };
+    let before: String = line.chars().take(span.col as usize - 1).collect();
+    match before.rfind(tag) {
+        Some(at) => {
+            let col = before[..at].chars().count() + 1;
+            Span::new(span.line, u32::try_from(col).unwrap_or(span.col))
+        }
+        None => span,
+    }
 }
 
 fn span_of(marker: Marker) -> Span {
@@ -142,6 +164,9 @@ struct Builder {
     documents: usize,
     alias_nodes: usize,
     errors: Vec<YamlError>,
+    /// Errors about a tag, with the tag as written: moved to the tag's
+    /// own position once the text is at hand.
+    tag_spans: Vec<(usize, String)>,
 }
 
 impl Builder {
@@ -158,29 +183,39 @@ impl Builder {
                     return Break(());
                 }
             }
-            Event::Scalar(value, style, anchor, _tag) => {
+            Event::Scalar(value, style, anchor, tag) => {
+                let core = self.core_tag(tag.as_deref(), span);
                 if self.awaiting_key() {
                     self.key(Key {
                         name: value.into_owned(),
                         span,
                     });
                 } else {
-                    let node = Node::new(resolve(&value, style), span);
-                    self.complete(node, anchor);
+                    let kind = match core {
+                        Some("str") => NodeKind::Str(value.into_owned()),
+                        _ => resolve(&value, style),
+                    };
+                    self.complete(Node::new(kind, span), anchor);
                 }
             }
-            Event::SequenceStart(_, anchor, _) => self.stack.push(Frame::Seq {
-                items: Vec::new(),
-                span,
-                anchor,
-            }),
-            Event::MappingStart(_, anchor, _) => self.stack.push(Frame::Map {
-                entries: Vec::new(),
-                merges: Vec::new(),
-                pending: None,
-                span,
-                anchor,
-            }),
+            Event::SequenceStart(_, anchor, tag) => {
+                self.core_tag(tag.as_deref(), span);
+                self.stack.push(Frame::Seq {
+                    items: Vec::new(),
+                    span,
+                    anchor,
+                });
+            }
+            Event::MappingStart(_, anchor, tag) => {
+                self.core_tag(tag.as_deref(), span);
+                self.stack.push(Frame::Map {
+                    entries: Vec::new(),
+                    merges: Vec::new(),
+                    pending: None,
+                    span,
+                    anchor,
+                });
+            }
             Event::SequenceEnd | Event::MappingEnd => self.close(),
             Event::Alias(id) => {
                 let Some(mut node) = self.anchors.get(&id).cloned() else {
@@ -198,6 +233,28 @@ impl Builder {
             _ => {}
         }
         Continue(())
+    }
+
+    /// The core-schema name of a node's tag (`!!str` is `str`). Any other
+    /// tag (`!include`, `!env`, a custom `!tag`) is an error: ybs would
+    /// otherwise read the value with the tag dropped.
+    fn core_tag<'t>(&mut self, tag: Option<&'t Tag>, span: Span) -> Option<&'t str> {
+        let tag = tag?;
+        let core = tag.core_suffix();
+        if core.is_none() {
+            // The event starts at the value; the tag is written before it.
+            self.tag_spans.push((
+                self.errors.len(),
+                format!("{}{}", tag.original_handle(), tag.suffix()),
+            ));
+            self.error(
+                span,
+                format!(
+                    "unsupported YAML tag `{tag}`: only the core schema's tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!seq`, `!!map`) are allowed",
+                ),
+            );
+        }
+        core
     }
 
     fn awaiting_key(&self) -> bool {

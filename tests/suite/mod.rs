@@ -1,4 +1,5 @@
 mod architecture;
+mod config_trust;
 mod context;
 mod external;
 mod git;

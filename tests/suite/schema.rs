@@ -316,6 +316,7 @@ fn task_files_ybs_accepts_match_the_task_schema() {
                 "system: be brief\n",
                 "workdir: .\n",
                 "provider: anthropic\n",
+                "model: claude-sonnet-4-5\n",
                 "endpoint: http://localhost:8080\n",
                 "temperature: 0.2\n",
                 "max_tokens: 1000\n",

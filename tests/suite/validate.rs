@@ -114,3 +114,152 @@ fn a_misspelled_value_gets_a_hint() {
         run.stderr
     );
 }
+
+/// Issue 10: every key that bounds trust or spend, set wider in the
+/// repository (`./.ybs.json`, the task file) than the operator set it, is
+/// one diagnostic at its own `file:line:col`; so is every unknown key.
+#[test]
+fn every_widening_and_every_unknown_key_is_reported_where_it_is_written() {
+    let ybs = Ybs::new();
+    std::fs::write(
+        ybs.home().join(".ybs.json"),
+        concat!(
+            "agent: { max_iterations: 3, max_total_tokens: 1000, max_cost_usd: 1, timeout: 60, retry_attempts: 1 }\n",
+            "context: { max_tool_output_chars: 100, max_tokens: 8000, compaction_threshold: 0.8 }\n",
+            "llm: { model: gpt-4o, timeout_seconds: 10, stream_idle_timeout_seconds: 10, total_timeout_seconds: 10 }\n",
+            "git: { auto_commit: false }\n",
+            "safety: { max_task_file_bytes: 100000 }\n",
+            "tools: { builtin: { run_shell: { enabled: false, timeout_seconds: 5 } } }\n",
+        ),
+    )
+    .unwrap();
+    let repository = [
+        ("agent:", ""),
+        ("  max_iterations: 4", "`agent.max_iterations: 4`"),
+        ("  max_total_tokens: 2000", "`agent.max_total_tokens: 2000`"),
+        ("  max_cost_usd: 1.5", "`agent.max_cost_usd: 1.5`"),
+        ("  timeout: 2m", "`agent.timeout: 120s`"),
+        ("  retry_attempts: 5", "`agent.retry_attempts: 5`"),
+        ("context:", ""),
+        (
+            "  max_tool_output_chars: 101",
+            "`context.max_tool_output_chars: 101`",
+        ),
+        ("  max_tokens: 9000", "`context.max_tokens: 9000`"),
+        (
+            "  compaction_threshold: 0.9",
+            "`context.compaction_threshold: 0.9`",
+        ),
+        ("llm:", ""),
+        ("  timeout_seconds: 11", "`llm.timeout_seconds: 11s`"),
+        (
+            "  stream_idle_timeout_seconds: 11",
+            "`llm.stream_idle_timeout_seconds: 11s`",
+        ),
+        (
+            "  total_timeout_seconds: 11",
+            "`llm.total_timeout_seconds: 11s`",
+        ),
+        ("  temprature: 1", "unknown field `temprature` in `llm`"),
+        ("git:", ""),
+        ("  auto_commit: true", "`git.auto_commit: true`"),
+        ("safety:", ""),
+        (
+            "  max_task_file_bytes: 100001",
+            "`safety.max_task_file_bytes: 100001`",
+        ),
+        (
+            "  allowed_paths: [/]",
+            "`safety.allowed_paths` cannot be set in the repository's config",
+        ),
+        ("tools:", ""),
+        ("  builtin:", ""),
+        ("    run_shell:", ""),
+        (
+            "      enabled: true",
+            "`tools.builtin.run_shell.enabled: true`",
+        ),
+        (
+            "      timeout_seconds: 6",
+            "`tools.builtin.run_shell.timeout_seconds: 6s`",
+        ),
+        ("      timeout_secs: 6", "unknown field `timeout_secs`"),
+    ];
+    let text: String = repository
+        .iter()
+        .map(|(line, _)| format!("{line}\n"))
+        .collect();
+    ybs.file(".ybs.json", &text);
+    let task = [
+        ("prompt: p", ""),
+        ("limits:", ""),
+        (
+            "  max_iterations: 4",
+            "`limits.max_iterations: 4` of task `t`",
+        ),
+        ("  timeout: 61s", "`limits.timeout: 61s` of task `t`"),
+        (
+            "  max_total_tokens: 1001",
+            "`limits.max_total_tokens: 1001` of task `t`",
+        ),
+        (
+            "  max_cost_usd: 1.01",
+            "`limits.max_cost_usd: 1.01` of task `t`",
+        ),
+        (
+            "  max_tool_output_chars: 101",
+            "`limits.max_tool_output_chars: 101` of task `t`",
+        ),
+        ("  max_turns: 3", "unknown field `max_turns` in `limits`"),
+    ];
+    let text: String = task.iter().map(|(line, _)| format!("{line}\n")).collect();
+    ybs.file("t.yaml", &text);
+    // The config's errors come first: the task is checked against a
+    // config that loads.
+    let run = ybs.run(["validate", "t.yaml"]);
+    run.expect_code(2);
+    for (index, (line, wanted)) in repository.iter().enumerate() {
+        if wanted.is_empty() {
+            continue;
+        }
+        let col = line.find(':').unwrap() + 3;
+        let col = if wanted.starts_with("unknown field") || wanted.contains("cannot be set") {
+            line.len() - line.trim_start().len() + 1
+        } else {
+            col
+        };
+        let prefix = format!(".ybs.json:{}:{col}: {wanted}", index + 1);
+        assert!(
+            run.stderr.lines().any(|l| l.contains(&prefix)),
+            "no `{prefix}` in:\n{}",
+            run.stderr
+        );
+    }
+    assert!(
+        run.stderr
+            .contains("t.yaml:8:3: unknown field `max_turns` in `limits`"),
+        "{}",
+        run.stderr
+    );
+    // With a config and a task file that load, the task's widenings.
+    std::fs::remove_file(ybs.path().join(".ybs.json")).unwrap();
+    let text: String = task[..7]
+        .iter()
+        .map(|(line, _)| format!("{line}\n"))
+        .collect();
+    ybs.file("t.yaml", &text);
+    let run = ybs.run(["validate", "t.yaml"]);
+    run.expect_code(2);
+    for (index, (line, wanted)) in task[..7].iter().enumerate() {
+        if wanted.is_empty() {
+            continue;
+        }
+        let col = line.find(':').unwrap() + 3;
+        let prefix = format!("t.yaml:{}:{col}: {wanted}", index + 1);
+        assert!(
+            run.stderr.lines().any(|l| l.starts_with(&prefix)),
+            "no `{prefix}` in:\n{}",
+            run.stderr
+        );
+    }
+}

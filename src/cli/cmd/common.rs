@@ -59,10 +59,27 @@ pub fn load(
         env: &env,
     };
     let config = config::load(overrides, &sources);
-    let files = match paths {
-        Some(paths) => task::load(&default_paths(&cwd, paths), vars),
+    let max_bytes = config
+        .as_ref()
+        .map_or(config::defaults::MAX_TASK_FILE_BYTES, |config| {
+            config.safety.max_task_file_bytes
+        });
+    let mut files = match paths {
+        Some(paths) => task::load(&default_paths(&cwd, paths), vars, max_bytes),
         None => Ok(Vec::new()),
     };
+    // SECURITY S5: a task may narrow the operator's settings, never widen
+    // them; and a cost limit needs a known price.
+    if let (Ok(config), Ok(loaded)) = (&config, &files) {
+        let problems: Vec<task::Diagnostic> = loaded
+            .iter()
+            .flat_map(|file| &file.tasks)
+            .flat_map(|task| config.check_task(task))
+            .collect();
+        if !problems.is_empty() {
+            files = Err(task::Diagnostics(problems));
+        }
+    }
     let operator_policy = policy_file.map(config::load_policy_file).transpose();
     let mut failed = false;
     if let Err(error) = &operator_policy {

@@ -207,11 +207,13 @@ fn list(args: &ToolsListArgs) -> u8 {
         let tools: Vec<Value> = catalog
             .entries
             .iter()
-            .map(|entry| {
+            .map(|entry| (entry, false))
+            .chain(catalog.shadowed.iter().map(|entry| (entry, true)))
+            .map(|(entry, shadowed)| {
                 let metrics = stats_of(entry);
                 json!({
                     "name": entry.name,
-                    "status": entry.status.as_str(),
+                    "status": if shadowed { "shadowed" } else { entry.status.as_str() },
                     "reason": entry.detail,
                     "source": entry.source.as_str(),
                     "path": entry.path,
@@ -219,7 +221,7 @@ fn list(args: &ToolsListArgs) -> u8 {
                     "schema_from": entry.schema_from,
                     "description": entry.description(),
                     "timeout_seconds": entry.timeout.as_secs_f64(),
-                    "offered": entry.status == Status::Ready && entry.enabled_by.is_some(),
+                    "offered": !shadowed && entry.status == Status::Ready && entry.enabled_by.is_some(),
                     "metrics": {
                         "calls": metrics.calls,
                         "successes": metrics.successes,
@@ -250,10 +252,15 @@ fn list(args: &ToolsListArgs) -> u8 {
         .map(str::to_owned)
         .to_vec(),
     ];
-    for entry in &catalog.entries {
+    let listed = catalog
+        .entries
+        .iter()
+        .map(|entry| (entry, false))
+        .chain(catalog.shadowed.iter().map(|entry| (entry, true)));
+    for (entry, shadowed) in listed {
         let metrics = stats_of(entry);
         let detail = match entry.status {
-            Status::Ready => entry.description(),
+            Status::Ready if !shadowed => entry.description(),
             _ => entry.detail.clone().unwrap_or_default(),
         };
         let detail = neutralize(&one_line(&detail, 100));
@@ -266,7 +273,11 @@ fn list(args: &ToolsListArgs) -> u8 {
         };
         rows.push(vec![
             neutralize(&entry.name),
-            entry.status.as_str().to_owned(),
+            if shadowed {
+                "shadowed".to_owned()
+            } else {
+                entry.status.as_str().to_owned()
+            },
             entry.source.as_str().to_owned(),
             metrics.calls.to_string(),
             metrics.failures.to_string(),

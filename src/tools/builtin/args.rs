@@ -15,14 +15,40 @@ pub(super) struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
-    pub(super) fn new(value: &'a Value) -> Result<Self, ToolError> {
-        match value {
-            Value::Object(map) => Ok(Self { map: Some(map) }),
-            Value::Null => Ok(Self { map: None }),
-            _ => Err(ToolError::Model(
-                "arguments must be a JSON object".to_owned(),
-            )),
+    /// The arguments of a call to the tool of `spec`. A parameter the
+    /// tool does not take is refused, naming it: the call does not run
+    /// with it silently dropped (external tools are as strict).
+    pub(super) fn new(value: &'a Value, spec: &ToolSpec) -> Result<Self, ToolError> {
+        let map = match value {
+            Value::Object(map) => map,
+            Value::Null => return Ok(Self { map: None }),
+            _ => {
+                return Err(ToolError::Model(
+                    "arguments must be a JSON object".to_owned(),
+                ));
+            }
+        };
+        let known = spec.parameters["properties"].as_object();
+        let unknown: Vec<String> = map
+            .keys()
+            .filter(|key| !known.is_some_and(|known| known.contains_key(key.as_str())))
+            .map(|key| format!("`{key}`"))
+            .collect();
+        if !unknown.is_empty() {
+            let takes: Vec<String> = known
+                .into_iter()
+                .flat_map(|known| known.keys())
+                .map(|key| format!("`{key}`"))
+                .collect();
+            return Err(ToolError::Model(format!(
+                "unknown parameter{} {} for `{}`; it takes {}",
+                if unknown.len() == 1 { "" } else { "s" },
+                unknown.join(", "),
+                spec.name,
+                takes.join(", ")
+            )));
         }
+        Ok(Self { map: Some(map) })
     }
 
     fn get(&self, name: &str) -> Option<&'a Value> {
@@ -105,10 +131,39 @@ mod tests {
         }
     }
 
+    fn any() -> ToolSpec {
+        spec(
+            "t",
+            "",
+            json!({"type": "object", "properties": {
+                "path": {}, "limit": {}, "flag": {}, "other": {},
+                "a": {}, "b": {}, "c": {}, "d": {}, "x": {}
+            }}),
+        )
+    }
+
+    #[test]
+    fn unknown_parameters_are_refused_by_name() {
+        let spec = spec(
+            "read_file",
+            "",
+            json!({"type": "object", "properties": {"path": {}, "offset": {}}}),
+        );
+        assert_eq!(
+            message(Args::new(&json!({"path": "a", "extra": true}), &spec)),
+            "unknown parameter `extra` for `read_file`; it takes `path`, `offset`"
+        );
+        assert_eq!(
+            message(Args::new(&json!({"cwd": "/", "x": 1}), &spec)),
+            "unknown parameters `cwd`, `x` for `read_file`; it takes `path`, `offset`"
+        );
+        assert!(Args::new(&json!({"path": "a", "offset": 2}), &spec).is_ok());
+    }
+
     #[test]
     fn errors_name_the_parameter() {
         let value = json!({"path": 3, "limit": "x", "flag": 1});
-        let args = Args::new(&value).unwrap();
+        let args = Args::new(&value, &any()).unwrap();
         assert_eq!(
             message(args.string("path")),
             "parameter `path` must be a string"
@@ -126,7 +181,7 @@ mod tests {
             "parameter `flag` must be a boolean"
         );
         assert_eq!(
-            message(Args::new(&json!([1]))),
+            message(Args::new(&json!([1]), &any())),
             "arguments must be a JSON object"
         );
     }
@@ -134,14 +189,14 @@ mod tests {
     #[test]
     fn lenient_where_unambiguous() {
         let value = json!({"a": "12", "b": 3.0, "c": null, "d": "true"});
-        let args = Args::new(&value).unwrap();
+        let args = Args::new(&value, &any()).unwrap();
         assert_eq!(args.opt_u64("a").unwrap(), Some(12));
         assert_eq!(args.opt_u64("b").unwrap(), Some(3));
         assert_eq!(args.opt_u64("c").unwrap(), None);
         assert_eq!(args.opt_bool("d").unwrap(), Some(true));
         assert!(args.opt_u64("missing").unwrap().is_none());
         assert!(
-            Args::new(&Value::Null)
+            Args::new(&Value::Null, &any())
                 .unwrap()
                 .opt_string("x")
                 .unwrap()

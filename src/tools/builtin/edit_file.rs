@@ -37,7 +37,7 @@ impl Tool for EditFile {
     }
 
     fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args)?.string("path")?;
+        let path = Args::new(args, &SPEC)?.string("path")?;
         let resolved = paths::resolve(ctx, path, Access::Write)?;
         Ok(Target {
             path: Some(resolved.display),
@@ -55,7 +55,7 @@ impl Tool for EditFile {
 }
 
 fn edit(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-    let args = Args::new(args)?;
+    let args = Args::new(args, &SPEC)?;
     let path = args.string("path")?;
     let old_text = args.string("old_text")?;
     let new_text = args.string("new_text")?;

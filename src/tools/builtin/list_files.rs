@@ -43,7 +43,7 @@ impl Tool for ListFiles {
     }
 
     fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args)?.opt_string("path")?.unwrap_or(".");
+        let path = Args::new(args, &SPEC)?.opt_string("path")?.unwrap_or(".");
         let resolved = paths::resolve_dir(ctx, path)?;
         Ok(Target {
             path: Some(resolved.display),
@@ -57,7 +57,7 @@ impl Tool for ListFiles {
         ctx: &'a ToolCtx,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let parsed = Args::new(&args)?;
+            let parsed = Args::new(&args, &SPEC)?;
             let pattern = PathGlob::new("pattern", parsed.string("pattern")?)?;
             let path = parsed.opt_string("path")?.unwrap_or(".");
             let max = parsed

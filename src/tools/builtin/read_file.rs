@@ -46,7 +46,7 @@ impl Tool for ReadFile {
     }
 
     fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args)?.string("path")?;
+        let path = Args::new(args, &SPEC)?.string("path")?;
         let resolved = paths::resolve(ctx, path, Access::Read)?;
         Ok(Target {
             path: Some(resolved.display),
@@ -64,7 +64,7 @@ impl Tool for ReadFile {
 }
 
 fn read(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-    let args = Args::new(args)?;
+    let args = Args::new(args, &SPEC)?;
     let path = args.string("path")?;
     let offset = args.opt_u64("offset")?.unwrap_or(1).max(1);
     let limit = args

@@ -36,7 +36,7 @@ impl Tool for RunShell {
     }
 
     fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let args = Args::new(args)?;
+        let args = Args::new(args, &SPEC)?;
         let command = args.string("command")?;
         let directory = args.opt_string("working_directory")?.unwrap_or(".");
         let resolved = paths::resolve_dir(ctx, directory)?;
@@ -56,7 +56,7 @@ impl Tool for RunShell {
 }
 
 async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-    let args = Args::new(&args)?;
+    let args = Args::new(&args, &SPEC)?;
     let command = args.string("command")?;
     if command.trim().is_empty() {
         return Err(ToolError::Model("`command` is empty".to_owned()));

@@ -62,7 +62,7 @@ impl Tool for SearchFiles {
     }
 
     fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args)?.opt_string("path")?.unwrap_or(".");
+        let path = Args::new(args, &SPEC)?.opt_string("path")?.unwrap_or(".");
         let resolved = paths::resolve(ctx, path, Access::Read)?;
         Ok(Target {
             path: Some(resolved.display),
@@ -97,7 +97,7 @@ struct Query {
 }
 
 async fn search(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-    let parsed = Args::new(&args)?;
+    let parsed = Args::new(&args, &SPEC)?;
     let pattern = parsed.string("pattern")?;
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))

@@ -33,7 +33,7 @@ impl Tool for WriteFile {
     }
 
     fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args)?.string("path")?;
+        let path = Args::new(args, &SPEC)?.string("path")?;
         let resolved = paths::resolve(ctx, path, Access::Write)?;
         Ok(Target {
             path: Some(resolved.display),
@@ -51,7 +51,7 @@ impl Tool for WriteFile {
 }
 
 fn write(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-    let args = Args::new(args)?;
+    let args = Args::new(args, &SPEC)?;
     let path = args.string("path")?;
     let content = args.string("content")?;
     let resolved = paths::resolve(ctx, path, Access::Write)?;

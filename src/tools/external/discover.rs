@@ -1,9 +1,10 @@
 //! Finding external tools and their schemas (SPEC §5.2).
 //!
 //! Places, first match of a name wins: the operator's `tools.external`
-//! entries, paths a task lists, the repository config's entries, then the
-//! directories `./tools` (of the directory ybs runs in), `~/.ybs/tools`
-//! and `tools.search_paths`. A directory contributes its executable files
+//! entries, `~/.ybs/tools` and `tools.search_paths`; then the
+//! repository's: paths a task lists, the repository config's entries,
+//! `./tools` (of the directory ybs runs in). A later tool of a name
+//! already found is kept as shadowed, for `ybs tools list`. A directory contributes its executable files
 //! (not subdirectories, not dot files, not `*.tool.json`); a
 //! non-executable file is listed (as `not-executable`) only when it has a
 //! sidecar, so READMEs and data files stay out of the list.
@@ -139,12 +140,21 @@ pub async fn discover(
 /// `schema_from`, to be probed.
 pub fn scan(settings: &DiscoverySettings, enable: &Enable<'_>) -> Catalog {
     let mut catalog = Catalog::default();
-    let push = |catalog: &mut Catalog, entry: Entry| {
-        if catalog.get(&entry.name).is_none() {
-            catalog.entries.push(entry);
+    let push = |catalog: &mut Catalog, mut entry: Entry| match catalog.get(&entry.name) {
+        None => catalog.entries.push(entry),
+        Some(winner) => {
+            entry.detail = Some(format!(
+                "shadowed by `{}` from {} ({})",
+                winner.name,
+                winner.source.as_str(),
+                winner.path.display()
+            ));
+            catalog.shadowed.push(entry);
         }
     };
     let expand = |path: &Path| absolute(path, &settings.cwd, settings.home.as_deref());
+    // The operator's tools first, so a repository tool of the same name
+    // never replaces one (SECURITY S5).
     for declared in settings
         .declared
         .iter()
@@ -154,6 +164,18 @@ pub fn scan(settings: &DiscoverySettings, enable: &Enable<'_>) -> Catalog {
             &mut catalog,
             declared_entry(declared, expand(&declared.path)),
         );
+    }
+    let mut operator_dirs = Vec::new();
+    if let Some(home) = &settings.home {
+        operator_dirs.push((home.join(".ybs").join("tools"), Source::User));
+    }
+    for dir in &settings.search_paths {
+        operator_dirs.push((expand(dir), Source::SearchPath));
+    }
+    for (dir, source) in operator_dirs {
+        for entry in scan_dir(&dir, source) {
+            push(&mut catalog, entry);
+        }
     }
     for named in enable.names.iter().filter(|name| name.contains('/')) {
         let path = expand(Path::new(named));
@@ -174,17 +196,8 @@ pub fn scan(settings: &DiscoverySettings, enable: &Enable<'_>) -> Catalog {
             declared_entry(declared, expand(&declared.path)),
         );
     }
-    let mut dirs = vec![(settings.cwd.join("tools"), Source::Repository)];
-    if let Some(home) = &settings.home {
-        dirs.push((home.join(".ybs").join("tools"), Source::User));
-    }
-    for dir in &settings.search_paths {
-        dirs.push((expand(dir), Source::SearchPath));
-    }
-    for (dir, source) in dirs {
-        for entry in scan_dir(&dir, source) {
-            push(&mut catalog, entry);
-        }
+    for entry in scan_dir(&settings.cwd.join("tools"), Source::Repository) {
+        push(&mut catalog, entry);
     }
     for named in enable.names.iter().filter(|name| !name.contains('/')) {
         if catalog.get(named).is_none() {

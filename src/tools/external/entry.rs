@@ -121,6 +121,10 @@ impl Entry {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     pub entries: Vec<Entry>,
+    /// Tools found after one of the same name: never run, listed by
+    /// `ybs tools list` as shadowed (an operator tool wins over a
+    /// repository tool of its name, SECURITY S5).
+    pub shadowed: Vec<Entry>,
 }
 
 impl Catalog {
