@@ -58,6 +58,7 @@
 mod changes;
 mod commit;
 mod error;
+mod ignore;
 mod salvage;
 mod status;
 mod tree;
@@ -70,6 +71,7 @@ mod tests;
 pub use changes::{SkipReason, SkippedPath, TaskChanges};
 pub use commit::{CommitOutcome, CommitRequest};
 pub use error::GitError;
+pub use ignore::IgnoreRules;
 pub use salvage::SalvageOutcome;
 pub use status::{Change, Content, DirtyPath, Head, Snapshot, describe_dirty};
 pub use workspace::{Workspace, no_repository};

@@ -2,6 +2,7 @@ mod architecture;
 mod context;
 mod external;
 mod git;
+mod git_trust;
 mod interactive;
 mod jobs;
 mod policy;

@@ -10,6 +10,7 @@ mod commit;
 mod head;
 mod safety;
 mod salvage;
+mod trust;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
