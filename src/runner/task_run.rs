@@ -280,7 +280,7 @@ fn settle_git(
     match git.finish(action, &changed, &info) {
         Ok(mut outcome) => {
             if let Some(worktree) = &prepared.worktree {
-                outcome.note = worktree_note(worktree, action == Finish::Commit, outcome.note);
+                outcome.note = worktree_note(worktree, &outcome);
                 if let Some(branch) = &task.commit.branch {
                     outcome.note = format!(
                         "{}; commit.branch `{branch}` is not used with --jobs: the task's branch is {}",
@@ -315,20 +315,37 @@ fn settle_git(
 }
 
 /// `--jobs`: a committed task's worktree is removed (its branch stays);
-/// any other keeps it, and the note says where.
-fn worktree_note(worktree: &TaskWorktree, committed: bool, note: String) -> String {
-    if !committed {
+/// one that committed nothing and holds no change goes with its branch,
+/// so a batch of no-op tasks leaves no litter; any other keeps both, and
+/// the note says where.
+fn worktree_note(worktree: &TaskWorktree, outcome: &GitOutcome) -> String {
+    let note = &outcome.note;
+    if outcome.commit.is_some() {
+        return match worktree.remove() {
+            Ok(()) => format!("{note}; worktree removed, branch {} kept", worktree.branch),
+            Err(error) => format!(
+                "{note}; worktree {} could not be removed: {error}",
+                worktree.root().display()
+            ),
+        };
+    }
+    let keeps_work = !outcome.files.is_empty() || worktree.has_changes().unwrap_or(true);
+    if keeps_work {
         return format!(
             "{note} (worktree {} on branch {})",
             worktree.root().display(),
             worktree.branch
         );
     }
-    match worktree.remove() {
-        Ok(()) => format!("{note}; worktree removed, branch {} kept", worktree.branch),
+    match worktree.discard() {
+        Ok(()) => format!(
+            "{note}; worktree and branch {} removed (nothing to keep)",
+            worktree.branch
+        ),
         Err(error) => format!(
-            "{note}; worktree {} could not be removed: {error}",
-            worktree.root().display()
+            "{note}; worktree {} on branch {} could not be removed: {error}",
+            worktree.root().display(),
+            worktree.branch
         ),
     }
 }

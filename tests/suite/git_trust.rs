@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::git::{Repo, git_note, task_yaml, transcript};
+use super::git::{Repo, for_task, git_note, task_yaml, transcript};
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};
 
@@ -98,4 +98,157 @@ fn a_shell_command_deleting_gitignore_brings_nothing_old_in() {
         "D\t.gitignore\nM\ta.txt"
     );
     assert_eq!(repo.status(), ["?? deploy.key"]);
+}
+
+#[test]
+fn sigint_reports_the_iterations_tokens_and_time_spent_so_far() {
+    use crate::support::server::{Reply, Server};
+    use crate::support::wire;
+    use std::time::{Duration, Instant};
+
+    let server = Server::start(vec![
+        wire::ollama_call(&[(
+            "write_file",
+            json!({"path": "hello.txt", "content": "hi\n"}),
+        )]),
+        // The second answer takes a minute: the run is interrupted first.
+        Reply::new(200, "application/x-ndjson").pause(Duration::from_secs(60)),
+    ]);
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml(""));
+    let mut child = ybs
+        .command()
+        .args([
+            "run",
+            "t.yaml",
+            "--provider",
+            "ollama",
+            "--endpoint",
+            &server.url,
+            "--model",
+            "m",
+            "--no-commit",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while server.requests().len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the second request never came"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(started.elapsed() < Duration::from_secs(20));
+
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "interrupted");
+    assert!(
+        transcript["iterations"].as_u64().unwrap() >= 1,
+        "{transcript}"
+    );
+    assert_eq!(transcript["usage"]["input_tokens"], 100);
+    assert_eq!(transcript["usage"]["output_tokens"], 20);
+    assert!(transcript["timings"]["duration_ms"].as_u64().unwrap() >= 200);
+    let message = transcript["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("interrupted by SIGINT after 1 iteration, 120 tokens"),
+        "{message}"
+    );
+
+    let junit = ybs.read("ybs-out/junit.xml");
+    let failure = junit
+        .lines()
+        .find(|line| line.contains("<failure"))
+        .unwrap_or_else(|| panic!("no <failure> in {junit}"));
+    assert!(
+        failure.contains("message=\"interrupted: interrupted by SIGINT after 1 iteration"),
+        "{failure}"
+    );
+    assert!(
+        junit.contains("<property name=\"iterations\" value=\"1\"/>"),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<property name=\"input_tokens\" value=\"100\"/>"),
+        "{junit}"
+    );
+    assert!(
+        !junit.contains("<property name=\"duration_ms\" value=\"0\"/>"),
+        "{junit}"
+    );
+
+    let summary = ybs.read("ybs-out/summary.md");
+    let row = summary
+        .lines()
+        .find(|line| line.starts_with("| t |"))
+        .unwrap_or_else(|| panic!("no row for t in {summary}"));
+    assert!(row.contains("| interrupted | 1 | 120 |"), "{row}");
+}
+
+#[test]
+fn jobs_over_tasks_that_change_nothing_leave_no_branch_and_no_worktree() {
+    let ybs = Ybs::new();
+    let quiet = ["q1", "q2", "q3", "q4", "q5"];
+    let mut yaml =
+        "defaults:\n  model: test-model\n  policy:\n    default: allow\ntasks:\n".to_owned();
+    for id in quiet {
+        yaml.push_str(&format!("  - id: {id}\n    prompt: look at {id}\n"));
+    }
+    yaml.push_str("  - id: writer\n    prompt: write\n");
+    yaml.push_str("  - id: failing\n    prompt: fail\n    checks: [{run: \"false\"}]\n");
+    ybs.file("t.yaml", &yaml);
+    let mut cassette: Vec<Value> = quiet
+        .iter()
+        .map(|id| for_task(id, answer("nothing to change")))
+        .collect();
+    cassette.push(for_task(
+        "writer",
+        call("write_file", json!({"path": "w.txt", "content": "w\n"})),
+    ));
+    cassette.push(for_task("writer", answer("wrote w.txt")));
+    cassette.push(for_task("failing", answer("nothing done")));
+    ybs.cassette("t.cassette.json", cassette);
+    let repo = Repo::init(&ybs, "");
+    let run = ybs.run(["run", "t.yaml", "--jobs", "3"]);
+    run.expect_code(1);
+    let run_id = super::git::run_id(&transcript(&run, "writer"));
+
+    let branches = repo.git(&["branch", "--list", "ybs/*", "--format=%(refname:short)"]);
+    assert_eq!(
+        branches,
+        format!("ybs/{run_id}/writer"),
+        "only the commit's branch"
+    );
+    assert_eq!(repo.files_of(&format!("ybs/{run_id}/writer")), ["w.txt"]);
+    let listed = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1,
+        "{listed}"
+    );
+    assert!(
+        !ybs.exists(&format!(".ybs-worktrees/{run_id}")),
+        "worktree directories left"
+    );
+    for id in quiet.iter().chain(&["failing"]) {
+        let note = git_note(&transcript(&run, id));
+        assert!(
+            note.contains(&format!("worktree and branch ybs/{run_id}/{id} removed")),
+            "{id}: {note}"
+        );
+    }
+    assert_eq!(repo.status(), Vec::<String>::new());
+    repo.fsck();
 }
