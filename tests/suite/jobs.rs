@@ -482,9 +482,16 @@ fn the_worktree_copy_of_the_task_file_is_protected_too() {
     assert_eq!(decided["rule"], "guard:protected_paths", "{decided}");
     assert_eq!(repo.head(), base, "nothing committed");
     assert_eq!(
-        repo.git(&["branch", "--list", "ybs/*"]),
-        "",
-        "no task committed: no branch is left"
+        repo.output(&[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("ybs/{run_id}/sneaky")
+        ])
+        .stdout,
+        b"",
+        "nothing committed: the task's branch is gone"
     );
+    assert_eq!(repo.git(&["branch", "--list", "ybs/*"]), "");
     repo.fsck();
 }
