@@ -90,7 +90,9 @@ pub fn prepare(
     }
     let mut workdir =
         resolve_workdir(&run.cwd, task.workdir.as_deref()).map_err(|m| fail(m, None))?;
-    let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
+    // `--dry-run` commits nothing, so it needs no clean tree and no worktree.
+    let commit_enabled =
+        task.commit.enabled && !run.no_commit && !run.dry_run && run.config.git.auto_commit;
     let mut worktree = None;
     if commit_enabled {
         git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;

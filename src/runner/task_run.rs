@@ -115,7 +115,28 @@ pub async fn run_task(
         Err(_) => (reason, message),
     };
     super::tools::finish(&tools, run, &mut emitter);
+    let message = if run.dry_run {
+        Some(dry_run_message(task, message))
+    } else {
+        message
+    };
     finish(&mut emitter, task, &agent, started, reason, message)
+}
+
+/// `--dry-run` says so in the task's message, and so in every output.
+fn dry_run_message(task: &TaskSpec, message: Option<String>) -> String {
+    let checks = match task.checks.len() {
+        0 => String::new(),
+        1 => "the check did not run; ".to_owned(),
+        n => format!("the {n} checks did not run; "),
+    };
+    let text = format!(
+        "dry run: tool calls were decided and recorded, not executed; {checks}nothing was committed"
+    );
+    match message {
+        Some(message) => format!("{text}; {message}"),
+        None => text,
+    }
 }
 
 /// [`work_and_check`], then, under `--interactive`, as long as the user
@@ -128,7 +149,7 @@ async fn work_and_follow_up(
     emitter: &mut Emitter<'_>,
 ) -> (Reason, Option<String>, Option<String>) {
     loop {
-        let (reason, message, answer) = work_and_check(agent, prepared, emitter).await;
+        let (reason, message, answer) = work_and_check(agent, run, prepared, emitter).await;
         let Some(human) = run.approver.as_deref() else {
             return (reason, message, answer);
         };
@@ -152,6 +173,7 @@ async fn work_and_follow_up(
 /// model's final answer when it gave one.
 async fn work_and_check(
     agent: &mut Agent<'_>,
+    run: &RunContext,
     prepared: &PreparedTask,
     emitter: &mut Emitter<'_>,
 ) -> (Reason, Option<String>, Option<String>) {
@@ -160,6 +182,23 @@ async fn work_and_check(
     loop {
         match agent.run(emitter).await {
             Stop::Answered { content } if task.checks.is_empty() => {
+                return (Reason::Completed, None, Some(content));
+            }
+            // `--dry-run` runs no command: the checks are not run either.
+            Stop::Answered { content } if run.dry_run => {
+                emitter.note(format!(
+                    "dry run: {} not run: {}",
+                    if task.checks.len() == 1 {
+                        "check"
+                    } else {
+                        "checks"
+                    },
+                    task.checks
+                        .iter()
+                        .map(|check| check.run.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
                 return (Reason::Completed, None, Some(content));
             }
             Stop::Answered { content } => {
@@ -204,7 +243,9 @@ async fn work_and_check(
 
 /// Why commits are off for `task`, if they are: no git writes then.
 fn commit_off(run: &RunContext, task: &TaskSpec) -> Option<&'static str> {
-    if run.no_commit {
+    if run.dry_run {
+        Some("--dry-run")
+    } else if run.no_commit {
         Some("--no-commit")
     } else if !task.commit.enabled {
         Some("commit: false")

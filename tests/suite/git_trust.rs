@@ -252,3 +252,98 @@ fn jobs_over_tasks_that_change_nothing_leave_no_branch_and_no_worktree() {
     assert_eq!(repo.status(), Vec::<String>::new());
     repo.fsck();
 }
+
+/// Every ref with what it points at: `git for-each-ref` output.
+fn refs(repo: &Repo<'_>) -> String {
+    repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"])
+}
+
+#[test]
+fn dry_run_runs_no_command_commits_nothing_and_says_so_everywhere() {
+    let ybs = Ybs::new();
+    let repo = repo_with(
+        &ybs,
+        &[("a.txt", "a\n")],
+        "checks:\n  - name: rewrite\n    run: echo checked > a.txt && touch check.marker\n",
+        vec![
+            calls(&[
+                ("write_file", json!({"path": "a.txt", "content": "A\n"})),
+                ("run_shell", json!({"command": "touch shell.marker"})),
+            ]),
+            answer("Rewrote a.txt"),
+        ],
+    );
+    // An operator tool without a sidecar: discovery would run `--schema`.
+    let marker = ybs.path().join("schema.marker");
+    let tool = ybs.home().join(".ybs/tools/probe");
+    std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    std::fs::write(
+        &tool,
+        format!("#!/bin/sh\ntouch '{}'\necho '{{}}'\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // A dirty tree does not stop a dry run: it changes nothing.
+    repo.write("notes.txt", "the user's notes\n");
+    let head = repo.head();
+    let before = refs(&repo);
+    let index = std::fs::read(ybs.path().join(".git/index")).unwrap();
+
+    for jobs in ["1", "2"] {
+        let run = ybs.run(["run", "t.yaml", "--dry-run", "--jobs", jobs, "--no-sandbox"]);
+        run.expect_code(0);
+        for marker in ["check.marker", "shell.marker", "schema.marker"] {
+            assert!(!ybs.exists(marker), "{marker}: a command ran");
+        }
+        assert_eq!(repo.read("a.txt"), "a\n");
+        assert_eq!(repo.head(), head);
+        assert_eq!(refs(&repo), before, "no ref moved or appeared");
+        assert_eq!(std::fs::read(ybs.path().join(".git/index")).unwrap(), index);
+        assert_eq!(repo.status(), ["?? notes.txt"]);
+        assert!(!ybs.exists(".ybs-worktrees"), "no worktree");
+
+        let transcript = transcript(&run, "t");
+        assert_eq!(transcript["manifest"]["dry_run"], true);
+        assert!(transcript["git"]["commit"].is_null());
+        assert!(
+            git_note(&transcript).starts_with("not committed (--dry-run)"),
+            "{transcript}"
+        );
+        let message = transcript["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("dry run: tool calls were decided and recorded, not executed; the check did not run; nothing was committed"),
+            "{message}"
+        );
+        assert!(transcript["checks"].as_array().unwrap().is_empty());
+        assert!(
+            transcript["tool_calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|call| call["result"]["ran"] == false)
+        );
+        let summary = ybs.read("ybs-out/summary.md");
+        assert!(summary.contains("**Dry run**"), "{summary}");
+        let junit = ybs.read("ybs-out/junit.xml");
+        assert!(
+            junit.contains("<property name=\"dry_run\" value=\"true\"/>")
+                && junit.contains("dry run: tool calls were decided"),
+            "{junit}"
+        );
+        assert!(run.stdout.contains("dry run"), "{}", run.stdout);
+        assert!(
+            run.stdout
+                .contains("(dry run: nothing was executed or committed)")
+                || run
+                    .stderr
+                    .contains("(dry run: nothing was executed or committed)"),
+            "{}{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    // Outside a dry run the operator's tool is asked for its schema: the
+    // marker above could appear.
+    ybs.run(["tools", "list"]).expect_code(0);
+    assert!(ybs.exists("schema.marker"));
+}

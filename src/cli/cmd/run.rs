@@ -140,7 +140,7 @@ pub fn run(args: &RunArgs) -> u8 {
     }
     let total = report.results.len();
     printer.result(&format!(
-        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{} — outputs in {}",
+        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{} — outputs in {}",
         args.shard
             .map(|shard| format!("shard {shard}: "))
             .unwrap_or_default(),
@@ -150,6 +150,11 @@ pub fn run(args: &RunArgs) -> u8 {
         report.count(Status::Error),
         if report.interrupted {
             " (interrupted)"
+        } else {
+            ""
+        },
+        if args.dry_run {
+            " (dry run: nothing was executed or committed)"
         } else {
             ""
         },
