@@ -178,6 +178,27 @@ pub fn prepare_all(
     }
 }
 
+/// `--allow-dirty`: one line per repository whose uncommitted work was
+/// saved before the run, naming the ref (for the console).
+pub fn saved_work_notes(run: &RunContext, prepared: &[PreparedTask]) -> Vec<String> {
+    if !run.allow_dirty {
+        return Vec::new();
+    }
+    let mut notes: Vec<String> = Vec::new();
+    for task in prepared {
+        let saved = workspace::TaskGit::open(&task.tool_ctx.workdir, &[])
+            .ok()
+            .and_then(|git| git.saved(&run.run_id));
+        if let Some(saved) = saved {
+            let note = saved.note();
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+    notes
+}
+
 /// Runs the prepared tasks, up to `run.jobs` at once, writing every
 /// output. SIGINT/SIGTERM stop every running task (each gets
 /// `task.finished` with reason `interrupted`); outputs are still written.

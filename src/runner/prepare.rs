@@ -94,6 +94,17 @@ pub fn prepare(
     let commit_enabled =
         task.commit.enabled && !run.no_commit && !run.dry_run && run.config.git.auto_commit;
     let mut worktree = None;
+    if run.allow_dirty && !run.dry_run {
+        let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
+        let author = run
+            .config
+            .git
+            .author
+            .as_ref()
+            .map(|a| format!("{} <{}>", a.name, a.email));
+        super::workspace::save_users_work(&workdir, &outputs, &run.run_id, author.as_deref())
+            .map_err(|(message, hint)| fail(message, Some(hint)))?;
+    }
     if commit_enabled {
         git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;
         if run.jobs > 1 {

@@ -11,7 +11,7 @@ use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::core::event::{Event, EventSink, GitOutcome};
 use crate::core::{Reason, Status};
-use crate::git::TaskWorktree;
+use crate::git::{SavedWork, TaskWorktree};
 use crate::task::{Expect, TaskSpec};
 
 /// Runs one prepared task; the last event it emits is `task.finished`.
@@ -72,6 +72,18 @@ pub async fn run_task(
         approver: run.approver.as_deref(),
     };
     let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
+    // `--allow-dirty`: the user's work was saved before the run; the file
+    // tools leave those files alone (in a worktree they are not there).
+    let saved = match (&git, run.allow_dirty) {
+        (Ok(git), true) => git.saved(&run.run_id),
+        _ => None,
+    };
+    if let (Some(saved), Ok(git)) = (&saved, &git) {
+        emitter.note(saved.note());
+        if prepared.worktree.is_none() {
+            agent.protect_user_changes(git.paths_of(saved));
+        }
+    }
     if commit_off.is_none() {
         match &git {
             Err(error) => {
@@ -110,6 +122,7 @@ pub async fn run_task(
             &agent,
             (reason, message),
             answer.as_deref(),
+            saved.as_ref(),
             &mut emitter,
         ),
         Err(_) => (reason, message),
@@ -270,9 +283,13 @@ fn settle_git(
     agent: &Agent<'_>,
     (reason, message): (Reason, Option<String>),
     answer: Option<&str>,
+    saved: Option<&SavedWork>,
     emitter: &mut Emitter<'_>,
 ) -> (Reason, Option<String>) {
     let task = &prepared.task;
+    let saved_note = saved
+        .map(|saved| format!("; {}", saved.note()))
+        .unwrap_or_default();
     let action = match (commit_off, reason, task.expect) {
         (Some(why), _, _) => Finish::Disabled(why),
         (None, Reason::Completed, Expect::Pass) => Finish::Commit,
@@ -329,6 +346,7 @@ fn settle_git(
                     );
                 }
             }
+            outcome.note.push_str(&saved_note);
             emitter.emit(Event::Git { outcome });
             (reason, message)
         }
@@ -336,14 +354,15 @@ fn settle_git(
             let text = format!("git: {error}; the task's changes are left in {left_in}");
             emitter.emit(Event::Git {
                 outcome: GitOutcome {
-                    note: text.clone(),
+                    note: format!("{text}{saved_note}"),
                     ..GitOutcome::default()
                 },
             });
             (Reason::GitError, Some(text))
         }
         Err(error) => {
-            let note = format!("git: {error}; the task's changes are left in {left_in}");
+            let note =
+                format!("git: {error}; the task's changes are left in {left_in}{saved_note}");
             emitter.emit(Event::Git {
                 outcome: GitOutcome {
                     note,

@@ -347,3 +347,88 @@ fn dry_run_runs_no_command_commits_nothing_and_says_so_everywhere() {
     ybs.run(["tools", "list"]).expect_code(0);
     assert!(ybs.exists("schema.marker"));
 }
+
+#[test]
+fn allow_dirty_saves_the_users_work_and_the_file_tools_leave_it_alone() {
+    let ybs = Ybs::new();
+    let repo = repo_with(
+        &ybs,
+        &[("a.txt", "a\n"), ("b.txt", "b\n"), ("gone.txt", "g\n")],
+        "",
+        vec![
+            calls(&[
+                (
+                    "write_file",
+                    json!({"path": "a.txt", "content": "the model's version\n"}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "./notes.txt", "old_text": "notes", "new_text": "NOTES"}),
+                ),
+                ("write_file", json!({"path": "b.txt", "content": "B\n"})),
+            ]),
+            answer("done"),
+        ],
+    );
+    let base = repo.head();
+    repo.write("a.txt", "the user's work\n");
+    repo.write("notes.txt", "the user's notes\n");
+    std::fs::remove_file(ybs.path().join("gone.txt")).unwrap();
+    let run = ybs.run(["run", "t.yaml", "--allow-dirty"]);
+    run.expect_code(0);
+
+    // The user's files are as the user left them.
+    assert_eq!(repo.read("a.txt"), "the user's work\n");
+    assert_eq!(repo.read("notes.txt"), "the user's notes\n");
+    // The model was told to leave them alone; its other write went through.
+    let transcript = transcript(&run, "t");
+    let calls = transcript["tool_calls"].as_array().unwrap();
+    for call in &calls[..2] {
+        assert_eq!(call["decision"]["rule"], "guard:user_changes", "{call}");
+        assert_eq!(call["result"]["ran"], false);
+        let output = call["result"]["output"].as_str().unwrap();
+        assert!(
+            output.contains("the user's uncommitted changes") && output.contains("leave it alone"),
+            "{output}"
+        );
+    }
+    assert_eq!(repo.files_of("HEAD"), ["b.txt"]);
+    assert_eq!(repo.git(&["rev-parse", "HEAD^"]), base);
+
+    // The saved ref: HEAD's tree plus the user's work, HEAD as parent.
+    let run_id = super::git::run_id(&transcript);
+    let saved = format!("refs/ybs/saved/{run_id}");
+    assert_eq!(repo.git(&["rev-parse", &format!("{saved}^")]), base);
+    assert_eq!(
+        repo.git(&["show", &format!("{saved}:a.txt")]),
+        "the user's work"
+    );
+    assert_eq!(
+        repo.git(&["show", &format!("{saved}:notes.txt")]),
+        "the user's notes"
+    );
+    assert_eq!(
+        repo.git(&["show", "--name-status", "--format=", &saved]),
+        "M\ta.txt\nD\tgone.txt\nA\tnotes.txt"
+    );
+    let sha = repo.git(&["rev-parse", &saved]);
+    // Named in the console, the summary and the transcript.
+    let named = format!("saved as {} on {saved}", &sha[..7]);
+    assert!(run.stderr.contains(&named), "{}", run.stderr);
+    assert!(ybs.read("ybs-out/summary.md").contains(&named));
+    assert!(git_note(&transcript).contains(&named));
+    // HEAD, index and work tree untouched by the save.
+    assert_eq!(repo.status(), [" M a.txt", " D gone.txt", "?? notes.txt"]);
+    repo.fsck();
+}
+
+#[test]
+fn without_allow_dirty_or_in_a_dry_run_nothing_is_saved() {
+    let ybs = Ybs::new();
+    let repo = repo_with(&ybs, &[("a.txt", "a\n")], "", vec![answer("ok")]);
+    repo.write("a.txt", "the user's work\n");
+    ybs.run(["run", "t.yaml", "--allow-dirty", "--dry-run"])
+        .expect_code(0);
+    ybs.run(["run", "t.yaml", "--no-commit"]).expect_code(0);
+    assert_eq!(repo.git(&["for-each-ref", "refs/ybs"]), "");
+}

@@ -117,6 +117,9 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     };
     warn_unconfined(&printer, &prepared);
+    for note in runner::saved_work_notes(&context, &prepared) {
+        printer.error(&format!("ybs: {note}"));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

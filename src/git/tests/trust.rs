@@ -94,3 +94,61 @@ fn unchanged_rules_need_no_second_look() {
             .any(|s| s.path == "debug.log" && s.reason == SkipReason::Ignored)
     );
 }
+
+#[test]
+fn saving_the_users_work_touches_neither_head_nor_index_nor_tree() {
+    let repo = Repo::new();
+    let base = repo.head();
+    repo.write("a.txt", "user\n");
+    repo.write("c.txt", "staged\n");
+    repo.git(&["add", "c.txt"]);
+    repo.write("new.txt", "untracked\n");
+    repo.write("debug.log", "ignored\n");
+    let before = repo.porcelain();
+    let index = std::fs::read(repo.path(".git/index")).unwrap();
+    let workspace = repo.workspace();
+    let snapshot = workspace.snapshot().unwrap();
+    let saved = workspace
+        .save_dirty(&snapshot, super::RUN, None)
+        .unwrap()
+        .expect("saved");
+    assert_eq!(saved.ref_name, format!("refs/ybs/saved/{}", super::RUN));
+    assert_eq!(saved.files, ["a.txt", "c.txt", "new.txt"]);
+    assert_eq!(repo.head(), base);
+    assert_eq!(repo.porcelain(), before);
+    assert_eq!(std::fs::read(repo.path(".git/index")).unwrap(), index);
+    assert_eq!(
+        repo.git(&["show", &format!("{}:a.txt", saved.ref_name)]),
+        "user\n"
+    );
+    assert!(
+        !repo
+            .git_output(&["cat-file", "-e", &format!("{}:debug.log", saved.ref_name)])
+            .status
+            .success(),
+        "ignored files are never saved"
+    );
+
+    // A second save in the same run keeps the first: the state before the run.
+    repo.write("a.txt", "changed by a task\n");
+    let again = workspace
+        .save_dirty(&workspace.snapshot().unwrap(), super::RUN, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.sha, saved.sha);
+    assert_eq!(again.files, saved.files);
+    assert_eq!(workspace.saved(super::RUN).unwrap(), Some(saved));
+    repo.fsck();
+}
+
+#[test]
+fn a_clean_tree_saves_nothing() {
+    let repo = Repo::new();
+    let workspace = repo.workspace();
+    let snapshot = workspace.snapshot().unwrap();
+    assert_eq!(
+        workspace.save_dirty(&snapshot, super::RUN, None).unwrap(),
+        None
+    );
+    assert_eq!(workspace.saved(super::RUN).unwrap(), None);
+}
