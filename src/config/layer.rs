@@ -149,6 +149,7 @@ pub struct GitLayer {
     pub auto_commit: Option<bool>,
     pub commit_message_prefix: Option<String>,
     pub author: Option<GitAuthor>,
+    pub allow_secret_paths: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -179,7 +180,7 @@ combine_fields! {
     }
     ToolsLayer { builtin, external, search_paths }
     BuiltinToolLayer { enabled, timeout }
-    GitLayer { auto_commit, commit_message_prefix, author }
+    GitLayer { auto_commit, commit_message_prefix, author, allow_secret_paths }
     UiLayer { color, show_token_usage, show_tool_calls, stream_responses }
     RunLayer { out, cassette, timeout }
 }

@@ -187,6 +187,9 @@ pub struct GitSettings {
     pub commit_message_prefix: String,
     /// `YBS_GIT_AUTHOR`; `None`: git config, else `ybs <ybs@localhost>`.
     pub author: Option<GitAuthor>,
+    /// Globs of paths committed even when they look like they hold a
+    /// credential (operator config only).
+    pub allow_secret_paths: Vec<String>,
 }
 
 /// `Name <email>`.
@@ -334,6 +337,7 @@ impl Config {
                     .commit_message_prefix
                     .unwrap_or_else(|| defaults::COMMIT_MESSAGE_PREFIX.to_owned()),
                 author: git.author,
+                allow_secret_paths: git.allow_secret_paths.unwrap_or_default(),
             },
             ui: UiSettings {
                 color: ui.color.unwrap_or_default(),

@@ -120,6 +120,8 @@ pub enum SkipReason {
     NeedsFilter,
     /// Inside ybs's own outputs (the output directory, the JUnit file).
     YbsOutput,
+    /// Looks like it holds a credential (left out of a salvage commit).
+    Credential,
 }
 
 impl SkipReason {
@@ -132,6 +134,7 @@ impl SkipReason {
             Self::Unsupported => "not a regular file",
             Self::NeedsFilter => "needs a git filter program, which ybs never runs",
             Self::YbsOutput => "ybs's own output",
+            Self::Credential => "looks like it holds a credential",
         }
     }
 }

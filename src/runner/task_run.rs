@@ -11,7 +11,7 @@ use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::core::event::{Event, EventSink, GitOutcome};
 use crate::core::{Reason, Status};
-use crate::git::{SavedWork, TaskWorktree};
+use crate::git::{GitError, SavedWork, TaskWorktree};
 use crate::task::{Expect, TaskSpec};
 
 /// Runs one prepared task; the last event it emits is `task.finished`.
@@ -330,6 +330,7 @@ fn settle_git(
             task.commit.branch.as_deref()
         },
         redactor: &run.redactor,
+        allow_secret_paths: &run.config.git.allow_secret_paths,
     };
     let left_in = prepared.worktree.as_ref().map_or_else(
         || "the work tree".to_owned(),
@@ -349,6 +350,16 @@ fn settle_git(
             outcome.note.push_str(&saved_note);
             emitter.emit(Event::Git { outcome });
             (reason, message)
+        }
+        Err(error @ GitError::SecretInCommit { .. }) => {
+            let text = format!("{error}; they are left in {left_in}");
+            emitter.emit(Event::Git {
+                outcome: GitOutcome {
+                    note: format!("{text}{saved_note}"),
+                    ..GitOutcome::default()
+                },
+            });
+            (Reason::SecretInCommit, Some(text))
         }
         Err(error) if action == Finish::Commit => {
             let text = format!("git: {error}; the task's changes are left in {left_in}");

@@ -39,6 +39,8 @@ pub struct CommitInfo<'a> {
     pub author: Option<&'a str>,
     pub branch: Option<&'a str>,
     pub redactor: &'a crate::core::Redactor,
+    /// `git.allow_secret_paths`.
+    pub allow_secret_paths: &'a [String],
 }
 
 impl TaskGit {
@@ -134,6 +136,7 @@ impl TaskGit {
             author: info.author,
             branch: info.branch,
             redactor: Some(info.redactor),
+            allow_secret_paths: info.allow_secret_paths,
         };
         match finish {
             Finish::Commit => Ok(workspace.commit_task(&request)?.report()),

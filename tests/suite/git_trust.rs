@@ -432,3 +432,89 @@ fn without_allow_dirty_or_in_a_dry_run_nothing_is_saved() {
     ybs.run(["run", "t.yaml", "--no-commit"]).expect_code(0);
     assert_eq!(repo.git(&["for-each-ref", "refs/ybs"]), "");
 }
+
+const TOKEN: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+
+#[test]
+fn a_credential_in_a_file_to_commit_fails_the_task_and_commits_nothing() {
+    let ybs = Ybs::new();
+    let repo = repo_with(
+        &ybs,
+        &[("a.txt", "a\n")],
+        "",
+        vec![
+            calls(&[
+                ("write_file", json!({"path": "a.txt", "content": "A\n"})),
+                (
+                    "write_file",
+                    json!({"path": "config/token.txt", "content": format!("token={TOKEN}\n")}),
+                ),
+            ]),
+            answer("configured the token"),
+        ],
+    );
+    let base = repo.head();
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(1);
+    assert_eq!(repo.head(), base, "nothing committed");
+    assert_eq!(repo.read("config/token.txt"), format!("token={TOKEN}\n"));
+    assert_eq!(repo.status(), [" M a.txt", "?? config/token.txt"]);
+    let transcript = transcript(&run, "t");
+    assert_eq!(transcript["status"], "failed");
+    assert_eq!(transcript["reason"], "secret_in_commit");
+    let message = transcript["message"].as_str().unwrap();
+    assert!(
+        message.contains("config/token.txt (GitHub token)")
+            && message.contains("git.allow_secret_paths"),
+        "{message}"
+    );
+    assert!(!message.contains(TOKEN));
+    let junit = ybs.read("ybs-out/junit.xml");
+    assert!(
+        junit.contains("type=\"secret_in_commit\"") && junit.contains("config/token.txt"),
+        "{junit}"
+    );
+    assert!(ybs.read("ybs-out/summary.md").contains("secret_in_commit"));
+    repo.fsck();
+}
+
+#[test]
+fn the_operator_may_allow_paths_and_the_repository_may_not() {
+    let ybs = Ybs::new();
+    let repo = repo_with(
+        &ybs,
+        &[("a.txt", "a\n")],
+        "",
+        vec![
+            call(
+                "write_file",
+                json!({"path": "fixtures/fake-token.txt", "content": format!("{TOKEN}\n")}),
+            ),
+            answer("added a test fixture"),
+        ],
+    );
+    let operator = ybs.home().join("operator.json");
+    std::fs::write(
+        &operator,
+        r#"{"git": {"allow_secret_paths": ["fixtures/**"]}}"#,
+    )
+    .unwrap();
+    let run = ybs.run(["run", "t.yaml", "--config", operator.to_str().unwrap()]);
+    run.expect_code(0);
+    assert_eq!(repo.files_of("HEAD"), ["fixtures/fake-token.txt"]);
+
+    ybs.file(
+        ".ybs.json",
+        "{\n  \"git\": {\"allow_secret_paths\": [\"**\"]}\n}\n",
+    );
+    let run = ybs.run(["validate", "t.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(".ybs.json:2:")
+            && run
+                .stderr
+                .contains("`git.allow_secret_paths` cannot be set in the repository's config"),
+        "{}",
+        run.stderr
+    );
+}

@@ -164,5 +164,6 @@ pub(super) fn request<'a>(snapshot: &'a Snapshot, paths: &'a [PathBuf]) -> Commi
         author: None,
         branch: None,
         redactor: None,
+        allow_secret_paths: &[],
     }
 }
