@@ -34,7 +34,14 @@
 //! Decisions:
 //! - Which paths a commit takes is decided in `changes.rs`: the task's
 //!   reported paths plus unreported changes inside the workdir, never a
-//!   path that was dirty at the start.
+//!   path that was dirty at the start, nor one the ignore rules of the
+//!   start ignored (`ignore.rs`: a rewritten `.gitignore` brings nothing
+//!   old in).
+//! - A file that looks like it holds a credential stops the commit
+//!   (`secrets.rs`, [`GitError::SecretInCommit`]) unless the operator
+//!   allowed its path.
+//! - `--allow-dirty`: [`Workspace::save_dirty`] saves the user's work on
+//!   `refs/ybs/saved/<run-id>` before anything runs (`saved.rs`).
 //! - The dirty check covers the whole repository, not only the workdir.
 //!   Submodules are left out of both the check and commits.
 //! - The commit's tree is HEAD's tree plus the task's files, built in a
