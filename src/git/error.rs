@@ -110,7 +110,7 @@ impl GitError {
     }
 }
 
-/// `a.txt (GitHub token), b.pem (private key)`.
+/// `a.txt (github_token), b.pem (private_key)`.
 fn describe_secrets(found: &[SecretFile]) -> String {
     found
         .iter()

@@ -1,7 +1,8 @@
 //! No credential in a commit (SECURITY S7, S12): every file a commit would
 //! take is read before anything is written, and one whose content has the
 //! shape of a credential stops the commit (reason `secret_in_commit`),
-//! unless the operator allowed its path (`git.allow_secret_paths`).
+//! unless the operator allowed its path (`git.allow_secret_paths`). The
+//! shapes are the redactor's ([`credential_kind`]).
 
 use std::io::Read;
 use std::path::Path;
@@ -9,6 +10,7 @@ use std::path::Path;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::GitError;
+use crate::core::redact::credential_kind;
 
 /// How much of a file is read at once; chunks overlap by [`OVERLAP`] so a
 /// credential across a chunk boundary is still seen whole.
@@ -20,7 +22,7 @@ const OVERLAP: usize = 4096;
 pub struct SecretFile {
     /// Repository-relative.
     pub path: String,
-    /// What it looks like, e.g. `GitHub token`.
+    /// What it looks like, e.g. `github_token`.
     pub kind: &'static str,
 }
 
@@ -92,72 +94,31 @@ fn file_credential(path: &Path) -> Result<Option<&'static str>, GitError> {
     }
 }
 
-/// The credential shapes a commit must not carry.
-fn credential_kind(text: &str) -> Option<&'static str> {
-    detector::credential_kind(text)
-}
-
-/// Until the shared detector lands: the common credential shapes.
-mod detector {
-    use std::sync::LazyLock;
-
-    use regex::Regex;
-
-    static SHAPES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
-        [
-            (
-                "private key",
-                r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----",
-            ),
-            (
-                "GitHub token",
-                r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
-            ),
-            ("AWS access key id", r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"),
-            ("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-            ("Anthropic key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
-            ("OpenAI key", r"\bsk-(proj-)?[A-Za-z0-9_-]{20,}"),
-            ("Google API key", r"\bAIza[0-9A-Za-z_-]{35}"),
-            ("npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-        ]
-        .into_iter()
-        .filter_map(|(kind, pattern)| Some((kind, Regex::new(pattern).ok()?)))
-        .collect()
-    });
-
-    pub(super) fn credential_kind(text: &str) -> Option<&'static str> {
-        SHAPES
-            .iter()
-            .find(|(_, shape)| shape.is_match(text))
-            .map(|(kind, _)| *kind)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn known_shapes_are_found_and_plain_text_is_not() {
+    fn files_are_judged_by_the_shared_detector() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
         for (text, kind) in [
             (
                 "token = ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-                "GitHub token",
+                Some("github_token"),
             ),
-            ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n", "private key"),
+            (
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n",
+                Some("private_key"),
+            ),
             (
                 "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
-                "AWS access key id",
+                Some("aws_access_key"),
             ),
-            (
-                "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789",
-                "npm token",
-            ),
+            ("fn main() {}\nlet prefix = \"ghp_xxx\";\n", None),
         ] {
-            assert_eq!(credential_kind(text), Some(kind), "{text}");
-        }
-        for text in ["fn main() {}", "the sk- prefix", "ghp_short"] {
-            assert_eq!(credential_kind(text), None, "{text}");
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(file_credential(&path).unwrap(), kind, "{text}");
         }
     }
 
@@ -169,9 +130,10 @@ mod tests {
         let mut text = "x".repeat(CHUNK - 10);
         text.push(' ');
         text.push_str(token);
+        text.push('\n');
         text.push_str(&"y".repeat(3 * CHUNK));
         std::fs::write(&path, text).unwrap();
-        assert_eq!(file_credential(&path).unwrap(), Some("GitHub token"));
+        assert_eq!(file_credential(&path).unwrap(), Some("github_token"));
         std::fs::write(&path, "z".repeat(3 * CHUNK)).unwrap();
         assert_eq!(file_credential(&path).unwrap(), None);
     }
@@ -193,7 +155,7 @@ mod tests {
             found,
             [SecretFile {
                 path: "real.txt".into(),
-                kind: "GitHub token"
+                kind: "github_token"
             }]
         );
     }

@@ -464,7 +464,7 @@ fn a_credential_in_a_file_to_commit_fails_the_task_and_commits_nothing() {
     assert_eq!(transcript["reason"], "secret_in_commit");
     let message = transcript["message"].as_str().unwrap();
     assert!(
-        message.contains("config/token.txt (GitHub token)")
+        message.contains("config/token.txt (github_token)")
             && message.contains("git.allow_secret_paths"),
         "{message}"
     );
