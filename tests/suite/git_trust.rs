@@ -517,4 +517,13 @@ fn the_operator_may_allow_paths_and_the_repository_may_not() {
         "{}",
         run.stderr
     );
+    std::fs::remove_file(ybs.path().join(".ybs.json")).unwrap();
+    std::fs::write(&operator, r#"{"git": {"allow_secret_paths": ["a["]}}"#).unwrap();
+    let run = ybs.run(["validate", "t.yaml", "--config", operator.to_str().unwrap()]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("operator.json:1:") && run.stderr.contains("`a[` is not a valid glob"),
+        "{}",
+        run.stderr
+    );
 }
