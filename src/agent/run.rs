@@ -74,6 +74,9 @@ pub struct Agent<'a> {
     fixed_bytes: usize,
     /// Files the tools created, modified or deleted, relative to the workdir.
     pub changed: BTreeSet<PathBuf>,
+    /// Files the user had uncommitted changes in when the run started
+    /// (`--allow-dirty`), absolute: no file tool may write them.
+    user_changed: BTreeSet<PathBuf>,
 }
 
 impl<'a> Agent<'a> {
@@ -102,7 +105,14 @@ impl<'a> Agent<'a> {
             compactor,
             fixed_bytes,
             changed: BTreeSet::new(),
+            user_changed: BTreeSet::new(),
         }
+    }
+
+    /// Refuses every file-tool write to these files (absolute paths): the
+    /// user's uncommitted work under `--allow-dirty` (SECURITY S12).
+    pub fn protect_user_changes(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
+        self.user_changed.extend(paths);
     }
 
     /// The conversation, for the next [`Agent::resume`].
@@ -309,6 +319,14 @@ impl<'a> Agent<'a> {
             Resolved::Ready(tool, target) => (tool, target),
             Resolved::Refused(message) => return Ok(message),
         };
+        if let Some(path) = self.users_file(tool.as_ref(), &target) {
+            let text = format!(
+                "`{path}` holds the user's uncommitted changes from before this run; leave it alone: \
+                 do not write, edit or delete it, and make your change elsewhere or report that it is needed; \
+                 the call was not run"
+            );
+            return Ok(self.refuse(call, "deny", "guard:user_changes", &text, emitter));
+        }
         let (decision, approval) = self.decide(call, &target, emitter).await;
         if let Some(refused) = self.gate(call, &decision, approval, emitter)? {
             return Ok(refused);
@@ -366,6 +384,26 @@ impl<'a> Agent<'a> {
                 message,
             }),
         }
+    }
+
+    /// The path a file-writing call targets when it is one of the user's
+    /// changed files (see [`Agent::protect_user_changes`]).
+    fn users_file<'t>(&self, tool: &dyn Tool, target: &'t Target) -> Option<&'t str> {
+        if self.user_changed.is_empty() || !tool.is_mutating() || target.command.is_some() {
+            return None;
+        }
+        let path = target.path.as_deref()?;
+        let joined = self.setup.ctx.workdir.join(path);
+        // The parent resolved, the name as given: a symlink named by the
+        // user's path is the user's path.
+        let absolute = match (joined.parent(), joined.file_name()) {
+            (Some(parent), Some(name)) => parent
+                .canonicalize()
+                .map_or_else(|_| joined.clone(), |parent| parent.join(name)),
+            _ => joined.clone(),
+        };
+        (self.user_changed.contains(&absolute) || self.user_changed.contains(&joined))
+            .then_some(path)
     }
 
     /// Asks the policy (and, for `ask` under `--interactive`, the human)

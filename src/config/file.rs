@@ -77,7 +77,7 @@ const EXTERNAL_FIELDS: &[&str] = &[
     "timeout_seconds",
     "enabled",
 ];
-const GIT_FIELDS: &[&str] = &["auto_commit", "commit_message_prefix"];
+const GIT_FIELDS: &[&str] = &["auto_commit", "commit_message_prefix", "allow_secret_paths"];
 
 /// Keys of the original design that ybs does not use: rejected with a
 /// message saying so, never accepted and ignored.
@@ -175,6 +175,7 @@ pub fn decode_config(decoder: &mut Decoder<'_>, root: &Node, repository: bool) -
             auto_commit: git.get(decoder, "auto_commit"),
             commit_message_prefix: git.get(decoder, "commit_message_prefix"),
             author: None,
+            allow_secret_paths: decode_allow_secret_paths(decoder, &git, repository),
         };
     }
     layer
@@ -445,6 +446,38 @@ fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool
     }
     layer.search_paths = search_paths.map(|paths| paths.into_iter().map(PathBuf::from).collect());
     layer
+}
+
+/// `git.allow_secret_paths`: globs; operator config only, since it lets
+/// credentials into commits (SECURITY S5, S12).
+fn decode_allow_secret_paths(
+    decoder: &mut Decoder<'_>,
+    fields: &Fields<'_>,
+    repository: bool,
+) -> Option<Vec<String>> {
+    let (key, node) = fields.entry("allow_secret_paths")?;
+    if repository {
+        decoder.error_with_hint(
+            key.span,
+            "`git.allow_secret_paths` cannot be set in the repository's config: it lets credentials into commits",
+            "set it in ~/.config/ybs/config.json or a file given with --config",
+        );
+        return None;
+    }
+    let globs: Vec<String> = decoder.decode(node, "allow_secret_paths")?;
+    for glob in &globs {
+        if let Err(error) = globset::Glob::new(glob) {
+            decoder.error(
+                node.span,
+                format!(
+                    "`git.allow_secret_paths`: `{glob}` is not a valid glob: {}",
+                    error.kind()
+                ),
+            );
+            return None;
+        }
+    }
+    Some(globs)
 }
 
 fn decode_external(

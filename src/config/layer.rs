@@ -162,6 +162,7 @@ pub struct GitLayer {
     pub auto_commit: Option<bool>,
     pub commit_message_prefix: Option<String>,
     pub author: Option<GitAuthor>,
+    pub allow_secret_paths: Option<Vec<String>>,
 }
 
 /// Settings of a run that only the environment and flags give.
@@ -184,7 +185,7 @@ combine_fields! {
     }
     ToolsLayer { builtin, external, search_paths, shadowed }
     BuiltinToolLayer { enabled, timeout }
-    GitLayer { auto_commit, commit_message_prefix, author }
+    GitLayer { auto_commit, commit_message_prefix, author, allow_secret_paths }
     RunLayer { out, cassette, timeout }
 }
 

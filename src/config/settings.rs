@@ -212,6 +212,9 @@ pub struct GitSettings {
     pub commit_message_prefix: String,
     /// `YBS_GIT_AUTHOR`; `None`: git config, else `ybs <ybs@localhost>`.
     pub author: Option<GitAuthor>,
+    /// Globs of paths committed even when they look like they hold a
+    /// credential (operator config only).
+    pub allow_secret_paths: Vec<String>,
 }
 
 /// `Name <email>`.
@@ -346,6 +349,7 @@ impl Config {
                     .commit_message_prefix
                     .unwrap_or_else(|| defaults::COMMIT_MESSAGE_PREFIX.to_owned()),
                 author: git.author,
+                allow_secret_paths: git.allow_secret_paths.unwrap_or_default(),
             },
             out: run.out.unwrap_or_else(|| PathBuf::from(defaults::OUT)),
             cassette: run.cassette,

@@ -7,6 +7,7 @@ pub mod ids;
 pub mod message;
 pub mod outcome;
 pub mod redact;
+pub mod secrets;
 pub mod shard;
 pub mod span;
 pub mod text;

@@ -1,7 +1,14 @@
 //! Secrets never reach an output (SECURITY S7). Every sink writes through a
-//! `Redactor`, which replaces each known secret value with `[REDACTED]`.
+//! `Redactor`, which replaces with `[REDACTED]` each known secret value (as
+//! is, JSON-escaped, and base64-encoded) and every credential recognised by
+//! its shape (`core::secrets`).
 
+use std::collections::{BTreeMap, HashMap};
+
+use regex::Regex;
 use serde_json::Value;
+
+pub use super::secrets::{credential_kind, find_credentials};
 
 /// The replacement text for a secret.
 pub const MASK: &str = "[REDACTED]";
@@ -10,10 +17,26 @@ pub const MASK: &str = "[REDACTED]";
 /// garble ordinary text ("1", "true") and they protect nothing.
 const MIN_SECRET_LEN: usize = 4;
 
-/// A set of secret values to mask.
+/// Base64 runs shorter than this are not masked: they would match
+/// unrelated base64 text.
+const MIN_BASE64_LEN: usize = 8;
+
+/// The kind counted for a known secret value found as is.
+pub const KIND_VALUE: &str = "secret_value";
+/// The kind counted for a known secret value found base64-encoded.
+pub const KIND_VALUE_BASE64: &str = "secret_value_base64";
+
+/// How many secrets were masked, by kind ("github_token", "secret_value", …).
+pub type Redactions = BTreeMap<String, u64>;
+
+/// A set of secret values to mask, plus the credential shapes.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     secrets: Vec<String>,
+    /// Every spelling of every secret, with the kind it counts as.
+    forms: HashMap<String, &'static str>,
+    /// All of `forms`, longest first, as one alternation.
+    matcher: Option<Regex>,
 }
 
 impl Redactor {
@@ -25,46 +48,93 @@ impl Redactor {
     pub fn add(&mut self, secret: impl Into<String>) {
         let secret = secret.into();
         let secret = secret.trim().to_owned();
-        if secret.len() >= MIN_SECRET_LEN && !self.secrets.contains(&secret) {
-            self.secrets.push(secret);
-            // Longest first, so a secret containing another is masked whole.
-            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        if secret.len() < MIN_SECRET_LEN || self.secrets.contains(&secret) {
+            return;
         }
+        let escaped = serde_json::to_string(&secret).unwrap_or_default();
+        let escaped = escaped.trim_matches('"').to_owned();
+        for form in super::secrets::base64_forms(&secret, MIN_BASE64_LEN) {
+            self.forms.entry(form).or_insert(KIND_VALUE_BASE64);
+        }
+        self.forms.insert(escaped, KIND_VALUE);
+        self.forms.insert(secret.clone(), KIND_VALUE);
+        self.secrets.push(secret);
+        let mut forms: Vec<&String> = self.forms.keys().collect();
+        // Longest first, so a secret containing another is masked whole.
+        forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        let alternation = forms
+            .iter()
+            .map(|form| regex::escape(form))
+            .collect::<Vec<_>>()
+            .join("|");
+        self.matcher = Regex::new(&alternation).ok();
     }
 
+    /// Whether no secret value is known (credential shapes are masked
+    /// regardless).
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()
     }
 
-    /// Masks every secret in `text`, also in its JSON-escaped spelling.
+    /// Masks every secret in `text`.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), MASK);
+        self.redact_counting(text, &mut Redactions::new())
+    }
+
+    /// Masks every secret in `text` and adds what it masked to `counts`.
+    pub fn redact_counting(&self, text: &str, counts: &mut Redactions) -> String {
+        let mut out = String::new();
+        let text = match &self.matcher {
+            Some(matcher) if matcher.is_match(text) => {
+                let mut last = 0;
+                for found in matcher.find_iter(text) {
+                    let kind = self
+                        .forms
+                        .get(found.as_str())
+                        .copied()
+                        .unwrap_or(KIND_VALUE);
+                    *counts.entry(kind.to_owned()).or_default() += 1;
+                    out.push_str(&text[last..found.start()]);
+                    out.push_str(MASK);
+                    last = found.end();
+                }
+                out.push_str(&text[last..]);
+                std::mem::take(&mut out)
             }
-            let escaped = serde_json::to_string(secret).unwrap_or_default();
-            let escaped = escaped.trim_matches('"');
-            if escaped != secret && out.contains(escaped) {
-                out = out.replace(escaped, MASK);
-            }
+            _ => text.to_owned(),
+        };
+        let found = find_credentials(&text);
+        if found.is_empty() {
+            return text;
         }
+        let mut last = 0;
+        for hit in found {
+            *counts.entry(hit.kind.to_owned()).or_default() += 1;
+            out.push_str(&text[last..hit.start]);
+            out.push_str(MASK);
+            last = hit.end;
+        }
+        out.push_str(&text[last..]);
         out
     }
 
     /// Masks every secret in every string of a JSON value, keys included.
     pub fn redact_value(&self, value: &mut Value) {
-        if self.secrets.is_empty() {
-            return;
-        }
+        self.redact_value_counting(value, &mut Redactions::new());
+    }
+
+    /// As `redact_value`, adding what it masked to `counts`.
+    pub fn redact_value_counting(&self, value: &mut Value, counts: &mut Redactions) {
         match value {
-            Value::String(text) => *text = self.redact(text),
-            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_value(item)),
+            Value::String(text) => *text = self.redact_counting(text, counts),
+            Value::Array(items) => items
+                .iter_mut()
+                .for_each(|item| self.redact_value_counting(item, counts)),
             Value::Object(map) => {
                 let entries = std::mem::take(map);
                 for (key, mut item) in entries {
-                    self.redact_value(&mut item);
-                    map.insert(self.redact(&key), item);
+                    self.redact_value_counting(&mut item, counts);
+                    map.insert(self.redact_counting(&key, counts), item);
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
@@ -87,5 +157,41 @@ mod tests {
         let mut value = serde_json::json!({"a": ["x sk-canary\"42 y"], "sk-canary\"42": 1});
         redactor.redact_value(&mut value);
         assert!(!value.to_string().contains("canary"));
+    }
+
+    #[test]
+    fn masks_base64_of_known_values_at_every_offset() {
+        let mut redactor = Redactor::new();
+        redactor.add("canary-value-4242");
+        for prefix in ["", "u", "us", "user:"] {
+            for url_safe in [false, true] {
+                let plain = format!("{prefix}canary-value-4242");
+                let encoded = crate::core::secrets::encode_base64(plain.as_bytes(), url_safe);
+                let mut counts = Redactions::new();
+                let out = redactor.redact_counting(&format!("x {encoded} y"), &mut counts);
+                assert!(out.contains(MASK), "{out}");
+                assert!(
+                    !out.contains(encoded[encoded.len() - 8..].trim_end_matches('=')),
+                    "{out}"
+                );
+                assert_eq!(counts.get(KIND_VALUE_BASE64), Some(&1), "{out}");
+            }
+        }
+    }
+
+    #[test]
+    fn masks_credential_shapes_and_counts_them() {
+        let redactor = Redactor::new();
+        let token = "ghp_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2bC4";
+        let mut counts = Redactions::new();
+        let out = redactor.redact_counting(&format!("a {token} b {token}"), &mut counts);
+        assert_eq!(out, "a [REDACTED] b [REDACTED]");
+        assert_eq!(counts.get("github_token"), Some(&2));
+        let mut value = serde_json::json!({"content": format!("[http]\n\textraheader = AUTHORIZATION: basic {}\n", "eC1hY2Nlc3MtdG9rZW46Z2hzX3NlY3JldA==")});
+        let mut counts = Redactions::new();
+        redactor.redact_value_counting(&mut value, &mut counts);
+        assert!(!value.to_string().contains("eC1hY2Nl"), "{value}");
+        assert_eq!(counts.get("basic_auth_header"), Some(&1));
+        assert_eq!(redactor.redact("plain text"), "plain text");
     }
 }

@@ -22,6 +22,12 @@
 //!    all: the runner writes them while the task runs.
 //! 6. Reported but not dirty: ignored by `.gitignore` (skipped,
 //!    `ignored`), or unchanged (nothing to do).
+//! 7. Not tracked at the start and ignored by the ignore rules of the
+//!    start (the task rewrote `.gitignore`): never the task's (skipped,
+//!    `ignored_at_start`), reported or not. The user's ignored `.npmrc`
+//!    stays out of the commit whatever the task does to `.gitignore`; so
+//!    does a new file matching an old rule. Rules 2-3 already leave out
+//!    what the rules of now ignore.
 //!
 //! A path whose name is not UTF-8, or that is a directory (an untracked
 //! nested repository) or a special file, is skipped as `unsupported`; a
@@ -39,6 +45,7 @@ use git2::{AttrCheckFlags, AttrValue, Repository};
 use serde::{Deserialize, Serialize};
 
 use super::commit::push_skips;
+use super::ignore::{IgnoreRules, Matcher};
 use super::status::{Change, Content, DirtyPath, content_of, dirty};
 use super::tree::{files, list};
 use super::{GitError, Snapshot, Workspace};
@@ -99,6 +106,9 @@ pub struct SkippedPath {
 pub enum SkipReason {
     /// Matched by `.gitignore` (or `info/exclude`, `core.excludesFile`).
     Ignored,
+    /// Not tracked, and matched by the ignore rules as they were when the
+    /// task started (it changed them since).
+    IgnoredAtStart,
     /// Changed outside the task's workdir and not reported by a tool.
     OutsideWorkdir,
     /// A reported path outside the repository's work tree (or in `.git`).
@@ -110,17 +120,21 @@ pub enum SkipReason {
     NeedsFilter,
     /// Inside ybs's own outputs (the output directory, the JUnit file).
     YbsOutput,
+    /// Looks like it holds a credential (left out of a salvage commit).
+    Credential,
 }
 
 impl SkipReason {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ignored => "ignored",
+            Self::IgnoredAtStart => "ignored when the task started",
             Self::OutsideWorkdir => "outside the workdir",
             Self::OutsideRepository => "outside the repository",
             Self::Unsupported => "not a regular file",
             Self::NeedsFilter => "needs a git filter program, which ybs never runs",
             Self::YbsOutput => "ybs's own output",
+            Self::Credential => "looks like it holds a credential",
         }
     }
 }
@@ -167,6 +181,16 @@ impl Workspace {
             .config()
             .map_err(GitError::git("cannot read the git config"))?;
         let mut user = BTreeSet::new();
+        let start_rules = changed_ignore_rules(self, repo, snapshot, &now);
+        let base_tree = base_tree(repo, snapshot)?;
+        let ignored_at_start = |path: &str| {
+            start_rules.as_ref().is_some_and(|matcher| {
+                let tracked = base_tree
+                    .as_ref()
+                    .is_some_and(|tree| tree.get_path(Path::new(path)).is_ok());
+                !tracked && matcher.ignores(path)
+            })
+        };
 
         // Rule 1: the user's paths.
         for before in &snapshot.dirty {
@@ -196,6 +220,11 @@ impl Workspace {
                 changes.skipped.push(SkippedPath {
                     path: path.clone(),
                     reason: SkipReason::NeedsFilter,
+                });
+            } else if ignored_at_start(path) {
+                changes.skipped.push(SkippedPath {
+                    path: path.clone(),
+                    reason: SkipReason::IgnoredAtStart,
                 });
             } else if was_reported || path.starts_with(self.prefix()) {
                 changes.files.push(path.clone());
@@ -235,6 +264,37 @@ impl Workspace {
         changes.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(changes)
     }
+}
+
+/// The matcher of the ignore rules at the start when the task changed
+/// them; `None` when they are unchanged (or the snapshot predates them).
+fn changed_ignore_rules(
+    workspace: &Workspace,
+    repo: &Repository,
+    snapshot: &Snapshot,
+    now: &std::collections::BTreeMap<String, DirtyPath>,
+) -> Option<Matcher> {
+    let start = snapshot.ignore_rules.as_ref()?;
+    match IgnoreRules::read(workspace, repo, now) {
+        Ok(current) if current == *start => None,
+        // Unreadable now: hold to the rules of the start.
+        _ => Some(start.matcher()),
+    }
+}
+
+/// The tree of the commit the task started from; `None` on an unborn branch.
+fn base_tree<'r>(
+    repo: &'r Repository,
+    snapshot: &Snapshot,
+) -> Result<Option<git2::Tree<'r>>, GitError> {
+    let Some(base) = &snapshot.base else {
+        return Ok(None);
+    };
+    let oid = git2::Oid::from_str(base).map_err(GitError::git("the base commit is not a SHA"))?;
+    repo.find_commit(oid)
+        .and_then(|commit| commit.tree())
+        .map(Some)
+        .map_err(GitError::git("cannot read the tree of the base commit"))
 }
 
 /// True if and only if `path` or one of its parent directories was

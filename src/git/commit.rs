@@ -22,6 +22,7 @@ use git2::{Commit, ErrorCode, Oid, Reference, Repository, RepositoryState};
 use serde::{Deserialize, Serialize};
 
 use super::changes::{SkippedPath, TaskChanges};
+use super::secrets;
 use super::status::{Head, HeadInfo, read_head, short};
 use super::tree::{self, Identity, Staged, commit_message, files, list};
 use super::{GitError, Snapshot, Workspace};
@@ -53,6 +54,10 @@ pub struct CommitRequest<'a> {
     pub branch: Option<&'a str>,
     /// Masks secrets in the message.
     pub redactor: Option<&'a Redactor>,
+    /// `git.allow_secret_paths`: globs of paths committed even when they
+    /// look like they hold a credential. Every other such file stops the
+    /// commit ([`GitError::SecretInCommit`]) and is left out of a salvage.
+    pub allow_secret_paths: &'a [String],
 }
 
 impl CommitRequest<'_> {
@@ -143,6 +148,11 @@ impl Workspace {
         if changes.is_empty() {
             outcome.note = nothing_to_commit(&changes, "the task changed no files");
             return Ok(outcome);
+        }
+        let allow = secrets::allowed(request.allow_secret_paths);
+        let found = secrets::scan(self.root(), &changes.files, &allow)?;
+        if !found.is_empty() {
+            return Err(GitError::SecretInCommit { found });
         }
 
         // 2. Objects.

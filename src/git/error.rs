@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use super::secrets::SecretFile;
+
 /// An error from a git operation. The runner reports it with reason
 /// `git_error` (SPEC §1: exit 4 when no task failed).
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +67,14 @@ pub enum GitError {
         head: String,
     },
 
+    /// Files the commit would take hold what looks like credentials: the
+    /// commit is not made (reason `secret_in_commit`).
+    #[error(
+        "not committed: {} looks like it holds a credential; the task's changes stay uncommitted (hint: remove the credential from the file; if the file is meant to be committed, the operator can allow its path with git.allow_secret_paths)",
+        describe_secrets(found)
+    )]
+    SecretInCommit { found: Vec<SecretFile> },
+
     /// A libgit2 call failed.
     #[error("git: {context}: {}", cause.message())]
     Git { context: String, cause: git2::Error },
@@ -98,4 +108,13 @@ impl GitError {
             cause,
         }
     }
+}
+
+/// `a.txt (github_token), b.pem (private_key)`.
+fn describe_secrets(found: &[SecretFile]) -> String {
+    found
+        .iter()
+        .map(|file| format!("{} ({})", file.path, file.kind))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -34,7 +34,14 @@
 //! Decisions:
 //! - Which paths a commit takes is decided in `changes.rs`: the task's
 //!   reported paths plus unreported changes inside the workdir, never a
-//!   path that was dirty at the start.
+//!   path that was dirty at the start, nor one the ignore rules of the
+//!   start ignored (`ignore.rs`: a rewritten `.gitignore` brings nothing
+//!   old in).
+//! - A file that looks like it holds a credential stops the commit
+//!   (`secrets.rs`, [`GitError::SecretInCommit`]) unless the operator
+//!   allowed its path.
+//! - `--allow-dirty`: [`Workspace::save_dirty`] saves the user's work on
+//!   `refs/ybs/saved/<run-id>` before anything runs (`saved.rs`).
 //! - The dirty check covers the whole repository, not only the workdir.
 //!   Submodules are left out of both the check and commits.
 //! - The commit's tree is HEAD's tree plus the task's files, built in a
@@ -58,7 +65,10 @@
 mod changes;
 mod commit;
 mod error;
+mod ignore;
 mod salvage;
+mod saved;
+mod secrets;
 mod status;
 mod tree;
 mod workspace;
@@ -70,7 +80,10 @@ mod tests;
 pub use changes::{SkipReason, SkippedPath, TaskChanges};
 pub use commit::{CommitOutcome, CommitRequest};
 pub use error::GitError;
+pub use ignore::IgnoreRules;
 pub use salvage::SalvageOutcome;
+pub use saved::{SavedWork, saved_ref};
+pub use secrets::SecretFile;
 pub use status::{Change, Content, DirtyPath, Head, Snapshot, describe_dirty};
 pub use workspace::{Workspace, no_repository};
 pub use worktree::{TaskWorktree, WORKTREES_DIR};

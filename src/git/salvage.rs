@@ -5,8 +5,9 @@
 use git2::{Commit, Reference};
 use serde::{Deserialize, Serialize};
 
-use super::changes::SkippedPath;
+use super::changes::{SkipReason, SkippedPath};
 use super::commit::{CommitRequest, push_skips};
+use super::secrets;
 use super::status::{read_head, short};
 use super::tree::{self, commit_message, files};
 use super::{GitError, Workspace};
@@ -61,7 +62,17 @@ impl Workspace {
         }
         let identity = tree::identity(&repo, request.author)?;
         let head = read_head(&repo)?;
-        let changes = self.classify(&repo, request.paths, request.snapshot)?;
+        let mut changes = self.classify(&repo, request.paths, request.snapshot)?;
+        // A salvage ref is a commit like any other: no credential in it.
+        let allow = secrets::allowed(request.allow_secret_paths);
+        for secret in secrets::scan(self.root(), &changes.files, &allow)? {
+            changes.files.retain(|path| *path != secret.path);
+            changes.unreported.retain(|path| *path != secret.path);
+            changes.skipped.push(SkippedPath {
+                path: secret.path,
+                reason: SkipReason::Credential,
+            });
+        }
         if changes.is_empty() {
             return Ok(None);
         }

@@ -10,6 +10,7 @@ use std::path::Path;
 use git2::{ErrorCode, ObjectType, Oid, Repository, Status, StatusOptions};
 use serde::{Deserialize, Serialize};
 
+use super::ignore::IgnoreRules;
 use super::{GitError, Workspace};
 
 /// Where HEAD was.
@@ -115,6 +116,11 @@ pub struct Snapshot {
     pub base: Option<String>,
     /// The user's uncommitted paths, sorted. Never committed by a task.
     pub dirty: Vec<DirtyPath>,
+    /// The repository's ignore rules at the start: a path they ignored is
+    /// never committed, even once the task changed them. `None` in the
+    /// snapshot of an older version (the rules of the moment apply then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_rules: Option<IgnoreRules>,
 }
 
 impl Snapshot {
@@ -154,10 +160,13 @@ impl Workspace {
     pub fn snapshot(&self) -> Result<Snapshot, GitError> {
         let repo = self.repo()?;
         let head = read_head(&repo)?;
+        let dirty = dirty(self, &repo)?;
+        let ignore_rules = IgnoreRules::read(self, &repo, &dirty)?;
         Ok(Snapshot {
             head: head.head,
             base: head.oid.map(|oid| oid.to_string()),
-            dirty: dirty(self, &repo)?.into_values().collect(),
+            dirty: dirty.into_values().collect(),
+            ignore_rules: Some(ignore_rules),
         })
     }
 

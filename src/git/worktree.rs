@@ -112,7 +112,8 @@ impl TaskWorktree {
         Ok(())
     }
 
-    /// Removes the worktree and its branch: for a task that never ran.
+    /// Removes the worktree and its branch: for a task that never ran, or
+    /// that committed nothing and left nothing behind.
     pub fn discard(&self) -> Result<(), GitError> {
         self.remove()?;
         let repo = git2::Repository::open(&self.git_dir)
@@ -123,6 +124,15 @@ impl TaskWorktree {
                 "cannot delete branch {}",
                 self.branch
             )))
+    }
+
+    /// True if and only if the worktree holds uncommitted changes (ignored
+    /// files aside): then it keeps work that must not be thrown away.
+    pub fn has_changes(&self) -> Result<bool, GitError> {
+        match Workspace::open(&self.root)? {
+            Some(workspace) => Ok(!workspace.dirty_paths()?.is_empty()),
+            None => Ok(false),
+        }
     }
 
     /// Where `path`, in the work tree the worktree was made from, is in the

@@ -151,13 +151,23 @@ fn test_case(result: &TaskResult) -> TestCase {
     if let Some(sandbox) = &result.sandbox {
         properties.push(("sandbox", sandbox.describe()));
     }
+    if result.dry_run {
+        properties.push(("dry_run", "true".to_owned()));
+    }
     case.add_properties(
         properties
             .into_iter()
             .map(|(name, value)| Property::new(name, clean(&value))),
     );
+    let mut out = String::new();
+    if result.dry_run {
+        out.push_str("dry run: tool calls were decided and recorded, not executed; no command or check ran; nothing was committed\n");
+    }
     if let Some(git) = &result.git {
-        case.set_system_out(clean(&format!("git: {}\n", git.note)));
+        out.push_str(&format!("git: {}\n", git.note));
+    }
+    if !out.is_empty() {
+        case.set_system_out(clean(&out));
     }
     case
 }

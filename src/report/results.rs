@@ -34,6 +34,8 @@ pub struct TaskResult {
     /// False when the events stopped before `task.finished`; the result is
     /// then reported as an `internal_error`.
     pub finished: bool,
+    /// `--dry-run`: tool calls were decided, not executed.
+    pub dry_run: bool,
 }
 
 /// A check that did not pass.
@@ -182,6 +184,7 @@ impl Pending {
                 sandbox: None,
                 git: None,
                 finished: false,
+                dry_run: false,
             },
             checks: Vec::new(),
             last_ms: ts_ms,
@@ -199,8 +202,10 @@ impl Pending {
                 provider,
                 model,
                 sandbox,
+                dry_run,
                 ..
             } => {
+                result.dry_run = *dry_run;
                 result.sandbox.clone_from(sandbox);
                 result.started_ms = record.ts_ms;
                 result.file.clone_from(file);

@@ -95,6 +95,12 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
         _ => writeln!(out, "# ybs run\n")?,
     }
     write_scope(out, results, scope)?;
+    if results.iter().any(|result| result.dry_run) {
+        writeln!(
+            out,
+            "**Dry run**: tool calls were decided and recorded, not executed; no command or check ran; nothing was committed.\n"
+        )?;
+    }
     writeln!(out, "{}\n", RunTotals::of(results))?;
     if results.is_empty() {
         return Ok(());

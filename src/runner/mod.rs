@@ -11,6 +11,7 @@ pub mod workspace;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -22,6 +23,7 @@ use crate::config::Config;
 use crate::core::event::{Event, EventRecord, EventSink};
 use crate::core::shard::shard_key;
 use crate::core::{Cost, Reason, Redactor, Shard, Status, Usage};
+use crate::git::TaskWorktree;
 use crate::llm::cassette::CassetteWriter;
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::RetrySettings;
@@ -176,6 +178,27 @@ pub fn prepare_all(
     }
 }
 
+/// `--allow-dirty`: one line per repository whose uncommitted work was
+/// saved before the run, naming the ref (for the console).
+pub fn saved_work_notes(run: &RunContext, prepared: &[PreparedTask]) -> Vec<String> {
+    if !run.allow_dirty {
+        return Vec::new();
+    }
+    let mut notes: Vec<String> = Vec::new();
+    for task in prepared {
+        let saved = workspace::TaskGit::open(&task.tool_ctx.workdir, &[])
+            .ok()
+            .and_then(|git| git.saved(&run.run_id));
+        if let Some(saved) = saved {
+            let note = saved.note();
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+    notes
+}
+
 /// Runs the prepared tasks, up to `run.jobs` at once, writing every
 /// output. SIGINT/SIGTERM stop every running task (each gets
 /// `task.finished` with reason `interrupted`); outputs are still written.
@@ -227,6 +250,12 @@ pub async fn execute(
         ],
     ));
     let mut results: Vec<Option<TaskResult>> = prepared.iter().map(|_| None).collect();
+    // What each task has done so far, read from its events: an interrupt
+    // drops the task, and its `task.finished` still reports this.
+    let progress: Vec<Mutex<Progress>> = prepared
+        .iter()
+        .map(|_| Mutex::new(Progress::default()))
+        .collect();
     let mut running = FuturesUnordered::new();
     let mut active: Vec<usize> = Vec::new();
     let mut next = 0;
@@ -241,8 +270,13 @@ pub async fn execute(
             let index = next;
             let task = &prepared[index];
             let sink = &sink;
+            let progress = &progress[index];
             running.push(async move {
-                let mut shared = SharedSink(sink);
+                progress
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .started = Some(std::time::Instant::now());
+                let mut shared = SharedSink { sink, progress };
                 (index, task_run::run_task(run, task, &mut shared).await)
             });
             active.push(index);
@@ -263,13 +297,14 @@ pub async fn execute(
                 let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
                 for index in active {
                     let task = &prepared[index];
+                    let done = progress[index]
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    let message = format!("{message} {}", done.describe());
                     let message = match &task.worktree {
-                        Some(worktree) => format!(
-                            "{message}; its changes stay in worktree {} (branch {})",
-                            worktree.root().display(),
-                            worktree.branch
-                        ),
-                        None => message.clone(),
+                        Some(worktree) => interrupted_worktree(worktree, message),
+                        None => message,
                     };
                     let mut emitter = Emitter::new(&task.task.id, &mut *sink);
                     emitter.emit(Event::TaskFinished {
@@ -277,10 +312,10 @@ pub async fn execute(
                         reason: Reason::Interrupted,
                         message: Some(message.clone()),
                         expect: task.task.expect.as_str().to_owned(),
-                        iterations: 0,
-                        usage: Usage::default(),
-                        cost: Cost::Unknown,
-                        duration_ms: 0,
+                        iterations: done.iterations,
+                        usage: done.usage,
+                        cost: done.cost,
+                        duration_ms: done.elapsed_ms(),
                     });
                     results[index] = Some(TaskResult {
                         id: task.task.id.clone(),
@@ -319,14 +354,101 @@ fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
+/// An interrupted task's worktree: kept (and named) when it holds
+/// changes, removed with its branch when it holds none.
+fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
+    if worktree.has_changes().unwrap_or(true) {
+        return format!(
+            "{message}; its changes stay in worktree {} (branch {})",
+            worktree.root().display(),
+            worktree.branch
+        );
+    }
+    match worktree.discard() {
+        Ok(()) => format!(
+            "{message}; its worktree held no change and was removed with branch {}",
+            worktree.branch
+        ),
+        Err(error) => format!(
+            "{message}; its worktree {} (branch {}) could not be removed: {error}",
+            worktree.root().display(),
+            worktree.branch
+        ),
+    }
+}
+
+/// What a running task has done so far, as its events tell it.
+#[derive(Debug, Clone)]
+struct Progress {
+    started: Option<std::time::Instant>,
+    /// Provider requests answered.
+    iterations: u32,
+    usage: Usage,
+    /// As the agent counts it: unknown once one answer's price is.
+    cost: Cost,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self {
+            started: None,
+            iterations: 0,
+            usage: Usage::default(),
+            cost: Cost::Usd(0.0),
+        }
+    }
+}
+
+impl Progress {
+    fn record(&mut self, event: &Event) {
+        if let Event::LlmResponse {
+            iteration,
+            usage,
+            cost,
+            ..
+        } = event
+        {
+            self.iterations = self.iterations.max(*iteration);
+            self.usage.add(*usage);
+            self.cost = self.cost.plus(*cost);
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        self.started.map_or(0, |started| {
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        })
+    }
+
+    /// `after 2 iterations, 240 tokens, $0.0012, 3.4s`.
+    fn describe(&self) -> String {
+        format!(
+            "after {} iteration{}, {} tokens, cost {}, {:.1}s",
+            self.iterations,
+            if self.iterations == 1 { "" } else { "s" },
+            self.usage.total(),
+            self.cost,
+            Duration::from_millis(self.elapsed_ms()).as_secs_f64()
+        )
+    }
+}
+
 /// One running task's way into the run's sink. Every task is polled by
 /// [`execute`]'s one future and an event is handed over whole, so the
-/// lock is never contended and a task's events keep their order.
-struct SharedSink<'s, 'a>(&'s Mutex<RedactingSink<'a>>);
+/// lock is never contended and a task's events keep their order. Keeps
+/// the task's [`Progress`] as the events pass.
+struct SharedSink<'s, 'a> {
+    sink: &'s Mutex<RedactingSink<'a>>,
+    progress: &'s Mutex<Progress>,
+}
 
 impl EventSink for SharedSink<'_, '_> {
     fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
-        self.0
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(&record.event);
+        self.sink
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .event(record)

@@ -95,8 +95,21 @@ pub fn prepare(
     }
     let mut workdir =
         resolve_workdir(&run.cwd, task.workdir.as_deref()).map_err(|m| fail(m, None))?;
-    let commit_enabled = task.commit.enabled && !run.no_commit && run.config.git.auto_commit;
+    // `--dry-run` commits nothing, so it needs no clean tree and no worktree.
+    let commit_enabled =
+        task.commit.enabled && !run.no_commit && !run.dry_run && run.config.git.auto_commit;
     let mut worktree = None;
+    if run.allow_dirty && !run.dry_run {
+        let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
+        let author = run
+            .config
+            .git
+            .author
+            .as_ref()
+            .map(|a| format!("{} <{}>", a.name, a.email));
+        super::workspace::save_users_work(&workdir, &outputs, &run.run_id, author.as_deref())
+            .map_err(|(message, hint)| fail(message, Some(hint)))?;
+    }
     if commit_enabled {
         git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;
         if run.jobs > 1 {

@@ -11,7 +11,7 @@ use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::core::event::{Event, EventSink, GitOutcome};
 use crate::core::{Reason, Status};
-use crate::git::TaskWorktree;
+use crate::git::{GitError, SavedWork, TaskWorktree};
 use crate::task::{Expect, TaskSpec};
 
 /// Runs one prepared task; the last event it emits is `task.finished`.
@@ -72,6 +72,18 @@ pub async fn run_task(
         approver: run.approver.as_deref(),
     };
     let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
+    // `--allow-dirty`: the user's work was saved before the run; the file
+    // tools leave those files alone (in a worktree they are not there).
+    let saved = match (&git, run.allow_dirty) {
+        (Ok(git), true) => git.saved(&run.run_id),
+        _ => None,
+    };
+    if let (Some(saved), Ok(git)) = (&saved, &git) {
+        emitter.note(saved.note());
+        if prepared.worktree.is_none() {
+            agent.protect_user_changes(git.paths_of(saved));
+        }
+    }
     if commit_off.is_none() {
         match &git {
             Err(error) => {
@@ -110,12 +122,34 @@ pub async fn run_task(
             &agent,
             (reason, message),
             answer.as_deref(),
+            saved.as_ref(),
             &mut emitter,
         ),
         Err(_) => (reason, message),
     };
     super::tools::finish(&tools, run, &mut emitter);
+    let message = if run.dry_run {
+        Some(dry_run_message(task, message))
+    } else {
+        message
+    };
     finish(&mut emitter, task, &agent, started, reason, message)
+}
+
+/// `--dry-run` says so in the task's message, and so in every output.
+fn dry_run_message(task: &TaskSpec, message: Option<String>) -> String {
+    let checks = match task.checks.len() {
+        0 => String::new(),
+        1 => "the check did not run; ".to_owned(),
+        n => format!("the {n} checks did not run; "),
+    };
+    let text = format!(
+        "dry run: tool calls were decided and recorded, not executed; {checks}nothing was committed"
+    );
+    match message {
+        Some(message) => format!("{text}; {message}"),
+        None => text,
+    }
 }
 
 /// [`work_and_check`], then, under `--interactive`, as long as the user
@@ -128,7 +162,7 @@ async fn work_and_follow_up(
     emitter: &mut Emitter<'_>,
 ) -> (Reason, Option<String>, Option<String>) {
     loop {
-        let (reason, message, answer) = work_and_check(agent, prepared, emitter).await;
+        let (reason, message, answer) = work_and_check(agent, run, prepared, emitter).await;
         let Some(human) = run.approver.as_deref() else {
             return (reason, message, answer);
         };
@@ -152,6 +186,7 @@ async fn work_and_follow_up(
 /// model's final answer when it gave one.
 async fn work_and_check(
     agent: &mut Agent<'_>,
+    run: &RunContext,
     prepared: &PreparedTask,
     emitter: &mut Emitter<'_>,
 ) -> (Reason, Option<String>, Option<String>) {
@@ -160,6 +195,23 @@ async fn work_and_check(
     loop {
         match agent.run(emitter).await {
             Stop::Answered { content } if task.checks.is_empty() => {
+                return (Reason::Completed, None, Some(content));
+            }
+            // `--dry-run` runs no command: the checks are not run either.
+            Stop::Answered { content } if run.dry_run => {
+                emitter.note(format!(
+                    "dry run: {} not run: {}",
+                    if task.checks.len() == 1 {
+                        "check"
+                    } else {
+                        "checks"
+                    },
+                    task.checks
+                        .iter()
+                        .map(|check| check.run.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
                 return (Reason::Completed, None, Some(content));
             }
             Stop::Answered { content } => {
@@ -204,7 +256,9 @@ async fn work_and_check(
 
 /// Why commits are off for `task`, if they are: no git writes then.
 fn commit_off(run: &RunContext, task: &TaskSpec) -> Option<&'static str> {
-    if run.no_commit {
+    if run.dry_run {
+        Some("--dry-run")
+    } else if run.no_commit {
         Some("--no-commit")
     } else if !task.commit.enabled {
         Some("commit: false")
@@ -229,9 +283,13 @@ fn settle_git(
     agent: &Agent<'_>,
     (reason, message): (Reason, Option<String>),
     answer: Option<&str>,
+    saved: Option<&SavedWork>,
     emitter: &mut Emitter<'_>,
 ) -> (Reason, Option<String>) {
     let task = &prepared.task;
+    let saved_note = saved
+        .map(|saved| format!("; {}", saved.note()))
+        .unwrap_or_default();
     let action = match (commit_off, reason, task.expect) {
         (Some(why), _, _) => Finish::Disabled(why),
         (None, Reason::Completed, Expect::Pass) => Finish::Commit,
@@ -272,6 +330,7 @@ fn settle_git(
             task.commit.branch.as_deref()
         },
         redactor: &run.redactor,
+        allow_secret_paths: &run.config.git.allow_secret_paths,
     };
     let left_in = prepared.worktree.as_ref().map_or_else(
         || "the work tree".to_owned(),
@@ -280,7 +339,7 @@ fn settle_git(
     match git.finish(action, &changed, &info) {
         Ok(mut outcome) => {
             if let Some(worktree) = &prepared.worktree {
-                outcome.note = worktree_note(worktree, action == Finish::Commit, outcome.note);
+                outcome.note = worktree_note(worktree, &outcome);
                 if let Some(branch) = &task.commit.branch {
                     outcome.note = format!(
                         "{}; commit.branch `{branch}` is not used with --jobs: the task's branch is {}",
@@ -288,21 +347,33 @@ fn settle_git(
                     );
                 }
             }
+            outcome.note.push_str(&saved_note);
             emitter.emit(Event::Git { outcome });
             (reason, message)
+        }
+        Err(error @ GitError::SecretInCommit { .. }) => {
+            let text = format!("{error}; they are left in {left_in}");
+            emitter.emit(Event::Git {
+                outcome: GitOutcome {
+                    note: format!("{text}{saved_note}"),
+                    ..GitOutcome::default()
+                },
+            });
+            (Reason::SecretInCommit, Some(text))
         }
         Err(error) if action == Finish::Commit => {
             let text = format!("git: {error}; the task's changes are left in {left_in}");
             emitter.emit(Event::Git {
                 outcome: GitOutcome {
-                    note: text.clone(),
+                    note: format!("{text}{saved_note}"),
                     ..GitOutcome::default()
                 },
             });
             (Reason::GitError, Some(text))
         }
         Err(error) => {
-            let note = format!("git: {error}; the task's changes are left in {left_in}");
+            let note =
+                format!("git: {error}; the task's changes are left in {left_in}{saved_note}");
             emitter.emit(Event::Git {
                 outcome: GitOutcome {
                     note,
@@ -315,20 +386,37 @@ fn settle_git(
 }
 
 /// `--jobs`: a committed task's worktree is removed (its branch stays);
-/// any other keeps it, and the note says where.
-fn worktree_note(worktree: &TaskWorktree, committed: bool, note: String) -> String {
-    if !committed {
+/// one that committed nothing and holds no change goes with its branch,
+/// so a batch of no-op tasks leaves no litter; any other keeps both, and
+/// the note says where.
+fn worktree_note(worktree: &TaskWorktree, outcome: &GitOutcome) -> String {
+    let note = &outcome.note;
+    if outcome.commit.is_some() {
+        return match worktree.remove() {
+            Ok(()) => format!("{note}; worktree removed, branch {} kept", worktree.branch),
+            Err(error) => format!(
+                "{note}; worktree {} could not be removed: {error}",
+                worktree.root().display()
+            ),
+        };
+    }
+    let keeps_work = !outcome.files.is_empty() || worktree.has_changes().unwrap_or(true);
+    if keeps_work {
         return format!(
             "{note} (worktree {} on branch {})",
             worktree.root().display(),
             worktree.branch
         );
     }
-    match worktree.remove() {
-        Ok(()) => format!("{note}; worktree removed, branch {} kept", worktree.branch),
+    match worktree.discard() {
+        Ok(()) => format!(
+            "{note}; worktree and branch {} removed (nothing to keep)",
+            worktree.branch
+        ),
         Err(error) => format!(
-            "{note}; worktree {} could not be removed: {error}",
-            worktree.root().display()
+            "{note}; worktree {} on branch {} could not be removed: {error}",
+            worktree.root().display(),
+            worktree.branch
         ),
     }
 }

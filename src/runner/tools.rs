@@ -104,7 +104,13 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     }
     let mut settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
     settings.sandbox.clone_from(&prepared.tool_ctx.sandbox);
-    let catalog = external::discover(&settings, &enable, &run.child_env).await;
+    // `--dry-run` runs no program: only tools whose schema needs no
+    // `--schema` call are offered.
+    let catalog = if run.dry_run {
+        external::discover::scan(&settings, &enable)
+    } else {
+        external::discover(&settings, &enable, &run.child_env).await
+    };
     for entry in &catalog.entries {
         let named = names.iter().any(|name| {
             name == &entry.name

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::Reason;
 use crate::core::event::GitOutcome;
-use crate::git::{self, CommitRequest, GitError, Snapshot, Workspace};
+use crate::git::{self, CommitRequest, GitError, SavedWork, Snapshot, Workspace};
 
 /// A task's repository, if its workdir is in one.
 pub struct TaskGit {
@@ -39,6 +39,8 @@ pub struct CommitInfo<'a> {
     pub author: Option<&'a str>,
     pub branch: Option<&'a str>,
     pub redactor: &'a crate::core::Redactor,
+    /// `git.allow_secret_paths`.
+    pub allow_secret_paths: &'a [String],
 }
 
 impl TaskGit {
@@ -81,6 +83,38 @@ impl TaskGit {
         (!snapshot.is_clean()).then(|| git::describe_dirty(&snapshot.dirty))
     }
 
+    /// `--allow-dirty`: saves the user's uncommitted paths on
+    /// `refs/ybs/saved/<run-id>` (kept if an earlier task of the run saved
+    /// this repository already). `Ok(None)` when the tree is clean or there
+    /// is no repository.
+    pub fn save_users_work(
+        &self,
+        run_id: &str,
+        author: Option<&str>,
+    ) -> Result<Option<SavedWork>, GitError> {
+        match &self.repo {
+            Some((workspace, snapshot)) => workspace.save_dirty(snapshot, run_id, author),
+            None => Ok(None),
+        }
+    }
+
+    /// The user's work saved for `run_id` in this repository, if any.
+    pub fn saved(&self, run_id: &str) -> Option<SavedWork> {
+        let (workspace, _) = self.repo.as_ref()?;
+        workspace.saved(run_id).ok().flatten()
+    }
+
+    /// The absolute paths of `saved`'s files in this work tree.
+    pub fn paths_of(&self, saved: &SavedWork) -> Vec<PathBuf> {
+        self.repo.as_ref().map_or_else(Vec::new, |(workspace, _)| {
+            saved
+                .files
+                .iter()
+                .map(|path| workspace.root().join(path))
+                .collect()
+        })
+    }
+
     /// Does what `finish` calls for with the task's changed files.
     pub fn finish(
         &self,
@@ -102,6 +136,7 @@ impl TaskGit {
             author: info.author,
             branch: info.branch,
             redactor: Some(info.redactor),
+            allow_secret_paths: info.allow_secret_paths,
         };
         match finish {
             Finish::Commit => Ok(workspace.commit_task(&request)?.report()),
@@ -134,4 +169,24 @@ impl TaskGit {
             }
         }
     }
+}
+
+/// `--allow-dirty`, before any task runs: saves the user's uncommitted
+/// work in the repository around `workdir` (SECURITY S12). A workdir in no
+/// usable repository has nothing to save; a save that fails stops the run.
+pub fn save_users_work(
+    workdir: &Path,
+    outputs: &[PathBuf],
+    run_id: &str,
+    author: Option<&str>,
+) -> Result<Option<SavedWork>, (String, &'static str)> {
+    let Ok(git) = TaskGit::open(workdir, outputs) else {
+        return Ok(None);
+    };
+    git.save_users_work(run_id, author).map_err(|error| {
+        (
+            format!("cannot save your uncommitted changes before the run: {error}"),
+            "commit or stash them first, or drop --allow-dirty",
+        )
+    })
 }

@@ -376,7 +376,22 @@ fn allow_dirty_keeps_the_users_changes_out_of_the_commit() {
 #[test]
 fn allow_dirty_never_commits_a_file_the_user_had_changed_even_if_the_task_edits_it() {
     let ybs = Ybs::new();
-    let repo = two_file_repo(&ybs, "", edit_two_files());
+    // The file tools may not touch the user's file (see git_trust.rs); a
+    // shell command can, and its change still stays out of the commit.
+    let repo = two_file_repo(
+        &ybs,
+        "",
+        vec![
+            calls(&[
+                ("run_shell", json!({"command": "echo A > a.txt"})),
+                (
+                    "edit_file",
+                    json!({"path": "b.txt", "old_text": "b", "new_text": "B"}),
+                ),
+            ]),
+            answer("Edited both files"),
+        ],
+    );
     repo.write("a.txt", "the user's work\n");
     let run = ybs.run(["run", "t.yaml", "--allow-dirty"]);
     run.expect_code(0);

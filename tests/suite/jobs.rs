@@ -377,7 +377,18 @@ fn sigint_with_jobs_2_interrupts_every_running_task() {
         "t.cassette.json",
         vec![
             for_task("a", sleep("37.25")),
-            for_task("b", sleep("37.75")),
+            // b has written a file when it is interrupted: its worktree
+            // holds work and stays.
+            for_task(
+                "b",
+                crate::support::cassette::calls(&[
+                    ("write_file", json!({"path": "b.txt", "content": "b\n"})),
+                    (
+                        "run_shell",
+                        json!({"command": "sleep 37.75", "timeout_seconds": 60}),
+                    ),
+                ]),
+            ),
             for_task("a", answer("never")),
             for_task("b", answer("never")),
             for_task("c", answer("never")),
@@ -390,11 +401,12 @@ fn sigint_with_jobs_2_interrupts_every_running_task() {
         .spawn()
         .unwrap();
     let started = Instant::now();
-    let running = |id: &str| {
+    // Running once its `sleep` was decided.
+    let running = |id: &str, seconds: &str| {
         let path = format!("ybs-out/{id}/events.jsonl");
-        ybs.exists(&path) && ybs.read(&path).contains("tool.decided")
+        ybs.exists(&path) && ybs.read(&path).contains(&format!("sleep {seconds}"))
     };
-    while !(running("a") && running("b")) {
+    while !(running("a", "37.25") && running("b", "37.75")) {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the tools never started"
@@ -468,10 +480,18 @@ fn the_worktree_copy_of_the_task_file_is_protected_too() {
         .find(|event| event["type"] == "tool.decided")
         .unwrap();
     assert_eq!(decided["rule"], "guard:protected_paths", "{decided}");
+    assert_eq!(repo.head(), base, "nothing committed");
     assert_eq!(
-        repo.git(&["rev-parse", &format!("ybs/{run_id}/sneaky")]),
-        base,
-        "nothing committed"
+        repo.output(&[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("ybs/{run_id}/sneaky")
+        ])
+        .stdout,
+        b"",
+        "nothing committed: the task's branch is gone"
     );
+    assert_eq!(repo.git(&["branch", "--list", "ybs/*"]), "");
     repo.fsck();
 }

@@ -3,6 +3,7 @@ mod config_trust;
 mod context;
 mod external;
 mod git;
+mod git_trust;
 mod interactive;
 mod jobs;
 mod policy;

@@ -117,6 +117,9 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     };
     warn_unconfined(&printer, &prepared);
+    for note in runner::saved_work_notes(&context, &prepared) {
+        printer.error(&format!("ybs: {note}"));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -140,7 +143,7 @@ pub fn run(args: &RunArgs) -> u8 {
     }
     let total = report.results.len();
     printer.result(&format!(
-        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{} — outputs in {}",
+        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{} — outputs in {}",
         args.shard
             .map(|shard| format!("shard {shard}: "))
             .unwrap_or_default(),
@@ -150,6 +153,11 @@ pub fn run(args: &RunArgs) -> u8 {
         report.count(Status::Error),
         if report.interrupted {
             " (interrupted)"
+        } else {
+            ""
+        },
+        if args.dry_run {
+            " (dry run: nothing was executed or committed)"
         } else {
             ""
         },

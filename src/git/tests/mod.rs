@@ -10,6 +10,7 @@ mod commit;
 mod head;
 mod safety;
 mod salvage;
+mod trust;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -163,5 +164,6 @@ pub(super) fn request<'a>(snapshot: &'a Snapshot, paths: &'a [PathBuf]) -> Commi
         author: None,
         branch: None,
         redactor: None,
+        allow_secret_paths: &[],
     }
 }

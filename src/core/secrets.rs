@@ -1,0 +1,385 @@
+//! Credentials recognised by their shape, not by a known value: tokens of
+//! the common vendors, AWS keys, PEM private keys, HTTP authorization
+//! headers (SECURITY S7). The redactor masks them in every output and in
+//! what the model reads; git refuses to commit a file that holds one.
+//!
+//! Each shape needs the vendor's full prefix, length and alphabet, so
+//! ordinary prose and placeholders ("ghp_xxx", "sk-...") never match.
+
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet};
+
+/// One credential format. When the pattern has a group named `s`, only
+/// that group is the secret (the text around it is context); otherwise the
+/// whole match is.
+struct Shape {
+    kind: &'static str,
+    pattern: &'static str,
+    /// A further test on the secret text, for shapes a regex cannot pin down.
+    accept: fn(&str) -> bool,
+}
+
+fn always(_: &str) -> bool {
+    true
+}
+
+/// Most specific first: `credential_kind` names the first shape that
+/// matches, and `sk-ant-` must be named before the generic `sk-`.
+const SHAPES: &[Shape] = &[
+    Shape {
+        kind: "private_key",
+        // The whole block; a block cut short runs to the end of the text.
+        pattern: r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)",
+        accept: always,
+    },
+    Shape {
+        kind: "github_token",
+        pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b",
+        accept: always,
+    },
+    Shape {
+        kind: "aws_access_key",
+        pattern: r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
+        accept: always,
+    },
+    Shape {
+        kind: "aws_secret_key",
+        // The 40-character value next to its name, in ini, env, YAML or
+        // JSON spelling (`aws_secret_access_key = …`, `"SecretAccessKey": "…"`).
+        pattern: r#"(?i)(?:aws_?)?secret_?access_?key\\?["']?\s*[:=]\s*\\?["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)"#,
+        accept: always,
+    },
+    Shape {
+        kind: "slack_token",
+        pattern: r"\bxox[abposr]-(?:[0-9]+-)+[A-Za-z0-9]{16,}\b",
+        accept: always,
+    },
+    Shape {
+        kind: "anthropic_key",
+        pattern: r"\bsk-ant-[a-z]{3,8}[0-9]{2}-[A-Za-z0-9_-]{80,}",
+        accept: always,
+    },
+    Shape {
+        kind: "openai_key",
+        // Keys carry "T3BlbkFJ" (base64 of "OpenAI"); project keys are long.
+        pattern: r"\bsk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|\bsk-proj-[A-Za-z0-9_-]{40,}|\bsk-[A-Za-z0-9]{48}\b",
+        accept: always,
+    },
+    Shape {
+        kind: "google_api_key",
+        pattern: r"\b(?P<s>AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|\z)",
+        accept: always,
+    },
+    Shape {
+        kind: "npm_token",
+        pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
+        accept: always,
+    },
+    Shape {
+        kind: "basic_auth_header",
+        // `http.<url>.extraheader = AUTHORIZATION: basic <base64>` as
+        // actions/checkout leaves it in .git/config, or any such header.
+        pattern: r"(?i)\bauthorization\s*[:=]\s*basic\s+(?P<s>[A-Za-z0-9+/_-]{6,}={0,2})",
+        accept: is_basic_credential,
+    },
+    Shape {
+        kind: "bearer_auth_header",
+        pattern: r"(?i)\bauthorization\s*[:=]\s*(?:bearer|token)\s+(?P<s>[A-Za-z0-9+/._~-]{20,}={0,2})",
+        accept: looks_random,
+    },
+];
+
+struct Compiled {
+    set: RegexSet,
+    each: Vec<Regex>,
+}
+
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
+    let patterns: Vec<&str> = SHAPES.iter().map(|shape| shape.pattern).collect();
+    Compiled {
+        // The patterns are constants, checked by the tests below.
+        set: RegexSet::new(&patterns).expect("credential shapes compile"),
+        each: patterns
+            .iter()
+            .map(|pattern| Regex::new(pattern).expect("credential shape compiles"))
+            .collect(),
+    }
+});
+
+/// A credential found in a text: its kind and its byte range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub kind: &'static str,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The kind of the first credential shape found in `text` ("github_token",
+/// "aws_access_key", "private_key", …), or `None`.
+pub fn credential_kind(text: &str) -> Option<&'static str> {
+    let compiled = &*COMPILED;
+    let matched = compiled.set.matches(text);
+    if !matched.matched_any() {
+        return None;
+    }
+    matched
+        .iter()
+        .find(|&index| !find_in(index, &compiled.each[index], text).is_empty())
+        .map(|index| SHAPES[index].kind)
+}
+
+/// Every credential in `text`, in order, overlaps resolved in favour of the
+/// one that starts first (then the longer one).
+pub fn find_credentials(text: &str) -> Vec<Found> {
+    let compiled = &*COMPILED;
+    let matched = compiled.set.matches(text);
+    if !matched.matched_any() {
+        return Vec::new();
+    }
+    let mut found: Vec<Found> = matched
+        .iter()
+        .flat_map(|index| find_in(index, &compiled.each[index], text))
+        .collect();
+    found.sort_by_key(|hit| (hit.start, std::cmp::Reverse(hit.end)));
+    let mut kept: Vec<Found> = Vec::with_capacity(found.len());
+    for hit in found {
+        match kept.last() {
+            Some(last) if hit.start < last.end => {}
+            _ => kept.push(hit),
+        }
+    }
+    kept
+}
+
+fn find_in(index: usize, regex: &Regex, text: &str) -> Vec<Found> {
+    let shape = &SHAPES[index];
+    regex
+        .captures_iter(text)
+        .filter_map(|captures| {
+            let secret = captures.name("s").or_else(|| captures.get(0))?;
+            (shape.accept)(secret.as_str()).then(|| Found {
+                kind: shape.kind,
+                start: secret.start(),
+                end: secret.end(),
+            })
+        })
+        .collect()
+}
+
+/// A basic-auth value is the base64 of `user:password`.
+fn is_basic_credential(value: &str) -> bool {
+    decode_base64(value).is_some_and(|bytes| bytes.len() >= 3 && bytes.contains(&b':'))
+}
+
+/// A bearer value is a credential when it mixes letters and digits, which
+/// placeholders like `YOUR_TOKEN_HERE` do not.
+fn looks_random(value: &str) -> bool {
+    value.bytes().any(|b| b.is_ascii_digit()) && value.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Base64 of `bytes` in the given alphabet, padded with `=`.
+pub(crate) fn encode_base64(bytes: &[u8], url_safe: bool) -> String {
+    let alphabet = if url_safe { URL_SAFE } else { STANDARD };
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(alphabet[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Decodes standard or url-safe base64, padded or not.
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for byte in text.bytes() {
+        let value = match byte {
+            b'A'..=b'Z' => byte - b'A',
+            b'a'..=b'z' => byte - b'a' + 26,
+            b'0'..=b'9' => byte - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// The spellings of `secret` inside base64 text: the whole encoding
+/// (padded and not), and for each of the three byte offsets at which the
+/// secret can start, the run of characters that depend on the secret's
+/// bytes alone, in both alphabets. Runs shorter than `min_len` are left
+/// out: they would match unrelated base64.
+pub(crate) fn base64_forms(secret: &str, min_len: usize) -> Vec<String> {
+    let bytes = secret.as_bytes();
+    let mut forms = Vec::new();
+    for url_safe in [false, true] {
+        let whole = encode_base64(bytes, url_safe);
+        forms.push(whole.trim_end_matches('=').to_owned());
+        forms.push(whole);
+        for offset in 0..3usize {
+            let mut padded = vec![0u8; offset];
+            padded.extend_from_slice(bytes);
+            let encoded = encode_base64(&padded, url_safe);
+            // Characters 6-bit aligned: char i covers bits [6i, 6i+6).
+            // It depends only on the secret when that range lies within
+            // bits [8*offset, 8*(offset+len)).
+            let first = (8 * offset).div_ceil(6);
+            let end_bits = 8 * (offset + bytes.len());
+            let last = end_bits / 6; // exclusive
+            if last > first && last - first >= min_len {
+                forms.push(encoded[first..last].to_owned());
+            }
+        }
+    }
+    forms.retain(|form| form.len() >= min_len);
+    forms.sort();
+    forms.dedup();
+    forms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GHP: &str = "ghp_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2bC4";
+
+    #[test]
+    fn every_shape_compiles() {
+        assert_eq!(COMPILED.each.len(), SHAPES.len());
+    }
+
+    #[test]
+    fn names_each_vendor_format() {
+        let cases = [
+            (GHP, "github_token"),
+            ("gho_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2bC4", "github_token"),
+            ("ghs_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2bC4", "github_token"),
+            (
+                "github_pat_11ABCDEFG0123456789abc_0123456789abcdefghijABCDEFGHIJ0123456789abcdefghijABCDEFGHI",
+                "github_token",
+            ),
+            ("id AKIAIOSFODNN7EXAMPLE here", "aws_access_key"),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+                "aws_secret_key",
+            ),
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+                "private_key",
+            ),
+            (
+                "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+                "slack_token",
+            ),
+            (
+                "sk-ant-api03-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-abcdefghijklmnopqrstuvwxyzAB-AA",
+                "anthropic_key",
+            ),
+            (
+                "sk-proj-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV0123",
+                "openai_key",
+            ),
+            (
+                "sk-abcdefghijklmnopqrstT3BlbkFJabcdefghijklmnopqrst",
+                "openai_key",
+            ),
+            (
+                "key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q;",
+                "google_api_key",
+            ),
+            ("npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_token"),
+            (
+                "extraheader = AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX3NlY3JldA==",
+                "basic_auth_header",
+            ),
+            (
+                "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc123def456",
+                "bearer_auth_header",
+            ),
+        ];
+        for (text, kind) in cases {
+            assert_eq!(credential_kind(text), Some(kind), "{text}");
+        }
+    }
+
+    #[test]
+    fn ordinary_text_and_placeholders_are_not_credentials() {
+        for text in [
+            "ghp_xxx and gho_ and github_pat_",
+            "sk-... or sk-your-key-here, task-runner, risk-assessment-of-the-project",
+            "AKIA is a prefix; AKIAIOSFODNN7 is too short",
+            "-----BEGIN PUBLIC KEY-----\nabc\n-----END PUBLIC KEY-----",
+            "Authorization: Bearer YOUR_TOKEN_HERE",
+            "Authorization: Bearer $TOKEN",
+            "authorization: basic <base64>",
+            "xoxb-not-a-token",
+            "npm_install_all_packages_in_the_workspace",
+            "the secret_access_key goes in ~/.aws/credentials",
+        ] {
+            assert_eq!(credential_kind(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn finds_ranges_and_masks_only_the_value() {
+        let text = format!(
+            "token={GHP}\naws_secret_access_key=\"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\""
+        );
+        let found = find_credentials(&text);
+        assert_eq!(found.len(), 2);
+        assert_eq!(&text[found[0].start..found[0].end], GHP);
+        assert_eq!(
+            &text[found[1].start..found[1].end],
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+        );
+    }
+
+    #[test]
+    fn a_cut_private_key_runs_to_the_end() {
+        let text = "x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk";
+        let found = find_credentials(text);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].end, text.len());
+    }
+
+    #[test]
+    fn base64_round_trips_and_forms_cover_every_offset() {
+        assert_eq!(encode_base64(b"hello", false), "aGVsbG8=");
+        assert_eq!(decode_base64("aGVsbG8").as_deref(), Some(&b"hello"[..]));
+        let secret = "s3cr3t-value-with?>>>chars";
+        let forms = base64_forms(secret, 8);
+        for prefix in ["", "a", "ab", "abc"] {
+            for url_safe in [false, true] {
+                let encoded = encode_base64(format!("{prefix}{secret}!").as_bytes(), url_safe);
+                assert!(
+                    forms.iter().any(|form| encoded.contains(form.as_str())),
+                    "{prefix:?} {url_safe}: {encoded} not covered by {forms:?}"
+                );
+            }
+        }
+    }
+}
