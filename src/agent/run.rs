@@ -17,7 +17,7 @@ use crate::core::text::truncate_middle;
 use crate::core::{Cost, Message, Reason, Redactor, ToolCall, Usage};
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::{self, RetrySettings};
-use crate::llm::{ChatRequest, Provider};
+use crate::llm::{ChatRequest, FinishReason, Provider};
 use crate::policy::{CallView, Decision, OnAsk, Policy, RuleRef, Verdict};
 use crate::tools::{Registry, Target, Tool, ToolCtx, ToolError};
 
@@ -160,6 +160,9 @@ impl<'a> Agent<'a> {
                 },
                 emitter,
             );
+            if let Some(stop) = refused(&response) {
+                return stop;
+            }
             if calls.is_empty() {
                 return Stop::Answered {
                     content: response.content,
@@ -258,12 +261,13 @@ impl<'a> Agent<'a> {
                 error: notice.error.to_string(),
             });
         };
-        let call = retry::complete(
-            self.setup.provider,
-            &request,
-            self.setup.retry,
-            &mut on_retry,
-        );
+        // A retry wait that would pass the task's timeout fails at once.
+        let mut settings = self.setup.retry;
+        if let Some(left) = self.budget.remaining() {
+            let deadline = started + left;
+            settings.deadline = Some(settings.deadline.map_or(deadline, |d| d.min(deadline)));
+        }
+        let call = retry::complete(self.setup.provider, &request, settings, &mut on_retry);
         let result = match self.budget.remaining() {
             Some(left) => match tokio::time::timeout(left, call).await {
                 Ok(result) => result,
@@ -271,9 +275,13 @@ impl<'a> Agent<'a> {
             },
             None => call.await,
         };
-        let response = result.map_err(|error| Stop::Error {
-            reason: error.reason(),
-            message: error.to_string(),
+        let response = result.map_err(|error| {
+            let (reason, message) = (error.reason(), error.to_string());
+            if reason.is_limit() {
+                Stop::Limit { reason, message }
+            } else {
+                Stop::Error { reason, message }
+            }
         })?;
         let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
         self.budget.usage.add(response.usage);
@@ -626,6 +634,26 @@ impl<'a> Agent<'a> {
 enum Resolved {
     Ready(Arc<dyn Tool>, Target),
     Refused(Message),
+}
+
+/// A turn the model refused or the provider's filter ended: the task
+/// fails with its own reason (never a pass), and none of its calls run.
+fn refused(response: &crate::llm::ChatResponse) -> Option<Stop> {
+    let (reason, what) = match response.finish_reason {
+        FinishReason::Refusal => (Reason::Refusal, "the model refused"),
+        FinishReason::ContentFilter => (
+            Reason::ContentFilter,
+            "the provider's content filter ended the model's turn",
+        ),
+        _ => return None,
+    };
+    let said = response.content.trim();
+    let message = if said.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what}: {}", truncate_middle(said, 300).0)
+    };
+    Some(Stop::Failed { reason, message })
 }
 
 fn millis(duration: Duration) -> u64 {

@@ -37,6 +37,7 @@ const LLM_FIELDS: &[&str] = &[
     "total_timeout_seconds",
     "text_tool_calls",
     "pricing",
+    "max_response_bytes",
 ];
 const CONTEXT_FIELDS: &[&str] = &[
     "max_tokens",
@@ -149,6 +150,7 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmLayer {
     let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout_seconds");
     let idle: Option<Spanned<Duration>> = fields.get(decoder, "stream_idle_timeout_seconds");
     let total: Option<Spanned<Duration>> = fields.get(decoder, "total_timeout_seconds");
+    let max_response: Option<Spanned<u64>> = fields.get(decoder, "max_response_bytes");
     LlmLayer {
         provider: provider.and_then(|p| check_provider(decoder, p)),
         model: fields.get(decoder, "model"),
@@ -161,6 +163,7 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmLayer {
             .and_then(|t| positive_duration(decoder, t, "stream_idle_timeout_seconds")),
         total_timeout: total.and_then(|t| positive_duration(decoder, t, "total_timeout_seconds")),
         text_tool_calls: fields.get(decoder, "text_tool_calls"),
+        max_response_bytes: max_response.and_then(|m| positive(decoder, m, "max_response_bytes")),
         pricing: fields
             .node("pricing")
             .map(|node| decode_pricing(decoder, node))

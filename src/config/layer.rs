@@ -97,6 +97,7 @@ pub struct LlmLayer {
     pub idle_timeout: Option<Duration>,
     pub total_timeout: Option<Duration>,
     pub text_tool_calls: Option<bool>,
+    pub max_response_bytes: Option<u64>,
     pub pricing: BTreeMap<String, Price>,
 }
 
@@ -170,7 +171,7 @@ pub struct RunLayer {
 
 combine_fields! {
     ConfigLayer { llm, context, agent, safety, tools, git, ui, run }
-    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, stream, idle_timeout, total_timeout, text_tool_calls, pricing }
+    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, stream, idle_timeout, total_timeout, text_tool_calls, max_response_bytes, pricing }
     ContextLayer { max_tokens, compaction_threshold, max_tool_output_chars, repo_map_tokens }
     AgentLayer { max_iterations, retry_attempts, retry_backoff_base }
     SafetyLayer {
