@@ -152,24 +152,37 @@ impl<'a> Agent<'a> {
                 Ok(response) => response,
                 Err(stop) => return stop,
             };
-            let calls = response.tool_calls.clone();
+            let refusal = refused(&response);
+            // The turn is kept once, in the conversation; each call is
+            // copied from there only while it is handled (a call may carry
+            // megabytes of file content).
+            let crate::llm::ChatResponse {
+                content,
+                tool_calls,
+                ..
+            } = response;
+            let count = tool_calls.len();
+            let answer = tool_calls.is_empty().then(|| content.clone());
             self.push(
                 Message::Assistant {
-                    content: response.content.clone(),
-                    tool_calls: calls.clone(),
+                    content,
+                    tool_calls,
                 },
                 emitter,
             );
-            if let Some(stop) = refused(&response) {
+            if let Some(stop) = refusal {
                 return stop;
             }
-            if calls.is_empty() {
-                return Stop::Answered {
-                    content: response.content,
-                };
+            if let Some(content) = answer {
+                return Stop::Answered { content };
             }
+            let turn_at = self.messages.len() - 1;
             let max_calls = self.setup.limits.max_tool_calls_per_turn;
-            for (index, call) in calls.iter().enumerate() {
+            for index in 0..count {
+                let Some(call) = self.turn_call(turn_at, index) else {
+                    break;
+                };
+                let call = &call;
                 if self.guard.record(call) {
                     return Stop::Limit {
                         reason: Reason::LoopDetected,
@@ -192,6 +205,14 @@ impl<'a> Agent<'a> {
                 };
                 self.push(result, emitter);
             }
+        }
+    }
+
+    /// A copy of call `index` of the assistant message at `at`.
+    fn turn_call(&self, at: usize, index: usize) -> Option<ToolCall> {
+        match self.messages.get(at) {
+            Some(Message::Assistant { tool_calls, .. }) => tool_calls.get(index).cloned(),
+            _ => None,
         }
     }
 

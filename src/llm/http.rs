@@ -310,10 +310,12 @@ impl ResponseBody {
         }))
     }
 
-    /// The whole body.
+    /// The whole body (room for it reserved once when its length is
+    /// announced, within the limit).
     pub(super) async fn collect(self) -> Result<Vec<u8>, ProviderError> {
+        let announced = self.response.content_length().unwrap_or(0).min(self.limit);
         let mut bytes = self.bytes();
-        let mut body = Vec::new();
+        let mut body = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
         while let Some(chunk) = bytes.next().await {
             body.extend_from_slice(&chunk?);
         }
