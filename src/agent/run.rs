@@ -310,6 +310,7 @@ impl<'a> Agent<'a> {
         emitter.emit(Event::LlmResponse {
             iteration,
             response_id: response.response_id.clone(),
+            request_id: response.request_id.clone(),
             usage: response.usage,
             cost,
             duration_ms: millis(started.elapsed()),

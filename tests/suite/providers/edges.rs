@@ -513,6 +513,25 @@ fn the_providers_request_id_is_in_the_message_transcript_retries_and_junit() {
     }
 }
 
+#[test]
+fn the_request_id_of_each_answered_call_is_in_the_transcript_and_events() {
+    for (provider, header) in [("openai", "x-request-id"), ("anthropic", "request-id")] {
+        let server = Server::start(vec![answer(provider).header(header, "req_ok_42")]);
+        let (ybs, keys) = scratch(&task_yaml(""));
+        let run = run_task(&ybs, provider, &base(provider, &server), &[]);
+        run.expect_code(0);
+        let transcript = transcript(&run);
+        assert_eq!(transcript["llm_calls"][0]["request_id"], "req_ok_42");
+        let response = run
+            .events("t")
+            .into_iter()
+            .find(|event| event["type"] == "llm.response")
+            .unwrap();
+        assert_eq!(response["request_id"], "req_ok_42", "{response}");
+        assert_no_secrets(&ybs, &run, &keys);
+    }
+}
+
 // ---- Item 12: responses cut at the size limit while they arrive. ----
 
 #[test]
