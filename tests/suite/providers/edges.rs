@@ -568,6 +568,42 @@ fn a_response_over_the_size_limit_ends_the_task_with_response_too_large() {
     }
 }
 
+#[test]
+fn walks_over_a_huge_tree_stop_at_the_entry_limit_and_say_so() {
+    let ybs = Ybs::new();
+    let big = ybs.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    for n in 0..100_050 {
+        std::fs::File::create(big.join(format!("f{n:06}.txt"))).unwrap();
+    }
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { allow: [list_files, search_files] }\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            crate::support::cassette::calls(&[
+                ("list_files", json!({"pattern": "*.txt", "max_results": 10})),
+                ("search_files", json!({"pattern": "needle", "path": "big"})),
+            ]),
+            crate::support::cassette::answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    for index in 0..2 {
+        let output = transcript["tool_calls"][index]["result"]["output"]
+            .as_str()
+            .unwrap();
+        let result: Value = serde_json::from_str(output).unwrap();
+        assert_eq!(result["truncated"], true, "{output}");
+        let note = result["note"].as_str().unwrap();
+        assert!(note.contains("after 100000 entries"), "{note}");
+    }
+}
+
 // ---- Item 13: refusals and content filters fail the task. ----
 
 #[test]
