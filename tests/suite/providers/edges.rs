@@ -566,6 +566,16 @@ fn a_response_over_the_size_limit_ends_the_task_with_response_too_large() {
         assert_eq!(server.requests().len(), 1, "not retried");
         assert_no_secrets(&ybs, &run, &keys);
     }
+    // A limit of 0 is a config error with its position.
+    let (ybs, _) = scratch(&task_yaml(""));
+    ybs.file("op.json", "{\n  \"llm\": {\"max_response_bytes\": 0}\n}\n");
+    let run = ybs.run(["validate", "t.yaml", "--config", "op.json"]);
+    run.expect_code(2);
+    let shown = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        shown.contains("op.json:2:") && shown.contains("`max_response_bytes`: must be at least 1"),
+        "{shown}"
+    );
 }
 
 #[test]
