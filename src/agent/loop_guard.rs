@@ -9,15 +9,21 @@ pub const REPEATS: u32 = 3;
 /// Remembers the last call signature and how often it repeated.
 #[derive(Debug, Default)]
 pub struct LoopGuard {
-    last: Option<String>,
+    /// The last call's signature, hashed with its length: a call may carry
+    /// megabytes of arguments, and the guard keeps no copy of them.
+    last: Option<(u64, usize)>,
     count: u32,
 }
 
 impl LoopGuard {
     /// Records a call; true if and only if it completes a loop.
     pub fn record(&mut self, call: &ToolCall) -> bool {
-        let signature = call.signature();
-        if self.last.as_deref() == Some(signature.as_str()) {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let text = call.signature();
+        let mut hasher = DefaultHasher::new();
+        text.hash(&mut hasher);
+        let signature = (hasher.finish(), text.len());
+        if self.last == Some(signature) {
             self.count += 1;
         } else {
             self.last = Some(signature);

@@ -17,7 +17,7 @@ use crate::core::text::truncate_middle;
 use crate::core::{Cost, Message, Reason, Redactor, ToolCall, Usage};
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::{self, RetrySettings};
-use crate::llm::{ChatRequest, Provider};
+use crate::llm::{ChatRequest, FinishReason, Provider};
 use crate::policy::{CallView, Decision, OnAsk, Policy, RuleRef, Verdict};
 use crate::tools::{Registry, Target, Tool, ToolCtx, ToolError};
 
@@ -166,21 +166,37 @@ impl<'a> Agent<'a> {
                 Ok(response) => response,
                 Err(stop) => return stop,
             };
-            let calls = response.tool_calls.clone();
+            let refusal = refused(&response);
+            // The turn is kept once, in the conversation; each call is
+            // copied from there only while it is handled (a call may carry
+            // megabytes of file content).
+            let crate::llm::ChatResponse {
+                content,
+                tool_calls,
+                ..
+            } = response;
+            let count = tool_calls.len();
+            let answer = tool_calls.is_empty().then(|| content.clone());
             self.push(
                 Message::Assistant {
-                    content: response.content.clone(),
-                    tool_calls: calls.clone(),
+                    content,
+                    tool_calls,
                 },
                 emitter,
             );
-            if calls.is_empty() {
-                return Stop::Answered {
-                    content: response.content,
-                };
+            if let Some(stop) = refusal {
+                return stop;
             }
+            if let Some(content) = answer {
+                return Stop::Answered { content };
+            }
+            let turn_at = self.messages.len() - 1;
             let max_calls = self.setup.limits.max_tool_calls_per_turn;
-            for (index, call) in calls.iter().enumerate() {
+            for index in 0..count {
+                let Some(call) = self.turn_call(turn_at, index) else {
+                    break;
+                };
+                let call = &call;
                 if self.guard.record(call) {
                     return Stop::Limit {
                         reason: Reason::LoopDetected,
@@ -203,6 +219,14 @@ impl<'a> Agent<'a> {
                 };
                 self.push(result, emitter);
             }
+        }
+    }
+
+    /// A copy of call `index` of the assistant message at `at`.
+    fn turn_call(&self, at: usize, index: usize) -> Option<ToolCall> {
+        match self.messages.get(at) {
+            Some(Message::Assistant { tool_calls, .. }) => tool_calls.get(index).cloned(),
+            _ => None,
         }
     }
 
@@ -272,12 +296,13 @@ impl<'a> Agent<'a> {
                 error: notice.error.to_string(),
             });
         };
-        let call = retry::complete(
-            self.setup.provider,
-            &request,
-            self.setup.retry,
-            &mut on_retry,
-        );
+        // A retry wait that would pass the task's timeout fails at once.
+        let mut settings = self.setup.retry;
+        if let Some(left) = self.budget.remaining() {
+            let deadline = started + left;
+            settings.deadline = Some(settings.deadline.map_or(deadline, |d| d.min(deadline)));
+        }
+        let call = retry::complete(self.setup.provider, &request, settings, &mut on_retry);
         let result = match self.budget.remaining() {
             Some(left) => match tokio::time::timeout(left, call).await {
                 Ok(result) => result,
@@ -289,9 +314,11 @@ impl<'a> Agent<'a> {
             // A request that failed may still have been billed: what the
             // task cost is not known any more.
             self.budget.cost = Cost::Unknown;
-            Stop::Error {
-                reason: error.reason(),
-                message: error.to_string(),
+            let (reason, message) = (error.reason(), error.to_string());
+            if reason.is_limit() {
+                Stop::Limit { reason, message }
+            } else {
+                Stop::Error { reason, message }
             }
         })?;
         let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
@@ -300,6 +327,7 @@ impl<'a> Agent<'a> {
         emitter.emit(Event::LlmResponse {
             iteration,
             response_id: response.response_id.clone(),
+            request_id: response.request_id.clone(),
             usage: response.usage,
             cost,
             duration_ms: millis(started.elapsed()),
@@ -673,6 +701,26 @@ impl<'a> Agent<'a> {
 enum Resolved {
     Ready(Arc<dyn Tool>, Target),
     Refused(Message),
+}
+
+/// A turn the model refused or the provider's filter ended: the task
+/// fails with its own reason (never a pass), and none of its calls run.
+fn refused(response: &crate::llm::ChatResponse) -> Option<Stop> {
+    let (reason, what) = match response.finish_reason {
+        FinishReason::Refusal => (Reason::Refusal, "the model refused"),
+        FinishReason::ContentFilter => (
+            Reason::ContentFilter,
+            "the provider's content filter ended the model's turn",
+        ),
+        _ => return None,
+    };
+    let said = response.content.trim();
+    let message = if said.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what}: {}", truncate_middle(said, 300).0)
+    };
+    Some(Stop::Failed { reason, message })
 }
 
 fn millis(duration: Duration) -> u64 {

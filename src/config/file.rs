@@ -40,6 +40,7 @@ const LLM_FIELDS: &[&str] = &[
     "text_tool_calls",
     "pricing",
     "price",
+    "max_response_bytes",
 ];
 const CONTEXT_FIELDS: &[&str] = &[
     "max_tokens",
@@ -196,6 +197,7 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) 
     let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout_seconds");
     let idle: Option<Spanned<Duration>> = fields.get(decoder, "stream_idle_timeout_seconds");
     let total: Option<Spanned<Duration>> = fields.get(decoder, "total_timeout_seconds");
+    let max_response: Option<Spanned<u64>> = fields.get(decoder, "max_response_bytes");
     let mut layer = LlmLayer {
         provider: provider.and_then(|p| check_provider(decoder, p)),
         model: fields.get(decoder, "model"),
@@ -208,6 +210,7 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) 
             .and_then(|t| positive_duration(decoder, t, "stream_idle_timeout_seconds")),
         total_timeout: total.and_then(|t| positive_duration(decoder, t, "total_timeout_seconds")),
         text_tool_calls: fields.get(decoder, "text_tool_calls"),
+        max_response_bytes: max_response.and_then(|m| positive(decoder, m, "max_response_bytes")),
         pricing: fields
             .node("pricing")
             .map(|node| decode_pricing(decoder, node))

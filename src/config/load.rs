@@ -312,6 +312,7 @@ fn apply_ceilings(
     ceiling!("llm.timeout_seconds", llm.timeout);
     ceiling!("llm.stream_idle_timeout_seconds", llm.idle_timeout);
     ceiling!("llm.total_timeout_seconds", llm.total_timeout);
+    ceiling!("llm.max_response_bytes", llm.max_response_bytes);
     ceiling!("git.auto_commit", git.auto_commit);
     ceiling!("safety.max_task_file_bytes", safety.max_task_file_bytes);
     for name in BUILTIN_TOOLS {

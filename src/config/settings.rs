@@ -28,6 +28,8 @@ pub mod defaults {
     pub const LLM_TIMEOUT: Duration = Duration::from_secs(120);
     pub const LLM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
     pub const LLM_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
+    /// `llm.max_response_bytes`: 8 MiB.
+    pub const LLM_MAX_RESPONSE_BYTES: u64 = crate::llm::DEFAULT_MAX_RESPONSE_BYTES;
     pub const COMPACTION_THRESHOLD: f64 = 0.95;
     pub const MAX_TASK_FILE_BYTES: u64 = 1 << 20;
     pub const SHELL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -122,6 +124,9 @@ pub struct LlmSettings {
     pub idle_timeout: Duration,
     /// `llm.total_timeout_seconds` (default 600 s): one whole request.
     pub total_timeout: Duration,
+    /// `llm.max_response_bytes` (default 8 MiB): one response, as it
+    /// arrives on the wire (stream framing included).
+    pub max_response_bytes: u64,
     /// `llm.text_tool_calls` (default off).
     pub text_tool_calls: bool,
     /// `llm.pricing`: per-model prices over the built-in table.
@@ -303,6 +308,9 @@ impl Config {
                 idle_timeout: llm.idle_timeout.unwrap_or(defaults::LLM_IDLE_TIMEOUT),
                 total_timeout: llm.total_timeout.unwrap_or(defaults::LLM_TOTAL_TIMEOUT),
                 text_tool_calls: llm.text_tool_calls.unwrap_or(false),
+                max_response_bytes: llm
+                    .max_response_bytes
+                    .unwrap_or(defaults::LLM_MAX_RESPONSE_BYTES),
                 pricing: llm.pricing,
                 price: llm.price,
             },

@@ -63,6 +63,10 @@ pub enum Event {
         iteration: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         response_id: Option<String>,
+        /// The provider's id of the HTTP request (`x-request-id`,
+        /// `request-id`), what vendor support asks for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
         usage: Usage,
         cost: Cost,
         duration_ms: u64,

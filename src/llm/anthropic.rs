@@ -49,6 +49,15 @@ impl Anthropic {
             self.endpoint.settings.streaming,
         );
         let response = self.endpoint.post(&body).await?;
+        let request_id = response.request_id.clone();
+        http::with_request_id(self.read_turn(request, response).await, request_id)
+    }
+
+    async fn read_turn(
+        &self,
+        request: &ChatRequest,
+        response: http::ResponseBody,
+    ) -> Result<ChatResponse, ProviderError> {
         let scrub = |text: &str| self.endpoint.http.scrub(text);
         let mut turn = Assembly::default();
         if self.endpoint.settings.streaming {
@@ -112,7 +121,8 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
             _ => messages.push((role, blocks)),
         }
     };
-    for message in &request.messages {
+    let ids = turn::WireIds::new(&request.messages);
+    for (position, message) in request.messages.iter().enumerate() {
         match message {
             Message::User { content } => push("user", text_block(content)),
             Message::Assistant {
@@ -120,10 +130,10 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
                 tool_calls,
             } => {
                 let mut blocks = text_block(content);
-                blocks.extend(tool_calls.iter().map(|call| {
+                blocks.extend(tool_calls.iter().enumerate().map(|(index, call)| {
                     json!({
                         "type": "tool_use",
-                        "id": call.id,
+                        "id": ids.call(position, index),
                         "name": call.name,
                         "input": turn::wire_arguments(call),
                     })
@@ -131,15 +141,12 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
                 push("assistant", blocks);
             }
             Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
+                content, is_error, ..
             } => push(
                 "user",
                 vec![json!({
                     "type": "tool_result",
-                    "tool_use_id": call_id,
+                    "tool_use_id": ids.result(position),
                     "content": content,
                     "is_error": is_error,
                 })],
@@ -342,6 +349,7 @@ impl Assembly {
             None | Some("end_turn" | "stop_sequence") => FinishReason::Stop,
             Some("tool_use") => FinishReason::ToolCalls,
             Some("max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
+            Some("refusal") => FinishReason::Refusal,
             Some(_) => FinishReason::Other,
         };
         let mut texts = Vec::new();
@@ -365,6 +373,7 @@ impl Assembly {
                 usage: self.usage,
                 response_id: self.id,
                 finish_reason,
+                request_id: None,
             },
             request,
             text_tool_calls,

@@ -52,8 +52,8 @@ pub struct Interaction {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedError {
-    /// `status`, `auth`, `missing_key`, `connect`, `timeout`, `stream` or
-    /// `protocol`.
+    /// `status`, `auth`, `missing_key`, `connect`, `timeout`, `stream`,
+    /// `response_too_large` or `protocol`.
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -64,10 +64,14 @@ pub struct RecordedError {
     /// A 429 that meant the quota was exhausted (replayed as not retryable).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quota_exhausted: bool,
+    /// The server's `x-should-retry`, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub should_retry: Option<bool>,
 }
 
 impl RecordedError {
     pub fn from_error(error: &ProviderError) -> Self {
+        let mut should_retry = None;
         let (kind, status, retry_after_ms, quota_exhausted) = match error {
             ProviderError::Auth { status, .. } => ("auth", Some(*status), None, false),
             ProviderError::MissingKey { .. } => ("missing_key", None, None, false),
@@ -75,30 +79,41 @@ impl RecordedError {
                 status,
                 retry_after,
                 quota_exhausted,
+                should_retry: retry,
                 ..
-            } => (
-                "status",
-                Some(*status),
-                retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                *quota_exhausted,
-            ),
+            } => {
+                should_retry = *retry;
+                (
+                    "status",
+                    Some(*status),
+                    retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    *quota_exhausted,
+                )
+            }
             ProviderError::Connect { .. } => ("connect", None, None, false),
             ProviderError::Timeout(_) => ("timeout", None, None, false),
             ProviderError::Stream(_) => ("stream", None, None, false),
-            ProviderError::Protocol(_) | ProviderError::Cassette(_) | ProviderError::Config(_) => {
-                ("protocol", None, None, false)
-            }
+            ProviderError::ResponseTooLarge { .. } => ("response_too_large", None, None, false),
+            ProviderError::KeyWithheld { .. }
+            | ProviderError::WaitTooLong { .. }
+            | ProviderError::Protocol(_)
+            | ProviderError::Cassette(_)
+            | ProviderError::Config(_) => ("protocol", None, None, false),
         };
         // The inner message, so a replayed error prints as the original did.
         let message = match error {
             ProviderError::MissingKey { var } => var.clone(),
+            ProviderError::ResponseTooLarge { limit } => limit.to_string(),
             ProviderError::Auth { message, .. }
             | ProviderError::Status { message, .. }
             | ProviderError::Connect { message, .. }
             | ProviderError::Timeout(message)
             | ProviderError::Stream(message)
             | ProviderError::Protocol(message) => message.clone(),
-            ProviderError::Cassette(_) | ProviderError::Config(_) => error.to_string(),
+            ProviderError::KeyWithheld { .. }
+            | ProviderError::WaitTooLong { .. }
+            | ProviderError::Cassette(_)
+            | ProviderError::Config(_) => error.to_string(),
         };
         Self {
             kind: kind.to_owned(),
@@ -106,6 +121,7 @@ impl RecordedError {
             message,
             retry_after_ms,
             quota_exhausted,
+            should_retry,
         }
     }
 
@@ -121,6 +137,10 @@ impl RecordedError {
                 message,
                 retry_after: self.retry_after_ms.map(Duration::from_millis),
                 quota_exhausted: self.quota_exhausted,
+                should_retry: self.should_retry,
+            },
+            "response_too_large" => ProviderError::ResponseTooLarge {
+                limit: message.parse().unwrap_or_default(),
             },
             "connect" => ProviderError::Connect {
                 endpoint: "replay".to_owned(),
@@ -328,13 +348,16 @@ mod tests {
                 message: "quota".into(),
                 retry_after: Some(Duration::from_secs(2)),
                 quota_exhausted: true,
+                should_retry: None,
             },
             ProviderError::Status {
                 status: 529,
                 message: "Overloaded".into(),
                 retry_after: None,
                 quota_exhausted: false,
+                should_retry: Some(false),
             },
+            ProviderError::ResponseTooLarge { limit: 1000 },
             ProviderError::Auth {
                 status: 401,
                 message: "bad key".into(),

@@ -11,6 +11,14 @@ pub enum ProviderError {
     /// No API key where one is required; detected before any request.
     #[error("missing API key: set `{var}`")]
     MissingKey { var: String },
+    /// The repository named a vendor's own endpoint; the operator's key
+    /// is not sent where the repository says (SECURITY S5).
+    #[error(
+        "`{var}` is not sent to `{endpoint}`: the repository named that endpoint \
+         (./.ybs.json or the task file), and keys go only to endpoints the operator names \
+         (--endpoint, YBS_ENDPOINT or the operator's config)"
+    )]
+    KeyWithheld { var: String, endpoint: String },
     /// The endpoint rejected the credentials (401/403).
     #[error("authentication failed ({status}): {message}")]
     Auth { status: u16, message: String },
@@ -21,8 +29,12 @@ pub enum ProviderError {
         message: String,
         /// From `Retry-After` / `retry-after-ms`.
         retry_after: Option<Duration>,
-        /// A 429 that means the quota is exhausted, not a rate limit.
+        /// The body says the quota or credit is exhausted (OpenAI
+        /// `insufficient_quota`, Anthropic billing errors): never retried.
         quota_exhausted: bool,
+        /// The server's `x-should-retry` header: `false` forbids a retry,
+        /// `true` asks for one (within `agent.retry_*`).
+        should_retry: Option<bool>,
     },
     /// Could not connect.
     #[error("cannot connect to {endpoint}: {message}")]
@@ -36,6 +48,27 @@ pub enum ProviderError {
     /// The response could not be understood.
     #[error("invalid response: {0}")]
     Protocol(String),
+    /// The response passed `llm.max_response_bytes` while it arrived; the
+    /// rest was not read.
+    #[error(
+        "the model's response passed the limit of {limit} bytes (llm.max_response_bytes); \
+         the rest was not read"
+    )]
+    ResponseTooLarge { limit: u64 },
+    /// A retry would have to wait past the task's remaining time (or
+    /// longer than the retry cap): it fails now instead.
+    #[error(
+        "{error}; not retried: {source_name} asks to wait {}, {why}",
+        seconds(*wait)
+    )]
+    WaitTooLong {
+        error: Box<ProviderError>,
+        wait: Duration,
+        /// `Retry-After` or `backoff`.
+        source_name: &'static str,
+        /// What the wait passes: "past the task's remaining time of 12 s".
+        why: String,
+    },
     /// The replay cassette has no answer for this request.
     #[error("cassette: {0}")]
     Cassette(String),
@@ -53,12 +86,19 @@ impl ProviderError {
             Self::Status {
                 status,
                 quota_exhausted,
+                should_retry,
                 ..
-            } => matches!(status, 408 | 409 | 500..=599) || (*status == 429 && !quota_exhausted),
+            } => {
+                !quota_exhausted
+                    && should_retry.unwrap_or(matches!(status, 408 | 409 | 429 | 500..=599))
+            }
             Self::Connect { .. } | Self::Timeout(_) | Self::Stream(_) => true,
             Self::MissingKey { .. }
+            | Self::KeyWithheld { .. }
             | Self::Auth { .. }
             | Self::Protocol(_)
+            | Self::ResponseTooLarge { .. }
+            | Self::WaitTooLong { .. }
             | Self::Cassette(_)
             | Self::Config(_) => false,
         }
@@ -72,10 +112,36 @@ impl ProviderError {
         }
     }
 
+    /// The same error with the provider's request id (`x-request-id`,
+    /// `request-id`) in its message, which is what vendor support asks for.
+    #[must_use]
+    pub fn with_request_id(mut self, id: Option<&str>) -> Self {
+        let Some(id) = id.filter(|id| !id.is_empty()) else {
+            return self;
+        };
+        match &mut self {
+            Self::Auth { message, .. }
+            | Self::Status { message, .. }
+            | Self::Timeout(message)
+            | Self::Stream(message)
+            | Self::Protocol(message)
+                if !message.contains(id) =>
+            {
+                message.push_str(&format!(" (request id {id})"));
+            }
+            _ => {}
+        }
+        self
+    }
+
     /// The reason a task reports when this error ends it.
     pub fn reason(&self) -> Reason {
         match self {
-            Self::MissingKey { .. } | Self::Auth { .. } => Reason::AuthError,
+            Self::ResponseTooLarge { .. } => Reason::ResponseTooLarge,
+            Self::WaitTooLong { .. } => Reason::ProviderError,
+            Self::MissingKey { .. } | Self::KeyWithheld { .. } | Self::Auth { .. } => {
+                Reason::AuthError
+            }
             Self::Status { .. }
             | Self::Connect { .. }
             | Self::Timeout(_)
@@ -84,5 +150,14 @@ impl ProviderError {
             | Self::Cassette(_)
             | Self::Config(_) => Reason::ProviderError,
         }
+    }
+}
+
+/// `3600 s`, `1.5 s`.
+fn seconds(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
     }
 }

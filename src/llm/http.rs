@@ -24,8 +24,6 @@ use crate::core::redact::MASK;
 
 /// How long to wait for a TCP (and TLS) connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest response body read, streamed or not.
-const MAX_RESPONSE_BYTES: usize = 64 << 20;
 /// How much of an error response is read to find the provider's message.
 const MAX_ERROR_BODY: usize = 64 << 10;
 /// How much of a non-JSON error body is quoted in a message.
@@ -90,10 +88,12 @@ pub struct Deadlines {
     pub total: Duration,
 }
 
-/// A client for one endpoint, with its deadlines and the key to scrub.
+/// A client for one endpoint, with its deadlines, the largest response
+/// it reads, and the key to scrub.
 pub(super) struct Http {
     client: reqwest::Client,
     deadlines: Deadlines,
+    max_response_bytes: u64,
     key: Option<ApiKey>,
 }
 
@@ -101,6 +101,7 @@ impl fmt::Debug for Http {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Http")
             .field("deadlines", &self.deadlines)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("key", &self.key)
             .finish_non_exhaustive()
     }
@@ -114,6 +115,7 @@ impl Http {
     pub(super) fn new(
         endpoint: &Url,
         deadlines: Deadlines,
+        max_response_bytes: u64,
         key: Option<ApiKey>,
     ) -> Result<Self, ProviderError> {
         let mut builder = reqwest::Client::builder()
@@ -130,6 +132,7 @@ impl Http {
         Ok(Self {
             client,
             deadlines,
+            max_response_bytes,
             key,
         })
     }
@@ -175,20 +178,25 @@ impl Http {
             Ok(Ok(response)) => response,
         };
         let status = response.status().as_u16();
+        let request_id = request_id(response.headers()).map(|id| self.scrub(&id));
         let body = ResponseBody {
             response,
             idle: self.deadlines.idle,
             total: self.deadlines.total,
             total_at,
+            limit: self.max_response_bytes,
+            request_id,
         };
         if (200..300).contains(&status) {
             return Ok(body);
         }
         let headers = body.response.headers().clone();
+        let request_id = body.request_id.clone();
         let text = body.collect_up_to(MAX_ERROR_BODY).await.unwrap_or_default();
-        Err(status_error(status, &headers, &text, |text| {
-            self.scrub(text)
-        }))
+        Err(
+            status_error(status, &headers, &text, |text| self.scrub(text))
+                .with_request_id(request_id.as_deref()),
+        )
     }
 
     fn send_error(&self, url: &Url, error: &reqwest::Error) -> ProviderError {
@@ -213,6 +221,22 @@ impl Http {
     }
 }
 
+/// A turn read from a response, or the error that ended it, carrying the
+/// provider's request id `id` (the turn in `request_id`, the error in its
+/// message).
+pub(super) fn with_request_id(
+    result: Result<super::ChatResponse, ProviderError>,
+    id: Option<String>,
+) -> Result<super::ChatResponse, ProviderError> {
+    match result {
+        Ok(mut turn) => {
+            turn.request_id = id;
+            Ok(turn)
+        }
+        Err(error) => Err(error.with_request_id(id.as_deref())),
+    }
+}
+
 /// A successful response whose body is still to be read under the idle
 /// and total deadlines.
 pub(super) struct ResponseBody {
@@ -220,6 +244,10 @@ pub(super) struct ResponseBody {
     idle: Duration,
     total: Duration,
     total_at: Instant,
+    /// `llm.max_response_bytes`.
+    limit: u64,
+    /// The provider's id of this request, from the response headers.
+    pub request_id: Option<String>,
 }
 
 /// A response body as a stream of byte chunks, deadlines enforced.
@@ -232,17 +260,21 @@ pub(super) type LineStream = Pin<Box<dyn Stream<Item = Result<String, ProviderEr
 impl ResponseBody {
     /// The raw chunks. Each wait for the next chunk ends at the idle or the
     /// total deadline, whichever comes first; a body error is a `Stream`
-    /// error (retryable), a body over 64 MiB a `Protocol` error.
+    /// error (retryable). The bytes are counted as they arrive: the chunk
+    /// that passes `llm.max_response_bytes` ends the body with
+    /// `ResponseTooLarge`, so no more than the limit is ever held.
     pub(super) fn bytes(self) -> ByteStream {
         struct State {
             inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
-            seen: usize,
+            seen: u64,
         }
         let Self {
             response,
             idle,
             total,
             total_at,
+            limit,
+            request_id: _,
         } = self;
         let state = State {
             inner: Box::pin(response.bytes_stream()),
@@ -264,12 +296,11 @@ impl ResponseBody {
                     Ok(None) => return None,
                     Ok(Some(Err(error))) => Err(ProviderError::Stream(chain(&error))),
                     Ok(Some(Ok(bytes))) => {
-                        state.seen += bytes.len();
-                        if state.seen > MAX_RESPONSE_BYTES {
-                            Err(ProviderError::Protocol(format!(
-                                "response larger than {} MiB",
-                                MAX_RESPONSE_BYTES >> 20
-                            )))
+                        state.seen = state
+                            .seen
+                            .saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+                        if state.seen > limit {
+                            Err(ProviderError::ResponseTooLarge { limit })
                         } else {
                             return Some((Ok(bytes), Some(state)));
                         }
@@ -279,10 +310,12 @@ impl ResponseBody {
         }))
     }
 
-    /// The whole body.
+    /// The whole body (room for it reserved once when its length is
+    /// announced, within the limit).
     pub(super) async fn collect(self) -> Result<Vec<u8>, ProviderError> {
+        let announced = self.response.content_length().unwrap_or(0).min(self.limit);
         let mut bytes = self.bytes();
-        let mut body = Vec::new();
+        let mut body = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
         while let Some(chunk) = bytes.next().await {
             body.extend_from_slice(&chunk?);
         }
@@ -294,7 +327,10 @@ impl ResponseBody {
         let mut bytes = self.bytes();
         let mut body = Vec::new();
         while let Some(chunk) = bytes.next().await {
-            body.extend_from_slice(&chunk?);
+            // What arrived before a deadline or the size limit is enough
+            // to quote.
+            let Ok(chunk) = chunk else { break };
+            body.extend_from_slice(&chunk);
             if body.len() >= limit {
                 body.truncate(limit);
                 break;
@@ -404,8 +440,37 @@ pub(super) fn status_error(
         status,
         retry_after: retry_after(headers, SystemTime::now()),
         quota_exhausted: json.as_ref().is_some_and(says_quota_exhausted),
+        should_retry: should_retry(headers),
         message,
     }
+}
+
+/// The `x-should-retry` header both vendors send: `true` or `false`.
+fn should_retry(headers: &HeaderMap) -> Option<bool> {
+    let value = headers.get(HeaderName::from_static("x-should-retry"))?;
+    match value.to_str().ok()?.trim() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// The provider's id of a request: `x-request-id` (OpenAI and most
+/// others), else `request-id` (Anthropic). Printable ASCII only, at most
+/// 200 characters.
+pub(super) fn request_id(headers: &HeaderMap) -> Option<String> {
+    ["x-request-id", "request-id"]
+        .into_iter()
+        .filter_map(|name| headers.get(HeaderName::from_static(name)))
+        .filter_map(|value| value.to_str().ok())
+        .map(str::trim)
+        .find(|id| !id.is_empty())
+        .map(|id| {
+            id.chars()
+                .filter(char::is_ascii_graphic)
+                .take(200)
+                .collect()
+        })
 }
 
 /// The error for an error object received inside a stream (an OpenAI
@@ -446,6 +511,7 @@ pub(super) fn stream_error(error: &Value, scrub: impl Fn(&str) -> String) -> Pro
             message,
             retry_after: None,
             quota_exhausted: says_quota_exhausted(&wrapped),
+            should_retry: None,
         },
         None => ProviderError::Stream(format!("the provider reported an error: {message}")),
     }
@@ -832,7 +898,12 @@ impl Endpoint {
         headers: HeaderMap,
     ) -> Result<Self, ProviderError> {
         let url = settings.url(path)?;
-        let http = Http::new(&settings.endpoint, settings.deadlines, settings.key.clone())?;
+        let http = Http::new(
+            &settings.endpoint,
+            settings.deadlines,
+            settings.max_response_bytes,
+            settings.key.clone(),
+        )?;
         Ok(Self {
             settings,
             http,

@@ -74,6 +74,12 @@ pub enum FinishReason {
     ToolCalls,
     /// Cut off by the output token limit.
     Length,
+    /// The model refused (Anthropic `stop_reason: refusal`, an OpenAI
+    /// message with `refusal` text).
+    Refusal,
+    /// The provider's content filter ended the turn (OpenAI
+    /// `finish_reason: content_filter`).
+    ContentFilter,
     Other,
 }
 
@@ -90,6 +96,9 @@ pub struct ChatResponse {
     pub response_id: Option<String>,
     #[serde(default)]
     pub finish_reason: FinishReason,
+    /// The provider's id of the request (`x-request-id`, `request-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// A model endpoint. One required method: produce one complete turn.
@@ -126,6 +135,10 @@ pub struct ProviderConfig {
     /// the environment (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`,
     /// `OLLAMA_HOST`), else the vendor's default.
     pub endpoint: Option<String>,
+    /// The endpoint was named by the repository (its `./.ybs.json` or a
+    /// task file), not by the operator: it never receives a key, whatever
+    /// its host (SECURITY S5).
+    pub endpoint_from_repository: bool,
     /// Stream responses (`true` by default).
     pub streaming: bool,
     /// Recover tool calls printed as JSON text (`llm.text_tool_calls`).
@@ -137,7 +150,13 @@ pub struct ProviderConfig {
     pub idle_timeout: Duration,
     /// The whole request.
     pub total_timeout: Duration,
+    /// The largest response read, in bytes as they arrive (stream framing
+    /// included); a larger one ends with `ResponseTooLarge`.
+    pub max_response_bytes: u64,
 }
+
+/// `llm.max_response_bytes` when nobody sets it: 8 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 << 20;
 
 impl ProviderConfig {
     /// A config with the defaults: streaming on, text tool calls off,
@@ -147,11 +166,13 @@ impl ProviderConfig {
             name: name.into(),
             model: model.into(),
             endpoint: None,
+            endpoint_from_repository: false,
             streaming: true,
             text_tool_calls: false,
             request_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(60),
             total_timeout: Duration::from_secs(600),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 
@@ -166,9 +187,11 @@ impl ProviderConfig {
 
 /// Builds the provider `config` names. Keys and default endpoints come
 /// from `env` (pass `|name| std::env::var(name).ok()`). A vendor's own
-/// endpoint (`api.openai.com`, `api.anthropic.com`) without its key is a
-/// `MissingKey` error here, before any request; any other endpoint gets
-/// the key when it is set and works without one.
+/// endpoint (`https://api.openai.com`, `https://api.anthropic.com`, on
+/// the default port) without its key is a `MissingKey` error here, before
+/// any request; any other endpoint the operator named gets the key when it
+/// is set and works without one. An endpoint the repository named never
+/// gets a key: for a vendor's own endpoint that is a `KeyWithheld` error.
 pub fn build(
     config: &ProviderConfig,
     env: &dyn Fn(&str) -> Option<String>,
@@ -253,6 +276,7 @@ pub(crate) struct Settings {
     pub vendor: bool,
     pub key: Option<ApiKey>,
     pub deadlines: Deadlines,
+    pub max_response_bytes: u64,
 }
 
 impl Settings {
@@ -271,13 +295,22 @@ impl Settings {
         let endpoint = parse_endpoint(&text, bare_host).map_err(|problem| {
             ProviderError::Config(format!("invalid {source} `{text}`: {problem}"))
         })?;
-        let is_vendor = vendor
-            .vendor_host
-            .is_some_and(|host| endpoint.host_str() == Some(host));
-        let key = vendor.key_var.and_then(env).and_then(ApiKey::new);
+        let is_vendor = is_vendor_endpoint(&endpoint, vendor.vendor_host);
+        let from_repository = config.endpoint_from_repository && config.endpoint.is_some();
+        let key = vendor
+            .key_var
+            .filter(|_| !from_repository)
+            .and_then(env)
+            .and_then(ApiKey::new);
         if is_vendor && key.is_none() {
-            return Err(ProviderError::MissingKey {
-                var: vendor.key_var.unwrap_or_default().to_owned(),
+            let var = vendor.key_var.unwrap_or_default().to_owned();
+            return Err(if from_repository {
+                ProviderError::KeyWithheld {
+                    var,
+                    endpoint: http::label(&endpoint),
+                }
+            } else {
+                ProviderError::MissingKey { var }
             });
         }
         Ok(Self {
@@ -289,6 +322,7 @@ impl Settings {
             vendor: is_vendor,
             key,
             deadlines: config.deadlines(),
+            max_response_bytes: config.max_response_bytes,
         })
     }
 
@@ -315,6 +349,18 @@ impl Settings {
             &request.model
         }
     }
+}
+
+/// True if and only if `url` is the vendor's own endpoint: its host, over
+/// `https`, on the default port. `http://api.openai.com:18080` is not: the
+/// key would cross the network in clear, to whoever answers there.
+fn is_vendor_endpoint(url: &Url, vendor_host: Option<&str>) -> bool {
+    vendor_host.is_some_and(|host| {
+        url.host_str()
+            .is_some_and(|name| name.trim_end_matches('.').eq_ignore_ascii_case(host))
+            && url.scheme() == "https"
+            && url.port().is_none()
+    })
 }
 
 /// Parses a base URL. With `bare_host` (Ollama's `OLLAMA_HOST` style), a

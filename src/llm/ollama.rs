@@ -35,6 +35,15 @@ impl Ollama {
             self.endpoint.settings.streaming,
         );
         let response = self.endpoint.post(&body).await?;
+        let request_id = response.request_id.clone();
+        http::with_request_id(self.read_turn(request, response).await, request_id)
+    }
+
+    async fn read_turn(
+        &self,
+        request: &ChatRequest,
+        response: http::ResponseBody,
+    ) -> Result<ChatResponse, ProviderError> {
         let scrub = |text: &str| self.endpoint.http.scrub(text);
         let mut turn = Assembly::default();
         if self.endpoint.settings.streaming {
@@ -85,7 +94,8 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    for message in &request.messages {
+    let ids = turn::WireIds::new(&request.messages);
+    for (position, message) in request.messages.iter().enumerate() {
         messages.push(match message {
             Message::User { content } => json!({"role": "user", "content": content}),
             Message::Assistant {
@@ -96,9 +106,10 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
                 if !tool_calls.is_empty() {
                     message["tool_calls"] = tool_calls
                         .iter()
-                        .map(|call| {
+                        .enumerate()
+                        .map(|(index, call)| {
                             json!({
-                                "id": call.id,
+                                "id": ids.call(position, index),
                                 "function": {
                                     "name": call.name,
                                     "arguments": turn::wire_arguments(call),
@@ -109,16 +120,11 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
                 }
                 message
             }
-            Message::Tool {
-                call_id,
-                name,
-                content,
-                ..
-            } => json!({
+            Message::Tool { name, content, .. } => json!({
                 "role": "tool",
                 "content": content,
                 "tool_name": name,
-                "tool_call_id": call_id,
+                "tool_call_id": ids.result(position),
             }),
         });
     }
@@ -217,6 +223,7 @@ impl Assembly {
                 usage: self.usage,
                 response_id: None,
                 finish_reason,
+                request_id: None,
             },
             request,
             text_tool_calls,

@@ -42,6 +42,15 @@ impl OpenAi {
             self.endpoint.settings.vendor,
         );
         let response = self.endpoint.post(&body).await?;
+        let request_id = response.request_id.clone();
+        http::with_request_id(self.read_turn(request, response).await, request_id)
+    }
+
+    async fn read_turn(
+        &self,
+        request: &ChatRequest,
+        response: http::ResponseBody,
+    ) -> Result<ChatResponse, ProviderError> {
         let scrub = |text: &str| self.endpoint.http.scrub(text);
         let mut turn = Assembly::default();
         if self.endpoint.settings.streaming {
@@ -105,7 +114,8 @@ pub(crate) fn request_body(
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    for message in &request.messages {
+    let ids = turn::WireIds::new(&request.messages);
+    for (position, message) in request.messages.iter().enumerate() {
         messages.push(match message {
             Message::User { content } => json!({"role": "user", "content": content}),
             Message::Assistant {
@@ -119,9 +129,10 @@ pub(crate) fn request_body(
                     }
                     message["tool_calls"] = tool_calls
                         .iter()
-                        .map(|call| {
+                        .enumerate()
+                        .map(|(index, call)| {
                             json!({
-                                "id": call.id,
+                                "id": ids.call(position, index),
                                 "type": "function",
                                 "function": {
                                     "name": call.name,
@@ -133,9 +144,9 @@ pub(crate) fn request_body(
                 }
                 message
             }
-            Message::Tool {
-                call_id, content, ..
-            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+            Message::Tool { content, .. } => {
+                json!({"role": "tool", "tool_call_id": ids.result(position), "content": content})
+            }
         });
     }
     let mut body = json!({"model": model, "messages": messages});
@@ -300,7 +311,15 @@ impl Assembly {
             None | Some("stop") => FinishReason::Stop,
             Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
             Some("length") => FinishReason::Length,
+            Some("content_filter") => FinishReason::ContentFilter,
             Some(_) => FinishReason::Other,
+        };
+        // A message with `refusal` text is a refusal, whatever the finish
+        // reason says (`stop`, usually).
+        let finish_reason = if self.refusal.trim().is_empty() {
+            finish_reason
+        } else {
+            FinishReason::Refusal
         };
         let mut ids = CallIds::new("call_", request);
         let tool_calls = turn::finish_calls(
@@ -320,6 +339,7 @@ impl Assembly {
                 usage: self.usage,
                 response_id: self.id,
                 finish_reason,
+                request_id: None,
             },
             request,
             text_tool_calls,

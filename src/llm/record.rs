@@ -72,6 +72,7 @@ mod tests {
             attempts: 2,
             base_delay: Duration::from_millis(5),
             max_delay: Duration::from_secs(1),
+            deadline: None,
         };
         let mut retries = 0;
         let mut on_retry = |_: &retry::RetryNotice| retries += 1;

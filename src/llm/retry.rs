@@ -5,7 +5,7 @@
 //! records it as an event. A retried request is the same request: tools run
 //! only after a complete turn, so nothing is ever run twice.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 
@@ -20,6 +20,9 @@ pub struct RetrySettings {
     pub base_delay: Duration,
     /// Longest wait between attempts, also the cap on `Retry-After`.
     pub max_delay: Duration,
+    /// When the task's time runs out: a wait that would pass it is not
+    /// waited (the error is returned at once, naming the wait).
+    pub deadline: Option<Instant>,
 }
 
 impl Default for RetrySettings {
@@ -28,6 +31,7 @@ impl Default for RetrySettings {
             attempts: 3,
             base_delay: Duration::from_millis(1000),
             max_delay: Duration::from_secs(60),
+            deadline: None,
         }
     }
 }
@@ -42,10 +46,13 @@ pub struct RetryNotice {
 
 /// Calls `provider.complete(request)`, retrying retryable errors
 /// (`ProviderError::is_retryable`: connect errors, timeouts, interrupted
-/// streams, 408, 409, 429 unless the quota is exhausted, 5xx, 529) at most
-/// `settings.attempts` times. Anything else, and the last error once the
-/// attempts are used up, is returned as is. `on_retry` hears of each retry
-/// before its wait.
+/// streams, 408, 409, 429 unless the quota is exhausted, 5xx, 529, and
+/// whatever `x-should-retry` says) at most `settings.attempts` times.
+/// Anything else, and the last error once the attempts are used up, is
+/// returned as is. A wait that cannot be honoured is not waited: a
+/// `Retry-After` longer than `settings.max_delay` (retrying sooner is
+/// futile), or any wait that would pass `settings.deadline`, returns
+/// `WaitTooLong` at once. `on_retry` hears of each retry before its wait.
 pub async fn complete(
     provider: &dyn Provider,
     request: &ChatRequest,
@@ -74,11 +81,39 @@ pub async fn complete(
         attempt += 1;
         // backon's jitter adds up to the delay again; the cap holds for
         // the jittered delay too. A server's `Retry-After` replaces the
-        // backoff (no jitter: it named the time), up to the same cap.
-        let delay = error
-            .retry_after()
-            .unwrap_or(backoff)
-            .min(settings.max_delay);
+        // backoff (no jitter: it named the time).
+        let requested = error.retry_after();
+        let source_name = if requested.is_some() {
+            "Retry-After"
+        } else {
+            "backoff"
+        };
+        if let Some(wait) = requested.filter(|wait| *wait > settings.max_delay) {
+            return Err(ProviderError::WaitTooLong {
+                error: Box::new(error),
+                wait,
+                source_name,
+                why: format!(
+                    "longer than the longest retry wait of {} s",
+                    settings.max_delay.as_secs_f64()
+                ),
+            });
+        }
+        let delay = requested.unwrap_or(backoff).min(settings.max_delay);
+        if let Some(deadline) = settings.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if delay >= left {
+                return Err(ProviderError::WaitTooLong {
+                    error: Box::new(error),
+                    wait: delay,
+                    source_name,
+                    why: format!(
+                        "past the task's remaining time of {:.1} s (limits.timeout)",
+                        left.as_secs_f64()
+                    ),
+                });
+            }
+        }
         on_retry(&RetryNotice {
             attempt,
             delay,
@@ -104,6 +139,7 @@ mod tests {
             attempts: 3,
             base_delay: Duration::from_millis(10),
             max_delay: Duration::from_secs(5),
+            deadline: None,
         }
     }
 
@@ -164,9 +200,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn retry_after_is_capped() {
+    async fn a_retry_after_past_the_cap_fails_at_once() {
         let server = TestServer::start(vec![
-            Reply::json(503, &error_body("busy", "server_error")).header("retry-after", "3600"),
+            Reply::json(503, &error_body("busy", "server_error"))
+                .header("retry-after", "3600")
+                .header("x-request-id", "req_wait1"),
             answer(),
         ])
         .await;
@@ -175,9 +213,106 @@ mod tests {
             max_delay: Duration::from_millis(50),
             ..fast()
         };
+        let started = Instant::now();
         let (result, notices) = run(&*provider, settings).await;
-        assert!(result.is_ok());
-        assert_eq!(notices[0].delay, Duration::from_millis(50));
+        let error = result.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(notices.is_empty());
+        assert!(
+            matches!(error, ProviderError::WaitTooLong { .. }),
+            "{error:?}"
+        );
+        assert!(!error.is_retryable());
+        assert_eq!(error.reason(), crate::core::Reason::ProviderError);
+        assert_eq!(
+            error.to_string(),
+            "HTTP 503: busy (request id req_wait1); not retried: Retry-After asks to wait \
+             3600 s, longer than the longest retry wait of 0.05 s"
+        );
+        assert_eq!(server.requests().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_wait_past_the_deadline_fails_at_once() {
+        // Retry-After within the cap, backoff alike: both would pass the
+        // task's remaining time.
+        let server = TestServer::start(vec![
+            Reply::json(429, &error_body("Rate limit reached", "requests"))
+                .header("retry-after", "30"),
+            Reply::json(500, &error_body("boom", "server_error")),
+            answer(),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        let deadline = Some(Instant::now() + Duration::from_secs(5));
+        let settings = RetrySettings {
+            max_delay: Duration::from_secs(60),
+            deadline,
+            ..fast()
+        };
+        let started = Instant::now();
+        let (result, notices) = run(&*provider, settings).await;
+        let message = result.unwrap_err().to_string();
+        assert!(
+            message.starts_with("HTTP 429: Rate limit reached; not retried: Retry-After asks to wait 30 s, past the task's remaining time of"),
+            "{message}"
+        );
+        assert!(notices.is_empty());
+        let settings = RetrySettings {
+            base_delay: Duration::from_secs(20),
+            max_delay: Duration::from_secs(60),
+            deadline,
+            ..fast()
+        };
+        let (result, _) = run(&*provider, settings).await;
+        let message = result.unwrap_err().to_string();
+        assert!(
+            message.contains("not retried: backoff asks to wait")
+                && message.contains("remaining time"),
+            "{message}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // Time enough: the retry happens.
+        let settings = RetrySettings {
+            deadline: Some(Instant::now() + Duration::from_secs(60)),
+            ..fast()
+        };
+        let server = TestServer::start(vec![
+            Reply::json(500, &error_body("boom", "server_error")),
+            answer(),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        let (result, notices) = run(&*provider, settings).await;
+        assert_eq!(result.unwrap().content, "done");
+        assert_eq!(notices.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn x_should_retry_is_honoured() {
+        let server = TestServer::start(vec![
+            // A 500 the server says not to retry.
+            Reply::json(500, &error_body("boom", "server_error")).header("x-should-retry", "false"),
+            // A 400 the server says to retry, then success.
+            Reply::json(400, &error_body("try again", "invalid_request_error"))
+                .header("x-should-retry", "true"),
+            answer(),
+            // A quota error stays final whatever the header says.
+            Reply::json(429, &json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}))
+                .header("x-should-retry", "true"),
+        ])
+        .await;
+        let provider = openai(&server, |_| {});
+        let (result, notices) = run(&*provider, fast()).await;
+        assert_eq!(result.unwrap_err().to_string(), "HTTP 500: boom");
+        assert!(notices.is_empty());
+        let (result, notices) = run(&*provider, fast()).await;
+        assert_eq!(result.unwrap().content, "done");
+        assert_eq!(notices.len(), 1);
+        let (result, notices) = run(&*provider, fast()).await;
+        assert!(result.is_err());
+        assert!(notices.is_empty());
+        assert_eq!(server.requests().len(), 4);
     }
 
     #[tokio::test]

@@ -2,6 +2,8 @@
 //! assembled from fragments, stable ids where a server gives none, and the
 //! last touches on a complete turn.
 
+use std::collections::{HashMap, HashSet, VecDeque};
+
 use serde_json::{Map, Value};
 
 use super::text_calls;
@@ -126,6 +128,127 @@ fn finish_call(partial: PartialCall, maybe_unfinished: bool, ids: &mut CallIds) 
     }
 }
 
+/// The longest id every protocol takes.
+const MAX_ID_CHARS: usize = 64;
+
+/// True if and only if every protocol takes `id` as a tool-call id
+/// (Anthropic's rule, the strictest: `[A-Za-z0-9_-]{1,64}`).
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_CHARS
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}
+
+/// Gives ybs's own id (`ybs_call_<n>`) to every call of a new turn whose
+/// id is empty, not valid for every protocol, or already used: earlier in
+/// the conversation or by another call of the same turn (servers have
+/// sent both). The same conversation always gets the same ids.
+pub(super) fn unique_ids(calls: &mut [ToolCall], request: &ChatRequest) {
+    let mut used: HashSet<String> = request
+        .messages
+        .iter()
+        .flat_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            Message::User { .. } | Message::Tool { .. } => &[],
+        })
+        .map(|call| call.id.clone())
+        .collect();
+    let mut next = used.len() + 1;
+    for call in calls {
+        if valid_id(&call.id) && !used.contains(&call.id) {
+            used.insert(call.id.clone());
+            continue;
+        }
+        let id = loop {
+            let candidate = format!("ybs_call_{next}");
+            next += 1;
+            if !used.contains(&candidate) {
+                break candidate;
+            }
+        };
+        used.insert(id.clone());
+        call.id = id;
+    }
+}
+
+/// The ids a request carries on the wire. Conversations from elsewhere (a
+/// cassette, a provider switch in `ybs chat`) may hold ids another
+/// protocol rejects, or the same id twice: each call gets an id valid and
+/// unique in the request (its own when it is), and each tool result the
+/// id of the call it answers (the earliest unanswered call with its id).
+pub(super) struct WireIds {
+    /// Per assistant message (by position in the conversation), its calls' ids.
+    calls: HashMap<usize, Vec<String>>,
+    /// Per tool message, its call's id.
+    results: HashMap<usize, String>,
+}
+
+impl WireIds {
+    pub fn new(messages: &[Message]) -> Self {
+        let mut used = HashSet::new();
+        let mut pending: HashMap<&str, VecDeque<String>> = HashMap::new();
+        let mut calls = HashMap::new();
+        let mut results = HashMap::new();
+        let mut next = 1;
+        let mut fresh = |used: &mut HashSet<String>| loop {
+            let candidate = format!("ybs_call_{next}");
+            next += 1;
+            if used.insert(candidate.clone()) {
+                break candidate;
+            }
+        };
+        for (position, message) in messages.iter().enumerate() {
+            match message {
+                Message::Assistant { tool_calls, .. } => {
+                    let ids: Vec<String> = tool_calls
+                        .iter()
+                        .map(|call| {
+                            let id = if valid_id(&call.id) && used.insert(call.id.clone()) {
+                                call.id.clone()
+                            } else {
+                                fresh(&mut used)
+                            };
+                            pending.entry(&call.id).or_default().push_back(id.clone());
+                            id
+                        })
+                        .collect();
+                    calls.insert(position, ids);
+                }
+                Message::Tool { call_id, .. } => {
+                    let id = pending
+                        .get_mut(call_id.as_str())
+                        .and_then(VecDeque::pop_front)
+                        .unwrap_or_else(|| {
+                            if valid_id(call_id) {
+                                call_id.clone()
+                            } else {
+                                fresh(&mut used)
+                            }
+                        });
+                    results.insert(position, id);
+                }
+                Message::User { .. } => {}
+            }
+        }
+        Self { calls, results }
+    }
+
+    /// The wire id of call `index` of the assistant message at `position`.
+    pub fn call(&self, position: usize, index: usize) -> &str {
+        self.calls
+            .get(&position)
+            .and_then(|ids| ids.get(index))
+            .map_or("", String::as_str)
+    }
+
+    /// The wire id of the call the tool message at `position` answers.
+    pub fn result(&self, position: usize) -> &str {
+        self.results.get(&position).map_or("", String::as_str)
+    }
+}
+
 /// The arguments of a call as sent back to a server: the object, or `{}`
 /// for a call whose arguments were invalid (strict servers reject anything
 /// else in the history; the tool result tells the model what went wrong).
@@ -137,8 +260,9 @@ pub(super) fn wire_arguments(call: &ToolCall) -> Value {
 }
 
 /// Last touches on a complete turn: a turn with calls reports `ToolCalls`
-/// even when the server said `stop`, and with `text_tool_calls` a call
-/// printed as text is recovered.
+/// even when the server said `stop`, with `text_tool_calls` a call
+/// printed as text is recovered, and every call id is unique in the
+/// conversation ([`unique_ids`]).
 pub(super) fn finish_turn(
     mut response: ChatResponse,
     request: &ChatRequest,
@@ -148,6 +272,7 @@ pub(super) fn finish_turn(
         let id = CallIds::new("text_call_", request).next_id();
         text_calls::recover(&mut response, &request.tools, id);
     }
+    unique_ids(&mut response.tool_calls, request);
     if !response.tool_calls.is_empty() && response.finish_reason == FinishReason::Stop {
         response.finish_reason = FinishReason::ToolCalls;
     }
@@ -233,6 +358,68 @@ mod tests {
         cut.unfinished = true;
         let calls = finish_calls(vec![cut], false, &mut ids);
         assert!(calls[0].invalid_arguments.is_some());
+    }
+
+    #[test]
+    fn duplicate_empty_and_odd_ids_get_ybs_ids() {
+        // Earlier turn: x0, x1.
+        let request = request_with_calls(2);
+        let mut calls: Vec<ToolCall> = ["x1", "a", "a", "", "has.dot", "b"]
+            .iter()
+            .map(|id| ToolCall::new(*id, "t", json!({})))
+            .collect();
+        unique_ids(&mut calls, &request);
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "ybs_call_3",
+                "a",
+                "ybs_call_4",
+                "ybs_call_5",
+                "ybs_call_6",
+                "b"
+            ]
+        );
+    }
+
+    #[test]
+    fn wire_ids_pair_results_with_their_calls() {
+        let call = |id: &str| ToolCall::new(id, "t", json!({}));
+        let result = |id: &str| Message::Tool {
+            call_id: id.into(),
+            name: "t".into(),
+            content: String::new(),
+            is_error: false,
+        };
+        let messages = vec![
+            Message::user("hi"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("call_0"), call("call_0")],
+            },
+            result("call_0"),
+            result("call_0"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("call_0"), call("odd id!")],
+            },
+            result("call_0"),
+            result("odd id!"),
+        ];
+        let ids = WireIds::new(&messages);
+        let calls = [
+            ids.call(1, 0),
+            ids.call(1, 1),
+            ids.call(4, 0),
+            ids.call(4, 1),
+        ];
+        let results = [ids.result(2), ids.result(3), ids.result(5), ids.result(6)];
+        assert_eq!(calls, results);
+        assert_eq!(calls[0], "call_0");
+        let unique: HashSet<&str> = calls.iter().copied().collect();
+        assert_eq!(unique.len(), 4, "{calls:?}");
+        assert!(calls.iter().all(|id| valid_id(id)), "{calls:?}");
     }
 
     #[test]

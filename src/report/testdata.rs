@@ -109,6 +109,7 @@ fn response(task: &str, ts_ms: u64, iteration: u32, cost: Cost) -> EventRecord {
         Event::LlmResponse {
             iteration,
             response_id: Some(format!("resp-{task}-{iteration}")),
+            request_id: Some(format!("req-{task}-{iteration}")),
             usage: Usage {
                 input_tokens: 600,
                 output_tokens: 17,

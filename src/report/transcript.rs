@@ -130,6 +130,10 @@ pub struct ToolResult {
 pub struct LlmCall {
     pub iteration: u32,
     pub response_id: Option<String>,
+    /// The provider's id of the HTTP request (`x-request-id`,
+    /// `request-id`); absent when it sent none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
     pub usage: Usage,
     pub cost: Cost,
     pub duration_ms: u64,
@@ -209,6 +213,7 @@ impl Transcript {
                 Event::LlmResponse {
                     iteration: call.iteration,
                     response_id: call.response_id.clone(),
+                    request_id: call.request_id.clone(),
                     usage: call.usage,
                     cost: call.cost,
                     duration_ms: call.duration_ms,
@@ -384,6 +389,7 @@ impl TranscriptBuilder {
             Event::LlmResponse {
                 iteration,
                 response_id,
+                request_id,
                 usage,
                 cost,
                 duration_ms,
@@ -396,6 +402,7 @@ impl TranscriptBuilder {
                 self.llm_calls.push(LlmCall {
                     iteration: *iteration,
                     response_id: response_id.clone(),
+                    request_id: request_id.clone(),
                     usage: *usage,
                     cost: *cost,
                     duration_ms: *duration_ms,

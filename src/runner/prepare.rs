@@ -17,7 +17,7 @@ use crate::llm::cassette::Cassette;
 use crate::llm::failing::Failing;
 use crate::llm::record::Recorder;
 use crate::llm::replay::Replay;
-use crate::llm::{self, API_KEY_VARS, Provider, ProviderConfig, ProviderError};
+use crate::llm::{self, Provider, ProviderConfig, ProviderError};
 use crate::policy::{GuardSettings, Policy, PolicySpec};
 use crate::task::TaskSpec;
 use crate::tools::sandbox::{self, Sandbox, SandboxSettings, Unavailable};
@@ -505,40 +505,27 @@ pub fn build_provider(
     config.request_timeout = settings.llm_timeout;
     config.idle_timeout = settings.llm_idle_timeout;
     config.total_timeout = settings.llm_total_timeout;
+    config.max_response_bytes = run.config.llm.max_response_bytes;
     // SECURITY S5: an endpoint chosen by the repository (task file or
-    // ./.ybs.json) never receives the operator's vendor key, unless it is
-    // the vendor's own endpoint.
-    let hide_keys = matches!(
+    // ./.ybs.json) never receives the operator's key.
+    config.endpoint_from_repository = matches!(
         settings.endpoint_origin,
         Origin::TaskFile | Origin::Repository
-    ) && settings
-        .endpoint
-        .as_deref()
-        .is_some_and(|endpoint| !is_vendor_endpoint(endpoint));
-    let env = |name: &str| {
-        if hide_keys && API_KEY_VARS.contains(&name) {
-            return None;
-        }
-        std::env::var(name).ok()
-    };
+    );
+    let env = |name: &str| std::env::var(name).ok();
     let provider = match llm::build(&config, &env) {
         Ok(provider) => provider,
-        Err(error @ (ProviderError::MissingKey { .. } | ProviderError::Auth { .. })) => {
-            Box::new(Failing::new(settings.provider.clone(), error))
-        }
+        Err(
+            error @ (ProviderError::MissingKey { .. }
+            | ProviderError::KeyWithheld { .. }
+            | ProviderError::Auth { .. }),
+        ) => Box::new(Failing::new(settings.provider.clone(), error)),
         Err(error) => return Err((error.to_string(), None)),
     };
     Ok(match &run.recorder {
         Some(writer) => Box::new(Recorder::new(provider, writer.clone(), task.id.clone())),
         None => provider,
     })
-}
-
-fn is_vendor_endpoint(endpoint: &str) -> bool {
-    reqwest::Url::parse(endpoint)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_owned))
-        .is_some_and(|host| host == "api.openai.com" || host == "api.anthropic.com")
 }
 
 /// `tasks/x.yaml` → `tasks/x.cassette.json`, if it exists.

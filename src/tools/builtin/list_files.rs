@@ -68,12 +68,20 @@ impl Tool for ListFiles {
             let root = paths::resolve_dir(ctx, path)?.abs;
             let walk_ctx = WalkCtx::new(ctx, root);
             let max = usize::try_from(max).unwrap_or(usize::MAX);
-            let (files, total) = walk::blocking(move || Ok(list(&walk_ctx, &pattern, max))).await?;
-            Ok(ToolOutput::json(&json!({
+            let (files, total, note) = walk::blocking(move || {
+                let (files, total) = list(&walk_ctx, &pattern, max);
+                Ok((files, total, walk_ctx.limit_note()))
+            })
+            .await?;
+            let mut result = json!({
                 "files": files,
                 "total_matches": total,
-                "truncated": total > files.len(),
-            })))
+                "truncated": total > files.len() || note.is_some(),
+            });
+            if let Some(note) = note {
+                result["note"] = json!(note);
+            }
+            Ok(ToolOutput::json(&result))
         })
     }
 }
@@ -185,6 +193,24 @@ mod tests {
     async fn list(fx: &Fixture, args: Value) -> Result<Value, ToolError> {
         let out = ListFiles.call(args, &fx.ctx).await?;
         Ok(serde_json::from_str(&out.content).unwrap())
+    }
+
+    #[test]
+    fn a_walk_stops_at_the_entry_limit_with_a_note() {
+        let fx = Fixture::new();
+        for n in 0..60 {
+            fx.file(&format!("d{}/f{n}.txt", n % 3), "");
+        }
+        let pattern = PathGlob::new("pattern", "*.txt").unwrap();
+        let walk_ctx = WalkCtx::with_limit(&fx.ctx, fx.ctx.workdir.clone(), 20);
+        let (files, total) = super::list(&walk_ctx, &pattern, 1000);
+        assert!(total < 20 && files.len() == total, "{total} {files:?}");
+        let note = walk_ctx.limit_note().unwrap();
+        assert!(note.contains("after 20 entries"), "{note}");
+        // Under the limit: no note.
+        let walk_ctx = WalkCtx::with_limit(&fx.ctx, fx.ctx.workdir.clone(), 1000);
+        assert_eq!(super::list(&walk_ctx, &pattern, 1000).1, 60);
+        assert_eq!(walk_ctx.limit_note(), None);
     }
 
     fn tree() -> Fixture {

@@ -137,19 +137,24 @@ async fn search(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     };
     let walk_ctx = WalkCtx::new(ctx, resolved.abs);
     let single_file = resolved.kind == Some(Kind::File);
-    let (matches, total) = walk::blocking(move || {
-        Ok(if single_file {
+    let (matches, total, note) = walk::blocking(move || {
+        let (matches, total) = if single_file {
             search_one(&walk_ctx, &query)
         } else {
             search_tree(&walk_ctx, &query)
-        })
+        };
+        Ok((matches, total, walk_ctx.limit_note()))
     })
     .await?;
-    Ok(ToolOutput::json(&json!({
+    let mut result = json!({
         "matches": matches,
         "total_matches": total,
-        "truncated": total > matches.len(),
-    })))
+        "truncated": total > matches.len() || note.is_some(),
+    });
+    if let Some(note) = note {
+        result["note"] = json!(note);
+    }
+    Ok(ToolOutput::json(&result))
 }
 
 fn searcher(context: usize) -> Searcher {

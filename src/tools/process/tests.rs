@@ -141,6 +141,26 @@ fn capture_counts_what_it_drops() {
     assert_eq!(capture.finish(), ("0123456789".to_owned(), false));
 }
 
+#[test]
+fn capture_memory_stays_bounded_by_the_cap() {
+    // 256 MiB through a 1 MiB cap, in pipe-sized chunks: what is held
+    // never grows past a small multiple of the cap, and every byte counts.
+    let cap = 1 << 20;
+    let mut capture = Capture::new(cap);
+    let chunk = vec![b'x'; CHUNK];
+    let mut held_most = 0;
+    for _ in 0..(256 << 20) / CHUNK {
+        capture.push(&chunk);
+        held_most = held_most.max(capture.head.capacity() + capture.tail.capacity());
+    }
+    assert!(held_most <= 3 * cap, "held {held_most} bytes");
+    assert_eq!(capture.total, 256 << 20);
+    let (text, truncated) = capture.finish();
+    assert!(truncated);
+    assert!(text.len() < cap + 100, "{}", text.len());
+    assert!(text.contains(&format!("{} bytes of output omitted", (256 << 20) - cap)));
+}
+
 #[tokio::test]
 async fn stdin_is_empty_unless_given() {
     let dir = tempfile::tempdir().unwrap();
