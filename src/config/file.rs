@@ -4,7 +4,8 @@
 //! Sections follow seed 003 §2.3: `llm`, `context`, `agent`, `safety`,
 //! `tools`, `git`, `ui`. A file in the repository (`./.ybs.json`) cannot
 //! widen what the operator allows (SECURITY S5): it may not set
-//! `safety.allowed_paths`, `safety.env_passthrough` or turn the sandbox
+//! `safety.allowed_paths`, `safety.env_passthrough`,
+//! `safety.allowed_workdirs` or turn the sandbox
 //! off, and its blocked lists add to the others instead of replacing them.
 
 use std::collections::BTreeMap;
@@ -56,6 +57,7 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_writable_paths",
     "sandbox_network",
     "require_confirmation",
+    "allowed_workdirs",
 ];
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths"];
 const EXTERNAL_FIELDS: &[&str] = &[
@@ -263,7 +265,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
             && items.is_some()
             && matches!(
                 name,
-                "allowed_paths" | "env_passthrough" | "sandbox_writable_paths"
+                "allowed_paths" | "env_passthrough" | "sandbox_writable_paths" | "allowed_workdirs"
             )
         {
             decoder.error_with_hint(
@@ -284,6 +286,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         sandbox_writable_paths: list(decoder, "sandbox_writable_paths", None),
         sandbox_network: fields.get(decoder, "sandbox_network"),
         require_confirmation: list(decoder, "require_confirmation", None),
+        allowed_workdirs: list(decoder, "allowed_workdirs", None),
         ..SafetyLayer::default()
     };
     if repository {

@@ -125,6 +125,9 @@ pub struct SafetyLayer {
     pub sandbox_writable_paths: Option<Vec<String>>,
     pub sandbox_network: Option<bool>,
     pub require_confirmation: Option<Vec<String>>,
+    /// Roots outside the task file's repository a task's `workdir` may be
+    /// in (operator config only).
+    pub allowed_workdirs: Option<Vec<String>>,
     /// From the repository's `./.ybs.json`, which may only add to the
     /// blocked lists (SECURITY S5).
     pub extra_blocked_paths: Vec<String>,
@@ -176,6 +179,7 @@ combine_fields! {
     SafetyLayer {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
         sandbox_writable_paths, sandbox_network, require_confirmation, extra_blocked_paths, extra_blocked_commands,
+        allowed_workdirs,
     }
     ToolsLayer { builtin, external, search_paths }
     BuiltinToolLayer { enabled, timeout }

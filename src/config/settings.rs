@@ -144,6 +144,9 @@ pub struct SafetySettings {
     pub sandbox_network: bool,
     /// Kept from the seed schema; policy `ask` rules do this job in ybs.
     pub require_confirmation: Vec<String>,
+    /// Roots outside the task file's repository a task's `workdir` may
+    /// resolve into (operator config only; `~` not yet expanded).
+    pub allowed_workdirs: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -322,6 +325,7 @@ impl Config {
                 sandbox_writable_paths: safety.sandbox_writable_paths.unwrap_or_default(),
                 sandbox_network: safety.sandbox_network.unwrap_or(false),
                 require_confirmation: safety.require_confirmation.unwrap_or_default(),
+                allowed_workdirs: safety.allowed_workdirs.unwrap_or_default(),
             },
             tools: ToolsSettings {
                 builtin,

@@ -4,6 +4,7 @@ mod external;
 mod git;
 mod interactive;
 mod jobs;
+mod outputs;
 mod policy;
 mod providers;
 mod run;
