@@ -98,6 +98,8 @@ pub enum MergeError {
     NoDigest { path: PathBuf, digests: PathBuf },
     #[error("`{}` is a symbolic link, not a transcript ybs wrote", path.display())]
     Link { path: PathBuf },
+    #[error(transparent)]
+    OutDir(#[from] super::outdir::OpenError),
     #[error("`--out {}` is also one of the directories to merge", out.display())]
     OutIsInput { out: PathBuf },
     #[error("failed to write the merged outputs")]
@@ -128,6 +130,7 @@ impl MergeError {
             | Self::Forged { .. }
             | Self::NoDigest { .. }
             | Self::Link { .. }
+            | Self::OutDir(_)
             | Self::OutIsInput { .. } => exit::USAGE,
             Self::Write { .. } => exit::INFRA,
         }
@@ -155,6 +158,9 @@ impl MergeError {
             Self::NoDigest { .. } => Some(format!(
                 "merge only output directories of a `ybs run` that recorded its transcripts in `{DIGESTS_FILE}`; run the shard again"
             )),
+            Self::OutDir(_) => {
+                Some("pass --out a path without symbolic links".to_owned())
+            }
             Self::Read { .. }
             | Self::Transcript { .. }
             | Self::ShardFile { .. }
@@ -230,8 +236,7 @@ pub fn merge(dirs: &[PathBuf], outputs: &MergeOutputs) -> Result<Merged, MergeEr
 
     let write = |source: io::Error| MergeError::Write { source };
     let cwd = std::env::current_dir().map_err(write)?;
-    let out = OutDir::open(&outputs.out_dir, &cwd)
-        .map_err(|err| write(io::Error::other(err.to_string())))?;
+    let out = OutDir::open(&outputs.out_dir, &cwd)?;
     let mut junit = JunitSink::new(out.clone(), "junit.xml").with_scope(scope.clone());
     let mut summary = SummarySink::new(out, "summary.md", outputs.github_step_summary.clone())
         .with_scope(scope.clone());

@@ -366,6 +366,27 @@ impl OutDir {
         Ok(true)
     }
 
+    /// Creates `OUT/name` with `contents` unless something (anything, a
+    /// link included) is already there, which is left alone. Not checked
+    /// later: for files that are not outputs, like `.gitignore`.
+    pub fn create_new(&self, name: &str, contents: &[u8]) -> io::Result<()> {
+        plain_name(name)?;
+        let shown = self.display(None, name);
+        let fd = match open_beneath(
+            self.fd.as_fd(),
+            name,
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
+            Mode::from_bits_truncate(0o644),
+        ) {
+            Ok(fd) => fd,
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+            Err(err) => return Err(with_path(err, &shown)),
+        };
+        File::from(fd)
+            .write_all(contents)
+            .map_err(|err| with_path(err, &shown))
+    }
+
     /// Writes `OUT/task/name` whole: a temporary file in the same
     /// directory, then a rename over the old one, so readers see the old
     /// file or the new one, and a planted link is replaced, not followed.

@@ -93,6 +93,7 @@ impl OutputPaths {
             self.out_dir.clone(),
             self.out_dir.join("summary.md"),
             self.out_dir.join(report::SHARD_FILE),
+            self.out_dir.join(report::DIGESTS_FILE),
             self.junit.clone(),
         ];
         paths.extend(tasks.iter().map(|task| self.out_dir.join(&task.id)));
@@ -417,13 +418,12 @@ impl EventSink for SharedSink<'_, '_> {
 /// Writes a `.gitignore` of `*` in the output directory, so a run inside
 /// a repository never sees its own outputs as changes to commit, as a
 /// dirty tree, or in `list_files`/`search_files` results.
+/// One already there (`--out .` in a repository) is left alone.
 fn prepare_out_dir(out: &report::OutDir) -> std::io::Result<()> {
-    out.write_atomic(
-        None,
+    out.create_new(
         ".gitignore",
         b"# Written by ybs: its outputs are never part of the repository.\n*\n",
     )
-    .map(drop)
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; names the signal.
