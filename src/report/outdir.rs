@@ -825,7 +825,30 @@ fn open_beneath<P: AsRef<OsStr> + ?Sized>(
             other => return other.map_err(io::Error::from),
         }
     }
-    nix::fcntl::openat(dir, name.as_bytes(), flags, mode).map_err(io::Error::from)
+    open_nofollow(dir, name, flags, mode)
+}
+
+/// The fallback of [`open_beneath`]: `openat` with `O_NOFOLLOW`, for one
+/// path component.
+fn open_nofollow(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    flags: OFlag,
+    mode: Mode,
+) -> io::Result<OwnedFd> {
+    if name.as_bytes().contains(&b'/') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a single path component",
+        ));
+    }
+    nix::fcntl::openat(
+        dir,
+        name.as_bytes(),
+        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        mode,
+    )
+    .map_err(io::Error::from)
 }
 
 /// `fstatat(AT_SYMLINK_NOFOLLOW)`; `None` when nothing is there.
@@ -880,6 +903,26 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     use super::*;
+
+    #[test]
+    fn both_ways_of_opening_refuse_links() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("real"), "x").unwrap();
+        symlink(root.path().join("real"), root.path().join("link")).unwrap();
+        std::fs::create_dir(root.path().join("sub")).unwrap();
+        let dir = OwnedFd::from(File::open(root.path()).unwrap());
+        let read = OFlag::O_RDONLY;
+        let name = root.path().file_name().unwrap().to_string_lossy();
+        let escape = format!("../{name}/real");
+        for open in [open_beneath::<OsStr>, open_nofollow] {
+            let err = open(dir.as_fd(), OsStr::new("link"), read, Mode::empty()).unwrap_err();
+            assert!(is_link_error(&err), "{err}");
+            assert!(open(dir.as_fd(), OsStr::new("real"), read, Mode::empty()).is_ok());
+            // Out and back in again: not beneath.
+            let err = open(dir.as_fd(), OsStr::new(&escape), read, Mode::empty());
+            assert!(err.is_err(), "{escape}");
+        }
+    }
 
     #[test]
     fn creates_the_path_and_writes_beneath_it() {
