@@ -4,7 +4,8 @@
 //! Sections follow seed 003 §2.3: `llm`, `context`, `agent`, `safety`,
 //! `tools`, `git`, `ui`. A file in the repository (`./.ybs.json`) cannot
 //! widen what the operator allows (SECURITY S5): it may not set
-//! `safety.allowed_paths`, `safety.env_passthrough` or turn the sandbox
+//! `safety.allowed_paths`, `safety.env_passthrough`,
+//! `safety.allowed_workdirs` or turn the sandbox
 //! off, and its blocked lists add to the others instead of replacing them.
 //! Nor may it price models (`llm.price`, `llm.pricing`). Its limits and
 //! switches are checked against the operator's in `load.rs`.
@@ -66,6 +67,7 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_writable_paths",
     "sandbox_network",
     "max_task_file_bytes",
+    "allowed_workdirs",
 ];
 const PRICE_FIELDS: &[&str] = &["input_per_mtok", "output_per_mtok", "cached_input_per_mtok"];
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths"];
@@ -344,7 +346,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
             && items.is_some()
             && matches!(
                 name,
-                "allowed_paths" | "env_passthrough" | "sandbox_writable_paths"
+                "allowed_paths" | "env_passthrough" | "sandbox_writable_paths" | "allowed_workdirs"
             )
         {
             decoder.error_with_hint(
@@ -366,6 +368,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         sandbox_writable_paths: list(decoder, "sandbox_writable_paths", None),
         sandbox_network: fields.get(decoder, "sandbox_network"),
         max_task_file_bytes: max_bytes.and_then(|m| positive(decoder, m, "max_task_file_bytes")),
+        allowed_workdirs: list(decoder, "allowed_workdirs", None),
         ..SafetyLayer::default()
     };
     if repository {

@@ -136,6 +136,9 @@ pub struct SafetyLayer {
     pub sandbox_network: Option<bool>,
     /// The largest task file read (default 1 MiB).
     pub max_task_file_bytes: Option<u64>,
+    /// Roots outside the task file's repository a task's `workdir` may be
+    /// in (operator config only).
+    pub allowed_workdirs: Option<Vec<String>>,
     /// From the repository's `./.ybs.json`, which may only add to the
     /// blocked lists (SECURITY S5).
     pub extra_blocked_paths: Vec<String>,
@@ -183,6 +186,7 @@ combine_fields! {
     SafetyLayer {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
         sandbox_writable_paths, sandbox_network, max_task_file_bytes, extra_blocked_paths, extra_blocked_commands,
+        allowed_workdirs,
     }
     ToolsLayer { builtin, external, search_paths, shadowed }
     BuiltinToolLayer { enabled, timeout }

@@ -169,6 +169,9 @@ pub struct SafetySettings {
     /// The largest task file ybs reads (`safety.max_task_file_bytes`,
     /// default 1 MiB).
     pub max_task_file_bytes: u64,
+    /// Roots outside the task file's repository a task's `workdir` may
+    /// resolve into (operator config only; `~` not yet expanded).
+    pub allowed_workdirs: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -343,6 +346,7 @@ impl Config {
                 max_task_file_bytes: safety
                     .max_task_file_bytes
                     .unwrap_or(defaults::MAX_TASK_FILE_BYTES),
+                allowed_workdirs: safety.allowed_workdirs.unwrap_or_default(),
             },
             tools: ToolsSettings {
                 builtin,

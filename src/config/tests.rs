@@ -724,3 +724,26 @@ fn a_huge_repository_config_is_refused_without_reading_it_all() {
         )
     );
 }
+
+#[test]
+fn allowed_workdirs_come_from_the_operator_only() {
+    let world = World::new();
+    world.write(
+        &world.home.join(".config/ybs/config.json"),
+        r#"{"safety": {"allowed_workdirs": ["/srv/work", "~/scratch"]}}"#,
+    );
+    let config = world.load(&Overrides::default()).unwrap();
+    assert_eq!(config.safety.allowed_workdirs, ["/srv/work", "~/scratch"]);
+    world.write(
+        &world.cwd.join(".ybs.json"),
+        r#"{"safety": {"allowed_workdirs": ["/"]}}"#,
+    );
+    let ConfigError::Files(diagnostics) = world.load(&Overrides::default()).unwrap_err() else {
+        panic!()
+    };
+    let text = diagnostics.to_string();
+    assert!(
+        text.contains("`safety.allowed_workdirs` cannot be set in the repository's config"),
+        "{text}"
+    );
+}

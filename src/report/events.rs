@@ -4,39 +4,34 @@
 //! the last complete event even if ybs crashes (SECURITY S8).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write as _};
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::core::event::{Event, EventRecord, EventSink};
 
-use super::fsutil::{task_dir, with_path};
+use super::outdir::OutDir;
 
 /// The file name of a task's event log inside `OUT/<task>/`.
 pub const EVENTS_FILE: &str = "events.jsonl";
 
-/// Writes `OUT/<task>/events.jsonl` for every task it is fed.
+/// Writes `OUT/<task>/events.jsonl` for every task it is fed, through
+/// the held output directory (never through a link planted there).
 #[derive(Debug)]
 pub struct EventsSink {
-    out_dir: PathBuf,
+    out: Arc<OutDir>,
     /// Open logs, by task; closed at `task.finished`.
-    open: HashMap<String, OpenLog>,
+    open: HashMap<String, File>,
     /// Truncate at `task.started` (a fresh run) or append (a resumed one).
     truncate: bool,
 }
 
-#[derive(Debug)]
-struct OpenLog {
-    path: PathBuf,
-    file: File,
-}
-
 impl EventsSink {
-    /// A sink for a fresh run: each `task.started` creates or truncates the
-    /// task's file.
-    pub fn new(out_dir: impl Into<PathBuf>) -> Self {
+    /// A sink for a fresh run: each `task.started` replaces the task's
+    /// file with a new one.
+    pub fn new(out: Arc<OutDir>) -> Self {
         Self {
-            out_dir: out_dir.into(),
+            out,
             open: HashMap::new(),
             truncate: true,
         }
@@ -44,36 +39,10 @@ impl EventsSink {
 
     /// A sink for `ybs resume`: records are appended to the files the
     /// paused run left, `task.started` included.
-    pub fn appending(out_dir: impl Into<PathBuf>) -> Self {
+    pub fn appending(out: Arc<OutDir>) -> Self {
         Self {
             truncate: false,
-            ..Self::new(out_dir)
-        }
-    }
-
-    /// The path of `task`'s event log under `out_dir`.
-    pub fn path_for(out_dir: &Path, task: &str) -> io::Result<PathBuf> {
-        Ok(task_dir(out_dir, task)?.join(EVENTS_FILE))
-    }
-
-    fn open(&self, task: &str, truncate: bool) -> io::Result<OpenLog> {
-        let path = Self::path_for(&self.out_dir, task)?;
-        let result = (|| {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            let mut options = OpenOptions::new();
-            options.create(true);
-            if truncate {
-                options.write(true).truncate(true);
-            } else {
-                options.append(true);
-            }
-            options.open(&path)
-        })();
-        match result {
-            Ok(file) => Ok(OpenLog { path, file }),
-            Err(err) => Err(with_path(err, &path)),
+            ..Self::new(out)
         }
     }
 }
@@ -84,30 +53,50 @@ impl EventSink for EventsSink {
         if started || !self.open.contains_key(&record.task) {
             // Events of a task whose start we never saw (a sink created
             // mid-run) are appended rather than lost.
-            let log = self.open(&record.task, started && self.truncate)?;
-            self.open.insert(record.task.clone(), log);
+            let file =
+                self.out
+                    .create(Some(&record.task), EVENTS_FILE, !(started && self.truncate))?;
+            self.open.insert(record.task.clone(), file);
         }
-        let Some(log) = self.open.get_mut(&record.task) else {
+        let Some(file) = self.open.get_mut(&record.task) else {
             return Ok(());
         };
         let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
         line.push(b'\n');
-        let written = log
-            .file
-            .write_all(&line)
-            .and_then(|()| log.file.flush())
-            .map_err(|err| with_path(err, &log.path));
-        if matches!(record.event, Event::TaskFinished { .. }) {
-            self.open.remove(&record.task);
+        let written = file.write_all(&line).and_then(|()| file.flush());
+        if written.is_ok() {
+            self.out.wrote(Some(&record.task), EVENTS_FILE, line.len());
         }
-        written
+        if matches!(record.event, Event::TaskFinished { .. })
+            && let Some(file) = self.open.remove(&record.task)
+        {
+            // Replaced under ybs (renamed over, or a link): the events
+            // written go back to their path rather than being lost.
+            self.out.restore(Some(&record.task), EVENTS_FILE, &file)?;
+        }
+        written.map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!(
+                    "{}/{}/{EVENTS_FILE}: {err}",
+                    self.out.path().display(),
+                    record.task
+                ),
+            )
+        })
     }
 
     fn finish(&mut self) -> io::Result<()> {
         let mut first_error = None;
-        for (_, log) in self.open.drain() {
-            if let Err(err) = log.file.sync_all() {
-                first_error.get_or_insert(with_path(err, &log.path));
+        for (task, file) in self.open.drain() {
+            if let Err(err) = file
+                .sync_all()
+                .and_then(|()| self.out.restore(Some(&task), EVENTS_FILE, &file).map(drop))
+            {
+                first_error.get_or_insert(io::Error::new(
+                    err.kind(),
+                    format!("{}/{task}/{EVENTS_FILE}: {err}", self.out.path().display()),
+                ));
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -118,6 +107,11 @@ impl EventSink for EventsSink {
 mod tests {
     use super::*;
     use crate::report::testdata::{self, records_two_files};
+    use std::path::Path;
+
+    fn out(dir: &Path) -> Arc<OutDir> {
+        OutDir::open(dir, dir).unwrap()
+    }
 
     fn lines(path: &Path) -> Vec<EventRecord> {
         std::fs::read_to_string(path)
@@ -130,7 +124,7 @@ mod tests {
     #[test]
     fn writes_one_valid_line_per_event_per_task() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sink = EventsSink::new(dir.path());
+        let mut sink = EventsSink::new(out(dir.path()));
         let records = records_two_files();
         for record in &records {
             sink.event(record).unwrap();
@@ -146,7 +140,7 @@ mod tests {
     #[test]
     fn each_line_is_on_disk_before_the_next_event() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sink = EventsSink::new(dir.path());
+        let mut sink = EventsSink::new(out(dir.path()));
         let records = records_two_files();
         let path = dir.path().join("alpha").join(EVENTS_FILE);
         let mut seen = 0;
@@ -167,12 +161,12 @@ mod tests {
         let started = testdata::started("alpha", "a.yaml", 1_000);
         let finished = testdata::passed("alpha", 2_000);
         for _ in 0..2 {
-            let mut sink = EventsSink::new(dir.path());
+            let mut sink = EventsSink::new(out(dir.path()));
             sink.event(&started).unwrap();
             sink.event(&finished).unwrap();
         }
         assert_eq!(lines(&path).len(), 2);
-        let mut sink = EventsSink::appending(dir.path());
+        let mut sink = EventsSink::appending(out(dir.path()));
         sink.event(&started).unwrap();
         assert_eq!(lines(&path).len(), 3);
     }
@@ -180,9 +174,9 @@ mod tests {
     #[test]
     fn refuses_a_task_name_that_escapes_out() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sink = EventsSink::new(dir.path().join("out"));
+        let mut sink = EventsSink::new(out(dir.path()));
         let record = testdata::started("../evil", "a.yaml", 1);
         assert!(sink.event(&record).is_err());
-        assert!(!dir.path().join("evil").exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

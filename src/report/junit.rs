@@ -7,7 +7,7 @@
 //! so the file is well-formed whatever the text holds (SECURITY S8).
 
 use std::io;
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
@@ -17,8 +17,9 @@ use crate::core::ids::rfc3339;
 use crate::core::outcome::Status;
 use crate::core::text::tail;
 
-use super::fsutil::{with_path, write_atomic};
+use super::fsutil::with_path;
 use super::log::neutralize_chars;
+use super::outdir::OutDir;
 use super::results::{ResultCollector, TaskResult};
 use super::scope::RunScope;
 
@@ -28,15 +29,18 @@ const CHECK_TAIL_BYTES: usize = 8 * 1024;
 /// Collects every task's result; writes the JUnit XML at `finish()`.
 #[derive(Debug)]
 pub struct JunitSink {
-    path: PathBuf,
+    dir: Arc<OutDir>,
+    name: String,
     scope: RunScope,
     results: ResultCollector,
 }
 
 impl JunitSink {
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    /// Writes the file `name` in `dir`, through the held directory.
+    pub fn new(dir: Arc<OutDir>, name: impl Into<String>) -> Self {
         Self {
-            path: path.into(),
+            dir,
+            name: name.into(),
             scope: RunScope::default(),
             results: ResultCollector::new(),
         }
@@ -57,9 +61,12 @@ impl EventSink for JunitSink {
     }
 
     fn finish(&mut self) -> io::Result<()> {
+        let path = self.dir.path().join(&self.name);
         let xml = junit_xml(&self.results.results(), &self.scope)
-            .map_err(|err| with_path(io::Error::other(err), &self.path))?;
-        write_atomic(&self.path, xml.as_bytes())
+            .map_err(|err| with_path(io::Error::other(err), &path))?;
+        self.dir
+            .write_atomic(None, &self.name, xml.as_bytes())
+            .map(drop)
     }
 }
 
@@ -225,7 +232,8 @@ mod tests {
     fn run(records: &[EventRecord]) -> (tempfile::TempDir, String) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out/junit.xml");
-        let mut sink = JunitSink::new(&path);
+        let out = OutDir::open(&dir.path().join("out"), dir.path()).unwrap();
+        let mut sink = JunitSink::new(out, "junit.xml");
         for record in records {
             sink.event(record).unwrap();
         }

@@ -23,8 +23,9 @@ use crate::core::Shard;
 use crate::core::event::EventSink;
 use crate::core::exit;
 
-use super::fsutil::{task_dir, with_path, write_atomic};
+use super::fsutil::{task_dir, with_path};
 use super::junit::JunitSink;
+use super::outdir::{DIGESTS_FILE, Digests, OutDir};
 use super::results::{ResultCollector, TaskResult};
 use super::scope::RunScope;
 use super::summary::SummarySink;
@@ -44,11 +45,11 @@ pub struct ShardFile {
 }
 
 impl ShardFile {
-    /// Writes `out_dir/shard.json`.
-    pub fn write(&self, out_dir: &Path) -> io::Result<()> {
+    /// Writes `OUT/shard.json` through the held output directory.
+    pub fn write(&self, out: &OutDir) -> io::Result<()> {
         let mut json = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
         json.push(b'\n');
-        write_atomic(&out_dir.join(SHARD_FILE), &json)
+        out.write_atomic(None, SHARD_FILE, &json).map(drop)
     }
 }
 
@@ -91,6 +92,14 @@ pub enum MergeError {
         second_dir: PathBuf,
         second: Shard,
     },
+    #[error("`{}` does not match the digest ybs recorded for it in `{}`: it was changed after the run", path.display(), digests.display())]
+    Forged { path: PathBuf, digests: PathBuf },
+    #[error("`{}` has no digest recorded in `{}`", path.display(), digests.display())]
+    NoDigest { path: PathBuf, digests: PathBuf },
+    #[error("`{}` is a symbolic link, not a transcript ybs wrote", path.display())]
+    Link { path: PathBuf },
+    #[error(transparent)]
+    OutDir(#[from] super::outdir::OpenError),
     #[error("`--out {}` is also one of the directories to merge", out.display())]
     OutIsInput { out: PathBuf },
     #[error("failed to write the merged outputs")]
@@ -118,6 +127,10 @@ impl MergeError {
             | Self::ShardFile { .. }
             | Self::Mismatch { .. }
             | Self::MixedSplits { .. }
+            | Self::Forged { .. }
+            | Self::NoDigest { .. }
+            | Self::Link { .. }
+            | Self::OutDir(_)
             | Self::OutIsInput { .. } => exit::USAGE,
             Self::Write { .. } => exit::INFRA,
         }
@@ -138,6 +151,16 @@ impl MergeError {
                 Some("merge the shards of one `--shard K/N` split only".to_owned())
             }
             Self::OutIsInput { .. } => Some("write the merge to a new directory".to_owned()),
+            Self::Forged { .. } | Self::Link { .. } => Some(
+                "do not merge this directory: its transcript is not the one ybs wrote; run the shard again"
+                    .to_owned(),
+            ),
+            Self::NoDigest { .. } => Some(format!(
+                "merge only output directories of a `ybs run` that recorded its transcripts in `{DIGESTS_FILE}`; run the shard again"
+            )),
+            Self::OutDir(_) => {
+                Some("pass --out a path without symbolic links".to_owned())
+            }
             Self::Read { .. }
             | Self::Transcript { .. }
             | Self::ShardFile { .. }
@@ -212,14 +235,11 @@ pub fn merge(dirs: &[PathBuf], outputs: &MergeOutputs) -> Result<Merged, MergeEr
     tasks.sort_by(|a, b| (&a.transcript.task.file, &a.id).cmp(&(&b.transcript.task.file, &b.id)));
 
     let write = |source: io::Error| MergeError::Write { source };
-    std::fs::create_dir_all(&outputs.out_dir)
-        .map_err(|err| write(with_path(err, &outputs.out_dir)))?;
-    let mut junit = JunitSink::new(outputs.out_dir.join("junit.xml")).with_scope(scope.clone());
-    let mut summary = SummarySink::new(
-        outputs.out_dir.join("summary.md"),
-        outputs.github_step_summary.clone(),
-    )
-    .with_scope(scope.clone());
+    let cwd = std::env::current_dir().map_err(write)?;
+    let out = OutDir::open(&outputs.out_dir, &cwd)?;
+    let mut junit = JunitSink::new(out.clone(), "junit.xml").with_scope(scope.clone());
+    let mut summary = SummarySink::new(out, "summary.md", outputs.github_step_summary.clone())
+        .with_scope(scope.clone());
     let mut collector = ResultCollector::new();
     for task in &tasks {
         for record in task.transcript.result_records() {
@@ -267,14 +287,36 @@ fn read_input(dir: &Path) -> Result<Input, MergeError> {
         })
         .collect();
     names.sort();
+    let digests_path = dir.join(DIGESTS_FILE);
+    let digests = read_digests(&digests_path)?;
     let mut tasks = Vec::new();
     for name in names {
         let task_path = dir.join(&name);
         let path = task_path.join(TRANSCRIPT_FILE);
-        if !path.is_file() {
-            continue;
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(MergeError::Link { path });
+            }
+            Ok(meta) if meta.is_file() => {}
+            _ => continue,
         }
-        let text = std::fs::read_to_string(&path).map_err(read_error(&path))?;
+        let bytes = std::fs::read(&path).map_err(read_error(&path))?;
+        match digests.transcripts.get(&name) {
+            None => {
+                return Err(MergeError::NoDigest {
+                    path,
+                    digests: digests_path,
+                });
+            }
+            Some(recorded) if *recorded != Digests::of(&bytes) => {
+                return Err(MergeError::Forged {
+                    path,
+                    digests: digests_path,
+                });
+            }
+            Some(_) => {}
+        }
+        let text = String::from_utf8_lossy(&bytes);
         let transcript: Transcript =
             serde_json::from_str(&text).map_err(|source| MergeError::Transcript {
                 path: path.clone(),
@@ -305,6 +347,28 @@ fn read_input(dir: &Path) -> Result<Input, MergeError> {
         dir: dir.to_owned(),
         shard,
         tasks,
+    })
+}
+
+/// `DIR/digests.json`; empty when missing (each transcript is then
+/// refused for having no digest).
+fn read_digests(path: &Path) -> Result<Digests, MergeError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(MergeError::Link {
+                path: path.to_owned(),
+            });
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Digests::default()),
+        _ => {}
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| MergeError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| MergeError::Transcript {
+        path: path.to_owned(),
+        source,
     })
 }
 
@@ -435,7 +499,7 @@ mod tests {
     /// Writes the transcripts (and events) of `tasks` under `dir`.
     fn shard_dir(root: &Path, name: &str, tasks: &[&str], shard: Option<&str>) -> PathBuf {
         let dir = root.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
+        let out = OutDir::open(&dir, root).unwrap();
         let records = records_two_files();
         for task in tasks {
             let own: Vec<EventRecord> = records
@@ -443,9 +507,8 @@ mod tests {
                 .filter(|record| record.task == *task)
                 .cloned()
                 .collect();
-            let path = dir.join(task).join(TRANSCRIPT_FILE);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, serde_json::to_vec(&build_transcript(&own)).unwrap()).unwrap();
+            let json = serde_json::to_vec(&build_transcript(&own)).unwrap();
+            out.write_transcript(task, TRANSCRIPT_FILE, &json).unwrap();
             std::fs::write(dir.join(task).join("events.jsonl"), "{}\n").unwrap();
         }
         if let Some(shard) = shard {
@@ -454,7 +517,7 @@ mod tests {
                 run_id: "r".to_owned(),
                 tasks: tasks.iter().map(|task| (*task).to_owned()).collect(),
             }
-            .write(&dir)
+            .write(&out)
             .unwrap();
         }
         dir
@@ -537,6 +600,23 @@ mod tests {
         std::fs::write(a.join(SHARD_FILE), "{").unwrap();
         let err = merge(&[a], &outputs(root.path())).unwrap_err();
         assert!(matches!(err, MergeError::ShardFile { .. }), "{err}");
+    }
+
+    #[test]
+    fn forged_or_undigested_transcripts_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let one = shard_dir(root.path(), "one", &["alpha", "beta"], None);
+        let path = one.join("beta").join(TRANSCRIPT_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"failed\"", "\"passed\"")).unwrap();
+        let err = merge(std::slice::from_ref(&one), &outputs(root.path())).unwrap_err();
+        assert!(matches!(err, MergeError::Forged { .. }), "{err}");
+        assert!(err.to_string().contains("beta"), "{err}");
+        assert_eq!(err.exit_code(), exit::USAGE);
+        assert!(!root.path().join("merged").exists());
+        std::fs::remove_file(one.join(DIGESTS_FILE)).unwrap();
+        let err = merge(&[one], &outputs(root.path())).unwrap_err();
+        assert!(matches!(err, MergeError::NoDigest { .. }), "{err}");
     }
 
     #[test]

@@ -10,14 +10,17 @@
 use std::fmt::Write as _;
 use std::fs::OpenOptions;
 use std::io::{self, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::core::event::{EventRecord, EventSink};
 use crate::core::outcome::{Reason, Status};
 use crate::core::text::{tail, truncate_middle};
 
-use super::fsutil::{with_path, write_atomic};
+use super::fsutil::with_path;
 use super::log::neutralize_chars;
+use super::outdir::OutDir;
 use super::results::{ResultCollector, RunTotals, TaskResult};
 use super::scope::RunScope;
 
@@ -30,18 +33,27 @@ const MESSAGE_CHARS: usize = 2000;
 /// Collects every task's result; writes the summary at `finish()`.
 #[derive(Debug)]
 pub struct SummarySink {
-    path: PathBuf,
+    dir: Arc<OutDir>,
+    name: String,
     github_step_summary: Option<PathBuf>,
     scope: RunScope,
     results: ResultCollector,
 }
 
 impl SummarySink {
-    /// Writes `path` (normally `OUT/summary.md`) and, when given, appends
+    /// Writes `name` (normally `summary.md`) in `dir` and, when given, appends
     /// the same Markdown to `github_step_summary` (`$GITHUB_STEP_SUMMARY`).
-    pub fn new(path: impl Into<PathBuf>, github_step_summary: Option<PathBuf>) -> Self {
+    ///
+    /// The file is written through the held directory `dir`; what the
+    /// directory found tampered with is listed among the warnings.
+    pub fn new(
+        dir: Arc<OutDir>,
+        name: impl Into<String>,
+        github_step_summary: Option<PathBuf>,
+    ) -> Self {
         Self {
-            path: path.into(),
+            dir,
+            name: name.into(),
             github_step_summary,
             scope: RunScope::default(),
             results: ResultCollector::new(),
@@ -63,12 +75,24 @@ impl EventSink for SummarySink {
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        let markdown = summary_markdown(&self.results.results(), &self.scope);
-        let written = write_atomic(&self.path, markdown.as_bytes());
+        let mut scope = self.scope.clone();
+        scope.warnings.extend(
+            self.dir
+                .findings()
+                .into_iter()
+                .map(|finding| format!("output tampering: {finding}")),
+        );
+        let markdown = summary_markdown(&self.results.results(), &scope);
+        let written = self
+            .dir
+            .write_atomic(None, &self.name, markdown.as_bytes())
+            .map(drop);
+        // The runner's file: its own path, but never through a link.
         let appended = match &self.github_step_summary {
             Some(path) => OpenOptions::new()
                 .create(true)
                 .append(true)
+                .custom_flags(nix::libc::O_NOFOLLOW)
                 .open(path)
                 .and_then(|mut file| file.write_all(markdown.as_bytes()))
                 .map_err(|err| with_path(err, path)),
@@ -390,10 +414,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let step_path = dir.path().join("step.md");
         std::fs::write(&step_path, "earlier step\n").unwrap();
-        let mut sink = SummarySink::new(
-            dir.path().join("out/summary.md"),
-            step.then(|| step_path.clone()),
-        );
+        let out = OutDir::open(&dir.path().join("out"), dir.path()).unwrap();
+        let mut sink = SummarySink::new(out, "summary.md", step.then(|| step_path.clone()));
         for record in records {
             sink.event(record).unwrap();
         }

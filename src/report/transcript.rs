@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,7 +18,7 @@ use crate::core::message::Message;
 use crate::core::outcome::{Reason, Status};
 use crate::core::usage::{Cost, Usage};
 
-use super::fsutil::{task_dir, write_atomic};
+use super::outdir::OutDir;
 
 /// The file name of a task's transcript inside `OUT/<task>/`.
 pub const TRANSCRIPT_FILE: &str = "transcript.json";
@@ -609,28 +609,24 @@ impl TranscriptBuilder {
 /// `finish()`, also for tasks whose events stopped early (status `null`).
 #[derive(Debug)]
 pub struct TranscriptSink {
-    out_dir: PathBuf,
+    out: Arc<OutDir>,
     tasks: HashMap<String, TranscriptBuilder>,
 }
 
 impl TranscriptSink {
-    pub fn new(out_dir: impl Into<PathBuf>) -> Self {
+    /// Writes through the held output directory, recording each
+    /// transcript's digest in `OUT/digests.json`.
+    pub fn new(out: Arc<OutDir>) -> Self {
         Self {
-            out_dir: out_dir.into(),
+            out,
             tasks: HashMap::new(),
         }
     }
 
-    /// The path of `task`'s transcript under `out_dir`.
-    pub fn path_for(out_dir: &Path, task: &str) -> io::Result<PathBuf> {
-        Ok(task_dir(out_dir, task)?.join(TRANSCRIPT_FILE))
-    }
-
     fn write(&self, task: &str, builder: &TranscriptBuilder) -> io::Result<()> {
-        let path = Self::path_for(&self.out_dir, task)?;
         let mut json = serde_json::to_vec_pretty(&builder.build()).map_err(io::Error::other)?;
         json.push(b'\n');
-        write_atomic(&path, &json)
+        self.out.write_transcript(task, TRANSCRIPT_FILE, &json)
     }
 }
 
@@ -800,7 +796,7 @@ mod tests {
     #[test]
     fn sink_writes_each_transcript_at_task_finished() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sink = TranscriptSink::new(dir.path());
+        let mut sink = TranscriptSink::new(OutDir::open(dir.path(), dir.path()).unwrap());
         let records = records_two_files();
         let alpha_done = records
             .iter()
@@ -857,7 +853,7 @@ mod tests {
     #[test]
     fn sink_writes_unfinished_tasks_at_finish() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sink = TranscriptSink::new(dir.path());
+        let mut sink = TranscriptSink::new(OutDir::open(dir.path(), dir.path()).unwrap());
         sink.event(&testdata::started("late", "l.yaml", 5)).unwrap();
         sink.finish().unwrap();
         let text = std::fs::read_to_string(dir.path().join("late").join(TRANSCRIPT_FILE)).unwrap();

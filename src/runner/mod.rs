@@ -33,8 +33,8 @@ use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
 pub use prepare::{
-    Cassettes, PolicyInputs, PrepareError, PreparedTask, build_provider, prepare, protected_files,
-    task_policy, task_sandbox,
+    Cassettes, PolicyInputs, PrepareError, PreparedTask, build_provider, check_workdir_root,
+    prepare, protected_files, task_policy, task_sandbox, task_workdir,
 };
 pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};
@@ -95,11 +95,57 @@ impl OutputPaths {
             self.out_dir.clone(),
             self.out_dir.join("summary.md"),
             self.out_dir.join(report::SHARD_FILE),
+            self.out_dir.join(report::DIGESTS_FILE),
             self.junit.clone(),
         ];
         paths.extend(tasks.iter().map(|task| self.out_dir.join(&task.id)));
         paths.extend(self.github_step_summary.iter().cloned());
         paths
+    }
+}
+
+/// The output directories, held open for the run: every output file is
+/// created relative to them, never through a symbolic link (SECURITY S8).
+#[derive(Debug, Clone)]
+pub struct OpenOutputs {
+    pub out: Arc<report::OutDir>,
+    /// The directory of the JUnit file (the output directory itself when
+    /// the file is there), and the file's name in it.
+    pub junit_dir: Arc<report::OutDir>,
+    pub junit_name: String,
+}
+
+impl OutputPaths {
+    /// Opens (creating them) the output directory and the JUnit file's
+    /// directory, relative to `cwd`, before anything runs. A symbolic link
+    /// where ybs would write is refused: exit 2 with the error's message.
+    pub fn open(&self, cwd: &std::path::Path) -> Result<OpenOutputs, report::OpenError> {
+        let out = report::OutDir::open(&self.out_dir, cwd)?;
+        let bad_junit = |message: &str| report::OpenError {
+            path: self.junit.clone(),
+            message: message.to_owned(),
+        };
+        let junit_name = self
+            .junit
+            .file_name()
+            .and_then(|name| name.to_str())
+            .ok_or_else(|| bad_junit("not a file name"))?
+            .to_owned();
+        let parent = self
+            .junit
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let junit_dir = if parent == self.out_dir {
+            Arc::clone(&out)
+        } else {
+            report::OutDir::open(parent, cwd)?
+        };
+        Ok(OpenOutputs {
+            out,
+            junit_dir,
+            junit_name,
+        })
     }
 }
 
@@ -168,12 +214,7 @@ pub fn prepare_all(
     if errors.is_empty() {
         Ok(prepared)
     } else {
-        // No task runs: the worktrees made for `--jobs` go, with their branches.
-        for task in &prepared {
-            if let Some(worktree) = &task.worktree {
-                let _ = worktree.discard();
-            }
-        }
+        discard(&prepared);
         Err(errors)
     }
 }
@@ -199,6 +240,15 @@ pub fn saved_work_notes(run: &RunContext, prepared: &[PreparedTask]) -> Vec<Stri
     notes
 }
 
+/// No task runs: the worktrees made for `--jobs` go, with their branches.
+pub fn discard(prepared: &[PreparedTask]) {
+    for task in prepared {
+        if let Some(worktree) = &task.worktree {
+            let _ = worktree.discard();
+        }
+    }
+}
+
 /// Runs the prepared tasks, up to `run.jobs` at once, writing every
 /// output. SIGINT/SIGTERM stop every running task (each gets
 /// `task.finished` with reason `interrupted`); outputs are still written.
@@ -209,15 +259,23 @@ pub fn saved_work_notes(run: &RunContext, prepared: &[PreparedTask]) -> Vec<Stri
 /// that is not in its own worktree waits while an earlier task runs in
 /// its workdir (or one containing or inside it): two tasks never share
 /// a directory at the same time.
+///
+/// Outputs go through `outputs`, opened before: at the end of each task
+/// and of the run ybs checks that its files are still the ones it wrote
+/// (see [`report::OutDir::check`]). What it finds is reported on the
+/// console, in the transcript (a note) and the summary, and fails the
+/// task (reason `output_tampered`) that would otherwise pass.
 pub async fn execute(
     run: &RunContext,
     prepared: Vec<PreparedTask>,
     paths: &OutputPaths,
+    outputs: &OpenOutputs,
     redactor: Redactor,
     console: &mut dyn EventSink,
 ) -> RunReport {
     let mut report = RunReport::default();
-    if let Err(error) = prepare_out_dir(&paths.out_dir) {
+    let out = &outputs.out;
+    if let Err(error) = prepare_out_dir(out) {
         report.output_error = Some(format!("{}: {error}", paths.out_dir.display()));
     }
     if let Some(shard) = run.shard {
@@ -226,16 +284,19 @@ pub async fn execute(
             run_id: run.run_id.clone(),
             tasks: prepared.iter().map(|task| task.task.id.clone()).collect(),
         };
-        if let Err(error) = file.write(&paths.out_dir) {
+        if let Err(error) = file.write(out) {
             report.output_error.get_or_insert(error.to_string());
         }
     }
     let scope = report::RunScope::shard(run.shard);
-    let mut events = report::EventsSink::new(&paths.out_dir);
-    let mut transcripts = report::TranscriptSink::new(&paths.out_dir);
-    let mut junit = report::JunitSink::new(&paths.junit).with_scope(scope.clone());
+    let mut events = report::EventsSink::new(Arc::clone(out));
+    let mut transcripts = report::TranscriptSink::new(Arc::clone(out));
+    let mut junit =
+        report::JunitSink::new(Arc::clone(&outputs.junit_dir), outputs.junit_name.clone())
+            .with_scope(scope.clone());
     let mut summary = report::SummarySink::new(
-        paths.out_dir.join("summary.md"),
+        Arc::clone(out),
+        "summary.md",
         paths.github_step_summary.clone(),
     )
     .with_scope(scope);
@@ -277,7 +338,7 @@ pub async fn execute(
                     .unwrap_or_else(PoisonError::into_inner)
                     .started = Some(std::time::Instant::now());
                 let mut shared = SharedSink { sink, progress };
-                (index, task_run::run_task(run, task, &mut shared).await)
+                (index, task_run::run_task(run, task, out, &mut shared).await)
             });
             active.push(index);
             next += 1;
@@ -337,9 +398,30 @@ pub async fn execute(
     }
     drop(running);
     report.results = results.into_iter().flatten().collect();
+    // Files of tasks that already ended (a later task forging an earlier
+    // one's transcript): the task fails; the summary lists it.
+    for (task, finding) in out.check_owned(None) {
+        if let Some(result) = report
+            .results
+            .iter_mut()
+            .find(|result| Some(&result.id) == task.as_ref())
+            && result.status == Status::Passed
+        {
+            result.status = Status::Failed;
+            result.reason = Reason::OutputTampered;
+            result.message = Some(format!("output tampering: {finding}"));
+        }
+    }
     let mut sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
     if let Err(error) = sink.finish() {
         report.output_error.get_or_insert(error.to_string());
+    }
+    // The reports just written, too.
+    out.check(None);
+    report.tampering = out.findings();
+    if !Arc::ptr_eq(out, &outputs.junit_dir) {
+        outputs.junit_dir.check(None);
+        report.tampering.extend(outputs.junit_dir.findings());
     }
     report
 }
@@ -455,19 +537,15 @@ impl EventSink for SharedSink<'_, '_> {
     }
 }
 
-/// Creates the output directory with a `.gitignore` of `*` in it, so a run
-/// inside a repository never sees its own outputs as changes to commit,
-/// as a dirty tree, or in `list_files`/`search_files` results.
-fn prepare_out_dir(out_dir: &std::path::Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(out_dir)?;
-    let ignore = out_dir.join(".gitignore");
-    if !ignore.exists() {
-        std::fs::write(
-            ignore,
-            "# Written by ybs: its outputs are never part of the repository.\n*\n",
-        )?;
-    }
-    Ok(())
+/// Writes a `.gitignore` of `*` in the output directory, so a run inside
+/// a repository never sees its own outputs as changes to commit, as a
+/// dirty tree, or in `list_files`/`search_files` results.
+/// One already there (`--out .` in a repository) is left alone.
+fn prepare_out_dir(out: &report::OutDir) -> std::io::Result<()> {
+    out.create_new(
+        ".gitignore",
+        b"# Written by ybs: its outputs are never part of the repository.\n*\n",
+    )
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; names the signal.

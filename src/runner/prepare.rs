@@ -12,6 +12,7 @@ use super::workspace::TaskGit;
 use crate::agent::{ContextWindow, Limits};
 use crate::config::{Config, Origin, TaskSettings};
 use crate::core::event::SandboxInfo;
+use crate::core::span::Span;
 use crate::git::{GitError, TaskWorktree, Workspace};
 use crate::llm::cassette::Cassette;
 use crate::llm::failing::Failing;
@@ -44,9 +45,11 @@ pub struct PreparedTask {
 
 /// Why a task cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}: task `{task}`: {message}", file.display())]
+#[error("{}{}: task `{task}`: {message}", file.display(), span.map(|span| format!(":{span}")).unwrap_or_default())]
 pub struct PrepareError {
     pub file: PathBuf,
+    /// Where in `file` the problem is, when one field is to blame.
+    pub span: Option<Span>,
     pub task: String,
     pub message: String,
     pub hint: Option<String>,
@@ -77,6 +80,7 @@ pub fn prepare(
 ) -> Result<PreparedTask, PrepareError> {
     let fail = |message: String, hint: Option<&str>| PrepareError {
         file: task.file.clone(),
+        span: None,
         task: task.id.clone(),
         message,
         hint: hint.map(str::to_owned),
@@ -93,8 +97,7 @@ pub fn prepare(
         // (SPEC §6) and the task's endpoint is never contacted.
         settings.provider = "replay".to_owned();
     }
-    let mut workdir =
-        resolve_workdir(&run.cwd, task.workdir.as_deref()).map_err(|m| fail(m, None))?;
+    let mut workdir = task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)?;
     // `--dry-run` commits nothing, so it needs no clean tree and no worktree.
     let commit_enabled =
         task.commit.enabled && !run.no_commit && !run.dry_run && run.config.git.auto_commit;
@@ -154,6 +157,7 @@ fn prepare_in(
 ) -> Result<PreparedTask, PrepareError> {
     let fail = |message: String, hint: Option<&str>| PrepareError {
         file: task.file.clone(),
+        span: None,
         task: task.id.clone(),
         message,
         hint: hint.map(str::to_owned),
@@ -323,6 +327,84 @@ fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), (String, &'stat
         ),
         error => (format!("git: {error}"), "pass --no-commit to run without git"),
     })
+}
+
+/// The directory `task` runs in, canonical. It must lie inside the
+/// repository the task file belongs to (the git work tree holding it, or
+/// the directory ybs was started in when there is none) or inside a root
+/// the operator lists in `safety.allowed_workdirs`: a task file cannot
+/// move the run's root to `/` or the home directory (SECURITY S5).
+pub fn task_workdir(
+    config: &Config,
+    cwd: &Path,
+    home: Option<&Path>,
+    task: &TaskSpec,
+) -> Result<PathBuf, PrepareError> {
+    let workdir =
+        resolve_workdir(cwd, task.workdir.as_deref()).map_err(|message| PrepareError {
+            file: task.file.clone(),
+            span: task.workdir_span,
+            task: task.id.clone(),
+            message,
+            hint: None,
+        })?;
+    check_workdir_root(config, cwd, home, task, &workdir)?;
+    Ok(workdir)
+}
+
+/// The check of [`task_workdir`] on an already canonical `workdir`.
+pub fn check_workdir_root(
+    config: &Config,
+    cwd: &Path,
+    home: Option<&Path>,
+    task: &TaskSpec,
+    workdir: &Path,
+) -> Result<(), PrepareError> {
+    let repository = task_repository(cwd, &task.file);
+    let allowed: Vec<PathBuf> = config
+        .safety
+        .allowed_workdirs
+        .iter()
+        .filter_map(|root| {
+            cwd.join(expand_home(Path::new(root), home))
+                .canonicalize()
+                .ok()
+        })
+        .collect();
+    if workdir.starts_with(&repository) || allowed.iter().any(|root| workdir.starts_with(root)) {
+        return Ok(());
+    }
+    let written = task
+        .workdir
+        .as_deref()
+        .map_or_else(|| ".".to_owned(), |dir| dir.display().to_string());
+    Err(PrepareError {
+        file: task.file.clone(),
+        span: task.workdir_span,
+        task: task.id.clone(),
+        message: format!(
+            "`workdir` `{written}` resolves to `{}`, outside `{}`, the repository the task file belongs to",
+            workdir.display(),
+            repository.display()
+        ),
+        hint: Some(
+            "use a directory inside the repository, or list the root in `safety.allowed_workdirs` in the operator config (~/.config/ybs/config.json or --config)"
+                .to_owned(),
+        ),
+    })
+}
+
+/// The git work tree holding `file` (the nearest directory above it with
+/// a `.git` entry), or `cwd` when there is none; canonical.
+fn task_repository(cwd: &Path, file: &Path) -> PathBuf {
+    let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
+    let Ok(file) = cwd.join(file).canonicalize() else {
+        return cwd;
+    };
+    file.ancestors()
+        .skip(1)
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .map_or(cwd, Path::to_owned)
 }
 
 fn resolve_workdir(cwd: &Path, workdir: Option<&Path>) -> Result<PathBuf, String> {

@@ -19,17 +19,20 @@ pub struct RunReport {
     pub interrupted: bool,
     /// The first output error (a sink that could not write), if any.
     pub output_error: Option<String>,
+    /// Output files found replaced, changed or linked elsewhere after
+    /// ybs wrote them (see `report::OutDir::check`).
+    pub tampering: Vec<String>,
 }
 
 impl RunReport {
-    /// `0` all passed, `1` any failed, `3` paused, `4` infra error and no
+    /// `0` all passed, `1` any failed or an output was tampered with, `3` paused, `4` infra error and no
     /// failure, `130` interrupted.
     pub fn exit_code(&self) -> u8 {
         if self.interrupted {
             return exit::INTERRUPTED;
         }
         let any = |status| self.results.iter().any(|r| r.status == status);
-        if any(Status::Failed) {
+        if any(Status::Failed) || !self.tampering.is_empty() {
             exit::TASK_FAILED
         } else if any(Status::Error) {
             exit::INFRA

@@ -12,12 +12,14 @@ use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::core::event::{Event, EventSink, GitOutcome};
 use crate::core::{Reason, Status};
 use crate::git::{GitError, SavedWork, TaskWorktree};
+use crate::report::OutDir;
 use crate::task::{Expect, TaskSpec};
 
 /// Runs one prepared task; the last event it emits is `task.finished`.
 pub async fn run_task(
     run: &RunContext,
     prepared: &PreparedTask,
+    out: &OutDir,
     sink: &mut dyn EventSink,
 ) -> TaskResult {
     let task = &prepared.task;
@@ -89,6 +91,7 @@ pub async fn run_task(
             Err(error) => {
                 return finish(
                     &mut emitter,
+                    out,
                     task,
                     &agent,
                     started,
@@ -133,7 +136,7 @@ pub async fn run_task(
     } else {
         message
     };
-    finish(&mut emitter, task, &agent, started, reason, message)
+    finish(&mut emitter, out, task, &agent, started, reason, message)
 }
 
 /// `--dry-run` says so in the task's message, and so in every output.
@@ -421,9 +424,12 @@ fn worktree_note(worktree: &TaskWorktree, outcome: &GitOutcome) -> String {
     }
 }
 
-/// Applies `expect` and emits `task.finished`.
+/// Applies `expect`, checks the task's output files, and emits
+/// `task.finished`. Output tampering is noted and fails a task that would
+/// otherwise pass (reason `output_tampered`), `expect: fail` or not.
 fn finish(
     emitter: &mut Emitter<'_>,
+    out: &OutDir,
     task: &TaskSpec,
     agent: &Agent<'_>,
     started: Instant,
@@ -431,6 +437,18 @@ fn finish(
     message: Option<String>,
 ) -> TaskResult {
     let (status, reason, message) = apply_expect(task.expect, reason, message);
+    let tampered = out.check(Some(&task.id));
+    for finding in &tampered {
+        emitter.note(format!("output tampering: {finding}"));
+    }
+    let (status, reason, message) = match tampered.first() {
+        Some(first) if status == Status::Passed => (
+            Status::Failed,
+            Reason::OutputTampered,
+            Some(format!("output tampering: {first}")),
+        ),
+        _ => (status, reason, message),
+    };
     emitter.emit(Event::TaskFinished {
         status,
         reason,

@@ -441,6 +441,7 @@ fn build_task(
         prompt: prompt?,
         system,
         workdir: workdir.map(PathBuf::from),
+        workdir_span: merged.workdir.as_ref().map(|workdir| workdir.span),
         llm: merged.llm,
         tools: ToolsSpec {
             builtin: merged.builtin_tools,

@@ -46,6 +46,8 @@ pub struct TaskSpec {
     pub system: Option<String>,
     /// As written; relative paths are relative to the directory ybs runs in.
     pub workdir: Option<PathBuf>,
+    /// Where `workdir` is written (in the task or under `defaults:`).
+    pub workdir_span: Option<Span>,
     /// Task-level LLM settings (the task's own fields over `defaults:`).
     pub llm: LlmSpec,
     pub tools: ToolsSpec,

@@ -274,3 +274,57 @@ fn a_missing_shard_keeps_the_merge_from_passing() {
     assert!(merge.stderr.contains("is missing"), "{}", merge.stderr);
     assert!(ybs.read("merged/summary.md").contains("is missing"));
 }
+
+/// The issue-9 forgery: a shard's failing transcript edited to `passed`
+/// after the run. The merge refuses it, naming the file; a transcript
+/// with no recorded digest is refused too.
+#[test]
+fn merge_refuses_a_transcript_changed_after_the_run() {
+    let ybs = Ybs::new();
+    batch(&ybs);
+    let shards = run_three_shards(&ybs);
+    let holder = shards
+        .iter()
+        .position(|tasks| tasks.contains("t4"))
+        .unwrap();
+    let forged = format!("out-{}/t4/transcript.json", holder + 1);
+    let text = ybs.read(&forged);
+    let edited = text.replace("\"failed\"", "\"passed\"");
+    assert_ne!(text, edited);
+    ybs.file(&forged, &edited);
+    let merge = ybs.run([
+        "report", "merge", "out-1", "out-2", "out-3", "--out", "merged",
+    ]);
+    merge.expect_code(2);
+    assert!(
+        merge.stderr.contains(&forged) && merge.stderr.contains("does not match"),
+        "{}",
+        merge.stderr
+    );
+    assert!(!ybs.exists("merged"));
+
+    // Put back as written, it merges again.
+    ybs.file(&forged, &text);
+    ybs.run([
+        "report", "merge", "out-1", "out-2", "out-3", "--out", "merged",
+    ])
+    .expect_code(1);
+
+    // A digest file that lost the task's entry: no recorded digest.
+    let digests = format!("out-{}/digests.json", holder + 1);
+    let mut recorded: Value = ybs.json(&digests);
+    recorded["transcripts"]
+        .as_object_mut()
+        .unwrap()
+        .remove("t4");
+    ybs.file(&digests, &recorded.to_string());
+    let merge = ybs.run([
+        "report", "merge", "out-1", "out-2", "out-3", "--out", "merged-2",
+    ]);
+    merge.expect_code(2);
+    assert!(
+        merge.stderr.contains(&forged) && merge.stderr.contains("no digest"),
+        "{}",
+        merge.stderr
+    );
+}

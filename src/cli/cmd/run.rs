@@ -116,6 +116,20 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    // Held for the run; a symbolic link where outputs would go is refused
+    // before anything runs.
+    let outputs = match paths.open(&context.cwd) {
+        Ok(outputs) => outputs,
+        Err(error) => {
+            runner::discard(&prepared);
+            diagnostics::print_error(
+                &printer,
+                &format!("error: {error}"),
+                Some("remove the link, or pass --out (or --junit) a path without symbolic links"),
+            );
+            return exit::USAGE;
+        }
+    };
     warn_unconfined(&printer, &prepared);
     for note in runner::saved_work_notes(&context, &prepared) {
         printer.error(&format!("ybs: {note}"));
@@ -135,11 +149,15 @@ pub fn run(args: &RunArgs) -> u8 {
         &context,
         prepared,
         &paths,
+        &outputs,
         redactor,
         &mut printer,
     ));
     if let Some(error) = &report.output_error {
         printer.error(&format!("error: could not write all outputs: {error}"));
+    }
+    for finding in &report.tampering {
+        printer.error(&format!("warning: output tampering: {finding}"));
     }
     let total = report.results.len();
     printer.result(&format!(

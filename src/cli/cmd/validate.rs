@@ -34,6 +34,21 @@ pub fn validate(args: &ValidateArgs) -> u8 {
             let workdir = loaded
                 .cwd
                 .join(task.workdir.as_deref().unwrap_or(std::path::Path::new(".")));
+            // A workdir that does not exist yet is found by `ybs run`; one
+            // outside the task file's repository is an error here too.
+            if let Ok(canonical) = workdir.canonicalize()
+                && let Err(error) = runner::check_workdir_root(
+                    &loaded.config,
+                    &loaded.cwd,
+                    home.as_deref(),
+                    task,
+                    &canonical,
+                )
+            {
+                errors += 1;
+                diagnostics::print_error(&printer, &error.to_string(), error.hint.as_deref());
+                continue;
+            }
             let inputs = PolicyInputs {
                 config: &loaded.config,
                 home: home.as_deref(),
