@@ -6,6 +6,7 @@ mod git;
 mod git_trust;
 mod interactive;
 mod jobs;
+mod pipeline;
 mod policy;
 mod providers;
 mod run;
