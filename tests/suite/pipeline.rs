@@ -657,9 +657,17 @@ fn the_action_reports_a_failing_run_and_fails_after_the_upload() {
             ("ybs-binary", &binary),
             ("tasks", "tasks/examples/lint-fix.yaml"),
             ("args", &args),
+            ("provider", "replay"),
+            ("model", "scripted-model"),
             ("upload-artifact", "true"),
         ],
         &[],
+    );
+    // provider: and model: reach `ybs run`.
+    let junit = std::fs::read_to_string(ybs.path().join("ybs-out/junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<property name="model" value="scripted-model"/>"#),
+        "{junit}"
     );
     assert!(!run.succeeded);
     assert_eq!(
@@ -792,6 +800,26 @@ fn the_action_installs_a_release_binary_only_when_its_checksum_matches() {
     assert_eq!(with["path"], installed.display().to_string());
     // Later steps of the job find it on PATH.
     assert_eq!(run.github_path.trim(), installed.display().to_string());
+
+    // install-only: installs into a fresh tool cache; nothing runs.
+    let tools = tempfile::TempDir::new().unwrap();
+    let tool_cache = tools.path().display().to_string();
+    let mut only = env;
+    only[3] = ("RUNNER_TOOL_CACHE", tool_cache.as_str());
+    let run = run_action(
+        ybs.path(),
+        &[("version", "v9.9.9"), ("install-only", "true")],
+        &only,
+    );
+    assert!(run.succeeded, "{}", run.log);
+    assert_eq!(ran(&run), ["resolve", "install"], "{}", run.log);
+    assert!(
+        tools
+            .path()
+            .join("ybs/v9.9.9/x86_64-unknown-linux-musl/ybs")
+            .is_file()
+    );
+    assert_eq!(run.outputs["status"], "");
 
     // A checksum that does not match: nothing installed, nothing run.
     let tools = tempfile::TempDir::new().unwrap();
