@@ -6,6 +6,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::core::Shard;
 
+/// `ybs --version`: the crate version and the commit it was built from
+/// (short sha, or `unknown` when built outside git; see build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("YBS_COMMIT"), ")");
+
 /// Run LLM coding agents the way CI runs tests.
 ///
 /// ybs reads YAML task files, drives an agent loop (LLM + tools) against a
@@ -17,7 +21,7 @@ use crate::core::Shard;
 /// 2 usage/config/task-file error (nothing ran), 4 infrastructure error
 /// (provider, auth, git) and no task failed, 130 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "ybs", version, about, long_about, max_term_width = 100)]
+#[command(name = "ybs", version = VERSION, about, long_about, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -42,6 +46,26 @@ pub enum Command {
     /// Interactive REPL with the same tools and policy as a task, starting
     /// empty. Needs a terminal; `/help` lists the commands.
     Chat(ChatArgs),
+    /// Print a shell completion script on stdout, e.g.
+    /// `ybs completions bash > ~/.local/share/bash-completion/completions/ybs`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout, e.g. `ybs man | man -l -`;
+    /// `ybs man run` prints ybs-run(1).
+    Man(ManArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// A subcommand, for its own page (`ybs-run(1)`); none for ybs(1).
+    #[arg(value_name = "SUBCOMMAND")]
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -7,6 +7,7 @@ mod git_trust;
 mod interactive;
 mod jobs;
 mod outputs;
+mod pipeline;
 mod policy;
 mod providers;
 mod run;

@@ -2,6 +2,7 @@
 
 pub mod chat;
 pub mod common;
+pub mod completions;
 pub mod policy;
 pub mod report;
 pub mod run;
@@ -20,5 +21,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Report(ReportCommand::Merge(args)) => report::merge(&args),
         Command::Schema(args) => schema::schema(&args),
         Command::Chat(args) => chat::chat(&args),
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => completions::man(&args),
     }
 }
