@@ -322,6 +322,22 @@ const HIJACK_VARIABLES: &[&str] = &[
     "RUBYLIB",
     "JAVA_TOOL_OPTIONS",
     "_JAVA_OPTIONS",
+    "MANPAGER",
+    "MANOPT",
+    "SYSTEMD_PAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "TAR_OPTIONS",
+    "ZIPOPT",
+    "RSYNC_RSH",
+    "RSYNC_CONNECT_PROG",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "GCONV_PATH",
+    "PYTHONBREAKPOINT",
+    "PERL5DB",
+    "VIMINIT",
+    "EXINIT",
 ];
 
 /// True if and only if setting `name` may change which program runs.
