@@ -15,6 +15,10 @@ use crate::support::{Run, Ybs};
 const GHP: &str = "ghp_Zq8Tw2Lm5Rx9Vb3Nc7Kd1Hf6Jg4Ps0Ya2Ue8X";
 /// `x-access-token:ghs_…`, base64, as actions/checkout writes it.
 const EXTRAHEADER_B64: &str = "eC1hY2Nlc3MtdG9rZW46Z2hzX1FwN1J3M0xtOVR4NVZiMk5jOEtkNEhmMUpn";
+/// An AWS key pair and a PEM private key (not real ones).
+const AWS_ID: &str = "AKIAQ3EXAMPLE7ZX2MPL";
+const AWS_SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKY";
+const PEM_BODY: &str = "MIIEowIBAAKCAQEA0Zx7examplebodyQ1w2e3r4t5y6u7i8o9p0";
 /// A secret ybs knows from its environment (`*_TOKEN` is scrubbed).
 const ENV_SECRET: &str = "deploy-canary-58f3b1e9a7";
 
@@ -94,6 +98,13 @@ fn credentials_read_by_allowed_tools_reach_no_output_and_not_the_model() {
     git_config.push_str(&extraheader);
     ybs.file(".git/config", &git_config);
     ybs.file("config/token.txt", &format!("token: {GHP}\n"));
+    ybs.file(
+        "config/aws.ini",
+        &format!(
+            "[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}\n\
+             -----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----\n"
+        ),
+    );
     // The env secret, base64-encoded after a prefix (so at an offset).
     let encoded = base64(format!("user:{ENV_SECRET}").as_bytes());
     ybs.file("config/blob.txt", &format!("auth={encoded}\n"));
@@ -105,6 +116,7 @@ fn credentials_read_by_allowed_tools_reach_no_output_and_not_the_model() {
         wire::openai_sse_call("c1", "read_file", &json!({"path": "config/token.txt"})),
         wire::openai_sse_call("c2", "read_file", &json!({"path": ".git/config"})),
         wire::openai_sse_call("c3", "read_file", &json!({"path": "config/blob.txt"})),
+        wire::openai_sse_call("c4", "read_file", &json!({"path": "config/aws.ini"})),
         wire::openai_sse_answer("done"),
     ]);
     let endpoint = format!("{}/v1", server.url);
@@ -127,9 +139,17 @@ fn credentials_read_by_allowed_tools_reach_no_output_and_not_the_model() {
 
     // The base64 run that depends on the secret's bytes alone.
     let encoded_core = &encoded[8..encoded.len() - 4];
-    let needles = [GHP, EXTRAHEADER_B64, ENV_SECRET, encoded_core];
+    let needles = [
+        GHP,
+        EXTRAHEADER_B64,
+        ENV_SECRET,
+        encoded_core,
+        AWS_ID,
+        AWS_SECRET,
+        PEM_BODY,
+    ];
     let requests = server.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 5);
     for request in &requests {
         let body = String::from_utf8_lossy(&request.body);
         for needle in needles {
@@ -137,13 +157,18 @@ fn credentials_read_by_allowed_tools_reach_no_output_and_not_the_model() {
         }
     }
     // The model saw that something was there, masked.
-    let last = String::from_utf8_lossy(&requests[3].body).into_owned();
+    let last = String::from_utf8_lossy(&requests[4].body).into_owned();
     assert!(last.contains("token: [REDACTED]"), "{last}");
     assert!(last.contains("AUTHORIZATION: basic [REDACTED]"), "{last}");
     assert_absent_from_run(&run, &needles);
     assert_absent_from_files(
         ybs.path(),
-        &["config/token.txt", "config/blob.txt", ".git/config"],
+        &[
+            "config/token.txt",
+            "config/blob.txt",
+            "config/aws.ini",
+            ".git/config",
+        ],
         &needles,
     );
     assert!(ybs.exists("rec.json"));
@@ -155,6 +180,9 @@ fn credentials_read_by_allowed_tools_reach_no_output_and_not_the_model() {
     );
     assert_eq!(transcript["redactions"]["basic_auth_header"], 1);
     assert_eq!(transcript["redactions"]["secret_value_base64"], 1);
+    assert_eq!(transcript["redactions"]["aws_access_key"], 1);
+    assert_eq!(transcript["redactions"]["aws_secret_key"], 1);
+    assert_eq!(transcript["redactions"]["private_key"], 1);
     let events = run.events("t");
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     let at = types.iter().position(|t| *t == "task.redactions").unwrap();
