@@ -89,6 +89,42 @@ pub(super) fn analyze(family: &str, cmd: &SimpleCommand, analysis: &mut Analysis
                 runs(&format!("{program} --exec"));
             }
         }
+        "run-parts" => runs("run-parts (runs every script in a directory)"),
+        "npx" | "npm" | "pnpm" | "yarn" => {
+            if args
+                .iter()
+                .any(|w| w == "-c" || abbreviates(w, "--call", 4))
+            {
+                runs(&format!("{program} -c"));
+            }
+        }
+        "go" => {
+            if args.iter().any(|w| {
+                let name = w.trim_start_matches('-');
+                w.starts_with('-') && (name.starts_with("exec") || name.starts_with("toolexec"))
+            }) {
+                runs("go -exec");
+            }
+        }
+        "rustc" | "rustdoc" => {
+            if args
+                .iter()
+                .any(|w| w.contains("linker=") || w.contains("linker-flavor"))
+            {
+                runs(&format!("{program} -C linker="));
+            }
+        }
+        "gcc" | "g++" | "cc" | "c++" | "clang" | "clang++" | "gcc-" | "clang-" => {
+            if args.iter().any(|w| {
+                w == "-wrapper"
+                    || w.starts_with("-fplugin")
+                    || w.starts_with("-B")
+                    || w.starts_with("-specs")
+                    || w.starts_with("--specs")
+            }) {
+                runs(&format!("{program} -wrapper"));
+            }
+        }
         "expect" | "tclsh" | "wish" => {
             super::programs::interpreter(cmd, &["-c"], &[], &[], analysis);
         }

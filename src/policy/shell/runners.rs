@@ -153,6 +153,12 @@ const WRAPPERS: &[Wrapper] = &[
         positionals: 1,
         ..wrapper(&["faketime"], &["-m", "-f"])
     },
+    wrapper(&["ssh-agent"], &["-a", "-E", "-t", "-P", "-O"]),
+    wrapper(&["ccache", "sccache", "distcc", "icecc"], &[]),
+    wrapper(
+        &["dbus-run-session", "dbus-launch"],
+        &["--config-file", "--dbus-daemon"],
+    ),
     Wrapper {
         positionals: 1,
         script: &["-c"],

@@ -454,6 +454,17 @@ const RUNNERS: &[(&str, HazardKind)] = &[
     ("sed -e 'a\\' -e 'x' -e 'e' f", HazardKind::InlineCode),
     ("sed 's/a/b/w /tmp/x' f", HazardKind::InlineCode),
     ("sed 'k' f", HazardKind::InlineCode),
+    ("ssh-agent id", HazardKind::RunsProgram),
+    ("ccache ./x", HazardKind::RunsProgram),
+    ("dbus-run-session id", HazardKind::RunsProgram),
+    ("run-parts ./d", HazardKind::RunsProgram),
+    ("npx -c id", HazardKind::RunsProgram),
+    ("npm exec --call=id", HazardKind::RunsProgram),
+    ("go test -exec ./x", HazardKind::RunsProgram),
+    ("go build -toolexec=./x", HazardKind::RunsProgram),
+    ("rustc -C linker=./x a.rs", HazardKind::RunsProgram),
+    ("gcc -wrapper ./x a.c", HazardKind::RunsProgram),
+    ("clang -fplugin=./x.so a.c", HazardKind::RunsProgram),
 ];
 
 #[test]
@@ -501,6 +512,10 @@ fn their_harmless_forms_are_not() {
         "sed '1d;$d' f",
         "awk '{print $1}' f",
         "gawk -f x.awk f",
+        "go test ./...",
+        "npm test",
+        "gcc -O2 -o a a.c",
+        "rustc -O a.rs",
     ] {
         let parsed = parse(command);
         assert!(
