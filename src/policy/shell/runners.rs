@@ -11,6 +11,10 @@
 //! a wrong unwrap would silently widen an allowlist. The model is told to
 //! run the inner command directly.
 //!
+//! Options that execute (`sort --compress-program`, `tar -I`), debuggers,
+//! editors, pagers and builtins that evaluate subscripts are in
+//! `execs.rs`; sed scripts are parsed in `sed.rs`.
+//!
 //! Shells running a script file (`bash scripts/test.sh`) are not a hazard:
 //! like `python x.py` or `make`, what they run is the operator's choice
 //! when they allow it. Shells reading code from `-c` or stdin are.
