@@ -690,3 +690,50 @@ fn prefix_rules_never_allow_programs_that_run_programs() {
         assert_eq!(verdict, "allow", "{form} under {rule}:\n{out}");
     }
 }
+
+/// Issue 10, item 11, through `ybs run`: under `allow: run_shell(sort*)`
+/// and friends, a form that would run another program does not run at
+/// all, and the model is told why; the plain form runs.
+#[test]
+fn a_program_run_through_an_option_never_runs_under_a_prefix_rule() {
+    let ybs = Ybs::new();
+    let path = fake_programs(&ybs, &["evil", "sort", "tar", "git"]);
+    let ybs = ybs.env("PATH", &path);
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: ['run_shell(sort*)', 'run_shell(tar*)', 'run_shell(git grep*)']\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                (
+                    "run_shell",
+                    json!({"command": "sort --compress-program=evil x"}),
+                ),
+                ("run_shell", json!({"command": "tar xIf evil x.tar"})),
+                ("run_shell", json!({"command": "git grep -Oevil foo"})),
+                ("run_shell", json!({"command": "sort -u x"})),
+            ]),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert!(!ybs.exists("ran-tar"), "tar ran");
+    assert!(!ybs.exists("ran-git"), "git ran");
+    assert!(ybs.exists("ran-sort"), "the plain sort is allowed");
+    let transcript = run.json("ybs-out/t/transcript.json");
+    for index in 0..3 {
+        let entry = &tool_calls(&transcript)[index];
+        assert_eq!(entry["decision"]["verdict"], "deny", "{entry}");
+        assert_eq!(entry["result"]["ran"], false, "{entry}");
+        let told = tool_message(&transcript, index);
+        assert!(told.contains("not auto-allowed"), "{told}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(ybs.path().join("ran-sort")).unwrap(),
+        "ran\n",
+        "sort ran once, for the plain form"
+    );
+}
