@@ -139,7 +139,7 @@ impl<'a> Agent<'a> {
     /// Appends a user message (a failing check's output, for a fix attempt),
     /// its secrets masked.
     pub fn push_user(&mut self, text: &str, emitter: &mut Emitter<'_>) {
-        let text = self.setup.redactor.redact(text);
+        let text = redact_counted(self.setup.redactor, text, emitter);
         self.push(Message::user(text), emitter);
     }
 
@@ -675,7 +675,7 @@ impl<'a> Agent<'a> {
         output: &str,
         emitter: &mut Emitter<'_>,
     ) -> Message {
-        let output = self.setup.redactor.redact(output);
+        let output = redact_counted(self.setup.redactor, output, emitter);
         let (content, truncated) =
             truncate_middle(&output, self.setup.limits.max_tool_output_chars);
         emitter.emit(Event::ToolCompleted {
@@ -721,6 +721,17 @@ fn refused(response: &crate::llm::ChatResponse) -> Option<Stop> {
         format!("{what}: {}", truncate_middle(said, 300).0)
     };
     Some(Stop::Failed { reason, message })
+}
+
+/// Masks the secrets in a text on its way into the conversation, and
+/// reports what it masked (`task.redactions`; the runner sums them per task).
+fn redact_counted(redactor: &Redactor, text: &str, emitter: &mut Emitter<'_>) -> String {
+    let mut counts = crate::core::redact::Redactions::new();
+    let clean = redactor.redact_counting(text, &mut counts);
+    if !counts.is_empty() {
+        emitter.emit(Event::Redactions { counts });
+    }
+    clean
 }
 
 fn millis(duration: Duration) -> u64 {

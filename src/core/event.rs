@@ -4,6 +4,8 @@
 //! This is a wire format, published by `ybs schema events`. Changes are
 //! additive only: new variants and new optional fields.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -130,6 +132,11 @@ pub enum Event {
         output_tail: String,
         attempt: u32,
     },
+    /// How many secrets were masked in the task's outputs and tool
+    /// results, by kind (`github_token`, `secret_value`, …). Once, before
+    /// `task.finished`, when anything was masked.
+    #[serde(rename = "task.redactions")]
+    Redactions { counts: BTreeMap<String, u64> },
     /// What happened in git after the task.
     #[serde(rename = "git")]
     Git { outcome: GitOutcome },

@@ -67,7 +67,49 @@ impl Redactor {
             .map(|form| regex::escape(form))
             .collect::<Vec<_>>()
             .join("|");
+        // A set too large for one automaton falls back to plain
+        // replacement (`masked_values`), never to no masking.
         self.matcher = Regex::new(&alternation).ok();
+    }
+
+    /// Masks every spelling of every known value: one pass of the
+    /// alternation, or form by form, longest first, without it.
+    fn masked_values(&self, text: &str, counts: &mut Redactions) -> String {
+        let mut out = String::new();
+        match &self.matcher {
+            Some(matcher) => {
+                if !matcher.is_match(text) {
+                    return text.to_owned();
+                }
+                let mut last = 0;
+                for found in matcher.find_iter(text) {
+                    let kind = self
+                        .forms
+                        .get(found.as_str())
+                        .copied()
+                        .unwrap_or(KIND_VALUE);
+                    *counts.entry(kind.to_owned()).or_default() += 1;
+                    out.push_str(&text[last..found.start()]);
+                    out.push_str(MASK);
+                    last = found.end();
+                }
+                out.push_str(&text[last..]);
+                out
+            }
+            None => {
+                let mut forms: Vec<(&String, &&'static str)> = self.forms.iter().collect();
+                forms.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(b.0)));
+                out = text.to_owned();
+                for (form, kind) in forms {
+                    let found = out.matches(form.as_str()).count();
+                    if found > 0 {
+                        *counts.entry((*kind).to_owned()).or_default() += found as u64;
+                        out = out.replace(form.as_str(), MASK);
+                    }
+                }
+                out
+            }
+        }
     }
 
     /// Whether no secret value is known (credential shapes are masked
@@ -83,30 +125,12 @@ impl Redactor {
 
     /// Masks every secret in `text` and adds what it masked to `counts`.
     pub fn redact_counting(&self, text: &str, counts: &mut Redactions) -> String {
-        let mut out = String::new();
-        let text = match &self.matcher {
-            Some(matcher) if matcher.is_match(text) => {
-                let mut last = 0;
-                for found in matcher.find_iter(text) {
-                    let kind = self
-                        .forms
-                        .get(found.as_str())
-                        .copied()
-                        .unwrap_or(KIND_VALUE);
-                    *counts.entry(kind.to_owned()).or_default() += 1;
-                    out.push_str(&text[last..found.start()]);
-                    out.push_str(MASK);
-                    last = found.end();
-                }
-                out.push_str(&text[last..]);
-                std::mem::take(&mut out)
-            }
-            _ => text.to_owned(),
-        };
+        let text = self.masked_values(text, counts);
         let found = find_credentials(&text);
         if found.is_empty() {
             return text;
         }
+        let mut out = String::with_capacity(text.len());
         let mut last = 0;
         for hit in found {
             *counts.entry(hit.kind.to_owned()).or_default() += 1;
@@ -193,5 +217,20 @@ mod tests {
         assert!(!value.to_string().contains("eC1hY2Nl"), "{value}");
         assert_eq!(counts.get("basic_auth_header"), Some(&1));
         assert_eq!(redactor.redact("plain text"), "plain text");
+    }
+
+    #[test]
+    fn without_the_alternation_values_are_still_masked() {
+        let mut redactor = Redactor::new();
+        redactor.add("canary-value-4242");
+        redactor.add("canary-value");
+        redactor.matcher = None;
+        let encoded = crate::core::secrets::encode_base64(b"canary-value-4242", false);
+        let mut counts = Redactions::new();
+        let out =
+            redactor.redact_counting(&format!("a canary-value-4242 b {encoded}"), &mut counts);
+        assert_eq!(out, "a [REDACTED] b [REDACTED]");
+        assert_eq!(counts.get(KIND_VALUE), Some(&1));
+        assert_eq!(counts.get(KIND_VALUE_BASE64), Some(&1));
     }
 }

@@ -35,12 +35,12 @@ const SHAPES: &[Shape] = &[
     },
     Shape {
         kind: "github_token",
-        pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b",
+        pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})(?-u:\b)",
         accept: always,
     },
     Shape {
         kind: "aws_access_key",
-        pattern: r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
+        pattern: r"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}(?-u:\b)",
         accept: always,
     },
     Shape {
@@ -52,40 +52,40 @@ const SHAPES: &[Shape] = &[
     },
     Shape {
         kind: "slack_token",
-        pattern: r"\bxox[abposr]-(?:[0-9]+-)+[A-Za-z0-9]{16,}\b",
+        pattern: r"(?-u:\b)xox[abposr]-(?:[0-9]+-)+[A-Za-z0-9]{16,}(?-u:\b)",
         accept: always,
     },
     Shape {
         kind: "anthropic_key",
-        pattern: r"\bsk-ant-[a-z]{3,8}[0-9]{2}-[A-Za-z0-9_-]{80,}",
+        pattern: r"(?-u:\b)sk-ant-[a-z]{3,8}[0-9]{2}-[A-Za-z0-9_-]{80,}",
         accept: always,
     },
     Shape {
         kind: "openai_key",
         // Keys carry "T3BlbkFJ" (base64 of "OpenAI"); project keys are long.
-        pattern: r"\bsk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|\bsk-proj-[A-Za-z0-9_-]{40,}|\bsk-[A-Za-z0-9]{48}\b",
+        pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|(?-u:\b)sk-proj-[A-Za-z0-9_-]{40,}|(?-u:\b)sk-[A-Za-z0-9]{48}(?-u:\b)",
         accept: always,
     },
     Shape {
         kind: "google_api_key",
-        pattern: r"\b(?P<s>AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|\z)",
+        pattern: r"(?-u:\b)(?P<s>AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|\z)",
         accept: always,
     },
     Shape {
         kind: "npm_token",
-        pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
+        pattern: r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)",
         accept: always,
     },
     Shape {
         kind: "basic_auth_header",
         // `http.<url>.extraheader = AUTHORIZATION: basic <base64>` as
         // actions/checkout leaves it in .git/config, or any such header.
-        pattern: r"(?i)\bauthorization\s*[:=]\s*basic\s+(?P<s>[A-Za-z0-9+/_-]{6,}={0,2})",
+        pattern: r"(?i)(?-u:\b)authorization\s*[:=]\s*basic\s+(?P<s>[A-Za-z0-9+/_-]{6,}={0,2})",
         accept: is_basic_credential,
     },
     Shape {
         kind: "bearer_auth_header",
-        pattern: r"(?i)\bauthorization\s*[:=]\s*(?:bearer|token)\s+(?P<s>[A-Za-z0-9+/._~-]{20,}={0,2})",
+        pattern: r"(?i)(?-u:\b)authorization\s*[:=]\s*(?:bearer|token)\s+(?P<s>[A-Za-z0-9+/._~-]{20,}={0,2})",
         accept: looks_random,
     },
 ];

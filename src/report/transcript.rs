@@ -2,7 +2,7 @@
 //! built from the task's events and written once, atomically, when the
 //! task finishes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::sync::Arc;
 
@@ -48,6 +48,10 @@ pub struct Transcript {
     /// Per external tool: calls, successes, failures, timeouts, durations.
     #[serde(default)]
     pub tool_metrics: Vec<ToolMetrics>,
+    /// How many secrets were masked, by kind (`github_token`,
+    /// `secret_value`, `secret_value_base64`, …); empty when none.
+    #[serde(default)]
+    pub redactions: BTreeMap<String, u64>,
     pub notes: Vec<String>,
     pub git: Option<GitOutcome>,
 }
@@ -304,6 +308,7 @@ pub struct TranscriptBuilder {
     retries: Vec<Retry>,
     checks: Vec<CheckEntry>,
     tool_metrics: Vec<ToolMetrics>,
+    redactions: BTreeMap<String, u64>,
     notes: Vec<String>,
     git: Option<GitOutcome>,
 }
@@ -487,6 +492,11 @@ impl TranscriptBuilder {
             }
             Event::Note { message } => self.notes.push(message.clone()),
             Event::ToolMetrics { tools } => self.tool_metrics.clone_from(tools),
+            Event::Redactions { counts } => {
+                for (kind, count) in counts {
+                    *self.redactions.entry(kind.clone()).or_default() += count;
+                }
+            }
             Event::CheckCompleted {
                 name,
                 command,
@@ -586,6 +596,7 @@ impl TranscriptBuilder {
             retries: self.retries.clone(),
             checks: self.checks.clone(),
             tool_metrics: self.tool_metrics.clone(),
+            redactions: self.redactions.clone(),
             notes: self.notes.clone(),
             git: self.git.clone(),
         }

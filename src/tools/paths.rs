@@ -79,9 +79,17 @@ pub fn resolve(ctx: &ToolCtx, raw: &str, access: Access) -> Result<Resolved, Too
     if raw.is_empty() {
         return Err(ToolError::Model("the path is empty".to_owned()));
     }
-    if raw.contains('\0') {
+    if let Some(control) = raw.chars().find(|c| c.is_control()) {
+        let name = match control {
+            '\0' => "a NUL byte".to_owned(),
+            '\n' => "a newline".to_owned(),
+            '\r' => "a carriage return".to_owned(),
+            '\t' => "a tab".to_owned(),
+            '\x1b' => "an escape character (ESC)".to_owned(),
+            other => format!("the control character U+{:04X}", u32::from(other)),
+        };
         return Err(ToolError::Model(format!(
-            "`{}` contains a NUL byte",
+            "the path `{}` contains {name}; paths with control characters are refused",
             raw.escape_debug()
         )));
     }

@@ -13,6 +13,7 @@ mod providers;
 mod run;
 mod sandbox;
 mod schema;
+mod secrets;
 mod security;
 mod shard;
 mod tools;

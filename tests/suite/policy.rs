@@ -580,3 +580,160 @@ fn every_call_has_a_complete_decision_record() {
         assert!(entry["result"]["truncated"].is_boolean(), "{entry}");
     }
 }
+
+/// Issue 10, item 11: a prefix rule naming the program never auto-allows a
+/// form of it that runs another program.
+#[test]
+fn prefix_rules_never_allow_programs_that_run_programs() {
+    let ybs = Ybs::new();
+    let forms: &[(&str, &str)] = &[
+        ("setarch*", "setarch x86_64 sh -c id"),
+        ("setarch*", "setarch -R id"),
+        ("prlimit*", "prlimit --nofile=10 id"),
+        ("setpriv*", "setpriv --reuid=1 id"),
+        ("capsh*", "capsh -- -c id"),
+        ("chroot*", "chroot / id"),
+        ("unshare*", "unshare -r id"),
+        ("nsenter*", "nsenter -t 1 id"),
+        ("flock*", "flock /tmp/x -c id"),
+        ("ionice*", "ionice -c 3 id"),
+        ("chrt*", "chrt 1 id"),
+        ("taskset*", "taskset 1 id"),
+        ("stdbuf*", "stdbuf -oL id"),
+        ("timeout*", "timeout 5 id"),
+        ("nice*", "nice id"),
+        ("nohup*", "nohup id"),
+        ("xvfb-run*", "xvfb-run id"),
+        ("watch*", "watch id"),
+        ("script*", "script -qc id /dev/null"),
+        ("sort*", "sort --compress-program=sh x"),
+        ("sort*", "sort --compress-prog sh x"),
+        ("git grep*", "git grep -O foo"),
+        ("git grep*", "git grep --open-files-in-pager=vim foo"),
+        ("git difftool*", "git difftool -x sh"),
+        ("git difftool*", "git difftool -yxsh"),
+        ("git*", "git -c core.pager=sh log"),
+        ("ssh*", "ssh -o ProxyCommand=sh host"),
+        ("ssh*", "ssh -oLocalCommand=sh host"),
+        ("zip*", "zip -TT sh x.zip a"),
+        ("zip*", "zip --unzip-command=sh x.zip a"),
+        ("gdb*", "gdb -ex '!id'"),
+        ("gdb*", "gdb -x script.gdb"),
+        ("vim*", "vim -c '!id'"),
+        ("vim*", "vim '+!id' x"),
+        ("vi*", "vi -S x.vim"),
+        ("nvim*", "nvim -c ':!id'"),
+        ("sdiff*", "sdiff --diff-program=sh a b"),
+        ("sqlite3*", "sqlite3 db '.shell id'"),
+        ("sqlite3*", "sqlite3 db '.system id'"),
+        ("sqlite3*", "sqlite3 -cmd '.shell id' db"),
+        ("tar*", "tar --to-command=sh -xf x.tar"),
+        ("tar*", "tar -I sh -xf x.tar"),
+        ("tar*", "tar xIf sh x.tar"),
+        ("tar*", "tar --checkpoint-action=exec=sh -xf x.tar"),
+        ("rsync*", "rsync -e sh a b"),
+        ("rsync*", "rsync -avze sh a b"),
+        ("less*", "less x"),
+        ("more*", "more x"),
+        ("awk*", "awk 'BEGIN{system(\"id\")}'"),
+        ("awk*", "awk '{print | \"sh\"}'"),
+        ("perl*", "perl -e 'system(1)'"),
+        ("python*", "python -c 1"),
+        ("ruby*", "ruby -e 1"),
+        ("node*", "node -e 1"),
+        ("make*", "make CC=./x"),
+        ("man*", "man --pager=sh ls"),
+        ("printf*", "printf -v 'a[$(id)]' x"),
+        ("test*", "test -v 'a[$(id)]'"),
+        ("let*", "let 'a[$(id)]=1'"),
+        ("read*", "read 'a[$(id)]'"),
+        ("unset*", "unset 'a[$(id)]'"),
+        ("declare*", "declare 'a[$(id)]=1'"),
+        ("typeset*", "typeset 'a[$(id)]'"),
+        ("mapfile*", "mapfile -C id x"),
+        ("readarray*", "readarray -C id x"),
+        ("compgen*", "compgen -C id"),
+        ("sed*", "sed '\\%re%e' f"),
+        ("sed*", "sed '1ecmd' f"),
+        ("sed*", "sed '/re/I e' f"),
+        ("sed*", "sed '$e' f"),
+        ("sed*", "sed -e p -e 'e id' f"),
+        ("sed*", "sed --expression='e id' f"),
+        ("sed*", "sed -f script.sed f"),
+        ("sed*", "sed -ns 's/a/b/e' f"),
+    ];
+    for (rule, form) in forms {
+        ybs.file(
+            "t.yaml",
+            &format!("prompt: p\npolicy:\n  allow:\n    - \"run_shell({rule})\"\n"),
+        );
+        let (verdict, _, out) = explain(&ybs, &["--task", "t.yaml"], &format!("run_shell({form})"));
+        assert_ne!(verdict, "allow", "{form} under {rule}:\n{out}");
+        assert!(out.contains("not auto-allowed"), "{form}:\n{out}");
+    }
+    // The same rules still allow the plain forms.
+    for (rule, form) in [
+        ("sort*", "sort -u x"),
+        ("git grep*", "git grep -n foo"),
+        ("tar*", "tar -xzf x.tar.gz"),
+        ("sed*", "sed -n '/a/,/b/p' f"),
+        ("sed*", "sed -i.bak 's/a/b/g' f"),
+        ("make*", "make test"),
+        ("sqlite3*", "sqlite3 db 'select 1'"),
+        ("man*", "man ls"),
+    ] {
+        ybs.file(
+            "t.yaml",
+            &format!("prompt: p\npolicy:\n  allow:\n    - \"run_shell({rule})\"\n"),
+        );
+        let (verdict, _, out) = explain(&ybs, &["--task", "t.yaml"], &format!("run_shell({form})"));
+        assert_eq!(verdict, "allow", "{form} under {rule}:\n{out}");
+    }
+}
+
+/// Issue 10, item 11, through `ybs run`: under `allow: run_shell(sort*)`
+/// and friends, a form that would run another program does not run at
+/// all, and the model is told why; the plain form runs.
+#[test]
+fn a_program_run_through_an_option_never_runs_under_a_prefix_rule() {
+    let ybs = Ybs::new();
+    let path = fake_programs(&ybs, &["evil", "sort", "tar", "git"]);
+    let ybs = ybs.env("PATH", &path);
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: ['run_shell(sort*)', 'run_shell(tar*)', 'run_shell(git grep*)']\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                (
+                    "run_shell",
+                    json!({"command": "sort --compress-program=evil x"}),
+                ),
+                ("run_shell", json!({"command": "tar xIf evil x.tar"})),
+                ("run_shell", json!({"command": "git grep -Oevil foo"})),
+                ("run_shell", json!({"command": "sort -u x"})),
+            ]),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert!(!ybs.exists("ran-tar"), "tar ran");
+    assert!(!ybs.exists("ran-git"), "git ran");
+    assert!(ybs.exists("ran-sort"), "the plain sort is allowed");
+    let transcript = run.json("ybs-out/t/transcript.json");
+    for index in 0..3 {
+        let entry = &tool_calls(&transcript)[index];
+        assert_eq!(entry["decision"]["verdict"], "deny", "{entry}");
+        assert_eq!(entry["result"]["ran"], false, "{entry}");
+        let told = tool_message(&transcript, index);
+        assert!(told.contains("not auto-allowed"), "{told}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(ybs.path().join("ran-sort")).unwrap(),
+        "ran\n",
+        "sort ran once, for the plain form"
+    );
+}

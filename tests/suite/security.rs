@@ -1206,3 +1206,60 @@ fn an_interrupted_run_leaves_no_process_behind() {
         }
     }
 }
+
+/// Issue 10, item 14: file tools refuse paths with control characters
+/// (newline, NUL, ESC, …), naming the problem; nothing is created.
+#[test]
+fn file_tools_refuse_paths_with_control_characters() {
+    let ybs = Ybs::new();
+    ybs.file("a.txt", "hello\n");
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { default: allow }\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                ("write_file", json!({"path": "x\ny.txt", "content": "x"})),
+                ("read_file", json!({"path": "a.txt\u{0}"})),
+                (
+                    "edit_file",
+                    json!({"path": "\u{1b}[2Ja.txt", "old_text": "hello", "new_text": "bye"}),
+                ),
+                ("list_files", json!({"path": "sub\rdir"})),
+                (
+                    "search_files",
+                    json!({"pattern": "hello", "path": "a\u{7f}"}),
+                ),
+            ]),
+            answer("could not"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let entries = transcript["tool_calls"].as_array().unwrap();
+    assert_eq!(entries.len(), 5);
+    for (entry, named) in entries.iter().zip([
+        "a newline",
+        "a NUL byte",
+        "an escape character (ESC)",
+        "a carriage return",
+        "U+007F",
+    ]) {
+        assert_eq!(entry["result"]["ran"], false, "{entry}");
+        let text = entry["result"]["output"].as_str().unwrap();
+        assert!(
+            text.contains(named) && text.contains("control characters are refused"),
+            "{entry}"
+        );
+    }
+    assert_eq!(ybs.read("a.txt"), "hello\n");
+    let mut names: Vec<String> = std::fs::read_dir(ybs.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.txt", "t.cassette.json", "t.yaml", "ybs-out"]);
+}

@@ -27,9 +27,11 @@
 //! added to [`ParsedCommand::parts`] with [`SimpleCommand::via`] saying how
 //! they are reached, so a deny rule or a guard matches them like any part.
 
+mod execs;
 mod lexer;
 mod programs;
 mod runners;
+mod sed;
 
 use serde::Serialize;
 

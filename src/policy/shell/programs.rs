@@ -1,6 +1,6 @@
 //! Programs whose arguments may hide code: interpreters with inline code
 //! (`python -c`, `perl -e`, `node -e`), awk programs that run commands,
-//! sed scripts that run commands or touch files, `find -exec`.
+//! `find -exec`. sed scripts are in `sed.rs`.
 
 use super::HazardKind;
 use super::SimpleCommand;
@@ -62,121 +62,64 @@ pub(super) fn interpreter(
 }
 
 /// awk programs may run commands: `system(…)`, `print | "cmd"`,
-/// `"cmd" | getline`.
+/// `"cmd" | getline`. Every program text is looked at (`-e`/`--source`,
+/// several of them, or the first operand); gawk's `-l`/`--load` loads a
+/// shared library. A program file (`-f`) is like `python x.py`: what it
+/// runs is the operator's choice when they allow it.
 pub(super) fn awk(cmd: &SimpleCommand, analysis: &mut Analysis) {
+    let argv = &cmd.argv;
+    let mut programs: Vec<&str> = Vec::new();
+    let mut from_file = false;
     let mut index = 1;
-    while let Some(word) = cmd.argv.get(index) {
+    while let Some(word) = argv.get(index) {
+        index += 1;
         match word.as_str() {
-            "-f" | "--file" => return,
-            "-v" | "-F" | "--assign" | "--field-separator" => index += 2,
-            "--" => {
+            "-f" | "--file" | "-E" | "--exec" | "-i" | "--include" => {
+                from_file = true;
                 index += 1;
+            }
+            "-e" | "--source" => {
+                programs.extend(argv.get(index).map(String::as_str));
+                index += 1;
+            }
+            "-v" | "-F" | "--assign" | "--field-separator" => index += 1,
+            "-l" | "--load" => {
+                analysis.hazard(
+                    HazardKind::InlineCode,
+                    &format!("awk {word} (loads a library)"),
+                );
+                index += 1;
+            }
+            "--" => {
+                if programs.is_empty() && !from_file {
+                    programs.extend(argv.get(index).map(String::as_str));
+                }
                 break;
             }
-            _ if word.starts_with('-') && word.len() > 1 => index += 1,
-            _ => break,
+            _ if word.starts_with("--source=") => programs.push(&word["--source=".len()..]),
+            _ if word.starts_with("--load=") || (word.starts_with("-l") && word.len() > 2) => {
+                analysis.hazard(
+                    HazardKind::InlineCode,
+                    &format!("awk {word} (loads a library)"),
+                );
+            }
+            _ if word.starts_with("-e") && word.len() > 2 => programs.push(&word[2..]),
+            _ if word.starts_with("-f") && word.len() > 2 => from_file = true,
+            _ if word.starts_with('-') && word.len() > 1 => {}
+            _ => {
+                if programs.is_empty() && !from_file {
+                    programs.push(word);
+                }
+                break;
+            }
         }
     }
-    if let Some(program) = cmd.argv.get(index)
-        && (program.contains("system") || program.contains('|'))
+    if let Some(program) = programs
+        .into_iter()
+        .find(|program| program.contains("system") || program.contains('|'))
     {
         analysis.hazard(HazardKind::InlineCode, program);
     }
-}
-
-/// sed scripts may run commands (`e`, the `s///e` flag) or read and write
-/// any file (`r`, `R`, `w`, `W`, the `s///w` flag).
-pub(super) fn sed(cmd: &SimpleCommand, analysis: &mut Analysis) {
-    let mut scripts: Vec<&str> = Vec::new();
-    let mut from_option = false;
-    let mut operand = None;
-    let mut index = 1;
-    while let Some(word) = cmd.argv.get(index) {
-        if matches!(word.as_str(), "-e" | "--expression") {
-            scripts.extend(cmd.argv.get(index + 1).map(String::as_str));
-            from_option = true;
-            index += 2;
-        } else if let Some(script) = word.strip_prefix("--expression=") {
-            scripts.push(script);
-            from_option = true;
-            index += 1;
-        } else if matches!(word.as_str(), "-f" | "--file") {
-            from_option = true;
-            index += 2;
-        } else if matches!(word.as_str(), "-l" | "--line-length") {
-            index += 2;
-        } else if word.starts_with('-') && word.len() > 1 {
-            index += 1;
-        } else {
-            operand.get_or_insert(word.as_str());
-            index += 1;
-        }
-    }
-    if !from_option {
-        scripts.extend(operand);
-    }
-    if let Some(script) = scripts
-        .into_iter()
-        .find(|script| sed_runs_or_touches_files(script))
-    {
-        analysis.hazard(HazardKind::InlineCode, script);
-    }
-}
-
-fn sed_runs_or_touches_files(script: &str) -> bool {
-    let chars: Vec<char> = script.chars().collect();
-    for (index, &c) in chars.iter().enumerate() {
-        let before = chars[..index]
-            .iter()
-            .rev()
-            .find(|c| !c.is_whitespace() && **c != '!');
-        let command_position = before.is_none_or(|b| {
-            matches!(b, ';' | '{' | '}' | '\n' | '/' | '$' | ',') || b.is_ascii_digit()
-        });
-        if !command_position {
-            continue;
-        }
-        let next = chars.get(index + 1);
-        match c {
-            'e' if next.is_none_or(|n| n.is_whitespace() || *n == ';' || *n == '}') => {
-                return true;
-            }
-            'r' | 'R' | 'w' | 'W' if next.is_some_and(|n| n.is_whitespace()) => return true,
-            's' if substitute_flags(&chars[index + 1..])
-                .is_some_and(|flags| flags.contains('e') || flags.contains('w')) =>
-            {
-                return true;
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
-/// The flags of an `s` command whose delimiter starts `rest`.
-fn substitute_flags(rest: &[char]) -> Option<String> {
-    let delimiter = *rest.first()?;
-    if delimiter.is_alphanumeric() || delimiter.is_whitespace() || delimiter == '\\' {
-        return None;
-    }
-    let mut fields = 0;
-    let mut index = 1;
-    while fields < 2 {
-        match rest.get(index)? {
-            '\\' => index += 2,
-            c if *c == delimiter => {
-                fields += 1;
-                index += 1;
-            }
-            _ => index += 1,
-        }
-    }
-    Some(
-        rest[index..]
-            .iter()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .collect(),
-    )
 }
 
 /// `find … -exec cmd {} ;` (and `-execdir`, `-ok`, `-okdir`).

@@ -11,12 +11,17 @@
 //! a wrong unwrap would silently widen an allowlist. The model is told to
 //! run the inner command directly.
 //!
+//! Options that execute (`sort --compress-program`, `tar -I`), debuggers,
+//! editors, pagers and builtins that evaluate subscripts are in
+//! `execs.rs`; sed scripts are parsed in `sed.rs`.
+//!
 //! Shells running a script file (`bash scripts/test.sh`) are not a hazard:
 //! like `python x.py` or `make`, what they run is the operator's choice
 //! when they allow it. Shells reading code from `-c` or stdin are.
 
-use super::programs;
+use super::execs::{self, abbreviates};
 use super::{HazardKind, SimpleCommand};
+use super::{programs, sed};
 
 /// What a part runs besides itself.
 #[derive(Debug, Default)]
@@ -45,6 +50,9 @@ struct Wrapper {
     script: &'static [&'static str],
     /// The rest is joined and run by a shell (`watch`, `parallel`).
     shell_rest: bool,
+    /// A first word that is not an option is an argument, not the command
+    /// (`setarch x86_64 [-R] cmd`, `runcon CONTEXT cmd`); options may follow it.
+    leading: bool,
 }
 
 const fn wrapper(names: &'static [&'static str], valued: &'static [&'static str]) -> Wrapper {
@@ -54,6 +62,7 @@ const fn wrapper(names: &'static [&'static str], valued: &'static [&'static str]
         positionals: 0,
         script: &[],
         shell_rest: false,
+        leading: false,
     }
 }
 
@@ -70,6 +79,96 @@ const WRAPPERS: &[Wrapper] = &[
         &[],
     ),
     wrapper(&["firejail", "busybox"], &[]),
+    Wrapper {
+        leading: true,
+        ..wrapper(&["setarch"], &[])
+    },
+    wrapper(&["linux32", "linux64", "uname26", "i386", "x86_64"], &[]),
+    Wrapper {
+        leading: true,
+        ..wrapper(
+            &["runcon"],
+            &[
+                "-u", "-r", "-t", "-l", "--user", "--role", "--type", "--range",
+            ],
+        )
+    },
+    wrapper(&["prlimit"], &["-p", "--pid", "-o", "--output"]),
+    wrapper(
+        &["setpriv"],
+        &[
+            "--reuid",
+            "--regid",
+            "--ruid",
+            "--euid",
+            "--rgid",
+            "--egid",
+            "--groups",
+            "--inh-caps",
+            "--ambient-caps",
+            "--bounding-set",
+            "--securebits",
+            "--pdeathsig",
+            "--selinux-label",
+            "--apparmor-profile",
+            "--landlock-access",
+            "--landlock-rule",
+        ],
+    ),
+    wrapper(
+        &["xvfb-run"],
+        &[
+            "-n",
+            "--server-num",
+            "-e",
+            "--error-file",
+            "-f",
+            "--auth-file",
+            "-p",
+            "--xauth-protocol",
+            "-s",
+            "--server-args",
+            "-w",
+            "--wait",
+        ],
+    ),
+    wrapper(
+        &["numactl"],
+        &["-C", "-N", "-m", "-i", "-p", "-c", "-P", "-w"],
+    ),
+    wrapper(&["cgexec"], &["-g"]),
+    wrapper(
+        &["torsocks", "proxychains", "proxychains4", "tsocks"],
+        &["-f", "-u", "-p", "-a", "-P"],
+    ),
+    wrapper(
+        &[
+            "eatmydata",
+            "fakechroot",
+            "dumb-init",
+            "tini",
+            "daemonize",
+            "chpst",
+            "sshpass",
+        ],
+        &["-p", "-f", "-u", "-e", "-P"],
+    ),
+    Wrapper {
+        positionals: 1,
+        ..wrapper(&["faketime"], &["-m", "-f"])
+    },
+    wrapper(&["ssh-agent"], &["-a", "-E", "-t", "-P", "-O"]),
+    wrapper(&["ccache", "sccache", "distcc", "icecc"], &[]),
+    wrapper(
+        &["dbus-run-session", "dbus-launch"],
+        &["--config-file", "--dbus-daemon"],
+    ),
+    Wrapper {
+        positionals: 1,
+        script: &["-c"],
+        shell_rest: true,
+        ..wrapper(&["sg"], &[])
+    },
     wrapper(&["nice"], &["-n", "--adjustment"]),
     wrapper(
         &["stdbuf"],
@@ -233,6 +332,22 @@ const HIJACK_VARIABLES: &[&str] = &[
     "RUBYLIB",
     "JAVA_TOOL_OPTIONS",
     "_JAVA_OPTIONS",
+    "MANPAGER",
+    "MANOPT",
+    "SYSTEMD_PAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "TAR_OPTIONS",
+    "ZIPOPT",
+    "RSYNC_RSH",
+    "RSYNC_CONNECT_PROG",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "GCONV_PATH",
+    "PYTHONBREAKPOINT",
+    "PERL5DB",
+    "VIMINIT",
+    "EXINIT",
 ];
 
 /// True if and only if setting `name` may change which program runs.
@@ -282,6 +397,16 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
             for word in &argv[1..] {
                 check_assignment(word, &mut analysis);
             }
+            execs::analyze(family, cmd, &mut analysis);
+        }
+        "capsh" => {
+            // `capsh … -- ARGS` runs `/bin/bash ARGS` (or `--shell=`).
+            analysis.hazard(HazardKind::RunsProgram, "capsh");
+            if let Some(at) = argv.iter().position(|w| w == "--") {
+                let mut words = vec!["bash".to_owned()];
+                words.extend(argv[at + 1..].iter().cloned());
+                analysis.inner_words(cmd, words, at, "capsh --");
+            }
         }
         "env" => env(cmd, &mut analysis),
         "command" => {
@@ -317,7 +442,7 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
             programs::interpreter(cmd, &["-e"], &[], &["-l"], &mut analysis);
         }
         "awk" | "gawk" | "mawk" | "nawk" => programs::awk(cmd, &mut analysis),
-        "sed" | "gsed" => programs::sed(cmd, &mut analysis),
+        "sed" | "gsed" => sed::sed(cmd, &mut analysis),
         "find" => programs::find(cmd, &mut analysis),
         "git" => git(cmd, &mut analysis),
         "rg" => {
@@ -342,45 +467,27 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
                 analysis.hazard(HazardKind::RunsProgram, "cargo --config");
             }
         }
+        // `make` runs the Makefile's recipes: allowing `make*` allows what
+        // the repository's Makefile says, like `cargo test` runs build
+        // scripts. What changes the recipes from the command line does not
+        // pass: `VAR=value` overrides (`make CC=./x`), `SHELL=`, `--eval`.
         "make" | "gmake" => {
-            if argv[1..].iter().any(|w| {
-                w.starts_with("SHELL=")
-                    || w.starts_with(".SHELLFLAGS=")
-                    || w.starts_with("--eval")
-                    || w == "-E"
+            if let Some(word) = argv[1..].iter().find(|w| {
+                (w.contains('=') && !w.starts_with('-'))
+                    || abbreviates(w, "--eval", 4)
+                    || w.starts_with("-E")
             }) {
-                analysis.hazard(HazardKind::RunsProgram, "make SHELL=");
+                analysis.hazard(HazardKind::RunsProgram, &format!("make {word}"));
             }
         }
-        "tar" | "gtar" | "bsdtar" => {
-            const RUNS: &[&str] = &[
-                "--to-command",
-                "--use-compress-program",
-                "--checkpoint-action",
-                "--info-script",
-                "--new-volume-script",
-                "--rsh-command",
-                "--rmt-command",
-            ];
-            if argv[1..]
-                .iter()
-                .any(|w| w == "-I" || w == "-F" || RUNS.iter().any(|option| w.starts_with(option)))
-            {
-                analysis.hazard(HazardKind::RunsProgram, "tar --to-command");
-            }
-        }
-        "rsync" => {
-            if argv[1..]
-                .iter()
-                .any(|w| w == "-e" || w.starts_with("--rsh") || w.starts_with("--rsync-path"))
-            {
-                analysis.hazard(HazardKind::RunsProgram, "rsync -e");
-            }
-        }
+        "tar" | "gtar" | "bsdtar" => execs::tar(&argv[1..], &mut analysis),
+        "rsync" => execs::rsync(&argv[1..], &mut analysis),
         _ if SHELLS.contains(&family) => shell(cmd, program, &mut analysis),
         _ => {
             if let Some(spec) = WRAPPERS.iter().find(|w| w.names.contains(&program)) {
                 wrapped(cmd, program, spec, &mut analysis);
+            } else {
+                execs::analyze(family, cmd, &mut analysis);
             }
         }
     }
@@ -573,12 +680,23 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         return;
     };
     let rest = &argv[index + 1..];
+    // git accepts unique abbreviations of long options (`--ext=`).
     let runs = |flags: &[&str]| {
-        rest.iter().any(|w| {
-            flags
-                .iter()
-                .any(|flag| w == flag || w.starts_with(&format!("{flag}=")))
+        rest.iter().take_while(|w| *w != "--").any(|w| {
+            flags.iter().any(|flag| {
+                w == flag
+                    || w.starts_with(&format!("{flag}="))
+                    || (flag.starts_with("--") && abbreviates(w, flag, 5))
+                    || (flag.len() == 2 && !flag.starts_with("--") && w.starts_with(flag))
+            })
         })
+    };
+    // A short-option cluster (`-yxsh`) containing one of `letters`.
+    let cluster = |letters: &[char]| {
+        rest.iter()
+            .take_while(|w| *w != "--")
+            .filter(|w| w.starts_with('-') && !w.starts_with("--") && w.len() > 1)
+            .any(|w| w[1..].chars().any(|c| letters.contains(&c)))
     };
     let via = format!("git {subcommand}");
     match subcommand.as_str() {
@@ -599,11 +717,31 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         "rebase" if runs(&["-x", "--exec"]) => {
             analysis.hazard(HazardKind::RunsProgram, "git rebase --exec");
         }
-        "difftool" | "mergetool" if runs(&["-x", "--extcmd", "-t", "--tool"]) => {
+        "difftool" | "mergetool" if runs(&["--extcmd", "--tool"]) || cluster(&['x', 't']) => {
             analysis.hazard(
                 HazardKind::RunsProgram,
                 &format!("git {subcommand} --extcmd"),
             );
+        }
+        "grep" if runs(&["--open-files-in-pager"]) || cluster(&['O']) => {
+            analysis.hazard(HazardKind::RunsProgram, "git grep --open-files-in-pager");
+        }
+        "send-email"
+            if runs(&[
+                "--sendmail-cmd",
+                "--smtp-server",
+                "--to-cmd",
+                "--cc-cmd",
+                "--header-cmd",
+            ]) =>
+        {
+            analysis.hazard(HazardKind::RunsProgram, "git send-email --sendmail-cmd");
+        }
+        "help" if runs(&["--web", "--man", "--info"]) || cluster(&['w', 'm', 'i']) => {
+            analysis.hazard(HazardKind::RunsProgram, "git help --web");
+        }
+        "instaweb" | "web--browse" => {
+            analysis.hazard(HazardKind::RunsProgram, &format!("git {subcommand}"));
         }
         "config" if rest.iter().filter(|w| !w.starts_with('-')).count() >= 2 => {
             analysis.hazard(HazardKind::RunsProgram, "git config (sets a value)");
@@ -634,6 +772,9 @@ fn wrapped(cmd: &SimpleCommand, program: &str, spec: &Wrapper, analysis: &mut An
     };
     analysis.hazard(kind, program);
     let mut index = 1;
+    if spec.leading && argv.get(1).is_some_and(|w| !w.starts_with('-')) {
+        index = 2;
+    }
     while let Some(word) = argv.get(index) {
         if word == "--" {
             index += 1;

@@ -311,3 +311,32 @@ fn a_parent_swapped_for_a_symlink_is_not_followed() {
     let message = model_error(read_bytes(&stale, MAX_READ_BYTES));
     assert!(message.contains("symlink"), "{message}");
 }
+
+#[test]
+fn control_characters_in_a_path_are_refused_by_name() {
+    let fx = Fixture::new();
+    fx.file("a.txt", "a");
+    for (raw, named) in [
+        ("a.txt\nb", "a newline"),
+        ("a\0.txt", "a NUL byte"),
+        ("\x1b[31ma.txt", "an escape character (ESC)"),
+        ("a\r.txt", "a carriage return"),
+        ("a\t.txt", "a tab"),
+        ("a\x7f.txt", "U+007F"),
+        ("a\x01.txt", "U+0001"),
+        ("a\u{9b}.txt", "U+009B"),
+    ] {
+        for access in [Access::Read, Access::Write] {
+            let message = model_error(resolve(&fx.ctx, raw, access));
+            assert!(
+                message.contains(named) && message.contains("control characters are refused"),
+                "{raw:?}: {message}"
+            );
+        }
+        let message = model_error(resolve_dir(&fx.ctx, raw));
+        assert!(message.contains(named), "{message}");
+    }
+    // Nothing was created on the way.
+    let names: Vec<_> = std::fs::read_dir(fx.work()).unwrap().collect();
+    assert_eq!(names.len(), 1);
+}
