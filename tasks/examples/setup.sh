@@ -2,7 +2,7 @@
 # setup.sh DIR: makes DIR a scratch git repository of the fixture project
 # (textkit, under fixture/) with a little history, for the example tasks:
 #
-#   sh tasks/examples/setup.sh /tmp/ybs-examples
+#   sh tasks/examples/setup.sh target/ybs-examples
 #   ybs run tasks/examples tasks/refactor.yaml            # replays offline
 #
 # History: `chore: textkit 0.1.0` (tagged v0.1.0), then `feat: add repeat()`
