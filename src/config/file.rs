@@ -55,6 +55,9 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_enabled",
     "sandbox_writable_paths",
     "sandbox_network",
+    "sandbox_unix_sockets",
+    "sandbox_require",
+    "sandbox_check_network",
     "require_confirmation",
 ];
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths"];
@@ -283,9 +286,23 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         sandbox_enabled: fields.get(decoder, "sandbox_enabled"),
         sandbox_writable_paths: list(decoder, "sandbox_writable_paths", None),
         sandbox_network: fields.get(decoder, "sandbox_network"),
+        sandbox_unix_sockets: fields.get(decoder, "sandbox_unix_sockets"),
+        sandbox_require: fields.get(decoder, "sandbox_require"),
+        sandbox_check_network: fields.get(decoder, "sandbox_check_network"),
         require_confirmation: list(decoder, "require_confirmation", None),
         ..SafetyLayer::default()
     };
+    if let Some(require) = &layer.sandbox_require
+        && !matches!(require.as_str(), "all" | "landlock")
+        && let Some((key, _)) = fields.entry("sandbox_require")
+    {
+        decoder.error_with_hint(
+            key.span,
+            format!("`safety.sandbox_require` must be `all` or `landlock`, not `{require}`"),
+            "`all` (the default) needs namespaces, Landlock and seccomp; `landlock` accepts Landlock and seccomp alone",
+        );
+        layer.sandbox_require = None;
+    }
     if repository {
         layer.extra_blocked_paths = layer.blocked_paths.take().unwrap_or_default();
         layer.extra_blocked_commands = layer.blocked_commands.take().unwrap_or_default();
@@ -308,6 +325,37 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
                 "set it in ~/.config/ybs/config.json or a file given with --config",
             );
             layer.sandbox_network = None;
+        }
+        let widening = [
+            (
+                "sandbox_unix_sockets",
+                layer.sandbox_unix_sockets == Some(true),
+                "true",
+            ),
+            (
+                "sandbox_require",
+                layer.sandbox_require.as_deref() == Some("landlock"),
+                "landlock",
+            ),
+            (
+                "sandbox_check_network",
+                layer.sandbox_check_network == Some(true),
+                "true",
+            ),
+        ];
+        for (name, widens, value) in widening {
+            if widens && let Some((key, _)) = fields.entry(name) {
+                decoder.error_with_hint(
+                    key.span,
+                    format!("`safety.{name}: {value}` cannot be set in the repository's config"),
+                    "set it in ~/.config/ybs/config.json or a file given with --config",
+                );
+                match name {
+                    "sandbox_unix_sockets" => layer.sandbox_unix_sockets = None,
+                    "sandbox_require" => layer.sandbox_require = None,
+                    _ => layer.sandbox_check_network = None,
+                }
+            }
         }
     }
     layer

@@ -124,6 +124,9 @@ pub struct SafetyLayer {
     pub sandbox_enabled: Option<bool>,
     pub sandbox_writable_paths: Option<Vec<String>>,
     pub sandbox_network: Option<bool>,
+    pub sandbox_unix_sockets: Option<bool>,
+    pub sandbox_require: Option<String>,
+    pub sandbox_check_network: Option<bool>,
     pub require_confirmation: Option<Vec<String>>,
     /// From the repository's `./.ybs.json`, which may only add to the
     /// blocked lists (SECURITY S5).
@@ -175,7 +178,8 @@ combine_fields! {
     AgentLayer { max_iterations, retry_attempts, retry_backoff_base }
     SafetyLayer {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
-        sandbox_writable_paths, sandbox_network, require_confirmation, extra_blocked_paths, extra_blocked_commands,
+        sandbox_writable_paths, sandbox_network, sandbox_unix_sockets, sandbox_require, sandbox_check_network,
+        require_confirmation, extra_blocked_paths, extra_blocked_commands,
     }
     ToolsLayer { builtin, external, search_paths }
     BuiltinToolLayer { enabled, timeout }

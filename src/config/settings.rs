@@ -142,6 +142,15 @@ pub struct SafetySettings {
     pub sandbox_writable_paths: Vec<String>,
     /// Sandboxed children may use the network (operator config only).
     pub sandbox_network: bool,
+    /// Sandboxed children may create named unix sockets (operator config
+    /// only).
+    pub sandbox_unix_sockets: bool,
+    /// `all` (namespaces, Landlock, seccomp) or `landlock` (Landlock and
+    /// seccomp accepted without namespaces; operator config only).
+    pub sandbox_require: String,
+    /// A check that asks for the network (`network: true`) gets it;
+    /// the operator may forbid it (false).
+    pub sandbox_check_network: bool,
     /// Kept from the seed schema; policy `ask` rules do this job in ybs.
     pub require_confirmation: Vec<String>,
 }
@@ -321,6 +330,9 @@ impl Config {
                 sandbox_enabled: safety.sandbox_enabled.unwrap_or(true),
                 sandbox_writable_paths: safety.sandbox_writable_paths.unwrap_or_default(),
                 sandbox_network: safety.sandbox_network.unwrap_or(false),
+                sandbox_unix_sockets: safety.sandbox_unix_sockets.unwrap_or(false),
+                sandbox_require: safety.sandbox_require.unwrap_or_else(|| "all".to_owned()),
+                sandbox_check_network: safety.sandbox_check_network.unwrap_or(true),
                 require_confirmation: safety.require_confirmation.unwrap_or_default(),
             },
             tools: ToolsSettings {

@@ -31,8 +31,8 @@ use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
 pub use prepare::{
-    Cassettes, PolicyInputs, PrepareError, PreparedTask, build_provider, prepare, protected_files,
-    task_policy, task_sandbox,
+    Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, build_provider,
+    child_env_for, prepare, protected_files, task_policy, task_sandbox,
 };
 pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};
