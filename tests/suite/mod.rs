@@ -1,4 +1,5 @@
 mod architecture;
+mod confinement;
 mod context;
 mod external;
 mod git;
