@@ -265,15 +265,29 @@ fn external_tools_are_confined_the_same_way() {
 /// `ybs` started with Landlock made unavailable by the kernel: a seccomp
 /// filter (installed in the child before exec) fails
 /// `landlock_create_ruleset` with `ENOSYS`, as on a kernel without it.
-#[allow(unsafe_code)]
 fn run_without_landlock(ybs: &Ybs, args: &[&str]) -> Run {
+    run_with_failing(
+        ybs,
+        args,
+        nix::libc::SYS_landlock_create_ruleset,
+        nix::libc::ENOSYS,
+    )
+}
+
+/// `ybs` started with user namespaces made unavailable: `unshare` fails
+/// with `EPERM`, as where unprivileged user namespaces are disabled.
+fn run_without_namespaces(ybs: &Ybs, args: &[&str]) -> Run {
+    run_with_failing(ybs, args, nix::libc::SYS_unshare, nix::libc::EPERM)
+}
+
+/// `ybs` started under a seccomp filter failing `syscall` with `errno`.
+#[allow(unsafe_code)]
+fn run_with_failing(ybs: &Ybs, args: &[&str], syscall: i64, errno: i32) -> Run {
     use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
     let filter = SeccompFilter::new(
-        [(nix::libc::SYS_landlock_create_ruleset, Vec::new())]
-            .into_iter()
-            .collect(),
+        [(syscall, Vec::new())].into_iter().collect(),
         SeccompAction::Allow,
-        SeccompAction::Errno(nix::libc::ENOSYS as u32),
+        SeccompAction::Errno(errno as u32),
         TargetArch::try_from(std::env::consts::ARCH).unwrap(),
     )
     .unwrap();
@@ -325,4 +339,44 @@ fn without_kernel_confinement_a_shell_task_refuses_to_start() {
         "{sandbox}"
     );
     assert!(run.stderr.contains("UNCONFINED"), "{}", run.stderr);
+}
+
+#[test]
+fn without_namespaces_tasks_refuse_unless_the_operator_accepts_landlock_alone() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    let run = run_without_namespaces(&ybs, &["run", "t.yaml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("namespaces"), "{}", run.stderr);
+    assert!(run.stderr.contains("sandbox_require"), "{}", run.stderr);
+    assert!(!ybs.exists("inside.txt"));
+
+    // The repository cannot lower the requirement.
+    ybs.file(".ybs.json", r#"{"safety": {"sandbox_require": "landlock"}}"#);
+    let run = run_without_namespaces(&ybs, &["run", "t.yaml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("cannot be set in the repository"), "{}", run.stderr);
+    std::fs::remove_file(ybs.path().join(".ybs.json")).unwrap();
+
+    // The operator can: Landlock and seccomp still stop the write, and
+    // every output names the missing layer.
+    ybs.file("operator.json", r#"{"safety": {"sandbox_require": "landlock"}}"#);
+    let run = run_without_namespaces(&ybs, &["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    assert!(!ybs.home().join("escaped.txt").exists());
+    assert_eq!(ybs.read("inside.txt"), "in\n");
+    let sandbox = manifest_sandbox(&run);
+    assert_eq!(sandbox["mode"], "landlock+seccomp", "{sandbox}");
+    assert_eq!(sandbox["layers"], json!(["landlock", "seccomp"]), "{sandbox}");
+    assert!(
+        sandbox["missing"][0].as_str().unwrap().starts_with("namespaces: "),
+        "{sandbox}"
+    );
+    assert!(run.stderr.contains("missing layer: namespaces"), "{}", run.stderr);
+    assert!(run.read("ybs-out/summary.md").contains("missing layer: namespaces"));
+    let shell = &shell_results(&run)[1];
+    assert!(
+        shell["stderr"].as_str().unwrap().contains("Permission denied"),
+        "{shell}"
+    );
 }

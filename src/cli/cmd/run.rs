@@ -176,4 +176,16 @@ fn warn_unconfined(printer: &Printer, prepared: &[runner::PreparedTask]) {
             reasons.join("; ")
         ));
     }
+    let mut missing: Vec<String> = prepared
+        .iter()
+        .filter(|task| task.sandbox.confined())
+        .flat_map(|task| task.sandbox.missing.iter().cloned())
+        .collect();
+    missing.dedup();
+    if !missing.is_empty() {
+        printer.error(&format!(
+            "warning: reduced sandbox (safety.sandbox_require: landlock): missing layer: {}",
+            missing.join("; ")
+        ));
+    }
 }
