@@ -292,6 +292,10 @@ fn protected_probe() -> String {
             "actions",
             "os.makedirs('.github/actions', exist_ok=True); open('.github/actions/x.yml', 'w').write('x')",
         ),
+        (
+            "github_rename",
+            "os.rename('.github', 'moved-github'); os.makedirs('.github/workflows'); open('.github/workflows/x.yml', 'w').write('x')",
+        ),
         ("ybs_json", "open('.ybs.json', 'w').write('{}')"),
         ("ybs_json_rmdir", "os.rmdir('.ybs.json')"),
         ("task_file", "open('t.yaml', 'a').write('x')"),
@@ -324,6 +328,7 @@ const PROTECTED: &[&str] = &[
     "git_rename",
     "workflow",
     "actions",
+    "github_rename",
     "ybs_json",
     "ybs_json_rmdir",
     "task_file",

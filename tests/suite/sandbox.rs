@@ -352,31 +352,58 @@ fn without_namespaces_tasks_refuse_unless_the_operator_accepts_landlock_alone() 
     assert!(!ybs.exists("inside.txt"));
 
     // The repository cannot lower the requirement.
-    ybs.file(".ybs.json", r#"{"safety": {"sandbox_require": "landlock"}}"#);
+    ybs.file(
+        ".ybs.json",
+        r#"{"safety": {"sandbox_require": "landlock"}}"#,
+    );
     let run = run_without_namespaces(&ybs, &["run", "t.yaml"]);
     run.expect_code(2);
-    assert!(run.stderr.contains("cannot be set in the repository"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot be set in the repository"),
+        "{}",
+        run.stderr
+    );
     std::fs::remove_file(ybs.path().join(".ybs.json")).unwrap();
 
     // The operator can: Landlock and seccomp still stop the write, and
     // every output names the missing layer.
-    ybs.file("operator.json", r#"{"safety": {"sandbox_require": "landlock"}}"#);
+    ybs.file(
+        "operator.json",
+        r#"{"safety": {"sandbox_require": "landlock"}}"#,
+    );
     let run = run_without_namespaces(&ybs, &["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
     assert!(!ybs.home().join("escaped.txt").exists());
     assert_eq!(ybs.read("inside.txt"), "in\n");
     let sandbox = manifest_sandbox(&run);
     assert_eq!(sandbox["mode"], "landlock+seccomp", "{sandbox}");
-    assert_eq!(sandbox["layers"], json!(["landlock", "seccomp"]), "{sandbox}");
-    assert!(
-        sandbox["missing"][0].as_str().unwrap().starts_with("namespaces: "),
+    assert_eq!(
+        sandbox["layers"],
+        json!(["landlock", "seccomp"]),
         "{sandbox}"
     );
-    assert!(run.stderr.contains("missing layer: namespaces"), "{}", run.stderr);
-    assert!(run.read("ybs-out/summary.md").contains("missing layer: namespaces"));
+    assert!(
+        sandbox["missing"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("namespaces: "),
+        "{sandbox}"
+    );
+    assert!(
+        run.stderr.contains("missing layer: namespaces"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.read("ybs-out/summary.md")
+            .contains("missing layer: namespaces")
+    );
     let shell = &shell_results(&run)[1];
     assert!(
-        shell["stderr"].as_str().unwrap().contains("Permission denied"),
+        shell["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
         "{shell}"
     );
 }

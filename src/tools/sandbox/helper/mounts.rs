@@ -196,6 +196,27 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
         }
     }
 
+    // The directories between the workdir and a protected or hidden path become
+    // mount points (still writable), so they cannot be renamed away to
+    // recreate the protected path elsewhere (`mv .github x`).
+    let mut ancestors: Vec<&Path> = spec
+        .read_only
+        .iter()
+        .chain(&spec.hidden)
+        .filter(|path| path.starts_with(&spec.workdir))
+        .flat_map(|path| {
+            path.ancestors()
+                .skip(1)
+                .take_while(|ancestor| *ancestor != spec.workdir)
+        })
+        .filter(|ancestor| ancestor.is_dir())
+        .collect();
+    ancestors.sort_by_key(|path| path.as_os_str().len());
+    ancestors.dedup();
+    for ancestor in ancestors {
+        bind(ancestor, ancestor)?;
+    }
+
     // Every other mount read-only.
     for mount_point in mount_points()? {
         let rw = longest_root(&mount_point, &rw_roots);
