@@ -64,6 +64,8 @@ pub struct RunContext {
     pub outputs: Vec<PathBuf>,
     /// Masks secrets in commit messages.
     pub redactor: Redactor,
+    /// Every task file the run loaded: read-only in every task's sandbox.
+    pub task_files: Vec<PathBuf>,
     /// `--record FILE`: every provider answer is written here.
     pub recorder: Option<Arc<CassetteWriter>>,
     /// `--shard K/N`: recorded in the reports and `OUT/shard.json`.

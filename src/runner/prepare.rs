@@ -166,7 +166,15 @@ fn prepare_in(
         || !task.tools.external.is_empty()
         || !task.checks.is_empty();
     let sandbox_paths = SandboxPaths {
-        protected: protected.clone(),
+        protected: protected
+            .iter()
+            .cloned()
+            .chain(
+                run.task_files
+                    .iter()
+                    .map(|file| file.canonicalize().unwrap_or_else(|_| file.clone())),
+            )
+            .collect(),
         hidden: run.outputs.iter().map(|path| run.cwd.join(path)).collect(),
         visible: vec![run.cwd.clone()],
     };
