@@ -862,4 +862,19 @@ fn as_an_unprivileged_user_the_same_holds() {
         let output = as_nobody(ybs).unwrap().output().unwrap();
         Run::from_output(output, ybs.path())
     });
+
+    // Process trees.
+    let marker = format!("ybs-chain-{}-nobody", std::process::id());
+    let ybs = Ybs::new();
+    ybs.file("chain.sh", CHAIN);
+    task(&ybs, "", &[("probe.py", &process_probe(&marker, false))]);
+    let output = as_nobody(&ybs).unwrap().output().unwrap();
+    let run = Run::from_output(output, ybs.path());
+    run.expect_code(0);
+    let result = shell_result(&run, "ybs-out/t/transcript.json");
+    assert!(
+        verdicts(&result)["alive"].parse::<usize>().unwrap() >= 102,
+        "{result}"
+    );
+    assert_eq!(wait_for_none(&marker), 0);
 }

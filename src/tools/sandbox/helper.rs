@@ -90,7 +90,6 @@ fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
         confine_process(spec, false)?;
         exec(argv, &cwd);
     }
-    no_core_dumps();
     enter_namespaces(spec.network)?;
     let (status_read, status_write) = pipe()?;
     let (alive_read, alive_write) = pipe()?;
@@ -166,6 +165,8 @@ fn end_like(status: i32) -> i32 {
     }
     if libc::WIFSIGNALED(status) {
         let signal = libc::WTERMSIG(status);
+        // The helper's own death must not leave a core file.
+        no_core_dumps();
         #[allow(unsafe_code)]
         // SAFETY: plain signal calls with valid arguments.
         unsafe {
