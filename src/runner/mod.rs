@@ -51,7 +51,7 @@ pub struct RunContext {
     /// The operator policy from `--policy FILE`: a ceiling task files may
     /// narrow, never widen (SECURITY S5).
     pub operator_policy: Option<PolicySpec>,
-    /// The scrubbed environment for every subprocess.
+    /// The allowlisted environment for every subprocess.
     pub child_env: ChildEnv,
     pub pricing: PriceTable,
     pub retry: RetrySettings,

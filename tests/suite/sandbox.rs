@@ -114,15 +114,22 @@ fn no_sandbox_lifts_it_and_every_output_says_so() {
 }
 
 #[test]
-fn the_repository_config_cannot_turn_the_sandbox_off_or_open_the_network() {
+fn the_repository_config_cannot_turn_the_sandbox_off_or_widen_it() {
     let ybs = Ybs::new();
     escape_task(&ybs);
     ybs.file(
         ".ybs.json",
-        r#"{"safety": {"sandbox_enabled": false, "sandbox_network": true, "sandbox_writable_paths": ["/"]}}"#,
+        r#"{"safety": {"sandbox_enabled": false, "sandbox_network": true, "sandbox_writable_paths": ["/"], "sandbox_unix_sockets": true, "sandbox_require": "landlock", "sandbox_check_network": true}}"#,
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(2);
+    for key in [
+        "sandbox_unix_sockets",
+        "sandbox_require",
+        "sandbox_check_network",
+    ] {
+        assert!(run.stderr.contains(key), "{key}: {}", run.stderr);
+    }
     assert!(run.stderr.contains("sandbox_enabled"), "{}", run.stderr);
     assert!(run.stderr.contains("sandbox_network"), "{}", run.stderr);
     assert!(
@@ -406,4 +413,19 @@ fn without_namespaces_tasks_refuse_unless_the_operator_accepts_landlock_alone() 
             .contains("Permission denied"),
         "{shell}"
     );
+}
+
+#[test]
+fn a_bad_sandbox_requirement_is_a_located_error() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    ybs.file(
+        "operator.json",
+        "{\"safety\": {\"sandbox_require\": \"none\"}}",
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("operator.json:1:"), "{}", run.stderr);
+    assert!(run.stderr.contains("`all` or `landlock`"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint:"), "{}", run.stderr);
 }
