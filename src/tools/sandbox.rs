@@ -13,7 +13,8 @@
 //! the program, [`super::process::run`] starts `ybs __sandbox SPEC --
 //! PROGRAM ARGS...` (see [`helper`]), a fresh single-threaded process
 //! that enters new user, mount, PID, UTS and IPC namespaces (and a network
-//! namespace without the network), builds the file system view, drops
+//! namespace when named unix sockets are allowed without the network),
+//! builds the file system view, drops
 //! every capability, applies Landlock and seccomp ([`filter`]) and runs
 //! the program as the child of the namespace's PID 1, which reaps
 //! everything and takes every descendant down with it.
@@ -201,14 +202,14 @@ impl Sandbox {
                 writable.push(path);
             }
         }
-        let read_only: Vec<PathBuf> = settings
-            .read_only
-            .iter()
-            .filter(|path| {
-                path.starts_with(workdir) || writable.iter().any(|root| path.starts_with(root))
-            })
-            .cloned()
-            .collect();
+        let mut read_only: Vec<PathBuf> = Vec::new();
+        for path in &settings.read_only {
+            let inside =
+                path.starts_with(workdir) || writable.iter().any(|root| path.starts_with(root));
+            if inside && !read_only.contains(path) {
+                read_only.push(path.clone());
+            }
+        }
         let placeholders = if namespaces {
             Placeholders::create(workdir, &read_only)
         } else {

@@ -3,7 +3,8 @@
 //! single-threaded process, so the setup is ordinary code.
 //!
 //! 1. `unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS |
-//!    CLONE_NEWIPC)` (plus `CLONE_NEWNET` without the network); the uid and
+//!    CLONE_NEWIPC)` (plus `CLONE_NEWNET` when named unix sockets are
+//!    allowed without the network); the uid and
 //!    gid map to themselves (root stays uid 0, with capabilities only in
 //!    the new user namespace), `setgroups` denied.
 //! 2. fork: the child is PID 1 of the new PID namespace, tied to this
@@ -90,7 +91,12 @@ fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
         confine_process(spec, false)?;
         exec(argv, &cwd);
     }
-    enter_namespaces(spec.network)?;
+    // A network namespace costs about a millisecond per call. Without
+    // the network and without named unix sockets, seccomp refuses every
+    // `socket(2)` already; it is added when named unix sockets are
+    // allowed, so that abstract sockets outside stay out of reach (Landlock
+    // scopes them too, on kernels with ABI v6).
+    enter_namespaces(!spec.network && spec.unix_sockets)?;
     let (status_read, status_write) = pipe()?;
     let (alive_read, alive_write) = pipe()?;
     #[allow(unsafe_code)]
@@ -186,8 +192,9 @@ fn write_file(path: &str, content: &str) -> Result<()> {
     std::fs::write(path, content).map_err(|e| format!("{path}: {e}"))
 }
 
-/// Step 1: the namespaces and the id maps.
-fn enter_namespaces(network: bool) -> Result<()> {
+/// Step 1: the namespaces (a network namespace too when `new_net`) and
+/// the id maps.
+fn enter_namespaces(new_net: bool) -> Result<()> {
     #[allow(unsafe_code)]
     // SAFETY: plain system calls.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -196,7 +203,7 @@ fn enter_namespaces(network: bool) -> Result<()> {
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWUTS
         | libc::CLONE_NEWIPC;
-    if !network {
+    if new_net {
         flags |= libc::CLONE_NEWNET;
     }
     #[allow(unsafe_code)]
@@ -422,7 +429,7 @@ fn probe_namespaces() -> Result<()> {
     match fork {
         nix::unistd::ForkResult::Child => {
             drop(read);
-            let outcome = enter_namespaces(false).and_then(|()| {
+            let outcome = enter_namespaces(true).and_then(|()| {
                 #[allow(unsafe_code)]
                 // SAFETY: single-threaded.
                 let fork = unsafe { nix::unistd::fork() }.map_err(|e| format!("fork: {e}"))?;
