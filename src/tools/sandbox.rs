@@ -350,6 +350,16 @@ pub fn probe() -> &'static Probe {
     PROBE.get_or_init(run_probe)
 }
 
+/// Starts [`probe`] on a thread, so it overlaps with whatever the caller
+/// does next; the first real use waits for it.
+pub fn probe_in_background() {
+    let _ = std::thread::Builder::new()
+        .name("ybs-sandbox-probe".to_owned())
+        .spawn(|| {
+            probe();
+        });
+}
+
 #[cfg(target_os = "linux")]
 fn run_probe() -> Probe {
     let fail = |reason: String| Probe {

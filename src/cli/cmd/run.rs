@@ -37,6 +37,10 @@ pub fn run(args: &RunArgs) -> u8 {
     if let Err(error) = process::harden_self() {
         printer.warn(&format!("cannot harden the ybs process: {error}"));
     }
+    if !args.no_sandbox {
+        // Overlaps the sandbox probe (a few milliseconds) with loading.
+        crate::tools::sandbox::probe_in_background();
+    }
     let overrides = common::Overrides {
         config_file: args.config.clone(),
         provider: args.provider.clone(),

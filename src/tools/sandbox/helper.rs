@@ -429,7 +429,7 @@ fn probe_namespaces() -> Result<()> {
     match fork {
         nix::unistd::ForkResult::Child => {
             drop(read);
-            let outcome = enter_namespaces(true).and_then(|()| {
+            let outcome = enter_namespaces(false).and_then(|()| {
                 #[allow(unsafe_code)]
                 // SAFETY: single-threaded.
                 let fork = unsafe { nix::unistd::fork() }.map_err(|e| format!("fork: {e}"))?;
