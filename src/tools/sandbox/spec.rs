@@ -2,7 +2,7 @@
 //! (paths and flags only, never a secret).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -56,9 +56,4 @@ impl HelperSpec {
         argv.extend(args.iter().cloned());
         argv
     }
-}
-
-/// True if `path` is `root` or below it.
-pub fn is_under(path: &Path, root: &Path) -> bool {
-    path.starts_with(root)
 }
