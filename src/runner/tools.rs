@@ -104,7 +104,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     }
     let mut settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
     settings.sandbox.clone_from(&prepared.tool_ctx.sandbox);
-    let catalog = external::discover(&settings, &enable, &run.child_env).await;
+    let catalog = external::discover(&settings, &enable, &prepared.tool_ctx.env).await;
     for entry in &catalog.entries {
         let named = names.iter().any(|name| {
             name == &entry.name
