@@ -10,7 +10,9 @@
 //! measured is ybs alone: start-up, the agent loop, policy, tool dispatch,
 //! a `run_shell` of `cat`, events, transcript, JUnit and summary.
 //! Peak memory is the child's max RSS from `wait4`. The step is timed
-//! with the kernel sandbox (the default) and with `--no-sandbox`.
+//! with the whole kernel sandbox (the default: every `run_shell` goes
+//! through the helper, namespaces, Landlock and seccomp) and with
+//! `--no-sandbox`.
 
 use std::path::Path;
 use std::process::Command;
@@ -110,6 +112,15 @@ fn main() {
             .args(["run", "-q", "t.yaml"]);
         command
     });
+    // The sandboxed run above used every layer (namespaces, Landlock,
+    // seccomp): a machine without them would measure something else.
+    let transcript: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("ybs-out/t/transcript.json")).unwrap(),
+    )
+    .unwrap();
+    let mode = transcript["manifest"]["sandbox"]["mode"].clone();
+    assert_eq!(mode, "namespaces+landlock+seccomp", "{mode}");
+    println!("sandbox of the runs below                  {mode}");
     let per_step = full.saturating_sub(empty) / u32::try_from(STEPS).unwrap();
     println!(
         "run, {STEPS} steps of run_shell cat    median {:>8.2} ms",

@@ -68,6 +68,9 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_network",
     "max_task_file_bytes",
     "allowed_workdirs",
+    "sandbox_unix_sockets",
+    "sandbox_require",
+    "sandbox_check_network",
 ];
 const PRICE_FIELDS: &[&str] = &["input_per_mtok", "output_per_mtok", "cached_input_per_mtok"];
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths"];
@@ -369,8 +372,22 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         sandbox_network: fields.get(decoder, "sandbox_network"),
         max_task_file_bytes: max_bytes.and_then(|m| positive(decoder, m, "max_task_file_bytes")),
         allowed_workdirs: list(decoder, "allowed_workdirs", None),
+        sandbox_unix_sockets: fields.get(decoder, "sandbox_unix_sockets"),
+        sandbox_require: fields.get(decoder, "sandbox_require"),
+        sandbox_check_network: fields.get(decoder, "sandbox_check_network"),
         ..SafetyLayer::default()
     };
+    if let Some(require) = &layer.sandbox_require
+        && !matches!(require.as_str(), "all" | "landlock")
+        && let Some((key, _)) = fields.entry("sandbox_require")
+    {
+        decoder.error_with_hint(
+            key.span,
+            format!("`safety.sandbox_require` must be `all` or `landlock`, not `{require}`"),
+            "`all` (the default) needs namespaces, Landlock and seccomp; `landlock` accepts Landlock and seccomp alone",
+        );
+        layer.sandbox_require = None;
+    }
     if repository {
         layer.extra_blocked_paths = layer.blocked_paths.take().unwrap_or_default();
         layer.extra_blocked_commands = layer.blocked_commands.take().unwrap_or_default();
@@ -393,6 +410,37 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
                 "set it in ~/.config/ybs/config.json or a file given with --config",
             );
             layer.sandbox_network = None;
+        }
+        let widening = [
+            (
+                "sandbox_unix_sockets",
+                layer.sandbox_unix_sockets == Some(true),
+                "true",
+            ),
+            (
+                "sandbox_require",
+                layer.sandbox_require.as_deref() == Some("landlock"),
+                "landlock",
+            ),
+            (
+                "sandbox_check_network",
+                layer.sandbox_check_network == Some(true),
+                "true",
+            ),
+        ];
+        for (name, widens, value) in widening {
+            if widens && let Some((key, _)) = fields.entry(name) {
+                decoder.error_with_hint(
+                    key.span,
+                    format!("`safety.{name}: {value}` cannot be set in the repository's config"),
+                    "set it in ~/.config/ybs/config.json or a file given with --config",
+                );
+                match name {
+                    "sandbox_unix_sockets" => layer.sandbox_unix_sockets = None,
+                    "sandbox_require" => layer.sandbox_require = None,
+                    _ => layer.sandbox_check_network = None,
+                }
+            }
         }
     }
     layer

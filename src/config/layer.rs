@@ -139,6 +139,9 @@ pub struct SafetyLayer {
     /// Roots outside the task file's repository a task's `workdir` may be
     /// in (operator config only).
     pub allowed_workdirs: Option<Vec<String>>,
+    pub sandbox_unix_sockets: Option<bool>,
+    pub sandbox_require: Option<String>,
+    pub sandbox_check_network: Option<bool>,
     /// From the repository's `./.ybs.json`, which may only add to the
     /// blocked lists (SECURITY S5).
     pub extra_blocked_paths: Vec<String>,
@@ -185,8 +188,8 @@ combine_fields! {
     AgentLayer { max_iterations, max_total_tokens, max_cost_usd, retry_attempts, retry_backoff_base }
     SafetyLayer {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
-        sandbox_writable_paths, sandbox_network, max_task_file_bytes, extra_blocked_paths, extra_blocked_commands,
-        allowed_workdirs,
+        sandbox_writable_paths, sandbox_network, sandbox_unix_sockets, sandbox_require, sandbox_check_network,
+        max_task_file_bytes, extra_blocked_paths, extra_blocked_commands, allowed_workdirs,
     }
     ToolsLayer { builtin, external, search_paths, shadowed }
     BuiltinToolLayer { enabled, timeout }

@@ -122,6 +122,15 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
             Err(error) if error.kind() == std::io::ErrorKind::NotFound && !candidate.required => {
                 continue;
             }
+            // An empty directory is the sandbox's placeholder for a
+            // missing `./.ybs.json` left by a crash: absent.
+            Err(_)
+                if !candidate.required
+                    && std::fs::read_dir(&candidate.path)
+                        .is_ok_and(|mut entries| entries.next().is_none()) =>
+            {
+                continue;
+            }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 diagnostics.push(Diagnostic::whole_file(
                     &candidate.shown,

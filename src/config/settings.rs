@@ -172,6 +172,15 @@ pub struct SafetySettings {
     /// Roots outside the task file's repository a task's `workdir` may
     /// resolve into (operator config only; `~` not yet expanded).
     pub allowed_workdirs: Vec<String>,
+    /// Sandboxed children may create named unix sockets (operator config
+    /// only).
+    pub sandbox_unix_sockets: bool,
+    /// `all` (namespaces, Landlock, seccomp) or `landlock` (Landlock and
+    /// seccomp accepted without namespaces; operator config only).
+    pub sandbox_require: String,
+    /// A check that asks for the network (`network: true`) gets it;
+    /// the operator may forbid it (false).
+    pub sandbox_check_network: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -347,6 +356,9 @@ impl Config {
                     .max_task_file_bytes
                     .unwrap_or(defaults::MAX_TASK_FILE_BYTES),
                 allowed_workdirs: safety.allowed_workdirs.unwrap_or_default(),
+                sandbox_unix_sockets: safety.sandbox_unix_sockets.unwrap_or(false),
+                sandbox_require: safety.sandbox_require.unwrap_or_else(|| "all".to_owned()),
+                sandbox_check_network: safety.sandbox_check_network.unwrap_or(true),
             },
             tools: ToolsSettings {
                 builtin,

@@ -171,6 +171,13 @@ pub struct SandboxInfo {
     /// Why children run unconfined (`--no-sandbox`, kernel support).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The layers in force: `namespaces`, `landlock`, `seccomp`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<String>,
+    /// Layers the kernel lacks that the operator did not require,
+    /// `layer: reason`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 impl SandboxInfo {
@@ -179,12 +186,22 @@ impl SandboxInfo {
         self.mode != "none"
     }
 
+    /// True if children run confined by every layer.
+    pub fn complete(&self) -> bool {
+        self.confined() && self.missing.is_empty()
+    }
+
     /// One line for humans: `landlock+seccomp (no network)` or
     /// `none (--no-sandbox): UNCONFINED`.
     pub fn describe(&self) -> String {
         if self.confined() {
+            let missing = if self.missing.is_empty() {
+                String::new()
+            } else {
+                format!("; missing layer: {}", self.missing.join("; "))
+            };
             format!(
-                "{}{}",
+                "{}{}{missing}",
                 self.mode,
                 if self.network {
                     " (network allowed)"

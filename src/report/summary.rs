@@ -206,7 +206,7 @@ fn write_sandbox(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
     let unconfined: Vec<_> = results
         .iter()
         .filter_map(|result| Some((result, result.sandbox.as_ref()?)))
-        .filter(|(_, sandbox)| !sandbox.confined())
+        .filter(|(_, sandbox)| !sandbox.complete())
         .collect();
     if unconfined.is_empty() {
         return Ok(());

@@ -1,13 +1,14 @@
 //! Checks: shell commands run in the workdir after the agent stops; all
 //! must pass (SPEC §2–3). A failing check's output feeds `fix_attempts`.
 //!
-//! Checks are the task author's commands, trusted like the task file, and
-//! run without the kernel sandbox (SECURITY S1 covers `run_shell` and
-//! external tools): a check may write outside the workdir. Whatever a
-//! check executes from the workdir (tests the model edited, build
-//! scripts) runs unconfined too; see the README's `## Sandbox`.
+//! Checks run code the model wrote (that is what tests are), so they run
+//! under the task's kernel sandbox like `run_shell`, with the same
+//! environment allowlist (SECURITY S1). A check gets the network only
+//! when it asks (`network: true`) and the operator has not forbidden it
+//! (`safety.sandbox_check_network: false`).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::Emitter;
@@ -16,6 +17,7 @@ use crate::core::text::tail;
 use crate::task::CheckSpec;
 use crate::tools::ChildEnv;
 use crate::tools::process::{self, ProcessSpec};
+use crate::tools::sandbox::Sandbox;
 
 /// Default check timeout when the task gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -32,18 +34,47 @@ pub struct ChecksOutcome {
     pub failures: Vec<String>,
 }
 
+/// Where and how checks run: the task's workdir, environment and sandbox
+/// (`None`: unconfined, `--no-sandbox`), and whether a check that asks
+/// for the network may have it.
+pub struct CheckEnv<'a> {
+    pub workdir: &'a Path,
+    pub env: &'a ChildEnv,
+    pub sandbox: Option<&'a Arc<Sandbox>>,
+    pub network_allowed: bool,
+}
+
+impl CheckEnv<'_> {
+    /// The sandbox `check` runs in.
+    fn sandbox_for(&self, check: &CheckSpec) -> Option<Arc<Sandbox>> {
+        let sandbox = self.sandbox?;
+        if check.network && self.network_allowed && !sandbox.network() {
+            Some(Arc::new(sandbox.with_network()))
+        } else {
+            Some(sandbox.clone())
+        }
+    }
+}
+
 /// Runs every check (not stopping at the first failure) and records each.
 pub async fn run_checks(
     checks: &[CheckSpec],
-    workdir: &Path,
-    env: &ChildEnv,
+    setting: &CheckEnv<'_>,
     attempt: u32,
     emitter: &mut Emitter<'_>,
 ) -> ChecksOutcome {
     let mut failures = Vec::new();
     for check in checks {
         let timeout = check.timeout.unwrap_or(DEFAULT_TIMEOUT);
-        let spec = ProcessSpec::shell(&check.run, workdir.to_owned(), env, timeout, OUTPUT_CAP);
+        let sandbox = setting.sandbox_for(check);
+        let spec = ProcessSpec::shell(
+            &check.run,
+            setting.workdir.to_owned(),
+            setting.env,
+            timeout,
+            OUTPUT_CAP,
+        )
+        .confined(sandbox.as_ref());
         let started = std::time::Instant::now();
         let (exit_code, timed_out, output) = match process::run(spec).await {
             Ok(out) => {

@@ -33,8 +33,9 @@ use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
 pub use prepare::{
-    Cassettes, PolicyInputs, PrepareError, PreparedTask, build_provider, check_workdir_root,
-    prepare, protected_files, task_policy, task_sandbox, task_workdir,
+    Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, build_provider,
+    check_workdir_root, child_env_for, prepare, protected_files, task_policy, task_sandbox,
+    task_workdir,
 };
 pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};
@@ -53,7 +54,7 @@ pub struct RunContext {
     /// The operator policy from `--policy FILE`: a ceiling task files may
     /// narrow, never widen (SECURITY S5).
     pub operator_policy: Option<PolicySpec>,
-    /// The scrubbed environment for every subprocess.
+    /// The allowlisted environment for every subprocess.
     pub child_env: ChildEnv,
     pub pricing: PriceTable,
     pub retry: RetrySettings,
@@ -66,6 +67,8 @@ pub struct RunContext {
     pub outputs: Vec<PathBuf>,
     /// Masks secrets in commit messages.
     pub redactor: Redactor,
+    /// Every task file the run loaded: read-only in every task's sandbox.
+    pub task_files: Vec<PathBuf>,
     /// `--record FILE`: every provider answer is written here.
     pub recorder: Option<Arc<CassetteWriter>>,
     /// `--shard K/N`: recorded in the reports and `OUT/shard.json`.

@@ -38,6 +38,9 @@ pub struct PreparedTask {
     pub provider: Box<dyn Provider>,
     /// How the task's children are confined, for the manifest.
     pub sandbox: SandboxInfo,
+    /// A check asking for the network gets it
+    /// (`safety.sandbox_check_network`).
+    pub check_network: bool,
     /// `--jobs N` (N > 1) and a workdir in a repository with commits on:
     /// the task's own worktree, which `tool_ctx.workdir` is inside.
     pub worktree: Option<TaskWorktree>,
@@ -181,18 +184,32 @@ fn prepare_in(
     let policy_hash = policy.hash();
     let provider = build_provider(run, cassettes, task, &settings).map_err(|(m, h)| fail(m, h))?;
     let registry = build_registry(run, task).map_err(|m| fail(m, None))?;
-    let may_run_programs =
-        registry.names().iter().any(|name| name == "run_shell") || !task.tools.external.is_empty();
-    let (sandbox, sandbox_info) =
-        task_sandbox(&run.config, run.home.as_deref(), &workdir, may_run_programs)
-            .map_err(|(message, hint)| fail(message, Some(hint)))?;
+    let may_run_programs = registry.names().iter().any(|name| name == "run_shell")
+        || !task.tools.external.is_empty()
+        || !task.checks.is_empty();
+    let sandbox_paths = SandboxPaths {
+        protected: protected
+            .iter()
+            .cloned()
+            .chain(
+                run.task_files
+                    .iter()
+                    .map(|file| file.canonicalize().unwrap_or_else(|_| file.clone())),
+            )
+            .collect(),
+        hidden: run.outputs.iter().map(|path| run.cwd.join(path)).collect(),
+        visible: vec![run.cwd.clone()],
+    };
+    let (sandbox, sandbox_info) = task_sandbox(
+        &run.config,
+        run.home.as_deref(),
+        &workdir,
+        may_run_programs,
+        &sandbox_paths,
+    )
+    .map_err(|(message, hint)| fail(message, Some(hint)))?;
     let mut env = run.child_env.clone();
-    if let Some(sandbox) = &sandbox {
-        let temp = sandbox.temp_dir().display().to_string();
-        for name in ["TMPDIR", "TMP", "TEMP"] {
-            env.set(name, &temp);
-        }
-    }
+    child_env_for(&mut env, sandbox.as_deref(), &workdir, &run.config);
     // `tools.builtin.run_shell.timeout_seconds`: the default, and the
     // longest a call may ask for.
     let shell = &run.config.tools.builtin["run_shell"];
@@ -242,8 +259,32 @@ fn prepare_in(
         policy_hash,
         provider,
         sandbox: sandbox_info,
+        check_network: run.config.safety.sandbox_check_network,
         worktree,
     })
+}
+
+/// The per-task part of the children's environment: `PATH` without
+/// workdir entries, `TMPDIR` and `HOME` in the sandbox's private temp dir
+/// (`HOME` stays the operator's when `safety.env_passthrough` names it).
+pub fn child_env_for(
+    env: &mut crate::tools::ChildEnv,
+    sandbox: Option<&Sandbox>,
+    workdir: &Path,
+    config: &Config,
+) {
+    env.confine_path(workdir);
+    if let Some(sandbox) = sandbox {
+        env.set("TMPDIR", &sandbox.child_tmpdir().display().to_string());
+        if !config
+            .safety
+            .env_passthrough
+            .iter()
+            .any(|name| name == "HOME")
+        {
+            env.set("HOME", &sandbox.child_home().display().to_string());
+        }
+    }
 }
 
 /// A task's sandbox (`None`: unconfined) and what the manifest says of it.
@@ -252,19 +293,54 @@ pub type TaskSandbox = (Option<Arc<Sandbox>>, SandboxInfo);
 /// Why a sandbox is off when the operator turned it off.
 pub const SANDBOX_DISABLED: &str = "disabled by --no-sandbox or safety.sandbox_enabled: false";
 
-/// The kernel confinement of a task's children (SECURITY S1): off when
-/// the operator said so; when the kernel cannot confine, a task that may
-/// run programs for the model (`run_shell`, external tools) is refused,
-/// any other runs with its checks unconfined, and the manifest says so.
+/// Paths a task's sandbox protects, hides or keeps visible besides the
+/// built-in ones.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxPaths {
+    /// Read-only inside the sandbox (existing or not): the run's task and
+    /// policy files, the runner's control files.
+    pub protected: Vec<PathBuf>,
+    /// Hidden: ybs's outputs.
+    pub hidden: Vec<PathBuf>,
+    /// Host directories that stay visible under the private `/tmp`: the
+    /// run's directory.
+    pub visible: Vec<PathBuf>,
+}
+
+/// The kernel confinement of a task's children (SECURITY S1, S6): off
+/// when the operator said so; when a required layer is missing, a task
+/// that may run programs (`run_shell`, external tools, checks) is
+/// refused, any other runs unconfined, and the manifest says so.
 pub fn task_sandbox(
     config: &Config,
     home: Option<&Path>,
     workdir: &Path,
     may_run_programs: bool,
+    paths: &SandboxPaths,
 ) -> Result<TaskSandbox, (String, &'static str)> {
     if !config.safety.sandbox_enabled {
         return Ok((None, sandbox::unconfined(SANDBOX_DISABLED)));
     }
+    let mut read_only = control_paths(workdir);
+    read_only.extend(paths.protected.iter().cloned());
+    read_only.extend(
+        config
+            .files
+            .iter()
+            .map(|file| file.canonicalize().unwrap_or_else(|_| file.clone())),
+    );
+    let mut visible = paths.visible.clone();
+    if let Some(home) = home {
+        visible.push(home.join(".ybs"));
+    }
+    visible.extend(
+        config
+            .tools
+            .search_paths
+            .iter()
+            .map(|path| expand_home(Path::new(path), home)),
+    );
+    visible.extend(allowed_roots(config, home));
     let settings = SandboxSettings {
         writable: allowed_roots(config, home)
             .into_iter()
@@ -277,6 +353,11 @@ pub fn task_sandbox(
             )
             .collect(),
         network: config.safety.sandbox_network,
+        unix_sockets: config.safety.sandbox_unix_sockets,
+        require: sandbox::Require::parse(&config.safety.sandbox_require).unwrap_or_default(),
+        read_only,
+        hidden: paths.hidden.clone(),
+        visible,
     };
     match Sandbox::prepare(workdir, &settings) {
         Ok(sandbox) => {
@@ -285,12 +366,40 @@ pub fn task_sandbox(
         }
         Err(Unavailable(reason)) if may_run_programs => Err((
             format!(
-                "kernel confinement is unavailable ({reason}), and this task's tools run programs (run_shell or external tools)"
+                "kernel confinement is unavailable ({reason}), and this task runs programs (run_shell, external tools or checks)"
             ),
-            "pass --no-sandbox to run them unconfined (every output then says so), or run ybs where Landlock and seccomp work",
+            "pass --no-sandbox to run them unconfined (every output then says so), set safety.sandbox_require: landlock in operator config to accept Landlock and seccomp without namespaces, or run ybs where user namespaces, Landlock and seccomp work",
         )),
         Err(Unavailable(reason)) => Ok((None, sandbox::unconfined(&reason))),
     }
+}
+
+/// The control files of a workdir no child may change, existing or not
+/// (SECURITY S6): `.git` (and, for a worktree's gitfile, the git
+/// directory it names), `.github/workflows`, `.github/actions`,
+/// `.ybs.json`.
+pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
+    let git = workdir.join(".git");
+    let mut paths = vec![git.clone()];
+    if git.is_file()
+        && let Ok(text) = std::fs::read_to_string(&git)
+        && let Some(dir) = text.trim().strip_prefix("gitdir:")
+    {
+        let dir = workdir.join(dir.trim());
+        if let Ok(common) = std::fs::read_to_string(dir.join("commondir")) {
+            paths.push(dir.join(common.trim()));
+        }
+        paths.push(dir);
+    }
+    paths.extend([
+        workdir.join(".github/workflows"),
+        workdir.join(".github/actions"),
+        workdir.join(".ybs.json"),
+    ]);
+    paths
+        .into_iter()
+        .map(|path| path.canonicalize().unwrap_or(path))
+        .collect()
 }
 
 /// SPEC §8: a repository that cannot take the task's commit stops the run

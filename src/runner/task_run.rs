@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::RunContext;
-use super::checks::run_checks;
+use super::checks::{CheckEnv, run_checks};
 use super::prepare::PreparedTask;
 use super::results::TaskResult;
 use super::workspace::{CommitInfo, Finish, TaskGit};
@@ -218,14 +218,13 @@ async fn work_and_check(
                 return (Reason::Completed, None, Some(content));
             }
             Stop::Answered { content } => {
-                let outcome = run_checks(
-                    &task.checks,
-                    &prepared.tool_ctx.workdir,
-                    &prepared.tool_ctx.env,
-                    attempt,
-                    emitter,
-                )
-                .await;
+                let setting = CheckEnv {
+                    workdir: &prepared.tool_ctx.workdir,
+                    env: &prepared.tool_ctx.env,
+                    sandbox: prepared.tool_ctx.sandbox.as_ref(),
+                    network_allowed: prepared.check_network,
+                };
+                let outcome = run_checks(&task.checks, &setting, attempt, emitter).await;
                 if outcome.passed {
                     return (Reason::Completed, None, Some(content));
                 }

@@ -109,7 +109,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     let catalog = if run.dry_run {
         external::discover::scan(&settings, &enable)
     } else {
-        external::discover(&settings, &enable, &run.child_env).await
+        external::discover(&settings, &enable, &prepared.tool_ctx.env).await
     };
     for entry in &catalog.entries {
         let named = names.iter().any(|name| {

@@ -44,7 +44,7 @@ pub const LIMITS_FIELDS: &[&str] = &[
     "max_cost_usd",
     "max_tool_output_chars",
 ];
-pub const CHECK_FIELDS: &[&str] = &["name", "run", "timeout", "expect_exit"];
+pub const CHECK_FIELDS: &[&str] = &["name", "run", "timeout", "expect_exit", "network"];
 
 /// One layer of task fields.
 #[derive(Debug, Clone, Default)]
@@ -72,6 +72,8 @@ pub struct CheckLayer {
     pub run: Spanned<String>,
     pub timeout: Option<Duration>,
     pub expect_exit: i32,
+    /// The check runs with the network (default: false).
+    pub network: bool,
 }
 
 impl TaskLayer {
@@ -414,6 +416,7 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
             run: Spanned::new(run, node.span),
             timeout: None,
             expect_exit: 0,
+            network: false,
         });
     }
     let fields = decoder.fields(node, "a check", CHECK_FIELDS)?;
@@ -422,6 +425,7 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
     let run: Option<Spanned<String>> = fields.get(decoder, "run");
     let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout");
     let expect_exit: Option<i32> = fields.get(decoder, "expect_exit");
+    let network: Option<bool> = fields.get(decoder, "network");
     if run.is_none() && !fields.has("run") && !fields.has_typo_of("run", CHECK_FIELDS) {
         decoder.error(fields.span, "missing required field `run` in a check");
     }
@@ -438,6 +442,7 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
         run: run?,
         timeout,
         expect_exit: expect_exit.unwrap_or(0),
+        network: network.unwrap_or(false),
     })
 }
 

@@ -476,6 +476,7 @@ fn build_check(
         run: run?,
         timeout: check.timeout,
         expect_exit: check.expect_exit,
+        network: check.network,
     })
 }
 

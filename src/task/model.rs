@@ -109,6 +109,9 @@ pub struct CheckSpec {
     pub run: String,
     pub timeout: Option<Duration>,
     pub expect_exit: i32,
+    /// The check runs with the network (sandboxed children have none
+    /// otherwise), unless the operator forbids it.
+    pub network: bool,
 }
 
 /// `commit:` — `true`, `false` or `{message, branch}`.

@@ -297,7 +297,7 @@ fn rule() -> Value {
     })
 }
 
-/// One check: the command as a string, or `{name, run, timeout, expect_exit}`.
+/// One check: the command as a string, or `{name, run, timeout, expect_exit, network}`.
 fn check() -> Value {
     json!({
         "anyOf": [
@@ -311,6 +311,10 @@ fn check() -> Value {
                     "expect_exit": {
                         "description": "The exit code that passes. Default: 0.",
                         "type": "integer", "minimum": i32::MIN, "maximum": i32::MAX
+                    },
+                    "network": {
+                        "description": "Run the check with the network (unless the operator forbids it with safety.sandbox_check_network: false). Default: false.",
+                        "type": "boolean"
                     }
                 },
                 "required": ["run"],

@@ -142,13 +142,15 @@ expect: fail
                 name: "cargo test".into(),
                 run: "cargo test".into(),
                 timeout: None,
-                expect_exit: 0
+                expect_exit: 0,
+                network: false
             },
             CheckSpec {
                 name: "lint".into(),
                 run: "cargo clippy".into(),
                 timeout: Some(Duration::from_secs(90)),
-                expect_exit: 1
+                expect_exit: 1,
+                network: false
             },
         ]
     );

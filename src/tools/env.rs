@@ -1,72 +1,37 @@
-//! The scrubbed environment every subprocess gets (SPEC §5.1, SECURITY S7).
+//! The environment every subprocess gets: an allowlist (SPEC §5.1,
+//! SECURITY S7).
 //!
-//! Secrets are recognised by name; what is removed is recorded so the
-//! redactor can mask the values wherever they might still surface. A few
-//! variables that are not secret but hand a child a capability it should
-//! not have (the SSH agent socket, the GitHub runner's command files) are
-//! removed too, without being treated as secret values.
+//! A child gets `PATH` (empty and relative entries dropped; entries inside
+//! the workdir dropped per task, [`ChildEnv::confine_path`]), `HOME` (a
+//! private empty directory per task unless the operator passes `HOME`),
+//! `LANG`, `LC_*`, `TZ`, `TERM=dumb`, `CI` (`1` when unset), `TMPDIR`,
+//! and the variables the operator names in `safety.env_passthrough`;
+//! nothing else.
+//!
+//! Every value withheld is handed to the redactor, so it never surfaces in
+//! an output, except values that cannot be secret and would only mask
+//! ordinary text: shorter than 8 characters, a number, an absolute path
+//! (or a `:`-separated list of them), or a 40- or 64-digit hex git object
+//! id ([`is_redactable`]).
 
-/// Variables removed by exact name (upper case), secret values.
-const SECRET_NAMES: &[&str] = &[
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "OLLAMA_API_KEY",
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "TOKEN",
-];
+/// Variables passed through by exact name.
+const ALLOWED: &[&str] = &["PATH", "HOME", "LANG", "TZ", "TERM", "CI", "TMPDIR"];
 
-/// Name suffixes (upper case) that mark a secret.
-const SECRET_SUFFIXES: &[&str] = &["_API_KEY", "_APIKEY", "_TOKEN", "_PASSWD"];
-
-/// Name fragments (upper case) that mark a secret anywhere in the name.
-const SECRET_FRAGMENTS: &[&str] = &[
-    "SECRET",
-    "PASSWORD",
-    "PRIVATE_KEY",
-    "ACCESS_KEY",
-    "CREDENTIAL",
-];
-
-/// Not secret values, but capabilities a child must not inherit: the SSH
-/// agent (pushing with the runner's keys) and the runner's command files
-/// (injecting environment or outputs into later workflow steps).
-const CAPABILITY_NAMES: &[&str] = &[
-    "SSH_AUTH_SOCK",
-    "GPG_AGENT_INFO",
-    "GITHUB_ENV",
-    "GITHUB_PATH",
-    "GITHUB_OUTPUT",
-    "GITHUB_STATE",
-    "GITHUB_STEP_SUMMARY",
-];
-
-/// Set in every child so nothing waits on a human or paints escapes.
-const FORCED: &[(&str, &str)] = &[
-    ("CI", "1"),
-    ("GIT_TERMINAL_PROMPT", "0"),
-    ("DEBIAN_FRONTEND", "noninteractive"),
-    ("GIT_PAGER", "cat"),
-    ("PAGER", "cat"),
-    ("NO_COLOR", "1"),
-    ("TERM", "dumb"),
-];
-
-/// Environment variables for child processes, with what was removed.
+/// Environment variables for child processes, with what was withheld.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChildEnv {
     pub vars: Vec<(String, String)>,
-    /// Names of the variables that were stripped.
+    /// Names of the variables that were withheld.
     pub removed: Vec<String>,
-    /// Values of the stripped variables, for the redactor.
+    /// Values of the withheld variables the redactor masks (see
+    /// [`is_redactable`]).
     pub secret_values: Vec<String>,
 }
 
 impl ChildEnv {
-    /// The current process environment, scrubbed. Variables whose name or
-    /// value is not UTF-8 are dropped.
+    /// The current process environment, filtered. Variables whose name or
+    /// value is not UTF-8 are dropped (and their values, when UTF-8, still
+    /// redacted).
     pub fn scrubbed(passthrough: &[String]) -> Self {
         Self::scrubbed_from(
             std::env::vars_os().filter_map(|(name, value)| {
@@ -76,8 +41,8 @@ impl ChildEnv {
         )
     }
 
-    /// `vars` scrubbed: secrets and capabilities removed unless named
-    /// exactly in `passthrough`, then the non-interactive settings forced.
+    /// `vars` filtered by the allowlist plus `passthrough`, then
+    /// `TERM=dumb` and `CI` set.
     pub fn scrubbed_from(
         vars: impl Iterator<Item = (String, String)>,
         passthrough: &[String],
@@ -87,22 +52,34 @@ impl ChildEnv {
             if name.is_empty() || name.contains('=') {
                 continue;
             }
-            let passes = passthrough.contains(&name);
-            if !passes && is_secret_name(&name) {
-                if !value.is_empty() && !env.secret_values.contains(&value) {
+            if passthrough.contains(&name) || is_allowed(&name) {
+                let value = if name == "PATH" {
+                    clean_path(&value, None)
+                } else {
+                    value
+                };
+                env.vars.push((name, value));
+            } else {
+                if is_redactable(&value) && !env.secret_values.contains(&value) {
                     env.secret_values.push(value);
                 }
                 env.removed.push(name);
-            } else if !passes && is_capability_name(&name) {
-                env.removed.push(name);
-            } else {
-                env.vars.push((name, value));
             }
         }
-        for (name, value) in FORCED {
-            env.set(name, value);
+        env.set("TERM", "dumb");
+        if env.get("CI").is_none() {
+            env.set("CI", "1");
         }
         env
+    }
+
+    /// Drops the `PATH` entries at or under `workdir` (a program the
+    /// model wrote must not shadow a system one).
+    pub fn confine_path(&mut self, workdir: &std::path::Path) {
+        if let Some(path) = self.get("PATH") {
+            let cleaned = clean_path(path, Some(workdir));
+            self.set("PATH", &cleaned);
+        }
     }
 
     /// Sets `name` to `value`, replacing any earlier value.
@@ -111,6 +88,11 @@ impl ChildEnv {
             Some((_, existing)) => value.clone_into(existing),
             None => self.vars.push((name.to_owned(), value.to_owned())),
         }
+    }
+
+    /// Removes `name`.
+    pub fn unset(&mut self, name: &str) {
+        self.vars.retain(|(existing, _)| existing != name);
     }
 
     /// The value of `name`, if set.
@@ -122,22 +104,39 @@ impl ChildEnv {
     }
 }
 
-/// Returns true if and only if `name` looks like it holds a secret
-/// (case-insensitive): `*_API_KEY`, `*_TOKEN`, `*SECRET*`, `*PASSWORD*`
-/// and a few more spellings, or one of the well-known key variables.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_NAMES.contains(&upper.as_str())
-        || SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
-        || SECRET_FRAGMENTS
-            .iter()
-            .any(|fragment| upper.contains(fragment))
+/// `name` is on the allowlist: an exact name or `LC_*`.
+pub fn is_allowed(name: &str) -> bool {
+    ALLOWED.contains(&name) || name.starts_with("LC_")
 }
 
-fn is_capability_name(name: &str) -> bool {
-    CAPABILITY_NAMES
-        .iter()
-        .any(|capability| capability.eq_ignore_ascii_case(name))
+/// `PATH` without empty or relative entries, nor entries under `workdir`.
+fn clean_path(path: &str, workdir: Option<&std::path::Path>) -> String {
+    path.split(':')
+        .filter(|entry| entry.starts_with('/'))
+        .filter(|entry| {
+            workdir.is_none_or(|workdir| !std::path::Path::new(entry).starts_with(workdir))
+        })
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Whether a withheld value is masked in outputs: 8 characters or more,
+/// and not a number, an absolute path (or a `:`-list of them) or a git
+/// object id (40 or 64 hex digits). Those cannot be a credential and
+/// masking them would garble ordinary output.
+pub fn is_redactable(value: &str) -> bool {
+    if value.chars().count() < 8 {
+        return false;
+    }
+    let number = value
+        .trim_start_matches(['-', '+'])
+        .chars()
+        .all(|c| c.is_ascii_digit() || c == '.');
+    let paths = value
+        .split(':')
+        .all(|part| part.starts_with('/') && !part.chars().any(char::is_whitespace));
+    let object_id = matches!(value.len(), 40 | 64) && value.chars().all(|c| c.is_ascii_hexdigit());
+    !(number || paths || object_id)
 }
 
 #[cfg(test)]
@@ -155,76 +154,87 @@ mod tests {
     }
 
     #[test]
-    fn strips_secrets_by_pattern_and_records_values() {
+    fn only_the_allowlist_passes() {
         let env = env_of(
             &[
                 ("PATH", "/usr/bin"),
-                ("OPENAI_API_KEY", "sk-openai"),
-                ("my_service_token", "tok-lower"),
-                ("DB_PASSWORD_FILE", "pw-file"),
-                ("AWS_SECRET_ACCESS_KEY", "aws-secret"),
-                ("GITHUB_TOKEN", "ghs_x"),
-                ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "oidc"),
                 ("HOME", "/home/u"),
-                ("TOKENIZER", "kept"),
+                ("LANG", "C.UTF-8"),
+                ("LC_ALL", "C"),
+                ("TZ", "UTC"),
+                ("TMPDIR", "/var/tmp"),
+                ("API_KEY", "canary-api-key-1"),
+                ("DEPLOY_KEY", "canary-deploy-2"),
+                ("DATABASE_URL", "postgres://u:p@db/x"),
+                ("SLACK_WEBHOOK_URL", "https://hooks.example/T0"),
+                ("GH_PAT", "ghp_canary_value"),
+                ("TOKENIZER", "kept-before"),
+                ("PAGER", "less"),
             ],
             &[],
         );
-        assert_eq!(env.get("PATH"), Some("/usr/bin"));
-        assert_eq!(env.get("HOME"), Some("/home/u"));
-        assert_eq!(env.get("TOKENIZER"), Some("kept"));
-        for gone in [
-            "OPENAI_API_KEY",
-            "my_service_token",
-            "DB_PASSWORD_FILE",
-            "AWS_SECRET_ACCESS_KEY",
-            "GITHUB_TOKEN",
-            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-        ] {
-            assert_eq!(env.get(gone), None, "{gone}");
-            assert!(env.removed.iter().any(|name| name == gone), "{gone}");
-        }
-        assert!(env.secret_values.contains(&"sk-openai".to_owned()));
-        assert!(env.secret_values.contains(&"tok-lower".to_owned()));
-        assert!(env.secret_values.contains(&"oidc".to_owned()));
-    }
-
-    #[test]
-    fn passthrough_keeps_named_secrets() {
-        let env = env_of(
-            &[("NPM_TOKEN", "npm-secret"), ("CARGO_TOKEN", "c")],
-            &["NPM_TOKEN"],
+        let mut names: Vec<&str> = env.vars.iter().map(|(name, _)| name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "CI", "HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR", "TZ"
+            ]
         );
-        assert_eq!(env.get("NPM_TOKEN"), Some("npm-secret"));
-        assert_eq!(env.get("CARGO_TOKEN"), None);
-        assert!(!env.secret_values.contains(&"npm-secret".to_owned()));
+        for canary in [
+            "canary-api-key-1",
+            "canary-deploy-2",
+            "postgres://u:p@db/x",
+            "https://hooks.example/T0",
+            "ghp_canary_value",
+            "kept-before",
+        ] {
+            assert!(
+                env.secret_values.iter().any(|value| value == canary),
+                "{canary}"
+            );
+        }
+        assert!(env.removed.iter().any(|name| name == "GH_PAT"));
+        // Short values are withheld but not masked.
+        assert!(!env.secret_values.iter().any(|value| value == "less"));
     }
 
     #[test]
-    fn capabilities_are_removed_but_not_secret() {
+    fn passthrough_keeps_named_variables() {
         let env = env_of(
             &[
-                ("SSH_AUTH_SOCK", "/tmp/agent.1"),
-                ("GITHUB_ENV", "/runner/env"),
+                ("NPM_TOKEN", "npm-secret-value"),
+                ("CARGO_TOKEN", "c-secret-value"),
             ],
-            &[],
+            &["NPM_TOKEN"],
         );
-        assert_eq!(env.get("SSH_AUTH_SOCK"), None);
-        assert_eq!(env.get("GITHUB_ENV"), None);
-        assert!(env.secret_values.is_empty());
-        assert_eq!(env.removed.len(), 2);
+        assert_eq!(env.get("NPM_TOKEN"), Some("npm-secret-value"));
+        assert_eq!(env.get("CARGO_TOKEN"), None);
+        assert!(!env.secret_values.contains(&"npm-secret-value".to_owned()));
+        assert!(env.secret_values.contains(&"c-secret-value".to_owned()));
     }
 
     #[test]
-    fn forces_non_interactive_settings() {
-        let env = env_of(&[("TERM", "xterm-256color"), ("CI", "false")], &[]);
-        assert_eq!(env.get("CI"), Some("1"));
+    fn path_loses_empty_relative_and_workdir_entries() {
+        let mut env = env_of(
+            &[("PATH", "/work/bin::.:bin:/usr/bin:/work:/workshop/bin")],
+            &[],
+        );
+        assert_eq!(
+            env.get("PATH"),
+            Some("/work/bin:/usr/bin:/work:/workshop/bin")
+        );
+        env.confine_path(std::path::Path::new("/work"));
+        assert_eq!(env.get("PATH"), Some("/usr/bin:/workshop/bin"));
+    }
+
+    #[test]
+    fn term_is_dumb_and_ci_kept_or_set() {
+        let env = env_of(&[("TERM", "xterm-256color"), ("CI", "true")], &[]);
         assert_eq!(env.get("TERM"), Some("dumb"));
-        assert_eq!(env.get("GIT_TERMINAL_PROMPT"), Some("0"));
-        assert_eq!(env.get("DEBIAN_FRONTEND"), Some("noninteractive"));
-        assert_eq!(env.get("GIT_PAGER"), Some("cat"));
-        assert_eq!(env.get("PAGER"), Some("cat"));
-        assert_eq!(env.get("NO_COLOR"), Some("1"));
+        assert_eq!(env.get("CI"), Some("true"));
+        let env = env_of(&[], &[]);
+        assert_eq!(env.get("CI"), Some("1"));
         assert_eq!(
             env.vars.iter().filter(|(name, _)| name == "TERM").count(),
             1
@@ -232,9 +242,31 @@ mod tests {
     }
 
     #[test]
+    fn harmless_values_are_not_masked() {
+        for value in [
+            "short",
+            "1234567890",
+            "/home/runner/work",
+            "/usr/local/bin:/usr/bin",
+            "0123456789abcdef0123456789abcdef01234567",
+            &"ab".repeat(32),
+        ] {
+            assert!(!is_redactable(value), "{value}");
+        }
+        for value in [
+            "sk-0123456789",
+            "postgres://u:p@db/x",
+            "/path with space:x",
+            "0123456789abcdef0123456789abcdef0123456",
+        ] {
+            assert!(is_redactable(value), "{value}");
+        }
+    }
+
+    #[test]
     fn scrubbed_reads_the_process_environment() {
         let env = ChildEnv::scrubbed(&[]);
-        assert_eq!(env.get("CI"), Some("1"));
-        assert!(env.vars.iter().all(|(name, _)| !is_secret_name(name)));
+        assert_eq!(env.get("TERM"), Some("dumb"));
+        assert!(env.vars.iter().all(|(name, _)| is_allowed(name)));
     }
 }

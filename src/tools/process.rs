@@ -21,8 +21,10 @@
 //! Escapees (`setsid`, double fork) leave the group. [`harden_self`] makes
 //! ybs a child subreaper, so such orphans are re-parented to ybs instead of
 //! init; after every run ybs kills and reaps any child of its own it did
-//! not start itself (see [`reap_escapees`]). (The kernel sandbox,
-//! [`super::sandbox`], has no PID namespace: this is what contains them.)
+//! not start itself (see [`reap_escapees`]). Confined children run in
+//! their own PID namespace ([`super::sandbox`]), whose PID 1 takes every
+//! descendant down with it; this covers `--no-sandbox` and the reduced
+//! sandbox without namespaces.
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the child exits.
 //! Spawns happen on tokio worker threads, which live as long as the
@@ -202,7 +204,9 @@ pub async fn run_command(
     output_cap: usize,
     sandbox: Option<&Arc<Sandbox>>,
 ) -> io::Result<ProcessOutput> {
-    if let Some(mut argv) = simple_argv(command) {
+    if let Some(mut argv) = simple_argv(command)
+        && (sandbox.is_none() || on_path(&argv[0], env))
+    {
         let program = argv.remove(0);
         let spec = ProcessSpec {
             program,
@@ -224,6 +228,27 @@ pub async fn run_command(
     run(ProcessSpec::shell(command, cwd, env, timeout, output_cap).confined(sandbox)).await
 }
 
+/// True if `program` names an executable file, directly (with a `/`) or
+/// in the `PATH` of `env`. With a sandbox the spawn itself always
+/// succeeds (it starts the helper), so a missing program is found here
+/// and left to the shell's "command not found".
+fn on_path(program: &OsString, env: &ChildEnv) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        path.metadata()
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    };
+    let program = Path::new(program);
+    if program.as_os_str().as_encoded_bytes().contains(&b'/') {
+        return true;
+    }
+    env.get("PATH").is_some_and(|path| {
+        path.split(':')
+            .filter(|dir| !dir.is_empty())
+            .any(|dir| executable(&Path::new(dir).join(program)))
+    })
+}
+
 /// Runs `spec` to the end (its own, its timeout's, or ybs's) and returns
 /// what it printed. Errors only when the program cannot be started or
 /// waited for; a non-zero exit is a normal result.
@@ -241,9 +266,13 @@ enum Failure {
 
 async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
     let started = Instant::now();
-    let mut command = Command::new(&spec.program);
+    let (program, args) = match &spec.sandbox {
+        Some(sandbox) => sandbox.command(&spec.program, &spec.args),
+        None => (spec.program.clone(), spec.args.clone()),
+    };
+    let mut command = Command::new(&program);
     command
-        .args(&spec.args)
+        .args(&args)
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.vars.iter().map(|(name, value)| (name, value)))
@@ -256,7 +285,7 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    detach(&mut command, spec.sandbox.clone());
+    detach(&mut command);
 
     let mut child = spawn_registered(&mut command).map_err(Failure::Spawn)?;
     let pid = child
@@ -454,17 +483,16 @@ impl Drop for GroupGuard {
 /// the child's pid as its id, and no controlling terminal: opening
 /// `/dev/tty` fails instead of stopping on SIGTTIN), and on Linux
 /// `PR_SET_PDEATHSIG(SIGKILL)`, refusing to start if ybs already died
-/// between fork and that call. Then, with a sandbox, the kernel
-/// confinement ([`Sandbox::confine_child`]: raw system calls only).
+/// between fork and that call. The kernel confinement is applied by the
+/// sandbox helper the child then becomes ([`Sandbox::command`]).
 #[allow(unsafe_code)]
-fn detach(command: &mut Command, sandbox: Option<Arc<Sandbox>>) {
+fn detach(command: &mut Command) {
     #[cfg(target_os = "linux")]
     let parent = nix::unistd::getpid();
     // SAFETY: the closure runs in the forked child before exec. It makes
-    // only raw system calls (setsid, prctl, getppid; with a sandbox prctl,
-    // landlock_restrict_self, seccomp), all async-signal-safe;
-    // it neither allocates nor takes a lock, and its errors are built from
-    // raw errnos, which do not allocate either.
+    // only raw system calls (setsid, prctl, getppid), all
+    // async-signal-safe; it neither allocates nor takes a lock, and its
+    // errors are built from raw errnos, which do not allocate either.
     unsafe {
         command.pre_exec(move || {
             nix::unistd::setsid().map_err(io::Error::from)?;
@@ -474,9 +502,6 @@ fn detach(command: &mut Command, sandbox: Option<Arc<Sandbox>>) {
                 if nix::unistd::getppid() != parent {
                     return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
                 }
-            }
-            if let Some(sandbox) = &sandbox {
-                sandbox.confine_child()?;
             }
             Ok(())
         });

@@ -1,55 +1,123 @@
-//! Kernel confinement of the programs ybs starts for the model (SECURITY S1).
+//! Kernel confinement of every program ybs starts once a task has begun
+//! (SECURITY S1, S6, S9): `run_shell`, external tools and their
+//! discovery, checks.
 //!
 //! A [`Sandbox`] belongs to one task. It names where children may write
-//! (the canonical workdir, a private temp dir ybs creates and removes, a
-//! few device files, operator-granted paths) and whether they may use the
-//! network. [`Sandbox::prepare`] builds, in the parent, everything that
-//! allocates: the Landlock ruleset (an fd, via the `landlock` crate) and
-//! the seccomp BPF program (via `seccompiler`). In the forked child,
-//! before exec, [`Sandbox::confine_child`] makes only raw, async-signal-
-//! safe system calls: `prctl(PR_SET_NO_NEW_PRIVS)`,
-//! `landlock_restrict_self(fd)` and `seccomp(SET_MODE_FILTER)`. The tokio
-//! process itself is never confined; the children, and everything they
-//! start, are.
+//! (the canonical workdir, a private temp dir ybs creates and removes,
+//! operator-granted paths), what stays read-only inside the workdir
+//! (`.git`, `.github/workflows`, `.github/actions`, `./.ybs.json`, the
+//! run's task, policy and config files), what is hidden (ybs's outputs),
+//! and whether the network and named unix sockets are allowed.
 //!
-//! - Landlock (ABI v5, best effort): read and execute everywhere, write
-//!   (create, remove, write, truncate, make any node, rename, link) only
-//!   under the writable roots.
-//! - seccomp, unless the network is granted: `socket(2)` for any family
-//!   but `AF_UNIX` fails with `EPERM` (so no IPv4/IPv6, raw packets,
-//!   netlink, vsock...), and `io_uring_setup` fails with `EPERM` (io_uring
-//!   can create sockets without `socket(2)`).
+//! The confinement is applied by a helper, like bubblewrap: instead of
+//! the program, [`super::process::run`] starts `ybs __sandbox SPEC --
+//! PROGRAM ARGS...` (see [`helper`]), a fresh single-threaded process
+//! that enters new user, mount, PID, UTS and IPC namespaces (and a network
+//! namespace when named unix sockets are allowed without the network),
+//! builds the file system view, drops
+//! every capability, applies Landlock and seccomp ([`filter`]) and runs
+//! the program as the child of the namespace's PID 1, which reaps
+//! everything and takes every descendant down with it.
 //!
-//! Not done: a PID namespace with a private `/proc`. The child's own
-//! process group (killed whole), `PR_SET_PDEATHSIG`, ybs as child
-//! subreaper and [`super::process::reap_escapees`] stand in for it, and
-//! ybs is non-dumpable, so a child cannot read its memory or environment
-//! through `/proc`.
+//! Which layers work is [`probe`]d once per process (by running
+//! `ybs __sandbox-probe`). By default all are required; operator config
+//! may accept Landlock and seccomp without namespaces
+//! (`safety.sandbox_require: landlock`); `--no-sandbox` runs unconfined.
+//! A missing required layer is [`Unavailable`].
 //!
-//! Whether confinement works is [`probe`]d once per process: a throwaway
-//! thread confines itself with a real ruleset and filter and reports the
-//! Landlock `RestrictionStatus`.
+//! The helper is part of the `ybs` binary: `main` calls [`helper_entry`]
+//! first thing. A binary that did not (the library's unit tests) cannot
+//! confine, and says so.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::core::event::SandboxInfo;
 
-/// The name of the confinement in outputs.
-pub const MECHANISM: &str = "landlock+seccomp";
+#[cfg(target_os = "linux")]
+pub mod filter;
+#[cfg(target_os = "linux")]
+mod helper;
+pub mod spec;
 
-/// Device files every child may write.
-const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+pub use spec::HelperSpec;
 
-/// Where children may write and whether they may use the network.
+/// The name of the full confinement in outputs.
+pub const MECHANISM: &str = "namespaces+landlock+seccomp";
+/// The name of the confinement without namespaces.
+pub const MECHANISM_REDUCED: &str = "landlock+seccomp";
+
+/// The layers, as outputs name them.
+pub const LAYER_NAMESPACES: &str = "namespaces";
+pub const LAYER_LANDLOCK: &str = "landlock";
+pub const LAYER_SECCOMP: &str = "seccomp";
+
+/// Where the helper binary is: `/proc/self/exe` of the forked child is
+/// the running `ybs`, even when its file was replaced since.
+const SELF_EXE: &str = "/proc/self/exe";
+
+static HELPER: AtomicBool = AtomicBool::new(false);
+
+/// Called first thing by `main`: runs the helper (never returns) when
+/// `argv[1]` asks for it, otherwise records that this binary has it.
+pub fn helper_entry() {
+    let mut args = std::env::args_os();
+    let first = args.nth(1);
+    match first.as_ref().and_then(|arg| arg.to_str()) {
+        #[cfg(target_os = "linux")]
+        Some(spec::HELPER_ARG) => {
+            let args: Vec<OsString> = std::env::args_os().collect();
+            helper::main(&args)
+        }
+        #[cfg(target_os = "linux")]
+        Some(spec::PROBE_ARG) => helper::probe_main(),
+        _ => HELPER.store(true, Ordering::Relaxed),
+    }
+}
+
+/// Which layers a task needs before it may run commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Require {
+    /// Namespaces, Landlock and seccomp.
+    #[default]
+    All,
+    /// Landlock and seccomp are enough.
+    Landlock,
+}
+
+impl Require {
+    /// The config spelling: `all` or `landlock`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "all" => Some(Self::All),
+            "landlock" => Some(Self::Landlock),
+            _ => None,
+        }
+    }
+}
+
+/// Where children may write and what else the sandbox grants or hides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SandboxSettings {
     /// Roots besides the workdir and the private temp dir (canonical or
     /// not: missing ones are skipped).
     pub writable: Vec<PathBuf>,
-    /// Leave the network open (no seccomp socket filter).
+    /// Leave the network open (every socket family).
     pub network: bool,
+    /// Allow `socket(AF_UNIX)` (named unix sockets).
+    pub unix_sockets: bool,
+    pub require: Require,
+    /// Paths to keep read-only; missing ones under the workdir get an
+    /// empty placeholder directory for the task's lifetime, so they
+    /// cannot be created either.
+    pub read_only: Vec<PathBuf>,
+    /// Paths to hide (directories) or keep read-only (files).
+    pub hidden: Vec<PathBuf>,
+    /// Host paths that stay visible (read-only) under the private `/tmp`.
+    pub visible: Vec<PathBuf>,
 }
 
 /// Why confinement cannot be applied.
@@ -57,112 +125,207 @@ pub struct SandboxSettings {
 #[error("{0}")]
 pub struct Unavailable(pub String);
 
-/// What the probe found: the Landlock status, or why nothing works.
+/// What the probe found for each layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
-    /// `fully_enforced` or `partially_enforced`; `Err` with the reason
-    /// when confinement cannot be applied.
+    /// User, mount and PID namespaces with a private `/proc`.
+    pub namespaces: Result<(), String>,
+    /// `fully_enforced` or `partially_enforced`.
     pub landlock: Result<&'static str, String>,
+    pub seccomp: Result<(), String>,
 }
 
 impl Probe {
+    /// Landlock and seccomp work (the least any confinement needs).
     pub fn available(&self) -> bool {
-        self.landlock.is_ok()
+        self.landlock.is_ok() && self.seccomp.is_ok()
+    }
+
+    /// Every missing layer with why, `layer: reason`.
+    pub fn missing(&self) -> Vec<String> {
+        let mut missing = Vec::new();
+        if let Err(reason) = &self.namespaces {
+            missing.push(format!("{LAYER_NAMESPACES}: {reason}"));
+        }
+        if let Err(reason) = &self.landlock {
+            missing.push(format!("{LAYER_LANDLOCK}: {reason}"));
+        }
+        if let Err(reason) = &self.seccomp {
+            missing.push(format!("{LAYER_SECCOMP}: {reason}"));
+        }
+        missing
     }
 }
 
-/// One task's confinement, ready for children.
-#[derive(Debug)]
+/// One task's confinement, ready for children. Cheap to clone.
+#[derive(Debug, Clone)]
 pub struct Sandbox {
-    temp: PrivateTemp,
-    writable: Vec<PathBuf>,
-    network: bool,
+    temp: Arc<PrivateTemp>,
+    spec: HelperSpec,
     landlock: &'static str,
-    #[cfg(target_os = "linux")]
-    ruleset: std::os::fd::OwnedFd,
-    /// `None` when the network is granted.
-    #[cfg(target_os = "linux")]
-    filter: Option<seccompiler::BpfProgram>,
+    /// Layers missing but not required, `layer: reason`.
+    missing: Vec<String>,
+    _placeholders: Arc<Placeholders>,
 }
 
 impl Sandbox {
     /// Builds the confinement of a task in `workdir`: creates the private
-    /// temp dir, the Landlock ruleset and the seccomp filter. Fails when
-    /// the probe found confinement unavailable, or when building fails.
+    /// temp dir (with an empty `.home`) and the placeholders of missing
+    /// read-only paths. Fails when a required layer is unavailable.
     pub fn prepare(workdir: &Path, settings: &SandboxSettings) -> Result<Self, Unavailable> {
-        let landlock = probe().landlock.clone().map_err(Unavailable)?;
+        let probe = probe();
+        let landlock = probe.landlock.clone().map_err(Unavailable)?;
+        probe.seccomp.clone().map_err(Unavailable)?;
+        let namespaces = match (&probe.namespaces, settings.require) {
+            (Ok(()), _) => true,
+            (Err(reason), Require::All) => {
+                return Err(Unavailable(format!(
+                    "{LAYER_NAMESPACES}: {reason} (operator config may accept Landlock and seccomp alone: safety.sandbox_require: landlock)"
+                )));
+            }
+            (Err(_), Require::Landlock) => false,
+        };
+        let missing = probe
+            .missing()
+            .into_iter()
+            .filter(|_| !namespaces)
+            .collect();
         let temp = PrivateTemp::create()
             .map_err(|error| Unavailable(format!("cannot create a private temp dir: {error}")))?;
-        let mut writable = vec![workdir.to_owned(), temp.path.clone()];
+        let _ = std::fs::create_dir(temp.path.join(".home"));
+        let mut writable: Vec<PathBuf> = Vec::new();
         for path in &settings.writable {
             if let Ok(path) = path.canonicalize()
+                && path != workdir
                 && !writable.contains(&path)
             {
                 writable.push(path);
             }
         }
-        build(temp, writable, settings.network, landlock)
+        let mut read_only: Vec<PathBuf> = Vec::new();
+        for path in &settings.read_only {
+            let inside =
+                path.starts_with(workdir) || writable.iter().any(|root| path.starts_with(root));
+            if inside && !read_only.contains(path) {
+                read_only.push(path.clone());
+            }
+        }
+        let placeholders = if namespaces {
+            Placeholders::create(workdir, &read_only)
+        } else {
+            Placeholders::default()
+        };
+        let visible = settings
+            .visible
+            .iter()
+            .filter_map(|path| path.canonicalize().ok())
+            .filter(|path| {
+                !path.starts_with(workdir) && !writable.iter().any(|root| path.starts_with(root))
+            })
+            .collect();
+        let spec = HelperSpec {
+            namespaces,
+            workdir: workdir.to_owned(),
+            temp: temp.path.clone(),
+            writable,
+            visible,
+            read_only,
+            hidden: settings
+                .hidden
+                .iter()
+                .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone()))
+                .filter(|path| path.starts_with(workdir))
+                .collect(),
+            network: settings.network,
+            unix_sockets: settings.unix_sockets,
+        };
+        Ok(Self {
+            temp: Arc::new(temp),
+            spec,
+            landlock,
+            missing,
+            _placeholders: Arc::new(placeholders),
+        })
     }
 
-    /// The private temp dir (`TMPDIR` of the children).
+    /// The same sandbox with the network granted (a check that asks).
+    #[must_use]
+    pub fn with_network(&self) -> Self {
+        let mut sandbox = self.clone();
+        sandbox.spec.network = true;
+        sandbox
+    }
+
+    /// The private temp dir on the host.
     pub fn temp_dir(&self) -> &Path {
         &self.temp.path
     }
 
+    /// `TMPDIR` as the children see it: `/tmp` inside the namespaces, the
+    /// private temp dir without them.
+    pub fn child_tmpdir(&self) -> PathBuf {
+        if self.spec.namespaces {
+            PathBuf::from("/tmp")
+        } else {
+            self.temp.path.clone()
+        }
+    }
+
+    /// `HOME` as the children see it: an empty directory in the private
+    /// temp dir.
+    pub fn child_home(&self) -> PathBuf {
+        self.child_tmpdir().join(".home")
+    }
+
     /// The writable roots, workdir and temp dir first.
-    pub fn writable(&self) -> &[PathBuf] {
-        &self.writable
+    pub fn writable(&self) -> Vec<PathBuf> {
+        self.spec.landlock_roots()
     }
 
     pub fn network(&self) -> bool {
-        self.network
+        self.spec.network
+    }
+
+    /// True when the namespaces layer is in use.
+    pub fn namespaces(&self) -> bool {
+        self.spec.namespaces
+    }
+
+    pub fn spec(&self) -> &HelperSpec {
+        &self.spec
+    }
+
+    /// The program and arguments that run `program args` confined.
+    pub fn command(&self, program: &OsString, args: &[OsString]) -> (OsString, Vec<OsString>) {
+        (OsString::from(SELF_EXE), self.spec.argv(program, args))
     }
 
     /// What outputs say about this sandbox.
     pub fn info(&self) -> SandboxInfo {
+        let mut layers = Vec::new();
+        if self.spec.namespaces {
+            layers.push(LAYER_NAMESPACES.to_owned());
+        }
+        layers.push(LAYER_LANDLOCK.to_owned());
+        layers.push(LAYER_SECCOMP.to_owned());
         SandboxInfo {
-            mode: MECHANISM.to_owned(),
+            mode: if self.spec.namespaces {
+                MECHANISM
+            } else {
+                MECHANISM_REDUCED
+            }
+            .to_owned(),
             landlock: Some(self.landlock.to_owned()),
-            network: self.network,
+            network: self.spec.network,
             writable: self
-                .writable
+                .writable()
                 .iter()
                 .map(|path| path.display().to_string())
                 .collect(),
             reason: None,
+            layers,
+            missing: self.missing.clone(),
         }
-    }
-
-    /// Confines the calling thread. Runs in the forked child before exec:
-    /// raw system calls only, no allocation, no lock.
-    #[cfg(target_os = "linux")]
-    #[allow(unsafe_code)]
-    pub(crate) fn confine_child(&self) -> io::Result<()> {
-        use nix::libc;
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain system calls with valid arguments.
-        unsafe {
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::syscall(
-                libc::SYS_landlock_restrict_self,
-                self.ruleset.as_raw_fd(),
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        if let Some(filter) = &self.filter {
-            seccompiler::apply_filter(filter).map_err(seccomp_errno)?;
-        }
-        Ok(())
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    pub(crate) fn confine_child(&self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -174,178 +337,122 @@ pub fn unconfined(reason: &str) -> SandboxInfo {
         network: true,
         writable: Vec::new(),
         reason: Some(reason.to_owned()),
+        layers: Vec::new(),
+        missing: Vec::new(),
     }
 }
 
-/// The raw errno of a seccompiler error, without allocating.
-#[cfg(target_os = "linux")]
-fn seccomp_errno(error: seccompiler::Error) -> io::Error {
-    match error {
-        seccompiler::Error::Prctl(error) | seccompiler::Error::Seccomp(error) => {
-            io::Error::from_raw_os_error(error.raw_os_error().unwrap_or(nix::libc::EPERM))
-        }
-        _ => io::Error::from_raw_os_error(nix::libc::EINVAL),
-    }
-}
-
-/// Probes once per process whether confinement can be applied: a
-/// throwaway thread restricts itself with a real ruleset (the system temp
-/// dir writable) and loads the seccomp filter.
+/// Probes once per process which layers work, by running
+/// `ybs __sandbox-probe` (namespaces cannot be tried in a multi-threaded
+/// process).
 pub fn probe() -> &'static Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
     PROBE.get_or_init(run_probe)
 }
 
-#[cfg(target_os = "linux")]
-fn run_probe() -> Probe {
-    let outcome = std::thread::Builder::new()
+/// Starts [`probe`] on a thread, so it overlaps with whatever the caller
+/// does next; the first real use waits for it.
+pub fn probe_in_background() {
+    let _ = std::thread::Builder::new()
         .name("ybs-sandbox-probe".to_owned())
-        .spawn(|| -> Result<&'static str, String> {
-            let writable = vec![std::env::temp_dir()];
-            let ruleset = landlock_ruleset(&writable).map_err(|e| format!("Landlock: {e}"))?;
-            let status = ruleset
-                .restrict_self()
-                .map_err(|error| format!("Landlock: {error}"))?;
-            let landlock = match status.ruleset {
-                landlock::RulesetStatus::FullyEnforced => "fully_enforced",
-                landlock::RulesetStatus::PartiallyEnforced => "partially_enforced",
-                landlock::RulesetStatus::NotEnforced => {
-                    return Err(
-                        "Landlock is not supported or not enabled by this kernel".to_owned()
-                    );
-                }
-            };
-            let filter = seccomp_filter().map_err(|e| format!("seccomp: {e}"))?;
-            seccompiler::apply_filter(&filter).map_err(|e| format!("seccomp: {e}"))?;
-            Ok(landlock)
+        .spawn(|| {
+            probe();
         });
-    let landlock = match outcome.map(std::thread::JoinHandle::join) {
-        Ok(Ok(result)) => result,
-        Ok(Err(_)) => Err("the probe thread panicked".to_owned()),
-        Err(error) => Err(format!("cannot start the probe thread: {error}")),
+}
+
+#[cfg(target_os = "linux")]
+fn run_probe() -> Probe {
+    let fail = |reason: String| Probe {
+        namespaces: Err(reason.clone()),
+        landlock: Err(reason.clone()),
+        seccomp: Err(reason),
     };
-    Probe { landlock }
+    if !HELPER.load(Ordering::Relaxed) {
+        return fail(
+            "the sandbox helper is part of the ybs binary, not of this program".to_owned(),
+        );
+    }
+    let output = std::process::Command::new(SELF_EXE)
+        .arg(spec::PROBE_ARG)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(error) => return fail(format!("cannot run the sandbox probe: {error}")),
+    };
+    let Ok(report) = serde_json::from_slice::<serde_json::Value>(&output.stdout) else {
+        return fail(format!("the sandbox probe failed ({})", output.status));
+    };
+    let error = |key: &str| -> Result<(), String> {
+        match report[key].as_str() {
+            None => Ok(()),
+            Some(reason) => Err(reason.to_owned()),
+        }
+    };
+    let landlock = match (
+        report["landlock"]["status"].as_str(),
+        report["landlock"]["error"].as_str(),
+    ) {
+        (Some("fully_enforced"), _) => Ok("fully_enforced"),
+        (Some("partially_enforced"), _) => Ok("partially_enforced"),
+        (_, Some(reason)) => Err(reason.to_owned()),
+        _ => Err("Landlock: the probe said nothing".to_owned()),
+    };
+    Probe {
+        namespaces: error("namespaces"),
+        landlock,
+        seccomp: error("seccomp"),
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
 fn run_probe() -> Probe {
+    let reason = "kernel confinement is implemented for Linux only".to_owned();
     Probe {
-        landlock: Err("kernel confinement is implemented for Linux only".to_owned()),
+        namespaces: Err(reason.clone()),
+        landlock: Err(reason.clone()),
+        seccomp: Err(reason),
     }
 }
 
-#[cfg(target_os = "linux")]
-fn build(
-    temp: PrivateTemp,
-    writable: Vec<PathBuf>,
-    network: bool,
-    landlock: &'static str,
-) -> Result<Sandbox, Unavailable> {
-    let ruleset = landlock_ruleset(&writable).map_err(|e| Unavailable(format!("Landlock: {e}")))?;
-    let ruleset: Option<std::os::fd::OwnedFd> = ruleset.into();
-    let ruleset = ruleset.ok_or_else(|| Unavailable("Landlock: no ruleset".to_owned()))?;
-    let filter = if network {
-        None
-    } else {
-        Some(seccomp_filter().map_err(|e| Unavailable(format!("seccomp: {e}")))?)
-    };
-    Ok(Sandbox {
-        temp,
-        writable,
-        network,
-        landlock,
-        ruleset,
-        filter,
-    })
+/// Empty directories ybs made at missing read-only paths (and their
+/// missing parents), removed on drop when still empty.
+#[derive(Debug, Default)]
+struct Placeholders {
+    made: Vec<PathBuf>,
 }
 
-#[cfg(not(target_os = "linux"))]
-fn build(
-    _temp: PrivateTemp,
-    _writable: Vec<PathBuf>,
-    _network: bool,
-    _landlock: &'static str,
-) -> Result<Sandbox, Unavailable> {
-    Err(Unavailable(
-        "kernel confinement is implemented for Linux only".to_owned(),
-    ))
-}
-
-/// Read and execute everywhere (ioctl on devices too), every write right
-/// under `writable`, the device files writable.
-#[cfg(target_os = "linux")]
-fn landlock_ruleset(writable: &[PathBuf]) -> Result<landlock::RulesetCreated, String> {
-    use landlock::{
-        ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-        RulesetCreatedAttr,
-    };
-    let abi = ABI::V5;
-    let read = AccessFs::from_read(abi) | AccessFs::IoctlDev;
-    let all = AccessFs::from_all(abi);
-    let file_write = AccessFs::WriteFile | AccessFs::Truncate | AccessFs::ReadFile;
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
-        .map_err(|e| e.to_string())?
-        .create()
-        .map_err(|e| e.to_string())?;
-    let root = PathFd::new("/").map_err(|e| e.to_string())?;
-    ruleset = ruleset
-        .add_rule(PathBeneath::new(root, read))
-        .map_err(|e| e.to_string())?;
-    for path in writable {
-        let fd = PathFd::new(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        ruleset = ruleset
-            .add_rule(PathBeneath::new(fd, all))
-            .map_err(|e| e.to_string())?;
+impl Placeholders {
+    fn create(workdir: &Path, paths: &[PathBuf]) -> Self {
+        let mut made = Vec::new();
+        for path in paths {
+            if path.symlink_metadata().is_ok() || !path.starts_with(workdir) {
+                continue;
+            }
+            let mut missing: Vec<&Path> = path
+                .ancestors()
+                .take_while(|ancestor| *ancestor != workdir && ancestor.symlink_metadata().is_err())
+                .collect();
+            missing.reverse();
+            for dir in missing {
+                if std::fs::create_dir(dir).is_ok() {
+                    made.push(dir.to_owned());
+                }
+            }
+        }
+        Self { made }
     }
-    for device in WRITABLE_DEVICES {
-        if let Ok(fd) = PathFd::new(device) {
-            ruleset = ruleset
-                .add_rule(PathBeneath::new(fd, file_write | AccessFs::IoctlDev))
-                .map_err(|e| e.to_string())?;
+}
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        for dir in self.made.iter().rev() {
+            // Fails, as it should, when something was put inside.
+            let _ = std::fs::remove_dir(dir);
         }
     }
-    Ok(ruleset)
-}
-
-/// `socket(2)` for any family but `AF_UNIX`, and `io_uring_setup`, fail
-/// with `EPERM`.
-#[cfg(target_os = "linux")]
-fn seccomp_filter() -> Result<seccompiler::BpfProgram, String> {
-    use std::collections::BTreeMap;
-
-    use nix::libc;
-    use seccompiler::{
-        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule, TargetArch,
-    };
-    let arch: TargetArch = std::env::consts::ARCH
-        .try_into()
-        .map_err(|_| format!("no filter for the {} architecture", std::env::consts::ARCH))?;
-    let not_unix = SeccompRule::new(vec![
-        SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            u64::try_from(libc::AF_UNIX).unwrap_or(1),
-        )
-        .map_err(|e| e.to_string())?,
-    ])
-    .map_err(|e| e.to_string())?;
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(libc::SYS_socket, vec![not_unix]);
-    rules.insert(libc::SYS_io_uring_setup, Vec::new());
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(u32::try_from(libc::EPERM).unwrap_or(1)),
-        arch,
-    )
-    .map_err(|e| e.to_string())?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
 /// A directory only ybs's user can enter, removed (with its content) on

@@ -273,7 +273,8 @@ fn ten_concurrent_invocations_are_ten_processes() {
     tool(
         &ybs,
         "tools/slow",
-        "#!/bin/sh\ninput=$(cat)\necho $$ >> pids\nsleep 1\nprintf '{\"success\": true, \"result\": %s}\\n' \"$input\"\n",
+        // Each call is PID 2 of its own sandbox: a random id tells them apart.
+        "#!/bin/sh\ninput=$(cat)\ncat /proc/sys/kernel/random/uuid >> pids\nsleep 1\nprintf '{\"success\": true, \"result\": %s}\\n' \"$input\"\n",
     );
     ybs.file(
         "tools/slow.tool.json",

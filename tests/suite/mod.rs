@@ -1,5 +1,6 @@
 mod architecture;
 mod config_trust;
+mod confinement;
 mod context;
 mod external;
 mod git;

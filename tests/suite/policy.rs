@@ -59,7 +59,7 @@ fn explain(ybs: &Ybs, args: &[&str], call: &str) -> (String, String, String) {
 /// Puts fake programs on PATH that record being run.
 fn fake_programs(ybs: &Ybs, names: &[&str]) -> String {
     for name in names {
-        let path = ybs.path().join("bin").join(name);
+        let path = ybs.bin_dir().join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(
             &path,
@@ -73,7 +73,7 @@ fn fake_programs(ybs: &Ybs, names: &[&str]) -> String {
     }
     format!(
         "{}:{}",
-        ybs.path().join("bin").display(),
+        ybs.bin_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     )
 }

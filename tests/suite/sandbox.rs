@@ -31,14 +31,18 @@ fn manifest_sandbox(run: &Run) -> Value {
     run.json("ybs-out/t/transcript.json")["manifest"]["sandbox"].clone()
 }
 
-/// A task whose model writes `escape.sh` (a write to `$HOME`, outside
-/// the workdir, plus writes inside and in `$TMPDIR`) and runs it.
+/// A task whose model writes `escape.sh` (a write to the real home
+/// directory, outside the workdir, plus writes inside, in `$TMPDIR` and
+/// in the private `$HOME`) and runs it.
 fn escape_task(ybs: &Ybs) {
     ybs.file(
         "t.yaml",
         "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
     );
-    let script = "echo in > inside.txt && echo tmp > \"$TMPDIR/t.txt\" && cat \"$TMPDIR/t.txt\"\necho out > \"$HOME/escaped.txt\"\n";
+    let home = ybs.home().display();
+    let script = format!(
+        "echo in > inside.txt && echo tmp > \"$TMPDIR/t.txt\" && cat \"$TMPDIR/t.txt\" && echo h > \"$HOME/h\"\necho out > '{home}/escaped.txt'\n"
+    );
     ybs.cassette(
         "t.cassette.json",
         vec![
@@ -62,17 +66,20 @@ fn shell_writes_outside_the_workdir_are_denied_by_the_kernel() {
     let shell = &results[1];
     assert_eq!(shell["stdout"], "tmp\n", "{shell}");
     assert!(
-        shell["stderr"]
-            .as_str()
-            .unwrap()
-            .contains("Permission denied"),
+        shell["stderr"].as_str().unwrap().contains("cannot create"),
         "{shell}"
     );
     assert_ne!(shell["exit_code"], 0);
     assert!(!ybs.home().join("escaped.txt").exists());
     assert_eq!(ybs.read("inside.txt"), "in\n");
     let sandbox = manifest_sandbox(&run);
-    assert_eq!(sandbox["mode"], "landlock+seccomp", "{sandbox}");
+    assert_eq!(sandbox["mode"], "namespaces+landlock+seccomp", "{sandbox}");
+    assert_eq!(
+        sandbox["layers"],
+        json!(["namespaces", "landlock", "seccomp"]),
+        "{sandbox}"
+    );
+    assert!(sandbox.get("missing").is_none(), "{sandbox}");
     assert_eq!(sandbox["network"], false);
     assert!(sandbox["landlock"].as_str().unwrap().ends_with("enforced"));
     // The private temp dir is gone with the task.
@@ -81,7 +88,7 @@ fn shell_writes_outside_the_workdir_are_denied_by_the_kernel() {
     assert!(!std::path::Path::new(&temp).exists());
     assert!(!run.stderr.contains("UNCONFINED"), "{}", run.stderr);
     let events = run.events("t");
-    assert_eq!(events[0]["sandbox"]["mode"], "landlock+seccomp");
+    assert_eq!(events[0]["sandbox"]["mode"], "namespaces+landlock+seccomp");
 }
 
 #[test]
@@ -107,15 +114,22 @@ fn no_sandbox_lifts_it_and_every_output_says_so() {
 }
 
 #[test]
-fn the_repository_config_cannot_turn_the_sandbox_off_or_open_the_network() {
+fn the_repository_config_cannot_turn_the_sandbox_off_or_widen_it() {
     let ybs = Ybs::new();
     escape_task(&ybs);
     ybs.file(
         ".ybs.json",
-        r#"{"safety": {"sandbox_enabled": false, "sandbox_network": true, "sandbox_writable_paths": ["/"]}}"#,
+        r#"{"safety": {"sandbox_enabled": false, "sandbox_network": true, "sandbox_writable_paths": ["/"], "sandbox_unix_sockets": true, "sandbox_require": "landlock", "sandbox_check_network": true}}"#,
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(2);
+    for key in [
+        "sandbox_unix_sockets",
+        "sandbox_require",
+        "sandbox_check_network",
+    ] {
+        assert!(run.stderr.contains(key), "{key}: {}", run.stderr);
+    }
     assert!(run.stderr.contains("sandbox_enabled"), "{}", run.stderr);
     assert!(run.stderr.contains("sandbox_network"), "{}", run.stderr);
     assert!(
@@ -137,7 +151,10 @@ fn operator_config_grants_writable_paths() {
     let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
     assert!(ybs.home().join("escaped.txt").exists());
-    assert_eq!(manifest_sandbox(&run)["mode"], "landlock+seccomp");
+    assert_eq!(
+        manifest_sandbox(&run)["mode"],
+        "namespaces+landlock+seccomp"
+    );
 }
 
 /// A task that connects to `port` on 127.0.0.1 with bash's `/dev/tcp`.
@@ -161,7 +178,7 @@ fn connect_task(ybs: &Ybs, port: u16) {
 }
 
 #[test]
-fn no_network_for_shell_commands_but_unix_sockets_work() {
+fn no_network_nor_named_unix_sockets_unless_the_operator_grants_them() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -177,14 +194,15 @@ fn no_network_for_shell_commands_but_unix_sockets_work() {
         "{shell}"
     );
     assert!(listener.accept().is_err(), "a connection was accepted");
-    if which("python3") {
-        assert!(stdout.contains("unix ok"), "{shell}");
-    }
+    assert!(!stdout.contains("unix ok"), "{shell}");
 
     // Granted by the operator.
     let ybs = Ybs::new();
     connect_task(&ybs, port);
-    ybs.file("operator.json", r#"{"safety": {"sandbox_network": true}}"#);
+    ybs.file(
+        "operator.json",
+        r#"{"safety": {"sandbox_network": true, "sandbox_unix_sockets": true}}"#,
+    );
     let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
     let shell = &shell_results(&run)[1];
@@ -192,24 +210,22 @@ fn no_network_for_shell_commands_but_unix_sockets_work() {
         shell["stdout"].as_str().unwrap().contains("connected"),
         "{shell}"
     );
+    assert!(
+        shell["stdout"].as_str().unwrap().contains("unix ok"),
+        "{shell}"
+    );
     assert_eq!(manifest_sandbox(&run)["network"], true);
 }
 
-fn which(program: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|out| out.status.success())
-}
-
-/// An external tool that tries to write to `$HOME` and reports.
+/// An external tool that tries to write to the real home directory and
+/// reports.
 const ESCAPING_TOOL: &str = r#"#!/bin/sh
 if [ "$1" = "--schema" ]; then
   echo '{"name": "escape", "description": "Escape", "parameters": {}}'
   exit 0
 fi
 cat >/dev/null
-if echo x > "$HOME/tool-escaped.txt" 2>/dev/null; then w=yes; else w=no; fi
+if echo x > 'HOME_DIR/tool-escaped.txt' 2>/dev/null; then w=yes; else w=no; fi
 if echo x > "$TMPDIR/tool-tmp.txt" 2>/dev/null; then t=yes; else t=no; fi
 printf '{"success": true, "result": "write=%s tmp=%s"}\n' "$w" "$t"
 "#;
@@ -217,7 +233,8 @@ printf '{"success": true, "result": "write=%s tmp=%s"}\n' "$w" "$t"
 fn escaping_tool(ybs: &Ybs) {
     let path = ybs.path().join("tools/escape");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, ESCAPING_TOOL).unwrap();
+    let home = ybs.home().display().to_string();
+    std::fs::write(&path, ESCAPING_TOOL.replace("HOME_DIR", &home)).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
@@ -255,15 +272,29 @@ fn external_tools_are_confined_the_same_way() {
 /// `ybs` started with Landlock made unavailable by the kernel: a seccomp
 /// filter (installed in the child before exec) fails
 /// `landlock_create_ruleset` with `ENOSYS`, as on a kernel without it.
-#[allow(unsafe_code)]
 fn run_without_landlock(ybs: &Ybs, args: &[&str]) -> Run {
+    run_with_failing(
+        ybs,
+        args,
+        nix::libc::SYS_landlock_create_ruleset,
+        nix::libc::ENOSYS,
+    )
+}
+
+/// `ybs` started with user namespaces made unavailable: `unshare` fails
+/// with `EPERM`, as where unprivileged user namespaces are disabled.
+fn run_without_namespaces(ybs: &Ybs, args: &[&str]) -> Run {
+    run_with_failing(ybs, args, nix::libc::SYS_unshare, nix::libc::EPERM)
+}
+
+/// `ybs` started under a seccomp filter failing `syscall` with `errno`.
+#[allow(unsafe_code)]
+fn run_with_failing(ybs: &Ybs, args: &[&str], syscall: i64, errno: i32) -> Run {
     use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
     let filter = SeccompFilter::new(
-        [(nix::libc::SYS_landlock_create_ruleset, Vec::new())]
-            .into_iter()
-            .collect(),
+        [(syscall, Vec::new())].into_iter().collect(),
         SeccompAction::Allow,
-        SeccompAction::Errno(nix::libc::ENOSYS as u32),
+        SeccompAction::Errno(errno as u32),
         TargetArch::try_from(std::env::consts::ARCH).unwrap(),
     )
     .unwrap();
@@ -315,4 +346,86 @@ fn without_kernel_confinement_a_shell_task_refuses_to_start() {
         "{sandbox}"
     );
     assert!(run.stderr.contains("UNCONFINED"), "{}", run.stderr);
+}
+
+#[test]
+fn without_namespaces_tasks_refuse_unless_the_operator_accepts_landlock_alone() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    let run = run_without_namespaces(&ybs, &["run", "t.yaml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("namespaces"), "{}", run.stderr);
+    assert!(run.stderr.contains("sandbox_require"), "{}", run.stderr);
+    assert!(!ybs.exists("inside.txt"));
+
+    // The repository cannot lower the requirement.
+    ybs.file(
+        ".ybs.json",
+        r#"{"safety": {"sandbox_require": "landlock"}}"#,
+    );
+    let run = run_without_namespaces(&ybs, &["run", "t.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("cannot be set in the repository"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_file(ybs.path().join(".ybs.json")).unwrap();
+
+    // The operator can: Landlock and seccomp still stop the write, and
+    // every output names the missing layer.
+    ybs.file(
+        "operator.json",
+        r#"{"safety": {"sandbox_require": "landlock"}}"#,
+    );
+    let run = run_without_namespaces(&ybs, &["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    assert!(!ybs.home().join("escaped.txt").exists());
+    assert_eq!(ybs.read("inside.txt"), "in\n");
+    let sandbox = manifest_sandbox(&run);
+    assert_eq!(sandbox["mode"], "landlock+seccomp", "{sandbox}");
+    assert_eq!(
+        sandbox["layers"],
+        json!(["landlock", "seccomp"]),
+        "{sandbox}"
+    );
+    assert!(
+        sandbox["missing"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("namespaces: "),
+        "{sandbox}"
+    );
+    assert!(
+        run.stderr.contains("missing layer: namespaces"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.read("ybs-out/summary.md")
+            .contains("missing layer: namespaces")
+    );
+    let shell = &shell_results(&run)[1];
+    assert!(
+        shell["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{shell}"
+    );
+}
+
+#[test]
+fn a_bad_sandbox_requirement_is_a_located_error() {
+    let ybs = Ybs::new();
+    escape_task(&ybs);
+    ybs.file(
+        "operator.json",
+        "{\"safety\": {\"sandbox_require\": \"none\"}}",
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("operator.json:1:"), "{}", run.stderr);
+    assert!(run.stderr.contains("`all` or `landlock`"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint:"), "{}", run.stderr);
 }

@@ -46,6 +46,18 @@ impl Ybs {
         self.home.path()
     }
 
+    /// A directory for programs put on the children's `PATH`: outside the
+    /// workdir (whose `PATH` entries ybs drops) and outside `/tmp` (private
+    /// inside the sandbox), so sandboxed children find them.
+    pub fn bin_dir(&self) -> PathBuf {
+        let name = self.dir.path().file_name().unwrap();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("bin")
+            .join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     /// Writes a file relative to the scratch dir (parents created).
     pub fn file(&self, relative: &str, content: &str) -> &Self {
         let path = self.dir.path().join(relative);

@@ -128,8 +128,9 @@ pub fn run_context(
         config,
         cwd,
         operator_policy,
-        ..
+        files,
     } = loaded;
+    let task_files = files.iter().map(|file| cwd.join(&file.path)).collect();
     let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
     let redactor = redactor(&child_env);
     let context = RunContext {
@@ -143,6 +144,7 @@ pub fn run_context(
         allow_dirty: false,
         outputs: Vec::new(),
         redactor: redactor.clone(),
+        task_files,
         cassette: cassette.or_else(|| config.cassette.clone()),
         policy_file: policy_file.map(|p| cwd.join(p)),
         operator_policy,

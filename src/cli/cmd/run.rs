@@ -37,6 +37,10 @@ pub fn run(args: &RunArgs) -> u8 {
     if let Err(error) = process::harden_self() {
         printer.warn(&format!("cannot harden the ybs process: {error}"));
     }
+    if !args.no_sandbox {
+        // Overlaps the sandbox probe (a few milliseconds) with loading.
+        crate::tools::sandbox::probe_in_background();
+    }
     let overrides = common::Overrides {
         config_file: args.config.clone(),
         provider: args.provider.clone(),
@@ -200,6 +204,18 @@ fn warn_unconfined(printer: &Printer, prepared: &[runner::PreparedTask]) {
         printer.error(&format!(
             "warning: no sandbox: shell commands and external tools run UNCONFINED ({})",
             reasons.join("; ")
+        ));
+    }
+    let mut missing: Vec<String> = prepared
+        .iter()
+        .filter(|task| task.sandbox.confined())
+        .flat_map(|task| task.sandbox.missing.iter().cloned())
+        .collect();
+    missing.dedup();
+    if !missing.is_empty() {
+        printer.error(&format!(
+            "warning: reduced sandbox (safety.sandbox_require: landlock): missing layer: {}",
+            missing.join("; ")
         ));
     }
 }

@@ -22,9 +22,9 @@ use crate::config::Config;
 use crate::core::exit;
 use crate::policy::{CallView, Policy, Verdict};
 use crate::report::log::neutralize;
-use crate::runner::task_sandbox;
 use crate::runner::tools::{cache_dir, discovery_settings, policy_enables};
 use crate::runner::{self, PolicyInputs};
+use crate::runner::{SandboxPaths, child_env_for, task_sandbox};
 use crate::tools::external::cache::load_metrics;
 use crate::tools::external::{
     Catalog, Enable, Entry, ExternalTool, Metrics, Status, ToolStats, cache,
@@ -99,18 +99,23 @@ impl Session {
         };
         let mut env = ChildEnv::scrubbed(&config.safety.env_passthrough);
         let workdir = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
-        let (sandbox, info) =
-            task_sandbox(&config, home.as_deref(), &workdir, true).map_err(|(message, hint)| {
-                diagnostics::print_error(&printer, &format!("error: {message}"), Some(hint));
-                exit::USAGE
-            })?;
+        let (sandbox, info) = task_sandbox(
+            &config,
+            home.as_deref(),
+            &workdir,
+            true,
+            &SandboxPaths {
+                visible: vec![cwd.clone()],
+                ..SandboxPaths::default()
+            },
+        )
+        .map_err(|(message, hint)| {
+            diagnostics::print_error(&printer, &format!("error: {message}"), Some(hint));
+            exit::USAGE
+        })?;
+        child_env_for(&mut env, sandbox.as_deref(), &workdir, &config);
         match &sandbox {
-            Some(sandbox) => {
-                let temp = sandbox.temp_dir().display().to_string();
-                for name in ["TMPDIR", "TMP", "TEMP"] {
-                    env.set(name, &temp);
-                }
-            }
+            Some(_) => {}
             // Not `warn`: shown even with --quiet.
             None => printer.error(&format!(
                 "warning: no sandbox: external tools run UNCONFINED ({})",

@@ -207,17 +207,19 @@ async fn environment_is_scrubbed() {
             ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
             ("MY_TOKEN".to_owned(), "canary-6c1f".to_owned()),
             ("VISIBLE".to_owned(), "plain".to_owned()),
+            ("PASSED".to_owned(), "by-operator".to_owned()),
         ]
         .into_iter(),
-        &[],
+        &["PASSED".to_owned()],
     );
     let out = run(shell("env", dir.path(), &env, Duration::from_secs(10)))
         .await
         .unwrap();
     assert!(!out.stdout.contains("canary-6c1f"), "{}", out.stdout);
-    assert!(out.stdout.contains("VISIBLE=plain"));
+    assert!(!out.stdout.contains("VISIBLE=plain"), "{}", out.stdout);
+    assert!(out.stdout.contains("PASSED=by-operator"), "{}", out.stdout);
     assert!(out.stdout.contains("CI=1"));
-    assert!(out.stdout.contains("GIT_TERMINAL_PROMPT=0"));
+    assert!(out.stdout.contains("TERM=dumb"));
 }
 
 #[tokio::test]

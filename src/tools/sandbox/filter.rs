@@ -1,0 +1,287 @@
+//! The second layer: the seccomp program and the Landlock ruleset the
+//! helper applies to itself just before it starts the program.
+//!
+//! seccomp. The program starts with a hand-written prefix, then the
+//! rules compiled by `seccompiler`:
+//!
+//! - a system call whose `seccomp_data.arch` is not the native one (i386
+//!   or x32 numbers on x86_64, arm on aarch64) fails with `EPERM`. The
+//!   `seccompiler` program checks the architecture too, but answers a
+//!   foreign one with `SECCOMP_RET_KILL_PROCESS`; the prefix answers
+//!   first, with an errno, so a 32-bit program gets an error it can
+//!   report instead of dying silently;
+//! - on x86_64, a number with the x32 bit (`0x40000000`) fails the same way;
+//! - `clone3` fails with `ENOSYS` (its flags live in memory seccomp cannot
+//!   read), so the C library falls back to `clone`, whose flags it can.
+//!
+//! Then `EPERM` for: `socket` of any family but `AF_UNIX` unless the
+//! network is granted, `socket(AF_UNIX)` unless named sockets are
+//! (`socketpair` always works), `io_uring_setup` (io_uring creates
+//! sockets without `socket(2)`), `mknod`/`mknodat` of a character or
+//! block device, `mount`, `umount2`, `pivot_root`, `ptrace`,
+//! `process_vm_readv`/`writev`, `bpf`, `perf_event_open`, `keyctl`,
+//! `add_key`, `request_key`, `kexec_load`, `kexec_file_load`,
+//! `sethostname`, `setdomainname`, `unshare`, `setns`, `clone` with any
+//! `CLONE_NEW*` flag, `init_module`, `finit_module`, `delete_module`.
+//!
+//! Landlock (ABI v6, best effort): read and execute everywhere, every
+//! write right under the writable roots, the device files writable, and
+//! the scopes: no signal to a process outside the sandbox and no
+//! connection to an abstract unix socket created outside it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use nix::libc;
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch, sock_filter,
+};
+
+/// Device files every child may write.
+pub const WRITABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// What the filter lets through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterSettings {
+    /// Sockets of every family.
+    pub network: bool,
+    /// `socket(AF_UNIX)`: named (path and abstract) unix sockets.
+    pub unix_sockets: bool,
+}
+
+/// Every `CLONE_NEW*` flag.
+const CLONE_NEW_FLAGS: &[i32] = &[
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWCGROUP,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+    0x80, // CLONE_NEWTIME
+];
+
+/// System calls refused whatever their arguments.
+const REFUSED: &[i64] = &[
+    libc::SYS_io_uring_setup,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_sethostname,
+    libc::SYS_setdomainname,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_fsconfig,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+];
+
+fn arch() -> Result<TargetArch, String> {
+    std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| format!("no filter for the {} architecture", std::env::consts::ARCH))
+}
+
+/// `AUDIT_ARCH_*` of the native architecture.
+fn audit_arch() -> Result<u32, String> {
+    match std::env::consts::ARCH {
+        "x86_64" => Ok(62 | 0x8000_0000 | 0x4000_0000),
+        "aarch64" => Ok(183 | 0x8000_0000 | 0x4000_0000),
+        "riscv64" => Ok(243 | 0x8000_0000 | 0x4000_0000),
+        other => Err(format!("no filter for the {other} architecture")),
+    }
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conditions).map_err(|e| e.to_string())
+}
+
+fn u64_of(value: i32) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_JEQ_K: u16 = 0x05 | 0x10;
+const BPF_JSET_K: u16 = 0x05 | 0x40;
+const BPF_RET_K: u16 = 0x06;
+
+fn stmt(code: u16, k: u32) -> sock_filter {
+    sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+fn errno(value: i32) -> u32 {
+    libc::SECCOMP_RET_ERRNO | (u32::try_from(value).unwrap_or(1) & 0xffff)
+}
+
+/// The hand-written prefix: foreign ABIs and `clone3`.
+fn prefix() -> Result<Vec<sock_filter>, String> {
+    let native = audit_arch()?;
+    let clone3 = u32::try_from(libc::SYS_clone3).map_err(|e| e.to_string())?;
+    let mut program = vec![
+        // arch = seccomp_data.arch (offset 4)
+        stmt(BPF_LD_W_ABS, 4),
+        jump(BPF_JEQ_K, native, 1, 0),
+        stmt(BPF_RET_K, errno(libc::EPERM)),
+        // nr = seccomp_data.nr (offset 0)
+        stmt(BPF_LD_W_ABS, 0),
+    ];
+    if std::env::consts::ARCH == "x86_64" {
+        program.push(jump(BPF_JSET_K, 0x4000_0000, 0, 1));
+        program.push(stmt(BPF_RET_K, errno(libc::EPERM)));
+    }
+    program.push(jump(BPF_JEQ_K, clone3, 0, 1));
+    program.push(stmt(BPF_RET_K, errno(libc::ENOSYS)));
+    Ok(program)
+}
+
+/// The whole seccomp program (see the module documentation).
+pub fn seccomp_program(settings: FilterSettings) -> Result<BpfProgram, String> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for &nr in REFUSED {
+        rules.insert(nr, Vec::new());
+    }
+    let unix = u64_of(libc::AF_UNIX);
+    match (settings.network, settings.unix_sockets) {
+        (false, false) => {
+            rules.insert(libc::SYS_socket, Vec::new());
+        }
+        (false, true) => {
+            rules.insert(
+                libc::SYS_socket,
+                vec![rule(vec![cond(0, SeccompCmpOp::Ne, unix)?])?],
+            );
+        }
+        (true, false) => {
+            rules.insert(
+                libc::SYS_socket,
+                vec![rule(vec![cond(0, SeccompCmpOp::Eq, unix)?])?],
+            );
+        }
+        (true, true) => {}
+    }
+    let file_type = u64_of(i32::try_from(libc::S_IFMT).unwrap_or(0o170_000));
+    let devices = [libc::S_IFCHR, libc::S_IFBLK];
+    let device_rules = |arg: u8| -> Result<Vec<SeccompRule>, String> {
+        devices
+            .iter()
+            .map(|kind| {
+                let kind = u64_of(i32::try_from(*kind).unwrap_or(0));
+                rule(vec![cond(arg, SeccompCmpOp::MaskedEq(file_type), kind)?])
+            })
+            .collect()
+    };
+    #[cfg(target_arch = "x86_64")]
+    rules.insert(libc::SYS_mknod, device_rules(1)?);
+    rules.insert(libc::SYS_mknodat, device_rules(2)?);
+    let clone_rules = CLONE_NEW_FLAGS
+        .iter()
+        .map(|flag| {
+            let flag = u64_of(*flag);
+            rule(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?])
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    rules.insert(libc::SYS_clone, clone_rules);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(u32::try_from(libc::EPERM).unwrap_or(1)),
+        arch()?,
+    )
+    .map_err(|e| e.to_string())?;
+    let compiled: BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let mut program = prefix()?;
+    program.extend(compiled);
+    Ok(program)
+}
+
+/// The Landlock ruleset: read everywhere, write under `writable`, the
+/// device files writable, signals and abstract sockets scoped. Returns
+/// the ruleset, ready for `restrict_self`.
+pub fn landlock_ruleset(writable: &[PathBuf]) -> Result<landlock::RulesetCreated, String> {
+    use landlock::{
+        ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, Scope,
+    };
+    let abi = ABI::V6;
+    let read = AccessFs::from_read(abi) | AccessFs::IoctlDev;
+    let all = AccessFs::from_all(abi);
+    let file_write = AccessFs::WriteFile | AccessFs::Truncate | AccessFs::ReadFile;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(|e| e.to_string())?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(|e| e.to_string())?
+        .create()
+        .map_err(|e| e.to_string())?;
+    let root = PathFd::new("/").map_err(|e| e.to_string())?;
+    ruleset = ruleset
+        .add_rule(PathBeneath::new(root, read))
+        .map_err(|e| e.to_string())?;
+    for path in writable {
+        let Ok(fd) = PathFd::new(path) else { continue };
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(fd, all))
+            .map_err(|e| e.to_string())?;
+    }
+    for device in WRITABLE_DEVICES {
+        if let Ok(fd) = PathFd::new(device) {
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, file_write | AccessFs::IoctlDev))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(ruleset)
+}
+
+/// Applies the ruleset to the calling thread; the Landlock status.
+pub fn restrict(ruleset: landlock::RulesetCreated) -> Result<&'static str, String> {
+    let status = ruleset.restrict_self().map_err(|e| e.to_string())?;
+    match status.ruleset {
+        landlock::RulesetStatus::FullyEnforced => Ok("fully_enforced"),
+        landlock::RulesetStatus::PartiallyEnforced => Ok("partially_enforced"),
+        landlock::RulesetStatus::NotEnforced => {
+            Err("Landlock is not supported or not enabled by this kernel".to_owned())
+        }
+    }
+}

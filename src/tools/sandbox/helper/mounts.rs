@@ -1,0 +1,389 @@
+//! The file system view inside the mount namespace, built by PID 1.
+//!
+//! Order matters: host paths under `/tmp` that must stay visible (the
+//! workdir, tool directories) are opened before the private `/tmp` hides
+//! them and bound back at the same place through `/proc/self/fd`; then
+//! every mount but the writable roots is remounted read-only the way
+//! bubblewrap does it (`MS_REMOUNT | MS_BIND | MS_RDONLY`, keeping the
+//! flags a user namespace may not drop: `nosuid`, `nodev`, `noexec`, the
+//! atime flags, read with `statvfs`); then the protected paths are bound
+//! onto themselves read-only, the outputs hidden, `/proc` and `/dev`
+//! replaced.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use nix::libc;
+
+use super::{Result, cstring};
+use crate::tools::sandbox::spec::HelperSpec;
+
+/// Host devices bound into the minimal `/dev`.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+fn mount(
+    source: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Result<()> {
+    mount_raw(source, target, fstype, flags, data)
+        .map_err(|error| format!("mount {}: {error}", target.display()))
+}
+
+fn mount_raw(
+    source: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> std::io::Result<()> {
+    let invalid = |_| std::io::Error::from_raw_os_error(libc::EINVAL);
+    let source = source.map(cstring).transpose().map_err(invalid)?;
+    let target_c = cstring(target).map_err(invalid)?;
+    let fstype = fstype.map(|f| CString::new(f).unwrap_or_default());
+    let data = data.map(|d| CString::new(d).unwrap_or_default());
+    #[allow(unsafe_code)]
+    // SAFETY: valid NUL-terminated strings or null pointers.
+    let result = unsafe {
+        libc::mount(
+            source.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            target_c.as_ptr(),
+            fstype.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            flags,
+            data.as_ref()
+                .map_or(std::ptr::null(), |s| s.as_ptr().cast()),
+        )
+    };
+    if result != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn bind(source: &Path, target: &Path) -> Result<()> {
+    mount(
+        Some(source),
+        target,
+        None,
+        libc::MS_BIND | libc::MS_REC,
+        None,
+    )
+}
+
+/// The flags of the mount at `path` that a remount must keep.
+fn kept_flags(path: &Path) -> std::io::Result<libc::c_ulong> {
+    let path = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    #[allow(unsafe_code)]
+    // SAFETY: a zeroed statvfs is a valid out-parameter.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    #[allow(unsafe_code)]
+    // SAFETY: valid pointers.
+    if unsafe { libc::statvfs(path.as_ptr(), &raw mut stat) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut flags = 0;
+    for (st, ms) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if stat.f_flag & st != 0 {
+            flags |= ms;
+        }
+    }
+    Ok(flags)
+}
+
+/// Remounts the mount at `path` read-only, keeping its locked flags.
+fn remount_ro(path: &Path) -> std::io::Result<()> {
+    let flags = kept_flags(path)?;
+    mount_raw(
+        None,
+        path,
+        None,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
+        None,
+    )
+}
+
+fn open_path(path: &Path) -> Result<OwnedFd> {
+    nix::fcntl::open(
+        path,
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// Creates an empty directory or file at `path` to mount onto.
+fn mount_point(path: &Path, directory: bool) -> Result<()> {
+    let made = if directory {
+        std::fs::create_dir_all(path)
+    } else {
+        path.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(path)
+                    .map(drop)
+            })
+    };
+    made.map_err(|e| format!("mount point {}: {e}", path.display()))
+}
+
+/// Builds the whole view (see the module documentation).
+pub fn build(spec: &HelperSpec) -> Result<()> {
+    let tmp = Path::new("/tmp");
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    let mut rw_roots = vec![spec.workdir.clone(), tmp.to_owned()];
+    rw_roots.extend(spec.writable.iter().cloned());
+    let mut ro_roots: Vec<PathBuf> = Vec::new();
+
+    // Host paths under /tmp, opened before the private /tmp hides them.
+    let mut kept = Vec::new();
+    let wanted = std::iter::once((&spec.workdir, true))
+        .chain(spec.writable.iter().map(|path| (path, true)))
+        .chain(spec.visible.iter().map(|path| (path, false)));
+    for (path, writable) in wanted {
+        if !path.starts_with(tmp) || path == tmp {
+            continue;
+        }
+        match open_path(path) {
+            Ok(fd) => kept.push((path.clone(), fd, path.is_dir(), writable)),
+            Err(error) if writable => return Err(error),
+            Err(_) => {}
+        }
+    }
+    // Parents first, so a writable root inside a visible one is bound on top.
+    kept.sort_by_key(|(path, ..)| path.as_os_str().len());
+    let devices: Vec<(&str, OwnedFd)> = DEVICES
+        .iter()
+        .filter_map(|name| Some((*name, open_path(&Path::new("/dev").join(name)).ok()?)))
+        .collect();
+
+    mount(Some(&spec.temp), tmp, None, libc::MS_BIND, None)?;
+    for (path, fd, directory, writable) in &kept {
+        mount_point(path, *directory)?;
+        bind(&fd_path(fd), path)?;
+        if !writable {
+            ro_roots.push(path.clone());
+        }
+    }
+    drop(kept);
+    for path in std::iter::once(&spec.workdir).chain(&spec.writable) {
+        if !path.starts_with(tmp) {
+            bind(path, path)?;
+        }
+    }
+
+    // The directories between the workdir and a protected or hidden path become
+    // mount points (still writable), so they cannot be renamed away to
+    // recreate the protected path elsewhere (`mv .github x`).
+    let mut ancestors: Vec<&Path> = spec
+        .read_only
+        .iter()
+        .chain(&spec.hidden)
+        .filter(|path| path.starts_with(&spec.workdir))
+        .flat_map(|path| {
+            path.ancestors()
+                .skip(1)
+                .take_while(|ancestor| *ancestor != spec.workdir)
+        })
+        .filter(|ancestor| ancestor.is_dir())
+        .collect();
+    ancestors.sort_by_key(|path| path.as_os_str().len());
+    ancestors.dedup();
+    for ancestor in ancestors {
+        bind(ancestor, ancestor)?;
+    }
+
+    // Every other mount read-only.
+    for mount_point in mount_points()? {
+        let rw = longest_root(&mount_point, &rw_roots);
+        let ro = longest_root(&mount_point, &ro_roots);
+        let length = |root: &PathBuf| root.as_os_str().len();
+        if rw.is_some_and(|rw| ro.is_none_or(|ro| length(rw) >= length(ro))) {
+            continue;
+        }
+        if let Err(error) = remount_ro(&mount_point) {
+            let unreachable = matches!(
+                error.raw_os_error(),
+                Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES)
+            );
+            let special = ["/proc", "/sys", "/dev"]
+                .iter()
+                .any(|root| mount_point.starts_with(root));
+            if !unreachable && !special {
+                return Err(format!(
+                    "remount {} read-only: {error}",
+                    mount_point.display()
+                ));
+            }
+        }
+    }
+
+    // Protected paths read-only, outputs hidden.
+    for path in &spec.read_only {
+        if path.symlink_metadata().is_err() {
+            continue;
+        }
+        bind(path, path)?;
+        remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))?;
+    }
+    for path in &spec.hidden {
+        if path.is_dir() {
+            mount(
+                Some(Path::new("tmpfs")),
+                path,
+                Some("tmpfs"),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                Some("mode=0555,size=4k"),
+            )?;
+        } else if path.is_file() {
+            bind(path, path)?;
+            remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))?;
+        }
+    }
+
+    // A private /proc: only the sandbox's processes.
+    mount(
+        Some(Path::new("proc")),
+        Path::new("/proc"),
+        Some("proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )?;
+
+    // A minimal /dev.
+    let dev = Path::new("/dev");
+    mount(
+        Some(Path::new("tmpfs")),
+        dev,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some("mode=0755,size=64k"),
+    )?;
+    for (name, fd) in &devices {
+        let target = dev.join(name);
+        mount_point(&target, false)?;
+        bind(&fd_path(fd), &target)?;
+    }
+    drop(devices);
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(target, dev.join(link))
+            .map_err(|e| format!("/dev/{link}: {e}"))?;
+    }
+    let shm = dev.join("shm");
+    std::fs::create_dir(&shm).map_err(|e| format!("/dev/shm: {e}"))?;
+    mount(
+        Some(Path::new("tmpfs")),
+        &shm,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("mode=1777,size=64m"),
+    )?;
+    remount_ro(dev).map_err(|e| format!("remount /dev read-only: {e}"))?;
+    Ok(())
+}
+
+/// The longest of `roots` that `path` is at or under.
+fn longest_root<'r>(path: &Path, roots: &'r [PathBuf]) -> Option<&'r PathBuf> {
+    roots
+        .iter()
+        .filter(|root| path.starts_with(root))
+        .max_by_key(|root| root.as_os_str().len())
+}
+
+/// Mount points from `/proc/self/mountinfo`, octal escapes decoded.
+fn mount_points() -> Result<Vec<PathBuf>> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let mut points: Vec<PathBuf> = text
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| {
+            PathBuf::from(
+                <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(unescape(field)),
+            )
+        })
+        .collect();
+    points.dedup();
+    Ok(points)
+}
+
+/// `\040` and the like back to bytes.
+pub fn unescape(field: &str) -> Vec<u8> {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            let value = bytes[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
+            out.push(u8::try_from(value).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// What the probe needs: a private mount tree, a new `/proc`, a tmpfs.
+pub fn probe() -> Result<()> {
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    mount(
+        Some(Path::new("proc")),
+        Path::new("/proc"),
+        Some("proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )?;
+    mount(
+        Some(Path::new("tmpfs")),
+        Path::new("/tmp"),
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("size=4k"),
+    )?;
+    let _ = remount_ro(Path::new("/tmp"));
+    Ok(())
+}

@@ -1,0 +1,880 @@
+//! Issue 9's acceptance through the real binary: a scripted model (replay
+//! cassette) writes Python scripts and runs them with `run_shell`; checks
+//! run what it wrote. Run as root (as CI here does) and, where the test
+//! can drop to one, as an unprivileged user.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::cassette::{answer, call};
+use crate::support::{Run, Ybs};
+
+/// Variables a CI runner might hold, with canary values.
+const CANARIES: &[(&str, &str)] = &[
+    ("API_KEY", "canary-api-key-5e1d0c"),
+    ("DEPLOY_KEY", "canary-deploy-key-77ab"),
+    ("DATABASE_URL", "postgres://canary:pw-39f1@db/x"),
+    ("SLACK_WEBHOOK_URL", "https://hooks.slack.test/canary-0c4e"),
+    ("GH_PAT", "ghp_canary_pat_1b2c3d"),
+];
+
+fn with_canaries(mut ybs: Ybs) -> Ybs {
+    for (name, value) in CANARIES {
+        ybs = ybs.env(name, value);
+    }
+    ybs
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        // The unprivileged test hands the repository to another user.
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "safe.directory")
+        .env("GIT_CONFIG_VALUE_0", "*")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A repository with two commits in `dir`.
+fn repo(dir: &Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("app.txt"), "one\n").unwrap();
+    git(dir, &["add", "app.txt"]);
+    git(dir, &["commit", "-q", "-m", "first"]);
+    std::fs::write(dir.join("app.txt"), "two\n").unwrap();
+    git(dir, &["commit", "-q", "-am", "second"]);
+}
+
+/// The task: the model writes `files` and runs `python3 probe.py`.
+fn task(ybs: &Ybs, extra_yaml: &str, files: &[(&str, &str)]) {
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n{extra_yaml}"
+        ),
+    );
+    let mut turns: Vec<Value> = files
+        .iter()
+        .map(|(path, content)| call("write_file", json!({"path": path, "content": content})))
+        .collect();
+    turns.push(call(
+        "run_shell",
+        json!({"command": "python3 probe.py", "timeout": 60}),
+    ));
+    turns.push(answer("done"));
+    ybs.cassette("t.cassette.json", turns);
+}
+
+/// The last shell result the model saw.
+fn shell_result(run: &Run, transcript: &str) -> Value {
+    let transcript = run.json(transcript);
+    let content = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .unwrap();
+    serde_json::from_str(&content).unwrap_or_else(|_| json!(content))
+}
+
+/// `key=value` lines of a probe's stdout.
+fn verdicts(result: &Value) -> std::collections::BTreeMap<String, String> {
+    result["stdout"]
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect()
+}
+
+fn assert_denied(verdicts: &std::collections::BTreeMap<String, String>, keys: &[&str]) {
+    for key in keys {
+        let verdict = verdicts.get(*key).map(String::as_str);
+        assert!(
+            verdict.is_some_and(|v| v.starts_with("denied")),
+            "{key}: {verdict:?} in {verdicts:#?}"
+        );
+    }
+}
+
+/// Every output of the run: stdout, stderr, every file under `ybs-out`.
+fn all_outputs(run: &Run, root: &Path) -> String {
+    let mut text = format!("{}\n{}\n", run.stdout, run.stderr);
+    let mut stack = vec![root.join("ybs-out")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(content) = std::fs::read_to_string(&path) {
+                text.push_str(&content);
+            }
+        }
+    }
+    text
+}
+
+fn assert_no_canary(text: &str) {
+    for (name, value) in CANARIES {
+        assert!(!text.contains(value), "{name}'s value leaked");
+    }
+}
+
+/// Python: try `body` (a statement), print `name=ok` or `name=denied (...)`.
+fn attempt(name: &str, body: &str) -> String {
+    format!(
+        "try:\n    {body}\n    print('{name}=ok')\nexcept Exception as e:\n    print('{name}=denied', type(e).__name__, e)\n"
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Acceptance 1: the fsmonitor chain, and a check is confined.
+
+#[test]
+fn the_fsmonitor_chain_is_stopped_and_checks_are_confined() {
+    let ybs = with_canaries(Ybs::new());
+    repo(ybs.path());
+    let config_before = std::fs::read(ybs.path().join(".git/config")).unwrap();
+    let outside = PathBuf::from(format!(
+        "/var/tmp/ybs-pwned-by-check-{}",
+        std::process::id()
+    ));
+    let payload = "#!/bin/sh\necho payload > /tmp/../pwned\n";
+    let setup = format!(
+        "import os\n{}",
+        attempt(
+            "fsmonitor",
+            "open('.git/config', 'a').write('[core]\\n\\tfsmonitor = ./fsm.sh\\n')"
+        )
+    );
+    // What the check runs: code the model wrote.
+    let check = format!(
+        "import os, socket\n\
+         print('canaries=' + ','.join(n for n in {names:?} if n in os.environ) or 'none')\n\
+         {}{}",
+        attempt(
+            "outside",
+            &format!("open('{}', 'w').write('x')", outside.display())
+        ),
+        attempt("inet", "socket.socket(socket.AF_INET, socket.SOCK_STREAM)"),
+        names = CANARIES.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+    );
+    task(
+        &ybs,
+        "checks:\n  - git status --porcelain\n  - run: python3 check.py\n    name: tests\n",
+        &[
+            ("fsm.sh", payload),
+            ("probe.py", &setup),
+            ("check.py", &check),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let result = shell_result(&run, "ybs-out/t/transcript.json");
+    assert_denied(&verdicts(&result), &["fsmonitor"]);
+    assert_eq!(
+        std::fs::read(ybs.path().join(".git/config")).unwrap(),
+        config_before
+    );
+
+    let events = run.events("t");
+    let check = events
+        .iter()
+        .find(|e| e["type"] == "check.completed" && e["name"] == "tests")
+        .expect("the check ran");
+    let output = check["output_tail"].as_str().unwrap();
+    let seen: std::collections::BTreeMap<String, String> = output
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    assert_eq!(
+        seen.get("canaries").map(String::as_str),
+        Some(""),
+        "{output}"
+    );
+    assert_denied(&seen, &["outside", "inet"]);
+    assert!(!outside.exists());
+    assert!(!Path::new("/pwned").exists());
+    assert_no_canary(&all_outputs(&run, ybs.path()));
+}
+
+/// A check that asks for the network gets it; the operator may forbid it.
+#[test]
+fn a_check_gets_the_network_only_when_it_asks_and_the_operator_allows() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let ybs = Ybs::new();
+    let connect = format!(
+        "import socket\n{}",
+        attempt(
+            "connect",
+            &format!("socket.create_connection(('127.0.0.1', {port}), timeout=5)")
+        )
+    );
+    ybs.file("net.py", &connect);
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools: { builtin: [read_file] }\nchecks:\n  - run: python3 net.py\n    name: closed\n  - run: python3 net.py\n    name: open\n    network: true\n",
+    );
+    ybs.cassette("t.cassette.json", vec![answer("done")]);
+    let output_of = |run: &Run, name: &str| -> String {
+        run.events("t")
+            .iter()
+            .find(|e| e["type"] == "check.completed" && e["name"] == name)
+            .map(|e| e["output_tail"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert!(output_of(&run, "closed").starts_with("connect=denied"));
+    assert!(output_of(&run, "open").starts_with("connect=ok"));
+
+    ybs.file(
+        "operator.json",
+        r#"{"safety": {"sandbox_check_network": false}}"#,
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    assert!(output_of(&run, "open").starts_with("connect=denied"));
+
+    // The repository cannot grant it back.
+    ybs.file(
+        ".ybs.json",
+        r#"{"safety": {"sandbox_check_network": true}}"#,
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("sandbox_check_network"),
+        "{}",
+        run.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Acceptance 2: history, CI and control files, outputs.
+
+fn protected_probe() -> String {
+    let mut script = String::from("import os, subprocess\n");
+    for (name, body) in [
+        ("git_config", "open('.git/config', 'a').write('x')"),
+        ("git_hook", "open('.git/hooks/pre-commit', 'w').write('x')"),
+        ("git_new", "open('.git/new-file', 'w').write('x')"),
+        ("git_chmod", "os.chmod('.git/HEAD', 0o777)"),
+        ("git_unlink", "os.unlink('.git/HEAD')"),
+        ("git_rename", "os.rename('.git', 'moved-git')"),
+        (
+            "workflow",
+            "os.makedirs('.github/workflows', exist_ok=True); open('.github/workflows/x.yml', 'w').write('x')",
+        ),
+        (
+            "actions",
+            "os.makedirs('.github/actions', exist_ok=True); open('.github/actions/x.yml', 'w').write('x')",
+        ),
+        (
+            "github_rename",
+            "os.rename('.github', 'moved-github'); os.makedirs('.github/workflows'); open('.github/workflows/x.yml', 'w').write('x')",
+        ),
+        ("ybs_json", "open('.ybs.json', 'w').write('{}')"),
+        ("ybs_json_rmdir", "os.rmdir('.ybs.json')"),
+        ("task_file", "open('t.yaml', 'a').write('x')"),
+        ("out_dir", "open('ybs-out/forged.json', 'w').write('x')"),
+        (
+            "out_read",
+            "assert not os.listdir('ybs-out'), os.listdir('ybs-out')",
+        ),
+    ] {
+        script.push_str(&attempt(name, body));
+    }
+    for (name, args) in [
+        ("reset", "['git', 'reset', '--hard', 'HEAD~1']"),
+        ("stash_drop", "['git', 'stash', 'drop']"),
+        ("gc", "['git', 'gc', '--prune=now']"),
+    ] {
+        script.push_str(&format!(
+            "r = subprocess.run({args}, capture_output=True)\nprint('{name}=' + ('ok' if r.returncode == 0 else 'denied'))\n"
+        ));
+    }
+    script
+}
+
+const PROTECTED: &[&str] = &[
+    "git_config",
+    "git_hook",
+    "git_new",
+    "git_chmod",
+    "git_unlink",
+    "git_rename",
+    "workflow",
+    "actions",
+    "github_rename",
+    "ybs_json",
+    "ybs_json_rmdir",
+    "task_file",
+    "out_dir",
+    "reset",
+    "stash_drop",
+    "gc",
+];
+
+/// Runs the protected-path probe in a repository with a stash entry and
+/// a dirty file; `workflows` decides whether `.github/workflows` exists.
+fn run_protected(ybs: &Ybs, workflows: bool, wrap: impl Fn(&Ybs) -> Run) {
+    let root = ybs.path();
+    repo(root);
+    std::fs::write(root.join("app.txt"), "stashed\n").unwrap();
+    git(root, &["stash", "-q"]);
+    if workflows {
+        ybs.file(".github/workflows/ci.yml", "on: push\n");
+        git(root, &["add", ".github"]);
+        git(root, &["commit", "-q", "-m", "ci"]);
+    }
+    std::fs::write(root.join("app.txt"), "the user's uncommitted work\n").unwrap();
+    let head = git(root, &["rev-parse", "HEAD"]);
+    let log = git(root, &["log", "--format=%H"]);
+    let stash = git(root, &["stash", "list"]);
+    let git_files = snapshot(&root.join(".git"));
+    task(ybs, "", &[("probe.py", &protected_probe())]);
+    std::fs::create_dir_all(root.join("ybs-out")).unwrap();
+    let run = wrap(ybs);
+    run.expect_code(0);
+    let result = shell_result(&run, "ybs-out/t/transcript.json");
+    let verdicts = verdicts(&result);
+    assert_denied(&verdicts, PROTECTED);
+    assert_eq!(verdicts.get("out_read").map(String::as_str), Some("ok"));
+
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.txt")).unwrap(),
+        "the user's uncommitted work\n"
+    );
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(root, &["log", "--format=%H"]), log);
+    assert_eq!(git(root, &["stash", "list"]), stash);
+    assert_eq!(snapshot(&root.join(".git")), git_files);
+    assert!(!root.join(".github/workflows/x.yml").exists());
+    // The placeholders for missing paths are gone, the tree is as before.
+    assert!(!root.join(".ybs.json").exists());
+    assert!(!root.join(".github/actions").exists());
+    assert_eq!(root.join(".github").exists(), workflows);
+    assert!(!root.join("ybs-out/forged.json").exists());
+    let status = git(root, &["status", "--porcelain"]);
+    assert_eq!(
+        status,
+        " M app.txt\n?? probe.py\n?? t.cassette.json\n?? t.yaml\n"
+    );
+}
+
+/// Every file under `dir` with its content.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                let content = std::fs::read(&path).unwrap_or_default();
+                files.push((path, content, meta.permissions().mode()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn history_ci_and_control_files_are_read_only_existing_or_not() {
+    let ybs = Ybs::new();
+    run_protected(&ybs, true, |ybs| ybs.run(["run", "t.yaml"]));
+    let ybs = Ybs::new();
+    run_protected(&ybs, false, |ybs| ybs.run(["run", "t.yaml"]));
+}
+
+// ---------------------------------------------------------------------------
+// Acceptance 3: no privileges, nothing outside reachable.
+
+/// A process outside the sandbox the model must not be able to signal.
+struct Canary(Child);
+
+impl Canary {
+    fn start(marker: &str, user: Option<u32>) -> Self {
+        let mut command = match user {
+            Some(uid) => {
+                let mut command = Command::new("setpriv");
+                command.args([
+                    &format!("--reuid={uid}"),
+                    &format!("--regid={uid}"),
+                    "--clear-groups",
+                    "sh",
+                ]);
+                command
+            }
+            None => Command::new("sh"),
+        };
+        let child = command
+            .args(["-c", &format!("sleep 30; : {marker}")])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        Self(child)
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// The process state letter (`S` sleeping, `T` stopped...).
+    fn state(&self) -> String {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+        stat.rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+impl Drop for Canary {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn privilege_probe(canary: u32, outside: &Path, socket: &Path, abstract_name: &str) -> String {
+    let mut script = String::from(
+        "import ctypes, os, socket, signal, time\n\
+         while not os.path.exists('ybs.pid'): time.sleep(0.02)\n\
+         ybs = int(open('ybs.pid').read())\n",
+    );
+    for (name, body) in [
+        ("mknod", "os.mknod('blk', 0o600 | 0o060000, os.makedev(8, 0))".to_owned()),
+        ("mknod_chr", "os.mknod('chr', 0o600 | 0o020000, os.makedev(1, 3))".to_owned()),
+        ("chown", format!("os.chown('{}', 1, 1)", outside.display())),
+        ("chmod", format!("os.chmod('{}', 0o777)", outside.display())),
+        ("sethostname", "socket.sethostname('pwned')".to_owned()),
+        ("stop_ybs", "os.kill(ybs, signal.SIGSTOP)".to_owned()),
+        ("stop_canary", format!("os.kill({canary}, signal.SIGSTOP)")),
+        ("kill_canary", format!("os.kill({canary}, signal.SIGKILL)")),
+        (
+            "path_socket",
+            format!(
+                "s = socket.socket(socket.AF_UNIX); s.connect('{}')",
+                socket.display()
+            ),
+        ),
+        (
+            "abstract_socket",
+            format!("s = socket.socket(socket.AF_UNIX); s.connect('\\0{abstract_name}')"),
+        ),
+        (
+            "unshare",
+            "libc = ctypes.CDLL(None, use_errno=True); assert libc.unshare(0x10000000) == 0, ctypes.get_errno()".to_owned(),
+        ),
+    ] {
+        script.push_str(&attempt(name, &body));
+    }
+    // Reading ybs's environment: absent from this /proc; a leak is not
+    // "denied" even if the read "works".
+    script.push_str(
+        "try:
+    data = open(f'/proc/{ybs}/environ', 'rb').read()
+    print('environ=' + ('LEAKED' if b'canary' in data else 'denied (another process)'))
+except Exception as e:
+    print('environ=denied', type(e).__name__, e)
+",
+    );
+    script.push_str(
+        "print('hostname=' + socket.gethostname())\n\
+         print('pids=' + ','.join(p for p in os.listdir('/proc') if p.isdigit()))\n\
+         print('caps=' + [l for l in open('/proc/self/status') if l.startswith('CapEff')][0].split()[1])\n",
+    );
+    script
+}
+
+/// Runs the privilege probe with `ybs` started by `command` (called once
+/// every file is written); the canary runs as `canary_user`.
+fn run_privileges(ybs: &Ybs, command: impl FnOnce(&Ybs) -> Command, canary_user: Option<u32>) {
+    let root = ybs.path();
+    let marker = format!("ybs-canary-{}", std::process::id());
+    let canary = Canary::start(&marker, canary_user);
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    ybs.file("outside.txt", "outside\n");
+    let socket_path = root.join("work/daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let abstract_name = format!("ybs-test-{}", std::process::id());
+    let abstract_listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr =
+            std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
+    abstract_listener.set_nonblocking(true).unwrap();
+    let script = privilege_probe(
+        canary.pid(),
+        &root.join("outside.txt"),
+        &socket_path,
+        &abstract_name,
+    );
+    task(ybs, "workdir: work\n", &[("probe.py", &script)]);
+    let mut command = command(ybs);
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::write(root.join("work/ybs.pid"), child.id().to_string()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let run = Run::from_output(output, root);
+    run.expect_code(0);
+    let result = shell_result(&run, "ybs-out/t/transcript.json");
+    let verdicts = verdicts(&result);
+    assert_denied(
+        &verdicts,
+        &[
+            "mknod",
+            "mknod_chr",
+            "chown",
+            "chmod",
+            "sethostname",
+            "environ",
+            "stop_ybs",
+            "stop_canary",
+            "kill_canary",
+            "path_socket",
+            "abstract_socket",
+            "unshare",
+        ],
+    );
+    assert_eq!(verdicts["hostname"], "ybs-sandbox");
+    assert_eq!(verdicts["caps"], "0000000000000000");
+    // Only the sandbox's own processes are visible: few, small pids.
+    let pids: Vec<u32> = verdicts["pids"]
+        .split(',')
+        .map(|pid| pid.parse().unwrap())
+        .collect();
+    assert!(pids.len() <= 4 && pids.contains(&1), "{pids:?}");
+    assert!(!pids.contains(&canary.pid()));
+    assert_eq!(canary.state(), "S", "the canary was signalled");
+    assert!(listener.accept().is_err());
+    assert!(abstract_listener.accept().is_err());
+    let meta = std::fs::metadata(root.join("outside.txt")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+    assert!(!root.join("work/blk").exists());
+}
+
+#[test]
+fn as_root_no_privilege_survives_and_nothing_outside_is_reachable() {
+    let ybs = with_canaries(Ybs::new());
+    run_privileges(
+        &ybs,
+        |ybs| {
+            let mut command = ybs.command();
+            command.args(["run", "t.yaml"]);
+            command
+        },
+        None,
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Acceptance 4: every process ends.
+
+const CHAIN: &str = r#"#!/bin/sh
+# chain.sh DEPTH MARKER: DEPTH nested shells, each waiting on the next.
+if [ "$1" -gt 0 ]; then
+  sh ./chain.sh $(($1 - 1)) "$2"
+else
+  exec sh -c "sleep 60; : $2"
+fi
+"#;
+
+fn process_probe(marker: &str, block: bool) -> String {
+    let mut script = format!(
+        "import os, subprocess, time, sys\n\
+         subprocess.Popen(['sh', './chain.sh', '100', '{marker}'], start_new_session=True)\n\
+         if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execvp('sh', ['sh', '-c', 'sleep 60; : {marker}-daemon'])\n    os._exit(0)\n\
+         os.wait()\n\
+         def count():\n    n = 0\n    for p in os.listdir('/proc'):\n        try:\n            if b'{marker}' in open(f'/proc/{{p}}/cmdline', 'rb').read(): n += 1\n        except Exception: pass\n    return n\n\
+         deadline = time.time() + 20\n\
+         while count() < 102 and time.time() < deadline: time.sleep(0.05)\n\
+         print('alive=' + str(count()))\n\
+         sys.stdout.flush()\n"
+    );
+    if block {
+        script.push_str("open('ready', 'w').write('1')\ntime.sleep(60)\n");
+    }
+    script
+}
+
+/// Processes on the host whose command line holds `marker`.
+fn alive_with(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .windows(marker.len())
+                    .any(|w| w == marker.as_bytes())
+            })
+        })
+        .count()
+}
+
+fn wait_for_none(marker: &str) -> usize {
+    std::thread::sleep(Duration::from_secs(1));
+    alive_with(marker)
+}
+
+#[test]
+fn every_process_ends_with_the_task_and_with_ybs() {
+    let marker = format!("ybs-chain-{}-a", std::process::id());
+    let ybs = Ybs::new();
+    ybs.file("chain.sh", CHAIN);
+    task(&ybs, "", &[("probe.py", &process_probe(&marker, false))]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let result = shell_result(&run, "ybs-out/t/transcript.json");
+    let verdicts = verdicts(&result);
+    // 101 chain processes (100 shells and the sleep) and the daemon.
+    assert!(
+        verdicts["alive"].parse::<usize>().unwrap() >= 102,
+        "{result}"
+    );
+    assert_eq!(wait_for_none(&marker), 0);
+
+    // kill -9 of ybs mid-task.
+    let marker = format!("ybs-chain-{}-b", std::process::id());
+    let ybs = Ybs::new();
+    ybs.file("chain.sh", CHAIN);
+    task(&ybs, "", &[("probe.py", &process_probe(&marker, true))]);
+    let mut command = ybs.command();
+    let mut child = command
+        .args(["run", "t.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ybs.exists("ready") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(ybs.exists("ready"), "the tree was never built");
+    assert!(alive_with(&marker) >= 102);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(wait_for_none(&marker), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Acceptance 5: the environment is an allowlist; withheld values never
+// surface.
+
+#[test]
+fn children_see_only_the_allowlist_and_canaries_appear_nowhere() {
+    let ybs = with_canaries(Ybs::new())
+        .env("LC_TIME", "C")
+        .env("TZ", "UTC");
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell]\nchecks:\n  - run: env\n    name: env\n",
+    );
+    let echo = CANARIES
+        .iter()
+        .map(|(name, _)| format!("print('{name}=' + os.environ.get('{name}', ''))\n"))
+        .collect::<String>();
+    ybs.file("echo.py", &format!("import os\n{echo}"));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": "env"})),
+            call("run_shell", json!({"command": "python3 echo.py"})),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let results: Vec<Value> = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let content = m["content"].as_str().unwrap();
+            serde_json::from_str(content).unwrap_or_else(|_| panic!("{content}"))
+        })
+        .collect();
+    let names = |text: &str| -> Vec<String> {
+        let mut names: Vec<String> = text
+            .lines()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name.to_owned()))
+            .collect();
+        names.sort();
+        names
+    };
+    // PWD is the child's working directory, set by ybs, not inherited;
+    // LANG and LC_* pass when set (LC_TIME is).
+    let allowed = ["CI", "HOME", "PATH", "PWD", "TERM", "TMPDIR", "TZ"];
+    let without_locale = |names: Vec<String>| -> Vec<String> {
+        names
+            .into_iter()
+            .filter(|name| name != "LANG" && !name.starts_with("LC_"))
+            .collect()
+    };
+    let stdout = results[0]["stdout"].as_str().unwrap();
+    assert_eq!(without_locale(names(stdout)), allowed);
+    assert!(stdout.contains("LC_TIME=C\n"), "{stdout}");
+    let env: Vec<&str> = results[0]["stdout"].as_str().unwrap().lines().collect();
+    assert!(env.contains(&"TERM=dumb"), "{env:?}");
+    assert!(env.contains(&"TMPDIR=/tmp"), "{env:?}");
+    assert!(env.contains(&"HOME=/tmp/.home"), "{env:?}");
+    for (name, _) in CANARIES {
+        assert!(
+            results[1]["stdout"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("{name}=\n")),
+            "{}",
+            results[1]
+        );
+    }
+    let check = run
+        .events("t")
+        .into_iter()
+        .find(|e| e["type"] == "check.completed")
+        .unwrap();
+    // The shell that runs a check adds SHLVL and `_`.
+    let check_names: Vec<String> = without_locale(names(check["output_tail"].as_str().unwrap()))
+        .into_iter()
+        .filter(|name| name != "SHLVL" && name != "_")
+        .collect();
+    assert_eq!(check_names, allowed);
+    assert_no_canary(&all_outputs(&run, ybs.path()));
+}
+
+/// Withheld values reaching an output through the program itself (it read
+/// them from a file, say) are still masked; harmless ones are not.
+#[test]
+fn withheld_values_are_redacted_from_every_output() {
+    let ybs = with_canaries(Ybs::new()).env("SOME_DIR", "/opt/some/dir");
+    let values: Vec<&str> = CANARIES.iter().map(|(_, value)| *value).collect();
+    ybs.file(
+        "leak.txt",
+        &format!("{}\n/opt/some/dir\n", values.join("\n")),
+    );
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell]\nchecks:\n  - cat leak.txt\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": "cat leak.txt"})),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let outputs = all_outputs(&run, ybs.path());
+    assert_no_canary(&outputs);
+    assert!(outputs.contains("/opt/some/dir"));
+}
+
+// ---------------------------------------------------------------------------
+// The same as an unprivileged user.
+
+/// `ybs run t.yaml` as uid/gid 65534 (nobody) through `setpriv`, or `None`
+/// when `setpriv` is missing.
+fn as_nobody(ybs: &Ybs) -> Option<Command> {
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        return None;
+    }
+    for dir in [ybs.path(), ybs.home()] {
+        let status = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let inner = ybs.command();
+    let mut command = Command::new("setpriv");
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(inner.get_program())
+        .args(["run", "t.yaml"])
+        .current_dir(ybs.path());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    Some(command)
+}
+
+#[test]
+fn as_an_unprivileged_user_the_same_holds() {
+    let uid = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+    if uid.ok() != Some(0) {
+        // Already unprivileged: every other test of this file covers it.
+        return;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        println!("skipped: setpriv is missing, cannot drop to an unprivileged user");
+        return;
+    }
+    // Privileges and reachability, with a canary of the same user.
+    let ybs = with_canaries(Ybs::new());
+    run_privileges(&ybs, |ybs| as_nobody(ybs).unwrap(), Some(65534));
+
+    // History and control files.
+    let ybs = Ybs::new();
+    run_protected(&ybs, false, |ybs| {
+        let output = as_nobody(ybs).unwrap().output().unwrap();
+        Run::from_output(output, ybs.path())
+    });
+
+    // Process trees.
+    let marker = format!("ybs-chain-{}-nobody", std::process::id());
+    let ybs = Ybs::new();
+    ybs.file("chain.sh", CHAIN);
+    task(&ybs, "", &[("probe.py", &process_probe(&marker, false))]);
+    let output = as_nobody(&ybs).unwrap().output().unwrap();
+    let run = Run::from_output(output, ybs.path());
+    run.expect_code(0);
+    let result = shell_result(&run, "ybs-out/t/transcript.json");
+    assert!(
+        verdicts(&result)["alive"].parse::<usize>().unwrap() >= 102,
+        "{result}"
+    );
+    assert_eq!(wait_for_none(&marker), 0);
+}
