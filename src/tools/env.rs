@@ -10,9 +10,10 @@
 //!
 //! Every value withheld is handed to the redactor, so it never surfaces in
 //! an output, except values that cannot be secret and would only mask
-//! ordinary text: shorter than 8 characters, a number, an absolute path
-//! (or a `:`-separated list of them), or a 40- or 64-digit hex git object
-//! id ([`is_redactable`]).
+//! ordinary text: settings (`YBS_*`, `INPUT_*`, `GITHUB_*`, `RUNNER_*`,
+//! the shell's own), values shorter than 8 characters, numbers, absolute
+//! paths (or a `:`-separated list of them), 40- or 64-digit hex git object
+//! ids — unless the name looks secret ([`is_redactable`]).
 
 /// Variables passed through by exact name.
 const ALLOWED: &[&str] = &["PATH", "HOME", "LANG", "TZ", "TERM", "CI", "TMPDIR"];
@@ -60,7 +61,7 @@ impl ChildEnv {
                 };
                 env.vars.push((name, value));
             } else {
-                if is_redactable(&value) && !env.secret_values.contains(&value) {
+                if is_redactable(&name, &value) && !env.secret_values.contains(&value) {
                     env.secret_values.push(value);
                 }
                 env.removed.push(name);
@@ -120,11 +121,81 @@ fn clean_path(path: &str, workdir: Option<&std::path::Path>) -> String {
         .join(":")
 }
 
-/// Whether a withheld value is masked in outputs: 8 characters or more,
-/// and not a number, an absolute path (or a `:`-list of them) or a git
-/// object id (40 or 64 hex digits). Those cannot be a credential and
-/// masking them would garble ordinary output.
-pub fn is_redactable(value: &str) -> bool {
+/// Name fragments (upper case) that make a withheld value secret whatever
+/// it looks like.
+const SECRET_FRAGMENTS: &[&str] = &[
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "WEBHOOK",
+    "DSN",
+    "DATABASE",
+    "COOKIE",
+    "SESSION",
+    "PRIVATE",
+    "CERT",
+    "SIGNATURE",
+];
+
+/// Withheld variables whose values are settings, not secrets: ybs's own
+/// (`YBS_*`, values ybs reports anyway), a CI system's action inputs and
+/// run metadata (`INPUT_*`, `GITHUB_*`, `RUNNER_*`), and the shell's
+/// bookkeeping. Masking them would garble every output (the task file's
+/// path, the model's name). A name that looks secret
+/// (`GITHUB_TOKEN`) is masked all the same.
+const SETTING_PREFIXES: &[&str] = &["YBS_", "INPUT_", "GITHUB_", "RUNNER_"];
+const SETTING_NAMES: &[&str] = &[
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "HOSTNAME",
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "_",
+    "MAIL",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "LANGUAGE",
+    "DISPLAY",
+    "COLORTERM",
+    "TERM_PROGRAM",
+];
+
+/// A name that marks a secret: one of [`SECRET_FRAGMENTS`] anywhere, or a
+/// personal access token (`PAT`, `*_PAT`, `PAT_*`).
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_FRAGMENTS
+        .iter()
+        .any(|fragment| upper.contains(fragment))
+        || upper
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| word == "PAT")
+}
+
+/// Whether a withheld variable's value is masked in outputs. A secret
+/// name ([`is_secret_name`]): any value of 4 characters or more. A setting
+/// ([`SETTING_PREFIXES`], [`SETTING_NAMES`]): never. Any other: 8
+/// characters or more, and not a number, an absolute path (or a `:`-list
+/// of them) or a git object id (40 or 64 hex digits). Those cannot be a
+/// credential and masking them would garble ordinary output.
+pub fn is_redactable(name: &str, value: &str) -> bool {
+    if is_secret_name(name) {
+        return value.chars().count() >= 4;
+    }
+    if SETTING_NAMES.contains(&name)
+        || SETTING_PREFIXES
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+    {
+        return false;
+    }
     if value.chars().count() < 8 {
         return false;
     }
@@ -251,7 +322,7 @@ mod tests {
             "0123456789abcdef0123456789abcdef01234567",
             &"ab".repeat(32),
         ] {
-            assert!(!is_redactable(value), "{value}");
+            assert!(!is_redactable("SOME_VAR", value), "{value}");
         }
         for value in [
             "sk-0123456789",
@@ -259,8 +330,36 @@ mod tests {
             "/path with space:x",
             "0123456789abcdef0123456789abcdef0123456",
         ] {
-            assert!(is_redactable(value), "{value}");
+            assert!(is_redactable("SOME_VAR", value), "{value}");
         }
+    }
+
+    #[test]
+    fn secret_names_are_masked_and_settings_are_not() {
+        for name in [
+            "API_KEY",
+            "DEPLOY_KEY",
+            "DATABASE_URL",
+            "SLACK_WEBHOOK_URL",
+            "GH_PAT",
+            "GITHUB_TOKEN",
+        ] {
+            assert!(is_redactable(name, "1234"), "{name}");
+            assert!(is_redactable(name, "/a/path/value"), "{name}");
+        }
+        for name in [
+            "YBS_MODEL",
+            "INPUT_TASKS",
+            "GITHUB_REPOSITORY",
+            "RUNNER_TEMP",
+            "USER",
+            "OLDPWD",
+        ] {
+            assert!(!is_redactable(name, "gpt-4o-mini-2024-07-18"), "{name}");
+        }
+        assert!(!is_redactable("PATHOLOGY", "x"));
+        assert!(!is_secret_name("PATH"));
+        assert!(!is_secret_name("COMPAT_MODE"));
     }
 
     #[test]

@@ -73,7 +73,7 @@ fn task(ybs: &Ybs, extra_yaml: &str, files: &[(&str, &str)]) {
         .collect();
     turns.push(call(
         "run_shell",
-        json!({"command": "python3 probe.py", "timeout": 60}),
+        json!({"command": "python3 probe.py", "timeout_seconds": 60}),
     ));
     turns.push(answer("done"));
     ybs.cassette("t.cassette.json", turns);
