@@ -198,7 +198,19 @@ fn prepare_in(
             )
             .collect(),
         hidden: run.outputs.iter().map(|path| run.cwd.join(path)).collect(),
-        visible: vec![run.cwd.clone()],
+        // The start directory, and the children's `PATH`: programs
+        // installed under the host's `/tmp` stay reachable (read-only)
+        // under the private one.
+        visible: std::iter::once(run.cwd.clone())
+            .chain(
+                run.child_env
+                    .get("PATH")
+                    .unwrap_or_default()
+                    .split(':')
+                    .filter(|entry| entry.starts_with('/'))
+                    .map(PathBuf::from),
+            )
+            .collect(),
     };
     let (sandbox, sandbox_info) = task_sandbox(
         &run.config,

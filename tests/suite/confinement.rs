@@ -528,7 +528,12 @@ fn run_privileges(ybs: &Ybs, command: impl FnOnce(&Ybs) -> Command, canary_user:
     let socket_path = root.join("work/daemon.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
     listener.set_nonblocking(true).unwrap();
-    let abstract_name = format!("ybs-test-{}", std::process::id());
+    // Unique per call: the root and the unprivileged test run this at once.
+    let abstract_name = format!(
+        "ybs-test-{}-{}",
+        std::process::id(),
+        root.file_name().unwrap().to_string_lossy()
+    );
     let abstract_listener = {
         use std::os::linux::net::SocketAddrExt;
         let addr =
