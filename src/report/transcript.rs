@@ -106,6 +106,9 @@ pub struct ToolCallEntry {
     /// (`llm.text_tool_calls`), not a structured call.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_text: bool,
+    /// The id of the `script` call this call was a tool command of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -429,6 +432,7 @@ impl TranscriptBuilder {
                 rule,
                 detail,
                 resolved,
+                parent,
             } => {
                 self.call_index
                     .insert(call_id.clone(), self.tool_calls.len());
@@ -446,6 +450,7 @@ impl TranscriptBuilder {
                     }),
                     result: None,
                     duration_ms: None,
+                    parent: parent.clone(),
                 });
             }
             Event::ToolCompleted {
@@ -482,6 +487,7 @@ impl TranscriptBuilder {
                         decision: None,
                         result: Some(result),
                         duration_ms: Some(*duration_ms),
+                        parent: None,
                     });
                 }
             }
@@ -756,6 +762,7 @@ mod tests {
                     rule: "default".to_owned(),
                     detail: Some("not allowed".to_owned()),
                     resolved: None,
+                    parent: None,
                 },
             )
         };

@@ -13,6 +13,8 @@ mod providers;
 mod run;
 mod sandbox;
 mod schema;
+#[cfg(feature = "script")]
+mod script;
 mod security;
 mod shard;
 mod tools;
