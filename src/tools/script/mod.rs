@@ -171,7 +171,7 @@ fn description(commands: &[Command], limits: &ScriptLimits) -> String {
          why on stderr and exits non-zero (use `||`). Flags: `--key value` or `--key=value`; piped \
          stdin fills `content`. Results print as text (file lines, one path per line, \
          file:line:text), `--json` prints the JSON. Only shell logic and text tools (grep, sed, \
-         awk, sort, head, wc, jq...); no files, network or programs except through the commands.\nCommands:\n",
+         awk, sort, uniq, head, tail, wc, cut, tr); no files, network or programs except through the commands.\nCommands:\n",
     );
     for command in commands {
         text.push_str(&format!("- {}: {}\n", command.usage, command.summary));
