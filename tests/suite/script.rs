@@ -5,6 +5,8 @@ use serde_json::{Value, json};
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call};
+use crate::support::server::Server;
+use crate::support::wire;
 
 fn tool_calls(transcript: &Value) -> &Vec<Value> {
     transcript["tool_calls"].as_array().expect("tool_calls")
@@ -198,4 +200,107 @@ fn tools_script_is_validated() {
     ybs.file("t.yaml", "prompt: p\ntools: { script: maybe }\n");
     let run = ybs.run(["validate", "t.yaml"]);
     assert_ne!(run.code, 0);
+}
+
+#[test]
+fn the_next_request_carries_the_scripts_stdout_with_secrets_masked() {
+    const KEY: &str = "sk-canary-script-5e1d0c";
+    let script = "for f in a b c; do read_file --path $f.txt | grep -v '^#'; done | sort";
+    let server = Server::start(vec![
+        wire::openai_sse_call("call_s", "script", &json!({"commands": script})),
+        wire::openai_sse_answer("done"),
+    ]);
+    let ybs = Ybs::new().env("OPENAI_API_KEY", KEY);
+    ybs.file("a.txt", "# header\nzeta\n");
+    ybs.file("b.txt", "alpha\n# note\n");
+    ybs.file("c.txt", &format!("key = {KEY}\n"));
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools: { script: true }\npolicy: { allow: [read_file, script] }\n",
+    );
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--endpoint",
+        &format!("{}/v1", server.url),
+    ]);
+    run.expect_code(0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    // The first request offers `script`, its description listing the
+    // commands with their usage lines.
+    let first = requests[0].json();
+    let offered = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["function"]["name"] == "script")
+        .expect("script is offered");
+    let description = offered["function"]["description"].as_str().unwrap();
+    assert!(
+        description.contains("- read_file --path <str>"),
+        "{description}"
+    );
+    assert!(!description.contains("run_shell"), "{description}");
+    // The second carries the combined stdout, the secret masked.
+    let second = requests[1].json();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the script's result");
+    let result: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        result["stdout"], "alpha\nkey = [REDACTED]\nzeta\n",
+        "{result}"
+    );
+    for request in &requests {
+        let body = String::from_utf8_lossy(&request.body);
+        assert!(!body.contains(KEY), "the key reached the model");
+    }
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(
+        tool_calls(&transcript)
+            .iter()
+            .filter(|entry| entry["parent"] == "call_s")
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn ask_inside_a_script_resolves_as_headless() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools: { script: true }\npolicy:\n  allow: [script]\n  ask: [write_file]\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "script",
+                json!({"commands": "write_file --path a.txt --content x || echo refused"}),
+            ),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert!(!ybs.exists("a.txt"));
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let result = script_result(&transcript);
+    assert_eq!(result["stdout"], "refused\n");
+    let stderr = result["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("needs approval (rule `ask[0] write_file`)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("policy.on_ask: deny"), "{stderr}");
+    assert_eq!(inner_calls(&transcript)[0]["decision"]["verdict"], "ask");
 }

@@ -186,15 +186,26 @@ async fn wall_time_ends_a_slow_script() {
 fn the_description_with_every_builtin_fits_the_token_budget() {
     let specs: Vec<ToolSpec> = crate::tools::builtin::NAMES
         .iter()
-        .map(|name| crate::tools::builtin::get(name).expect("a built-in").spec().clone())
+        .map(|name| {
+            crate::tools::builtin::get(name)
+                .expect("a built-in")
+                .spec()
+                .clone()
+        })
         .collect();
     let tool = ScriptTool::new(&specs, ScriptLimits::default());
     let description = &tool.spec().description;
     for command in tool.commands() {
-        assert!(description.contains(&format!("- {}", command.usage)), "{description}");
+        assert!(
+            description.contains(&format!("- {}", command.usage)),
+            "{description}"
+        );
     }
     assert!(!description.contains("run_shell"), "{description}");
-    assert!(description.contains("write_file --path <str> --content <str>"), "{description}");
+    assert!(
+        description.contains("write_file --path <str> --content <str>"),
+        "{description}"
+    );
     // About 4 bytes per token: the whole tool stays under 400 tokens.
     let bytes = description.len() + tool.spec().parameters.to_string().len();
     assert!(bytes < 1_600, "{bytes} bytes:\n{description}");
