@@ -120,7 +120,7 @@ fn main() {
     let list = ("list_files", json!({"pattern": "src/*.rs"}));
 
     // One read per turn, as a cautious model works.
-    let mut turns = vec![turn("l", &[list.clone()])];
+    let mut turns = vec![turn("l", std::slice::from_ref(&list))];
     for (n, path) in paths().iter().enumerate() {
         turns.push(turn(
             &format!("r{n}"),
