@@ -304,3 +304,53 @@ fn ask_inside_a_script_resolves_as_headless() {
     assert!(stderr.contains("policy.on_ask: deny"), "{stderr}");
     assert_eq!(inner_calls(&transcript)[0]["decision"]["verdict"], "ask");
 }
+
+#[test]
+fn external_tools_are_commands_with_typed_flags() {
+    let ybs = Ybs::new();
+    let cache = ybs.home().join(".cache");
+    let ybs = ybs.env("XDG_CACHE_HOME", cache.to_str().unwrap());
+    let path = ybs.path().join("tools/shout");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        r#"#!/bin/sh
+if [ "$1" = "--schema" ]; then
+  echo '{"name": "shout", "description": "Repeat a message", "parameters": {"message": {"type": "string", "required": true}, "times": {"type": "integer", "default": 1}}}'
+  exit 0
+fi
+echo x >> shout.calls
+input=$(cat)
+printf '{"success": true, "result": %s}\n' "$input"
+"#,
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools: { external: [shout], script: true }\npolicy: { allow: [script, shout] }\n",
+    );
+    let script = "shout --message hi --times=3\nshout --times 1 || echo no-message";
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("script", json!({"commands": script})), answer("done")],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let result = script_result(&transcript);
+    let stdout = result["stdout"].as_str().unwrap();
+    let first: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(first, json!({"message": "hi", "times": 3}), "{result}");
+    assert!(stdout.ends_with("no-message\n"), "{result}");
+    let stderr = result["stderr"].as_str().unwrap();
+    assert!(stderr.contains("shout: "), "{stderr}");
+    assert!(stderr.contains("message"), "{stderr}");
+    // The call without `--message` was refused before any process ran.
+    assert_eq!(ybs.read("shout.calls").lines().count(), 1);
+    let inner = inner_calls(&transcript);
+    assert_eq!(inner.len(), 2);
+    assert_eq!(inner[0]["decision"]["rule"], "allow[1] shout");
+}
