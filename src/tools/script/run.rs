@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use bashkit::ExecutionLimits;
 use bashkit::tool::Tool as _;
 use bashkit_scripted_tool::{ScriptedTool, ToolArgs, ToolDef};
-use futures_util::FutureExt;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -97,6 +96,9 @@ impl Bridge {
     }
 
     async fn call(&self, command: &Command, args: ToolArgs) -> Result<String, String> {
+        // Let the run look at the output streamed so far first: a script
+        // already over its output limit may end here.
+        tokio::task::yield_now().await;
         if self.used.fetch_add(1, Ordering::SeqCst) >= self.max {
             let why = format!("more than {} tool commands in one script (limit)", self.max);
             self.end(why);
@@ -207,31 +209,50 @@ fn run(tool: &ScriptedTool, script: &str, bridge: &Bridge, limits: &ScriptLimits
         Err(error) => return failed(error.to_string()),
     };
     let mut stream = execution.output_stream();
+    let too_much = format!(
+        "more than {} KiB of output (limit)",
+        limits.max_output_bytes / 1024
+    );
     let mut output = runtime.block_on(async {
-        tokio::select! {
-            result = execution.execute() => match result {
-                Ok(output) => from_result(&output.result),
-                Err(error) => failed(error.to_string()),
-            },
-            () = bridge.end.notified() => {
-                // Ended by the tool-command limit or by the agent: keep
-                // what was printed so far.
-                let mut partial = ScriptOutput {
-                    stdout: String::new(),
-                    stderr: String::new(),
-                    exit_code: 1,
-                    ended_by: None,
-                };
-                if let Some(stream) = stream.as_mut() {
-                    while let Some(Some(chunk)) = stream.next().now_or_never() {
-                        let text = chunk.data.as_str().unwrap_or_default();
-                        match chunk.kind.as_str() {
-                            "stdout" => partial.stdout.push_str(text),
-                            _ => partial.stderr.push_str(text),
+        // What the script printed so far, from the stream: kept when the
+        // script is ended before it finishes.
+        let mut partial = ScriptOutput {
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: 1,
+            ended_by: None,
+        };
+        let run = execution.execute();
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                result = &mut run => break match result {
+                    Ok(output) => from_result(&output.result, &too_much),
+                    Err(error) => failed(error.to_string()),
+                },
+                // Ended by the tool-command limit or by the agent.
+                () = bridge.end.notified() => {
+                    if let Some(stream) = stream.as_mut() {
+                        while let Some(Some(chunk)) = stream.next().now_or_never() {
+                            partial.push(&chunk.kind, chunk.data.as_str().unwrap_or_default());
                         }
                     }
+                    break partial;
                 }
-                partial
+                chunk = next_chunk(&mut stream) => match chunk {
+                    Some(chunk) => {
+                        partial.push(&chunk.kind, chunk.data.as_str().unwrap_or_default());
+                        if partial.stdout.len() > limits.max_output_bytes
+                            || partial.stderr.len() > limits.max_output_bytes / 4
+                        {
+                            partial.stdout.truncate(floor(&partial.stdout, limits.max_output_bytes));
+                            partial.stderr.truncate(floor(&partial.stderr, limits.max_output_bytes / 4));
+                            partial.ended_by = Some(too_much.clone());
+                            break partial;
+                        }
+                    }
+                    None => stream = None,
+                },
             }
         }
     });
@@ -243,7 +264,11 @@ fn run(tool: &ScriptedTool, script: &str, bridge: &Bridge, limits: &ScriptLimits
         if !output.stderr.is_empty() && !output.stderr.ends_with('\n') {
             output.stderr.push('\n');
         }
-        let line = if output.stderr.contains(why.as_str()) {
+        let line = if *why == too_much {
+            // Cut by the interpreter, which may have gone on past the
+            // cut: say only what is sure.
+            format!("ybs: {why}: the output was cut there\n")
+        } else if output.stderr.contains(why.as_str()) {
             "ybs: the script was ended by that limit\n".to_owned()
         } else {
             format!("ybs: the script was ended: {why}\n")
@@ -256,7 +281,35 @@ fn run(tool: &ScriptedTool, script: &str, bridge: &Bridge, limits: &ScriptLimits
     output
 }
 
-fn from_result(result: &Value) -> ScriptOutput {
+/// The next chunk of streamed output; never, once the stream is gone.
+async fn next_chunk(
+    stream: &mut Option<bashkit::tool::ToolOutputStream>,
+) -> Option<bashkit::tool::ToolOutputChunk> {
+    match stream {
+        Some(stream) => stream.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len()))
+        .rev()
+        .find(|&index| text.is_char_boundary(index))
+        .unwrap_or(0)
+}
+
+impl ScriptOutput {
+    fn push(&mut self, kind: &str, text: &str) {
+        match kind {
+            "stdout" => self.stdout.push_str(text),
+            _ => self.stderr.push_str(text),
+        }
+    }
+}
+
+fn from_result(result: &Value, too_much: &str) -> ScriptOutput {
+    let truncated = |key: &str| result.get(key).and_then(Value::as_bool) == Some(true);
     let text = |key: &str| {
         result
             .get(key)
@@ -276,7 +329,11 @@ fn from_result(result: &Value) -> ScriptOutput {
             .get("error")
             .and_then(Value::as_str)
             .filter(|error| !error.is_empty())
-            .map(str::to_owned),
+            .map(str::to_owned)
+            .or_else(|| {
+                (truncated("stdout_truncated") || truncated("stderr_truncated"))
+                    .then(|| too_much.to_owned())
+            }),
     }
 }
 

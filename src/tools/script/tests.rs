@@ -210,3 +210,26 @@ fn the_description_with_every_builtin_fits_the_token_budget() {
     let bytes = description.len() + tool.spec().parameters.to_string().len();
     assert!(bytes < 1_600, "{bytes} bytes:\n{description}");
 }
+
+#[tokio::test]
+async fn too_much_output_is_cut_and_reported() {
+    let limits = ScriptLimits {
+        max_output_bytes: 1024,
+        ..ScriptLimits::default()
+    };
+    let (out, calls) = run(
+        "for i in $(seq 1 2000); do echo line $i; done\nread_file --path after\necho end",
+        limits,
+        file,
+    )
+    .await;
+    assert_eq!(out.stdout.len(), 1024);
+    assert!(out.stdout.starts_with("line 1\nline 2\n"));
+    assert!(!out.stdout.contains("end"), "{out:?}");
+    assert!(calls.len() <= 1, "{calls:?}");
+    assert_eq!(
+        out.stderr,
+        "ybs: more than 1 KiB of output (limit): the output was cut there\n"
+    );
+    assert_eq!(out.exit_code, 1);
+}
