@@ -21,6 +21,10 @@ use crate::llm::{ChatRequest, FinishReason, Provider};
 use crate::policy::{CallView, Decision, OnAsk, Policy, RuleRef, Verdict};
 use crate::tools::{Registry, Target, Tool, ToolCtx, ToolError};
 
+/// Runs `script` calls: each tool command is decided like a direct call.
+#[cfg(feature = "script")]
+mod script;
+
 /// Everything one task's loop needs, resolved.
 pub struct AgentSetup<'a> {
     pub provider: &'a dyn Provider,
@@ -77,6 +81,9 @@ pub struct Agent<'a> {
     /// Files the user had uncommitted changes in when the run started
     /// (`--allow-dirty`), absolute: no file tool may write them.
     user_changed: BTreeSet<PathBuf>,
+    /// The `script` call whose tool commands are being handled: their
+    /// records name it, and nobody is asked to approve them.
+    parent: Option<String>,
 }
 
 impl<'a> Agent<'a> {
@@ -106,6 +113,7 @@ impl<'a> Agent<'a> {
             fixed_bytes,
             changed: BTreeSet::new(),
             user_changed: BTreeSet::new(),
+            parent: None,
         }
     }
 
@@ -343,9 +351,22 @@ impl<'a> Agent<'a> {
         call: &ToolCall,
         emitter: &mut Emitter<'_>,
     ) -> Result<Message, Stop> {
+        match self.admit(call, emitter).await? {
+            Ok(tool) => self.execute(call, tool.as_ref(), emitter).await,
+            Err(refused) => Ok(refused),
+        }
+    }
+
+    /// Resolves and decides one call: the tool when it may run, or the
+    /// refusal, already recorded and worded for the model.
+    async fn admit(
+        &mut self,
+        call: &ToolCall,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Result<Arc<dyn Tool>, Message>, Stop> {
         let (tool, target) = match self.resolve(call, emitter)? {
             Resolved::Ready(tool, target) => (tool, target),
-            Resolved::Refused(message) => return Ok(message),
+            Resolved::Refused(message) => return Ok(Err(message)),
         };
         if let Some(path) = self.users_file(tool.as_ref(), &target) {
             let text = format!(
@@ -353,13 +374,19 @@ impl<'a> Agent<'a> {
                  do not write, edit or delete it, and make your change elsewhere or report that it is needed; \
                  the call was not run"
             );
-            return Ok(self.refuse(call, "deny", "guard:user_changes", &text, emitter));
+            return Ok(Err(self.refuse(
+                call,
+                "deny",
+                "guard:user_changes",
+                &text,
+                emitter,
+            )));
         }
         let (decision, approval) = self.decide(call, &target, emitter).await;
         if let Some(refused) = self.gate(call, &decision, approval, emitter)? {
-            return Ok(refused);
+            return Ok(Err(refused));
         }
-        self.execute(call, tool.as_ref(), emitter).await
+        Ok(Ok(tool))
     }
 
     /// Finds the tool and what the call acts on. A call that cannot be
@@ -455,7 +482,10 @@ impl<'a> Agent<'a> {
             cwd,
         };
         let decision = self.setup.policy.decide(&view);
-        let approval = match (decision.verdict, self.setup.approver) {
+        // A tool command inside a script is never put to a human: `ask`
+        // resolves as in a headless run.
+        let approver = self.setup.approver.filter(|_| self.parent.is_none());
+        let approval = match (decision.verdict, approver) {
             (Verdict::Ask, Some(approver)) => Some(approver.approve(call, &view, &decision).await),
             _ => None,
         };
@@ -483,6 +513,7 @@ impl<'a> Agent<'a> {
                 "command": target.command,
                 "argv": decision.parsed,
             })),
+            parent: self.parent.clone(),
         });
         (decision, approval)
     }
@@ -568,6 +599,20 @@ impl<'a> Agent<'a> {
             let text = "[dry-run] allowed by policy, not executed";
             return Ok(self.completed(call, true, false, Duration::ZERO, text, emitter));
         }
+        #[cfg(feature = "script")]
+        if let Some(script) = tool.as_script() {
+            return self.run_script(call, script, emitter).await;
+        }
+        self.run_tool(call, tool, emitter).await
+    }
+
+    /// Runs an allowed call of an ordinary tool.
+    async fn run_tool(
+        &mut self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Message, Stop> {
         let started = Instant::now();
         let run = tool.call(call.arguments.clone(), self.setup.ctx);
         let outcome = match self.budget.remaining() {
@@ -638,6 +683,7 @@ impl<'a> Agent<'a> {
                 "command": command,
                 "argv": decision.parsed,
             })),
+            parent: self.parent.clone(),
         });
         self.completed(call, false, false, Duration::ZERO, &text, emitter)
     }
@@ -659,6 +705,7 @@ impl<'a> Agent<'a> {
             rule: rule.to_owned(),
             detail: Some(text.to_owned()),
             resolved: None,
+            parent: self.parent.clone(),
         });
         self.completed(call, false, false, Duration::ZERO, text, emitter)
     }

@@ -99,6 +99,10 @@ pub enum Event {
         detail: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resolved: Option<Value>,
+        /// The `script` call this call was made from, when it is a tool
+        /// command inside a script.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<String>,
     },
     /// A tool call finished (or was refused and never ran: `ran = false`).
     #[serde(rename = "tool.completed")]

@@ -171,6 +171,7 @@ pub(crate) fn records_two_files() -> Vec<EventRecord> {
                 rule: "allow: read_file".to_owned(),
                 detail: None,
                 resolved: Some(json!("/repo/src/lib.rs")),
+                parent: None,
             },
         ),
         record(

@@ -110,6 +110,9 @@ pub struct ToolCallEntry {
     /// (`llm.text_tool_calls`), not a structured call.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_text: bool,
+    /// The id of the `script` call this call was a tool command of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -434,6 +437,7 @@ impl TranscriptBuilder {
                 rule,
                 detail,
                 resolved,
+                parent,
             } => {
                 self.call_index
                     .insert(call_id.clone(), self.tool_calls.len());
@@ -451,6 +455,7 @@ impl TranscriptBuilder {
                     }),
                     result: None,
                     duration_ms: None,
+                    parent: parent.clone(),
                 });
             }
             Event::ToolCompleted {
@@ -487,6 +492,7 @@ impl TranscriptBuilder {
                         decision: None,
                         result: Some(result),
                         duration_ms: Some(*duration_ms),
+                        parent: None,
                     });
                 }
             }
@@ -767,6 +773,7 @@ mod tests {
                     rule: "default".to_owned(),
                     detail: Some("not allowed".to_owned()),
                     resolved: None,
+                    parent: None,
                 },
             )
         };

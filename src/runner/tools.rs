@@ -97,7 +97,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
                 .to_owned(),
         );
         return TaskTools {
-            registry,
+            registry: with_script(registry, prepared),
             metrics,
             notes,
         };
@@ -147,10 +147,27 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
         }
     }
     TaskTools {
-        registry,
+        registry: with_script(registry, prepared),
         metrics,
         notes,
     }
+}
+
+/// Adds the `script` tool when the task asks for it (`tools.script:
+/// true`); its commands are the tools offered so far, so a disabled tool
+/// is no command either.
+fn with_script(registry: Registry, prepared: &PreparedTask) -> Registry {
+    #[cfg(feature = "script")]
+    if prepared.task.tools.script {
+        use crate::tools::script::{ScriptLimits, ScriptTool};
+        let mut registry = registry;
+        let tool = ScriptTool::new(&registry.specs(), ScriptLimits::default());
+        registry.add(std::sync::Arc::new(tool));
+        return registry;
+    }
+    #[cfg(not(feature = "script"))]
+    let _ = prepared;
+    registry
 }
 
 /// Emits `tool.metrics` for the external tools the task called, and adds

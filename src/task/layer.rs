@@ -57,6 +57,8 @@ pub struct TaskLayer {
     pub llm: LlmSpec,
     pub builtin_tools: Option<Vec<String>>,
     pub external_tools: Option<Vec<String>>,
+    /// `tools.script`.
+    pub script_tool: Option<bool>,
     pub policy: Option<PolicySpec>,
     pub limits: LimitsSpec,
     pub checks: Option<Vec<CheckLayer>>,
@@ -93,7 +95,8 @@ impl TaskLayer {
         }
         layer.llm = decode_llm(decoder, fields);
         if let Some(node) = fields.node("tools") {
-            (layer.builtin_tools, layer.external_tools) = decode_tools(decoder, node);
+            (layer.builtin_tools, layer.external_tools, layer.script_tool) =
+                decode_tools(decoder, node);
         }
         if let Some(node) = fields.node("policy") {
             layer.policy = decode_policy(decoder, node, "`policy`");
@@ -134,6 +137,7 @@ impl TaskLayer {
             },
             builtin_tools: self.builtin_tools.or_else(|| lower.builtin_tools.clone()),
             external_tools: self.external_tools.or_else(|| lower.external_tools.clone()),
+            script_tool: self.script_tool.or(lower.script_tool),
             policy: self.policy,
             limits: self.limits.over(&lower.limits),
             checks: self.checks.or_else(|| lower.checks.clone()),
@@ -285,15 +289,16 @@ pub fn check_endpoint(decoder: &mut Decoder<'_>, endpoint: Spanned<String>) -> O
     }
 }
 
-/// `builtin:` and `external:`; `caller:`, `mcp:` and `script:` are known
+/// `builtin:`, `external:` and `script:`; `caller:` and `mcp:` are known
 /// but not built yet.
 fn decode_tools(
     decoder: &mut Decoder<'_>,
     node: &Node,
-) -> (Option<Vec<String>>, Option<Vec<String>>) {
+) -> (Option<Vec<String>>, Option<Vec<String>>, Option<bool>) {
     let Some(fields) = decoder.fields(node, "`tools`", TOOLS_FIELDS) else {
-        return (None, None);
+        return (None, None, None);
     };
+    let script = decode_script_tool(decoder, &fields);
     let builtin: Option<Vec<Spanned<String>>> = fields.get(decoder, "builtin");
     let builtin = builtin.map(|names| {
         names
@@ -314,10 +319,6 @@ fn decode_tools(
             "caller tools need the pause/resume flow (SPEC §5.3), which is not implemented yet",
         ),
         ("mcp", "MCP servers (SPEC §5.5) are not implemented yet"),
-        (
-            "script",
-            "the `script` tool (SPEC §5.4) is not implemented yet",
-        ),
     ] {
         if let Some((key, _)) = fields.entry(key) {
             decoder.error_with_hint(
@@ -330,7 +331,24 @@ fn decode_tools(
             );
         }
     }
-    (builtin, external)
+    (builtin, external, script)
+}
+
+/// `tools.script: true|false`. A build without the `script` feature
+/// refuses `true`.
+fn decode_script_tool(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> Option<bool> {
+    let (key, _) = fields.entry("script")?;
+    let span = key.span;
+    let enabled: bool = fields.get(decoder, "script")?;
+    if enabled && !cfg!(feature = "script") {
+        decoder.error_with_hint(
+            span,
+            "`tools.script` is not available in this build of ybs",
+            "the `script` tool needs ybs built with `--features script`",
+        );
+        return None;
+    }
+    Some(enabled)
 }
 
 /// One of the six built-in tool names, with a suggestion for a typo.

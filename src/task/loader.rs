@@ -446,6 +446,7 @@ fn build_task(
         tools: ToolsSpec {
             builtin: merged.builtin_tools,
             external: merged.external_tools.unwrap_or_default(),
+            script: merged.script_tool.unwrap_or(false),
         },
         policy: defaults
             .policy

@@ -77,6 +77,8 @@ pub struct ToolsSpec {
     pub builtin: Option<Vec<String>>,
     /// `external:` names or paths.
     pub external: Vec<String>,
+    /// `script: true`: the `script` tool is offered too (SPEC §5.4).
+    pub script: bool,
 }
 
 /// `limits:`. `None` means "not set here".

@@ -155,7 +155,7 @@ fn task_fields() -> Map<String, Value> {
         "temperature": { "type": "number", "minimum": 0 },
         "max_tokens": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
         "tools": {
-            "description": "Which tools the task may use. (`caller`, `mcp` and `script` are not supported by this version.)",
+            "description": "Which tools the task may use. (`caller` and `mcp` are not supported by this version.)",
             "type": ["object", "null"],
             "properties": {
                 "builtin": {
@@ -167,6 +167,10 @@ fn task_fields() -> Map<String, Value> {
                     "description": "External tools, by name or path.",
                     "type": ["array", "null"],
                     "items": { "type": "string", "pattern": NOT_BLANK }
+                },
+                "script": {
+                    "description": "Offer the `script` tool: one bash script in which the task's other tools (not run_shell) are commands, each decided by the policy. Needs ybs built with the `script` feature. Default: false.",
+                    "type": "boolean"
                 }
             },
             "additionalProperties": false

@@ -585,3 +585,28 @@ fn tags_outside_the_core_schema_are_errors_with_positions() {
     .tasks[0];
     assert_eq!(task.prompt, "12");
 }
+
+#[test]
+fn tools_script_is_off_by_default_and_inherited_from_defaults() {
+    let file = load_one("t.yaml", "prompt: p\n").unwrap();
+    assert!(!file.tasks[0].tools.script);
+    let text = "defaults:\n  tools: { script: true }\ntasks:\n  - id: a\n    prompt: p\n  - id: b\n    prompt: p\n    tools: { script: false }\n";
+    let result = load_one("t.yaml", text);
+    if cfg!(feature = "script") {
+        let file = result.unwrap();
+        assert!(file.tasks[0].tools.script);
+        assert!(!file.tasks[1].tools.script);
+    } else {
+        let messages = lines(&result.unwrap_err().0);
+        assert_eq!(
+            messages,
+            ["t.yaml:2:12: `tools.script` is not available in this build of ybs"]
+        );
+    }
+    let messages = lines(&errors(
+        "t.yaml",
+        "prompt: p\ntools: { script: yes please }\n",
+    ));
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(messages[0].starts_with("t.yaml:2:"), "{messages:?}");
+}

@@ -13,6 +13,8 @@ pub mod paths;
 pub mod process;
 pub mod registry;
 pub mod sandbox;
+#[cfg(feature = "script")]
+pub mod script;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -106,6 +108,13 @@ pub trait Tool: Send + Sync {
     /// Errors here (path outside the workdir, bad arguments) are results
     /// the model sees; the call never runs.
     fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError>;
+
+    /// The `script` tool, which the agent runs itself so that each tool
+    /// command inside a script is decided like a direct call.
+    #[cfg(feature = "script")]
+    fn as_script(&self) -> Option<&script::ScriptTool> {
+        None
+    }
 
     /// Runs the call.
     fn call<'a>(

@@ -14,6 +14,8 @@ mod providers;
 mod run;
 mod sandbox;
 mod schema;
+#[cfg(feature = "script")]
+mod script;
 mod secrets;
 mod security;
 mod shard;
