@@ -1,6 +1,7 @@
 //! L1: the vocabulary every other module shares. Plain data, no I/O
 //! beyond `std`, no knowledge of tasks, providers or files on disk.
 
+pub mod decode;
 pub mod event;
 pub mod exit;
 pub mod ids;
