@@ -1,6 +1,6 @@
 //! Small text helpers shared by several modules.
 
-/// The items in backticks, comma-separated: `` `a`, `b` ``.
+/// `` `a`, `b`, `c` `` for messages.
 pub fn list(items: &[&str]) -> String {
     items
         .iter()

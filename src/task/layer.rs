@@ -480,8 +480,6 @@ fn decode_expect(decoder: &mut Decoder<'_>, node: &Node) -> Option<Expect> {
     }
 }
 
-/// `` `a`, `b`, `c` `` for messages.
-
 /// The fields `defaults:` accepts: every task field but `id` and `prompt`.
 pub fn defaults_fields() -> Vec<&'static str> {
     TASK_FIELDS
