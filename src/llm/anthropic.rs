@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{self, Endpoint};
+use super::http;
+use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
-use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
+use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
 use crate::core::{Message, Usage};
 
 /// The API version ybs speaks.
@@ -18,14 +17,17 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required by the API; this is sent when a task sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// An Anthropic Messages endpoint.
+/// The Anthropic Messages wire protocol (an endpoint is a
+/// `Streaming<Anthropic>`).
 #[derive(Debug)]
-pub struct Anthropic {
-    endpoint: Endpoint,
-}
+pub struct Anthropic;
 
-impl Anthropic {
-    pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
+impl Wire for Anthropic {
+    type Turn = Assembly;
+    const FRAMING: Framing = Framing::Sse;
+    const PATH: &'static [&'static str] = &["v1", "messages"];
+
+    fn headers(settings: &Settings) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         headers.insert(
             HeaderName::from_static("anthropic-version"),
@@ -37,72 +39,43 @@ impl Anthropic {
                 key.header_value("", super::ANTHROPIC_API_KEY)?,
             );
         }
-        Ok(Self {
-            endpoint: Endpoint::new(settings, &["v1", "messages"], headers)?,
-        })
+        Ok(headers)
     }
 
-    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(
-            request,
-            self.endpoint.settings.model(request),
-            self.endpoint.settings.streaming,
-        );
-        let response = self.endpoint.post(&body).await?;
-        let request_id = response.request_id.clone();
-        http::with_request_id(self.read_turn(request, response).await, request_id)
+    fn body(request: &ChatRequest, settings: &Settings) -> Value {
+        request_body(request, settings.model(request), settings.streaming)
     }
 
-    async fn read_turn(
-        &self,
-        request: &ChatRequest,
-        response: http::ResponseBody,
-    ) -> Result<ChatResponse, ProviderError> {
-        let scrub = |text: &str| self.endpoint.http.scrub(text);
-        let mut turn = Assembly::default();
-        if self.endpoint.settings.streaming {
-            let mut events = response.events();
-            while let Some(event) = events.next().await {
-                let event = event?;
-                let Some(data) = event.data else { continue };
-                if data.trim().is_empty() {
-                    continue;
-                }
-                let value: Value = serde_json::from_str(&data).map_err(|error| {
-                    ProviderError::Protocol(format!(
-                        "invalid stream event ({error}): {}",
-                        scrub(&data)
-                    ))
-                })?;
-                turn.event(event.event.as_deref(), &value, &scrub)?;
-                if turn.stopped {
-                    break;
-                }
-            }
-            // `message_stop` ends a stream; a server that omits it but
-            // sent the stop reason has sent the whole turn.
-            if !turn.stopped && turn.stop_reason.is_none() {
-                return Err(ProviderError::Stream(
-                    "the stream ended before the turn was complete (no `message_stop`)".into(),
-                ));
-            }
-        } else {
-            turn.message(&response.json().await?, &scrub)?;
+    fn feed(
+        turn: &mut Assembly,
+        event: Option<&str>,
+        data: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        if data.trim().is_empty() {
+            return Ok(false);
         }
-        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
-    }
-}
-
-impl Provider for Anthropic {
-    fn name(&self) -> &str {
-        &self.endpoint.settings.name
+        turn.event(event, &stream::parse(data, "event", scrub)?, scrub)?;
+        Ok(turn.stopped)
     }
 
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.complete_turn(request))
+    fn whole(turn: &mut Assembly, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
+        turn.message(value, scrub)
+    }
+
+    /// `message_stop` ends a stream; a server that omits it but sent the
+    /// stop reason has sent the whole turn.
+    fn done(turn: &Assembly) -> Result<(), ProviderError> {
+        if !turn.stopped && turn.stop_reason.is_none() {
+            return Err(ProviderError::Stream(
+                "the stream ended before the turn was complete (no `message_stop`)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(turn: Assembly, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
+        turn.finish(request, text_tool_calls)
     }
 }
 
@@ -209,7 +182,7 @@ enum Block {
 
 /// A turn being assembled from events (or from one whole message).
 #[derive(Debug, Default)]
-struct Assembly {
+pub(super) struct Assembly {
     id: Option<String>,
     blocks: BTreeMap<u64, Block>,
     stop_reason: Option<String>,
@@ -421,6 +394,7 @@ mod tests {
 
     use super::*;
     use crate::core::ToolCall;
+    use crate::llm::Provider;
     use crate::llm::build;
     use crate::llm::test_server::fixtures::{
         CANARY, config, env, first_request, second_request, sse_events,

@@ -35,6 +35,7 @@ pub mod pricing;
 pub mod record;
 pub mod replay;
 pub mod retry;
+mod stream;
 pub mod text_calls;
 mod turn;
 
@@ -208,7 +209,9 @@ pub fn build(
                     key_var: Some(OPENAI_API_KEY),
                 },
             )?;
-            Ok(Box::new(openai::OpenAi::new(settings)?))
+            Ok(Box::new(stream::Streaming::<openai::OpenAi>::new(
+                settings,
+            )?))
         }
         "anthropic" => {
             let settings = Settings::resolve(
@@ -221,7 +224,9 @@ pub fn build(
                     key_var: Some(ANTHROPIC_API_KEY),
                 },
             )?;
-            Ok(Box::new(anthropic::Anthropic::new(settings)?))
+            Ok(Box::new(stream::Streaming::<anthropic::Anthropic>::new(
+                settings,
+            )?))
         }
         "ollama" => {
             let settings = Settings::resolve(
@@ -234,7 +239,9 @@ pub fn build(
                     key_var: None,
                 },
             )?;
-            Ok(Box::new(ollama::Ollama::new(settings)?))
+            Ok(Box::new(stream::Streaming::<ollama::Ollama>::new(
+                settings,
+            )?))
         }
         "replay" => Err(ProviderError::Config(
             "the `replay` provider answers from a cassette: give `--cassette FILE`".into(),

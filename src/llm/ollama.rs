@@ -5,85 +5,59 @@
 //! without ids: ybs numbers them `call_<n>` across the conversation, so
 //! the same conversation always gets the same ids.
 
-use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use super::http::{self, Endpoint};
+use super::http;
+use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
-use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
+use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
 use crate::core::{Message, Usage};
 
-/// An Ollama server.
+/// Ollama's native wire protocol (a server is a `Streaming<Ollama>`).
 #[derive(Debug)]
-pub struct Ollama {
-    endpoint: Endpoint,
-}
+pub struct Ollama;
 
-impl Ollama {
-    pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
-        Ok(Self {
-            endpoint: Endpoint::new(settings, &["api", "chat"], HeaderMap::new())?,
-        })
+impl Wire for Ollama {
+    type Turn = Assembly;
+    const FRAMING: Framing = Framing::Lines;
+    const PATH: &'static [&'static str] = &["api", "chat"];
+
+    fn headers(_settings: &Settings) -> Result<HeaderMap, ProviderError> {
+        Ok(HeaderMap::new())
     }
 
-    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(
-            request,
-            self.endpoint.settings.model(request),
-            self.endpoint.settings.streaming,
-        );
-        let response = self.endpoint.post(&body).await?;
-        let request_id = response.request_id.clone();
-        http::with_request_id(self.read_turn(request, response).await, request_id)
+    fn body(request: &ChatRequest, settings: &Settings) -> Value {
+        request_body(request, settings.model(request), settings.streaming)
     }
 
-    async fn read_turn(
-        &self,
-        request: &ChatRequest,
-        response: http::ResponseBody,
-    ) -> Result<ChatResponse, ProviderError> {
-        let scrub = |text: &str| self.endpoint.http.scrub(text);
-        let mut turn = Assembly::default();
-        if self.endpoint.settings.streaming {
-            let mut lines = response.lines();
-            while let Some(line) = lines.next().await {
-                let line = line?;
-                let value: Value = serde_json::from_str(&line).map_err(|error| {
-                    ProviderError::Protocol(format!(
-                        "invalid stream line ({error}): {}",
-                        scrub(&line)
-                    ))
-                })?;
-                turn.part(&value, &scrub)?;
-                if turn.done {
-                    break;
-                }
-            }
-            if !turn.done {
-                return Err(ProviderError::Stream(
-                    "the stream ended before the turn was complete (no `\"done\": true`)".into(),
-                ));
-            }
-        } else {
-            turn.part(&response.json().await?, &scrub)?;
-            turn.done = true;
+    fn feed(
+        turn: &mut Assembly,
+        _event: Option<&str>,
+        line: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        turn.part(&stream::parse(line, "line", scrub)?, scrub)?;
+        Ok(turn.done)
+    }
+
+    fn whole(turn: &mut Assembly, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
+        turn.part(value, scrub)?;
+        turn.done = true;
+        Ok(())
+    }
+
+    fn done(turn: &Assembly) -> Result<(), ProviderError> {
+        if !turn.done {
+            return Err(ProviderError::Stream(
+                "the stream ended before the turn was complete (no `\"done\": true`)".into(),
+            ));
         }
-        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
-    }
-}
-
-impl Provider for Ollama {
-    fn name(&self) -> &str {
-        &self.endpoint.settings.name
+        Ok(())
     }
 
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.complete_turn(request))
+    fn finish(turn: Assembly, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
+        turn.finish(request, text_tool_calls)
     }
 }
 
@@ -147,7 +121,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
 
 /// A turn being assembled from stream lines (or one whole response).
 #[derive(Debug, Default)]
-struct Assembly {
+pub(super) struct Assembly {
     content: String,
     calls: Vec<PartialCall>,
     done: bool,
@@ -236,6 +210,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::llm::Provider;
     use crate::llm::build;
     use crate::llm::test_server::fixtures::{config, env, first_request, second_request};
     use crate::llm::test_server::{Reply, TestServer};

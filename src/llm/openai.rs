@@ -4,24 +4,26 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
-use super::http::{self, Endpoint};
+use super::http;
+use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
-use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
+use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
 use crate::core::{Message, Usage};
 
-/// An OpenAI-compatible endpoint.
+/// The OpenAI Chat Completions wire protocol (an OpenAI-compatible
+/// endpoint is a `Streaming<OpenAi>`).
 #[derive(Debug)]
-pub struct OpenAi {
-    endpoint: Endpoint,
-}
+pub struct OpenAi;
 
-impl OpenAi {
-    pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
+impl Wire for OpenAi {
+    type Turn = Assembly;
+    const FRAMING: Framing = Framing::Sse;
+    const PATH: &'static [&'static str] = &["chat", "completions"];
+
+    fn headers(settings: &Settings) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &settings.key {
             headers.insert(
@@ -29,74 +31,53 @@ impl OpenAi {
                 key.header_value("Bearer ", super::OPENAI_API_KEY)?,
             );
         }
-        Ok(Self {
-            endpoint: Endpoint::new(settings, &["chat", "completions"], headers)?,
-        })
+        Ok(headers)
     }
 
-    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(
+    fn body(request: &ChatRequest, settings: &Settings) -> Value {
+        request_body(
             request,
-            self.endpoint.settings.model(request),
-            self.endpoint.settings.streaming,
-            self.endpoint.settings.vendor,
-        );
-        let response = self.endpoint.post(&body).await?;
-        let request_id = response.request_id.clone();
-        http::with_request_id(self.read_turn(request, response).await, request_id)
+            settings.model(request),
+            settings.streaming,
+            settings.vendor,
+        )
     }
 
-    async fn read_turn(
-        &self,
-        request: &ChatRequest,
-        response: http::ResponseBody,
-    ) -> Result<ChatResponse, ProviderError> {
-        let scrub = |text: &str| self.endpoint.http.scrub(text);
-        let mut turn = Assembly::default();
-        if self.endpoint.settings.streaming {
-            let mut events = response.events();
-            while let Some(event) = events.next().await {
-                let Some(data) = event?.data else { continue };
-                let data = data.trim();
-                if data.is_empty() {
-                    continue;
-                }
-                if data == "[DONE]" {
-                    turn.done = true;
-                    break;
-                }
-                let chunk: Value = serde_json::from_str(data).map_err(|error| {
-                    ProviderError::Protocol(format!(
-                        "invalid stream chunk ({error}): {}",
-                        scrub(data)
-                    ))
-                })?;
-                turn.chunk(&chunk, &scrub)?;
-            }
-            // `[DONE]` ends a stream; a server that omits it but sent a
-            // finish reason has sent every delta of the turn.
-            if !turn.done && turn.finish.is_none() {
-                return Err(ProviderError::Stream(
-                    "the stream ended before the turn was complete (no `data: [DONE]`)".into(),
-                ));
-            }
-        } else {
-            turn.message(&response.json().await?, &scrub)?;
+    fn feed(
+        turn: &mut Assembly,
+        _event: Option<&str>,
+        data: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(false);
         }
-        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
+        if data == "[DONE]" {
+            turn.done = true;
+            return Ok(true);
+        }
+        turn.chunk(&stream::parse(data, "chunk", scrub)?, scrub)?;
+        Ok(false)
     }
-}
 
-impl Provider for OpenAi {
-    fn name(&self) -> &str {
-        &self.endpoint.settings.name
+    fn whole(turn: &mut Assembly, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
+        turn.message(value, scrub)
     }
 
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.complete_turn(request))
+    /// `[DONE]` ends a stream; a server that omits it but sent a finish
+    /// reason has sent every delta of the turn.
+    fn done(turn: &Assembly) -> Result<(), ProviderError> {
+        if !turn.done && turn.finish.is_none() {
+            return Err(ProviderError::Stream(
+                "the stream ended before the turn was complete (no `data: [DONE]`)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(turn: Assembly, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
+        turn.finish(request, text_tool_calls)
     }
 }
 
@@ -173,7 +154,7 @@ pub(crate) fn request_body(
 
 /// A turn being assembled from chunks (or from one whole message).
 #[derive(Debug, Default)]
-struct Assembly {
+pub(super) struct Assembly {
     id: Option<String>,
     content: String,
     refusal: String,
@@ -385,6 +366,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::llm::Provider;
     use crate::llm::build;
     use crate::llm::test_server::fixtures::{
         CANARY, config, env, first_request, second_request, sse_done,
@@ -815,7 +797,7 @@ mod tests {
 
     #[test]
     fn debug_output_hides_the_key() {
-        let provider = OpenAi::new(
+        let provider = super::stream::Streaming::<OpenAi>::new(
             Settings::resolve(
                 &crate::llm::ProviderConfig::new("openai", "m"),
                 &env(&[("OPENAI_API_KEY", CANARY)]),
