@@ -45,38 +45,6 @@ impl Wire for Anthropic {
     fn body(request: &ChatRequest, settings: &Settings) -> Value {
         request_body(request, settings.model(request), settings.streaming)
     }
-
-    fn feed(
-        turn: &mut Assembly,
-        event: Option<&str>,
-        data: &str,
-        scrub: Scrub,
-    ) -> Result<bool, ProviderError> {
-        if data.trim().is_empty() {
-            return Ok(false);
-        }
-        turn.event(event, &stream::parse(data, "event", scrub)?, scrub)?;
-        Ok(turn.stopped)
-    }
-
-    fn whole(turn: &mut Assembly, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
-        turn.message(value, scrub)
-    }
-
-    /// `message_stop` ends a stream; a server that omits it but sent the
-    /// stop reason has sent the whole turn.
-    fn done(turn: &Assembly) -> Result<(), ProviderError> {
-        if !turn.stopped && turn.stop_reason.is_none() {
-            return Err(ProviderError::Stream(
-                "the stream ended before the turn was complete (no `message_stop`)".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    fn finish(turn: Assembly, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
-        turn.finish(request, text_tool_calls)
-    }
 }
 
 /// The request body. The system prompt is top-level `system`; assistant
@@ -262,12 +230,40 @@ impl Assembly {
         Ok(())
     }
 
-    /// A whole non-streaming response.
-    fn message(
+    /// Input tokens (cache reads and writes included) and output tokens;
+    /// `message_delta` carries cumulative counts that replace earlier ones.
+    fn usage(&mut self, usage: Option<&Value>) {
+        let Some(usage) = usage.filter(|usage| usage.is_object()) else {
+            return;
+        };
+        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
+        if let Some(input) = count("input_tokens") {
+            self.usage.input_tokens = input
+                + count("cache_creation_input_tokens").unwrap_or(0)
+                + count("cache_read_input_tokens").unwrap_or(0);
+        }
+        if let Some(output) = count("output_tokens") {
+            self.usage.output_tokens = output;
+        }
+    }
+}
+
+impl stream::Turn for Assembly {
+    fn feed(
         &mut self,
-        body: &Value,
-        scrub: &dyn Fn(&str) -> String,
-    ) -> Result<(), ProviderError> {
+        event: Option<&str>,
+        data: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        if data.trim().is_empty() {
+            return Ok(false);
+        }
+        self.event(event, &stream::parse(data, "event", scrub)?, scrub)?;
+        Ok(self.stopped)
+    }
+
+    /// A whole non-streaming response.
+    fn whole(&mut self, body: &Value, scrub: Scrub) -> Result<(), ProviderError> {
         if body.get("type").and_then(Value::as_str) == Some("error") {
             let error = body.get("error").unwrap_or(body);
             return Err(http::stream_error(error, scrub));
@@ -300,21 +296,15 @@ impl Assembly {
         Ok(())
     }
 
-    /// Input tokens (cache reads and writes included) and output tokens;
-    /// `message_delta` carries cumulative counts that replace earlier ones.
-    fn usage(&mut self, usage: Option<&Value>) {
-        let Some(usage) = usage.filter(|usage| usage.is_object()) else {
-            return;
-        };
-        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
-        if let Some(input) = count("input_tokens") {
-            self.usage.input_tokens = input
-                + count("cache_creation_input_tokens").unwrap_or(0)
-                + count("cache_read_input_tokens").unwrap_or(0);
+    /// `message_stop` ends a stream; a server that omits it but sent the
+    /// stop reason has sent the whole self.
+    fn done(&self) -> Result<(), ProviderError> {
+        if !self.stopped && self.stop_reason.is_none() {
+            return Err(ProviderError::Stream(
+                "the stream ended before the turn was complete (no `message_stop`)".into(),
+            ));
         }
-        if let Some(output) = count("output_tokens") {
-            self.usage.output_tokens = output;
-        }
+        Ok(())
     }
 
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {

@@ -30,35 +30,6 @@ impl Wire for Ollama {
     fn body(request: &ChatRequest, settings: &Settings) -> Value {
         request_body(request, settings.model(request), settings.streaming)
     }
-
-    fn feed(
-        turn: &mut Assembly,
-        _event: Option<&str>,
-        line: &str,
-        scrub: Scrub,
-    ) -> Result<bool, ProviderError> {
-        turn.part(&stream::parse(line, "line", scrub)?, scrub)?;
-        Ok(turn.done)
-    }
-
-    fn whole(turn: &mut Assembly, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
-        turn.part(value, scrub)?;
-        turn.done = true;
-        Ok(())
-    }
-
-    fn done(turn: &Assembly) -> Result<(), ProviderError> {
-        if !turn.done {
-            return Err(ProviderError::Stream(
-                "the stream ended before the turn was complete (no `\"done\": true`)".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    fn finish(turn: Assembly, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
-        turn.finish(request, text_tool_calls)
-    }
 }
 
 /// The request body: the system prompt as the first message, calls with
@@ -130,7 +101,7 @@ pub(super) struct Assembly {
 }
 
 impl Assembly {
-    fn part(&mut self, value: &Value, scrub: &dyn Fn(&str) -> String) -> Result<(), ProviderError> {
+    fn part(&mut self, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
         if let Some(error) = value.get("error").filter(|error| !error.is_null()) {
             return Err(http::stream_error(error, scrub));
         }
@@ -177,6 +148,33 @@ impl Assembly {
                 input_tokens: count("prompt_eval_count"),
                 output_tokens: count("eval_count"),
             };
+        }
+        Ok(())
+    }
+}
+
+impl stream::Turn for Assembly {
+    fn feed(
+        &mut self,
+        _event: Option<&str>,
+        line: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        self.part(&stream::parse(line, "line", scrub)?, scrub)?;
+        Ok(self.done)
+    }
+
+    fn whole(&mut self, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
+        self.part(value, scrub)?;
+        self.done = true;
+        Ok(())
+    }
+
+    fn done(&self) -> Result<(), ProviderError> {
+        if !self.done {
+            return Err(ProviderError::Stream(
+                "the stream ended before the turn was complete (no `\"done\": true`)".into(),
+            ));
         }
         Ok(())
     }

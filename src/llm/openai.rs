@@ -42,43 +42,6 @@ impl Wire for OpenAi {
             settings.vendor,
         )
     }
-
-    fn feed(
-        turn: &mut Assembly,
-        _event: Option<&str>,
-        data: &str,
-        scrub: Scrub,
-    ) -> Result<bool, ProviderError> {
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(false);
-        }
-        if data == "[DONE]" {
-            turn.done = true;
-            return Ok(true);
-        }
-        turn.chunk(&stream::parse(data, "chunk", scrub)?, scrub)?;
-        Ok(false)
-    }
-
-    fn whole(turn: &mut Assembly, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
-        turn.message(value, scrub)
-    }
-
-    /// `[DONE]` ends a stream; a server that omits it but sent a finish
-    /// reason has sent every delta of the turn.
-    fn done(turn: &Assembly) -> Result<(), ProviderError> {
-        if !turn.done && turn.finish.is_none() {
-            return Err(ProviderError::Stream(
-                "the stream ended before the turn was complete (no `data: [DONE]`)".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    fn finish(turn: Assembly, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
-        turn.finish(request, text_tool_calls)
-    }
 }
 
 /// The request body. The system prompt is the first message; assistant
@@ -193,32 +156,6 @@ impl Assembly {
         Ok(())
     }
 
-    /// A whole non-streaming response.
-    fn message(
-        &mut self,
-        body: &Value,
-        scrub: &dyn Fn(&str) -> String,
-    ) -> Result<(), ProviderError> {
-        if let Some(error) = body.get("error").filter(|error| !error.is_null()) {
-            return Err(http::stream_error(error, scrub));
-        }
-        let choice = first_choice(body).ok_or_else(|| {
-            ProviderError::Protocol(format!("response has no `choices`: {}", short(body)))
-        })?;
-        self.common(body);
-        if let Some(message) = choice.get("message") {
-            self.text(message);
-            if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
-                for (position, call) in (0_u64..).zip(calls) {
-                    self.call_delta(call, Some(position));
-                }
-            }
-        }
-        self.finish_reason(choice);
-        self.done = true;
-        Ok(())
-    }
-
     fn common(&mut self, value: &Value) {
         if self.id.is_none() {
             self.id = value.get("id").and_then(Value::as_str).map(str::to_owned);
@@ -285,6 +222,59 @@ impl Assembly {
                 _ => {}
             }
         }
+    }
+}
+
+impl stream::Turn for Assembly {
+    fn feed(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(false);
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(true);
+        }
+        self.chunk(&stream::parse(data, "chunk", scrub)?, scrub)?;
+        Ok(false)
+    }
+
+    /// A whole non-streaming response.
+    fn whole(&mut self, body: &Value, scrub: Scrub) -> Result<(), ProviderError> {
+        if let Some(error) = body.get("error").filter(|error| !error.is_null()) {
+            return Err(http::stream_error(error, scrub));
+        }
+        let choice = first_choice(body).ok_or_else(|| {
+            ProviderError::Protocol(format!("response has no `choices`: {}", short(body)))
+        })?;
+        self.common(body);
+        if let Some(message) = choice.get("message") {
+            self.text(message);
+            if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+                for (position, call) in (0_u64..).zip(calls) {
+                    self.call_delta(call, Some(position));
+                }
+            }
+        }
+        self.finish_reason(choice);
+        self.done = true;
+        Ok(())
+    }
+
+    /// `[DONE]` ends a stream; a server that omits it but sent a finish
+    /// reason has sent every delta of the self.
+    fn done(&self) -> Result<(), ProviderError> {
+        if !self.done && self.finish.is_none() {
+            return Err(ProviderError::Stream(
+                "the stream ended before the turn was complete (no `data: [DONE]`)".into(),
+            ));
+        }
+        Ok(())
     }
 
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {

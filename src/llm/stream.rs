@@ -23,10 +23,30 @@ pub(super) enum Framing {
 /// Scrubs the key out of text quoted in messages.
 pub(super) type Scrub<'a> = &'a dyn Fn(&str) -> String;
 
-/// What differs between the wire protocols.
+/// A turn being assembled, as each protocol reads it.
+pub(super) trait Turn: Default + Send {
+    /// Feeds one stream frame (`event`: the SSE event name; `None` for a
+    /// line). Returns true when the frame ended the stream.
+    fn feed(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError>;
+
+    /// Feeds a whole, non-streamed response.
+    fn whole(&mut self, value: &Value, scrub: Scrub) -> Result<(), ProviderError>;
+
+    /// The stream has ended: an error unless the turn is complete.
+    fn done(&self) -> Result<(), ProviderError>;
+
+    /// The complete turn.
+    fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse;
+}
+
+/// What differs between the wire protocols besides reading the turn.
 pub(super) trait Wire: Send + Sync + 'static {
-    /// The turn as it is assembled.
-    type Turn: Default + Send;
+    type Turn: Turn;
     /// How a streamed turn arrives.
     const FRAMING: Framing;
     /// Appended to the configured base URL.
@@ -37,24 +57,6 @@ pub(super) trait Wire: Send + Sync + 'static {
 
     /// The request body.
     fn body(request: &ChatRequest, settings: &Settings) -> Value;
-
-    /// Feeds one stream frame (`event`: the SSE event name; `None` for a
-    /// line). Returns true when the frame ended the stream.
-    fn feed(
-        turn: &mut Self::Turn,
-        event: Option<&str>,
-        data: &str,
-        scrub: Scrub,
-    ) -> Result<bool, ProviderError>;
-
-    /// Feeds a whole, non-streamed response.
-    fn whole(turn: &mut Self::Turn, value: &Value, scrub: Scrub) -> Result<(), ProviderError>;
-
-    /// The stream has ended: an error unless the turn is complete.
-    fn done(turn: &Self::Turn) -> Result<(), ProviderError>;
-
-    /// The complete turn.
-    fn finish(turn: Self::Turn, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse;
 }
 
 /// One frame parsed as JSON; `what` names it in the message (`chunk`,
@@ -102,7 +104,7 @@ impl<W: Wire> Streaming<W> {
                     while let Some(event) = events.next().await {
                         let event = event?;
                         let Some(data) = event.data else { continue };
-                        if W::feed(&mut turn, event.event.as_deref(), &data, &scrub)? {
+                        if turn.feed(event.event.as_deref(), &data, &scrub)? {
                             break;
                         }
                     }
@@ -110,21 +112,17 @@ impl<W: Wire> Streaming<W> {
                 Framing::Lines => {
                     let mut lines = response.lines();
                     while let Some(line) = lines.next().await {
-                        if W::feed(&mut turn, None, &line?, &scrub)? {
+                        if turn.feed(None, &line?, &scrub)? {
                             break;
                         }
                     }
                 }
             }
-            W::done(&turn)?;
+            turn.done()?;
         } else {
-            W::whole(&mut turn, &response.json().await?, &scrub)?;
+            turn.whole(&response.json().await?, &scrub)?;
         }
-        Ok(W::finish(
-            turn,
-            request,
-            self.endpoint.settings.text_tool_calls,
-        ))
+        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
     }
 }
 
