@@ -297,7 +297,7 @@ impl stream::Turn for Assembly {
     }
 
     /// `message_stop` ends a stream; a server that omits it but sent the
-    /// stop reason has sent the whole self.
+    /// stop reason has sent the whole turn.
     fn done(&self) -> Result<(), ProviderError> {
         if !self.stopped && self.stop_reason.is_none() {
             return Err(ProviderError::Stream(

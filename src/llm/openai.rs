@@ -267,7 +267,7 @@ impl stream::Turn for Assembly {
     }
 
     /// `[DONE]` ends a stream; a server that omits it but sent a finish
-    /// reason has sent every delta of the self.
+    /// reason has sent every delta of the turn.
     fn done(&self) -> Result<(), ProviderError> {
         if !self.done && self.finish.is_none() {
             return Err(ProviderError::Stream(

@@ -14,15 +14,6 @@ use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 pub struct EditFile;
 
-impl PathTool for EditFile {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path(Reach::Write);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        edit(&args, ctx)
-    }
-}
-
 static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     spec(
         "edit_file",
@@ -128,6 +119,15 @@ fn not_found_message(display: &str, text: &str, old_text: &str) -> String {
     }
     message.push_str(". Read the file again and copy the exact text.");
     message
+}
+
+impl PathTool for EditFile {
+    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
+    const PATH: PathArg = PathArg::path(Reach::Write);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        edit(&args, ctx)
+    }
 }
 
 #[cfg(test)]

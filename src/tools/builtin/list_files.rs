@@ -17,39 +17,6 @@ const MAX_MAX: u64 = 5000;
 
 pub struct ListFiles;
 
-impl PathTool for ListFiles {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path_or_workdir(Reach::Dir);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        let parsed = Args::new(&args, &SPEC)?;
-        let pattern = PathGlob::new("pattern", parsed.string("pattern")?)?;
-        let path = parsed.opt_string("path")?.unwrap_or(".");
-        let max = parsed
-            .opt_u64("max_results")?
-            .filter(|max| *max > 0)
-            .unwrap_or(DEFAULT_MAX)
-            .min(MAX_MAX);
-        let root = paths::resolve_dir(ctx, path)?.abs;
-        let walk_ctx = WalkCtx::new(ctx, root);
-        let max = usize::try_from(max).unwrap_or(usize::MAX);
-        let (files, total, note) = walk::blocking(move || {
-            let (files, total) = list(&walk_ctx, &pattern, max);
-            Ok((files, total, walk_ctx.limit_note()))
-        })
-        .await?;
-        let mut result = json!({
-            "files": files,
-            "total_matches": total,
-            "truncated": total > files.len() || note.is_some(),
-        });
-        if let Some(note) = note {
-            result["note"] = json!(note);
-        }
-        Ok(ToolOutput::json(&result))
-    }
-}
-
 static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     spec(
         "list_files",
@@ -160,6 +127,39 @@ impl Drop for Visitor<'_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .merge(found, self.max);
+    }
+}
+
+impl PathTool for ListFiles {
+    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
+    const PATH: PathArg = PathArg::path_or_workdir(Reach::Dir);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        let parsed = Args::new(&args, &SPEC)?;
+        let pattern = PathGlob::new("pattern", parsed.string("pattern")?)?;
+        let path = parsed.opt_string("path")?.unwrap_or(".");
+        let max = parsed
+            .opt_u64("max_results")?
+            .filter(|max| *max > 0)
+            .unwrap_or(DEFAULT_MAX)
+            .min(MAX_MAX);
+        let root = paths::resolve_dir(ctx, path)?.abs;
+        let walk_ctx = WalkCtx::new(ctx, root);
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        let (files, total, note) = walk::blocking(move || {
+            let (files, total) = list(&walk_ctx, &pattern, max);
+            Ok((files, total, walk_ctx.limit_note()))
+        })
+        .await?;
+        let mut result = json!({
+            "files": files,
+            "total_matches": total,
+            "truncated": total > files.len() || note.is_some(),
+        });
+        if let Some(note) = note {
+            result["note"] = json!(note);
+        }
+        Ok(ToolOutput::json(&result))
     }
 }
 

@@ -20,15 +20,6 @@ const BINARY_SNIFF_BYTES: usize = 8000;
 
 pub struct ReadFile;
 
-impl PathTool for ReadFile {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path(Reach::Read);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        read(&args, ctx)
-    }
-}
-
 static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     spec(
         "read_file",
@@ -121,6 +112,15 @@ fn push_capped(out: &mut String, line: &str) {
                 line.chars().count()
             );
         }
+    }
+}
+
+impl PathTool for ReadFile {
+    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
+    const PATH: PathArg = PathArg::path(Reach::Read);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        read(&args, ctx)
     }
 }
 

@@ -34,15 +34,6 @@ const MAX_LINE_CHARS: usize = 500;
 
 pub struct SearchFiles;
 
-impl PathTool for SearchFiles {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path_or_workdir(Reach::Read);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        search(args, ctx).await
-    }
-}
-
 static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     spec(
         "search_files",
@@ -401,6 +392,15 @@ fn line_text(bytes: &[u8]) -> String {
     match text.char_indices().nth(MAX_LINE_CHARS) {
         None => text.into_owned(),
         Some((cut, _)) => format!("{} [... line cut]", &text[..cut]),
+    }
+}
+
+impl PathTool for SearchFiles {
+    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
+    const PATH: PathArg = PathArg::path_or_workdir(Reach::Read);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        search(args, ctx).await
     }
 }
 

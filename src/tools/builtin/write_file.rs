@@ -12,15 +12,6 @@ use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 pub struct WriteFile;
 
-impl PathTool for WriteFile {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path(Reach::Write);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        write(&args, ctx)
-    }
-}
-
 static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     spec(
         "write_file",
@@ -48,6 +39,15 @@ fn write(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     }));
     output.changed.push(resolved.display_path());
     Ok(output)
+}
+
+impl PathTool for WriteFile {
+    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
+    const PATH: PathArg = PathArg::path(Reach::Write);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        write(&args, ctx)
+    }
 }
 
 #[cfg(test)]
