@@ -386,12 +386,12 @@ mod tests {
     use crate::core::ToolCall;
     use crate::llm::Provider;
     use crate::llm::build;
-    use crate::llm::test_server::fixtures::{
+    use crate::llm::test_fixtures::{
         CANARY, config, env, first_request, second_request, sse_events,
     };
-    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::test_server::{Reply, Server};
 
-    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+    fn provider(server: &Server, streaming: bool) -> Box<dyn Provider> {
         let mut config = config("anthropic", &server.url);
         config.streaming = streaming;
         build(&config, &env(&[("ANTHROPIC_API_KEY", CANARY)])).unwrap()
@@ -464,7 +464,7 @@ mod tests {
         ])
     }
 
-    fn assert_requests(server: &TestServer, streaming: bool) {
+    fn assert_requests(server: &Server, streaming: bool) {
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
         for request in &requests {
@@ -524,11 +524,10 @@ mod tests {
 
     #[tokio::test]
     async fn streaming_two_turns() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::sse_in_pieces(&two_calls_stream(), 3),
-            Reply::sse(answer_stream()),
-        ])
-        .await;
+            Reply::sse(&answer_stream()),
+        ]);
         let provider = provider(&server, true);
         assert_eq!(provider.name(), "anthropic");
         let first = provider.complete(&first_request()).await.unwrap();
@@ -564,7 +563,7 @@ mod tests {
 
     #[tokio::test]
     async fn non_streaming_two_turns() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(
                 200,
                 &json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "test-model",
@@ -582,8 +581,7 @@ mod tests {
                     "content": [{"type": "text", "text": "Both say hello."}],
                     "stop_reason": "end_turn", "usage": {"input_tokens": 90, "output_tokens": 6}}),
             ),
-        ])
-        .await;
+        ]);
         let provider = provider(&server, false);
         let first = provider.complete(&first_request()).await.unwrap();
         assert_calls(&first.tool_calls);
@@ -618,10 +616,10 @@ mod tests {
             "content": [{"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "src/ma"}}],
             "stop_reason": "max_tokens", "usage": {"input_tokens": 5, "output_tokens": 512}});
         for (reply, streaming) in [
-            (Reply::sse(streamed), true),
+            (Reply::sse(&streamed), true),
             (Reply::json(200, &whole), false),
         ] {
-            let server = TestServer::start(vec![reply]).await;
+            let server = Server::start(vec![reply]);
             let response = provider(&server, streaming)
                 .complete(&first_request())
                 .await
@@ -635,12 +633,11 @@ mod tests {
 
     #[tokio::test]
     async fn overloaded_error_event_is_a_retryable_529() {
-        let server = TestServer::start(vec![Reply::sse(sse_events(&[
+        let server = Server::start(vec![Reply::sse(&sse_events(&[
             message_start(),
             json!({"type": "ping"}),
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-        ]))])
-        .await;
+        ]))]);
         let error = provider(&server, true)
             .complete(&first_request())
             .await
@@ -656,7 +653,7 @@ mod tests {
     #[tokio::test]
     async fn stream_cut_before_message_stop_is_interrupted() {
         let text = two_calls_stream();
-        let server = TestServer::start(vec![Reply::sse(&text[..text.len() * 2 / 3]).cut()]).await;
+        let server = Server::start(vec![Reply::sse(&text[..text.len() * 2 / 3]).cut()]);
         let error = provider(&server, true)
             .complete(&first_request())
             .await

@@ -40,6 +40,8 @@ pub mod text_calls;
 mod turn;
 
 #[cfg(test)]
+mod test_fixtures;
+#[cfg(test)]
 mod test_server;
 
 use std::time::Duration;
@@ -402,13 +404,13 @@ fn parse_endpoint(text: &str, bare_host: bool) -> Result<Url, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::test_server::fixtures::{CANARY, config, env, first_request};
-    use super::test_server::{Reply, TestServer};
+    use super::test_fixtures::{CANARY, config, env, first_request};
+    use super::test_server::{Reply, Server};
     use super::*;
 
     #[tokio::test]
     async fn missing_key_for_a_vendor_endpoint_fails_before_any_request() {
-        let server = TestServer::start(vec![]).await;
+        let server = Server::start(vec![]);
         let cases = [
             ("openai", None, "OPENAI_API_KEY"),
             (
@@ -455,8 +457,7 @@ mod tests {
     async fn other_endpoints_send_the_key_only_when_set() {
         let answer = serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
             "message": {"role": "assistant", "content": "ok"}}]});
-        let server =
-            TestServer::start(vec![Reply::json(200, &answer), Reply::json(200, &answer)]).await;
+        let server = Server::start(vec![Reply::json(200, &answer), Reply::json(200, &answer)]);
         // The endpoint from OPENAI_BASE_URL, no key: no Authorization.
         let mut config = ProviderConfig::new("openai", "env-model");
         config.streaming = false;
@@ -502,15 +503,14 @@ mod tests {
                     "type": "invalid_request_error"}}),
             )
         };
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             echo(401),
             echo(400),
-            Reply::sse(format!(
+            Reply::sse(&format!(
                 "data: {{\"error\": {{\"message\": \"bad {CANARY}\"}}}}\n\n"
             )),
-            Reply::sse(format!("data: {{\"broken\": \"{CANARY}\"\n\n")),
-        ])
-        .await;
+            Reply::sse(&format!("data: {{\"broken\": \"{CANARY}\"\n\n")),
+        ]);
         let provider = build(
             &config("openai", &server.url),
             &env(&[("OPENAI_API_KEY", CANARY)]),

@@ -210,10 +210,10 @@ mod tests {
     use super::*;
     use crate::llm::Provider;
     use crate::llm::build;
-    use crate::llm::test_server::fixtures::{config, env, first_request, second_request};
-    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::test_fixtures::{config, env, first_request, second_request};
+    use crate::llm::test_server::{Reply, Server};
 
-    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+    fn provider(server: &Server, streaming: bool) -> Box<dyn Provider> {
         let mut config = config("ollama", &server.url);
         config.streaming = streaming;
         build(&config, &env(&[])).unwrap()
@@ -237,7 +237,7 @@ mod tests {
         ]}})
     }
 
-    fn assert_requests(server: &TestServer, streaming: bool) {
+    fn assert_requests(server: &Server, streaming: bool) {
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
         for request in &requests {
@@ -276,11 +276,10 @@ mod tests {
 
     #[tokio::test]
     async fn streaming_two_turns() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::ndjson(&[part(""), calls_part(), done("stop", 40, 20)]),
             Reply::ndjson(&[part("Both "), part("say hello."), done("stop", 90, 5)]),
-        ])
-        .await;
+        ]);
         let provider = provider(&server, true);
         assert_eq!(provider.name(), "ollama");
         let first = provider.complete(&first_request()).await.unwrap();
@@ -316,8 +315,7 @@ mod tests {
         // Ids continue across the conversation and are the same each time.
         let mut third = second_request(&first.tool_calls);
         third.messages.push(Message::user("again"));
-        let server =
-            TestServer::start(vec![Reply::ndjson(&[calls_part(), done("stop", 1, 1)])]).await;
+        let server = Server::start(vec![Reply::ndjson(&[calls_part(), done("stop", 1, 1)])]);
         let again = super::super::build(&config("ollama", &server.url), &env(&[]))
             .unwrap()
             .complete(&third)
@@ -340,8 +338,7 @@ mod tests {
         first["eval_count"] = json!(20);
         let mut second = done("stop", 90, 5);
         second["message"]["content"] = json!("Both say hello.");
-        let server =
-            TestServer::start(vec![Reply::json(200, &first), Reply::json(200, &second)]).await;
+        let server = Server::start(vec![Reply::json(200, &first), Reply::json(200, &second)]);
         let provider = provider(&server, false);
         let first = provider.complete(&first_request()).await.unwrap();
         assert_eq!(first.tool_calls.len(), 2);
@@ -362,15 +359,14 @@ mod tests {
 
     #[tokio::test]
     async fn stream_errors_and_early_ends() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::ndjson(&[
                 part("Hel"),
                 json!({"error": "model runner has unexpectedly stopped"}),
             ]),
             Reply::ndjson(&[part("Hel")]),
             Reply::json(404, &json!({"error": "model 'nope' not found"})),
-        ])
-        .await;
+        ]);
         let provider = provider(&server, true);
         let error = provider.complete(&first_request()).await.unwrap_err();
         assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
@@ -388,14 +384,13 @@ mod tests {
 
     #[tokio::test]
     async fn string_arguments_and_length() {
-        let server = TestServer::start(vec![Reply::ndjson(&[
+        let server = Server::start(vec![Reply::ndjson(&[
             json!({"message": {"role": "assistant", "content": "", "tool_calls": [
                 {"function": {"name": "read_file", "arguments": "{\"path\": \"a\",}"}},
                 {"function": {"name": "read_file", "arguments": "{\"path\": \"b"}}
             ]}, "done": false}),
             done("length", 1, 1),
-        ])])
-        .await;
+        ])]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await

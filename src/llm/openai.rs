@@ -358,10 +358,8 @@ mod tests {
     use super::*;
     use crate::llm::Provider;
     use crate::llm::build;
-    use crate::llm::test_server::fixtures::{
-        CANARY, config, env, first_request, second_request, sse_done,
-    };
-    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::test_fixtures::{CANARY, config, env, first_request, second_request, sse_done};
+    use crate::llm::test_server::{Reply, Server};
 
     fn chunk(delta: Value, finish: Option<&str>) -> Value {
         json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
@@ -413,7 +411,7 @@ mod tests {
         ])
     }
 
-    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+    fn provider(server: &Server, streaming: bool) -> Box<dyn Provider> {
         let mut config = config("openai", &format!("{}/v1", server.url));
         config.streaming = streaming;
         build(&config, &env(&[("OPENAI_API_KEY", CANARY)])).unwrap()
@@ -460,11 +458,10 @@ mod tests {
 
     #[tokio::test]
     async fn streaming_two_turns() {
-        let server = TestServer::start(vec![
-            Reply::sse(tool_call_stream(5)),
-            Reply::sse(answer_stream()),
-        ])
-        .await;
+        let server = Server::start(vec![
+            Reply::sse(&tool_call_stream(5)),
+            Reply::sse(&answer_stream()),
+        ]);
         let provider = provider(&server, true);
         assert_eq!(provider.name(), "openai");
 
@@ -523,7 +520,7 @@ mod tests {
 
     #[tokio::test]
     async fn non_streaming_two_turns() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(
                 200,
                 &json!({
@@ -544,8 +541,7 @@ mod tests {
                     "usage": {"prompt_tokens": 80, "completion_tokens": 4}
                 }),
             ),
-        ])
-        .await;
+        ]);
         let provider = provider(&server, false);
         let first = provider.complete(&first_request()).await.unwrap();
         assert_eq!(first.tool_calls.len(), 1);
@@ -582,7 +578,7 @@ mod tests {
     async fn one_byte_fragments_reassemble() {
         // Arguments in 1-character deltas, and the stream's bytes
         // delivered one at a time.
-        let server = TestServer::start(vec![Reply::sse_in_pieces(&tool_call_stream(1), 1)]).await;
+        let server = Server::start(vec![Reply::sse_in_pieces(&tool_call_stream(1), 1)]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await
@@ -628,7 +624,7 @@ mod tests {
         ));
         text.push_str(": keep-alive\r\n\r\n");
         text.push_str("data: [DONE]\n\n");
-        let server = TestServer::start(vec![Reply::sse_in_pieces(&text, 7)]).await;
+        let server = Server::start(vec![Reply::sse_in_pieces(&text, 7)]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await
@@ -649,7 +645,7 @@ mod tests {
 
     #[tokio::test]
     async fn length_with_half_a_call_is_invalid_arguments() {
-        let server = TestServer::start(vec![Reply::sse(sse_done(&[
+        let server = Server::start(vec![Reply::sse(&sse_done(&[
             chunk(
                 call_delta(0, Some("call_1"), Some("read_file"), r#"{"path": "a"}"#),
                 None,
@@ -659,8 +655,7 @@ mod tests {
                 None,
             ),
             chunk(json!({}), Some("length")),
-        ]))])
-        .await;
+        ]))]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await
@@ -674,11 +669,10 @@ mod tests {
 
     #[tokio::test]
     async fn error_object_in_a_chunk_is_an_error() {
-        let server = TestServer::start(vec![Reply::sse(
+        let server = Server::start(vec![Reply::sse(
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
              data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n",
-        )])
-        .await;
+        )]);
         let error = provider(&server, true)
             .complete(&first_request())
             .await
@@ -696,7 +690,7 @@ mod tests {
         let text = tool_call_stream(3);
         let cut = &text[..text.len() / 2];
         for reply in [Reply::sse(cut), Reply::sse(cut).cut()] {
-            let server = TestServer::start(vec![reply]).await;
+            let server = Server::start(vec![reply]);
             let error = provider(&server, true)
                 .complete(&first_request())
                 .await
@@ -710,13 +704,21 @@ mod tests {
     async fn servers_without_indexes_or_ids() {
         // Some compatible servers omit `index` and `id`: each id opens a
         // call, id-less deltas continue the last one, missing ids are made.
-        let server = TestServer::start(vec![Reply::sse(sse_done(&[
-            chunk(json!({"tool_calls": [{"id": "x1", "function": {"name": "read_file", "arguments": "{\"path\":"}}]}), None),
-            chunk(json!({"tool_calls": [{"function": {"arguments": " \"a\"}"}}]}), None),
-            chunk(json!({"tool_calls": [{"id": "x2", "function": {"name": "read_file", "arguments": {"path": "b"}}}]}), None),
+        let server = Server::start(vec![Reply::sse(&sse_done(&[
+            chunk(
+                json!({"tool_calls": [{"id": "x1", "function": {"name": "read_file", "arguments": "{\"path\":"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"function": {"arguments": " \"a\"}"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"id": "x2", "function": {"name": "read_file", "arguments": {"path": "b"}}}]}),
+                None,
+            ),
             chunk(json!({}), Some("stop")),
-        ]))])
-        .await;
+        ]))]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await
@@ -728,7 +730,7 @@ mod tests {
 
     /// llama.cpp's server behind a Qwen coder model: the call is printed.
     fn printed(content: &str) -> Reply {
-        Reply::sse(sse_done(&[
+        Reply::sse(&sse_done(&[
             chunk(json!({"role": "assistant", "content": content}), None),
             chunk(json!({}), Some("stop")),
         ]))
@@ -739,14 +741,13 @@ mod tests {
         let fenced =
             "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```";
         let unterminated = "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/li";
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             printed(fenced),
             printed(fenced),
             printed(r#"{"name": "web_search", "arguments": {"q": "x"}}"#),
             printed(&format!("Sure! {fenced}")),
             printed(unterminated),
-        ])
-        .await;
+        ]);
         let mut config = config("openai", &format!("{}/v1", server.url));
         let off = build(&config, &env(&[])).unwrap();
         config.text_tool_calls = true;
