@@ -1,7 +1,8 @@
 //! L3 task files: model, loader with spans, `vars`, validation that
 //! collects every diagnostic.
 //!
-//! May use `crate::core` and `crate::policy` only. Files are read with
+//! May use `crate::core`, `crate::policy`, and the name lists of
+//! `crate::llm` and `crate::tools`. Files are read with
 //! `crate::core::decode`, as `config` reads its own.
 
 mod discover;
