@@ -24,6 +24,7 @@ pub struct Anthropic;
 
 impl Wire for Anthropic {
     type Turn = Assembly;
+    const END: &'static str = "`message_stop`";
     const FRAMING: Framing = Framing::Sse;
     const PATH: &'static [&'static str] = &["v1", "messages"];
 
@@ -298,13 +299,8 @@ impl stream::Turn for Assembly {
 
     /// `message_stop` ends a stream; a server that omits it but sent the
     /// stop reason has sent the whole turn.
-    fn done(&self) -> Result<(), ProviderError> {
-        if !self.stopped && self.stop_reason.is_none() {
-            return Err(ProviderError::Stream(
-                "the stream ended before the turn was complete (no `message_stop`)".into(),
-            ));
-        }
-        Ok(())
+    fn complete(&self) -> bool {
+        self.stopped || self.stop_reason.is_some()
     }
 
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {

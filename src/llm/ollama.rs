@@ -20,6 +20,7 @@ pub struct Ollama;
 
 impl Wire for Ollama {
     type Turn = Assembly;
+    const END: &'static str = "`\"done\": true`";
     const FRAMING: Framing = Framing::Lines;
     const PATH: &'static [&'static str] = &["api", "chat"];
 
@@ -170,13 +171,8 @@ impl stream::Turn for Assembly {
         Ok(())
     }
 
-    fn done(&self) -> Result<(), ProviderError> {
-        if !self.done {
-            return Err(ProviderError::Stream(
-                "the stream ended before the turn was complete (no `\"done\": true`)".into(),
-            ));
-        }
-        Ok(())
+    fn complete(&self) -> bool {
+        self.done
     }
 
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {

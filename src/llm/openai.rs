@@ -20,6 +20,7 @@ pub struct OpenAi;
 
 impl Wire for OpenAi {
     type Turn = Assembly;
+    const END: &'static str = "`data: [DONE]`";
     const FRAMING: Framing = Framing::Sse;
     const PATH: &'static [&'static str] = &["chat", "completions"];
 
@@ -268,13 +269,8 @@ impl stream::Turn for Assembly {
 
     /// `[DONE]` ends a stream; a server that omits it but sent a finish
     /// reason has sent every delta of the turn.
-    fn done(&self) -> Result<(), ProviderError> {
-        if !self.done && self.finish.is_none() {
-            return Err(ProviderError::Stream(
-                "the stream ended before the turn was complete (no `data: [DONE]`)".into(),
-            ));
-        }
-        Ok(())
+    fn complete(&self) -> bool {
+        self.done || self.finish.is_some()
     }
 
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {

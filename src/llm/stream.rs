@@ -37,8 +37,8 @@ pub(super) trait Turn: Default + Send {
     /// Feeds a whole, non-streamed response.
     fn whole(&mut self, value: &Value, scrub: Scrub) -> Result<(), ProviderError>;
 
-    /// The stream has ended: an error unless the turn is complete.
-    fn done(&self) -> Result<(), ProviderError>;
+    /// True once the stream has sent the whole turn.
+    fn complete(&self) -> bool;
 
     /// The complete turn.
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse;
@@ -47,6 +47,8 @@ pub(super) trait Turn: Default + Send {
 /// What differs between the wire protocols besides reading the turn.
 pub(super) trait Wire: Send + Sync + 'static {
     type Turn: Turn;
+    /// What ends a complete stream, for the message when it is missing.
+    const END: &'static str;
     /// How a streamed turn arrives.
     const FRAMING: Framing;
     /// Appended to the configured base URL.
@@ -118,7 +120,12 @@ impl<W: Wire> Streaming<W> {
                     }
                 }
             }
-            turn.done()?;
+            if !turn.complete() {
+                return Err(ProviderError::Stream(format!(
+                    "the stream ended before the turn was complete (no {})",
+                    W::END
+                )));
+            }
         } else {
             turn.whole(&response.json().await?, &scrub)?;
         }

@@ -122,8 +122,7 @@ fn not_found_message(display: &str, text: &str, old_text: &str) -> String {
 }
 
 impl PathTool for EditFile {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path(Reach::Write);
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
 
     async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         edit(&args, ctx)

@@ -131,8 +131,7 @@ impl Drop for Visitor<'_> {
 }
 
 impl PathTool for ListFiles {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path_or_workdir(Reach::Dir);
+    const PATH: PathArg = PathArg::path_or_workdir(&SPEC, Reach::Dir);
 
     async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         let parsed = Args::new(&args, &SPEC)?;

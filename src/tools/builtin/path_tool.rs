@@ -25,9 +25,10 @@ pub(super) enum Reach {
     Dir,
 }
 
-/// The argument naming what a file tool acts on.
+/// The argument naming what a file tool acts on, in the tool's spec.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct PathArg {
+    pub spec: &'static LazyLock<ToolSpec>,
     pub name: &'static str,
     /// The value when the argument is optional.
     pub default: Option<&'static str>,
@@ -36,8 +37,9 @@ pub(super) struct PathArg {
 
 impl PathArg {
     /// The required argument `path`.
-    pub const fn path(reach: Reach) -> Self {
+    pub const fn path(spec: &'static LazyLock<ToolSpec>, reach: Reach) -> Self {
         Self {
+            spec,
             name: "path",
             default: None,
             reach,
@@ -45,8 +47,9 @@ impl PathArg {
     }
 
     /// The argument `path`, the workdir (`.`) when omitted.
-    pub const fn path_or_workdir(reach: Reach) -> Self {
+    pub const fn path_or_workdir(spec: &'static LazyLock<ToolSpec>, reach: Reach) -> Self {
         Self {
+            spec,
             name: "path",
             default: Some("."),
             reach,
@@ -56,8 +59,7 @@ impl PathArg {
 
 /// A built-in tool acting on one path argument.
 pub(super) trait PathTool: Send + Sync {
-    const SPEC: &'static LazyLock<ToolSpec>;
-    /// Its path argument; a tool that writes it is mutating.
+    /// Its spec and path argument; a tool that writes it is mutating.
     const PATH: PathArg;
 
     /// Runs the call.
@@ -67,15 +69,10 @@ pub(super) trait PathTool: Send + Sync {
     ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + '_;
 }
 
-/// The policy target of a call to the tool of `spec`: its `path`
-/// argument, resolved as `path.reach` says.
-pub(super) fn path_target(
-    args: &Value,
-    ctx: &ToolCtx,
-    spec: &ToolSpec,
-    path: PathArg,
-) -> Result<Target, ToolError> {
-    let args = Args::new(args, spec)?;
+/// The policy target of a call: its path argument, resolved as
+/// `path.reach` says.
+pub(super) fn path_target(args: &Value, ctx: &ToolCtx, path: PathArg) -> Result<Target, ToolError> {
+    let args = Args::new(args, path.spec)?;
     let raw = match path.default {
         Some(default) => args.opt_string(path.name)?.unwrap_or(default),
         None => args.string(path.name)?,
@@ -93,7 +90,7 @@ pub(super) fn path_target(
 
 impl<T: PathTool> Tool for T {
     fn spec(&self) -> &ToolSpec {
-        T::SPEC
+        T::PATH.spec
     }
 
     fn is_mutating(&self) -> bool {
@@ -101,7 +98,7 @@ impl<T: PathTool> Tool for T {
     }
 
     fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        path_target(args, ctx, T::SPEC, T::PATH)
+        path_target(args, ctx, T::PATH)
     }
 
     fn call<'a>(

@@ -116,8 +116,7 @@ fn push_capped(out: &mut String, line: &str) {
 }
 
 impl PathTool for ReadFile {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path(Reach::Read);
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Read);
 
     async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         read(&args, ctx)

@@ -396,8 +396,7 @@ fn line_text(bytes: &[u8]) -> String {
 }
 
 impl PathTool for SearchFiles {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path_or_workdir(Reach::Read);
+    const PATH: PathArg = PathArg::path_or_workdir(&SPEC, Reach::Read);
 
     async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         search(args, ctx).await

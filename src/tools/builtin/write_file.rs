@@ -42,8 +42,7 @@ fn write(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
 }
 
 impl PathTool for WriteFile {
-    const SPEC: &'static LazyLock<ToolSpec> = &SPEC;
-    const PATH: PathArg = PathArg::path(Reach::Write);
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
 
     async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         write(&args, ctx)
