@@ -31,6 +31,14 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
+impl PathTool for EditFile {
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        edit(&args, ctx)
+    }
+}
+
 fn edit(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let args = Args::new(args, &SPEC)?;
     let path = args.string("path")?;
@@ -119,14 +127,6 @@ fn not_found_message(display: &str, text: &str, old_text: &str) -> String {
     }
     message.push_str(". Read the file again and copy the exact text.");
     message
-}
-
-impl PathTool for EditFile {
-    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        edit(&args, ctx)
-    }
 }
 
 #[cfg(test)]

@@ -33,6 +33,38 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
+impl PathTool for ListFiles {
+    const PATH: PathArg = PathArg::path_or_workdir(&SPEC, Reach::Dir);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        let parsed = Args::new(&args, &SPEC)?;
+        let pattern = PathGlob::new("pattern", parsed.string("pattern")?)?;
+        let path = parsed.opt_string("path")?.unwrap_or(".");
+        let max = parsed
+            .opt_u64("max_results")?
+            .filter(|max| *max > 0)
+            .unwrap_or(DEFAULT_MAX)
+            .min(MAX_MAX);
+        let root = paths::resolve_dir(ctx, path)?.abs;
+        let walk_ctx = WalkCtx::new(ctx, root);
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        let (files, total, note) = walk::blocking(move || {
+            let (files, total) = list(&walk_ctx, &pattern, max);
+            Ok((files, total, walk_ctx.limit_note()))
+        })
+        .await?;
+        let mut result = json!({
+            "files": files,
+            "total_matches": total,
+            "truncated": total > files.len() || note.is_some(),
+        });
+        if let Some(note) = note {
+            result["note"] = json!(note);
+        }
+        Ok(ToolOutput::json(&result))
+    }
+}
+
 /// The first `max` matching files in sorted order, and how many matched.
 fn list(walk_ctx: &WalkCtx, pattern: &PathGlob, max: usize) -> (Vec<String>, usize) {
     let shared = Mutex::new(Found::default());
@@ -127,38 +159,6 @@ impl Drop for Visitor<'_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .merge(found, self.max);
-    }
-}
-
-impl PathTool for ListFiles {
-    const PATH: PathArg = PathArg::path_or_workdir(&SPEC, Reach::Dir);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        let parsed = Args::new(&args, &SPEC)?;
-        let pattern = PathGlob::new("pattern", parsed.string("pattern")?)?;
-        let path = parsed.opt_string("path")?.unwrap_or(".");
-        let max = parsed
-            .opt_u64("max_results")?
-            .filter(|max| *max > 0)
-            .unwrap_or(DEFAULT_MAX)
-            .min(MAX_MAX);
-        let root = paths::resolve_dir(ctx, path)?.abs;
-        let walk_ctx = WalkCtx::new(ctx, root);
-        let max = usize::try_from(max).unwrap_or(usize::MAX);
-        let (files, total, note) = walk::blocking(move || {
-            let (files, total) = list(&walk_ctx, &pattern, max);
-            Ok((files, total, walk_ctx.limit_note()))
-        })
-        .await?;
-        let mut result = json!({
-            "files": files,
-            "total_matches": total,
-            "truncated": total > files.len() || note.is_some(),
-        });
-        if let Some(note) = note {
-            result["note"] = json!(note);
-        }
-        Ok(ToolOutput::json(&result))
     }
 }
 

@@ -36,6 +36,14 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
+impl PathTool for ReadFile {
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Read);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        read(&args, ctx)
+    }
+}
+
 fn read(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let args = Args::new(args, &SPEC)?;
     let path = args.string("path")?;
@@ -112,14 +120,6 @@ fn push_capped(out: &mut String, line: &str) {
                 line.chars().count()
             );
         }
-    }
-}
-
-impl PathTool for ReadFile {
-    const PATH: PathArg = PathArg::path(&SPEC, Reach::Read);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        read(&args, ctx)
     }
 }
 

@@ -52,6 +52,14 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
+impl PathTool for SearchFiles {
+    const PATH: PathArg = PathArg::path_or_workdir(&SPEC, Reach::Read);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        search(args, ctx).await
+    }
+}
+
 /// One matching line and its neighbours.
 #[derive(Debug, Clone, Serialize)]
 struct Match {
@@ -392,14 +400,6 @@ fn line_text(bytes: &[u8]) -> String {
     match text.char_indices().nth(MAX_LINE_CHARS) {
         None => text.into_owned(),
         Some((cut, _)) => format!("{} [... line cut]", &text[..cut]),
-    }
-}
-
-impl PathTool for SearchFiles {
-    const PATH: PathArg = PathArg::path_or_workdir(&SPEC, Reach::Read);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        search(args, ctx).await
     }
 }
 

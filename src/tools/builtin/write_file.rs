@@ -27,6 +27,14 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
+impl PathTool for WriteFile {
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
+
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        write(&args, ctx)
+    }
+}
+
 fn write(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let args = Args::new(args, &SPEC)?;
     let path = args.string("path")?;
@@ -39,14 +47,6 @@ fn write(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     }));
     output.changed.push(resolved.display_path());
     Ok(output)
-}
-
-impl PathTool for WriteFile {
-    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
-
-    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
-        write(&args, ctx)
-    }
 }
 
 #[cfg(test)]
