@@ -1,9 +1,19 @@
 //! Fixtures shared by the provider unit tests: configs, environments,
-//! requests and stream bodies.
+//! requests; stream bodies come from the integration tests' `wire`
+//! helpers, so both kinds of test build them the same way.
+
+// `wire` names its server `super::server`.
+use super::test_server as server;
+
+#[path = "../../tests/support/wire.rs"]
+#[allow(dead_code)]
+mod wire;
+
+pub use wire::{sse_done, sse_events};
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::core::{Message, ToolCall, ToolSpec};
 use crate::llm::{ChatRequest, ProviderConfig};
@@ -75,25 +85,4 @@ pub fn second_request(calls: &[ToolCall]) -> ChatRequest {
         });
     }
     request
-}
-
-/// `data: <json>` events, then `data: [DONE]`.
-pub fn sse_done(chunks: &[Value]) -> String {
-    let mut text: String = chunks
-        .iter()
-        .map(|chunk| format!("data: {chunk}\n\n"))
-        .collect();
-    text.push_str("data: [DONE]\n\n");
-    text
-}
-
-/// Named events: `event: <type>` + `data: <json>`.
-pub fn sse_events(events: &[Value]) -> String {
-    events
-        .iter()
-        .map(|event| {
-            let name = event["type"].as_str().unwrap_or("message");
-            format!("event: {name}\ndata: {event}\n\n")
-        })
-        .collect()
 }
