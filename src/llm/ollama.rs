@@ -12,7 +12,7 @@ use super::http;
 use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
 use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
-use crate::core::{Message, Usage};
+use crate::core::Usage;
 
 /// Ollama's native wire protocol (a server is a `Streaming<Ollama>`).
 #[derive(Debug)]
@@ -36,44 +36,27 @@ impl Wire for Ollama {
 /// The request body: the system prompt as the first message, calls with
 /// object arguments, results as `tool` messages naming their tool.
 pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    let ids = turn::WireIds::new(&request.messages);
-    for (position, message) in request.messages.iter().enumerate() {
-        messages.push(match message {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut message = json!({"role": "assistant", "content": content});
-                if !tool_calls.is_empty() {
-                    message["tool_calls"] = tool_calls
-                        .iter()
-                        .enumerate()
-                        .map(|(index, call)| {
-                            json!({
-                                "id": ids.call(position, index),
-                                "function": {
-                                    "name": call.name,
-                                    "arguments": turn::wire_arguments(call),
-                                },
-                            })
-                        })
-                        .collect();
-                }
-                message
-            }
-            Message::Tool { name, content, .. } => json!({
+    let messages = turn::chat_messages(
+        request,
+        false,
+        |call, id| {
+            json!({
+                "id": id,
+                "function": {
+                    "name": call.name,
+                    "arguments": turn::wire_arguments(call),
+                },
+            })
+        },
+        |name, content, id| {
+            json!({
                 "role": "tool",
                 "content": content,
                 "tool_name": name,
-                "tool_call_id": ids.result(position),
-            }),
-        });
-    }
+                "tool_call_id": id,
+            })
+        },
+    );
     let mut body = json!({"model": model, "messages": messages, "stream": streaming});
     if !request.tools.is_empty() {
         body["tools"] = super::openai::function_tools(&request.tools);
@@ -204,6 +187,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::core::Message;
     use crate::llm::Provider;
     use crate::llm::build;
     use crate::llm::test_fixtures::{config, env, first_request, second_request};

@@ -11,7 +11,7 @@ use super::http;
 use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
 use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
-use crate::core::{Message, Usage};
+use crate::core::Usage;
 
 /// The OpenAI Chat Completions wire protocol (an OpenAI-compatible
 /// endpoint is a `Streaming<OpenAi>`).
@@ -55,45 +55,21 @@ pub(crate) fn request_body(
     streaming: bool,
     vendor: bool,
 ) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    let ids = turn::WireIds::new(&request.messages);
-    for (position, message) in request.messages.iter().enumerate() {
-        messages.push(match message {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut message = json!({"role": "assistant", "content": content});
-                if !tool_calls.is_empty() {
-                    if content.is_empty() {
-                        message["content"] = Value::Null;
-                    }
-                    message["tool_calls"] = tool_calls
-                        .iter()
-                        .enumerate()
-                        .map(|(index, call)| {
-                            json!({
-                                "id": ids.call(position, index),
-                                "type": "function",
-                                "function": {
-                                    "name": call.name,
-                                    "arguments": turn::wire_arguments(call).to_string(),
-                                },
-                            })
-                        })
-                        .collect();
-                }
-                message
-            }
-            Message::Tool { content, .. } => {
-                json!({"role": "tool", "tool_call_id": ids.result(position), "content": content})
-            }
-        });
-    }
+    let messages = turn::chat_messages(
+        request,
+        true,
+        |call, id| {
+            json!({
+                "id": id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": turn::wire_arguments(call).to_string(),
+                },
+            })
+        },
+        |_, content, id| json!({"role": "tool", "tool_call_id": id, "content": content}),
+    );
     let mut body = json!({"model": model, "messages": messages});
     if !request.tools.is_empty() {
         body["tools"] = function_tools(&request.tools);
