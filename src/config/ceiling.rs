@@ -10,9 +10,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::core::decode::yaml::Node;
 use crate::core::span::Span;
 use crate::task::Diagnostic;
-use crate::task::yaml::Node;
 
 use super::layer::ConfigLayer;
 

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
+use crate::core::decode::duration::parse_duration;
 use crate::task::PROVIDERS;
-use crate::task::duration::parse_duration;
 
 use super::layer::ConfigLayer;
 use super::settings::GitAuthor;

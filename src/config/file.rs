@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::core::decode::yaml::{Node, NodeKind};
+use crate::core::decode::{Decoder, Fields, Spanned, positive, positive_duration};
 use crate::llm::pricing::Price;
-use crate::task::decode::{Decoder, Fields, Spanned, positive, positive_duration};
-use crate::task::yaml::{Node, NodeKind};
 use crate::task::{API_KEY_MESSAGE, BUILTIN_TOOLS, check_endpoint, check_provider};
 
 use super::layer::{

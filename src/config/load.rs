@@ -9,10 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::core::decode::Decoder;
+use crate::core::decode::yaml::{Node, parse};
 use crate::core::exit;
 use crate::policy::PolicySpec;
-use crate::task::decode::Decoder;
-use crate::task::yaml::{Node, parse};
 use crate::task::{BUILTIN_TOOLS, Diagnostic, Diagnostics, PROVIDERS, load_policy_str};
 
 use super::ceiling::{OperatorLayers, RepositoryConfig, apply};

@@ -1,6 +1,9 @@
 //! L1: the vocabulary every other module shares. Plain data, no I/O
 //! beyond `std`, no knowledge of tasks, providers or files on disk.
+//! `decode` reads YAML/JSON text into spanned values with diagnostics;
+//! `task` and `config` both read their files with it.
 
+pub mod decode;
 pub mod event;
 pub mod exit;
 pub mod ids;

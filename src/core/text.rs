@@ -1,5 +1,14 @@
 //! Small text helpers shared by several modules.
 
+/// `` `a`, `b`, `c` `` for messages.
+pub fn list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|item| format!("`{item}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Cuts `text` to at most `max_chars` characters, keeping the head and the
 /// tail, with a marker saying how much was cut. Returns the text and whether
 /// it was truncated.

@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{self, Endpoint};
+use super::http;
+use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
-use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
+use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
 use crate::core::{Message, Usage};
 
 /// The API version ybs speaks.
@@ -18,14 +17,18 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required by the API; this is sent when a task sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// An Anthropic Messages endpoint.
+/// The Anthropic Messages wire protocol (an endpoint is a
+/// `Streaming<Anthropic>`).
 #[derive(Debug)]
-pub struct Anthropic {
-    endpoint: Endpoint,
-}
+pub struct Anthropic;
 
-impl Anthropic {
-    pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
+impl Wire for Anthropic {
+    type Turn = Assembly;
+    const END: &'static str = "`message_stop`";
+    const FRAMING: Framing = Framing::Sse;
+    const PATH: &'static [&'static str] = &["v1", "messages"];
+
+    fn headers(settings: &Settings) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         headers.insert(
             HeaderName::from_static("anthropic-version"),
@@ -37,72 +40,11 @@ impl Anthropic {
                 key.header_value("", super::ANTHROPIC_API_KEY)?,
             );
         }
-        Ok(Self {
-            endpoint: Endpoint::new(settings, &["v1", "messages"], headers)?,
-        })
+        Ok(headers)
     }
 
-    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(
-            request,
-            self.endpoint.settings.model(request),
-            self.endpoint.settings.streaming,
-        );
-        let response = self.endpoint.post(&body).await?;
-        let request_id = response.request_id.clone();
-        http::with_request_id(self.read_turn(request, response).await, request_id)
-    }
-
-    async fn read_turn(
-        &self,
-        request: &ChatRequest,
-        response: http::ResponseBody,
-    ) -> Result<ChatResponse, ProviderError> {
-        let scrub = |text: &str| self.endpoint.http.scrub(text);
-        let mut turn = Assembly::default();
-        if self.endpoint.settings.streaming {
-            let mut events = response.events();
-            while let Some(event) = events.next().await {
-                let event = event?;
-                let Some(data) = event.data else { continue };
-                if data.trim().is_empty() {
-                    continue;
-                }
-                let value: Value = serde_json::from_str(&data).map_err(|error| {
-                    ProviderError::Protocol(format!(
-                        "invalid stream event ({error}): {}",
-                        scrub(&data)
-                    ))
-                })?;
-                turn.event(event.event.as_deref(), &value, &scrub)?;
-                if turn.stopped {
-                    break;
-                }
-            }
-            // `message_stop` ends a stream; a server that omits it but
-            // sent the stop reason has sent the whole turn.
-            if !turn.stopped && turn.stop_reason.is_none() {
-                return Err(ProviderError::Stream(
-                    "the stream ended before the turn was complete (no `message_stop`)".into(),
-                ));
-            }
-        } else {
-            turn.message(&response.json().await?, &scrub)?;
-        }
-        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
-    }
-}
-
-impl Provider for Anthropic {
-    fn name(&self) -> &str {
-        &self.endpoint.settings.name
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.complete_turn(request))
+    fn body(request: &ChatRequest, settings: &Settings) -> Value {
+        request_body(request, settings.model(request), settings.streaming)
     }
 }
 
@@ -209,7 +151,7 @@ enum Block {
 
 /// A turn being assembled from events (or from one whole message).
 #[derive(Debug, Default)]
-struct Assembly {
+pub(super) struct Assembly {
     id: Option<String>,
     blocks: BTreeMap<u64, Block>,
     stop_reason: Option<String>,
@@ -289,12 +231,40 @@ impl Assembly {
         Ok(())
     }
 
-    /// A whole non-streaming response.
-    fn message(
+    /// Input tokens (cache reads and writes included) and output tokens;
+    /// `message_delta` carries cumulative counts that replace earlier ones.
+    fn usage(&mut self, usage: Option<&Value>) {
+        let Some(usage) = usage.filter(|usage| usage.is_object()) else {
+            return;
+        };
+        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
+        if let Some(input) = count("input_tokens") {
+            self.usage.input_tokens = input
+                + count("cache_creation_input_tokens").unwrap_or(0)
+                + count("cache_read_input_tokens").unwrap_or(0);
+        }
+        if let Some(output) = count("output_tokens") {
+            self.usage.output_tokens = output;
+        }
+    }
+}
+
+impl stream::Turn for Assembly {
+    fn feed(
         &mut self,
-        body: &Value,
-        scrub: &dyn Fn(&str) -> String,
-    ) -> Result<(), ProviderError> {
+        event: Option<&str>,
+        data: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        if data.trim().is_empty() {
+            return Ok(false);
+        }
+        self.event(event, &stream::parse(data, "event", scrub)?, scrub)?;
+        Ok(self.stopped)
+    }
+
+    /// A whole non-streaming response.
+    fn whole(&mut self, body: &Value, scrub: Scrub) -> Result<(), ProviderError> {
         if body.get("type").and_then(Value::as_str) == Some("error") {
             let error = body.get("error").unwrap_or(body);
             return Err(http::stream_error(error, scrub));
@@ -327,21 +297,10 @@ impl Assembly {
         Ok(())
     }
 
-    /// Input tokens (cache reads and writes included) and output tokens;
-    /// `message_delta` carries cumulative counts that replace earlier ones.
-    fn usage(&mut self, usage: Option<&Value>) {
-        let Some(usage) = usage.filter(|usage| usage.is_object()) else {
-            return;
-        };
-        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
-        if let Some(input) = count("input_tokens") {
-            self.usage.input_tokens = input
-                + count("cache_creation_input_tokens").unwrap_or(0)
-                + count("cache_read_input_tokens").unwrap_or(0);
-        }
-        if let Some(output) = count("output_tokens") {
-            self.usage.output_tokens = output;
-        }
+    /// `message_stop` ends a stream; a server that omits it but sent the
+    /// stop reason has sent the whole turn.
+    fn complete(&self) -> bool {
+        self.stopped || self.stop_reason.is_some()
     }
 
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
@@ -421,13 +380,14 @@ mod tests {
 
     use super::*;
     use crate::core::ToolCall;
+    use crate::llm::Provider;
     use crate::llm::build;
-    use crate::llm::test_server::fixtures::{
+    use crate::llm::test_fixtures::{
         CANARY, config, env, first_request, second_request, sse_events,
     };
-    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::test_server::{Reply, Server};
 
-    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+    fn provider(server: &Server, streaming: bool) -> Box<dyn Provider> {
         let mut config = config("anthropic", &server.url);
         config.streaming = streaming;
         build(&config, &env(&[("ANTHROPIC_API_KEY", CANARY)])).unwrap()
@@ -500,7 +460,7 @@ mod tests {
         ])
     }
 
-    fn assert_requests(server: &TestServer, streaming: bool) {
+    fn assert_requests(server: &Server, streaming: bool) {
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
         for request in &requests {
@@ -560,11 +520,10 @@ mod tests {
 
     #[tokio::test]
     async fn streaming_two_turns() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::sse_in_pieces(&two_calls_stream(), 3),
-            Reply::sse(answer_stream()),
-        ])
-        .await;
+            Reply::sse(&answer_stream()),
+        ]);
         let provider = provider(&server, true);
         assert_eq!(provider.name(), "anthropic");
         let first = provider.complete(&first_request()).await.unwrap();
@@ -600,7 +559,7 @@ mod tests {
 
     #[tokio::test]
     async fn non_streaming_two_turns() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(
                 200,
                 &json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "test-model",
@@ -618,8 +577,7 @@ mod tests {
                     "content": [{"type": "text", "text": "Both say hello."}],
                     "stop_reason": "end_turn", "usage": {"input_tokens": 90, "output_tokens": 6}}),
             ),
-        ])
-        .await;
+        ]);
         let provider = provider(&server, false);
         let first = provider.complete(&first_request()).await.unwrap();
         assert_calls(&first.tool_calls);
@@ -654,10 +612,10 @@ mod tests {
             "content": [{"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "src/ma"}}],
             "stop_reason": "max_tokens", "usage": {"input_tokens": 5, "output_tokens": 512}});
         for (reply, streaming) in [
-            (Reply::sse(streamed), true),
+            (Reply::sse(&streamed), true),
             (Reply::json(200, &whole), false),
         ] {
-            let server = TestServer::start(vec![reply]).await;
+            let server = Server::start(vec![reply]);
             let response = provider(&server, streaming)
                 .complete(&first_request())
                 .await
@@ -671,12 +629,11 @@ mod tests {
 
     #[tokio::test]
     async fn overloaded_error_event_is_a_retryable_529() {
-        let server = TestServer::start(vec![Reply::sse(sse_events(&[
+        let server = Server::start(vec![Reply::sse(&sse_events(&[
             message_start(),
             json!({"type": "ping"}),
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-        ]))])
-        .await;
+        ]))]);
         let error = provider(&server, true)
             .complete(&first_request())
             .await
@@ -692,7 +649,7 @@ mod tests {
     #[tokio::test]
     async fn stream_cut_before_message_stop_is_interrupted() {
         let text = two_calls_stream();
-        let server = TestServer::start(vec![Reply::sse(&text[..text.len() * 2 / 3]).cut()]).await;
+        let server = Server::start(vec![Reply::sse(&text[..text.len() * 2 / 3]).cut()]);
         let error = provider(&server, true)
             .complete(&first_request())
             .await

@@ -35,9 +35,12 @@ pub mod pricing;
 pub mod record;
 pub mod replay;
 pub mod retry;
+mod stream;
 pub mod text_calls;
 mod turn;
 
+#[cfg(test)]
+mod test_fixtures;
 #[cfg(test)]
 mod test_server;
 
@@ -119,8 +122,88 @@ pub trait Provider: Send + Sync {
 pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
 /// The environment variable holding the Anthropic API key.
 pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
+
+/// One provider ybs knows (codex's `ModelProviderInfo`): its name, where
+/// its endpoint and key come from, and how it is built.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelProviderInfo {
+    pub name: &'static str,
+    /// Its endpoint and key; `None` for `replay`, which answers from a
+    /// cassette.
+    pub vendor: Option<Vendor>,
+    connect: Option<Connect>,
+}
+
+/// Builds a provider from resolved settings.
+type Connect = fn(Settings) -> Result<Box<dyn Provider>, ProviderError>;
+
+fn connect<W: stream::Wire>(settings: Settings) -> Result<Box<dyn Provider>, ProviderError> {
+    Ok(Box::new(stream::Streaming::<W>::new(settings)?))
+}
+
+/// Every provider ybs knows (SPEC §6): the one list the task and config
+/// checks, the schemas, `--provider` and the redactor's key variables
+/// follow.
+pub const PROVIDERS: &[ModelProviderInfo] = &[
+    ModelProviderInfo {
+        name: "openai",
+        vendor: Some(Vendor {
+            base_url_var: "OPENAI_BASE_URL",
+            default_endpoint: "https://api.openai.com/v1",
+            vendor_host: Some("api.openai.com"),
+            key_var: Some(OPENAI_API_KEY),
+        }),
+        connect: Some(connect::<openai::OpenAi>),
+    },
+    ModelProviderInfo {
+        name: "anthropic",
+        vendor: Some(Vendor {
+            base_url_var: "ANTHROPIC_BASE_URL",
+            default_endpoint: "https://api.anthropic.com",
+            vendor_host: Some("api.anthropic.com"),
+            key_var: Some(ANTHROPIC_API_KEY),
+        }),
+        connect: Some(connect::<anthropic::Anthropic>),
+    },
+    ModelProviderInfo {
+        name: "ollama",
+        vendor: Some(Vendor {
+            base_url_var: "OLLAMA_HOST",
+            default_endpoint: "http://localhost:11434",
+            vendor_host: None,
+            key_var: None,
+        }),
+        connect: Some(connect::<ollama::Ollama>),
+    },
+    ModelProviderInfo {
+        name: "replay",
+        vendor: None,
+        connect: None,
+    },
+];
+
+/// The names of [`PROVIDERS`], in order.
+pub const PROVIDER_NAMES: [&str; PROVIDERS.len()] = {
+    let mut names = [""; PROVIDERS.len()];
+    let mut index = 0;
+    while index < PROVIDERS.len() {
+        names[index] = PROVIDERS[index].name;
+        index += 1;
+    }
+    names
+};
+
+/// The provider called `name`.
+pub fn provider_info(name: &str) -> Option<&'static ModelProviderInfo> {
+    PROVIDERS.iter().find(|info| info.name == name)
+}
+
 /// Every environment variable that may hold an API key.
-pub const API_KEY_VARS: &[&str] = &[OPENAI_API_KEY, ANTHROPIC_API_KEY];
+pub fn api_key_vars() -> impl Iterator<Item = &'static str> {
+    PROVIDERS
+        .iter()
+        .filter_map(|info| info.vendor.and_then(|vendor| vendor.key_var))
+}
 
 /// How to reach one model endpoint: what the runner resolves from flags,
 /// environment, config files and the task before building a provider.
@@ -196,72 +279,42 @@ pub fn build(
     config: &ProviderConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Box<dyn Provider>, ProviderError> {
-    match config.name.as_str() {
-        "openai" => {
-            let settings = Settings::resolve(
-                config,
-                env,
-                &Vendor {
-                    base_url_var: "OPENAI_BASE_URL",
-                    default_endpoint: "https://api.openai.com/v1",
-                    vendor_host: Some("api.openai.com"),
-                    key_var: Some(OPENAI_API_KEY),
-                },
-            )?;
-            Ok(Box::new(openai::OpenAi::new(settings)?))
-        }
-        "anthropic" => {
-            let settings = Settings::resolve(
-                config,
-                env,
-                &Vendor {
-                    base_url_var: "ANTHROPIC_BASE_URL",
-                    default_endpoint: "https://api.anthropic.com",
-                    vendor_host: Some("api.anthropic.com"),
-                    key_var: Some(ANTHROPIC_API_KEY),
-                },
-            )?;
-            Ok(Box::new(anthropic::Anthropic::new(settings)?))
-        }
-        "ollama" => {
-            let settings = Settings::resolve(
-                config,
-                env,
-                &Vendor {
-                    base_url_var: "OLLAMA_HOST",
-                    default_endpoint: "http://localhost:11434",
-                    vendor_host: None,
-                    key_var: None,
-                },
-            )?;
-            Ok(Box::new(ollama::Ollama::new(settings)?))
-        }
-        "replay" => Err(ProviderError::Config(
+    let Some(info) = provider_info(&config.name) else {
+        let (last, rest) = PROVIDER_NAMES.split_last().unwrap_or((&"", &[]));
+        return Err(ProviderError::Config(format!(
+            "unknown provider `{}` (expected {} or `{last}`)",
+            config.name,
+            crate::core::text::list(rest)
+        )));
+    };
+    match (info.vendor, info.connect) {
+        (Some(vendor), Some(connect)) => connect(Settings::resolve(config, env, &vendor)?),
+        _ => Err(ProviderError::Config(
             "the `replay` provider answers from a cassette: give `--cassette FILE`".into(),
         )),
-        other => Err(ProviderError::Config(format!(
-            "unknown provider `{other}` (expected `openai`, `anthropic`, `ollama` or `replay`)"
-        ))),
     }
 }
 
 /// The value of every API key set in `env`, for the runner's redactor
 /// (SECURITY S7): whichever provider runs, no key may reach an output.
 pub fn api_key_values(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
-    API_KEY_VARS
-        .iter()
+    api_key_vars()
         .filter_map(|var| env(var).and_then(ApiKey::new))
         .map(|key| key.expose().to_owned())
         .collect()
 }
 
-/// What differs between the vendors when resolving a config.
-struct Vendor {
-    base_url_var: &'static str,
-    default_endpoint: &'static str,
+/// Where a provider's endpoint and key come from.
+#[derive(Debug, Clone, Copy)]
+pub struct Vendor {
+    /// The variable that may name the base URL.
+    pub base_url_var: &'static str,
+    /// The base URL when nothing names one.
+    pub default_endpoint: &'static str,
     /// The host that requires a key, if any.
-    vendor_host: Option<&'static str>,
-    key_var: Option<&'static str>,
+    pub vendor_host: Option<&'static str>,
+    /// The variable holding the API key, if it takes one.
+    pub key_var: Option<&'static str>,
 }
 
 /// A resolved config, as the protocol implementations take it.
@@ -395,13 +448,36 @@ fn parse_endpoint(text: &str, bare_host: bool) -> Result<Url, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::test_server::fixtures::{CANARY, config, env, first_request};
-    use super::test_server::{Reply, TestServer};
+    use super::test_fixtures::{CANARY, config, env, first_request};
+    use super::test_server::{Reply, Server};
     use super::*;
+
+    #[test]
+    fn every_registered_provider_builds_or_says_why_not() {
+        assert_eq!(PROVIDER_NAMES.len(), PROVIDERS.len());
+        for (info, name) in PROVIDERS.iter().zip(PROVIDER_NAMES) {
+            assert_eq!(info.name, name);
+            assert_eq!(info.vendor.is_some(), info.connect.is_some(), "{name}");
+            match build(&config(name, "http://127.0.0.1:9"), &env(&[])) {
+                Ok(provider) => assert_eq!(provider.name(), name),
+                Err(error) => {
+                    assert!(info.vendor.is_none(), "{name}: {error}");
+                    assert!(error.to_string().contains("--cassette"), "{error}");
+                }
+            }
+        }
+        let unknown = build(&config("nope", "http://127.0.0.1:9"), &env(&[]))
+            .err()
+            .unwrap()
+            .to_string();
+        for name in PROVIDER_NAMES {
+            assert!(unknown.contains(&format!("`{name}`")), "{unknown}");
+        }
+    }
 
     #[tokio::test]
     async fn missing_key_for_a_vendor_endpoint_fails_before_any_request() {
-        let server = TestServer::start(vec![]).await;
+        let server = Server::start(vec![]);
         let cases = [
             ("openai", None, "OPENAI_API_KEY"),
             (
@@ -448,8 +524,7 @@ mod tests {
     async fn other_endpoints_send_the_key_only_when_set() {
         let answer = serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
             "message": {"role": "assistant", "content": "ok"}}]});
-        let server =
-            TestServer::start(vec![Reply::json(200, &answer), Reply::json(200, &answer)]).await;
+        let server = Server::start(vec![Reply::json(200, &answer), Reply::json(200, &answer)]);
         // The endpoint from OPENAI_BASE_URL, no key: no Authorization.
         let mut config = ProviderConfig::new("openai", "env-model");
         config.streaming = false;
@@ -495,15 +570,14 @@ mod tests {
                     "type": "invalid_request_error"}}),
             )
         };
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             echo(401),
             echo(400),
-            Reply::sse(format!(
+            Reply::sse(&format!(
                 "data: {{\"error\": {{\"message\": \"bad {CANARY}\"}}}}\n\n"
             )),
-            Reply::sse(format!("data: {{\"broken\": \"{CANARY}\"\n\n")),
-        ])
-        .await;
+            Reply::sse(&format!("data: {{\"broken\": \"{CANARY}\"\n\n")),
+        ]);
         let provider = build(
             &config("openai", &server.url),
             &env(&[("OPENAI_API_KEY", CANARY)]),

@@ -5,129 +5,58 @@
 //! without ids: ybs numbers them `call_<n>` across the conversation, so
 //! the same conversation always gets the same ids.
 
-use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use super::http::{self, Endpoint};
+use super::http;
+use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
-use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
-use crate::core::{Message, Usage};
+use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
+use crate::core::Usage;
 
-/// An Ollama server.
+/// Ollama's native wire protocol (a server is a `Streaming<Ollama>`).
 #[derive(Debug)]
-pub struct Ollama {
-    endpoint: Endpoint,
-}
+pub struct Ollama;
 
-impl Ollama {
-    pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
-        Ok(Self {
-            endpoint: Endpoint::new(settings, &["api", "chat"], HeaderMap::new())?,
-        })
+impl Wire for Ollama {
+    type Turn = Assembly;
+    const END: &'static str = "`\"done\": true`";
+    const FRAMING: Framing = Framing::Lines;
+    const PATH: &'static [&'static str] = &["api", "chat"];
+
+    fn headers(_settings: &Settings) -> Result<HeaderMap, ProviderError> {
+        Ok(HeaderMap::new())
     }
 
-    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(
-            request,
-            self.endpoint.settings.model(request),
-            self.endpoint.settings.streaming,
-        );
-        let response = self.endpoint.post(&body).await?;
-        let request_id = response.request_id.clone();
-        http::with_request_id(self.read_turn(request, response).await, request_id)
-    }
-
-    async fn read_turn(
-        &self,
-        request: &ChatRequest,
-        response: http::ResponseBody,
-    ) -> Result<ChatResponse, ProviderError> {
-        let scrub = |text: &str| self.endpoint.http.scrub(text);
-        let mut turn = Assembly::default();
-        if self.endpoint.settings.streaming {
-            let mut lines = response.lines();
-            while let Some(line) = lines.next().await {
-                let line = line?;
-                let value: Value = serde_json::from_str(&line).map_err(|error| {
-                    ProviderError::Protocol(format!(
-                        "invalid stream line ({error}): {}",
-                        scrub(&line)
-                    ))
-                })?;
-                turn.part(&value, &scrub)?;
-                if turn.done {
-                    break;
-                }
-            }
-            if !turn.done {
-                return Err(ProviderError::Stream(
-                    "the stream ended before the turn was complete (no `\"done\": true`)".into(),
-                ));
-            }
-        } else {
-            turn.part(&response.json().await?, &scrub)?;
-            turn.done = true;
-        }
-        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
-    }
-}
-
-impl Provider for Ollama {
-    fn name(&self) -> &str {
-        &self.endpoint.settings.name
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.complete_turn(request))
+    fn body(request: &ChatRequest, settings: &Settings) -> Value {
+        request_body(request, settings.model(request), settings.streaming)
     }
 }
 
 /// The request body: the system prompt as the first message, calls with
 /// object arguments, results as `tool` messages naming their tool.
 pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    let ids = turn::WireIds::new(&request.messages);
-    for (position, message) in request.messages.iter().enumerate() {
-        messages.push(match message {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut message = json!({"role": "assistant", "content": content});
-                if !tool_calls.is_empty() {
-                    message["tool_calls"] = tool_calls
-                        .iter()
-                        .enumerate()
-                        .map(|(index, call)| {
-                            json!({
-                                "id": ids.call(position, index),
-                                "function": {
-                                    "name": call.name,
-                                    "arguments": turn::wire_arguments(call),
-                                },
-                            })
-                        })
-                        .collect();
-                }
-                message
-            }
-            Message::Tool { name, content, .. } => json!({
+    let messages = turn::chat_messages(
+        request,
+        false,
+        |call, id| {
+            json!({
+                "id": id,
+                "function": {
+                    "name": call.name,
+                    "arguments": turn::wire_arguments(call),
+                },
+            })
+        },
+        |name, content, id| {
+            json!({
                 "role": "tool",
                 "content": content,
                 "tool_name": name,
-                "tool_call_id": ids.result(position),
-            }),
-        });
-    }
+                "tool_call_id": id,
+            })
+        },
+    );
     let mut body = json!({"model": model, "messages": messages, "stream": streaming});
     if !request.tools.is_empty() {
         body["tools"] = super::openai::function_tools(&request.tools);
@@ -147,7 +76,7 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
 
 /// A turn being assembled from stream lines (or one whole response).
 #[derive(Debug, Default)]
-struct Assembly {
+pub(super) struct Assembly {
     content: String,
     calls: Vec<PartialCall>,
     done: bool,
@@ -156,7 +85,7 @@ struct Assembly {
 }
 
 impl Assembly {
-    fn part(&mut self, value: &Value, scrub: &dyn Fn(&str) -> String) -> Result<(), ProviderError> {
+    fn part(&mut self, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
         if let Some(error) = value.get("error").filter(|error| !error.is_null()) {
             return Err(http::stream_error(error, scrub));
         }
@@ -206,6 +135,28 @@ impl Assembly {
         }
         Ok(())
     }
+}
+
+impl stream::Turn for Assembly {
+    fn feed(
+        &mut self,
+        _event: Option<&str>,
+        line: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        self.part(&stream::parse(line, "line", scrub)?, scrub)?;
+        Ok(self.done)
+    }
+
+    fn whole(&mut self, value: &Value, scrub: Scrub) -> Result<(), ProviderError> {
+        self.part(value, scrub)?;
+        self.done = true;
+        Ok(())
+    }
+
+    fn complete(&self) -> bool {
+        self.done
+    }
 
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
         let finish_reason = match self.done_reason.as_deref() {
@@ -236,11 +187,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::core::Message;
+    use crate::llm::Provider;
     use crate::llm::build;
-    use crate::llm::test_server::fixtures::{config, env, first_request, second_request};
-    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::test_fixtures::{config, env, first_request, second_request};
+    use crate::llm::test_server::{Reply, Server};
 
-    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+    fn provider(server: &Server, streaming: bool) -> Box<dyn Provider> {
         let mut config = config("ollama", &server.url);
         config.streaming = streaming;
         build(&config, &env(&[])).unwrap()
@@ -264,7 +217,7 @@ mod tests {
         ]}})
     }
 
-    fn assert_requests(server: &TestServer, streaming: bool) {
+    fn assert_requests(server: &Server, streaming: bool) {
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
         for request in &requests {
@@ -303,11 +256,10 @@ mod tests {
 
     #[tokio::test]
     async fn streaming_two_turns() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::ndjson(&[part(""), calls_part(), done("stop", 40, 20)]),
             Reply::ndjson(&[part("Both "), part("say hello."), done("stop", 90, 5)]),
-        ])
-        .await;
+        ]);
         let provider = provider(&server, true);
         assert_eq!(provider.name(), "ollama");
         let first = provider.complete(&first_request()).await.unwrap();
@@ -343,8 +295,7 @@ mod tests {
         // Ids continue across the conversation and are the same each time.
         let mut third = second_request(&first.tool_calls);
         third.messages.push(Message::user("again"));
-        let server =
-            TestServer::start(vec![Reply::ndjson(&[calls_part(), done("stop", 1, 1)])]).await;
+        let server = Server::start(vec![Reply::ndjson(&[calls_part(), done("stop", 1, 1)])]);
         let again = super::super::build(&config("ollama", &server.url), &env(&[]))
             .unwrap()
             .complete(&third)
@@ -367,8 +318,7 @@ mod tests {
         first["eval_count"] = json!(20);
         let mut second = done("stop", 90, 5);
         second["message"]["content"] = json!("Both say hello.");
-        let server =
-            TestServer::start(vec![Reply::json(200, &first), Reply::json(200, &second)]).await;
+        let server = Server::start(vec![Reply::json(200, &first), Reply::json(200, &second)]);
         let provider = provider(&server, false);
         let first = provider.complete(&first_request()).await.unwrap();
         assert_eq!(first.tool_calls.len(), 2);
@@ -389,15 +339,14 @@ mod tests {
 
     #[tokio::test]
     async fn stream_errors_and_early_ends() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::ndjson(&[
                 part("Hel"),
                 json!({"error": "model runner has unexpectedly stopped"}),
             ]),
             Reply::ndjson(&[part("Hel")]),
             Reply::json(404, &json!({"error": "model 'nope' not found"})),
-        ])
-        .await;
+        ]);
         let provider = provider(&server, true);
         let error = provider.complete(&first_request()).await.unwrap_err();
         assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
@@ -415,14 +364,13 @@ mod tests {
 
     #[tokio::test]
     async fn string_arguments_and_length() {
-        let server = TestServer::start(vec![Reply::ndjson(&[
+        let server = Server::start(vec![Reply::ndjson(&[
             json!({"message": {"role": "assistant", "content": "", "tool_calls": [
                 {"function": {"name": "read_file", "arguments": "{\"path\": \"a\",}"}},
                 {"function": {"name": "read_file", "arguments": "{\"path\": \"b"}}
             ]}, "done": false}),
             done("length", 1, 1),
-        ])])
-        .await;
+        ])]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await

@@ -4,24 +4,27 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
-use super::http::{self, Endpoint};
+use super::http;
+use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
-use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
-use crate::core::{Message, Usage};
+use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
+use crate::core::Usage;
 
-/// An OpenAI-compatible endpoint.
+/// The OpenAI Chat Completions wire protocol (an OpenAI-compatible
+/// endpoint is a `Streaming<OpenAi>`).
 #[derive(Debug)]
-pub struct OpenAi {
-    endpoint: Endpoint,
-}
+pub struct OpenAi;
 
-impl OpenAi {
-    pub(crate) fn new(settings: Settings) -> Result<Self, ProviderError> {
+impl Wire for OpenAi {
+    type Turn = Assembly;
+    const END: &'static str = "`data: [DONE]`";
+    const FRAMING: Framing = Framing::Sse;
+    const PATH: &'static [&'static str] = &["chat", "completions"];
+
+    fn headers(settings: &Settings) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &settings.key {
             headers.insert(
@@ -29,74 +32,16 @@ impl OpenAi {
                 key.header_value("Bearer ", super::OPENAI_API_KEY)?,
             );
         }
-        Ok(Self {
-            endpoint: Endpoint::new(settings, &["chat", "completions"], headers)?,
-        })
+        Ok(headers)
     }
 
-    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(
+    fn body(request: &ChatRequest, settings: &Settings) -> Value {
+        request_body(
             request,
-            self.endpoint.settings.model(request),
-            self.endpoint.settings.streaming,
-            self.endpoint.settings.vendor,
-        );
-        let response = self.endpoint.post(&body).await?;
-        let request_id = response.request_id.clone();
-        http::with_request_id(self.read_turn(request, response).await, request_id)
-    }
-
-    async fn read_turn(
-        &self,
-        request: &ChatRequest,
-        response: http::ResponseBody,
-    ) -> Result<ChatResponse, ProviderError> {
-        let scrub = |text: &str| self.endpoint.http.scrub(text);
-        let mut turn = Assembly::default();
-        if self.endpoint.settings.streaming {
-            let mut events = response.events();
-            while let Some(event) = events.next().await {
-                let Some(data) = event?.data else { continue };
-                let data = data.trim();
-                if data.is_empty() {
-                    continue;
-                }
-                if data == "[DONE]" {
-                    turn.done = true;
-                    break;
-                }
-                let chunk: Value = serde_json::from_str(data).map_err(|error| {
-                    ProviderError::Protocol(format!(
-                        "invalid stream chunk ({error}): {}",
-                        scrub(data)
-                    ))
-                })?;
-                turn.chunk(&chunk, &scrub)?;
-            }
-            // `[DONE]` ends a stream; a server that omits it but sent a
-            // finish reason has sent every delta of the turn.
-            if !turn.done && turn.finish.is_none() {
-                return Err(ProviderError::Stream(
-                    "the stream ended before the turn was complete (no `data: [DONE]`)".into(),
-                ));
-            }
-        } else {
-            turn.message(&response.json().await?, &scrub)?;
-        }
-        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
-    }
-}
-
-impl Provider for OpenAi {
-    fn name(&self) -> &str {
-        &self.endpoint.settings.name
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.complete_turn(request))
+            settings.model(request),
+            settings.streaming,
+            settings.vendor,
+        )
     }
 }
 
@@ -110,45 +55,21 @@ pub(crate) fn request_body(
     streaming: bool,
     vendor: bool,
 ) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    let ids = turn::WireIds::new(&request.messages);
-    for (position, message) in request.messages.iter().enumerate() {
-        messages.push(match message {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut message = json!({"role": "assistant", "content": content});
-                if !tool_calls.is_empty() {
-                    if content.is_empty() {
-                        message["content"] = Value::Null;
-                    }
-                    message["tool_calls"] = tool_calls
-                        .iter()
-                        .enumerate()
-                        .map(|(index, call)| {
-                            json!({
-                                "id": ids.call(position, index),
-                                "type": "function",
-                                "function": {
-                                    "name": call.name,
-                                    "arguments": turn::wire_arguments(call).to_string(),
-                                },
-                            })
-                        })
-                        .collect();
-                }
-                message
-            }
-            Message::Tool { content, .. } => {
-                json!({"role": "tool", "tool_call_id": ids.result(position), "content": content})
-            }
-        });
-    }
+    let messages = turn::chat_messages(
+        request,
+        true,
+        |call, id| {
+            json!({
+                "id": id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": turn::wire_arguments(call).to_string(),
+                },
+            })
+        },
+        |_, content, id| json!({"role": "tool", "tool_call_id": id, "content": content}),
+    );
     let mut body = json!({"model": model, "messages": messages});
     if !request.tools.is_empty() {
         body["tools"] = function_tools(&request.tools);
@@ -173,7 +94,7 @@ pub(crate) fn request_body(
 
 /// A turn being assembled from chunks (or from one whole message).
 #[derive(Debug, Default)]
-struct Assembly {
+pub(super) struct Assembly {
     id: Option<String>,
     content: String,
     refusal: String,
@@ -209,32 +130,6 @@ impl Assembly {
             }
             self.finish_reason(choice);
         }
-        Ok(())
-    }
-
-    /// A whole non-streaming response.
-    fn message(
-        &mut self,
-        body: &Value,
-        scrub: &dyn Fn(&str) -> String,
-    ) -> Result<(), ProviderError> {
-        if let Some(error) = body.get("error").filter(|error| !error.is_null()) {
-            return Err(http::stream_error(error, scrub));
-        }
-        let choice = first_choice(body).ok_or_else(|| {
-            ProviderError::Protocol(format!("response has no `choices`: {}", short(body)))
-        })?;
-        self.common(body);
-        if let Some(message) = choice.get("message") {
-            self.text(message);
-            if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
-                for (position, call) in (0_u64..).zip(calls) {
-                    self.call_delta(call, Some(position));
-                }
-            }
-        }
-        self.finish_reason(choice);
-        self.done = true;
         Ok(())
     }
 
@@ -304,6 +199,54 @@ impl Assembly {
                 _ => {}
             }
         }
+    }
+}
+
+impl stream::Turn for Assembly {
+    fn feed(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(false);
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(true);
+        }
+        self.chunk(&stream::parse(data, "chunk", scrub)?, scrub)?;
+        Ok(false)
+    }
+
+    /// A whole non-streaming response.
+    fn whole(&mut self, body: &Value, scrub: Scrub) -> Result<(), ProviderError> {
+        if let Some(error) = body.get("error").filter(|error| !error.is_null()) {
+            return Err(http::stream_error(error, scrub));
+        }
+        let choice = first_choice(body).ok_or_else(|| {
+            ProviderError::Protocol(format!("response has no `choices`: {}", short(body)))
+        })?;
+        self.common(body);
+        if let Some(message) = choice.get("message") {
+            self.text(message);
+            if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+                for (position, call) in (0_u64..).zip(calls) {
+                    self.call_delta(call, Some(position));
+                }
+            }
+        }
+        self.finish_reason(choice);
+        self.done = true;
+        Ok(())
+    }
+
+    /// `[DONE]` ends a stream; a server that omits it but sent a finish
+    /// reason has sent every delta of the turn.
+    fn complete(&self) -> bool {
+        self.done || self.finish.is_some()
     }
 
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
@@ -385,11 +328,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::llm::Provider;
     use crate::llm::build;
-    use crate::llm::test_server::fixtures::{
-        CANARY, config, env, first_request, second_request, sse_done,
-    };
-    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::test_fixtures::{CANARY, config, env, first_request, second_request, sse_done};
+    use crate::llm::test_server::{Reply, Server};
 
     fn chunk(delta: Value, finish: Option<&str>) -> Value {
         json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
@@ -441,7 +383,7 @@ mod tests {
         ])
     }
 
-    fn provider(server: &TestServer, streaming: bool) -> Box<dyn Provider> {
+    fn provider(server: &Server, streaming: bool) -> Box<dyn Provider> {
         let mut config = config("openai", &format!("{}/v1", server.url));
         config.streaming = streaming;
         build(&config, &env(&[("OPENAI_API_KEY", CANARY)])).unwrap()
@@ -488,11 +430,10 @@ mod tests {
 
     #[tokio::test]
     async fn streaming_two_turns() {
-        let server = TestServer::start(vec![
-            Reply::sse(tool_call_stream(5)),
-            Reply::sse(answer_stream()),
-        ])
-        .await;
+        let server = Server::start(vec![
+            Reply::sse(&tool_call_stream(5)),
+            Reply::sse(&answer_stream()),
+        ]);
         let provider = provider(&server, true);
         assert_eq!(provider.name(), "openai");
 
@@ -551,7 +492,7 @@ mod tests {
 
     #[tokio::test]
     async fn non_streaming_two_turns() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(
                 200,
                 &json!({
@@ -572,8 +513,7 @@ mod tests {
                     "usage": {"prompt_tokens": 80, "completion_tokens": 4}
                 }),
             ),
-        ])
-        .await;
+        ]);
         let provider = provider(&server, false);
         let first = provider.complete(&first_request()).await.unwrap();
         assert_eq!(first.tool_calls.len(), 1);
@@ -610,7 +550,7 @@ mod tests {
     async fn one_byte_fragments_reassemble() {
         // Arguments in 1-character deltas, and the stream's bytes
         // delivered one at a time.
-        let server = TestServer::start(vec![Reply::sse_in_pieces(&tool_call_stream(1), 1)]).await;
+        let server = Server::start(vec![Reply::sse_in_pieces(&tool_call_stream(1), 1)]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await
@@ -656,7 +596,7 @@ mod tests {
         ));
         text.push_str(": keep-alive\r\n\r\n");
         text.push_str("data: [DONE]\n\n");
-        let server = TestServer::start(vec![Reply::sse_in_pieces(&text, 7)]).await;
+        let server = Server::start(vec![Reply::sse_in_pieces(&text, 7)]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await
@@ -677,7 +617,7 @@ mod tests {
 
     #[tokio::test]
     async fn length_with_half_a_call_is_invalid_arguments() {
-        let server = TestServer::start(vec![Reply::sse(sse_done(&[
+        let server = Server::start(vec![Reply::sse(&sse_done(&[
             chunk(
                 call_delta(0, Some("call_1"), Some("read_file"), r#"{"path": "a"}"#),
                 None,
@@ -687,8 +627,7 @@ mod tests {
                 None,
             ),
             chunk(json!({}), Some("length")),
-        ]))])
-        .await;
+        ]))]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await
@@ -702,11 +641,10 @@ mod tests {
 
     #[tokio::test]
     async fn error_object_in_a_chunk_is_an_error() {
-        let server = TestServer::start(vec![Reply::sse(
+        let server = Server::start(vec![Reply::sse(
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
              data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n",
-        )])
-        .await;
+        )]);
         let error = provider(&server, true)
             .complete(&first_request())
             .await
@@ -724,7 +662,7 @@ mod tests {
         let text = tool_call_stream(3);
         let cut = &text[..text.len() / 2];
         for reply in [Reply::sse(cut), Reply::sse(cut).cut()] {
-            let server = TestServer::start(vec![reply]).await;
+            let server = Server::start(vec![reply]);
             let error = provider(&server, true)
                 .complete(&first_request())
                 .await
@@ -738,13 +676,21 @@ mod tests {
     async fn servers_without_indexes_or_ids() {
         // Some compatible servers omit `index` and `id`: each id opens a
         // call, id-less deltas continue the last one, missing ids are made.
-        let server = TestServer::start(vec![Reply::sse(sse_done(&[
-            chunk(json!({"tool_calls": [{"id": "x1", "function": {"name": "read_file", "arguments": "{\"path\":"}}]}), None),
-            chunk(json!({"tool_calls": [{"function": {"arguments": " \"a\"}"}}]}), None),
-            chunk(json!({"tool_calls": [{"id": "x2", "function": {"name": "read_file", "arguments": {"path": "b"}}}]}), None),
+        let server = Server::start(vec![Reply::sse(&sse_done(&[
+            chunk(
+                json!({"tool_calls": [{"id": "x1", "function": {"name": "read_file", "arguments": "{\"path\":"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"function": {"arguments": " \"a\"}"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"id": "x2", "function": {"name": "read_file", "arguments": {"path": "b"}}}]}),
+                None,
+            ),
             chunk(json!({}), Some("stop")),
-        ]))])
-        .await;
+        ]))]);
         let response = provider(&server, true)
             .complete(&first_request())
             .await
@@ -756,7 +702,7 @@ mod tests {
 
     /// llama.cpp's server behind a Qwen coder model: the call is printed.
     fn printed(content: &str) -> Reply {
-        Reply::sse(sse_done(&[
+        Reply::sse(&sse_done(&[
             chunk(json!({"role": "assistant", "content": content}), None),
             chunk(json!({}), Some("stop")),
         ]))
@@ -767,14 +713,13 @@ mod tests {
         let fenced =
             "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```";
         let unterminated = "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/li";
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             printed(fenced),
             printed(fenced),
             printed(r#"{"name": "web_search", "arguments": {"q": "x"}}"#),
             printed(&format!("Sure! {fenced}")),
             printed(unterminated),
-        ])
-        .await;
+        ]);
         let mut config = config("openai", &format!("{}/v1", server.url));
         let off = build(&config, &env(&[])).unwrap();
         config.text_tool_calls = true;
@@ -815,7 +760,7 @@ mod tests {
 
     #[test]
     fn debug_output_hides_the_key() {
-        let provider = OpenAi::new(
+        let provider = super::stream::Streaming::<OpenAi>::new(
             Settings::resolve(
                 &crate::llm::ProviderConfig::new("openai", "m"),
                 &env(&[("OPENAI_API_KEY", CANARY)]),

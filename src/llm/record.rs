@@ -61,10 +61,8 @@ mod tests {
     use crate::llm::cassette::Cassette;
     use crate::llm::replay::Replay;
     use crate::llm::retry::{self, RetrySettings};
-    use crate::llm::test_server::fixtures::{
-        CANARY, config, env, first_request, second_request, sse_done,
-    };
-    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::test_fixtures::{CANARY, config, env, first_request, second_request, sse_done};
+    use crate::llm::test_server::{Reply, Server};
     use crate::llm::{ChatRequest, build};
 
     async fn drive(provider: &dyn Provider) -> (Vec<ChatResponse>, usize) {
@@ -88,19 +86,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_recorded_run_replays_offline_without_the_key() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(500, &json!({"error": {"message": "boom"}})),
-            Reply::sse(sse_done(&[
+            Reply::sse(&sse_done(&[
                 json!({"id": "r1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1",
                     "function": {"name": "read_file", "arguments": "{\"path\": \"src/lib.rs\"}"}}]}}]}),
                 json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
                 json!({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 3}}),
             ])),
-            Reply::sse(sse_done(&[
+            Reply::sse(&sse_done(&[
                 json!({"id": "r2", "choices": [{"index": 0, "delta": {"content": "hello"}, "finish_reason": "stop"}]}),
             ])),
-        ])
-        .await;
+        ]);
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("run.cassette.json");
         let writer = CassetteWriter::create(&path, crate::core::Redactor::new()).unwrap();

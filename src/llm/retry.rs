@@ -130,8 +130,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::llm::test_server::fixtures::{CANARY, config, env, first_request, sse_done};
-    use crate::llm::test_server::{Reply, TestServer};
+    use crate::llm::test_fixtures::{CANARY, config, env, first_request, sse_done};
+    use crate::llm::test_server::{Reply, Server};
     use crate::llm::{ProviderConfig, build};
 
     fn fast() -> RetrySettings {
@@ -143,14 +143,14 @@ mod tests {
         }
     }
 
-    fn openai(server: &TestServer, adjust: impl FnOnce(&mut ProviderConfig)) -> Box<dyn Provider> {
+    fn openai(server: &Server, adjust: impl FnOnce(&mut ProviderConfig)) -> Box<dyn Provider> {
         let mut config = config("openai", &format!("{}/v1", server.url));
         adjust(&mut config);
         build(&config, &env(&[("OPENAI_API_KEY", CANARY)])).unwrap()
     }
 
     fn answer() -> Reply {
-        Reply::sse(sse_done(&[
+        Reply::sse(&sse_done(&[
             json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": null}]}),
             json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
         ]))
@@ -174,12 +174,11 @@ mod tests {
 
     #[tokio::test]
     async fn rate_limit_with_retry_after_waits_then_succeeds() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(429, &error_body("Rate limit reached", "requests"))
                 .header("retry-after", "1"),
             answer(),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |_| {});
         let started = Instant::now();
         let (result, notices) = run(&*provider, fast()).await;
@@ -201,13 +200,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_retry_after_past_the_cap_fails_at_once() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(503, &error_body("busy", "server_error"))
                 .header("retry-after", "3600")
                 .header("x-request-id", "req_wait1"),
             answer(),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |_| {});
         let settings = RetrySettings {
             max_delay: Duration::from_millis(50),
@@ -236,13 +234,12 @@ mod tests {
     async fn a_wait_past_the_deadline_fails_at_once() {
         // Retry-After within the cap, backoff alike: both would pass the
         // task's remaining time.
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(429, &error_body("Rate limit reached", "requests"))
                 .header("retry-after", "30"),
             Reply::json(500, &error_body("boom", "server_error")),
             answer(),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |_| {});
         let deadline = Some(Instant::now() + Duration::from_secs(5));
         let settings = RetrySettings {
@@ -277,11 +274,10 @@ mod tests {
             deadline: Some(Instant::now() + Duration::from_secs(60)),
             ..fast()
         };
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(500, &error_body("boom", "server_error")),
             answer(),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |_| {});
         let (result, notices) = run(&*provider, settings).await;
         assert_eq!(result.unwrap().content, "done");
@@ -290,7 +286,7 @@ mod tests {
 
     #[tokio::test]
     async fn x_should_retry_is_honoured() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             // A 500 the server says not to retry.
             Reply::json(500, &error_body("boom", "server_error")).header("x-should-retry", "false"),
             // A 400 the server says to retry, then success.
@@ -300,8 +296,7 @@ mod tests {
             // A quota error stays final whatever the header says.
             Reply::json(429, &json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}))
                 .header("x-should-retry", "true"),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |_| {});
         let (result, notices) = run(&*provider, fast()).await;
         assert_eq!(result.unwrap_err().to_string(), "HTTP 500: boom");
@@ -318,7 +313,7 @@ mod tests {
     #[tokio::test]
     async fn overloaded_529_is_retried() {
         let overloaded = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(529, &overloaded),
             Reply::sse(
                 "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n\
@@ -326,8 +321,7 @@ mod tests {
                  event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n\
                  event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
             ),
-        ])
-        .await;
+        ]);
         let provider = build(
             &config("anthropic", &server.url),
             &env(&[("ANTHROPIC_API_KEY", CANARY)]),
@@ -341,13 +335,12 @@ mod tests {
 
     #[tokio::test]
     async fn three_server_errors_then_success() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(500, &error_body("boom", "server_error")),
             Reply::json(502, &json!({})),
             Reply::json(500, &error_body("boom", "server_error")),
             answer(),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |_| {});
         let (result, notices) = run(&*provider, fast()).await;
         assert_eq!(result.unwrap().content, "done");
@@ -367,12 +360,11 @@ mod tests {
 
     #[tokio::test]
     async fn retries_exhausted_returns_the_last_error() {
-        let server = TestServer::start(
+        let server = Server::start(
             (0..5)
                 .map(|_| Reply::json(500, &error_body("still broken", "server_error")))
                 .collect(),
-        )
-        .await;
+        );
         let provider = openai(&server, |_| {});
         let (result, notices) = run(&*provider, fast()).await;
         let error = result.unwrap_err();
@@ -393,11 +385,10 @@ mod tests {
             json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
         ]);
         let cut_at = full.find("src/lib").unwrap();
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::sse(&full[..cut_at]).cut(),
-            Reply::sse(full.clone()),
-        ])
-        .await;
+            Reply::sse(&full.clone()),
+        ]);
         let provider = openai(&server, |_| {});
         let (result, notices) = run(&*provider, fast()).await;
         // One complete turn comes back, with the call once: the loop runs
@@ -424,12 +415,11 @@ mod tests {
 
     #[tokio::test]
     async fn stall_past_the_idle_deadline_times_out() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::sse("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n")
                 .pause(Duration::from_secs(30)),
             answer(),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |config| {
             config.idle_timeout = Duration::from_millis(300)
         });
@@ -450,7 +440,7 @@ mod tests {
                 .pause(Duration::from_millis(50))
                 .send(": keep-alive\n\n");
         }
-        let server = TestServer::start(vec![reply]).await;
+        let server = Server::start(vec![reply]);
         let provider = openai(&server, |config| {
             config.idle_timeout = Duration::from_millis(200);
             config.total_timeout = Duration::from_millis(600);
@@ -504,14 +494,13 @@ mod tests {
 
     #[tokio::test]
     async fn auth_failure_is_not_retried() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(
                 401,
                 &error_body("Incorrect API key provided", "invalid_request_error"),
             ),
             answer(),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |_| {});
         let (result, notices) = run(&*provider, fast()).await;
         let error = result.unwrap_err();
@@ -526,7 +515,7 @@ mod tests {
 
     #[tokio::test]
     async fn quota_and_other_client_errors_are_not_retried() {
-        let server = TestServer::start(vec![
+        let server = Server::start(vec![
             Reply::json(
                 429,
                 &json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}),
@@ -534,8 +523,7 @@ mod tests {
             .header("retry-after", "1"),
             Reply::json(400, &error_body("Invalid schema for function 'read_file'", "invalid_request_error")),
             Reply::json(404, &error_body("The model `nope` does not exist", "invalid_request_error")),
-        ])
-        .await;
+        ]);
         let provider = openai(&server, |_| {});
         for expected in [
             "HTTP 429: You exceeded your current quota",

@@ -1,32 +1,31 @@
-//! A scripted HTTP/1.1 server on 127.0.0.1 for provider tests: it records
-//! each request (method, path, headers, body) and answers with the next
-//! scripted reply, written piece by piece with optional pauses, so chunk
-//! boundaries, stalls and cut connections are under the test's control.
+//! A scripted HTTP/1.1 server on 127.0.0.1 for driving the `ybs` binary
+//! against real sockets: each request gets the next scripted reply, written
+//! as chunks with optional pauses (or cut off mid-body), and every request
+//! is recorded (method, path, headers, body) for the test to assert on.
+//! The server stops when dropped.
+//!
+//! The one test server: the library's provider tests use it as
+//! `crate::llm::test_server`, the integration tests include this file as
+//! `support::server`.
+// The unit tests use some parts, the integration tests others.
+#![allow(dead_code)]
 
 use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 /// One piece of a reply body.
 #[derive(Debug, Clone)]
 pub enum Step {
+    /// One HTTP chunk.
     Send(Vec<u8>),
     Sleep(Duration),
-    /// Lets the runtime poll its I/O driver (and so the client) first.
-    Yield,
-}
-
-/// How a reply body ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// The chunked body is terminated properly.
-    Complete,
-    /// The connection is closed mid-body (no terminating chunk).
-    Cut,
 }
 
 /// One scripted reply.
@@ -35,7 +34,8 @@ pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub steps: Vec<Step>,
-    pub end: End,
+    /// Close the connection after the steps without ending the body.
+    pub cut: bool,
 }
 
 impl Reply {
@@ -44,7 +44,7 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), content_type.into())],
             steps: Vec::new(),
-            end: End::Complete,
+            cut: false,
         }
     }
 
@@ -53,23 +53,22 @@ impl Reply {
         Self::new(status, "application/json").send(body.to_string())
     }
 
-    /// An SSE body in one piece.
-    pub fn sse(text: impl Into<String>) -> Self {
-        Self::new(200, "text/event-stream").send(text.into())
+    /// An SSE body in one chunk.
+    pub fn sse(text: &str) -> Self {
+        Self::new(200, "text/event-stream").send(text)
     }
 
-    /// An SSE body whose bytes are written `size` at a time, yielding
-    /// between pieces so the client reads them separately.
+    /// An SSE body written `size` bytes per chunk, with a short pause
+    /// between chunks so the client reads them separately.
     pub fn sse_in_pieces(text: &str, size: usize) -> Self {
         let mut reply = Self::new(200, "text/event-stream");
         for piece in text.as_bytes().chunks(size) {
-            reply = reply.send(piece.to_vec());
-            reply.steps.push(Step::Yield);
+            reply = reply.send(piece.to_vec()).pause(Duration::from_micros(200));
         }
         reply
     }
 
-    /// An NDJSON body, one line per value.
+    /// An NDJSON body, one chunk per line.
     pub fn ndjson(lines: &[Value]) -> Self {
         let mut reply = Self::new(200, "application/x-ndjson");
         for line in lines {
@@ -93,24 +92,26 @@ impl Reply {
         self
     }
 
-    /// Closes the connection after the steps, without ending the body.
+    /// Closes the connection after the steps, mid-body.
     pub fn cut(mut self) -> Self {
-        self.end = End::Cut;
+        self.cut = true;
         self
     }
 }
 
 /// One request as the server received it.
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub struct Request {
     pub method: String,
     pub path: String,
     /// Names lowercased.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When the request was complete.
+    pub at: Instant,
 }
 
-impl Recorded {
+impl Request {
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers
@@ -120,7 +121,12 @@ impl Recorded {
     }
 
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).expect("request body is JSON")
+        serde_json::from_slice(&self.body).unwrap_or_else(|error| {
+            panic!(
+                "request body is not JSON ({error}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
     }
 
     /// The whole request as text, to search for things that must not be there.
@@ -140,51 +146,81 @@ impl Recorded {
     }
 }
 
-/// The server. Dropping it leaves the task to end with the test's runtime.
-pub struct TestServer {
-    pub url: String,
-    requests: Arc<Mutex<Vec<Recorded>>>,
+struct Shared {
+    replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<Request>>,
+    stop: AtomicBool,
 }
 
-impl TestServer {
-    /// Starts a server answering requests with `replies`, in order; once
-    /// they run out it answers 500.
-    pub async fn start(replies: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let queue = Arc::new(Mutex::new(VecDeque::from(replies)));
-        let recorded = Arc::clone(&requests);
-        tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                let recorded = Arc::clone(&recorded);
-                let queue = Arc::clone(&queue);
-                tokio::spawn(async move {
-                    let _ = serve(socket, &recorded, &queue).await;
+/// The server. Once the scripted replies run out it answers 500.
+pub struct Server {
+    pub url: String,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(Shared {
+            replies: Mutex::new(replies.into()),
+            requests: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+        });
+        let state = Arc::clone(&shared);
+        let accept = std::thread::spawn(move || {
+            for socket in listener.incoming() {
+                if state.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(socket) = socket else { continue };
+                let state = Arc::clone(&state);
+                std::thread::spawn(move || {
+                    let _ = serve(socket, &state);
                 });
             }
         });
-        Self { url, requests }
+        Self {
+            url: format!("http://{addr}"),
+            addr,
+            shared,
+            accept: Some(accept),
+        }
     }
 
-    pub fn requests(&self) -> Vec<Recorded> {
-        self.requests.lock().expect("lock").clone()
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Replies not yet used.
+    pub fn replies_left(&self) -> usize {
+        self.shared.replies.lock().unwrap().len()
     }
 }
 
-async fn serve(
-    mut socket: TcpStream,
-    recorded: &Mutex<Vec<Recorded>>,
-    queue: &Mutex<VecDeque<Reply>>,
-) -> std::io::Result<()> {
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+fn serve(mut socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
     socket.set_nodelay(true)?;
-    let Some(request) = read_request(&mut socket).await? else {
+    socket.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let Some(request) = read_request(&mut socket)? else {
         return Ok(());
     };
-    // The reply is taken when the request is complete, so replies follow
-    // the order in which requests arrive.
-    let reply = queue.lock().expect("lock").pop_front();
-    recorded.lock().expect("lock").push(request);
+    // Taken once the request is complete: replies follow request order.
+    let reply = shared.replies.lock().unwrap().pop_front();
+    shared.requests.lock().unwrap().push(request);
     let reply = reply.unwrap_or_else(|| {
         Reply::new(500, "text/plain").send("test server: no scripted reply left")
     });
@@ -193,40 +229,51 @@ async fn serve(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
-    socket.write_all(head.as_bytes()).await?;
-    socket.flush().await?;
+    socket.write_all(head.as_bytes())?;
+    socket.flush()?;
     for step in &reply.steps {
+        if shared.stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         match step {
+            Step::Send(bytes) if bytes.is_empty() => {}
             Step::Send(bytes) => {
-                if bytes.is_empty() {
-                    continue;
-                }
-                socket
-                    .write_all(format!("{:x}\r\n", bytes.len()).as_bytes())
-                    .await?;
-                socket.write_all(bytes).await?;
-                socket.write_all(b"\r\n").await?;
-                socket.flush().await?;
+                let mut chunk = format!("{:x}\r\n", bytes.len()).into_bytes();
+                chunk.extend_from_slice(bytes);
+                chunk.extend_from_slice(b"\r\n");
+                socket.write_all(&chunk)?;
+                socket.flush()?;
             }
-            Step::Sleep(duration) => tokio::time::sleep(*duration).await,
-            Step::Yield => tokio::task::yield_now().await,
+            Step::Sleep(duration) => sleep_unless_stopped(*duration, shared),
         }
     }
-    if reply.end == End::Complete {
-        socket.write_all(b"0\r\n\r\n").await?;
+    if !reply.cut {
+        socket.write_all(b"0\r\n\r\n")?;
+        socket.flush()?;
     }
-    socket.flush().await?;
-    socket.shutdown().await
+    socket.shutdown(std::net::Shutdown::Both)
 }
 
-async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded>> {
+/// Sleeps in small steps so a dropped server does not keep threads busy.
+fn sleep_unless_stopped(duration: Duration, shared: &Shared) {
+    let until = Instant::now() + duration;
+    while !shared.stop.load(Ordering::SeqCst) {
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(20)));
+    }
+}
+
+fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Request>> {
     let mut buffer = Vec::new();
-    let mut chunk = [0_u8; 8192];
+    let mut chunk = [0_u8; 16384];
     let head_end = loop {
         if let Some(end) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
             break end;
         }
-        let read = socket.read(&mut chunk).await?;
+        let read = socket.read(&mut chunk)?;
         if read == 0 {
             return Ok(None);
         }
@@ -248,118 +295,19 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded
         .unwrap_or(0);
     let mut body = buffer[head_end + 4..].to_vec();
     while body.len() < length {
-        let read = socket.read(&mut chunk).await?;
+        let read = socket.read(&mut chunk)?;
         if read == 0 {
             break;
         }
         body.extend_from_slice(&chunk[..read]);
     }
-    Ok(Some(Recorded {
+    Ok(Some(Request {
         method,
         path,
         headers,
         body,
+        at: Instant::now(),
     }))
-}
-
-/// Fixtures shared by the provider tests.
-pub mod fixtures {
-    use std::time::Duration;
-
-    use serde_json::{Value, json};
-
-    use crate::core::{Message, ToolCall, ToolSpec};
-    use crate::llm::{ChatRequest, ProviderConfig};
-
-    /// A key that must never show up anywhere but in the request header.
-    pub const CANARY: &str = "sk-canary-7f3a9c1e5b";
-
-    /// A provider config for `name` at `endpoint`, with short deadlines.
-    pub fn config(name: &str, endpoint: &str) -> ProviderConfig {
-        let mut config = ProviderConfig::new(name, "test-model");
-        config.endpoint = Some(endpoint.to_owned());
-        config.request_timeout = Duration::from_secs(5);
-        config.idle_timeout = Duration::from_secs(2);
-        config.total_timeout = Duration::from_secs(10);
-        config
-    }
-
-    /// An environment with exactly these variables.
-    pub fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.clone())
-        }
-    }
-
-    pub fn read_file_tool() -> ToolSpec {
-        ToolSpec {
-            name: "read_file".into(),
-            description: "Read a file".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"]
-            }),
-        }
-    }
-
-    /// The first request of a task: system prompt, one user message, tools.
-    pub fn first_request() -> ChatRequest {
-        ChatRequest {
-            model: "test-model".into(),
-            system: "You are ybs.".into(),
-            messages: vec![Message::user("What does src/lib.rs say?")],
-            tools: vec![read_file_tool()],
-            temperature: Some(0.0),
-            max_tokens: Some(512),
-        }
-    }
-
-    /// The second request: the first plus the call and its result.
-    pub fn second_request(calls: &[ToolCall]) -> ChatRequest {
-        let mut request = first_request();
-        request.messages.push(Message::Assistant {
-            content: String::new(),
-            tool_calls: calls.to_vec(),
-        });
-        for call in calls {
-            request.messages.push(Message::Tool {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: format!("contents of {}", call.arguments["path"]),
-                is_error: false,
-            });
-        }
-        request
-    }
-
-    /// `data: <json>` events, then `data: [DONE]`.
-    pub fn sse_done(chunks: &[Value]) -> String {
-        let mut text: String = chunks
-            .iter()
-            .map(|chunk| format!("data: {chunk}\n\n"))
-            .collect();
-        text.push_str("data: [DONE]\n\n");
-        text
-    }
-
-    /// Named events: `event: <type>` + `data: <json>`.
-    pub fn sse_events(events: &[Value]) -> String {
-        events
-            .iter()
-            .map(|event| {
-                let name = event["type"].as_str().unwrap_or("message");
-                format!("event: {name}\ndata: {event}\n\n")
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -371,7 +319,7 @@ mod tests {
     #[tokio::test]
     async fn pieces_reach_the_client_separately() {
         let text = "data: {}\n\n".repeat(20);
-        let server = TestServer::start(vec![Reply::sse_in_pieces(&text, 1)]).await;
+        let server = Server::start(vec![Reply::sse_in_pieces(&text, 1)]);
         let response = reqwest::get(&server.url).await.unwrap();
         let mut chunks = response.bytes_stream();
         let mut count = 0;

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::text_calls;
 use super::{ChatRequest, ChatResponse, FinishReason};
@@ -277,6 +277,48 @@ pub(super) fn finish_turn(
         response.finish_reason = FinishReason::ToolCalls;
     }
     response
+}
+
+/// The messages of a chat-style body (OpenAI, Ollama): the system prompt
+/// first, then `user`, `assistant` (each call encoded by `call`, given its
+/// wire id) and `tool` messages (encoded by `tool`, given the tool's name,
+/// the result and its call's wire id). With `null_content`, an assistant
+/// message that only calls tools has `content: null`.
+pub(super) fn chat_messages(
+    request: &ChatRequest,
+    null_content: bool,
+    call: impl Fn(&ToolCall, &str) -> Value,
+    tool: impl Fn(&str, &str, &str) -> Value,
+) -> Vec<Value> {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    let ids = WireIds::new(&request.messages);
+    for (position, message) in request.messages.iter().enumerate() {
+        messages.push(match message {
+            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut message = json!({"role": "assistant", "content": content});
+                if !tool_calls.is_empty() {
+                    if null_content && content.is_empty() {
+                        message["content"] = Value::Null;
+                    }
+                    message["tool_calls"] = tool_calls
+                        .iter()
+                        .enumerate()
+                        .map(|(index, each)| call(each, ids.call(position, index)))
+                        .collect();
+                }
+                message
+            }
+            Message::Tool { name, content, .. } => tool(name, content, ids.result(position)),
+        });
+    }
+    messages
 }
 
 #[cfg(test)]

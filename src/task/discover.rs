@@ -4,8 +4,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::diagnostic::Diagnostic;
 use super::model::{TaskFile, TaskSpec};
+use crate::core::decode::Diagnostic;
 
 /// Files named by `paths`: files as given, directories searched
 /// recursively (hidden entries and symlinked directories skipped), each

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::core::span::Span;
-use crate::core::text::closest;
+use crate::core::text::{closest, list};
 use crate::policy::PolicySpec;
 
-use super::decode::{Decoder, Fields, Spanned, non_empty, positive, positive_duration};
 use super::model::{BUILTIN_TOOLS, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS};
 use super::policy::decode_policy;
 use super::vars::is_var_name;
-use super::yaml::{Node, NodeKind};
+use crate::core::decode::yaml::{Node, NodeKind};
+use crate::core::decode::{Decoder, Fields, Spanned, non_empty, positive, positive_duration};
 
 /// Every task field, in the order messages list them.
 pub const TASK_FIELDS: &[&str] = &[
@@ -496,15 +496,6 @@ fn decode_expect(decoder: &mut Decoder<'_>, node: &Node) -> Option<Expect> {
             None
         }
     }
-}
-
-/// `` `a`, `b`, `c` `` for messages.
-pub fn list(items: &[&str]) -> String {
-    items
-        .iter()
-        .map(|item| format!("`{item}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The fields `defaults:` accepts: every task field but `id` and `prompt`.

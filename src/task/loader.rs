@@ -10,13 +10,13 @@ use crate::core::ids::is_valid_task_id;
 use crate::core::span::Span;
 use crate::core::text::closest;
 
-use super::decode::{Decoder, Fields, Spanned};
-use super::diagnostic::{Diagnostic, Diagnostics};
 use super::discover::{discover, duplicate_ids_across_files};
 use super::layer::{CheckLayer, TASK_FIELDS, TaskLayer, decode_vars, defaults_fields};
 use super::model::{CheckSpec, TaskFile, TaskSpec, ToolsSpec};
 use super::vars::substitute;
-use super::yaml::{Node, NodeKind, parse};
+use crate::core::decode::yaml::{Node, NodeKind, parse};
+use crate::core::decode::{Decoder, Fields, Spanned};
+use crate::core::decode::{Diagnostic, Diagnostics};
 
 /// Top-level keys of the list form.
 pub const FILE_FIELDS: &[&str] = &["version", "name", "defaults", "vars", "tasks"];

@@ -1,22 +1,19 @@
 //! L3 task files: model, loader with spans, `vars`, validation that
 //! collects every diagnostic.
 //!
-//! May use `crate::core` and `crate::policy` only. The YAML tree and the
-//! decoder are public so `config` reads its files the same way.
+//! May use `crate::core`, `crate::policy`, and the name lists of
+//! `crate::llm` and `crate::tools`. Files are read with
+//! `crate::core::decode`, as `config` reads its own.
 
-pub mod decode;
-pub mod diagnostic;
 mod discover;
-pub mod duration;
 mod layer;
 mod loader;
 pub mod model;
 pub mod policy;
 pub mod schema;
 pub mod vars;
-pub mod yaml;
 
-pub use diagnostic::{Diagnostic, Diagnostics};
+pub use crate::core::decode::{Diagnostic, Diagnostics};
 pub use layer::{check_builtin_tool, check_endpoint, check_provider};
 pub use loader::{API_KEY_MESSAGE, load, load_str};
 pub use model::{

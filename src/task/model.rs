@@ -9,19 +9,12 @@ use serde::Serialize;
 use crate::core::span::Span;
 use crate::policy::PolicySpec;
 
-/// The six built-in tools (SPEC §5.1), the names `tools.builtin` accepts.
-pub const BUILTIN_TOOLS: [&str; 6] = [
-    "read_file",
-    "write_file",
-    "edit_file",
-    "list_files",
-    "search_files",
-    "run_shell",
-];
+/// The built-in tools (SPEC §5.1), the names `tools.builtin` accepts.
+pub use crate::tools::builtin::NAMES as BUILTIN_TOOLS;
 
-/// Provider names ybs knows (SPEC §6). Kept here so `ybs validate` can
-/// catch a misspelt provider without constructing one.
-pub const PROVIDERS: [&str; 4] = ["openai", "anthropic", "ollama", "replay"];
+/// Provider names ybs knows (SPEC §6), so `ybs validate` can catch a
+/// misspelt provider without constructing one.
+pub use crate::llm::PROVIDER_NAMES as PROVIDERS;
 
 /// One task file: a suite of tasks.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -10,9 +10,9 @@ use std::path::Path;
 
 use crate::policy::{Examples, OnAsk, PolicySpec, Rule, Verdict};
 
-use super::decode::{Decoder, Spanned};
-use super::diagnostic::{Diagnostic, Diagnostics};
-use super::yaml::{Node, NodeKind, parse};
+use crate::core::decode::yaml::{Node, NodeKind, parse};
+use crate::core::decode::{Decoder, Spanned};
+use crate::core::decode::{Diagnostic, Diagnostics};
 
 /// The keys of a policy mapping.
 pub const POLICY_FIELDS: &[&str] = &["allow", "deny", "ask", "default", "on_ask", "examples"];

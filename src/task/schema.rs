@@ -1,6 +1,6 @@
 //! The JSON Schema of a task file (`ybs schema task`), for editors and
 //! linters. Task files are decoded by hand from a YAML tree (see
-//! [`super::decode`]), so this schema is written by hand too; the field
+//! [`crate::core::decode`]), so this schema is written by hand too; the field
 //! lists come from the decoder's own constants and the tests below hold
 //! the two together. What a schema cannot say (an unknown `{{placeholder}}`,
 //! a bad glob, duplicate ids, a duration of zero) `ybs validate` still

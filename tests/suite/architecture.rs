@@ -13,7 +13,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("policy", &["core"]),
     ("git", &["core"]),
     ("report", &["core"]),
-    ("task", &["core", "policy"]),
+    ("task", &["core", "policy", "llm", "tools"]),
     ("agent", &["core", "llm", "tools", "policy"]),
     ("config", &["core", "task", "policy", "llm", "tools"]),
     (

@@ -338,7 +338,7 @@ fn the_task_files_validate_clean() {
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
-use ybs::task::yaml::{self, NodeKind};
+use ybs::core::decode::yaml::{self, NodeKind};
 
 fn yaml_value(node: &yaml::Node) -> Value {
     match &node.kind {

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use jsonschema::Validator;
 use serde_json::{Map, Value, json};
-use ybs::task::yaml::{NodeKind, parse};
+use ybs::core::decode::yaml::{NodeKind, parse};
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};

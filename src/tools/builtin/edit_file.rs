@@ -3,14 +3,14 @@
 
 use std::sync::LazyLock;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::args::{Args, spec};
+use super::path_tool::{PathArg, PathTool, Reach};
 use super::read_file::is_binary;
 use crate::core::ToolSpec;
 use crate::tools::paths::{self, Access, MAX_READ_BYTES};
-use crate::tools::{Target, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 pub struct EditFile;
 
@@ -31,26 +31,11 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
-impl Tool for EditFile {
-    fn spec(&self) -> &ToolSpec {
-        &SPEC
-    }
+impl PathTool for EditFile {
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
 
-    fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args, &SPEC)?.string("path")?;
-        let resolved = paths::resolve(ctx, path, Access::Write)?;
-        Ok(Target {
-            path: Some(resolved.display),
-            command: None,
-        })
-    }
-
-    fn call<'a>(
-        &'a self,
-        args: Value,
-        ctx: &'a ToolCtx,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move { edit(&args, ctx) })
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        edit(&args, ctx)
     }
 }
 
@@ -151,6 +136,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tools::Tool;
     use crate::tools::testing::Fixture;
 
     async fn edit(fx: &Fixture, args: Value) -> Result<Value, ToolError> {

@@ -2,15 +2,15 @@
 
 use std::sync::{LazyLock, Mutex};
 
-use futures_util::future::BoxFuture;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde_json::{Value, json};
 
 use super::args::{Args, spec};
+use super::path_tool::{PathArg, PathTool, Reach};
 use super::walk::{self, PathGlob, WalkCtx};
 use crate::core::ToolSpec;
 use crate::tools::paths;
-use crate::tools::{Target, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 const DEFAULT_MAX: u64 = 100;
 const MAX_MAX: u64 = 5000;
@@ -33,56 +33,35 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
-impl Tool for ListFiles {
-    fn spec(&self) -> &ToolSpec {
-        &SPEC
-    }
+impl PathTool for ListFiles {
+    const PATH: PathArg = PathArg::path_or_workdir(&SPEC, Reach::Dir);
 
-    fn is_mutating(&self) -> bool {
-        false
-    }
-
-    fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args, &SPEC)?.opt_string("path")?.unwrap_or(".");
-        let resolved = paths::resolve_dir(ctx, path)?;
-        Ok(Target {
-            path: Some(resolved.display),
-            command: None,
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        let parsed = Args::new(&args, &SPEC)?;
+        let pattern = PathGlob::new("pattern", parsed.string("pattern")?)?;
+        let path = parsed.opt_string("path")?.unwrap_or(".");
+        let max = parsed
+            .opt_u64("max_results")?
+            .filter(|max| *max > 0)
+            .unwrap_or(DEFAULT_MAX)
+            .min(MAX_MAX);
+        let root = paths::resolve_dir(ctx, path)?.abs;
+        let walk_ctx = WalkCtx::new(ctx, root);
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        let (files, total, note) = walk::blocking(move || {
+            let (files, total) = list(&walk_ctx, &pattern, max);
+            Ok((files, total, walk_ctx.limit_note()))
         })
-    }
-
-    fn call<'a>(
-        &'a self,
-        args: Value,
-        ctx: &'a ToolCtx,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let parsed = Args::new(&args, &SPEC)?;
-            let pattern = PathGlob::new("pattern", parsed.string("pattern")?)?;
-            let path = parsed.opt_string("path")?.unwrap_or(".");
-            let max = parsed
-                .opt_u64("max_results")?
-                .filter(|max| *max > 0)
-                .unwrap_or(DEFAULT_MAX)
-                .min(MAX_MAX);
-            let root = paths::resolve_dir(ctx, path)?.abs;
-            let walk_ctx = WalkCtx::new(ctx, root);
-            let max = usize::try_from(max).unwrap_or(usize::MAX);
-            let (files, total, note) = walk::blocking(move || {
-                let (files, total) = list(&walk_ctx, &pattern, max);
-                Ok((files, total, walk_ctx.limit_note()))
-            })
-            .await?;
-            let mut result = json!({
-                "files": files,
-                "total_matches": total,
-                "truncated": total > files.len() || note.is_some(),
-            });
-            if let Some(note) = note {
-                result["note"] = json!(note);
-            }
-            Ok(ToolOutput::json(&result))
-        })
+        .await?;
+        let mut result = json!({
+            "files": files,
+            "total_matches": total,
+            "truncated": total > files.len() || note.is_some(),
+        });
+        if let Some(note) = note {
+            result["note"] = json!(note);
+        }
+        Ok(ToolOutput::json(&result))
     }
 }
 
@@ -188,6 +167,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tools::Tool;
     use crate::tools::testing::Fixture;
 
     async fn list(fx: &Fixture, args: Value) -> Result<Value, ToolError> {

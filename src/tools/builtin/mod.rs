@@ -7,6 +7,7 @@
 mod args;
 mod edit_file;
 mod list_files;
+mod path_tool;
 mod read_file;
 mod run_shell;
 mod search_files;
@@ -24,28 +25,37 @@ pub use run_shell::RunShell;
 pub use search_files::SearchFiles;
 pub use write_file::WriteFile;
 
-/// Names of the built-in tools, in the order offered.
-pub const NAMES: &[&str] = &[
-    "read_file",
-    "write_file",
-    "edit_file",
-    "list_files",
-    "search_files",
-    "run_shell",
+/// Builds one built-in tool.
+type Make = fn() -> Arc<dyn Tool>;
+
+/// The built-in tools, in the order offered: the one list of their names
+/// (`tools.builtin` in tasks and config, the task schema).
+const TOOLS: &[(&str, Make)] = &[
+    ("read_file", || Arc::new(ReadFile)),
+    ("write_file", || Arc::new(WriteFile)),
+    ("edit_file", || Arc::new(EditFile)),
+    ("list_files", || Arc::new(ListFiles)),
+    ("search_files", || Arc::new(SearchFiles)),
+    ("run_shell", || Arc::new(RunShell)),
 ];
+
+/// Names of the built-in tools, in the order offered.
+pub const NAMES: [&str; TOOLS.len()] = {
+    let mut names = [""; TOOLS.len()];
+    let mut index = 0;
+    while index < TOOLS.len() {
+        names[index] = TOOLS[index].0;
+        index += 1;
+    }
+    names
+};
 
 /// The built-in tool called `name`.
 pub fn get(name: &str) -> Option<Arc<dyn Tool>> {
-    let tool: Arc<dyn Tool> = match name {
-        "read_file" => Arc::new(ReadFile),
-        "write_file" => Arc::new(WriteFile),
-        "edit_file" => Arc::new(EditFile),
-        "list_files" => Arc::new(ListFiles),
-        "search_files" => Arc::new(SearchFiles),
-        "run_shell" => Arc::new(RunShell),
-        _ => return None,
-    };
-    Some(tool)
+    TOOLS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, make)| make())
 }
 
 /// All built-in tools, in the order offered.

@@ -3,13 +3,13 @@
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::args::{Args, spec};
+use super::path_tool::{PathArg, PathTool, Reach};
 use crate::core::ToolSpec;
 use crate::tools::paths::{self, Access, MAX_READ_BYTES};
-use crate::tools::{Target, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 const DEFAULT_LIMIT: u64 = 500;
 const MAX_LIMIT: u64 = 2000;
@@ -36,30 +36,11 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
-impl Tool for ReadFile {
-    fn spec(&self) -> &ToolSpec {
-        &SPEC
-    }
+impl PathTool for ReadFile {
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Read);
 
-    fn is_mutating(&self) -> bool {
-        false
-    }
-
-    fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args, &SPEC)?.string("path")?;
-        let resolved = paths::resolve(ctx, path, Access::Read)?;
-        Ok(Target {
-            path: Some(resolved.display),
-            command: None,
-        })
-    }
-
-    fn call<'a>(
-        &'a self,
-        args: Value,
-        ctx: &'a ToolCtx,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move { read(&args, ctx) })
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        read(&args, ctx)
     }
 }
 
@@ -147,6 +128,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tools::Tool;
     use crate::tools::testing::Fixture;
 
     async fn call(fx: &Fixture, args: Value) -> Result<Value, ToolError> {

@@ -12,7 +12,6 @@ use std::io;
 use std::path::Path;
 use std::sync::{LazyLock, Mutex};
 
-use futures_util::future::BoxFuture;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
@@ -20,10 +19,11 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::args::{Args, spec};
+use super::path_tool::{PathArg, PathTool, Reach};
 use super::walk::{self, PathGlob, WalkCtx};
 use crate::core::ToolSpec;
 use crate::tools::paths::{self, Access, Kind};
-use crate::tools::{Target, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 const DEFAULT_MAX: u64 = 50;
 const MAX_MAX: u64 = 1000;
@@ -52,30 +52,11 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
-impl Tool for SearchFiles {
-    fn spec(&self) -> &ToolSpec {
-        &SPEC
-    }
+impl PathTool for SearchFiles {
+    const PATH: PathArg = PathArg::path_or_workdir(&SPEC, Reach::Read);
 
-    fn is_mutating(&self) -> bool {
-        false
-    }
-
-    fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args, &SPEC)?.opt_string("path")?.unwrap_or(".");
-        let resolved = paths::resolve(ctx, path, Access::Read)?;
-        Ok(Target {
-            path: Some(resolved.display),
-            command: None,
-        })
-    }
-
-    fn call<'a>(
-        &'a self,
-        args: Value,
-        ctx: &'a ToolCtx,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(search(args, ctx))
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        search(args, ctx).await
     }
 }
 
@@ -427,6 +408,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tools::Tool;
     use crate::tools::testing::Fixture;
 
     async fn search(fx: &Fixture, args: Value) -> Result<Value, ToolError> {

@@ -2,13 +2,13 @@
 
 use std::sync::LazyLock;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::args::{Args, spec};
+use super::path_tool::{PathArg, PathTool, Reach};
 use crate::core::ToolSpec;
 use crate::tools::paths::{self, Access};
-use crate::tools::{Target, Tool, ToolCtx, ToolError, ToolOutput};
+use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 pub struct WriteFile;
 
@@ -27,26 +27,11 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
     )
 });
 
-impl Tool for WriteFile {
-    fn spec(&self) -> &ToolSpec {
-        &SPEC
-    }
+impl PathTool for WriteFile {
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
 
-    fn target(&self, args: &Value, ctx: &ToolCtx) -> Result<Target, ToolError> {
-        let path = Args::new(args, &SPEC)?.string("path")?;
-        let resolved = paths::resolve(ctx, path, Access::Write)?;
-        Ok(Target {
-            path: Some(resolved.display),
-            command: None,
-        })
-    }
-
-    fn call<'a>(
-        &'a self,
-        args: Value,
-        ctx: &'a ToolCtx,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move { write(&args, ctx) })
+    async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
+        write(&args, ctx)
     }
 }
 
@@ -71,6 +56,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tools::Tool;
     use crate::tools::testing::Fixture;
 
     fn model_error(result: Result<ToolOutput, ToolError>) -> String {

@@ -10,6 +10,7 @@ mod keys;
 mod protocols;
 mod reassembly;
 mod record;
+mod registry;
 mod text_calls;
 
 use std::path::Path;

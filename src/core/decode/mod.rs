@@ -6,6 +6,12 @@
 //! mapping and reports each unknown key with the closest valid one as a
 //! hint; then `fields.get::<T>(decoder, "name")` decodes one field, which
 //! reports a wrong type and yields `None`.
+//!
+//! Below `task` and `config`, which both read their files with it.
+
+pub mod diagnostic;
+pub mod duration;
+pub mod yaml;
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,9 +19,9 @@ use std::time::Duration;
 use crate::core::span::Span;
 use crate::core::text::closest;
 
-use super::diagnostic::Diagnostic;
-use super::duration::parse_duration;
-use super::yaml::{Key, Node, NodeKind};
+pub use diagnostic::{Diagnostic, Diagnostics};
+use duration::parse_duration;
+use yaml::{Key, Node, NodeKind};
 
 /// Collects diagnostics for one file.
 #[derive(Debug)]
@@ -86,7 +92,7 @@ impl<'p> Decoder<'p> {
     pub fn expected_one_of(&mut self, node: &Node, field: &str, choices: &[&str]) {
         let expected = match choices {
             [only] => format!("`{only}`"),
-            [rest @ .., last] => format!("{} or `{last}`", super::layer::list(rest)),
+            [rest @ .., last] => format!("{} or `{last}`", crate::core::text::list(rest)),
             [] => "nothing".to_owned(),
         };
         let message = format!(
@@ -416,8 +422,8 @@ impl<T: Decode> Decode for Vec<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::yaml::parse;
     use super::*;
-    use crate::task::yaml::parse;
 
     fn with_node<R>(
         text: &str,

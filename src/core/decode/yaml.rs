@@ -2,7 +2,7 @@
 //!
 //! serde stops at the first error and forgets where values came from, so
 //! ybs builds its own small tree from `granit-parser` events and decodes it
-//! by hand (see `decode.rs`), collecting every diagnostic on the way.
+//! by hand (see [`super::Decoder`]), collecting every diagnostic on the way.
 //!
 //! Plain scalars are resolved with the YAML 1.2 core schema (null, bools,
 //! integers, floats); quoted and block scalars are always strings. Aliases

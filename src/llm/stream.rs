@@ -1,0 +1,147 @@
+//! What every wire protocol shares: post the body, read the turn (a
+//! stream of SSE events or NDJSON lines, or one JSON body), check that the
+//! stream was complete, finish the turn. Each vendor supplies only the
+//! parts that differ ([`Wire`]: its path and headers, the body, how one
+//! frame feeds the turn, when a stream is done, how the turn finishes).
+
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use super::http::{self, Endpoint};
+use super::{ChatRequest, ChatResponse, Provider, ProviderError, Settings};
+
+/// How a protocol frames a streamed turn.
+pub(super) enum Framing {
+    /// Server-sent events, each with an optional event name.
+    Sse,
+    /// One JSON object a line.
+    Lines,
+}
+
+/// Scrubs the key out of text quoted in messages.
+pub(super) type Scrub<'a> = &'a dyn Fn(&str) -> String;
+
+/// A turn being assembled, as each protocol reads it.
+pub(super) trait Turn: Default + Send {
+    /// Feeds one stream frame (`event`: the SSE event name; `None` for a
+    /// line). Returns true when the frame ended the stream.
+    fn feed(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        scrub: Scrub,
+    ) -> Result<bool, ProviderError>;
+
+    /// Feeds a whole, non-streamed response.
+    fn whole(&mut self, value: &Value, scrub: Scrub) -> Result<(), ProviderError>;
+
+    /// True once the stream has sent the whole turn.
+    fn complete(&self) -> bool;
+
+    /// The complete turn.
+    fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse;
+}
+
+/// What differs between the wire protocols besides reading the turn.
+pub(super) trait Wire: Send + Sync + 'static {
+    type Turn: Turn;
+    /// What ends a complete stream, for the message when it is missing.
+    const END: &'static str;
+    /// How a streamed turn arrives.
+    const FRAMING: Framing;
+    /// Appended to the configured base URL.
+    const PATH: &'static [&'static str];
+
+    /// The protocol's headers (the key among them, when there is one).
+    fn headers(settings: &Settings) -> Result<HeaderMap, ProviderError>;
+
+    /// The request body.
+    fn body(request: &ChatRequest, settings: &Settings) -> Value;
+}
+
+/// One frame parsed as JSON; `what` names it in the message (`chunk`,
+/// `event`, `line`).
+pub(super) fn parse(data: &str, what: &str, scrub: Scrub) -> Result<Value, ProviderError> {
+    serde_json::from_str(data).map_err(|error| {
+        ProviderError::Protocol(format!("invalid stream {what} ({error}): {}", scrub(data)))
+    })
+}
+
+/// A provider speaking the wire protocol `W`.
+#[derive(Debug)]
+pub(super) struct Streaming<W> {
+    endpoint: Endpoint,
+    wire: std::marker::PhantomData<W>,
+}
+
+impl<W: Wire> Streaming<W> {
+    pub fn new(settings: Settings) -> Result<Self, ProviderError> {
+        let headers = W::headers(&settings)?;
+        Ok(Self {
+            endpoint: Endpoint::new(settings, W::PATH, headers)?,
+            wire: std::marker::PhantomData,
+        })
+    }
+
+    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let body = W::body(request, &self.endpoint.settings);
+        let response = self.endpoint.post(&body).await?;
+        let request_id = response.request_id.clone();
+        http::with_request_id(self.read_turn(request, response).await, request_id)
+    }
+
+    async fn read_turn(
+        &self,
+        request: &ChatRequest,
+        response: http::ResponseBody,
+    ) -> Result<ChatResponse, ProviderError> {
+        let scrub = |text: &str| self.endpoint.http.scrub(text);
+        let mut turn = W::Turn::default();
+        if self.endpoint.settings.streaming {
+            match W::FRAMING {
+                Framing::Sse => {
+                    let mut events = response.events();
+                    while let Some(event) = events.next().await {
+                        let event = event?;
+                        let Some(data) = event.data else { continue };
+                        if turn.feed(event.event.as_deref(), &data, &scrub)? {
+                            break;
+                        }
+                    }
+                }
+                Framing::Lines => {
+                    let mut lines = response.lines();
+                    while let Some(line) = lines.next().await {
+                        if turn.feed(None, &line?, &scrub)? {
+                            break;
+                        }
+                    }
+                }
+            }
+            if !turn.complete() {
+                return Err(ProviderError::Stream(format!(
+                    "the stream ended before the turn was complete (no {})",
+                    W::END
+                )));
+            }
+        } else {
+            turn.whole(&response.json().await?, &scrub)?;
+        }
+        Ok(turn.finish(request, self.endpoint.settings.text_tool_calls))
+    }
+}
+
+impl<W: Wire> Provider for Streaming<W> {
+    fn name(&self) -> &str {
+        &self.endpoint.settings.name
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.complete_turn(request))
+    }
+}
