@@ -11,7 +11,8 @@ use super::common;
 use crate::core::Status;
 use crate::core::exit;
 use crate::llm::cassette::CassetteWriter;
-use crate::runner::{self, OutputPaths};
+use crate::report::OutputLayout;
+use crate::runner;
 use crate::tools::process;
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -101,15 +102,12 @@ pub fn run(args: &RunArgs) -> u8 {
         context.approver = Some(Arc::new(TerminalApprover::new(prompts)));
     }
     let out_dir = context.config.out.clone();
-    let paths = OutputPaths {
-        junit: args
-            .junit
-            .clone()
-            .unwrap_or_else(|| out_dir.join("junit.xml")),
-        out_dir: out_dir.clone(),
-        github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
-    };
-    context.outputs = paths.own_paths(&tasks);
+    let paths = OutputLayout::new(
+        out_dir.clone(),
+        args.junit.clone(),
+        std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+    );
+    context.outputs = paths.own_paths(tasks.iter().map(|task| task.id.as_str()));
     context.outputs.extend(args.record.iter().cloned());
     let prepared = match runner::prepare_all(&context, &tasks) {
         Ok(prepared) => prepared,
