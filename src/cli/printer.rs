@@ -239,3 +239,18 @@ impl EventSink for Printer {
         Ok(())
     }
 }
+
+impl crate::runner::Console for Printer {
+    fn set_redactor(&mut self, redactor: crate::core::Redactor) {
+        Printer::set_redactor(self, redactor);
+    }
+    fn result(&self, text: &str) {
+        Printer::result(self, text);
+    }
+    fn error(&self, text: &str) {
+        Printer::error(self, text);
+    }
+    fn warn(&self, text: &str) {
+        Printer::warn(self, text);
+    }
+}

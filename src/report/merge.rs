@@ -169,6 +169,15 @@ impl MergeError {
     }
 }
 
+impl exit::Failure for MergeError {
+    fn exit_code(&self) -> u8 {
+        MergeError::exit_code(self)
+    }
+    fn hint(&self) -> Option<String> {
+        MergeError::hint(self)
+    }
+}
+
 /// What a merge wrote.
 #[derive(Debug, Clone)]
 pub struct Merged {

@@ -1,7 +1,12 @@
 //! L4 runner: one run of many tasks: selection, preparation, execution
 //! with checks, git and outputs, interrupts.
 
+pub mod chat;
 pub mod checks;
+mod console;
+mod error;
+mod front;
+pub mod options;
 pub mod prepare;
 pub mod redacting;
 pub mod results;
@@ -32,6 +37,10 @@ use crate::report;
 use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
+pub use console::Console;
+pub use error::RunError;
+pub use front::run;
+pub use options::{LoadErrors, Loaded, RunFlags, RunOptions, harden, load, redactor, run_context};
 pub use prepare::{
     Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, build_provider,
     check_workdir_root, child_env_for, prepare, protected_files, task_policy, task_sandbox,
@@ -78,6 +87,15 @@ pub struct RunContext {
     pub jobs: usize,
     /// `--interactive` on a TTY: answers `ask` decisions (SPEC §10).
     pub approver: Option<Arc<dyn Approver>>,
+}
+
+/// The async runtime of a run or a chat: two worker threads.
+pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))
 }
 
 /// The tasks of `files` whose id matches any of `filters` (all when none).

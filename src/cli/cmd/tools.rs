@@ -30,7 +30,7 @@ use crate::tools::external::{
     Catalog, Enable, Entry, ExternalTool, Metrics, Status, ToolStats, cache,
 };
 use crate::tools::sandbox::Sandbox;
-use crate::tools::{ChildEnv, Tool, ToolCtx, process};
+use crate::tools::{ChildEnv, Tool, ToolCtx};
 
 pub fn tools(args: &ToolsArgs) -> u8 {
     match &args.command {
@@ -56,18 +56,12 @@ struct Session {
 impl Session {
     fn open(common_args: &ToolsCommon) -> Result<Self, u8> {
         let mut printer = Printer::new(common::level(&common_args.verbosity), false);
-        if let Err(error) = process::harden_self() {
-            printer.warn(&format!("cannot harden the ybs process: {error}"));
-        }
-        let overrides = common::Overrides {
-            config_file: common_args.config.clone(),
-            no_sandbox: common_args.no_sandbox,
-            ..common::Overrides::default()
-        };
+        runner::harden(&printer, common_args.no_sandbox, false);
+        let overrides = common::config_overrides(&common_args.config, common_args.no_sandbox);
         let loaded = common::load(
             &printer,
             &overrides,
-            common_args.policy.as_deref(),
+            common_args.config.policy.as_deref(),
             None,
             &[],
         )?;
@@ -122,7 +116,7 @@ impl Session {
                 info.reason.as_deref().unwrap_or("unknown reason")
             )),
         }
-        let redactor = common::redactor(&env);
+        let redactor = runner::redactor(&env);
         printer.set_redactor(redactor);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
