@@ -253,4 +253,7 @@ impl crate::runner::Console for Printer {
     fn warn(&self, text: &str) {
         Printer::warn(self, text);
     }
+    fn prompt(&self, text: &str) {
+        Printer::prompt(self, text);
+    }
 }

@@ -9,6 +9,8 @@ pub trait Console: EventSink {
     fn result(&self, text: &str);
     /// An error or must-see warning (stderr; kept under `--quiet`).
     fn error(&self, text: &str);
+    /// A prompt (stderr), the answer typed on the same line.
+    fn prompt(&self, text: &str);
     /// A warning (stderr; dropped under `--quiet`).
     fn warn(&self, text: &str);
     /// From now on, masks these secrets in everything printed.

@@ -1,10 +1,12 @@
 //! L4 runner: one run of many tasks: selection, preparation, execution
 //! with checks, git and outputs, interrupts.
 
+pub mod approve;
 pub mod chat;
 pub mod checks;
 mod console;
 mod error;
+pub mod external;
 mod front;
 pub mod options;
 pub mod prepare;

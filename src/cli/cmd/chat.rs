@@ -11,9 +11,10 @@ use rustyline::error::ReadlineError;
 use super::super::args::ChatArgs;
 use super::super::diagnostics;
 use super::super::printer::{Level, Printer};
-use super::super::repl::{self, TerminalApprover};
+use super::super::repl;
 use super::common;
 use crate::core::exit;
+use crate::runner::approve::TerminalApprover;
 use crate::runner::chat::{Flow, Session};
 use crate::runner::{self, RunError};
 
@@ -49,7 +50,7 @@ pub fn chat(args: &ChatArgs) -> u8 {
     printer.set_redactor(redactor.clone());
     let mut prompts = Printer::new(level, false);
     prompts.set_redactor(redactor);
-    context.approver = Some(Arc::new(TerminalApprover::new(prompts)));
+    context.approver = Some(Arc::new(TerminalApprover::new(Box::new(prompts))));
     let mut session = match Session::start(context) {
         Ok(session) => session,
         Err(error) => return diagnostics::fail(&printer, &error),

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use super::super::args::RunArgs;
 use super::super::diagnostics;
 use super::super::printer::Printer;
-use super::super::repl::{self, TerminalApprover};
+use super::super::repl;
 use super::common;
 use crate::core::exit;
+use crate::runner::approve::TerminalApprover;
 use crate::runner::{self, RunError, RunFlags, RunOptions};
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -62,7 +63,7 @@ pub fn run(args: &RunArgs) -> u8 {
             Box::new(move |redactor| {
                 let mut prompts = Printer::new(level, json);
                 prompts.set_redactor(redactor);
-                Arc::new(TerminalApprover::new(prompts))
+                Arc::new(TerminalApprover::new(Box::new(prompts)))
             })
         }),
     };
