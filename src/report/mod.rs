@@ -14,6 +14,7 @@
 //! [`merge`] (`ybs report merge`) feeds the same JUnit and summary sinks
 //! from the transcripts of several output directories.
 
+mod console_view;
 mod events;
 mod fsutil;
 mod junit;
@@ -29,6 +30,7 @@ mod summary;
 mod testdata;
 mod transcript;
 
+pub use console_view::{HumanLine, human_line};
 pub use events::{EVENTS_FILE, EventsSink};
 pub use junit::{JunitSink, junit_report, junit_xml};
 pub use merge::{MergeError, Merged, SHARD_FILE, ShardFile};

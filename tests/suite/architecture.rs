@@ -30,7 +30,9 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ),
     (
         "cli",
-        &["core", "policy", "git", "report", "task", "config", "runner"],
+        &[
+            "core", "policy", "git", "report", "task", "config", "runner",
+        ],
     ),
 ];
 
