@@ -21,16 +21,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
     );
     let merged = match report::merge::merge(&args.dirs, &outputs) {
         Ok(merged) => merged,
-        Err(error) => {
-            let mut message = format!("error: {error}");
-            let mut cause = std::error::Error::source(&error);
-            while let Some(inner) = cause {
-                message.push_str(&format!("\n  caused by: {inner}"));
-                cause = inner.source();
-            }
-            diagnostics::print_error(&printer, &message, error.hint().as_deref());
-            return error.exit_code();
-        }
+        Err(error) => return diagnostics::fail(&printer, &error),
     };
     for warning in &merged.scope.warnings {
         printer.error(&format!("warning: {warning}"));
