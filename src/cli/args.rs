@@ -70,24 +70,10 @@ pub struct ManArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ChatArgs {
-    /// Extra config file, applied after the usual ones (as for `run`).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Provider: openai, anthropic, ollama or replay.
-    #[arg(long, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Model name, as the provider knows it.
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// Provider base URL.
-    #[arg(long, value_name = "URL")]
-    pub endpoint: Option<String>,
-    /// Operator policy file: the ceiling over the default policy.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-    /// Answer from this cassette (replay provider; no network).
-    #[arg(long, value_name = "FILE")]
-    pub cassette: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// Run shell commands and external tools without kernel confinement (Landlock + seccomp).
     #[arg(long)]
     pub no_sandbox: bool,
@@ -138,6 +124,35 @@ pub enum SchemaFormat {
     Events,
 }
 
+/// `--config` and `--policy`, shared by every command that reads config.
+#[derive(Debug, Clone, Args)]
+pub struct ConfigArgs {
+    /// Extra config file, applied after /etc/ybs/config.json, ~/.config/ybs/config.json, ~/.ybs.json and ./.ybs.json.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Operator policy file: a ceiling that task files can narrow but never widen
+    /// (its allow rules also enable repository tools).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+}
+
+/// The provider flags of `run` and `chat`.
+#[derive(Debug, Clone, Args)]
+pub struct ProviderArgs {
+    /// Provider: openai, anthropic, ollama or replay.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name, as the provider knows it.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Provider base URL (https://api.openai.com/v1, https://api.anthropic.com, http://localhost:11434).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Answer from this cassette (replay provider; no network).
+    #[arg(long, value_name = "FILE")]
+    pub cassette: Option<PathBuf>,
+}
+
 /// Output verbosity, shared by commands.
 #[derive(Debug, Clone, Args)]
 pub struct Verbosity {
@@ -153,18 +168,10 @@ pub struct Verbosity {
 pub struct RunArgs {
     /// Task files or directories. Default: `tasks/` if it exists.
     pub paths: Vec<PathBuf>,
-    /// Extra config file, applied after /etc/ybs/config.json, ~/.config/ybs/config.json, ~/.ybs.json and ./.ybs.json.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Provider: openai, anthropic, ollama or replay.
-    #[arg(long, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Model name, as the provider knows it.
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// Provider base URL (https://api.openai.com/v1, https://api.anthropic.com, http://localhost:11434).
-    #[arg(long, value_name = "URL")]
-    pub endpoint: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// Output directory for transcripts, events, JUnit and summary.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -189,18 +196,12 @@ pub struct RunArgs {
     /// Decide and record tool calls without executing them.
     #[arg(long)]
     pub dry_run: bool,
-    /// Operator policy file: a ceiling that task files can narrow but never widen.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
     /// Never commit: leave every change in the work tree.
     #[arg(long)]
     pub no_commit: bool,
     /// Run even if the work tree has uncommitted changes; they stay out of the task's commit.
     #[arg(long)]
     pub allow_dirty: bool,
-    /// Answer from this cassette (replay provider; no network).
-    #[arg(long, value_name = "FILE")]
-    pub cassette: Option<PathBuf>,
     /// Record every provider request and response to this cassette, to replay later with --cassette.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -223,12 +224,8 @@ pub struct RunArgs {
 pub struct ValidateArgs {
     /// Task files or directories. Default: `tasks/` if it exists.
     pub paths: Vec<PathBuf>,
-    /// Extra config file to validate and apply.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Operator policy file to validate and apply as the ceiling.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Set a task variable (repeatable), as for `run`.
     #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
@@ -260,12 +257,8 @@ pub enum ToolsCommand {
 /// Options shared by the `tools` subcommands.
 #[derive(Debug, Clone, Args)]
 pub struct ToolsCommon {
-    /// Extra config file, applied after the usual ones (as for `run`).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Operator policy: its allow rules enable repository tools; `invoke` is decided by it.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Run the tool (and `--schema`) without kernel confinement (Landlock + seccomp); the output says so.
     #[arg(long)]
     pub no_sandbox: bool,
@@ -328,10 +321,6 @@ pub struct ExplainArgs {
     /// Decide with this task's policy: `FILE` (single-task file) or `FILE#TASK-ID`.
     #[arg(long, value_name = "FILE#ID")]
     pub task: Option<String>,
-    /// Operator policy file applied as the ceiling.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-    /// Extra config file (safety settings feed the built-in guards).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }

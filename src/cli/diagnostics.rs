@@ -3,6 +3,7 @@
 
 use super::printer::Printer;
 use crate::config::ConfigError;
+use crate::core::exit::Failure;
 use crate::task::Diagnostics;
 
 /// Prints every task-file diagnostic.
@@ -32,4 +33,27 @@ pub fn print_config_error(printer: &Printer, error: &ConfigError) {
         ConfigError::Files(diagnostics) => print_diagnostics(printer, diagnostics),
         other => print_error(printer, &format!("error: {other}"), other.hint()),
     }
+}
+
+/// The one place a failure becomes an exit code: prints its message
+/// (`error: ` first unless it is a diagnostic), each `caused by:` of its
+/// source chain and its hint.
+pub fn fail(printer: &Printer, error: &dyn Failure) -> u8 {
+    let mut message = if error.is_diagnostic() {
+        error.to_string()
+    } else {
+        format!("error: {error}")
+    };
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        message.push_str(&format!("\n  caused by: {inner}"));
+        cause = inner.source();
+    }
+    for line in message.lines() {
+        printer.error(line);
+    }
+    if let Some(hint) = error.hint() {
+        printer.error(&format!("  hint: {hint}"));
+    }
+    error.exit_code()
 }

@@ -14,8 +14,9 @@
 
 use std::io::Write;
 
-use crate::core::event::{Event, EventRecord, EventSink};
-use crate::core::{Redactor, Status};
+use crate::core::Redactor;
+use crate::core::event::{EventRecord, EventSink};
+use crate::report::human_line;
 use crate::report::log::{AnnotationKind, github_annotation, neutralize};
 
 /// How much to print.
@@ -98,132 +99,25 @@ impl Printer {
     }
 
     fn human(&self, record: &EventRecord) {
-        let task = &record.task;
-        let verbose = self.level == Level::Verbose;
-        match &record.event {
-            Event::TaskStarted {
-                provider, model, ..
-            } if verbose => {
-                self.line(&format!(
-                    "RUN   {task}  ({}/{})",
-                    inline(provider),
-                    inline(model)
-                ));
-            }
-            Event::ToolDecided {
-                name,
-                arguments,
-                verdict,
-                rule,
-                ..
-            } if verbose => {
-                let name = inline(&clip(name, 80));
-                let args = inline(&clip(&arguments.to_string(), 160));
-                self.line(&format!("  → {name} {args}  [{verdict}: {}]", inline(rule)));
-            }
-            Event::ToolCompleted {
-                ok,
-                ran,
-                duration_ms,
-                truncated,
-                output,
-                ..
-            } if verbose => {
-                let mark = if *ok { "✓" } else { "✗" };
-                let first = output.lines().next().unwrap_or_default();
-                let first = neutralize(&clip(first, 120));
-                let note = match (*ran, *truncated) {
-                    (false, _) => " (not run)",
-                    (true, true) => " (truncated)",
-                    (true, false) => "",
-                };
-                self.line(&format!("    {mark} {duration_ms}ms{note}  {first}"));
-            }
-            Event::CheckCompleted {
-                name,
-                passed,
-                exit_code,
-                ..
-            } if verbose => {
-                let state = if *passed { "passed" } else { "FAILED" };
-                let code = exit_code.map_or("none".to_owned(), |c| c.to_string());
-                self.line(&format!(
-                    "  check `{}`: {state} (exit {code})",
-                    neutralize(name)
-                ));
-            }
-            Event::Note { message } if verbose => {
-                self.line(&format!("  note: {}", neutralize(message)))
-            }
-            Event::Git { outcome } if verbose => {
-                self.line(&format!("  git: {}", neutralize(&outcome.note)))
-            }
-            Event::TaskFinished {
-                status,
-                reason,
-                message,
-                iterations,
-                usage,
-                cost,
-                duration_ms,
-                ..
-            } => {
-                let label = match status {
-                    Status::Passed => "PASS ",
-                    Status::Failed => "FAIL ",
-                    Status::Error => "ERROR",
-                    Status::Paused => "PAUSE",
-                };
-                let why = message
-                    .as_deref()
-                    .map(|m| format!("  {}", neutralize(&one_line(m))))
-                    .unwrap_or_default();
-                #[expect(clippy::cast_precision_loss, reason = "display only")]
-                let seconds = *duration_ms as f64 / 1000.0;
-                let line = format!(
-                    "{label} {task}  {reason}  {iterations} iterations · {} tokens · cost {cost} · {seconds:.1}s{why}",
-                    usage.total()
-                );
-                if *status == Status::Passed {
-                    self.line(&line);
-                } else {
-                    self.result(&line);
-                    if self.github && !self.json {
-                        let detail = message.as_deref().unwrap_or_default();
-                        // Redacted before escaping, which could split a secret.
-                        self.out_raw(&github_annotation(
-                            AnnotationKind::Error,
-                            &self.redactor.redact(&format!("ybs {task}")),
-                            &self.redactor.redact(&format!("{reason}: {detail}")),
-                        ));
-                    }
-                }
-            }
-            _ => {}
+        let Some(view) = human_line(record, self.level == Level::Verbose) else {
+            return;
+        };
+        if !view.failed {
+            self.line(&view.text);
+            return;
         }
-    }
-}
-
-/// `text` neutralised and kept on one line: a line break in a name or an
-/// argument would otherwise start a line of its own in the log.
-fn inline(text: &str) -> String {
-    neutralize(text).replace('\n', "\\n")
-}
-
-/// The first `max` characters of `text`, with `…` when cut.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((index, _)) => format!("{}…", &text[..index]),
-        None => text.to_owned(),
-    }
-}
-
-fn one_line(text: &str) -> String {
-    let first = text.lines().next().unwrap_or_default();
-    if text.lines().nth(1).is_some() {
-        format!("{first} …")
-    } else {
-        first.to_owned()
+        self.result(&view.text);
+        if self.github
+            && !self.json
+            && let Some((title, message)) = &view.annotation
+        {
+            // Redacted before escaping, which could split a secret.
+            self.out_raw(&github_annotation(
+                AnnotationKind::Error,
+                &self.redactor.redact(title),
+                &self.redactor.redact(message),
+            ));
+        }
     }
 }
 
@@ -237,5 +131,23 @@ impl EventSink for Printer {
         }
         self.human(record);
         Ok(())
+    }
+}
+
+impl crate::runner::Console for Printer {
+    fn set_redactor(&mut self, redactor: crate::core::Redactor) {
+        Printer::set_redactor(self, redactor);
+    }
+    fn result(&self, text: &str) {
+        Printer::result(self, text);
+    }
+    fn error(&self, text: &str) {
+        Printer::error(self, text);
+    }
+    fn warn(&self, text: &str) {
+        Printer::warn(self, text);
+    }
+    fn prompt(&self, text: &str) {
+        Printer::prompt(self, text);
     }
 }

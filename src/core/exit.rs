@@ -12,3 +12,20 @@ pub const PAUSED: u8 = 3;
 pub const INFRA: u8 = 4;
 /// Interrupted by SIGINT/SIGTERM; outputs were still written.
 pub const INTERRUPTED: u8 = 130;
+
+/// An error that knows the exit code it ends the process with, and the
+/// hint that helps fix it. The CLI prints every failure the same way:
+/// `error: ` and the message (a diagnostic, which names its
+/// `file:line:col`, as it is), each `caused by:` of its source chain, then
+/// the hint.
+pub trait Failure: std::error::Error {
+    fn exit_code(&self) -> u8;
+    fn hint(&self) -> Option<String> {
+        None
+    }
+    /// The message is a diagnostic (`file:line:col: ...`, hints included)
+    /// and printed without the `error: ` prefix.
+    fn is_diagnostic(&self) -> bool {
+        false
+    }
+}

@@ -3,7 +3,7 @@
 //!
 //! The per-task transcripts are the source of truth. Each is turned back
 //! into the events a report needs ([`Transcript::result_records`]) and fed
-//! to the same [`JunitSink`] and [`SummarySink`] a run uses, so a merged
+//! to the same [`RunSinks`] (JUnit and summary) a run uses, so a merged
 //! report reads exactly like the report of one run over all the tasks.
 //! The task directories (`transcript.json`, `events.jsonl`, `state.json`)
 //! are copied under `--out`.
@@ -24,11 +24,10 @@ use crate::core::event::EventSink;
 use crate::core::exit;
 
 use super::fsutil::{task_dir, with_path};
-use super::junit::JunitSink;
 use super::outdir::{DIGESTS_FILE, Digests, OutDir};
 use super::results::{ResultCollector, TaskResult};
 use super::scope::RunScope;
-use super::summary::SummarySink;
+use super::sinks::{OutputLayout, RunSinks};
 use super::transcript::{TRANSCRIPT_FILE, Transcript};
 
 /// The file name of a shard's manifest inside `OUT/`.
@@ -170,6 +169,15 @@ impl MergeError {
     }
 }
 
+impl exit::Failure for MergeError {
+    fn exit_code(&self) -> u8 {
+        MergeError::exit_code(self)
+    }
+    fn hint(&self) -> Option<String> {
+        MergeError::hint(self)
+    }
+}
+
 /// What a merge wrote.
 #[derive(Debug, Clone)]
 pub struct Merged {
@@ -184,14 +192,6 @@ impl Merged {
     pub fn incomplete(&self) -> bool {
         !self.scope.warnings.is_empty()
     }
-}
-
-/// Where the merged outputs go.
-#[derive(Debug, Clone)]
-pub struct MergeOutputs {
-    pub out_dir: PathBuf,
-    /// `$GITHUB_STEP_SUMMARY`: the merged summary is appended there too.
-    pub github_step_summary: Option<PathBuf>,
 }
 
 /// One input directory, read.
@@ -209,7 +209,7 @@ struct InputTask {
 
 /// Merges the output directories `dirs` into `outputs.out_dir`:
 /// `junit.xml`, `summary.md` and a copy of every task directory.
-pub fn merge(dirs: &[PathBuf], outputs: &MergeOutputs) -> Result<Merged, MergeError> {
+pub fn merge(dirs: &[PathBuf], outputs: &OutputLayout) -> Result<Merged, MergeError> {
     let inputs = dirs
         .iter()
         .map(|dir| read_input(dir))
@@ -236,22 +236,18 @@ pub fn merge(dirs: &[PathBuf], outputs: &MergeOutputs) -> Result<Merged, MergeEr
 
     let write = |source: io::Error| MergeError::Write { source };
     let cwd = std::env::current_dir().map_err(write)?;
-    let out = OutDir::open(&outputs.out_dir, &cwd)?;
-    let mut junit = JunitSink::new(out.clone(), "junit.xml").with_scope(scope.clone());
-    let mut summary = SummarySink::new(out, "summary.md", outputs.github_step_summary.clone())
-        .with_scope(scope.clone());
+    let open = outputs.open(&cwd)?;
+    let mut sinks = RunSinks::reports(outputs, &open, scope.clone());
     let mut collector = ResultCollector::new();
     for task in &tasks {
         for record in task.transcript.result_records() {
             collector.push(&record);
-            junit.event(&record).map_err(write)?;
-            summary.event(&record).map_err(write)?;
+            sinks.event(&record).map_err(write)?;
         }
         let target = task_dir(&outputs.out_dir, &task.id).map_err(write)?;
         copy_dir(&task.dir, &target).map_err(write)?;
     }
-    junit.finish().map_err(write)?;
-    summary.finish().map_err(write)?;
+    sinks.finish().map_err(write)?;
     Ok(Merged {
         results: collector.results(),
         scope,
@@ -523,11 +519,8 @@ mod tests {
         dir
     }
 
-    fn outputs(root: &Path) -> MergeOutputs {
-        MergeOutputs {
-            out_dir: root.join("merged"),
-            github_step_summary: None,
-        }
+    fn outputs(root: &Path) -> OutputLayout {
+        OutputLayout::new(root.join("merged"), None, None)
     }
 
     #[test]
@@ -590,10 +583,7 @@ mod tests {
         assert!(matches!(err, MergeError::MixedSplits { .. }), "{err}");
         let err = merge(
             std::slice::from_ref(&a),
-            &MergeOutputs {
-                out_dir: a.clone(),
-                github_step_summary: None,
-            },
+            &OutputLayout::new(a.clone(), None, None),
         )
         .unwrap_err();
         assert!(matches!(err, MergeError::OutIsInput { .. }), "{err}");

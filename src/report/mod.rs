@@ -1,7 +1,7 @@
 //! L2 report: `EventSink`s that turn the event stream into outputs
-//! (SPEC §7). The runner builds them, feeds every (already redacted)
-//! `EventRecord` of every task through a [`Fanout`], and calls `finish()`
-//! once at the end of the run. Records of parallel tasks may interleave;
+//! (SPEC §7). The runner builds them as one [`RunSinks`], feeds it every
+//! (already redacted) `EventRecord` of every task, and calls `finish()`
+//! once at the end of the run; [`OutputLayout`] names every output file. Records of parallel tasks may interleave;
 //! every sink routes them by `record.task`.
 //!
 //! - [`EventsSink`]: `OUT/<task>/events.jsonl`, one line per event, flushed.
@@ -14,8 +14,8 @@
 //! [`merge`] (`ybs report merge`) feeds the same JUnit and summary sinks
 //! from the transcripts of several output directories.
 
+mod console_view;
 mod events;
-mod fanout;
 mod fsutil;
 mod junit;
 pub mod log;
@@ -24,18 +24,20 @@ mod outdir;
 mod results;
 pub mod schema;
 mod scope;
+mod sinks;
 mod summary;
 #[cfg(test)]
 mod testdata;
 mod transcript;
 
+pub use console_view::{HumanLine, human_line};
 pub use events::{EVENTS_FILE, EventsSink};
-pub use fanout::Fanout;
 pub use junit::{JunitSink, junit_report, junit_xml};
-pub use merge::{MergeError, MergeOutputs, Merged, SHARD_FILE, ShardFile};
+pub use merge::{MergeError, Merged, SHARD_FILE, ShardFile};
 pub use outdir::{DIGESTS_FILE, Digests, OpenError, OutDir};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use scope::RunScope;
+pub use sinks::{JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
 pub use summary::{SummarySink, summary_markdown};
 pub use transcript::{
     CheckEntry, Decision, LlmCall, Manifest, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,

@@ -1,7 +1,14 @@
 //! L4 runner: one run of many tasks: selection, preparation, execution
 //! with checks, git and outputs, interrupts.
 
+pub mod approve;
+pub mod chat;
 pub mod checks;
+mod console;
+mod error;
+pub mod external;
+mod front;
+pub mod options;
 pub mod prepare;
 pub mod redacting;
 pub mod results;
@@ -32,6 +39,10 @@ use crate::report;
 use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
+pub use console::Console;
+pub use error::RunError;
+pub use front::run;
+pub use options::{LoadErrors, Loaded, RunFlags, RunOptions, harden, load, redactor, run_context};
 pub use prepare::{
     Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, build_provider,
     check_workdir_root, child_env_for, prepare, protected_files, task_policy, task_sandbox,
@@ -63,7 +74,7 @@ pub struct RunContext {
     /// `--allow-dirty`: run on a dirty tree; the user's changes stay out of commits.
     pub allow_dirty: bool,
     /// ybs's own outputs (absolute, or relative to `cwd`): never part of a
-    /// dirty check or a commit. See [`OutputPaths::own_paths`].
+    /// dirty check or a commit. See [`report::OutputLayout::own_paths`].
     pub outputs: Vec<PathBuf>,
     /// Masks secrets in commit messages.
     pub redactor: Redactor,
@@ -80,76 +91,13 @@ pub struct RunContext {
     pub approver: Option<Arc<dyn Approver>>,
 }
 
-/// Where outputs go.
-#[derive(Debug, Clone)]
-pub struct OutputPaths {
-    pub out_dir: PathBuf,
-    pub junit: PathBuf,
-    pub github_step_summary: Option<PathBuf>,
-}
-
-impl OutputPaths {
-    /// Every path this run writes its outputs to, for git to leave alone:
-    /// the output directory, and, in case that directory holds the workdir
-    /// (`--out .`), each file and task directory in it; the JUnit file; the
-    /// step summary.
-    pub fn own_paths(&self, tasks: &[TaskSpec]) -> Vec<PathBuf> {
-        let mut paths = vec![
-            self.out_dir.clone(),
-            self.out_dir.join("summary.md"),
-            self.out_dir.join(report::SHARD_FILE),
-            self.out_dir.join(report::DIGESTS_FILE),
-            self.junit.clone(),
-        ];
-        paths.extend(tasks.iter().map(|task| self.out_dir.join(&task.id)));
-        paths.extend(self.github_step_summary.iter().cloned());
-        paths
-    }
-}
-
-/// The output directories, held open for the run: every output file is
-/// created relative to them, never through a symbolic link (SECURITY S8).
-#[derive(Debug, Clone)]
-pub struct OpenOutputs {
-    pub out: Arc<report::OutDir>,
-    /// The directory of the JUnit file (the output directory itself when
-    /// the file is there), and the file's name in it.
-    pub junit_dir: Arc<report::OutDir>,
-    pub junit_name: String,
-}
-
-impl OutputPaths {
-    /// Opens (creating them) the output directory and the JUnit file's
-    /// directory, relative to `cwd`, before anything runs. A symbolic link
-    /// where ybs would write is refused: exit 2 with the error's message.
-    pub fn open(&self, cwd: &std::path::Path) -> Result<OpenOutputs, report::OpenError> {
-        let out = report::OutDir::open(&self.out_dir, cwd)?;
-        let bad_junit = |message: &str| report::OpenError {
-            path: self.junit.clone(),
-            message: message.to_owned(),
-        };
-        let junit_name = self
-            .junit
-            .file_name()
-            .and_then(|name| name.to_str())
-            .ok_or_else(|| bad_junit("not a file name"))?
-            .to_owned();
-        let parent = self
-            .junit
-            .parent()
-            .filter(|parent| !parent.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        let junit_dir = if parent == self.out_dir {
-            Arc::clone(&out)
-        } else {
-            report::OutDir::open(parent, cwd)?
-        };
-        Ok(OpenOutputs {
-            out,
-            junit_dir,
-            junit_name,
-        })
-    }
+/// The async runtime of a run or a chat: two worker threads.
+pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))
 }
 
 /// The tasks of `files` whose id matches any of `filters` (all when none).
@@ -271,8 +219,8 @@ pub fn discard(prepared: &[PreparedTask]) {
 pub async fn execute(
     run: &RunContext,
     prepared: Vec<PreparedTask>,
-    paths: &OutputPaths,
-    outputs: &OpenOutputs,
+    paths: &report::OutputLayout,
+    outputs: &report::OpenOutputs,
     redactor: Redactor,
     console: &mut dyn EventSink,
 ) -> RunReport {
@@ -292,27 +240,8 @@ pub async fn execute(
         }
     }
     let scope = report::RunScope::shard(run.shard);
-    let mut events = report::EventsSink::new(Arc::clone(out));
-    let mut transcripts = report::TranscriptSink::new(Arc::clone(out));
-    let mut junit =
-        report::JunitSink::new(Arc::clone(&outputs.junit_dir), outputs.junit_name.clone())
-            .with_scope(scope.clone());
-    let mut summary = report::SummarySink::new(
-        Arc::clone(out),
-        "summary.md",
-        paths.github_step_summary.clone(),
-    )
-    .with_scope(scope);
-    let sink = Mutex::new(RedactingSink::new(
-        redactor,
-        vec![
-            &mut events,
-            &mut transcripts,
-            &mut junit,
-            &mut summary,
-            console,
-        ],
-    ));
+    let mut sinks = report::RunSinks::run(paths, outputs, scope);
+    let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     let mut results: Vec<Option<TaskResult>> = prepared.iter().map(|_| None).collect();
     // What each task has done so far, read from its events: an interrupt
     // drops the task, and its `task.finished` still reports this.

@@ -38,6 +38,8 @@ impl RunReport {
             exit::INFRA
         } else if any(Status::Paused) {
             exit::PAUSED
+        } else if self.output_error.is_some() {
+            exit::INFRA
         } else {
             exit::OK
         }

@@ -15,6 +15,35 @@ use crate::git::{GitError, SavedWork, TaskWorktree};
 use crate::report::OutDir;
 use crate::task::{Expect, TaskSpec};
 
+impl PreparedTask {
+    /// The agent's setup for this task: the one place an [`AgentSetup`] is
+    /// built (tasks and chat alike).
+    pub fn agent_setup<'a>(
+        &'a self,
+        run: &'a RunContext,
+        tools: &'a crate::tools::Registry,
+        system_prompt: String,
+    ) -> AgentSetup<'a> {
+        AgentSetup {
+            provider: self.provider.as_ref(),
+            tools,
+            ctx: &self.tool_ctx,
+            policy: &self.policy,
+            pricing: &run.pricing,
+            model: self.settings.model.clone(),
+            system_prompt,
+            temperature: self.settings.temperature,
+            max_tokens: self.settings.max_tokens,
+            limits: self.limits.clone(),
+            context: self.context,
+            retry: run.retry,
+            dry_run: run.dry_run,
+            redactor: &run.redactor,
+            approver: run.approver.as_deref(),
+        }
+    }
+}
+
 /// Runs one prepared task; the last event it emits is `task.finished`.
 pub async fn run_task(
     run: &RunContext,
@@ -56,23 +85,7 @@ pub async fn run_task(
     for note in &tools.notes {
         emitter.note(note.clone());
     }
-    let setup = AgentSetup {
-        provider: prepared.provider.as_ref(),
-        tools: &tools.registry,
-        ctx: &prepared.tool_ctx,
-        policy: &prepared.policy,
-        pricing: &run.pricing,
-        model: prepared.settings.model.clone(),
-        system_prompt,
-        temperature: prepared.settings.temperature,
-        max_tokens: prepared.settings.max_tokens,
-        limits: prepared.limits.clone(),
-        context: prepared.context,
-        retry: run.retry,
-        dry_run: run.dry_run,
-        redactor: &run.redactor,
-        approver: run.approver.as_deref(),
-    };
+    let setup = prepared.agent_setup(run, &tools.registry, system_prompt);
     let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
     // `--allow-dirty`: the user's work was saved before the run; the file
     // tools leave those files alone (in a worktree they are not there).

@@ -1,6 +1,12 @@
-//! The module levels of STYLE.md (b): imports point only down, and the L2
-//! modules never use each other. Scans `src/<module>/**/*.rs` for
-//! `crate::<other>` paths and checks them against the "may use" lists.
+//! The module levels of docs/architecture.md: imports point only down, and
+//! the L2 modules never use each other. Scans `src/<module>/**/*.rs` for
+//! `crate::<other>` paths (and `crate::{a, b}` groups) and checks them
+//! against the "may use" lists.
+//!
+//! The CLI parses argv, builds options, prints and maps errors to exit
+//! codes: it reaches the agent, the providers and the tools only through
+//! the runner (`runner::run`, `runner::chat::Session`,
+//! `runner::external::tools` for `ybs tools invoke`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,7 +31,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     (
         "cli",
         &[
-            "core", "llm", "tools", "policy", "git", "report", "task", "agent", "config", "runner",
+            "core", "policy", "git", "report", "task", "config", "runner",
         ],
     ),
 ];
@@ -38,6 +44,46 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
         }
+    }
+}
+
+/// The top-level modules a line names after `crate::`, including each
+/// member of a `crate::{a, b::c}` group.
+fn crate_paths(line: &str) -> Vec<String> {
+    let ident = |text: &str| -> String {
+        text.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut used = Vec::new();
+    for (index, _) in line.match_indices("crate::") {
+        let rest = &line[index + "crate::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let group = group.split('}').next().unwrap_or_default();
+                used.extend(group.split(',').map(ident));
+            }
+            None => used.push(ident(rest)),
+        }
+    }
+    used
+}
+
+#[test]
+fn crate_paths_see_groups() {
+    assert_eq!(crate_paths("use crate::agent::Agent;"), ["agent"]);
+    assert_eq!(
+        crate_paths("use crate::{agent::Agent, llm, core::exit};"),
+        ["agent", "llm", "core"]
+    );
+}
+
+#[test]
+fn the_cli_reaches_agents_providers_and_tools_only_through_the_runner() {
+    let cli = MAY_USE.iter().find(|(m, _)| *m == "cli").unwrap().1;
+    for below in ["agent", "llm", "tools"] {
+        assert!(!cli.contains(&below), "cli may not use `{below}`");
     }
 }
 
@@ -54,12 +100,7 @@ fn imports_point_only_down() {
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
             for (line_number, line) in text.lines().enumerate() {
-                for (index, _) in line.match_indices("crate::") {
-                    let rest = &line[index + "crate::".len()..];
-                    let used: String = rest
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect();
+                for used in crate_paths(line) {
                     if used.is_empty() || used == *module || !allowed.contains_key(used.as_str()) {
                         continue;
                     }

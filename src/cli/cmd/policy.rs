@@ -20,16 +20,13 @@ pub fn explain(args: &ExplainArgs) -> u8 {
         },
         None => (None, None),
     };
-    let overrides = common::Overrides {
-        config_file: args.config.clone(),
-        ..common::Overrides::default()
-    };
+    let overrides = common::config_overrides(&args.config, false);
     let paths: Vec<PathBuf> = task_file.iter().cloned().collect();
     let task_paths = (!paths.is_empty()).then_some(paths.as_slice());
     let loaded = common::load(
         &printer,
         &overrides,
-        args.policy.as_deref(),
+        args.config.policy.as_deref(),
         task_paths,
         &[],
     );
@@ -74,7 +71,7 @@ pub fn explain(args: &ExplainArgs) -> u8 {
         operator: loaded.operator_policy.as_ref(),
         workdir: &workdir,
         protected: task.map_or_else(Vec::new, |t| {
-            runner::protected_files(&loaded.cwd, &t.file, args.policy.as_deref())
+            runner::protected_files(&loaded.cwd, &t.file, args.config.policy.as_deref())
         }),
         layers: task.map_or(&empty, |t| &t.policy),
     };

@@ -7,29 +7,21 @@ use super::super::diagnostics;
 use super::super::printer::Printer;
 use super::common;
 use crate::core::exit;
-use crate::report::{self, MergeOutputs, RunTotals};
+use crate::report::{self, OutputLayout, RunTotals};
 use crate::runner::{RunReport, TaskResult};
 
 /// Merges, prints one line of totals, and exits as `run` would have over
 /// all the merged tasks; at least `4` when a shard or a task is missing.
 pub fn merge(args: &MergeArgs) -> u8 {
     let printer = Printer::new(common::level(&args.verbosity), false);
-    let outputs = MergeOutputs {
-        out_dir: args.out.clone(),
-        github_step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
-    };
+    let outputs = OutputLayout::new(
+        args.out.clone(),
+        None,
+        std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+    );
     let merged = match report::merge::merge(&args.dirs, &outputs) {
         Ok(merged) => merged,
-        Err(error) => {
-            let mut message = format!("error: {error}");
-            let mut cause = std::error::Error::source(&error);
-            while let Some(inner) = cause {
-                message.push_str(&format!("\n  caused by: {inner}"));
-                cause = inner.source();
-            }
-            diagnostics::print_error(&printer, &message, error.hint().as_deref());
-            return error.exit_code();
-        }
+        Err(error) => return diagnostics::fail(&printer, &error),
     };
     for warning in &merged.scope.warnings {
         printer.error(&format!("warning: {warning}"));

@@ -11,14 +11,11 @@ use crate::runner::{self, PolicyInputs};
 
 pub fn validate(args: &ValidateArgs) -> u8 {
     let printer = Printer::new(common::level(&args.verbosity), false);
-    let overrides = common::Overrides {
-        config_file: args.config.clone(),
-        ..common::Overrides::default()
-    };
+    let overrides = common::config_overrides(&args.config, false);
     let loaded = match common::load(
         &printer,
         &overrides,
-        args.policy.as_deref(),
+        args.config.policy.as_deref(),
         Some(&args.paths),
         &args.vars,
     ) {
@@ -54,7 +51,11 @@ pub fn validate(args: &ValidateArgs) -> u8 {
                 home: home.as_deref(),
                 operator: loaded.operator_policy.as_ref(),
                 workdir: &workdir,
-                protected: runner::protected_files(&loaded.cwd, &task.file, args.policy.as_deref()),
+                protected: runner::protected_files(
+                    &loaded.cwd,
+                    &task.file,
+                    args.config.policy.as_deref(),
+                ),
                 layers: &task.policy,
             };
             if let Err((message, hint)) = runner::task_policy(&inputs) {

@@ -1,0 +1,25 @@
+//! What the runner says to the person running it. The CLI supplies the
+//! terminal; the runner never prints on its own.
+
+use crate::core::event::EventSink;
+
+/// The console: every event of a run, plus the runner's own lines.
+pub trait Console: EventSink {
+    /// A result line (stdout; kept under `--quiet`).
+    fn result(&self, text: &str);
+    /// An error or must-see warning (stderr; kept under `--quiet`).
+    fn error(&self, text: &str);
+    /// A prompt (stderr), the answer typed on the same line.
+    fn prompt(&self, text: &str);
+    /// A warning (stderr; dropped under `--quiet`).
+    fn warn(&self, text: &str);
+    /// From now on, masks these secrets in everything printed.
+    fn set_redactor(&mut self, redactor: crate::core::Redactor);
+    /// An error line with its hint, as every diagnostic is printed.
+    fn error_with_hint(&self, text: &str, hint: Option<&str>) {
+        self.error(text);
+        if let Some(hint) = hint {
+            self.error(&format!("  hint: {hint}"));
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! `ybs tools list|schema|invoke`: external tools outside any task.
+//!
+//! The operator at the prompt stands where a task would: naming a tool
+//! (`schema NAME`, `invoke NAME`) enables it as a task's `tools.external`
+//! would, and `--policy FILE` is the policy (without it, `invoke NAME`
+//! is allowed: the operator asked for exactly that call). `invoke` goes
+//! the agent's way: check the parameters, decide, run, read the envelope.
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::options::Loaded;
+use super::{Console, RunError};
+use crate::config::Config;
+use crate::core::exit;
+use crate::core::exit::Failure;
+use crate::policy::{CallView, Policy, Verdict};
+use crate::report::log::neutralize;
+use crate::runner::tools::{cache_dir, discovery_settings, policy_enables};
+use crate::runner::{self, PolicyInputs};
+use crate::runner::{SandboxPaths, child_env_for, task_sandbox};
+use crate::tools::external::cache::load_metrics;
+use crate::tools::external::{
+    Catalog, Enable, Entry, ExternalTool, Metrics, Status, ToolStats, cache,
+};
+use crate::tools::sandbox::Sandbox;
+use crate::tools::{ChildEnv, Tool, ToolCtx};
+
+/// What `ybs tools` was asked.
+pub enum ToolsAction {
+    /// `list [--json]`.
+    List { json: bool },
+    /// `schema NAME`.
+    Schema { name: String },
+    /// `invoke NAME --input JSON` (`-`: stdin).
+    Invoke { name: String, input: String },
+}
+
+/// Runs `action` with the loaded config and `--policy`; returns the exit
+/// code. Every line goes to `console`.
+pub fn tools(loaded: Loaded, action: &ToolsAction, console: Box<dyn Console>) -> u8 {
+    let session = match Session::open(loaded, console) {
+        Ok(session) => session,
+        Err(code) => return code,
+    };
+    match action {
+        ToolsAction::List { json } => list(&session, *json),
+        ToolsAction::Schema { name } => schema(&session, name),
+        ToolsAction::Invoke { name, input } => invoke(&session, name, input),
+    }
+}
+
+/// Config, policy and environment, loaded.
+struct Session {
+    printer: Box<dyn Console>,
+    config: Config,
+    cwd: PathBuf,
+    home: Option<PathBuf>,
+    policy: Option<Policy>,
+    env: ChildEnv,
+    /// Confines every tool process (SECURITY S1); `None`: `--no-sandbox`.
+    sandbox: Option<Arc<Sandbox>>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Session {
+    fn open(loaded: Loaded, mut printer: Box<dyn Console>) -> Result<Self, u8> {
+        let Loaded {
+            config,
+            cwd,
+            operator_policy,
+            ..
+        } = loaded;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        // The policy file decides as a task's policy would, with the
+        // built-in guards of a task whose workdir is the current directory.
+        let policy = match &operator_policy {
+            Some(spec) => Some(
+                runner::task_policy(&PolicyInputs {
+                    config: &config,
+                    home: home.as_deref(),
+                    operator: None,
+                    workdir: &cwd,
+                    protected: Vec::new(),
+                    layers: std::slice::from_ref(spec),
+                })
+                .map_err(|(message, hint)| {
+                    printer.error_with_hint(&format!("error: {message}"), hint);
+                    exit::USAGE
+                })?,
+            ),
+            None => None,
+        };
+        let mut env = ChildEnv::scrubbed(&config.safety.env_passthrough);
+        let workdir = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
+        let (sandbox, info) = task_sandbox(
+            &config,
+            home.as_deref(),
+            &workdir,
+            true,
+            &SandboxPaths {
+                visible: vec![cwd.clone()],
+                ..SandboxPaths::default()
+            },
+        )
+        .map_err(|(message, hint)| {
+            printer.error_with_hint(&format!("error: {message}"), Some(hint));
+            exit::USAGE
+        })?;
+        child_env_for(&mut env, sandbox.as_deref(), &workdir, &config);
+        match &sandbox {
+            Some(_) => {}
+            // Not `warn`: shown even with --quiet.
+            None => printer.error(&format!(
+                "warning: no sandbox: external tools run UNCONFINED ({})",
+                info.reason.as_deref().unwrap_or("unknown reason")
+            )),
+        }
+        let redactor = runner::redactor(&env);
+        printer.set_redactor(redactor);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| {
+                let error = RunError::Infra(format!("cannot start the async runtime: {error}"));
+                printer.error(&format!("error: {error}"));
+                error.exit_code()
+            })?;
+        Ok(Self {
+            printer,
+            config,
+            cwd,
+            home,
+            policy,
+            env,
+            sandbox,
+            runtime,
+        })
+    }
+
+    /// Every tool, with `names` enabled by the operator's naming them.
+    fn discover(&self, names: &[String]) -> Catalog {
+        let mut settings = discovery_settings(&self.config.tools, &self.cwd, self.home.as_deref());
+        settings.sandbox.clone_from(&self.sandbox);
+        let policy = |name: &str| {
+            self.policy
+                .as_ref()
+                .is_some_and(|policy| policy_enables(policy, name))
+        };
+        let enable = Enable {
+            names,
+            named_by: "cli",
+            policy: &policy,
+        };
+        self.runtime.block_on(crate::tools::external::discover(
+            &settings, &enable, &self.env,
+        ))
+    }
+
+    fn cache_dir(&self) -> Option<PathBuf> {
+        cache_dir(self.home.as_deref())
+    }
+
+    /// The entry called `name`, or the usage error saying it does not exist.
+    fn find<'c>(&self, catalog: &'c Catalog, name: &str) -> Result<&'c Entry, u8> {
+        catalog.get(name).filter(|entry| entry.source != crate::tools::external::Source::Task || entry.status != Status::MissingBinary).ok_or_else(|| {
+            let known: Vec<&str> = catalog
+                .entries
+                .iter()
+                .map(|entry| entry.name.as_str())
+                .filter(|known| *known != name)
+                .collect();
+            let hint = crate::core::text::closest(name, known.iter().copied())
+                .map(|close| format!("did you mean `{close}`?"))
+                .unwrap_or_else(|| "see `ybs tools list`".to_owned());
+            self.printer.error_with_hint(
+                &format!(
+                    "error: no external tool named `{name}` in ./tools, ~/.ybs/tools, tools.search_paths or tools.external"
+                ),
+                Some(&hint),
+            );
+            exit::USAGE
+        })
+    }
+}
+
+fn list(session: &Session, json: bool) -> u8 {
+    let catalog = session.discover(&[]);
+    let persisted = session
+        .cache_dir()
+        .map(|dir| load_metrics(&dir))
+        .unwrap_or_default();
+    let stats_of = |entry: &Entry| {
+        let key = entry.canonical.to_string_lossy();
+        let mut stats = ToolStats::default();
+        for persisted in persisted.iter().filter(|p| p.path == key) {
+            stats.merge(&persisted.stats);
+        }
+        stats.summary(&entry.name)
+    };
+    if json {
+        let tools: Vec<Value> = catalog
+            .entries
+            .iter()
+            .map(|entry| (entry, false))
+            .chain(catalog.shadowed.iter().map(|entry| (entry, true)))
+            .map(|(entry, shadowed)| {
+                let metrics = stats_of(entry);
+                json!({
+                    "name": entry.name,
+                    "status": if shadowed { "shadowed" } else { entry.status.as_str() },
+                    "reason": entry.detail,
+                    "source": entry.source.as_str(),
+                    "path": entry.path,
+                    "enabled_by": entry.enabled_by,
+                    "schema_from": entry.schema_from,
+                    "description": entry.description(),
+                    "timeout_seconds": entry.timeout.as_secs_f64(),
+                    "offered": !shadowed && entry.status == Status::Ready && entry.enabled_by.is_some(),
+                    "metrics": {
+                        "calls": metrics.calls,
+                        "successes": metrics.successes,
+                        "failures": metrics.failures,
+                        "timeouts": metrics.timeouts,
+                        "total_ms": metrics.total_ms,
+                        "p50_ms": metrics.p50_ms,
+                        "p95_ms": metrics.p95_ms,
+                    },
+                })
+            })
+            .collect();
+        session
+            .printer
+            .result(&safe_json(&json!({ "tools": tools }), false));
+        return exit::OK;
+    }
+    if catalog.entries.is_empty() {
+        session.printer.result(
+            "no external tools: put executables in ./tools or ~/.ybs/tools, or list them under tools.external",
+        );
+        return exit::OK;
+    }
+    let mut rows = vec![
+        [
+            "NAME", "STATUS", "SOURCE", "CALLS", "FAILED", "TIMEOUTS", "P50", "P95", "DETAIL",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    ];
+    let listed = catalog
+        .entries
+        .iter()
+        .map(|entry| (entry, false))
+        .chain(catalog.shadowed.iter().map(|entry| (entry, true)));
+    for (entry, shadowed) in listed {
+        let metrics = stats_of(entry);
+        let detail = match entry.status {
+            Status::Ready if !shadowed => entry.description(),
+            _ => entry.detail.clone().unwrap_or_default(),
+        };
+        let detail = neutralize(&one_line(&detail, 100));
+        let millis = |value: u64| {
+            if metrics.calls == 0 {
+                "-".to_owned()
+            } else {
+                format!("{value}ms")
+            }
+        };
+        rows.push(vec![
+            neutralize(&entry.name),
+            if shadowed {
+                "shadowed".to_owned()
+            } else {
+                entry.status.as_str().to_owned()
+            },
+            entry.source.as_str().to_owned(),
+            metrics.calls.to_string(),
+            metrics.failures.to_string(),
+            metrics.timeouts.to_string(),
+            millis(metrics.p50_ms),
+            millis(metrics.p95_ms),
+            detail,
+        ]);
+    }
+    session.printer.result(&table(&rows));
+    exit::OK
+}
+
+/// Left-aligned columns separated by two spaces; the last is not padded.
+fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (column, cell) in row.iter().enumerate() {
+                if column + 1 == columns {
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(widths[column] - cell.chars().count() + 2));
+                }
+            }
+            line.trim_end().to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > max {
+        line.chars().take(max - 1).collect::<String>() + "…"
+    } else {
+        line.to_owned()
+    }
+}
+
+fn schema(session: &Session, name: &str) -> u8 {
+    let catalog = session.discover(&[name.to_owned()]);
+    let entry = match session.find(&catalog, name) {
+        Ok(entry) => entry,
+        Err(code) => return code,
+    };
+    match (&entry.schema, entry.status) {
+        (Some(schema), Status::Ready | Status::Disabled) => {
+            let spec = json!({
+                "name": entry.name,
+                "description": entry.description(),
+                "parameters": schema.json_schema(),
+            });
+            session.printer.result(&safe_json(&spec, true));
+            exit::OK
+        }
+        _ => {
+            session.printer.error(&format!(
+                "error: `{}` has no usable schema: {}{}",
+                entry.name,
+                entry.status.as_str(),
+                entry
+                    .detail
+                    .as_deref()
+                    .map(|detail| format!(": {detail}"))
+                    .unwrap_or_default()
+            ));
+            exit::TASK_FAILED
+        }
+    }
+}
+
+fn invoke(session: &Session, name: &str, input: &str) -> u8 {
+    let pretty = std::io::stdout().is_terminal();
+    let input = if input == "-" {
+        let mut text = String::new();
+        if let Err(error) = std::io::stdin().read_to_string(&mut text) {
+            session
+                .printer
+                .error(&format!("error: cannot read --input from stdin: {error}"));
+            return exit::USAGE;
+        }
+        text
+    } else {
+        input.to_owned()
+    };
+    let arguments: Value = match serde_json::from_str(&input) {
+        Ok(value @ Value::Object(_)) => value,
+        Ok(_) => {
+            session
+                .printer
+                .error("error: --input must be one JSON object, like '{\"path\": \"src\"}'");
+            return exit::USAGE;
+        }
+        Err(error) => {
+            session
+                .printer
+                .error(&format!("error: --input is not valid JSON: {error}"));
+            return exit::USAGE;
+        }
+    };
+    let catalog = session.discover(&[name.to_owned()]);
+    let entry = match session.find(&catalog, name) {
+        Ok(entry) => entry,
+        Err(code) => return code,
+    };
+    let metrics = Metrics::new();
+    let Some(tool) = ExternalTool::new(entry, metrics.clone()) else {
+        let message = format!(
+            "`{}` cannot run: {}{}",
+            entry.name,
+            entry.status.as_str(),
+            entry
+                .detail
+                .as_deref()
+                .map(|detail| format!(": {detail}"))
+                .unwrap_or_default()
+        );
+        session.printer.result(&safe_json(
+            &json!({"success": false, "error": message}),
+            pretty,
+        ));
+        return exit::TASK_FAILED;
+    };
+    let ctx = tool_ctx(session);
+    if let Err(error) = tool.target(&arguments, &ctx) {
+        session.printer.error(&format!("error: {error}"));
+        return exit::USAGE;
+    }
+    if let Some(policy) = &session.policy {
+        let decision = policy.decide(&CallView {
+            tool: &entry.name,
+            ..CallView::default()
+        });
+        if decision.verdict != Verdict::Allow {
+            let error = format!(
+                "{} by policy (rule `{}`); the call was not run",
+                if decision.verdict == Verdict::Deny {
+                    "denied"
+                } else {
+                    "needs approval, which nobody can give here,"
+                },
+                decision.rule
+            );
+            session.printer.result(&safe_json(
+                &json!({"success": false, "error": error}),
+                pretty,
+            ));
+            return exit::TASK_FAILED;
+        }
+    }
+    let params = match tool.check(&arguments) {
+        Ok(params) => params,
+        Err(message) => {
+            session.printer.error(&format!("error: {message}"));
+            return exit::USAGE;
+        }
+    };
+    let invocation = session.runtime.block_on(tool.invoke(params, &ctx));
+    session
+        .printer
+        .result(&safe_json(&invocation.envelope, pretty));
+    if let Some(dir) = session.cache_dir() {
+        let _ = cache::record_metrics(&dir, &metrics.snapshot());
+    }
+    if invocation.succeeded() {
+        exit::OK
+    } else {
+        exit::TASK_FAILED
+    }
+}
+
+/// The context of a call made from the command line: the current
+/// directory as workdir, the scrubbed environment, 1 MiB output cap.
+fn tool_ctx(session: &Session) -> ToolCtx {
+    let workdir = session
+        .cwd
+        .canonicalize()
+        .unwrap_or_else(|_| session.cwd.clone());
+    ToolCtx {
+        allowed_roots: vec![workdir.clone()],
+        workdir,
+        blocked_paths: session.config.safety.blocked_paths.clone(),
+        protected_paths: Vec::new(),
+        env: session.env.clone(),
+        shell_timeout: std::time::Duration::from_secs(30),
+        max_shell_timeout: std::time::Duration::from_secs(3600),
+        output_cap_bytes: 1 << 20,
+        sandbox: session.sandbox.clone(),
+    }
+}
+
+/// JSON text with the characters a terminal or CI log could be tricked
+/// by (bidi controls, line separators) written as `\uXXXX` escapes, which
+/// is still the same JSON (SECURITY S8). serde_json already escapes
+/// control characters.
+fn safe_json(value: &Value, pretty: bool) -> String {
+    let text = if pretty {
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    } else {
+        value.to_string()
+    };
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+        {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_output_escapes_bidi_and_stays_json() {
+        let value = json!({"result": "a\u{202E}b\u{2028}c"});
+        let text = safe_json(&value, false);
+        assert_eq!(text, r#"{"result":"a\u202eb\u2028c"}"#);
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let rows = vec![
+            vec!["NAME".to_owned(), "STATUS".to_owned(), "DETAIL".to_owned()],
+            vec!["a".to_owned(), "ready".to_owned(), "x".to_owned()],
+        ];
+        assert_eq!(table(&rows), "NAME  STATUS  DETAIL\na     ready   x");
+    }
+}

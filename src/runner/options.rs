@@ -1,0 +1,225 @@
+//! Loading a run's inputs and deciding its options: the one place flags,
+//! config and environment meet.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::agent::Approver;
+use crate::config::{self, Config, ConfigError, Overrides, Sources};
+use crate::core::{Redactor, Shard, ids};
+use crate::policy::PolicySpec;
+use crate::task::{self, TaskFile};
+use crate::tools::ChildEnv;
+
+use super::RunContext;
+
+/// Config and task files, loaded and checked.
+pub struct Loaded {
+    pub config: Config,
+    pub files: Vec<TaskFile>,
+    pub cwd: PathBuf,
+    /// `--policy FILE`, parsed.
+    pub operator_policy: Option<PolicySpec>,
+}
+
+/// Everything wrong with the inputs, in the order it is printed: the
+/// operator policy, the config, the task files.
+#[derive(Debug, Default)]
+pub struct LoadErrors {
+    pub cwd: Option<std::io::Error>,
+    pub policy: Option<ConfigError>,
+    pub config: Option<ConfigError>,
+    pub files: Option<task::Diagnostics>,
+}
+
+/// Loads config, `--policy FILE` and the task files (`None`: no task
+/// files, for commands that need none); on error returns every problem.
+pub fn load(
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+    paths: Option<&[PathBuf]>,
+    vars: &[(String, String)],
+) -> Result<Loaded, Box<LoadErrors>> {
+    let cwd = std::env::current_dir().map_err(|error| {
+        Box::new(LoadErrors {
+            cwd: Some(error),
+            ..LoadErrors::default()
+        })
+    })?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let env = |name: &str| std::env::var(name).ok();
+    let sources = Sources {
+        cwd: &cwd,
+        home: home.as_deref(),
+        system_config: Path::new(config::SYSTEM_CONFIG),
+        env: &env,
+    };
+    let config = config::load(overrides, &sources);
+    let max_bytes = config
+        .as_ref()
+        .map_or(config::defaults::MAX_TASK_FILE_BYTES, |config| {
+            config.safety.max_task_file_bytes
+        });
+    let mut files = match paths {
+        Some(paths) => task::load(&default_paths(&cwd, paths), vars, max_bytes),
+        None => Ok(Vec::new()),
+    };
+    // SECURITY S5: a task may narrow the operator's settings, never widen
+    // them; and a cost limit needs a known price.
+    if let (Ok(config), Ok(loaded)) = (&config, &files) {
+        let problems: Vec<task::Diagnostic> = loaded
+            .iter()
+            .flat_map(|file| &file.tasks)
+            .flat_map(|task| config.check_task(task))
+            .collect();
+        if !problems.is_empty() {
+            files = Err(task::Diagnostics(problems));
+        }
+    }
+    let operator_policy = policy_file.map(config::load_policy_file).transpose();
+    match (config, files, operator_policy) {
+        (Ok(config), Ok(files), Ok(operator_policy)) => Ok(Loaded {
+            config,
+            files,
+            cwd,
+            operator_policy,
+        }),
+        (config, files, policy) => Err(Box::new(LoadErrors {
+            cwd: None,
+            policy: policy.err(),
+            config: config.err(),
+            files: files.err(),
+        })),
+    }
+}
+
+/// No paths given: `tasks/` when it exists, else the current directory.
+fn default_paths(cwd: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
+    if !paths.is_empty() {
+        return paths.to_vec();
+    }
+    if cwd.join("tasks").is_dir() {
+        vec![PathBuf::from("tasks")]
+    } else {
+        vec![PathBuf::from(".")]
+    }
+}
+
+/// Builds an approver that masks the run's secrets.
+pub type MakeApprover = Box<dyn Fn(Redactor) -> Arc<dyn Approver>>;
+
+/// What `ybs run` (and `chat`) was asked, beyond loading: flags only.
+#[derive(Default)]
+pub struct RunFlags {
+    pub filter: Vec<String>,
+    pub shard: Option<Shard>,
+    pub jobs: u16,
+    pub dry_run: bool,
+    pub no_commit: bool,
+    pub allow_dirty: bool,
+    pub cassette: Option<PathBuf>,
+    pub record: Option<PathBuf>,
+    pub junit: Option<PathBuf>,
+    pub policy_file: Option<PathBuf>,
+    pub no_sandbox: bool,
+    /// `--interactive`: makes the approver answering `ask` decisions,
+    /// given the run's redactor.
+    pub approver: Option<MakeApprover>,
+}
+
+/// A run's options, decided.
+pub struct RunOptions {
+    pub flags: RunFlags,
+    pub out_dir: PathBuf,
+    pub junit: Option<PathBuf>,
+    pub github_step_summary: Option<PathBuf>,
+}
+
+impl RunOptions {
+    /// The one place run options are decided: flags over config over
+    /// defaults; `env` supplies `$GITHUB_STEP_SUMMARY`.
+    pub fn resolve(flags: RunFlags, config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Self {
+        Self {
+            out_dir: config.out.clone(),
+            junit: flags.junit.clone(),
+            github_step_summary: env("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            flags,
+        }
+    }
+
+    /// Where the outputs go.
+    pub fn layout(&self) -> crate::report::OutputLayout {
+        crate::report::OutputLayout::new(
+            self.out_dir.clone(),
+            self.junit.clone(),
+            self.github_step_summary.clone(),
+        )
+    }
+}
+
+/// Builds the run context and the redactor holding every secret value.
+pub fn run_context(
+    loaded: Loaded,
+    dry_run: bool,
+    cassette: Option<PathBuf>,
+    policy_file: Option<PathBuf>,
+) -> (RunContext, Redactor) {
+    let Loaded {
+        config,
+        cwd,
+        operator_policy,
+        files,
+    } = loaded;
+    let task_files = files.iter().map(|file| cwd.join(&file.path)).collect();
+    let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
+    let redactor = redactor(&child_env);
+    let context = RunContext {
+        pricing: config.price_table(),
+        retry: config.retry(),
+        recorder: None,
+        shard: None,
+        jobs: 1,
+        approver: None,
+        no_commit: false,
+        allow_dirty: false,
+        outputs: Vec::new(),
+        redactor: redactor.clone(),
+        task_files,
+        cassette: cassette.or_else(|| config.cassette.clone()),
+        policy_file: policy_file.map(|p| cwd.join(p)),
+        operator_policy,
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        run_id: ids::new_run_id(),
+        dry_run,
+        child_env,
+        config,
+        cwd,
+    };
+    (context, redactor)
+}
+
+/// Every secret value ybs holds: the variables scrubbed from children's
+/// environment and the provider API keys (SECURITY S7).
+pub fn redactor(env: &ChildEnv) -> Redactor {
+    let mut redactor = Redactor::new();
+    for value in &env.secret_values {
+        redactor.add(value.clone());
+    }
+    for value in crate::llm::api_key_values(&|name: &str| std::env::var(name).ok()) {
+        redactor.add(value);
+    }
+    redactor
+}
+
+/// Before any child exists: children cannot read our environment (API
+/// keys) through /proc, and escapees are re-parented to us. With the
+/// sandbox on and `probe`, its probe starts in the background, overlapping
+/// loading.
+pub fn harden(console: &dyn super::Console, no_sandbox: bool, probe: bool) {
+    if let Err(error) = crate::tools::process::harden_self() {
+        console.warn(&format!("cannot harden the ybs process: {error}"));
+    }
+    if probe && !no_sandbox {
+        crate::tools::sandbox::probe_in_background();
+    }
+}
