@@ -171,9 +171,9 @@ impl Session {
                 self.prepared.settings = settings;
                 console.result(&format!("ybs: now {provider}/{model}"));
             }
-            Err((message, hint)) => console.error_with_hint(
-                &format!("ybs: cannot switch to {provider}/{model}: {message}"),
-                hint,
+            Err(error) => console.error_with_hint(
+                &format!("ybs: cannot switch to {provider}/{model}: {error}"),
+                error.hint_text(),
             ),
         }
     }

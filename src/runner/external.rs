@@ -87,8 +87,8 @@ impl Session {
                     protected: Vec::new(),
                     layers: std::slice::from_ref(spec),
                 })
-                .map_err(|(message, hint)| {
-                    printer.error_with_hint(&format!("error: {message}"), hint);
+                .map_err(|error| {
+                    printer.error_with_hint(&format!("error: {error}"), error.hint_text());
                     exit::USAGE
                 })?,
             ),
@@ -106,8 +106,8 @@ impl Session {
                 ..SandboxPaths::default()
             },
         )
-        .map_err(|(message, hint)| {
-            printer.error_with_hint(&format!("error: {message}"), Some(hint));
+        .map_err(|error| {
+            printer.error_with_hint(&format!("error: {error}"), error.hint_text());
             exit::USAGE
         })?;
         child_env_for(&mut env, sandbox.as_deref(), &workdir, &config);

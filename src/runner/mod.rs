@@ -44,7 +44,7 @@ pub use error::RunError;
 pub use front::run;
 pub use options::{LoadErrors, Loaded, RunFlags, RunOptions, harden, load, redactor, run_context};
 pub use prepare::{
-    Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, build_provider,
+    Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, SetupError, build_provider,
     check_workdir_root, child_env_for, prepare, protected_files, task_policy, task_sandbox,
     task_workdir,
 };

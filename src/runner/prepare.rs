@@ -12,6 +12,7 @@ use super::workspace::TaskGit;
 use crate::agent::{ContextWindow, Limits};
 use crate::config::{Config, Origin, TaskSettings};
 use crate::core::event::SandboxInfo;
+use crate::core::exit::{self, Failure};
 use crate::core::span::Span;
 use crate::git::{GitError, TaskWorktree, Workspace};
 use crate::llm::cassette::Cassette;
@@ -56,6 +57,57 @@ pub struct PrepareError {
     pub task: String,
     pub message: String,
     pub hint: Option<String>,
+}
+
+/// Why a step of preparing a task failed, before the task and its file
+/// are attached ([`PrepareError`]): each a usage or config error (exit 2,
+/// nothing was run), with the hint that helps fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    /// The kernel confinement the task needs is unavailable.
+    #[error("{message}")]
+    Sandbox { message: String, hint: &'static str },
+    /// The repository cannot take the task's commit (SPEC §8).
+    #[error("{message}")]
+    Git { message: String, hint: &'static str },
+    /// The task's `workdir` cannot be used.
+    #[error("{message}")]
+    Workdir { message: String },
+    /// The task's policy does not build or its examples fail.
+    #[error("{message}")]
+    Policy {
+        message: String,
+        hint: Option<&'static str>,
+    },
+    /// The task names a tool that can never work.
+    #[error("{message}")]
+    Tools { message: String },
+    /// The task's provider cannot be built.
+    #[error("{message}")]
+    Provider {
+        message: String,
+        hint: Option<&'static str>,
+    },
+}
+
+impl SetupError {
+    /// The hint, as a static string.
+    pub fn hint_text(&self) -> Option<&'static str> {
+        match self {
+            Self::Sandbox { hint, .. } | Self::Git { hint, .. } => Some(hint),
+            Self::Policy { hint, .. } | Self::Provider { hint, .. } => *hint,
+            Self::Workdir { .. } | Self::Tools { .. } => None,
+        }
+    }
+}
+
+impl Failure for SetupError {
+    fn exit_code(&self) -> u8 {
+        exit::USAGE
+    }
+    fn hint(&self) -> Option<String> {
+        self.hint_text().map(str::to_owned)
+    }
 }
 
 /// Opened cassettes, shared by the tasks that replay them.
@@ -116,11 +168,11 @@ pub fn prepare(
         super::workspace::save_users_work(&workdir, &outputs, &run.run_id, author.as_deref())
             .map_err(|(message, hint)| fail(message, Some(hint)))?;
     }
+    let setup = |error: SetupError| fail(error.to_string(), error.hint_text());
     if commit_enabled {
-        git_preflight(run, &workdir).map_err(|(message, hint)| fail(message, Some(hint)))?;
+        git_preflight(run, &workdir).map_err(setup)?;
         if run.jobs > 1 {
-            worktree = isolate(run, task, &workdir)
-                .map_err(|message| fail(message, Some("pass --no-commit to run without git")))?;
+            worktree = isolate(run, task, &workdir).map_err(setup)?;
         }
     }
     // From here on a failure must discard the worktree: no task will run in it.
@@ -141,12 +193,16 @@ fn isolate(
     run: &RunContext,
     task: &TaskSpec,
     workdir: &Path,
-) -> Result<Option<TaskWorktree>, String> {
-    let workspace = Workspace::open(workdir).map_err(|error| format!("git: {error}"))?;
+) -> Result<Option<TaskWorktree>, SetupError> {
+    let git = |error: GitError| SetupError::Git {
+        message: format!("git: {error}"),
+        hint: "pass --no-commit to run without git",
+    };
+    let workspace = Workspace::open(workdir).map_err(git)?;
     workspace
         .map(|workspace| workspace.add_worktree(&run.run_id, &task.id))
         .transpose()
-        .map_err(|error| format!("git: {error}"))
+        .map_err(git)
 }
 
 /// The rest of [`prepare`], with the workdir the task runs in.
@@ -165,6 +221,7 @@ fn prepare_in(
         message,
         hint: hint.map(str::to_owned),
     };
+    let setup = |error: SetupError| fail(error.to_string(), error.hint_text());
     let mut protected = protected_paths(run, task);
     if let Some(worktree) = &worktree {
         // The worktree's copies of the task and policy files are as
@@ -180,10 +237,10 @@ fn prepare_in(
         protected: protected.clone(),
         layers: &task.policy,
     })
-    .map_err(|(message, hint)| fail(message, hint))?;
+    .map_err(setup)?;
     let policy_hash = policy.hash();
-    let provider = build_provider(run, cassettes, task, &settings).map_err(|(m, h)| fail(m, h))?;
-    let registry = build_registry(run, task).map_err(|m| fail(m, None))?;
+    let provider = build_provider(run, cassettes, task, &settings).map_err(setup)?;
+    let registry = build_registry(run, task).map_err(setup)?;
     let may_run_programs = registry.names().iter().any(|name| name == "run_shell")
         || !task.tools.external.is_empty()
         || !task.checks.is_empty();
@@ -219,7 +276,7 @@ fn prepare_in(
         may_run_programs,
         &sandbox_paths,
     )
-    .map_err(|(message, hint)| fail(message, Some(hint)))?;
+    .map_err(setup)?;
     let mut env = run.child_env.clone();
     child_env_for(&mut env, sandbox.as_deref(), &workdir, &run.config);
     // `tools.builtin.run_shell.timeout_seconds`: the default, and the
@@ -329,7 +386,7 @@ pub fn task_sandbox(
     workdir: &Path,
     may_run_programs: bool,
     paths: &SandboxPaths,
-) -> Result<TaskSandbox, (String, &'static str)> {
+) -> Result<TaskSandbox, SetupError> {
     if !config.safety.sandbox_enabled {
         return Ok((None, sandbox::unconfined(SANDBOX_DISABLED)));
     }
@@ -376,12 +433,12 @@ pub fn task_sandbox(
             let info = sandbox.info();
             Ok((Some(Arc::new(sandbox)), info))
         }
-        Err(Unavailable(reason)) if may_run_programs => Err((
-            format!(
+        Err(Unavailable(reason)) if may_run_programs => Err(SetupError::Sandbox {
+            message: format!(
                 "kernel confinement is unavailable ({reason}), and this task runs programs (run_shell, external tools or checks)"
             ),
-            "pass --no-sandbox to run them unconfined (every output then says so), set safety.sandbox_require: landlock in operator config to accept Landlock and seccomp without namespaces, or run ybs where user namespaces, Landlock and seccomp work",
-        )),
+            hint: "pass --no-sandbox to run them unconfined (every output then says so), set safety.sandbox_require: landlock in operator config to accept Landlock and seccomp without namespaces, or run ybs where user namespaces, Landlock and seccomp work",
+        }),
         Err(Unavailable(reason)) => Ok((None, sandbox::unconfined(&reason))),
     }
 }
@@ -417,36 +474,37 @@ pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
 /// SPEC §8: a repository that cannot take the task's commit stops the run
 /// before anything runs (exit 2): the user's uncommitted changes (unless
 /// `--allow-dirty`), a locked index, a merge or rebase under way, a
-/// repository ybs cannot use. Read-only. Returns the message and a hint.
-fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), (String, &'static str)> {
+/// repository ybs cannot use. Read-only.
+fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), SetupError> {
     let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
-    let git = TaskGit::open(workdir, &outputs).map_err(|error| {
-        (
-            format!("git: {error}"),
-            "pass --no-commit to run without git",
-        )
+    let git = TaskGit::open(workdir, &outputs).map_err(|error| SetupError::Git {
+        message: format!("git: {error}"),
+        hint: "pass --no-commit to run without git",
     })?;
     if !run.allow_dirty
         && let Some(paths) = git.dirty()
     {
-        return Err((
-            format!("the work tree has uncommitted changes: {paths}"),
-            "commit or stash them first, or pass --allow-dirty (your changes then stay out of the task's commit), or --no-commit",
-        ));
+        return Err(SetupError::Git {
+            message: format!("the work tree has uncommitted changes: {paths}"),
+            hint: "commit or stash them first, or pass --allow-dirty (your changes then stay out of the task's commit), or --no-commit",
+        });
     }
     git.ready_to_commit().map_err(|error| match error {
-        GitError::IndexLocked { lock } => (
-            format!(
+        GitError::IndexLocked { lock } => SetupError::Git {
+            message: format!(
                 "the git index is locked: {} exists, so another git process is running or one crashed",
                 lock.display()
             ),
-            "remove that file once no git process is running, or pass --no-commit",
-        ),
-        GitError::InProgress { state } => (
-            format!("the repository is in the middle of a {state}"),
-            "finish or abort it first, or pass --no-commit",
-        ),
-        error => (format!("git: {error}"), "pass --no-commit to run without git"),
+            hint: "remove that file once no git process is running, or pass --no-commit",
+        },
+        GitError::InProgress { state } => SetupError::Git {
+            message: format!("the repository is in the middle of a {state}"),
+            hint: "finish or abort it first, or pass --no-commit",
+        },
+        error => SetupError::Git {
+            message: format!("git: {error}"),
+            hint: "pass --no-commit to run without git",
+        },
     })
 }
 
@@ -461,14 +519,13 @@ pub fn task_workdir(
     home: Option<&Path>,
     task: &TaskSpec,
 ) -> Result<PathBuf, PrepareError> {
-    let workdir =
-        resolve_workdir(cwd, task.workdir.as_deref()).map_err(|message| PrepareError {
-            file: task.file.clone(),
-            span: task.workdir_span,
-            task: task.id.clone(),
-            message,
-            hint: None,
-        })?;
+    let workdir = resolve_workdir(cwd, task.workdir.as_deref()).map_err(|error| PrepareError {
+        file: task.file.clone(),
+        span: task.workdir_span,
+        task: task.id.clone(),
+        message: error.to_string(),
+        hint: error.hint(),
+    })?;
     check_workdir_root(config, cwd, home, task, &workdir)?;
     Ok(workdir)
 }
@@ -528,17 +585,19 @@ fn task_repository(cwd: &Path, file: &Path) -> PathBuf {
         .map_or(cwd, Path::to_owned)
 }
 
-fn resolve_workdir(cwd: &Path, workdir: Option<&Path>) -> Result<PathBuf, String> {
+fn resolve_workdir(cwd: &Path, workdir: Option<&Path>) -> Result<PathBuf, SetupError> {
     let path = match workdir {
         Some(dir) if dir.is_absolute() => dir.to_owned(),
         Some(dir) => cwd.join(dir),
         None => cwd.to_owned(),
     };
-    let canonical = path
-        .canonicalize()
-        .map_err(|error| format!("workdir `{}` cannot be used: {error}", path.display()))?;
+    let canonical = path.canonicalize().map_err(|error| SetupError::Workdir {
+        message: format!("workdir `{}` cannot be used: {error}", path.display()),
+    })?;
     if !canonical.is_dir() {
-        return Err(format!("workdir `{}` is not a directory", path.display()));
+        return Err(SetupError::Workdir {
+            message: format!("workdir `{}` is not a directory", path.display()),
+        });
     }
     Ok(canonical)
 }
@@ -584,7 +643,7 @@ pub struct PolicyInputs<'a> {
 /// Builds a task's policy (guards from `safety.*`, the operator ceiling,
 /// the task's layers) and checks its `examples`. Shared by `run`,
 /// `validate` and `policy explain`.
-pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, (String, Option<&'static str>)> {
+pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
     let mut guards = GuardSettings::new(inputs.workdir.to_owned(), inputs.home.map(Path::to_owned));
     guards.allowed_roots = allowed_roots(inputs.config, inputs.home);
     guards
@@ -595,16 +654,19 @@ pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, (String, Option<
         .clone_from(&inputs.config.safety.blocked_paths);
     guards.protected_paths.clone_from(&inputs.protected);
     let policy =
-        Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| (e.to_string(), None))?;
+        Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| SetupError::Policy {
+            message: e.to_string(),
+            hint: None,
+        })?;
     let failures = policy.check_examples(policy.examples());
     if !failures.is_empty() {
         let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
-        return Err((
-            format!("policy examples fail: {}", listed.join("; ")),
-            Some(
+        return Err(SetupError::Policy {
+            message: format!("policy examples fail: {}", listed.join("; ")),
+            hint: Some(
                 "fix the rules or the examples; `ybs policy explain 'CALL'` shows how a call is decided",
             ),
-        ));
+        });
     }
     Ok(policy)
 }
@@ -622,7 +684,8 @@ fn allowed_roots(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
 /// The built-in tools of the task. External tools are discovered when the
 /// task starts (`super::tools::task_tools`), so a tool added by an earlier
 /// task of the batch is found; here only what can never work is refused.
-fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, String> {
+fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, SetupError> {
+    let tools = |message: String| SetupError::Tools { message };
     let mut registry = Registry::new();
     let names: Vec<String> = match &task.tools.builtin {
         Some(names) => names.clone(),
@@ -641,20 +704,21 @@ fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, String>
             // to it is refused as unknown (a task naming it was refused
             // by `Config::check_task` already).
             if task.tools.builtin.is_some() {
-                return Err(format!(
+                return Err(tools(format!(
                     "built-in tool `{name}` is disabled in the config (`enabled: false`)"
-                ));
+                )));
             }
             continue;
         }
-        let tool = builtin::get(&name).ok_or_else(|| format!("unknown built-in tool `{name}`"))?;
+        let tool =
+            builtin::get(&name).ok_or_else(|| tools(format!("unknown built-in tool `{name}`")))?;
         registry.add(tool);
     }
     for name in &task.tools.external {
         if builtin::NAMES.contains(&name.as_str()) {
-            return Err(format!(
+            return Err(tools(format!(
                 "external tool `{name}`: a built-in tool has that name"
-            ));
+            )));
         }
         let disabled = run
             .config
@@ -665,20 +729,18 @@ fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, String>
             .find(|tool| &tool.name == name)
             .is_some_and(|tool| !tool.enabled);
         if disabled {
-            return Err(format!(
+            return Err(tools(format!(
                 "external tool `{name}` is disabled in the config (`enabled: false`)"
-            ));
+            )));
         }
         if !name.contains('/') && !external::discover::valid_tool_name(name) {
-            return Err(format!(
+            return Err(tools(format!(
                 "external tool `{name}`: not a tool name (letters, digits, `_` and `-`) nor a path (with a `/`)"
-            ));
+            )));
         }
     }
     Ok(registry)
 }
-
-type BuildError = (String, Option<&'static str>);
 
 /// The provider `settings` name (the replay provider reads the cassette).
 pub fn build_provider(
@@ -686,19 +748,24 @@ pub fn build_provider(
     cassettes: &mut Cassettes,
     task: &TaskSpec,
     settings: &TaskSettings,
-) -> Result<Box<dyn Provider>, BuildError> {
+) -> Result<Box<dyn Provider>, SetupError> {
     if settings.provider == "replay" {
         let path = match &run.cassette {
             Some(path) => path.clone(),
-            None => sibling_cassette(&run.cwd, &task.file).ok_or((
-                format!("provider `replay` needs a cassette, and `{}` has none beside it", task.file.display()),
-                Some(
+            None => sibling_cassette(&run.cwd, &task.file).ok_or(SetupError::Provider {
+                message: format!("provider `replay` needs a cassette, and `{}` has none beside it", task.file.display()),
+                hint: Some(
                     "pass --cassette FILE, put <task-file-stem>.cassette.json next to the task file, \
                      or use a real model: --provider openai|anthropic|ollama --model NAME",
                 ),
-            ))?,
+            })?,
         };
-        let cassette = cassettes.get(&path).map_err(|m| (m, None))?;
+        let cassette = cassettes
+            .get(&path)
+            .map_err(|message| SetupError::Provider {
+                message,
+                hint: None,
+            })?;
         return Ok(Box::new(Replay::new(cassette, task.id.clone())));
     }
     let mut config = ProviderConfig::new(settings.provider.clone(), settings.model.clone());
@@ -723,7 +790,12 @@ pub fn build_provider(
             | ProviderError::KeyWithheld { .. }
             | ProviderError::Auth { .. }),
         ) => Box::new(Failing::new(settings.provider.clone(), error)),
-        Err(error) => return Err((error.to_string(), None)),
+        Err(error) => {
+            return Err(SetupError::Provider {
+                message: error.to_string(),
+                hint: None,
+            });
+        }
     };
     Ok(match &run.recorder {
         Some(writer) => Box::new(Recorder::new(provider, writer.clone(), task.id.clone())),
@@ -738,4 +810,51 @@ fn sibling_cassette(cwd: &Path, task_file: &Path) -> Option<PathBuf> {
         .join(task_file)
         .with_file_name(format!("{stem}.cassette.json"));
     path.is_file().then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_workdir_is_a_usage_error_with_its_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let error = resolve_workdir(dir.path(), Some(Path::new("file"))).unwrap_err();
+        assert_eq!(
+            error,
+            SetupError::Workdir {
+                message: format!("workdir `{}` is not a directory", file.display())
+            }
+        );
+        assert_eq!(error.exit_code(), exit::USAGE);
+        assert_eq!(error.hint(), None);
+        let missing = resolve_workdir(dir.path(), Some(Path::new("missing"))).unwrap_err();
+        assert!(
+            missing.to_string().starts_with(&format!(
+                "workdir `{}` cannot be used: ",
+                dir.path().join("missing").display()
+            )),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn a_setup_hint_is_the_one_the_user_sees() {
+        let error = SetupError::Git {
+            message: "git: broken".to_owned(),
+            hint: "pass --no-commit to run without git",
+        };
+        assert_eq!(error.to_string(), "git: broken");
+        assert_eq!(error.exit_code(), exit::USAGE);
+        assert_eq!(
+            error.hint().as_deref(),
+            Some("pass --no-commit to run without git")
+        );
+        let tools = SetupError::Tools {
+            message: "unknown built-in tool `x`".to_owned(),
+        };
+        assert_eq!(tools.hint(), None);
+    }
 }

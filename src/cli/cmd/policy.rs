@@ -77,8 +77,8 @@ pub fn explain(args: &ExplainArgs) -> u8 {
     };
     let policy = match runner::task_policy(&inputs) {
         Ok(policy) => policy,
-        Err((message, hint)) => {
-            diagnostics::print_error(&printer, &format!("error: {message}"), hint);
+        Err(error) => {
+            diagnostics::print_error(&printer, &format!("error: {error}"), error.hint_text());
             return exit::USAGE;
         }
     };

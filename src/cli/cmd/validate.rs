@@ -58,12 +58,12 @@ pub fn validate(args: &ValidateArgs) -> u8 {
                 ),
                 layers: &task.policy,
             };
-            if let Err((message, hint)) = runner::task_policy(&inputs) {
+            if let Err(error) = runner::task_policy(&inputs) {
                 errors += 1;
                 diagnostics::print_error(
                     &printer,
-                    &format!("{}: task `{}`: {message}", file.path.display(), task.id),
-                    hint,
+                    &format!("{}: task `{}`: {error}", file.path.display(), task.id),
+                    error.hint_text(),
                 );
             }
         }
