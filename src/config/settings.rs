@@ -252,6 +252,11 @@ impl GitAuthor {
             email: email.to_owned(),
         })
     }
+
+    /// `Name <email>`, as git writes a signature.
+    pub fn signature(&self) -> String {
+        format!("{} <{}>", self.name, self.email)
+    }
 }
 
 /// Everything one task runs with, after every layer (SPEC §1): flags >

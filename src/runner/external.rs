@@ -344,17 +344,20 @@ fn schema(session: &Session, name: &str) -> u8 {
         }
         _ => {
             session.printer.error(&format!(
-                "error: `{}` has no usable schema: {}{}",
+                "error: `{}` has no usable schema: {}",
                 entry.name,
-                entry.status.as_str(),
-                entry
-                    .detail
-                    .as_deref()
-                    .map(|detail| format!(": {detail}"))
-                    .unwrap_or_default()
+                status_text(entry)
             ));
             exit::TASK_FAILED
         }
+    }
+}
+
+/// An entry's status, and its detail after a colon when it has one.
+fn status_text(entry: &Entry) -> String {
+    match entry.detail.as_deref() {
+        Some(detail) => format!("{}: {detail}", entry.status.as_str()),
+        None => entry.status.as_str().to_owned(),
     }
 }
 
@@ -394,16 +397,7 @@ fn invoke(session: &Session, name: &str, input: &str) -> u8 {
     };
     let metrics = Metrics::new();
     let Some(tool) = ExternalTool::new(entry, metrics.clone()) else {
-        let message = format!(
-            "`{}` cannot run: {}{}",
-            entry.name,
-            entry.status.as_str(),
-            entry
-                .detail
-                .as_deref()
-                .map(|detail| format!(": {detail}"))
-                .unwrap_or_default()
-        );
+        let message = format!("`{}` cannot run: {}", entry.name, status_text(entry));
         session.printer.result(&safe_json(
             &json!({"success": false, "error": message}),
             pretty,

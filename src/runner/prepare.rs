@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::RunContext;
 use super::workspace::TaskGit;
 use crate::agent::{ContextWindow, Limits};
-use crate::config::{Config, Origin, TaskSettings};
+use crate::config::{Config, GitAuthor, Origin, TaskSettings};
 use crate::core::event::SandboxInfo;
 use crate::core::exit::{self, Failure};
 use crate::core::span::Span;
@@ -159,12 +159,7 @@ pub fn prepare(
     let mut worktree = None;
     if run.allow_dirty && !run.dry_run {
         let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
-        let author = run
-            .config
-            .git
-            .author
-            .as_ref()
-            .map(|a| format!("{} <{}>", a.name, a.email));
+        let author = run.config.git.author.as_ref().map(GitAuthor::signature);
         super::workspace::save_users_work(&workdir, &outputs, &run.run_id, author.as_deref())
             .map_err(|(message, hint)| fail(message, Some(hint)))?;
     }

@@ -9,6 +9,7 @@ use super::prepare::PreparedTask;
 use super::results::TaskResult;
 use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
+use crate::config::GitAuthor;
 use crate::core::event::{Event, EventSink, GitOutcome};
 use crate::core::{Reason, Status};
 use crate::git::{GitError, SavedWork, TaskWorktree};
@@ -322,12 +323,7 @@ fn settle_git(
                 .map(str::to_owned)
         })
         .unwrap_or_else(|| "changes".to_owned());
-    let author = run
-        .config
-        .git
-        .author
-        .as_ref()
-        .map(|a| format!("{} <{}>", a.name, a.email));
+    let author = run.config.git.author.as_ref().map(GitAuthor::signature);
     let changed: Vec<_> = agent.changed.iter().cloned().collect();
     let info = CommitInfo {
         task_id: &task.id,
