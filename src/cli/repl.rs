@@ -4,6 +4,8 @@
 
 use std::io::IsTerminal;
 
+use crate::runner::RunError;
+
 /// Why `--interactive` cannot prompt here: `None` when stdin and stderr
 /// are both terminals.
 pub fn missing_terminal() -> Option<&'static str> {
@@ -18,27 +20,31 @@ pub fn missing_terminal() -> Option<&'static str> {
 
 /// The usage error for `ybs chat` without a terminal on stdin, stdout
 /// (the line editor) and stderr.
-pub fn require_chat_terminal() -> Result<(), (String, &'static str)> {
+pub fn require_chat_terminal() -> Result<(), RunError> {
     let why = missing_terminal()
         .or_else(|| (!std::io::stdout().is_terminal()).then_some("stdout is not a TTY"));
     match why {
         None => Ok(()),
-        Some(why) => Err((
-            format!("error: ybs chat needs a terminal ({why})"),
-            "run it from a terminal; to run an agent without one, write a task file and use `ybs run`",
+        Some(why) => Err(RunError::usage(
+            format!("ybs chat needs a terminal ({why})"),
+            Some(
+                "run it from a terminal; to run an agent without one, write a task file and use `ybs run`",
+            ),
         )),
     }
 }
 
 /// The usage error for `--interactive` without a terminal: the message and
 /// its hint.
-pub fn require_terminal() -> Result<(), (String, &'static str)> {
+pub fn require_terminal() -> Result<(), RunError> {
     match missing_terminal() {
         None => Ok(()),
-        Some(why) => Err((
-            format!("error: --interactive needs a terminal ({why})"),
-            "run it from a terminal, or drop --interactive: a headless run resolves `ask` \
-             decisions by policy.on_ask and never waits on a human",
+        Some(why) => Err(RunError::usage(
+            format!("--interactive needs a terminal ({why})"),
+            Some(
+                "run it from a terminal, or drop --interactive: a headless run resolves `ask` \
+                 decisions by policy.on_ask and never waits on a human",
+            ),
         )),
     }
 }

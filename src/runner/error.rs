@@ -1,8 +1,13 @@
 //! The runner's errors, each knowing its exit code (see
 //! [`crate::core::exit::Failure`]).
 
+use std::fmt;
+
+use super::options::LoadErrors;
 use super::prepare::PrepareError;
+use crate::config::ConfigError;
 use crate::core::exit::{self, Failure};
+use crate::task::Diagnostics;
 
 /// Why a run (or a chat) cannot start or finish.
 #[derive(Debug, thiserror::Error)]
@@ -64,5 +69,102 @@ impl Failure for RunError {
 
     fn is_diagnostic(&self) -> bool {
         matches!(self, Self::Prepare(_))
+    }
+}
+
+/// Every problem of a load, in the order found: the current directory,
+/// the operator policy, the config, the task files. Diagnostics keep their
+/// `file:line:col` and hint lines and end with a count.
+impl fmt::Display for LoadErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut lines: Vec<String> = Vec::new();
+        if let Some(error) = &self.cwd {
+            lines.push(format!("error: cannot read the current directory: {error}"));
+        }
+        for error in [&self.policy, &self.config].into_iter().flatten() {
+            match error {
+                ConfigError::Files(diagnostics) => diagnostic_lines(&mut lines, diagnostics),
+                other => {
+                    lines.push(format!("error: {other}"));
+                    if let Some(hint) = other.hint() {
+                        lines.push(format!("  hint: {hint}"));
+                    }
+                }
+            }
+        }
+        if let Some(diagnostics) = &self.files {
+            diagnostic_lines(&mut lines, diagnostics);
+        }
+        f.write_str(&lines.join("\n"))
+    }
+}
+
+fn diagnostic_lines(lines: &mut Vec<String>, diagnostics: &Diagnostics) {
+    for diagnostic in diagnostics {
+        lines.push(diagnostic.to_string());
+        if let Some(hint) = &diagnostic.hint {
+            lines.push(format!("  hint: {hint}"));
+        }
+    }
+    let count = diagnostics.len();
+    lines.push(format!(
+        "{count} error{} found",
+        if count == 1 { "" } else { "s" }
+    ));
+}
+
+impl std::error::Error for LoadErrors {}
+
+impl Failure for LoadErrors {
+    fn exit_code(&self) -> u8 {
+        exit::USAGE
+    }
+
+    /// Each line already carries its own `error: ` or `file:line:col: `.
+    fn is_diagnostic(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::EnvError;
+    use crate::core::span::Span;
+    use crate::task::Diagnostic;
+
+    #[test]
+    fn load_errors_print_every_problem_with_hints_and_a_count() {
+        let errors = LoadErrors {
+            cwd: None,
+            policy: None,
+            config: Some(ConfigError::Env(EnvError {
+                name: "YBS_JOBS".into(),
+                value: "many".into(),
+                expected: "a number".into(),
+                hint: Some("e.g. YBS_JOBS=4".into()),
+            })),
+            files: Some(Diagnostics(vec![
+                Diagnostic::new(
+                    Path::new("t.yaml"),
+                    Span::new(3, 5),
+                    "unknown field `promt`",
+                )
+                .with_hint("did you mean `prompt`?"),
+                Diagnostic::whole_file(Path::new("u.yaml"), "cannot read the file"),
+            ])),
+        };
+        assert_eq!(
+            errors.to_string(),
+            "error: invalid value `many` for environment variable YBS_JOBS: expected a number\n  \
+             hint: e.g. YBS_JOBS=4\n\
+             t.yaml:3:5: unknown field `promt`\n  hint: did you mean `prompt`?\n\
+             u.yaml: cannot read the file\n\
+             2 errors found"
+        );
+        assert_eq!(errors.exit_code(), exit::USAGE);
+        assert!(errors.is_diagnostic());
     }
 }

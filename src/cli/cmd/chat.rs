@@ -25,9 +25,8 @@ pub fn chat(args: &ChatArgs) -> u8 {
         _ => Level::Verbose,
     };
     let mut printer = Printer::new(level, false);
-    if let Err((message, hint)) = repl::require_chat_terminal() {
-        diagnostics::print_error(&printer, &message, Some(hint));
-        return exit::USAGE;
+    if let Err(error) = repl::require_chat_terminal() {
+        return diagnostics::fail(&printer, &error);
     }
     runner::harden(&printer, args.no_sandbox, false);
     let overrides = common::overrides(&args.config, &args.provider, args.no_sandbox, None);

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use super::super::args::{ConfigArgs, ProviderArgs, Verbosity};
 use super::super::diagnostics;
 use super::super::printer::{Level, Printer};
-use crate::core::exit;
 
 pub use crate::config::Overrides;
 pub use crate::runner::Loaded;
@@ -58,21 +57,6 @@ pub fn load(
     paths: Option<&[PathBuf]>,
     vars: &[(String, String)],
 ) -> Result<Loaded, u8> {
-    crate::runner::load(overrides, policy_file, paths, vars).map_err(|errors| {
-        if let Some(error) = &errors.cwd {
-            printer.error(&format!(
-                "error: cannot read the current directory: {error}"
-            ));
-        }
-        if let Some(error) = &errors.policy {
-            diagnostics::print_config_error(printer, error);
-        }
-        if let Some(error) = &errors.config {
-            diagnostics::print_config_error(printer, error);
-        }
-        if let Some(found) = &errors.files {
-            diagnostics::print_diagnostics(printer, found);
-        }
-        exit::USAGE
-    })
+    crate::runner::load(overrides, policy_file, paths, vars)
+        .map_err(|errors| diagnostics::fail(printer, &*errors))
 }

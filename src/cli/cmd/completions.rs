@@ -10,8 +10,10 @@ use std::io::Write;
 use clap::CommandFactory;
 
 use super::super::args::{Cli, CompletionsArgs, ManArgs};
+use super::super::diagnostics;
 use super::super::printer::{Level, Printer};
 use crate::core::exit;
+use crate::runner::RunError;
 
 pub fn completions(args: &CompletionsArgs) -> u8 {
     let mut command = Cli::command();
@@ -33,17 +35,17 @@ pub fn man(args: &ManArgs) -> u8 {
                     .get_subcommands()
                     .map(clap::Command::get_name)
                     .collect();
-                let printer = Printer::new(Level::Normal, false);
-                printer.error(&format!("error: ybs has no subcommand `{name}`"));
-                printer.error(&format!("  hint: one of {}", names.join(", ")));
-                return exit::USAGE;
+                let error = RunError::usage(
+                    format!("ybs has no subcommand `{name}`"),
+                    Some(&format!("one of {}", names.join(", "))),
+                );
+                return fail(&error);
             }
         },
     };
     let mut roff = Vec::new();
     if let Err(error) = clap_mangen::Man::new(page).render(&mut roff) {
-        Printer::new(Level::Normal, false).error(&format!("error: man page: {error}"));
-        return exit::INFRA;
+        return fail(&RunError::Infra(format!("man page: {error}")));
     }
     emit(&roff)
 }
@@ -54,9 +56,10 @@ fn emit(bytes: &[u8]) -> u8 {
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => exit::OK,
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => exit::OK,
-        Err(error) => {
-            Printer::new(Level::Normal, false).error(&format!("error: writing stdout: {error}"));
-            exit::INFRA
-        }
+        Err(error) => fail(&RunError::Infra(format!("writing stdout: {error}"))),
     }
+}
+
+fn fail(error: &RunError) -> u8 {
+    diagnostics::fail(&Printer::new(Level::Normal, false), error)
 }

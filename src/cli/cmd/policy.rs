@@ -9,7 +9,7 @@ use super::super::printer::Printer;
 use super::common;
 use crate::core::exit;
 use crate::policy::{self, PolicySpec};
-use crate::runner::{self, PolicyInputs};
+use crate::runner::{self, PolicyInputs, RunError};
 
 pub fn explain(args: &ExplainArgs) -> u8 {
     let printer = Printer::new(super::super::printer::Level::Normal, false);
@@ -39,23 +39,21 @@ pub fn explain(args: &ExplainArgs) -> u8 {
         (None, []) => None,
         (None, [only]) => Some(*only),
         (None, _) => {
-            diagnostics::print_error(
-                &printer,
-                "error: the task file holds several tasks",
+            let error = RunError::usage(
+                "the task file holds several tasks",
                 Some("name one: --task FILE#TASK-ID"),
             );
-            return exit::USAGE;
+            return diagnostics::fail(&printer, &error);
         }
         (Some(id), tasks) => match tasks.iter().find(|t| &t.id == id) {
             Some(task) => Some(*task),
             None => {
                 let known: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-                diagnostics::print_error(
-                    &printer,
-                    &format!("error: no task `{id}` in the file"),
+                let error = RunError::usage(
+                    format!("no task `{id}` in the file"),
                     Some(&format!("tasks: {}", known.join(", "))),
                 );
-                return exit::USAGE;
+                return diagnostics::fail(&printer, &error);
             }
         },
     };
@@ -78,8 +76,10 @@ pub fn explain(args: &ExplainArgs) -> u8 {
     let policy = match runner::task_policy(&inputs) {
         Ok(policy) => policy,
         Err(error) => {
-            diagnostics::print_error(&printer, &format!("error: {error}"), error.hint_text());
-            return exit::USAGE;
+            return diagnostics::fail(
+                &printer,
+                &RunError::usage(error.to_string(), error.hint_text()),
+            );
         }
     };
     match policy::explain(&policy, &args.call) {
@@ -88,14 +88,13 @@ pub fn explain(args: &ExplainArgs) -> u8 {
             exit::OK
         }
         Err(error) => {
-            diagnostics::print_error(
-                &printer,
-                &format!("error: {error}"),
+            let error = RunError::usage(
+                error.to_string(),
                 Some(
                     "write the call as tool(argument), e.g. 'run_shell(cargo test)' or 'edit_file(src/lib.rs)'",
                 ),
             );
-            exit::USAGE
+            diagnostics::fail(&printer, &error)
         }
     }
 }

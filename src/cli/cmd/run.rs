@@ -7,7 +7,6 @@ use super::super::diagnostics;
 use super::super::printer::Printer;
 use super::super::repl;
 use super::common;
-use crate::core::exit;
 use crate::runner::approve::TerminalApprover;
 use crate::runner::{self, RunError, RunFlags, RunOptions};
 
@@ -24,10 +23,9 @@ pub fn run(args: &RunArgs) -> u8 {
     // Before anything else: without a terminal there is no one to ask,
     // and stdin is never read (SECURITY S3).
     if args.interactive
-        && let Err((message, hint)) = repl::require_terminal()
+        && let Err(error) = repl::require_terminal()
     {
-        diagnostics::print_error(&printer, &message, Some(hint));
-        return exit::USAGE;
+        return diagnostics::fail(&printer, &error);
     }
     runner::harden(&printer, args.no_sandbox, true);
     let overrides = common::overrides(

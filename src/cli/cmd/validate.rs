@@ -7,7 +7,7 @@ use super::super::diagnostics;
 use super::super::printer::Printer;
 use super::common;
 use crate::core::exit;
-use crate::runner::{self, PolicyInputs};
+use crate::runner::{self, PolicyInputs, PrepareError, RunError};
 
 pub fn validate(args: &ValidateArgs) -> u8 {
     let printer = Printer::new(common::level(&args.verbosity), false);
@@ -23,7 +23,7 @@ pub fn validate(args: &ValidateArgs) -> u8 {
         Err(code) => return code,
     };
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let mut errors = 0;
+    let mut errors: Vec<PrepareError> = Vec::new();
     let mut tasks = 0;
     for file in &loaded.files {
         for task in &file.tasks {
@@ -42,8 +42,7 @@ pub fn validate(args: &ValidateArgs) -> u8 {
                     &canonical,
                 )
             {
-                errors += 1;
-                diagnostics::print_error(&printer, &error.to_string(), error.hint.as_deref());
+                errors.push(error);
                 continue;
             }
             let inputs = PolicyInputs {
@@ -59,17 +58,18 @@ pub fn validate(args: &ValidateArgs) -> u8 {
                 layers: &task.policy,
             };
             if let Err(error) = runner::task_policy(&inputs) {
-                errors += 1;
-                diagnostics::print_error(
-                    &printer,
-                    &format!("{}: task `{}`: {error}", file.path.display(), task.id),
-                    error.hint_text(),
-                );
+                errors.push(PrepareError {
+                    file: file.path.clone(),
+                    span: None,
+                    task: task.id.clone(),
+                    message: error.to_string(),
+                    hint: error.hint_text().map(str::to_owned),
+                });
             }
         }
     }
-    if errors > 0 {
-        return exit::USAGE;
+    if !errors.is_empty() {
+        return diagnostics::fail(&printer, &RunError::Prepare(errors));
     }
     printer.result(&format!(
         "ok: {} file{}, {tasks} task{} valid",
