@@ -1,4 +1,4 @@
-//! End-to-end latency of a trivial external tool call (SPEC §11: under
+//! End-to-end latency of a trivial external tool call (docs/performance.md: under
 //! 5 ms). Not a timed test: run it and read the figures.
 //!
 //!     cargo bench --bench external_call

@@ -4,7 +4,7 @@
     clippy::cast_precision_loss,
     reason = "a benchmark: a panic is the failure report, stdout is its output"
 )]
-//! ybs's own overhead (SPEC §11), measured on the real binary: `cargo bench --bench overhead`.
+//! ybs's own overhead (docs/performance.md), measured on the real binary: `cargo bench --bench overhead`.
 //!
 //! The model is the `replay` provider (instant, no network), so what is
 //! measured is ybs alone: start-up, the agent loop, policy, tool dispatch,
