@@ -74,7 +74,7 @@ pub struct ChatArgs {
     pub config: ConfigArgs,
     #[command(flatten)]
     pub provider: ProviderArgs,
-    /// Run shell commands and external tools without kernel confinement (Landlock + seccomp).
+    /// Run shell commands and external tools without kernel confinement (namespaces, Landlock, seccomp).
     #[arg(long)]
     pub no_sandbox: bool,
     #[command(flatten)]
@@ -208,7 +208,7 @@ pub struct RunArgs {
     /// Print JSONL events on stdout and nothing else.
     #[arg(long)]
     pub json: bool,
-    /// Run shell commands and external tools without kernel confinement (Landlock + seccomp); every output says so.
+    /// Run shell commands and external tools without kernel confinement (namespaces, Landlock, seccomp); every output says so.
     #[arg(long)]
     pub no_sandbox: bool,
     /// Answer `ask` decisions at a `[y]es / [n]o / [a]lways` prompt instead
@@ -259,7 +259,7 @@ pub enum ToolsCommand {
 pub struct ToolsCommon {
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Run the tool (and `--schema`) without kernel confinement (Landlock + seccomp); the output says so.
+    /// Run the tool (and `--schema`) without kernel confinement (namespaces, Landlock, seccomp); the output says so.
     #[arg(long)]
     pub no_sandbox: bool,
     #[command(flatten)]

@@ -1,5 +1,5 @@
 //! The cassette format: recorded request/response pairs, read by the
-//! `replay` provider and written by `--record`. Documented in the README.
+//! `replay` provider and written by `--record`. Documented in docs/providers.md (Recording and replay).
 //!
 //! ```json
 //! {"version": 1, "interactions": [
