@@ -91,6 +91,11 @@ fn main() {
 
     let dir = tempfile::tempdir().unwrap();
     write_task(dir.path(), 0);
+    let first = median((0..RUNS).map(|_| first_request(dir.path())).collect());
+    println!(
+        "start → first request (openai wire) median {:>8.2} ms   (target < 20 ms)",
+        ms(first)
+    );
     let empty = time_command(|| {
         let mut command = ybs();
         command
@@ -147,6 +152,42 @@ fn main() {
         "peak RSS of any run above                 {:>8.1} MB   (target < 25 MB)",
         children_max_rss_kib() as f64 / 1024.0
     );
+}
+
+/// From spawning `ybs run` to the first request arriving at a model
+/// server on loopback (headers read); the run is then killed.
+fn first_request(dir: &Path) -> Duration {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}/v1", listener.local_addr().unwrap());
+    let started = Instant::now();
+    let mut child = ybs()
+        .current_dir(dir)
+        .args([
+            "run",
+            "-q",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--endpoint",
+        ])
+        .arg(&endpoint)
+        .arg("t.yaml")
+        .spawn()
+        .unwrap();
+    let (mut stream, _) = listener.accept().unwrap();
+    let mut request = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = stream.read(&mut buffer).unwrap();
+        assert!(read > 0, "the connection closed before the request");
+        request.extend_from_slice(&buffer[..read]);
+    }
+    let elapsed = started.elapsed();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    elapsed
 }
 
 fn ms(duration: Duration) -> f64 {
