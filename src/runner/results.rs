@@ -45,6 +45,18 @@ impl RunReport {
         }
     }
 
+    /// The exit code as a word, as the `status` step output gives it
+    /// (docs/progress.md): passed, failed, paused, error or interrupted.
+    pub fn status_word(&self) -> &'static str {
+        match self.exit_code() {
+            exit::OK => "passed",
+            exit::TASK_FAILED => "failed",
+            exit::PAUSED => "paused",
+            exit::INTERRUPTED => "interrupted",
+            _ => "error",
+        }
+    }
+
     pub fn count(&self, status: Status) -> usize {
         self.results.iter().filter(|r| r.status == status).count()
     }
