@@ -266,8 +266,14 @@ mod tests {
     #[test]
     fn a_tool_call_is_one_line_with_verdict_and_duration() {
         let mut view = LogView::new(false);
-        assert!(view.lines(&record("a", decided("c1", "run_shell"))).is_empty());
-        assert!(view.lines(&record("b", decided("c1", "read_file"))).is_empty());
+        assert!(
+            view.lines(&record("a", decided("c1", "run_shell")))
+                .is_empty()
+        );
+        assert!(
+            view.lines(&record("b", decided("c1", "read_file")))
+                .is_empty()
+        );
         let lines = view.lines(&record("a", completed("c1", "run_shell", true)));
         assert_eq!(lines.len(), 1);
         assert_eq!(
