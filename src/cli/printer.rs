@@ -208,6 +208,12 @@ impl Printer {
                 ));
             }
         }
+        self.write_live(&mut live, task, printed, finished);
+        self.live = Some(live);
+    }
+
+    /// Writes a task's lines where the live view puts them.
+    fn write_live(&self, live: &mut Live, task: &str, printed: Vec<String>, finished: bool) {
         let write = |line: &str| {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{line}");
@@ -240,7 +246,6 @@ impl Printer {
             }
         }
         let _ = std::io::stdout().flush();
-        self.live = Some(live);
     }
 }
 
@@ -275,6 +280,20 @@ impl EventSink for Printer {
             self.human(record);
         }
         Ok(())
+    }
+
+    fn text(&mut self, task: &str, line: &str) {
+        if self.json {
+            return;
+        }
+        let Some(mut live) = self.live.take() else {
+            return;
+        };
+        if let Some(line) = live.view.streamed_line(task, line) {
+            let text = neutralize(&self.redactor.redact(&line.text));
+            self.write_live(&mut live, task, vec![text], false);
+        }
+        self.live = Some(live);
     }
 
     fn finish(&mut self) -> std::io::Result<()> {

@@ -112,6 +112,9 @@ struct Decided {
 pub struct LogView {
     verbose: bool,
     decided: HashMap<(String, String), Decided>,
+    /// Per task: lines of the model's current turn already shown as they
+    /// streamed in; its `message` shows the rest.
+    streamed: HashMap<String, usize>,
 }
 
 impl LogView {
@@ -119,7 +122,17 @@ impl LogView {
         Self {
             verbose,
             decided: HashMap::new(),
+            streamed: HashMap::new(),
         }
+    }
+
+    /// A whole line of `task`'s model text as it streams in (`-v` only).
+    pub fn streamed_line(&mut self, task: &str, text: &str) -> Option<HumanLine> {
+        if !self.verbose {
+            return None;
+        }
+        *self.streamed.entry(task.to_owned()).or_default() += 1;
+        model_line(task, text)
     }
 
     /// The lines `record` adds to the log (none for most events).
@@ -207,13 +220,20 @@ impl LogView {
             Event::Git { outcome } if self.verbose => {
                 vec![line(format!("  {task} · git: {}", inline(&outcome.note)))]
             }
+            Event::LlmRetry { .. } => {
+                self.streamed.remove(task);
+                Vec::new()
+            }
             Event::Message {
                 message: Message::Assistant { content, .. },
-            } if self.verbose && !content.trim().is_empty() => content
-                .trim()
-                .lines()
-                .map(|text| line(format!("  {task} · model: {}", neutralize(text))))
-                .collect(),
+            } if self.verbose => {
+                let shown = self.streamed.remove(task).unwrap_or(0);
+                content
+                    .lines()
+                    .skip(shown)
+                    .filter_map(|text| model_line(task, text))
+                    .collect()
+            }
             Event::TaskFinished { .. } => {
                 self.decided.retain(|(owner, _), _| owner != task);
                 human_line(record, false).into_iter().collect()
@@ -221,6 +241,15 @@ impl LogView {
             _ => Vec::new(),
         }
     }
+}
+
+/// A line of the model's text; none for a blank one.
+fn model_line(task: &str, text: &str) -> Option<HumanLine> {
+    (!text.trim().is_empty()).then(|| HumanLine {
+        text: format!("  {task} · model: {}", neutralize(text.trim_end())),
+        failed: false,
+        annotation: None,
+    })
 }
 
 #[cfg(test)]
@@ -308,6 +337,29 @@ mod tests {
             assert!(!line.text.contains('\u{1b}'), "{line:?}");
             assert!(!line.text.trim_start().starts_with("::"), "{line:?}");
         }
+    }
+
+    #[test]
+    fn streamed_lines_are_not_shown_again_with_the_message() {
+        let mut view = LogView::new(true);
+        let streamed = view.streamed_line("a", "First line.").unwrap();
+        assert_eq!(streamed.text, "  a · model: First line.");
+        assert!(view.streamed_line("a", "").is_none());
+        let message = record(
+            "a",
+            Event::Message {
+                message: Message::Assistant {
+                    content: "First line.\n\nLast line".to_owned(),
+                    tool_calls: Vec::new(),
+                },
+            },
+        );
+        let rest = view.lines(&message);
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].text, "  a · model: Last line");
+        // The next turn starts afresh.
+        assert_eq!(view.lines(&message).len(), 2);
+        assert!(LogView::new(false).streamed_line("a", "x").is_none());
     }
 
     #[test]

@@ -467,6 +467,13 @@ impl EventSink for SharedSink<'_, '_> {
             .unwrap_or_else(PoisonError::into_inner)
             .event(record)
     }
+
+    fn text(&mut self, task: &str, line: &str) {
+        self.sink
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .text(task, line);
+    }
 }
 
 /// Writes a `.gitignore` of `*` in the output directory, so a run inside

@@ -4,13 +4,16 @@
 //! colour switches `NO_COLOR`, `CLICOLOR_FORCE` and `TERM=dumb`.
 
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::io::{BufRead as _, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::git::for_task;
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call};
+use crate::support::server::{Reply, Server};
 
 /// Two tasks in their own directories, each calling `run_shell` once
 /// (long enough for the bars to turn), then answering; `one` passes its
@@ -313,4 +316,79 @@ fn no_color_clicolor_force_and_a_dumb_terminal_are_honoured() {
     assert!(!screen.contains('\x1b'), "{screen:?}");
     assert!(!screen.contains("step "), "{screen:?}");
     assert!(screen.contains("RUN   one"), "{screen:?}");
+}
+
+/// One OpenAI chunk of streamed text.
+fn text_chunk(text: &str) -> String {
+    let chunk = json!({"id": "c1", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    format!("data: {chunk}\n\n")
+}
+
+#[test]
+fn verbose_streams_the_model_text_line_by_line_as_it_arrives_masking_secrets() {
+    // The first line arrives, the model "thinks" for two seconds, then the
+    // rest. A key ybs holds comes split across two chunks of one line.
+    let key = "sk-canary-progress-5e1d7a90c3";
+    let end: Vec<Value> = vec![
+        json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+    ];
+    let mut reply = Reply::new(200, "text/event-stream")
+        .send(text_chunk("Looking at "))
+        .send(text_chunk("the code.\nThe key is sk-canary-pro"))
+        .send(text_chunk("gress-5e1d7a90c3 here.\n"))
+        .pause(Duration::from_secs(2))
+        .send(text_chunk("All done"));
+    for chunk in &end {
+        reply = reply.send(format!("data: {chunk}\n\n"));
+    }
+    let server = Server::start(vec![reply.send("data: [DONE]\n\n")]);
+    let ybs = Ybs::new().env("OPENAI_API_KEY", key);
+    ybs.file("t.yaml", "prompt: look\npolicy:\n  default: allow\n");
+    let mut command = neutral(ybs.command());
+    command
+        .args([
+            "run",
+            "t.yaml",
+            "-v",
+            "--no-commit",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+        ])
+        .args(["--endpoint", &format!("{}/v1", server.url)])
+        .stdout(Stdio::piped());
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    let mut seen: Vec<(Duration, String)> = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        seen.push((started.elapsed(), line.unwrap()));
+    }
+    assert!(child.wait().unwrap().success(), "{seen:?}");
+    let at = |text: &str| {
+        seen.iter()
+            .find(|(_, line)| line == text)
+            .unwrap_or_else(|| panic!("no line {text:?} in {seen:?}"))
+            .0
+    };
+    let first = at("  t · model: Looking at the code.");
+    let masked = at("  t · model: The key is [REDACTED] here.");
+    let last = at("  t · model: All done");
+    assert!(last >= first + Duration::from_millis(1500), "{seen:?}");
+    assert!(masked <= first + Duration::from_millis(1000), "{seen:?}");
+    // Each line once; the key nowhere.
+    let printed: Vec<&str> = seen.iter().map(|(_, line)| line.as_str()).collect();
+    assert_eq!(
+        printed.iter().filter(|l| l.contains("model: ")).count(),
+        3,
+        "{printed:?}"
+    );
+    assert!(
+        !printed.iter().any(|l| l.contains("canary-pro")),
+        "{printed:?}"
+    );
+    // Not in the event files either: the lines are for the console only.
+    let events = ybs.read("ybs-out/t/events.jsonl");
+    assert!(!events.contains("\"text\""), "{events}");
 }
