@@ -108,23 +108,7 @@ pub fn run(
         options.out_dir.display()
     ));
     if let Some(path) = &options.github_output {
-        let outputs = [
-            ("status", report.status_word().to_owned()),
-            ("passed", report.count(Status::Passed).to_string()),
-            ("failed", report.count(Status::Failed).to_string()),
-            ("errors", report.count(Status::Error).to_string()),
-            ("paused", report.count(Status::Paused).to_string()),
-            ("junit", layout.junit.display().to_string()),
-            (
-                "summary",
-                layout
-                    .out_dir
-                    .join(crate::report::SUMMARY_FILE)
-                    .display()
-                    .to_string(),
-            ),
-            ("out", layout.out_dir.display().to_string()),
-        ];
+        let outputs = report.github_outputs(report.exit_code(), &layout);
         let text = crate::report::github_output_text(&outputs, &context.run_id);
         if let Err(error) = crate::report::append_github_output(path, &text) {
             console.error(&format!("error: could not write the step outputs: {error}"));

@@ -260,16 +260,7 @@ fn under_github_actions_each_task_is_a_group_and_the_results_are_step_outputs() 
     assert_eq!(groups, ["one", "two"], "{stdout}");
     // The step outputs, appended.
     let text = std::fs::read_to_string(&outputs).unwrap();
-    let mut values = BTreeMap::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if let Some((name, delimiter)) = line.split_once("<<") {
-            let value: Vec<&str> = lines.by_ref().take_while(|l| *l != delimiter).collect();
-            values.insert(name.to_owned(), value.join("\n"));
-        } else if let Some((name, value)) = line.split_once('=') {
-            values.insert(name.to_owned(), value.to_owned());
-        }
-    }
+    let values = parse_outputs(&text);
     let expected = [
         ("earlier", "1"),
         ("status", "failed"),
@@ -289,6 +280,35 @@ fn under_github_actions_each_task_is_a_group_and_the_results_are_step_outputs() 
             .collect::<BTreeMap<_, _>>(),
         "{text}"
     );
+    // `ybs report merge` writes the same outputs for the merged run.
+    std::fs::write(&outputs, "").unwrap();
+    let (code, stdout, stderr) = piped(
+        &ybs,
+        &["report", "merge", "ybs-out", "--out", "merged"],
+        &[("GITHUB_OUTPUT", outputs.to_str().unwrap())],
+    );
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let values = parse_outputs(&std::fs::read_to_string(&outputs).unwrap());
+    assert_eq!(values["status"], "failed");
+    assert_eq!(values["passed"], "1");
+    assert_eq!(values["failed"], "1");
+    assert_eq!(values["out"], "merged");
+    assert_eq!(values["junit"], "merged/junit.xml");
+}
+
+/// A `GITHUB_OUTPUT` file: `name=value` lines and `name<<DELIM` blocks.
+fn parse_outputs(text: &str) -> BTreeMap<String, String> {
+    let mut values = BTreeMap::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some((name, delimiter)) = line.split_once("<<") {
+            let value: Vec<&str> = lines.by_ref().take_while(|l| *l != delimiter).collect();
+            values.insert(name.to_owned(), value.join("\n"));
+        } else if let Some((name, value)) = line.split_once('=') {
+            values.insert(name.to_owned(), value.to_owned());
+        }
+    }
+    values
 }
 
 #[test]
