@@ -43,8 +43,8 @@ impl Terminal {
         self.stderr_tty && !self.dumb && !self.github
     }
 
-    /// Colour on stdout. `NO_COLOR` wins over `CLICOLOR_FORCE`, which
-    /// colours a pipe; never under GitHub Actions' log parser unless forced.
+    /// Colour on stdout: on a terminal that is not dumb, or anywhere
+    /// with `CLICOLOR_FORCE`; never with `NO_COLOR`, which wins.
     pub fn color_stdout(&self) -> bool {
         !self.no_color && (self.force_color || (self.stdout_tty && !self.dumb))
     }
@@ -331,6 +331,43 @@ mod tests {
                 "::endgroup::"
             ]
         );
+    }
+
+    #[test]
+    fn bars_and_colour_follow_the_terminal_and_the_variables() {
+        let tty = Terminal {
+            github: false,
+            stdout_tty: true,
+            stderr_tty: true,
+            dumb: false,
+            no_color: false,
+            force_color: false,
+        };
+        assert!(tty.bars() && tty.color_stdout() && tty.color_stderr());
+        let no_color = Terminal {
+            no_color: true,
+            force_color: true,
+            ..tty
+        };
+        assert!(no_color.bars() && !no_color.color_stdout() && !no_color.color_stderr());
+        let dumb = Terminal { dumb: true, ..tty };
+        assert!(!dumb.bars() && !dumb.color_stdout());
+        let github = Terminal {
+            github: true,
+            ..tty
+        };
+        assert!(!github.bars());
+        let piped = Terminal {
+            stdout_tty: false,
+            stderr_tty: false,
+            ..tty
+        };
+        assert!(!piped.bars() && !piped.color_stdout());
+        let forced = Terminal {
+            force_color: true,
+            ..piped
+        };
+        assert!(!forced.bars() && forced.color_stdout());
     }
 
     #[test]
