@@ -5,7 +5,8 @@
 #                    a release download (version, target, cache directory)
 #   run.sh install   download the release binary for this runner and check
 #                    it against the release's SHA256SUMS
-#   run.sh run       `ybs run`, then the job outputs from OUT/junit.xml
+#   run.sh run       `ybs run`, which writes the job outputs (from
+#                    OUT/junit.xml here when ybs stopped before running)
 #   run.sh finish    exit with ybs's exit code (after the artifact upload)
 #
 # Inputs arrive as INPUT_* variables set by action.yml; outputs go to
@@ -206,24 +207,31 @@ run() {
     echo "+ $binary $*"
     "$binary" "$@"
     code=$?
-    status=$(status_of "$code")
-    passed=$(count passed "$junit")
-    failed=$(count failed "$junit")
-    errors=$(count error "$junit")
-    paused=$(count paused "$junit")
     output exit-code "$code"
-    output status "$status"
-    output passed "$passed"
-    output failed "$failed"
-    output errors "$errors"
-    output paused "$paused"
-    output out "$out"
-    output junit "$junit"
-    output summary "$out/summary.md"
+    # ybs writes status, passed, failed, errors, paused, junit, summary and
+    # out to $GITHUB_OUTPUT itself once tasks ran; when it stopped before
+    # (invalid inputs: exit 2), they come from here.
+    if [ -n "${GITHUB_OUTPUT-}" ] && grep -q '^status[=<]' "$GITHUB_OUTPUT" 2> /dev/null; then
+        echo "ybs: exit $code"
+    else
+        status=$(status_of "$code")
+        passed=$(count passed "$junit")
+        failed=$(count failed "$junit")
+        errors=$(count error "$junit")
+        paused=$(count paused "$junit")
+        output status "$status"
+        output passed "$passed"
+        output failed "$failed"
+        output errors "$errors"
+        output paused "$paused"
+        output out "$out"
+        output junit "$junit"
+        output summary "$out/summary.md"
+        echo "ybs: $status (exit $code): $passed passed, $failed failed, $errors errors, $paused paused"
+    fi
     if [ "$code" = 2 ] && [ -n "${GITHUB_STEP_SUMMARY-}" ]; then
         printf '%s\n' "**ybs**: the task files, config or arguments are invalid (exit 2); nothing ran. The log has the errors." >> "$GITHUB_STEP_SUMMARY"
     fi
-    echo "ybs: $status (exit $code): $passed passed, $failed failed, $errors errors, $paused paused"
 }
 
 case ${1-} in

@@ -34,6 +34,11 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// A whole line of the model's text, as it streams in.
+    pub fn text(&mut self, line: &str) {
+        self.sink.text(&self.task, line);
+    }
+
     pub fn note(&mut self, message: impl Into<String>) {
         self.emit(Event::Note {
             message: message.into(),

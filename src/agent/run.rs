@@ -296,13 +296,26 @@ impl<'a> Agent<'a> {
             max_tokens: self.setup.max_tokens,
         };
         let started = Instant::now();
-        let mut on_retry = |notice: &retry::RetryNotice| {
-            emitter.emit(Event::LlmRetry {
-                iteration,
-                attempt: notice.attempt,
-                delay_ms: millis(notice.delay),
-                error: notice.error.to_string(),
-            });
+        // The model's text goes to the live view line by line as it
+        // streams in; the rest of the last line comes with the message.
+        let mut partial = String::new();
+        let mut on_progress = |progress: retry::Progress<'_>| match progress {
+            retry::Progress::Retry(notice) => {
+                partial.clear();
+                emitter.emit(Event::LlmRetry {
+                    iteration,
+                    attempt: notice.attempt,
+                    delay_ms: millis(notice.delay),
+                    error: notice.error.to_string(),
+                });
+            }
+            retry::Progress::Text(piece) => {
+                partial.push_str(piece);
+                while let Some(end) = partial.find('\n') {
+                    emitter.text(partial[..end].trim_end_matches('\r'));
+                    partial.drain(..=end);
+                }
+            }
         };
         // A retry wait that would pass the task's timeout fails at once.
         let mut settings = self.setup.retry;
@@ -310,7 +323,7 @@ impl<'a> Agent<'a> {
             let deadline = started + left;
             settings.deadline = Some(settings.deadline.map_or(deadline, |d| d.min(deadline)));
         }
-        let call = retry::complete(self.setup.provider, &request, settings, &mut on_retry);
+        let call = retry::complete_live(self.setup.provider, &request, settings, &mut on_progress);
         let result = match self.budget.remaining() {
             Some(left) => match tokio::time::timeout(left, call).await {
                 Ok(result) => result,

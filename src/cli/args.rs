@@ -159,7 +159,8 @@ pub struct Verbosity {
     /// Print only failures and the final line.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Print every tool call and check as it happens.
+    /// Print more: for `run`, also the model's text as it streams in,
+    /// each tool's first output line, notes and git steps.
     #[arg(short, long, global = true)]
     pub verbose: bool,
 }

@@ -7,6 +7,7 @@ pub mod args;
 pub mod cmd;
 pub mod diagnostics;
 pub mod printer;
+pub mod progress;
 pub mod repl;
 
 use std::ffi::OsString;

@@ -8,16 +8,22 @@
 //! way out, whatever it holds (SECURITY S7, S8): text from the model, a
 //! tool, a task file or a provider can then neither reveal a secret nor
 //! forge a workflow command or a terminal escape, even when it reaches a
-//! message no one thought of. ybs's own `::error` annotations are the one
-//! exception, built by [`github_annotation`] and written as they are.
+//! message no one thought of. ybs's own `::error` annotations and
+//! `::group::` lines are the one exception, built here and written as
+//! they are.
+//!
+//! `ybs run` turns on the live view ([`Printer::live`], docs/progress.md):
+//! progress bars on stderr when it is a terminal, else plain lines (in
+//! `::group::` blocks under GitHub Actions).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
 
+use super::progress::{Bars, Groups, Terminal};
 use crate::core::Redactor;
-use crate::core::event::{EventRecord, EventSink};
-use crate::report::human_line;
-use crate::report::log::{AnnotationKind, github_annotation, neutralize};
+use crate::core::event::{Event, EventRecord, EventSink};
+use crate::report::log::{AnnotationKind, github_annotation, neutralize, neutralize_chars};
+use crate::report::{LogView, human_line};
 
 /// How much to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +39,18 @@ pub struct Printer {
     json: bool,
     github: bool,
     redactor: Redactor,
+    live: Option<Live>,
+}
+
+/// The live view of a run.
+struct Live {
+    view: LogView,
+    /// On a terminal: one bar per running task.
+    bars: Option<Bars>,
+    /// Under GitHub Actions: each task's lines in a group.
+    groups: Option<Groups>,
+    /// SGR colour on the PASS/FAIL labels of stdout lines.
+    color: bool,
 }
 
 impl Printer {
@@ -43,7 +61,24 @@ impl Printer {
             json,
             github,
             redactor: Redactor::new(),
+            live: None,
         }
+    }
+
+    /// Turns on the live view of `ybs run` (docs/progress.md): bars on a
+    /// terminal unless `--quiet`, `TERM=dumb` or `bars` is false (an
+    /// `--interactive` run, whose prompts share the terminal); else, with
+    /// no `--json`, plain lines, grouped under GitHub Actions.
+    pub fn live(&mut self, bars: bool) {
+        let terminal = Terminal::detect();
+        let bars = (bars && self.level != Level::Quiet && terminal.bars())
+            .then(|| Bars::new(terminal.color_stderr()));
+        self.live = Some(Live {
+            view: LogView::new(self.level == Level::Verbose),
+            bars,
+            groups: (self.github && !self.json).then(Groups::default),
+            color: terminal.color_stdout(),
+        });
     }
 
     /// Secrets to mask in anything printed (errors included).
@@ -73,14 +108,26 @@ impl Printer {
     /// Writes `text` without neutralising it: only for lines ybs built to
     /// be read by the CI runner (annotations), already escaped.
     fn out_raw(&self, text: &str) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{}", self.redactor.redact(text));
+        let write = || {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{}", self.redactor.redact(text));
+        };
+        match self.live.as_ref().and_then(|live| live.bars.as_ref()) {
+            Some(bars) => bars.suspend(write),
+            None => write(),
+        }
     }
 
     /// An error on stderr, always.
     pub fn error(&self, text: &str) {
-        let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{}", neutralize(&self.redactor.redact(text)));
+        let write = || {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "{}", neutralize(&self.redactor.redact(text)));
+        };
+        match self.live.as_ref().and_then(|live| live.bars.as_ref()) {
+            Some(bars) => bars.suspend(write),
+            None => write(),
+        }
     }
 
     /// A prompt on stderr, always, with no line break after it: the
@@ -121,20 +168,158 @@ impl Printer {
     }
 }
 
+impl Printer {
+    /// One event through the live view: the bar of its task follows it,
+    /// and its log lines are printed (plain), above the bars (`-v` on a
+    /// terminal), or in the task's group (GitHub Actions).
+    fn live_event(&mut self, mut live: Live, record: &EventRecord) {
+        let task = record.task.as_str();
+        let finished = matches!(record.event, Event::TaskFinished { .. });
+        if let Some(bars) = &mut live.bars {
+            if matches!(record.event, Event::TaskStarted { .. }) {
+                bars.start(task);
+            } else if !finished {
+                let clean = |text: &str| neutralize(&self.redactor.redact(text));
+                bars.update(task, &record.event, &clean);
+            }
+        }
+        // The lines to print: stdout belongs to `--json`.
+        let mut printed: Vec<String> = Vec::new();
+        for line in live.view.lines(record) {
+            let shown = !self.json
+                && (line.failed
+                    || (self.level != Level::Quiet
+                        && (finished || self.level == Level::Verbose || live.bars.is_none())));
+            if !shown {
+                continue;
+            }
+            printed.push(paint(
+                &neutralize(&self.redactor.redact(&line.text)),
+                live.color,
+            ));
+            if self.github
+                && let Some((title, message)) = &line.annotation
+            {
+                // Redacted before escaping, which could split a secret.
+                printed.push(github_annotation(
+                    AnnotationKind::Error,
+                    &self.redactor.redact(title),
+                    &self.redactor.redact(message),
+                ));
+            }
+        }
+        self.write_live(&mut live, task, printed, finished);
+        self.live = Some(live);
+    }
+
+    /// Writes a task's lines where the live view puts them.
+    fn write_live(&self, live: &mut Live, task: &str, printed: Vec<String>, finished: bool) {
+        let write = |line: &str| {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{line}");
+        };
+        if let Some(groups) = &mut live.groups {
+            // The group's title: the task id on one line, inert.
+            let title = neutralize_chars(task).replace('\n', " ");
+            let mut out = |line: &str| write(line);
+            if finished {
+                groups.finished(&title, printed, &mut out);
+            } else {
+                for line in printed {
+                    groups.line(&title, line, &mut out);
+                }
+            }
+        } else if let Some(bars) = &mut live.bars {
+            let print = || {
+                for line in &printed {
+                    write(line);
+                }
+            };
+            if finished {
+                bars.finish(task, print);
+            } else if !printed.is_empty() {
+                bars.suspend(print);
+            }
+        } else {
+            for line in &printed {
+                write(line);
+            }
+        }
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// The PASS/FAIL/ERROR/PAUSE/RUN label of a line in colour.
+fn paint(text: &str, color: bool) -> String {
+    if !color {
+        return text.to_owned();
+    }
+    let code = match text.get(..5) {
+        Some("PASS ") => "32",
+        Some("FAIL " | "ERROR") => "31",
+        Some("PAUSE") => "33",
+        Some("RUN  ") => "36",
+        _ => return text.to_owned(),
+    };
+    let label = text[..5].trim_end();
+    format!("\x1b[1;{code}m{label}\x1b[0m{}", &text[label.len()..])
+}
+
 impl EventSink for Printer {
     fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
+        if let Some(live) = self.live.take() {
+            self.live_event(live, record);
+        }
         if self.json {
             let line = serde_json::to_string(record).map_err(std::io::Error::other)?;
             let mut stdout = std::io::stdout().lock();
             writeln!(stdout, "{line}")?;
             return stdout.flush();
         }
-        self.human(record);
+        if self.live.is_none() {
+            self.human(record);
+        }
+        Ok(())
+    }
+
+    fn text(&mut self, task: &str, line: &str) {
+        if self.json {
+            return;
+        }
+        let Some(mut live) = self.live.take() else {
+            return;
+        };
+        if let Some(line) = live.view.streamed_line(task, line) {
+            let text = neutralize(&self.redactor.redact(&line.text));
+            self.write_live(&mut live, task, vec![text], false);
+        }
+        self.live = Some(live);
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        if let Some(live) = &mut self.live {
+            if let Some(bars) = &mut live.bars {
+                bars.clear();
+            }
+            if let Some(groups) = &mut live.groups {
+                groups.flush(&mut |line: &str| {
+                    let mut stdout = std::io::stdout().lock();
+                    let _ = writeln!(stdout, "{line}");
+                });
+            }
+        }
         Ok(())
     }
 }
 
 impl crate::runner::Console for Printer {
+    fn planned(&mut self, tasks: &[crate::runner::PlannedTask]) {
+        if let Some(bars) = self.live.as_mut().and_then(|live| live.bars.as_mut()) {
+            for task in tasks {
+                bars.plan(&task.id, task.max_steps);
+            }
+        }
+    }
     fn set_redactor(&mut self, redactor: crate::core::Redactor) {
         Printer::set_redactor(self, redactor);
     }

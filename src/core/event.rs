@@ -256,6 +256,10 @@ pub struct GitOutcome {
 /// returned so the caller can report it once.
 pub trait EventSink: Send {
     fn event(&mut self, record: &EventRecord) -> std::io::Result<()>;
+    /// One whole line of the model's text as it streams in, before its
+    /// `message` event: for a live view only, not an event (no file
+    /// records it). Ignored by default.
+    fn text(&mut self, _task: &str, _line: &str) {}
     /// Called once after the last event of the run (or task).
     fn finish(&mut self) -> std::io::Result<()> {
         Ok(())

@@ -112,6 +112,12 @@ impl Redactor {
         }
     }
 
+    /// Whether a known secret value spans lines (so a line-by-line view
+    /// could show it in pieces no mask catches).
+    pub fn has_multiline_secret(&self) -> bool {
+        self.secrets.iter().any(|secret| secret.contains('\n'))
+    }
+
     /// Whether no secret value is known (credential shapes are masked
     /// regardless).
     pub fn is_empty(&self) -> bool {

@@ -303,6 +303,19 @@ impl stream::Turn for Assembly {
         self.stopped || self.stop_reason.is_some()
     }
 
+    /// The text blocks so far, joined as [`finish`](Self::finish) joins them.
+    fn text_so_far(&self) -> std::borrow::Cow<'_, str> {
+        let texts: Vec<&str> = self
+            .blocks
+            .values()
+            .filter_map(|block| match block {
+                Block::Text(text) if !text.is_empty() => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        std::borrow::Cow::Owned(texts.join("\n\n"))
+    }
+
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
         let finish_reason = match self.stop_reason.as_deref() {
             None | Some("end_turn" | "stop_sequence") => FinishReason::Stop,

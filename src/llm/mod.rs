@@ -116,6 +116,19 @@ pub trait Provider: Send + Sync {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+
+    /// As [`complete`](Self::complete), handing the turn's text to
+    /// `on_text` piece by piece as it streams in, for a live view
+    /// (docs/progress.md). The default streams nothing: the text comes
+    /// with the whole turn.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        on_text: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        let _ = on_text;
+        self.complete(request)
+    }
 }
 
 /// The environment variable holding the OpenAI (or compatible) API key.

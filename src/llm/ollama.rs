@@ -158,6 +158,10 @@ impl stream::Turn for Assembly {
         self.done
     }
 
+    fn text_so_far(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(&self.content)
+    }
+
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
         let finish_reason = match self.done_reason.as_deref() {
             None | Some("stop") => FinishReason::Stop,

@@ -249,6 +249,10 @@ impl stream::Turn for Assembly {
         self.done || self.finish.is_some()
     }
 
+    fn text_so_far(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(&self.content)
+    }
+
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse {
         let finish_reason = match self.finish.as_deref() {
             None | Some("stop") => FinishReason::Stop,

@@ -49,6 +49,22 @@ impl Provider for Recorder {
             result
         })
     }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        on_text: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let result = self.inner.complete_streaming(request, on_text).await;
+            if let Err(error) = self.writer.append(&self.task, request, &result) {
+                return Err(ProviderError::Config(format!(
+                    "cannot write cassette: {error}"
+                )));
+            }
+            result
+        })
+    }
 }
 
 #[cfg(test)]

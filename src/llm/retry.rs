@@ -59,6 +59,32 @@ pub async fn complete(
     settings: RetrySettings,
     on_retry: &mut (dyn FnMut(&RetryNotice) + Send),
 ) -> Result<ChatResponse, ProviderError> {
+    complete_live(provider, request, settings, &mut |progress| {
+        if let Progress::Retry(notice) = progress {
+            on_retry(notice);
+        }
+    })
+    .await
+}
+
+/// What a request reports while it runs.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// A retry about to happen.
+    Retry(&'a RetryNotice),
+    /// A piece of the turn's text, as it streams in (streaming providers
+    /// only; an attempt that fails may have sent some already).
+    Text(&'a str),
+}
+
+/// As [`complete`], with the turn's text streamed to `on_progress` as it
+/// arrives ([`Provider::complete_streaming`]), beside the retries.
+pub async fn complete_live(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    settings: RetrySettings,
+    on_progress: &mut (dyn FnMut(Progress<'_>) + Send),
+) -> Result<ChatResponse, ProviderError> {
     let mut delays = ExponentialBuilder::new()
         .with_min_delay(settings.base_delay)
         .with_max_delay(settings.max_delay)
@@ -68,7 +94,10 @@ pub async fn complete(
         .build();
     let mut attempt = 0;
     loop {
-        let error = match provider.complete(request).await {
+        let streamed = provider
+            .complete_streaming(request, &mut |text| on_progress(Progress::Text(text)))
+            .await;
+        let error = match streamed {
             Ok(response) => return Ok(response),
             Err(error) => error,
         };
@@ -114,11 +143,11 @@ pub async fn complete(
                 });
             }
         }
-        on_retry(&RetryNotice {
+        on_progress(Progress::Retry(&RetryNotice {
             attempt,
             delay,
             error,
-        });
+        }));
         tokio::time::sleep(delay).await;
     }
 }

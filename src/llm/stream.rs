@@ -40,6 +40,9 @@ pub(super) trait Turn: Default + Send {
     /// True once the stream has sent the whole turn.
     fn complete(&self) -> bool;
 
+    /// The turn's text so far, for a live view; it only grows.
+    fn text_so_far(&self) -> std::borrow::Cow<'_, str>;
+
     /// The complete turn.
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse;
 }
@@ -85,20 +88,34 @@ impl<W: Wire> Streaming<W> {
         })
     }
 
-    async fn complete_turn(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+    async fn complete_turn(
+        &self,
+        request: &ChatRequest,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ChatResponse, ProviderError> {
         let body = W::body(request, &self.endpoint.settings);
         let response = self.endpoint.post(&body).await?;
         let request_id = response.request_id.clone();
-        http::with_request_id(self.read_turn(request, response).await, request_id)
+        http::with_request_id(self.read_turn(request, response, on_text).await, request_id)
     }
 
     async fn read_turn(
         &self,
         request: &ChatRequest,
         response: http::ResponseBody,
+        on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ChatResponse, ProviderError> {
         let scrub = |text: &str| self.endpoint.http.scrub(text);
         let mut turn = W::Turn::default();
+        // How much of the turn's text `on_text` has had.
+        let mut shown = 0;
+        let mut show = |turn: &W::Turn| {
+            let text = turn.text_so_far();
+            if let Some(new) = text.get(shown..).filter(|new| !new.is_empty()) {
+                on_text(new);
+                shown = text.len();
+            }
+        };
         if self.endpoint.settings.streaming {
             match W::FRAMING {
                 Framing::Sse => {
@@ -106,7 +123,9 @@ impl<W: Wire> Streaming<W> {
                     while let Some(event) = events.next().await {
                         let event = event?;
                         let Some(data) = event.data else { continue };
-                        if turn.feed(event.event.as_deref(), &data, &scrub)? {
+                        let done = turn.feed(event.event.as_deref(), &data, &scrub)?;
+                        show(&turn);
+                        if done {
                             break;
                         }
                     }
@@ -114,7 +133,9 @@ impl<W: Wire> Streaming<W> {
                 Framing::Lines => {
                     let mut lines = response.lines();
                     while let Some(line) = lines.next().await {
-                        if turn.feed(None, &line?, &scrub)? {
+                        let done = turn.feed(None, &line?, &scrub)?;
+                        show(&turn);
+                        if done {
                             break;
                         }
                     }
@@ -142,6 +163,14 @@ impl<W: Wire> Provider for Streaming<W> {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.complete_turn(request))
+        Box::pin(async move { self.complete_turn(request, &mut |_| {}).await })
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        on_text: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.complete_turn(request, on_text))
     }
 }

@@ -120,12 +120,12 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
 
 /// `text` neutralised and kept on one line: a line break in a name or an
 /// argument would otherwise start a line of its own in the log.
-fn inline(text: &str) -> String {
+pub(super) fn inline(text: &str) -> String {
     neutralize(text).replace('\n', "\\n")
 }
 
 /// The first `max` characters of `text`, with `…` when cut.
-fn clip(text: &str, max: usize) -> String {
+pub(super) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((index, _)) => format!("{}…", &text[..index]),
         None => text.to_owned(),

@@ -17,10 +17,12 @@
 mod console_view;
 mod events;
 mod fsutil;
+mod github_output;
 mod junit;
 pub mod log;
 pub mod merge;
 mod outdir;
+mod progress;
 mod results;
 pub mod schema;
 mod scope;
@@ -32,9 +34,11 @@ mod transcript;
 
 pub use console_view::{HumanLine, human_line};
 pub use events::{EVENTS_FILE, EventsSink};
+pub use github_output::{append_github_output, github_output_text};
 pub use junit::{JunitSink, junit_report, junit_xml};
 pub use merge::{MergeError, Merged, SHARD_FILE, ShardFile};
 pub use outdir::{DIGESTS_FILE, Digests, OpenError, OutDir};
+pub use progress::{LogView, TaskActivity};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use scope::RunScope;
 pub use sinks::{JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};

@@ -15,6 +15,9 @@ pub trait Console: EventSink {
     fn warn(&self, text: &str);
     /// From now on, masks these secrets in everything printed.
     fn set_redactor(&mut self, redactor: crate::core::Redactor);
+    /// The tasks about to run, in order, before the first starts: for a
+    /// live view of the run (docs/progress.md). Ignored by default.
+    fn planned(&mut self, _tasks: &[PlannedTask]) {}
     /// An error line with its hint, as every diagnostic is printed.
     fn error_with_hint(&self, text: &str, hint: Option<&str>) {
         self.error(text);
@@ -22,4 +25,12 @@ pub trait Console: EventSink {
             self.error(&format!("  hint: {hint}"));
         }
     }
+}
+
+/// A task a run is about to start, as a live view shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedTask {
+    pub id: String,
+    /// The task's `limits.max_iterations`: the `k/max` of its steps.
+    pub max_steps: u32,
 }

@@ -66,6 +66,15 @@ pub fn run(
         console.error(&format!("ybs: {note}"));
     }
     let runtime = super::runtime()?;
+    console.planned(
+        &prepared
+            .iter()
+            .map(|task| super::PlannedTask {
+                id: task.task.id.clone(),
+                max_steps: task.limits.max_iterations,
+            })
+            .collect::<Vec<_>>(),
+    );
     let report = runtime.block_on(super::execute(
         &context, prepared, &layout, &outputs, redactor, console,
     ));
@@ -98,6 +107,13 @@ pub fn run(
         },
         options.out_dir.display()
     ));
+    if let Some(path) = &options.github_output {
+        let outputs = report.github_outputs(report.exit_code(), &layout);
+        let text = crate::report::github_output_text(&outputs, &context.run_id);
+        if let Err(error) = crate::report::append_github_output(path, &text) {
+            console.error(&format!("error: could not write the step outputs: {error}"));
+        }
+    }
     Ok(report)
 }
 

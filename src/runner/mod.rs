@@ -39,7 +39,7 @@ use crate::report;
 use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
-pub use console::Console;
+pub use console::{Console, PlannedTask};
 pub use error::RunError;
 pub use front::run;
 pub use options::{LoadErrors, Loaded, RunFlags, RunOptions, harden, load, redactor, run_context};
@@ -466,6 +466,13 @@ impl EventSink for SharedSink<'_, '_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .event(record)
+    }
+
+    fn text(&mut self, task: &str, line: &str) {
+        self.sink
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .text(task, line);
     }
 }
 

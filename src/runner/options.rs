@@ -133,16 +133,22 @@ pub struct RunOptions {
     pub out_dir: PathBuf,
     pub junit: Option<PathBuf>,
     pub github_step_summary: Option<PathBuf>,
+    /// `$GITHUB_OUTPUT`: the run's results are appended there as step
+    /// outputs (docs/progress.md).
+    pub github_output: Option<PathBuf>,
 }
 
 impl RunOptions {
     /// The one place run options are decided: flags over config over
-    /// defaults; `env` supplies `$GITHUB_STEP_SUMMARY`.
+    /// defaults; `env` supplies `$GITHUB_STEP_SUMMARY` and `$GITHUB_OUTPUT`.
     pub fn resolve(flags: RunFlags, config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Self {
         Self {
             out_dir: config.out.clone(),
             junit: flags.junit.clone(),
             github_step_summary: env("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            github_output: env("GITHUB_OUTPUT")
+                .filter(|path| !path.is_empty())
+                .map(PathBuf::from),
             flags,
         }
     }

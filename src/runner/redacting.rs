@@ -90,6 +90,19 @@ impl EventSink for RedactingSink<'_> {
         Ok(())
     }
 
+    /// A streamed line, masked. A secret with a line break could come in
+    /// pieces no line shows whole: with one known, nothing streams (the
+    /// `message` event shows the text, masked whole).
+    fn text(&mut self, task: &str, line: &str) {
+        if self.redactor.has_multiline_secret() {
+            return;
+        }
+        let line = self.redactor.redact(line);
+        for sink in &mut self.sinks {
+            sink.text(task, &line);
+        }
+    }
+
     fn finish(&mut self) -> std::io::Result<()> {
         for sink in &mut self.sinks {
             if let Err(error) = sink.finish() {

@@ -45,6 +45,34 @@ impl RunReport {
         }
     }
 
+    /// The step outputs of a run that ended with exit `code`, its outputs
+    /// laid out as `layout` says (docs/progress.md): `status` (the code as
+    /// a word), the counts, and the paths of the reports.
+    pub fn github_outputs(
+        &self,
+        code: u8,
+        layout: &crate::report::OutputLayout,
+    ) -> Vec<(&'static str, String)> {
+        let status = match code {
+            exit::OK => "passed",
+            exit::TASK_FAILED => "failed",
+            exit::PAUSED => "paused",
+            exit::INTERRUPTED => "interrupted",
+            _ => "error",
+        };
+        let summary = layout.out_dir.join(crate::report::SUMMARY_FILE);
+        vec![
+            ("status", status.to_owned()),
+            ("passed", self.count(Status::Passed).to_string()),
+            ("failed", self.count(Status::Failed).to_string()),
+            ("errors", self.count(Status::Error).to_string()),
+            ("paused", self.count(Status::Paused).to_string()),
+            ("junit", layout.junit.display().to_string()),
+            ("summary", summary.display().to_string()),
+            ("out", layout.out_dir.display().to_string()),
+        ]
+    }
+
     pub fn count(&self, status: Status) -> usize {
         self.results.iter().filter(|r| r.status == status).count()
     }

@@ -10,6 +10,7 @@ mod jobs;
 mod outputs;
 mod pipeline;
 mod policy;
+mod progress;
 mod providers;
 mod run;
 mod sandbox;

@@ -626,6 +626,10 @@ fn the_action_runs_every_example_with_a_local_binary() {
     assert!(uses.starts_with("actions/upload-artifact@"), "{uses}");
     assert_eq!(with["name"], "examples");
     assert_eq!(with["path"], "results");
+    // ybs itself wrote the outputs, and each task's lines in a group.
+    assert!(run.log.contains("ybs: exit 0"), "{}", run.log);
+    assert_eq!(run.log.matches("::group::").count(), 7, "{}", run.log);
+    assert_eq!(run.log.matches("::endgroup::").count(), 7, "{}", run.log);
     // ybs itself wrote the step summary.
     assert!(
         run.step_summary.contains("7 tasks: 7 passed"),

@@ -33,7 +33,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
         RunTotals::of(&merged.results),
         args.out.display()
     ));
-    let code = RunReport {
+    let report = RunReport {
         results: merged
             .results
             .iter()
@@ -45,11 +45,20 @@ pub fn merge(args: &MergeArgs) -> u8 {
             })
             .collect(),
         ..RunReport::default()
-    }
-    .exit_code();
-    if merged.incomplete() && code == exit::OK {
+    };
+    let code = report.exit_code();
+    let code = if merged.incomplete() && code == exit::OK {
         exit::INFRA
     } else {
         code
+    };
+    // The merged run's step outputs, as `run` writes them (docs/progress.md).
+    if let Some(path) = std::env::var_os("GITHUB_OUTPUT").filter(|path| !path.is_empty()) {
+        let outputs = report.github_outputs(code, &outputs);
+        let text = report::github_output_text(&outputs, &crate::core::ids::new_run_id());
+        if let Err(error) = report::append_github_output(std::path::Path::new(&path), &text) {
+            printer.error(&format!("error: could not write the step outputs: {error}"));
+        }
     }
+    code
 }

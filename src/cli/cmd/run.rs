@@ -13,6 +13,8 @@ use crate::runner::{self, RunError, RunFlags, RunOptions};
 pub fn run(args: &RunArgs) -> u8 {
     let level = common::level(&args.verbosity);
     let mut printer = Printer::new(level, args.json);
+    // Progress bars would fight `--interactive`'s prompts for the terminal.
+    printer.live(!args.interactive);
     if args.interactive && args.jobs > 1 {
         let error = RunError::usage(
             "--interactive answers one task at a time and cannot be combined with --jobs above 1",
