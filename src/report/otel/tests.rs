@@ -5,6 +5,7 @@
 mod test_server;
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
