@@ -565,3 +565,45 @@ mod protobuf {
         (key, value)
     }
 }
+
+#[test]
+fn exported_attributes_pass_through_secret_masking() {
+    const SECRET: &str = "s3cr3t-deploy-value-4242";
+    let server = collector();
+    let ybs = Ybs::new().env("DEPLOY_TOKEN", SECRET);
+    // The policy rule that decides the call names the secret: the rule is
+    // exported (`ybs.tool.rule`), masked like in every other output.
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: do the thing\ncommit: false\npolicy:\n  allow: [\"run_shell(echo {SECRET}*)\"]\n"
+        ),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": format!("echo {SECRET}")})),
+            answer("done"),
+        ],
+    );
+    let (run, _) = run(
+        &ybs,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &server.url),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ],
+    );
+    run.expect_code(0);
+    let spans = json_spans(&server);
+    let tool = named(&spans, "execute_tool run_shell");
+    assert_eq!(tool.len(), 1, "{spans:#?}");
+    assert_eq!(attribute(tool[0], "ybs.tool.verdict"), "allow");
+    let rule = attribute(tool[0], "ybs.tool.rule");
+    assert!(rule.as_str().unwrap().contains("[REDACTED"), "{rule}");
+    let everything: String = server
+        .requests()
+        .iter()
+        .map(|request| request.text())
+        .collect();
+    assert!(!everything.contains(SECRET), "the secret was exported");
+}
