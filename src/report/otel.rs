@@ -12,8 +12,8 @@
 //! under `ybs.*`.
 //!
 //! The protocol is written by hand ([`wire`]): the request body is small
-//! and fixed, and the OpenTelemetry SDK crates would add about 30 crates
-//! (prost, a second `syn`, `rand`) and a span processor with its own
+//! and fixed, and the OpenTelemetry SDK crates would add 28 crates (prost, a
+//! second `syn`, `rand`) and a span processor with its own
 //! runtime to what a run that does not export pays for.
 
 mod export;

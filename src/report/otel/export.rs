@@ -4,9 +4,17 @@
 use std::io;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{Ids, Protocol, Settings, Span, ToolFacts, tool_span, wire};
+
+/// Spans that end within this window of the first go in one request.
+const BATCH_WINDOW: Duration = Duration::from_secs(1);
+/// At most this many spans in one request.
+const MAX_BATCH: usize = 512;
+/// After a failed request, spans are dropped for this long: a collector
+/// that is down costs one timeout, not one per batch.
+const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(30);
 
 /// One tool call as `ybs tools serve` (or any caller outside a run)
 /// records it: names and numbers only, never arguments or output.
@@ -32,8 +40,9 @@ struct Delivery {
 
 /// Posts spans to the collector from a thread of its own, so the run
 /// never waits on the network until [`Exporter::shutdown`], and then at
-/// most the configured timeout. After a failed request it stops
-/// trying: the later spans are counted as dropped, not retried.
+/// most the configured timeout. Spans that end within a second go in
+/// one request. A failed request is not retried; for
+/// `PAUSE_AFTER_FAILURE` after it, spans are dropped (and counted).
 pub struct Exporter {
     sender: Option<mpsc::Sender<Vec<Span>>>,
     done: mpsc::Receiver<Delivery>,
@@ -134,9 +143,14 @@ impl Exporter {
         let warning = match outcome {
             Ok(delivery) => delivery.error.map(|error| {
                 format!(
-                    "warning: OpenTelemetry: {} span{} not delivered to {}: {error}",
+                    "warning: OpenTelemetry: {} of {} span{} not delivered to {}: {error}",
                     delivery.dropped,
-                    if delivery.dropped == 1 { "" } else { "s" },
+                    delivery.dropped + delivery.sent,
+                    if delivery.dropped + delivery.sent == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
                     self.endpoint
                 )
             }),
@@ -172,23 +186,31 @@ fn deliver(settings: &Settings, receiver: &mpsc::Receiver<Vec<Span>>) -> Deliver
                 .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
             Ok((runtime, client))
         });
+    let mut paused_until: Option<Instant> = None;
     while let Ok(mut batch) = receiver.recv() {
-        while let Ok(more) = receiver.try_recv() {
+        // What ends within the window goes in the same request; once the
+        // queue is closed (the end of the run), everything left at once.
+        let until = Instant::now() + BATCH_WINDOW;
+        while let Ok(more) = receiver.recv_timeout(until.saturating_duration_since(Instant::now()))
+        {
             batch.extend(more);
         }
-        if delivery.error.is_some() {
-            delivery.dropped += batch.len();
-            continue;
-        }
-        let result = match &client {
-            Ok((runtime, client)) => runtime.block_on(post(settings, client, &batch)),
-            Err(error) => Err(error.clone()),
-        };
-        match result {
-            Ok(()) => delivery.sent += batch.len(),
-            Err(error) => {
-                delivery.dropped += batch.len();
-                delivery.error = Some(error);
+        for chunk in batch.chunks(MAX_BATCH) {
+            if paused_until.is_some_and(|until| Instant::now() < until) {
+                delivery.dropped += chunk.len();
+                continue;
+            }
+            let result = match &client {
+                Ok((runtime, client)) => runtime.block_on(post(settings, client, chunk)),
+                Err(error) => Err(error.clone()),
+            };
+            match result {
+                Ok(()) => delivery.sent += chunk.len(),
+                Err(error) => {
+                    delivery.dropped += chunk.len();
+                    delivery.error.get_or_insert(error);
+                    paused_until = Some(Instant::now() + PAUSE_AFTER_FAILURE);
+                }
             }
         }
     }

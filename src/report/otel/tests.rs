@@ -354,6 +354,8 @@ fn a_task_becomes_one_span_with_its_requests_calls_and_checks_as_children() {
     sink.finish().unwrap();
     assert_eq!(sink.take_warning(), None);
     let requests = server.requests();
+    // Everything ended within the batching window: one request.
+    assert_eq!(requests.len(), 1);
     assert!(requests.iter().all(|request| request.path == "/v1/traces"
         && request.header("content-type") == Some("application/json")
         && request.header("x-api-key") == Some("k1")));
@@ -557,7 +559,7 @@ fn a_collector_that_never_answers_is_given_up_after_the_timeout() {
         begun.elapsed()
     );
     let warning = sink.take_warning().unwrap();
-    assert!(warning.contains("1 span not delivered"), "{warning}");
+    assert!(warning.contains("1 of 1 span not delivered"), "{warning}");
 }
 
 #[test]
@@ -590,5 +592,37 @@ fn record_tool_call_exports_one_execute_tool_span() {
     assert_eq!(
         attribute(&spans[0], "error.type").unwrap()["stringValue"],
         "tool_error"
+    );
+}
+
+#[test]
+fn after_a_failed_request_spans_are_dropped_not_sent() {
+    let server = Server::start(vec![
+        Reply::json(503, &json!({})),
+        Reply::json(200, &json!({})),
+    ]);
+    let mut sink = OtelSink::start(settings(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &server.url),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+    ]))
+    .unwrap();
+    let events = task_events("t");
+    sink.event(&events[0]).unwrap();
+    sink.event(&events[2]).unwrap();
+    // The first batch (one chat span) is posted once the window closes.
+    let begun = std::time::Instant::now();
+    while server.requests().is_empty() {
+        assert!(begun.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for event in &events[3..] {
+        sink.event(event).unwrap();
+    }
+    sink.finish().unwrap();
+    assert_eq!(server.requests().len(), 1);
+    let warning = sink.take_warning().unwrap();
+    assert!(
+        warning.contains("5 of 5 spans not delivered") && warning.contains("HTTP 503"),
+        "{warning}"
     );
 }
