@@ -25,6 +25,7 @@ pub use settings::{Protocol, Settings};
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
@@ -150,7 +151,7 @@ impl Span {
 #[derive(Debug)]
 struct Ids {
     seed: [u8; 32],
-    counter: u64,
+    counter: AtomicU64,
 }
 
 impl Ids {
@@ -164,24 +165,27 @@ impl Ids {
             hasher.update(std::process::id().to_le_bytes());
             seed = hasher.finalize().into();
         }
-        Self { seed, counter: 0 }
+        Self {
+            seed,
+            counter: AtomicU64::new(0),
+        }
     }
 
-    fn next(&mut self) -> [u8; 32] {
-        self.counter += 1;
+    fn next(&self) -> [u8; 32] {
+        let counter = self.counter.fetch_add(1, Ordering::Relaxed);
         let mut hasher = Sha256::new();
         hasher.update(self.seed);
-        hasher.update(self.counter.to_le_bytes());
+        hasher.update(counter.to_le_bytes());
         hasher.finalize().into()
     }
 
-    fn trace(&mut self) -> [u8; 16] {
+    fn trace(&self) -> [u8; 16] {
         let mut id = [0u8; 16];
         id.copy_from_slice(&self.next()[..16]);
         id
     }
 
-    fn span(&mut self) -> [u8; 8] {
+    fn span(&self) -> [u8; 8] {
         let mut id = [0u8; 8];
         id.copy_from_slice(&self.next()[..8]);
         id

@@ -2,7 +2,7 @@
 //! flush at the end.
 
 use std::io;
-use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -43,10 +43,12 @@ struct Delivery {
 /// most the configured timeout. Spans that end within a second go in
 /// one request. A failed request is not retried; for
 /// `PAUSE_AFTER_FAILURE` after it, spans are dropped (and counted).
+///
+/// Shared by reference (`Arc<Exporter>`): every method takes `&self`.
 pub struct Exporter {
-    sender: Option<mpsc::Sender<Vec<Span>>>,
-    done: mpsc::Receiver<Delivery>,
-    thread: Option<JoinHandle<()>>,
+    sender: Mutex<Option<mpsc::Sender<Vec<Span>>>>,
+    done: Mutex<mpsc::Receiver<Delivery>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
     endpoint: String,
     timeout: Duration,
     parent: Option<([u8; 16], [u8; 8])>,
@@ -80,9 +82,9 @@ impl Exporter {
                 let _ = done_sender.send(delivery);
             })?;
         Ok(Self {
-            sender: Some(sender),
-            done,
-            thread: Some(thread),
+            sender: Mutex::new(Some(sender)),
+            done: Mutex::new(done),
+            thread: Mutex::new(Some(thread)),
             endpoint: endpoint.to_string(),
             timeout,
             parent,
@@ -92,7 +94,7 @@ impl Exporter {
 
     /// Queues finished spans for export.
     pub fn export(&self, spans: Vec<Span>) {
-        if let Some(sender) = &self.sender
+        if let Some(sender) = &*lock(&self.sender)
             && !spans.is_empty()
         {
             let _ = sender.send(spans);
@@ -102,7 +104,7 @@ impl Exporter {
     /// Records one tool call as an `execute_tool` span of its own trace
     /// (or of `TRACEPARENT`'s), for callers outside a run such as
     /// `ybs tools serve`. The caller passes names and codes only.
-    pub fn record_tool_call(&mut self, call: &ToolCallSpan) {
+    pub fn record_tool_call(&self, call: &ToolCallSpan) {
         let (trace_id, parent) = match self.parent {
             Some((trace, span)) => (trace, Some(span)),
             None => (self.ids.trace(), None),
@@ -134,12 +136,13 @@ impl Exporter {
     }
 
     /// Delivers what is queued, waiting at most the timeout. Returns a
-    /// warning line when spans were not delivered; never fails.
-    pub fn shutdown(mut self) -> Option<String> {
-        drop(self.sender.take());
-        let outcome = self
-            .done
-            .recv_timeout(self.timeout + Duration::from_millis(500));
+    /// warning line when spans were not delivered; never fails. Spans
+    /// exported after it are dropped; a second call returns `None`.
+    pub fn shutdown(&self) -> Option<String> {
+        // Closing the queue ends the thread once it has posted the rest.
+        let sender = lock(&self.sender).take()?;
+        drop(sender);
+        let outcome = lock(&self.done).recv_timeout(self.timeout + Duration::from_millis(500));
         let warning = match outcome {
             Ok(delivery) => delivery.error.map(|error| {
                 format!(
@@ -161,13 +164,17 @@ impl Exporter {
             )),
         };
         if warning.is_none()
-            && let Some(thread) = self.thread.take()
+            && let Some(thread) = lock(&self.thread).take()
         {
             let _ = thread.join();
         }
         // Otherwise the thread is left to the process's exit.
         warning
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The export thread: posts each batch (everything queued at once in

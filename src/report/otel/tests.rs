@@ -565,7 +565,7 @@ fn a_collector_that_never_answers_is_given_up_after_the_timeout() {
 #[test]
 fn record_tool_call_exports_one_execute_tool_span() {
     let server = Server::start(vec![Reply::json(200, &json!({}))]);
-    let mut exporter = Exporter::start(settings(&[
+    let exporter = Exporter::start(settings(&[
         ("OTEL_EXPORTER_OTLP_ENDPOINT", &server.url),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
     ]))
@@ -625,4 +625,43 @@ fn after_a_failed_request_spans_are_dropped_not_sent() {
         warning.contains("5 of 5 spans not delivered") && warning.contains("HTTP 503"),
         "{warning}"
     );
+}
+
+#[test]
+fn one_exporter_is_shared_by_concurrent_callers() {
+    let server = Server::start((0..10).map(|_| Reply::json(200, &json!({}))).collect());
+    let exporter = std::sync::Arc::new(
+        Exporter::start(settings(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &server.url),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ]))
+        .unwrap(),
+    );
+    let threads: Vec<_> = (0..10)
+        .map(|index| {
+            let exporter = std::sync::Arc::clone(&exporter);
+            std::thread::spawn(move || {
+                exporter.record_tool_call(&ToolCallSpan {
+                    name: format!("tool{index}"),
+                    call_id: index.to_string(),
+                    verdict: "allow".into(),
+                    ok: true,
+                    exit_code: Some(0),
+                    started: SystemTime::now(),
+                    duration: Duration::from_millis(1),
+                });
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(exporter.shutdown(), None);
+    assert_eq!(exporter.shutdown(), None);
+    let spans = spans_of(&server);
+    assert_eq!(spans.len(), 10);
+    let mut ids: Vec<&Value> = spans.iter().map(|span| &span["spanId"]).collect();
+    ids.sort_by_key(|id| id.to_string());
+    ids.dedup();
+    assert_eq!(ids.len(), 10);
 }
