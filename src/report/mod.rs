@@ -9,6 +9,7 @@
 //! - [`JunitSink`]: the JUnit XML at `finish()`.
 //! - [`SummarySink`]: `OUT/summary.md` (and `$GITHUB_STEP_SUMMARY`) at `finish()`.
 //! - [`schema`]: the JSON Schemas of the transcript and of `events.jsonl`.
+//! - [`OtelSink`]: OpenTelemetry spans over OTLP/HTTP, when an endpoint is set.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
 //!
 //! [`merge`] (`ybs report merge`) feeds the same JUnit and summary sinks
@@ -21,6 +22,7 @@ mod github_output;
 mod junit;
 pub mod log;
 pub mod merge;
+pub mod otel;
 mod outdir;
 mod progress;
 mod results;
@@ -37,6 +39,7 @@ pub use events::{EVENTS_FILE, EventsSink};
 pub use github_output::{append_github_output, github_output_text};
 pub use junit::{JunitSink, junit_report, junit_xml};
 pub use merge::{MergeError, Merged, SHARD_FILE, ShardFile};
+pub use otel::OtelSink;
 pub use outdir::{DIGESTS_FILE, Digests, OpenError, OutDir};
 pub use progress::{LogView, TaskActivity};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{
-    DIGESTS_FILE, EVENTS_FILE, EventsSink, JunitSink, OpenError, OutDir, RunScope, SHARD_FILE,
-    SummarySink, TRANSCRIPT_FILE, TranscriptSink,
+    DIGESTS_FILE, EVENTS_FILE, EventsSink, JunitSink, OpenError, OtelSink, OutDir, RunScope,
+    SHARD_FILE, SummarySink, TRANSCRIPT_FILE, TranscriptSink,
 };
 use crate::core::event::{EventRecord, EventSink};
 
@@ -114,6 +114,8 @@ pub struct RunSinks {
     transcripts: Option<TranscriptSink>,
     junit: JunitSink,
     summary: SummarySink,
+    /// OpenTelemetry spans, when an endpoint is set (docs/observability.md).
+    otel: Option<OtelSink>,
 }
 
 impl RunSinks {
@@ -140,14 +142,26 @@ impl RunSinks {
                 layout.github_step_summary.clone(),
             )
             .with_scope(scope),
+            otel: None,
         }
+    }
+
+    /// Also exports spans through `otel`.
+    pub fn with_otel(mut self, otel: Option<OtelSink>) -> Self {
+        self.otel = otel;
+        self
+    }
+
+    /// After `finish()`: the line to show when spans were not delivered.
+    pub fn take_otel_warning(&mut self) -> Option<String> {
+        self.otel.as_mut().and_then(OtelSink::take_warning)
     }
 
     fn each(
         &mut self,
         mut call: impl FnMut(&mut dyn EventSink) -> io::Result<()>,
     ) -> io::Result<()> {
-        let mut sinks: Vec<&mut dyn EventSink> = Vec::with_capacity(4);
+        let mut sinks: Vec<&mut dyn EventSink> = Vec::with_capacity(5);
         if let Some(events) = &mut self.events {
             sinks.push(events);
         }
@@ -156,6 +170,9 @@ impl RunSinks {
         }
         sinks.push(&mut self.junit);
         sinks.push(&mut self.summary);
+        if let Some(otel) = &mut self.otel {
+            sinks.push(otel);
+        }
         let mut first_error = None;
         for sink in sinks {
             if let Err(error) = call(sink) {

@@ -84,6 +84,9 @@ pub fn run(
     for finding in &report.tampering {
         console.error(&format!("warning: output tampering: {finding}"));
     }
+    for warning in &report.warnings {
+        console.error(warning);
+    }
     let total = report.results.len();
     console.result(&format!(
         "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{} — outputs in {}",

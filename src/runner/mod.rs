@@ -240,7 +240,14 @@ pub async fn execute(
         }
     }
     let scope = report::RunScope::shard(run.shard);
-    let mut sinks = report::RunSinks::run(paths, outputs, scope);
+    // Only with an endpoint set does anything start (docs/observability.md).
+    let otel = report::OtelSink::from_env().unwrap_or_else(|error| {
+        report
+            .warnings
+            .push(format!("warning: OpenTelemetry disabled: {error}"));
+        None
+    });
+    let mut sinks = report::RunSinks::run(paths, outputs, scope).with_otel(otel);
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     let mut results: Vec<Option<TaskResult>> = prepared.iter().map(|_| None).collect();
     // What each task has done so far, read from its events: an interrupt
@@ -348,6 +355,8 @@ pub async fn execute(
     if let Err(error) = sink.finish() {
         report.output_error.get_or_insert(error.to_string());
     }
+    drop(sink);
+    report.warnings.extend(sinks.take_otel_warning());
     // The reports just written, too.
     out.check(None);
     report.tampering = out.findings();

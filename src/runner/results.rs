@@ -22,6 +22,9 @@ pub struct RunReport {
     /// Output files found replaced, changed or linked elsewhere after
     /// ybs wrote them (see `report::OutDir::check`).
     pub tampering: Vec<String>,
+    /// Lines to show after the run that change nothing in its outcome
+    /// (spans not delivered to the OpenTelemetry collector).
+    pub warnings: Vec<String>,
 }
 
 impl RunReport {

@@ -1,0 +1,717 @@
+//! OpenTelemetry traces over OTLP/HTTP (docs/observability.md): when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`)
+//! is set, [`OtelSink`] turns a run's (already redacted) event stream
+//! into spans (one per task, one per provider request, tool call and
+//! check) and an [`Exporter`] thread posts them to the collector. Unset,
+//! nothing here runs: no thread, no client, no request.
+//!
+//! Spans carry names, counts, codes and durations only, never tool
+//! arguments, tool output or model text. The GenAI semantic conventions
+//! name what they cover (`gen_ai.operation.name`, `gen_ai.request.model`,
+//! `gen_ai.usage.input_tokens`, `gen_ai.tool.name`, ...); the rest is
+//! under `ybs.*`.
+//!
+//! The protocol is written by hand ([`wire`]): the request body is small
+//! and fixed, and the OpenTelemetry SDK crates would add 28 crates (prost, a
+//! second `syn`, `rand`) and a span processor with its own
+//! runtime to what a run that does not export pays for.
+
+mod export;
+mod settings;
+mod wire;
+
+pub use export::{Exporter, ToolCallSpan};
+pub use settings::{Protocol, Settings};
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+
+use crate::core::Status;
+use crate::core::event::{Event, EventRecord, EventSink};
+
+/// An attribute value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+    Double(f64),
+}
+
+impl From<&str> for AttrValue {
+    fn from(value: &str) -> Self {
+        Self::Str(value.to_owned())
+    }
+}
+
+impl From<String> for AttrValue {
+    fn from(value: String) -> Self {
+        Self::Str(value)
+    }
+}
+
+impl From<bool> for AttrValue {
+    fn from(value: bool) -> Self {
+        Self::Bool(value)
+    }
+}
+
+impl From<u64> for AttrValue {
+    fn from(value: u64) -> Self {
+        Self::Int(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<u32> for AttrValue {
+    fn from(value: u32) -> Self {
+        Self::Int(i64::from(value))
+    }
+}
+
+impl From<i32> for AttrValue {
+    fn from(value: i32) -> Self {
+        Self::Int(i64::from(value))
+    }
+}
+
+impl From<f64> for AttrValue {
+    fn from(value: f64) -> Self {
+        Self::Double(value)
+    }
+}
+
+/// The OTLP span kinds ybs uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    Internal = 1,
+    Client = 3,
+}
+
+/// How a span ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SpanStatus {
+    #[default]
+    Unset,
+    Ok,
+    /// With a short code-like description (`failed: checks_failed`).
+    Error(String),
+}
+
+impl SpanStatus {
+    fn code(&self) -> u8 {
+        match self {
+            Self::Unset => 0,
+            Self::Ok => 1,
+            Self::Error(_) => 2,
+        }
+    }
+
+    fn message(&self) -> Option<&str> {
+        match self {
+            Self::Error(message) => Some(message),
+            _ => None,
+        }
+    }
+}
+
+/// Something that happened at one point of a span (a retry).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanEvent {
+    pub time_ns: u64,
+    pub name: String,
+    pub attributes: Vec<(String, AttrValue)>,
+}
+
+/// One finished span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    pub parent: Option<[u8; 8]>,
+    pub name: String,
+    pub kind: SpanKind,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub attributes: Vec<(String, AttrValue)>,
+    pub events: Vec<SpanEvent>,
+    pub status: SpanStatus,
+}
+
+impl Span {
+    fn attr(&mut self, key: &str, value: impl Into<AttrValue>) {
+        self.attributes.push((key.to_owned(), value.into()));
+    }
+}
+/// Trace and span ids: SHA-256 of a per-process seed and a counter.
+/// Unique, not secret.
+#[derive(Debug)]
+struct Ids {
+    seed: [u8; 32],
+    counter: AtomicU64,
+}
+
+impl Ids {
+    fn new() -> Self {
+        let mut seed = [0u8; 32];
+        let read = std::fs::File::open("/dev/urandom")
+            .and_then(|mut file| io::Read::read_exact(&mut file, &mut seed));
+        if read.is_err() {
+            let mut hasher = Sha256::new();
+            hasher.update(now_ns().to_le_bytes());
+            hasher.update(std::process::id().to_le_bytes());
+            seed = hasher.finalize().into();
+        }
+        Self {
+            seed,
+            counter: AtomicU64::new(0),
+        }
+    }
+
+    fn next(&self) -> [u8; 32] {
+        let counter = self.counter.fetch_add(1, Ordering::Relaxed);
+        let mut hasher = Sha256::new();
+        hasher.update(self.seed);
+        hasher.update(counter.to_le_bytes());
+        hasher.finalize().into()
+    }
+
+    fn trace(&self) -> [u8; 16] {
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&self.next()[..16]);
+        id
+    }
+
+    fn span(&self) -> [u8; 8] {
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&self.next()[..8]);
+        id
+    }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        })
+}
+
+fn ms_to_ns(ms: u64) -> u64 {
+    ms.saturating_mul(1_000_000)
+}
+
+/// What a tool span says.
+struct ToolFacts<'a> {
+    name: &'a str,
+    call_id: &'a str,
+    verdict: Option<&'a str>,
+    rule: Option<&'a str>,
+    ok: bool,
+    ran: bool,
+    truncated: bool,
+    exit_code: Option<i32>,
+    duration_ms: u64,
+}
+
+fn tool_span(
+    trace_id: [u8; 16],
+    span_id: [u8; 8],
+    parent: Option<[u8; 8]>,
+    facts: &ToolFacts<'_>,
+    start_ns: u64,
+    end_ns: u64,
+) -> Span {
+    let mut span = Span {
+        trace_id,
+        span_id,
+        parent,
+        name: format!("execute_tool {}", facts.name),
+        kind: SpanKind::Internal,
+        start_ns,
+        end_ns: end_ns.max(start_ns),
+        attributes: Vec::new(),
+        events: Vec::new(),
+        status: SpanStatus::Unset,
+    };
+    span.attr("gen_ai.operation.name", "execute_tool");
+    span.attr("gen_ai.tool.name", facts.name);
+    span.attr("gen_ai.tool.call.id", facts.call_id);
+    span.attr("gen_ai.tool.type", "function");
+    if let Some(verdict) = facts.verdict {
+        span.attr("ybs.tool.verdict", verdict);
+    }
+    if let Some(rule) = facts.rule {
+        span.attr("ybs.tool.rule", rule);
+    }
+    span.attr("ybs.tool.ran", facts.ran);
+    span.attr("ybs.tool.ok", facts.ok);
+    span.attr("ybs.tool.duration_ms", facts.duration_ms);
+    if facts.truncated {
+        span.attr("ybs.tool.output_truncated", true);
+    }
+    if let Some(code) = facts.exit_code {
+        span.attr("process.exit.code", code);
+    }
+    if !facts.ok {
+        let kind = if facts.ran { "tool_error" } else { "refused" };
+        span.attr("error.type", kind);
+        span.status = SpanStatus::Error(kind.to_owned());
+    }
+    span
+}
+
+/// A task in progress.
+#[derive(Debug)]
+struct TaskTrace {
+    trace_id: [u8; 16],
+    span_id: [u8; 8],
+    parent: Option<[u8; 8]>,
+    start_ms: u64,
+    provider: String,
+    model: String,
+    attributes: Vec<(String, AttrValue)>,
+    /// Span ids by tool call id (a `script` call parents its commands).
+    call_spans: HashMap<String, [u8; 8]>,
+    /// Decided, not yet completed tool calls.
+    decided: HashMap<String, Decided>,
+    /// Retries by provider request (iteration), until its response.
+    retries: HashMap<u32, Vec<SpanEvent>>,
+    redactions: u64,
+}
+
+#[derive(Debug)]
+struct Decided {
+    verdict: String,
+    rule: String,
+    parent: Option<String>,
+    ts_ms: u64,
+}
+
+/// The `EventSink` that turns a run's events into spans: every child span
+/// is queued as it ends, the task span at `task.finished`; `finish()`
+/// delivers the rest within the timeout. A collector that cannot be
+/// reached never fails the run: [`OtelSink::take_warning`] has the one
+/// line to show.
+#[derive(Debug)]
+pub struct OtelSink {
+    exporter: Option<Exporter>,
+    ids: Ids,
+    parent: Option<([u8; 16], [u8; 8])>,
+    tasks: HashMap<String, TaskTrace>,
+    warning: Option<String>,
+}
+
+impl OtelSink {
+    /// A sink exporting with `settings` (its thread starts here).
+    pub fn start(settings: Settings) -> io::Result<Self> {
+        let parent = settings.parent;
+        Ok(Self {
+            exporter: Some(Exporter::start(settings)?),
+            ids: Ids::new(),
+            parent,
+            tasks: HashMap::new(),
+            warning: None,
+        })
+    }
+
+    /// From the process environment: `Ok(None)` when no endpoint is set
+    /// (nothing starts), an error line when a variable cannot be used.
+    pub fn from_env() -> Result<Option<Self>, String> {
+        let Some(settings) = Settings::from_env(|name| std::env::var(name).ok())? else {
+            return Ok(None);
+        };
+        Self::start(settings)
+            .map(Some)
+            .map_err(|error| format!("cannot start the export thread: {error}"))
+    }
+
+    /// The warning of the last `finish()`, if spans were not delivered.
+    pub fn take_warning(&mut self) -> Option<String> {
+        self.warning.take()
+    }
+
+    fn export(&self, span: Span) {
+        if let Some(exporter) = &self.exporter {
+            exporter.export(vec![span]);
+        }
+    }
+
+    fn started(&mut self, record: &EventRecord) {
+        let Event::TaskStarted {
+            file,
+            suite,
+            run_id,
+            provider,
+            model,
+            dry_run,
+            sandbox,
+            ..
+        } = &record.event
+        else {
+            return;
+        };
+        let (trace_id, parent) = match self.parent {
+            Some((trace, span)) => (trace, Some(span)),
+            None => (self.ids.trace(), None),
+        };
+        let mut attributes: Vec<(String, AttrValue)> = vec![
+            ("ybs.run_id".into(), run_id.as_str().into()),
+            ("ybs.task.file".into(), file.as_str().into()),
+            ("ybs.task.suite".into(), suite.as_str().into()),
+            ("ybs.dry_run".into(), (*dry_run).into()),
+        ];
+        if let Some(sandbox) = sandbox {
+            attributes.push(("ybs.sandbox.mode".into(), sandbox.mode.as_str().into()));
+        }
+        self.tasks.insert(
+            record.task.clone(),
+            TaskTrace {
+                trace_id,
+                span_id: self.ids.span(),
+                parent,
+                start_ms: record.ts_ms,
+                provider: provider.clone(),
+                model: model.clone(),
+                attributes,
+                call_spans: HashMap::new(),
+                decided: HashMap::new(),
+                retries: HashMap::new(),
+                redactions: 0,
+            },
+        );
+    }
+
+    fn child(
+        &mut self,
+        task: &str,
+        name: String,
+        kind: SpanKind,
+        start_ms: u64,
+        end_ms: u64,
+    ) -> Option<Span> {
+        let span_id = self.ids.span();
+        let trace = self.tasks.get(task)?;
+        Some(Span {
+            trace_id: trace.trace_id,
+            span_id,
+            parent: Some(trace.span_id),
+            name,
+            kind,
+            start_ns: ms_to_ns(start_ms.min(end_ms)),
+            end_ns: ms_to_ns(end_ms),
+            attributes: Vec::new(),
+            events: Vec::new(),
+            status: SpanStatus::Unset,
+        })
+    }
+
+    fn event_inner(&mut self, record: &EventRecord) {
+        let task = record.task.as_str();
+        let ts = record.ts_ms;
+        match &record.event {
+            Event::TaskStarted { .. } => self.started(record),
+            Event::LlmRetry {
+                iteration,
+                attempt,
+                delay_ms,
+                ..
+            } => {
+                // The error text stays out: a provider's message may quote
+                // the request.
+                if let Some(trace) = self.tasks.get_mut(task) {
+                    trace
+                        .retries
+                        .entry(*iteration)
+                        .or_default()
+                        .push(SpanEvent {
+                            time_ns: ms_to_ns(ts),
+                            name: "ybs.llm.retry".into(),
+                            attributes: vec![
+                                ("ybs.llm.attempt".into(), (*attempt).into()),
+                                ("ybs.llm.retry_delay_ms".into(), (*delay_ms).into()),
+                            ],
+                        });
+                }
+            }
+            Event::LlmResponse {
+                iteration,
+                response_id,
+                request_id,
+                usage,
+                cost,
+                duration_ms,
+                tool_calls,
+                ..
+            } => {
+                let Some(trace) = self.tasks.get_mut(task) else {
+                    return;
+                };
+                let retries = trace.retries.remove(iteration).unwrap_or_default();
+                let (provider, model) = (trace.provider.clone(), trace.model.clone());
+                let first_retry_ms = retries.first().map(|event| event.time_ns / 1_000_000);
+                let start = ts
+                    .saturating_sub(*duration_ms)
+                    .min(first_retry_ms.unwrap_or(u64::MAX));
+                let Some(mut span) =
+                    self.child(task, format!("chat {model}"), SpanKind::Client, start, ts)
+                else {
+                    return;
+                };
+                span.attr("gen_ai.operation.name", "chat");
+                span.attr("gen_ai.provider.name", provider.as_str());
+                span.attr("gen_ai.system", provider.as_str());
+                span.attr("gen_ai.request.model", model.as_str());
+                span.attr("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.attr("gen_ai.usage.output_tokens", usage.output_tokens);
+                if let Some(id) = response_id {
+                    span.attr("gen_ai.response.id", id.as_str());
+                }
+                if let Some(id) = request_id {
+                    span.attr("ybs.llm.request_id", id.as_str());
+                }
+                span.attr("ybs.llm.iteration", *iteration);
+                span.attr("ybs.llm.retries", retries.len() as u64);
+                span.attr("ybs.llm.tool_calls", *tool_calls as u64);
+                if let crate::core::Cost::Usd(usd) = cost {
+                    span.attr("ybs.llm.cost_usd", *usd);
+                }
+                span.events = retries;
+                self.export(span);
+            }
+            Event::ToolDecided {
+                call_id,
+                verdict,
+                rule,
+                parent,
+                ..
+            } => {
+                let span_id = self.ids.span();
+                if let Some(trace) = self.tasks.get_mut(task) {
+                    trace.call_spans.insert(call_id.clone(), span_id);
+                    trace.decided.insert(
+                        call_id.clone(),
+                        Decided {
+                            verdict: verdict.clone(),
+                            rule: rule.clone(),
+                            parent: parent.clone(),
+                            ts_ms: ts,
+                        },
+                    );
+                }
+            }
+            Event::ToolCompleted {
+                call_id,
+                name,
+                ok,
+                ran,
+                duration_ms,
+                truncated,
+                output,
+            } => {
+                let fresh = self.ids.span();
+                let Some(trace) = self.tasks.get_mut(task) else {
+                    return;
+                };
+                let decided = trace.decided.remove(call_id);
+                let span_id = *trace.call_spans.entry(call_id.clone()).or_insert(fresh);
+                let parent = decided
+                    .as_ref()
+                    .and_then(|decided| decided.parent.as_ref())
+                    .and_then(|parent| trace.call_spans.get(parent).copied())
+                    .unwrap_or(trace.span_id);
+                let start_ms = ts
+                    .saturating_sub(*duration_ms)
+                    .min(decided.as_ref().map_or(u64::MAX, |decided| decided.ts_ms));
+                let span = tool_span(
+                    trace.trace_id,
+                    span_id,
+                    Some(parent),
+                    &ToolFacts {
+                        name,
+                        call_id,
+                        verdict: decided.as_ref().map(|decided| decided.verdict.as_str()),
+                        rule: decided.as_ref().map(|decided| decided.rule.as_str()),
+                        ok: *ok,
+                        ran: *ran,
+                        truncated: *truncated,
+                        exit_code: shell_exit_code(name, output),
+                        duration_ms: *duration_ms,
+                    },
+                    ms_to_ns(start_ms),
+                    ms_to_ns(ts),
+                );
+                self.export(span);
+            }
+            Event::CheckCompleted {
+                name,
+                exit_code,
+                passed,
+                timed_out,
+                duration_ms,
+                attempt,
+                ..
+            } => {
+                let Some(mut span) = self.child(
+                    task,
+                    format!("check {name}"),
+                    SpanKind::Internal,
+                    ts.saturating_sub(*duration_ms),
+                    ts,
+                ) else {
+                    return;
+                };
+                span.attr("ybs.check.name", name.as_str());
+                span.attr("ybs.check.passed", *passed);
+                span.attr("ybs.check.attempt", *attempt);
+                if let Some(code) = exit_code {
+                    span.attr("process.exit.code", *code);
+                }
+                if *timed_out {
+                    span.attr("ybs.check.timed_out", true);
+                }
+                if !passed {
+                    span.status = SpanStatus::Error("check_failed".into());
+                }
+                self.export(span);
+            }
+            Event::Redactions { counts } => {
+                if let Some(trace) = self.tasks.get_mut(task) {
+                    trace.redactions += counts.values().sum::<u64>();
+                }
+            }
+            Event::Git { outcome } => {
+                if let Some(trace) = self.tasks.get_mut(task) {
+                    if let Some(commit) = &outcome.commit {
+                        trace
+                            .attributes
+                            .push(("ybs.git.commit".into(), commit.as_str().into()));
+                    }
+                    if let Some(branch) = &outcome.branch {
+                        trace
+                            .attributes
+                            .push(("ybs.git.branch".into(), branch.as_str().into()));
+                    }
+                    trace
+                        .attributes
+                        .push(("ybs.git.files".into(), (outcome.files.len() as u64).into()));
+                }
+            }
+            Event::TaskFinished {
+                status,
+                reason,
+                iterations,
+                usage,
+                cost,
+                expect,
+                ..
+            } => {
+                let Some(trace) = self.tasks.remove(task) else {
+                    return;
+                };
+                let start_ms = trace.start_ms;
+                let mut span = Span {
+                    trace_id: trace.trace_id,
+                    span_id: trace.span_id,
+                    parent: trace.parent,
+                    name: format!("invoke_agent {task}"),
+                    kind: SpanKind::Internal,
+                    start_ns: ms_to_ns(start_ms),
+                    end_ns: ms_to_ns(ts.max(start_ms)),
+                    attributes: Vec::new(),
+                    events: Vec::new(),
+                    status: if *status == Status::Passed {
+                        SpanStatus::Ok
+                    } else {
+                        SpanStatus::Error(format!("{}: {}", status.as_str(), reason.as_str()))
+                    },
+                };
+                span.attr("gen_ai.operation.name", "invoke_agent");
+                span.attr("gen_ai.agent.name", task);
+                span.attr("gen_ai.provider.name", trace.provider.as_str());
+                span.attr("gen_ai.system", trace.provider.as_str());
+                span.attr("gen_ai.request.model", trace.model.as_str());
+                span.attr("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.attr("gen_ai.usage.output_tokens", usage.output_tokens);
+                span.attr("ybs.task.id", task);
+                span.attributes.extend(trace.attributes);
+                span.attr("ybs.task.status", status.as_str());
+                span.attr("ybs.task.reason", reason.as_str());
+                span.attr("ybs.task.expect", expect.as_str());
+                span.attr("ybs.task.iterations", *iterations);
+                if let crate::core::Cost::Usd(usd) = cost {
+                    span.attr("ybs.task.cost_usd", *usd);
+                }
+                if trace.redactions > 0 {
+                    span.attr("ybs.task.redactions", trace.redactions);
+                }
+                if *status != Status::Passed {
+                    span.attr("error.type", reason.as_str());
+                }
+                self.export(span);
+            }
+            Event::Message { .. } | Event::Note { .. } | Event::ToolMetrics { .. } => {}
+        }
+    }
+}
+
+/// `run_shell`'s exit code, from the start of its result
+/// (`{"exit_code":N,...`), which ybs itself writes and a cut keeps.
+fn shell_exit_code(name: &str, output: &str) -> Option<i32> {
+    if name != "run_shell" {
+        return None;
+    }
+    let rest = output.trim_start().strip_prefix('{')?.trim_start();
+    let rest = rest
+        .strip_prefix("\"exit_code\"")?
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start();
+    let end = rest
+        .char_indices()
+        .find(|&(index, c)| !(c.is_ascii_digit() || (index == 0 && c == '-')))
+        .map_or(rest.len(), |(index, _)| index);
+    rest[..end].parse().ok()
+}
+
+impl EventSink for OtelSink {
+    fn event(&mut self, record: &EventRecord) -> io::Result<()> {
+        self.event_inner(record);
+        Ok(())
+    }
+
+    /// Tasks that never finished are closed now (status unset), then
+    /// everything is delivered within the timeout. Never an error.
+    fn finish(&mut self) -> io::Result<()> {
+        let end = now_ns();
+        let unfinished: Vec<(String, TaskTrace)> = self.tasks.drain().collect();
+        for (task, trace) in unfinished {
+            let mut span = Span {
+                trace_id: trace.trace_id,
+                span_id: trace.span_id,
+                parent: trace.parent,
+                name: format!("invoke_agent {task}"),
+                kind: SpanKind::Internal,
+                start_ns: ms_to_ns(trace.start_ms),
+                end_ns: end.max(ms_to_ns(trace.start_ms)),
+                attributes: trace.attributes,
+                events: Vec::new(),
+                status: SpanStatus::Unset,
+            };
+            span.attr("gen_ai.operation.name", "invoke_agent");
+            span.attr("gen_ai.agent.name", task.as_str());
+            span.attr("ybs.task.id", task.as_str());
+            self.export(span);
+        }
+        if let Some(exporter) = self.exporter.take() {
+            self.warning = exporter.shutdown();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
