@@ -11,7 +11,7 @@
 //! Every value withheld is handed to the redactor, so it never surfaces in
 //! an output, except values that cannot be secret and would only mask
 //! ordinary text: settings (`YBS_*`, `INPUT_*`, `GITHUB_*`, `RUNNER_*`,
-//! the shell's own), values shorter than 8 characters, numbers, absolute
+//! `OTEL_*`, the shell's own), values shorter than 8 characters, numbers, absolute
 //! paths (or a `:`-separated list of them), 40- or 64-digit hex git object
 //! ids — unless the name looks secret ([`is_redactable`]).
 
@@ -139,15 +139,18 @@ const SECRET_FRAGMENTS: &[&str] = &[
     "PRIVATE",
     "CERT",
     "SIGNATURE",
+    // OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ...` for a collector.
+    "HEADERS",
 ];
 
 /// Withheld variables whose values are settings, not secrets: ybs's own
 /// (`YBS_*`, values ybs reports anyway), a CI system's action inputs and
-/// run metadata (`INPUT_*`, `GITHUB_*`, `RUNNER_*`), and the shell's
+/// run metadata (`INPUT_*`, `GITHUB_*`, `RUNNER_*`), OpenTelemetry's
+/// standard variables (`OTEL_*`: endpoints, service name), and the shell's
 /// bookkeeping. Masking them would garble every output (the task file's
 /// path, the model's name). A name that looks secret
-/// (`GITHUB_TOKEN`) is masked all the same.
-const SETTING_PREFIXES: &[&str] = &["YBS_", "INPUT_", "GITHUB_", "RUNNER_"];
+/// (`GITHUB_TOKEN`, `OTEL_EXPORTER_OTLP_HEADERS`) is masked all the same.
+const SETTING_PREFIXES: &[&str] = &["YBS_", "INPUT_", "GITHUB_", "RUNNER_", "OTEL_"];
 const SETTING_NAMES: &[&str] = &[
     "USER",
     "LOGNAME",
@@ -343,6 +346,7 @@ mod tests {
             "SLACK_WEBHOOK_URL",
             "GH_PAT",
             "GITHUB_TOKEN",
+            "OTEL_EXPORTER_OTLP_HEADERS",
         ] {
             assert!(is_redactable(name, "1234"), "{name}");
             assert!(is_redactable(name, "/a/path/value"), "{name}");
@@ -352,6 +356,7 @@ mod tests {
             "INPUT_TASKS",
             "GITHUB_REPOSITORY",
             "RUNNER_TEMP",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
             "USER",
             "OLDPWD",
         ] {
