@@ -166,6 +166,25 @@ impl RunSinks {
     }
 }
 
+impl RunSinks {
+    /// `ybs resume`: a record of a paused task's earlier halves, for its
+    /// transcript, the JUnit file and the summary to go on from (its
+    /// `events.jsonl` holds it already).
+    pub fn replay(&mut self, record: &EventRecord) -> io::Result<()> {
+        let mut first_error = None;
+        let mut sinks: Vec<&mut dyn EventSink> = vec![&mut self.junit, &mut self.summary];
+        if let Some(transcripts) = &mut self.transcripts {
+            sinks.push(transcripts);
+        }
+        for sink in sinks {
+            if let Err(error) = sink.event(record) {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
 impl EventSink for RunSinks {
     fn event(&mut self, record: &EventRecord) -> io::Result<()> {
         self.each(|sink| sink.event(record))
