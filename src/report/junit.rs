@@ -347,10 +347,7 @@ mod tests {
         else {
             panic!();
         };
-        assert_eq!(
-            message.as_deref(),
-            Some("paused: waiting on call-7")
-        );
+        assert_eq!(message.as_deref(), Some("paused: waiting on call-7"));
     }
 
     #[test]

@@ -458,6 +458,23 @@ impl TranscriptBuilder {
                 resolved,
                 parent,
             } => {
+                let decision = Decision {
+                    verdict: verdict.clone(),
+                    rule: rule.clone(),
+                    detail: detail.clone(),
+                    resolved: resolved.clone(),
+                };
+                // Decided again at `ybs resume` (an approval): the call's
+                // one entry takes the decision that let it run or not.
+                let open = self
+                    .call_index
+                    .get(call_id)
+                    .and_then(|&index| self.tool_calls.get_mut(index))
+                    .filter(|entry| entry.result.is_none() && entry.parent == *parent);
+                if let Some(entry) = open {
+                    entry.decision = Some(decision);
+                    return;
+                }
                 self.call_index
                     .insert(call_id.clone(), self.tool_calls.len());
                 let from_text = self.called_from_text(call_id);
@@ -466,12 +483,7 @@ impl TranscriptBuilder {
                     id: call_id.clone(),
                     name: name.clone(),
                     arguments: arguments.clone(),
-                    decision: Some(Decision {
-                        verdict: verdict.clone(),
-                        rule: rule.clone(),
-                        detail: detail.clone(),
-                        resolved: resolved.clone(),
-                    }),
+                    decision: Some(decision),
                     result: None,
                     duration_ms: None,
                     parent: parent.clone(),

@@ -148,13 +148,19 @@ fn read_state(
     })?;
     let mac = read_plain(&out.join(id).join(state::MAC_FILE), 1024).map_err(|error| {
         RunError::usage(
-            format!("{}: {error}", out_dir.join(id).join(state::MAC_FILE).display()),
+            format!(
+                "{}: {error}",
+                out_dir.join(id).join(state::MAC_FILE).display()
+            ),
             Some("the state's signature travels with it: copy the whole output directory"),
         )
     })?;
     let tampered = |detail: &str| {
         RunError::usage(
-            format!("{}: the paused state was changed after ybs wrote it ({detail}); refusing to resume", shown.display()),
+            format!(
+                "{}: the paused state was changed after ybs wrote it ({detail}); refusing to resume",
+                shown.display()
+            ),
             Some("resume from the output directory the run wrote, unedited"),
         )
     };
@@ -269,7 +275,10 @@ pub fn gather_answers(
             }
         }
     }
-    for (ids, yes, flag) in [(&flags.approve, true, "--approve"), (&flags.deny, false, "--deny")] {
+    for (ids, yes, flag) in [
+        (&flags.approve, true, "--approve"),
+        (&flags.deny, false, "--deny"),
+    ] {
         for id in ids {
             let targets: Vec<String> = if id == "all" {
                 pending
@@ -281,7 +290,9 @@ pub fn gather_answers(
             } else {
                 if kind_of(id)? != PendingKind::Approval {
                     return Err(RunError::usage(
-                        format!("{flag} {id}: `{id}` is a caller tool call; its result goes in --results"),
+                        format!(
+                            "{flag} {id}: `{id}` is a caller tool call; its result goes in --results"
+                        ),
                         None,
                     ));
                 }
@@ -309,7 +320,9 @@ pub fn gather_answers(
                 "every pending call must be answered; missing: {}",
                 missing.join(", ")
             ),
-            Some("give caller results with --results FILE and decide approvals with --approve/--deny ID|all"),
+            Some(
+                "give caller results with --results FILE and decide approvals with --approve/--deny ID|all",
+            ),
         ));
     }
     let approved_any = answers
@@ -374,7 +387,9 @@ fn parse_results(bytes: &[u8], name: &str) -> Result<Vec<(String, Answer)>, RunE
     let bad = |detail: String| {
         RunError::usage(
             format!("{name}: {detail}"),
-            Some(r#"expected {"results": [{"id": "...", "output": ...} | {"id": "...", "error": "..."} | {"id": "...", "approved": true|false}]}"#),
+            Some(
+                r#"expected {"results": [{"id": "...", "output": ...} | {"id": "...", "error": "..."} | {"id": "...", "approved": true|false}]}"#,
+            ),
         )
     };
     let value: Value =
@@ -474,8 +489,7 @@ pub fn write_state(
         .read_file(Some(&task.id), EVENTS_FILE)
         .map_err(|error| error.to_string())?;
     let agent = paused.agent;
-    let mut messages =
-        serde_json::to_value(agent.messages()).map_err(|error| error.to_string())?;
+    let mut messages = serde_json::to_value(agent.messages()).map_err(|error| error.to_string())?;
     run.redactor.redact_value(&mut messages);
     let messages: Vec<Message> =
         serde_json::from_value(messages).map_err(|error| error.to_string())?;
@@ -529,8 +543,12 @@ pub fn write_state(
     let mac = key.sign(&bytes);
     out.write_atomic(Some(&task.id), STATE_FILE, &bytes)
         .map_err(|error| error.to_string())?;
-    out.write_atomic(Some(&task.id), state::MAC_FILE, format!("{mac}\n").as_bytes())
-        .map_err(|error| error.to_string())?;
+    out.write_atomic(
+        Some(&task.id),
+        state::MAC_FILE,
+        format!("{mac}\n").as_bytes(),
+    )
+    .map_err(|error| error.to_string())?;
     Ok(())
 }
 
@@ -668,7 +686,9 @@ fn check_prepared(
                     "task `{}`: the policy changed since the task paused",
                     state.task.id
                 ),
-                Some("resume under the policy and config the run paused with, or pass --allow-changed"),
+                Some(
+                    "resume under the policy and config the run paused with, or pass --allow-changed",
+                ),
             ));
         }
         let workdir = state::relative(&task.tool_ctx.workdir, &cwd);
@@ -737,8 +757,7 @@ async fn execute(
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     for (task, item) in prepared.iter().zip(resumed) {
         let mut shared = LockedSink(&sink);
-        let result =
-            super::task_run::run_or_resume(run, task, out, &mut shared, Some(item)).await;
+        let result = super::task_run::run_or_resume(run, task, out, &mut shared, Some(item)).await;
         report.results.push(result);
     }
     let mut sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
@@ -783,7 +802,11 @@ mod tests {
             br#"{"results": [], "extra": 1}"#,
             br#"{"results": [{"id": "a", "approved": "yes"}]}"#,
         ] {
-            assert!(parse_results(bad, "r.json").is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                parse_results(bad, "r.json").is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

@@ -191,7 +191,7 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
@@ -473,9 +473,9 @@ pub fn restore(
     snapshot: &Snapshot,
     files: &[CarriedFile],
 ) -> Result<(), StateError> {
-    let now = workspace.snapshot().map_err(|error| {
-        StateError::new(format!("git: {error}"), None)
-    })?;
+    let now = workspace
+        .snapshot()
+        .map_err(|error| StateError::new(format!("git: {error}"), None))?;
     if now.base != snapshot.base {
         return Err(StateError::new(
             format!(
@@ -496,11 +496,10 @@ pub fn restore(
         }
         if now.dirty.iter().any(|dirty| dirty.path == file.path) {
             return Err(StateError::new(
-                format!(
-                    "`{}` has changes that are not the paused task's",
-                    file.path
+                format!("`{}` has changes that are not the paused task's", file.path),
+                Some(
+                    "resume from a clean checkout of the base commit, or from the work tree the run paused in",
                 ),
-                Some("resume from a clean checkout of the base commit, or from the work tree the run paused in"),
             ));
         }
         apply.push((full, &file.content));
@@ -522,10 +521,7 @@ pub fn restore(
     }
     for (full, content) in apply {
         write_carried(&full, content).map_err(|error| {
-            StateError::new(
-                format!("cannot restore {}: {error}", full.display()),
-                None,
-            )
+            StateError::new(format!("cannot restore {}: {error}", full.display()), None)
         })?;
     }
     Ok(())

@@ -92,23 +92,23 @@ pub async fn run_or_resume(
         task.system.as_deref(),
     );
     if resumed.is_none() {
-    emitter.emit(Event::TaskStarted {
-        file: task.file.display().to_string(),
-        suite: task.suite.clone(),
-        run_id: run.run_id.clone(),
-        ybs_version: env!("CARGO_PKG_VERSION").to_owned(),
-        provider: prepared.settings.provider.clone(),
-        model: prepared.settings.model.clone(),
-        temperature: prepared.settings.temperature,
-        seed: None,
-        workdir: prepared.tool_ctx.workdir.display().to_string(),
-        policy_hash: prepared.policy_hash.clone(),
-        base_commit: git.as_ref().ok().and_then(TaskGit::base_commit),
-        system_prompt: system_prompt.clone(),
-        tools: tool_names,
-        dry_run: run.dry_run,
-        sandbox: Some(prepared.sandbox.clone()),
-    });
+        emitter.emit(Event::TaskStarted {
+            file: task.file.display().to_string(),
+            suite: task.suite.clone(),
+            run_id: run.run_id.clone(),
+            ybs_version: env!("CARGO_PKG_VERSION").to_owned(),
+            provider: prepared.settings.provider.clone(),
+            model: prepared.settings.model.clone(),
+            temperature: prepared.settings.temperature,
+            seed: None,
+            workdir: prepared.tool_ctx.workdir.display().to_string(),
+            policy_hash: prepared.policy_hash.clone(),
+            base_commit: git.as_ref().ok().and_then(TaskGit::base_commit),
+            system_prompt: system_prompt.clone(),
+            tools: tool_names,
+            dry_run: run.dry_run,
+            sandbox: Some(prepared.sandbox.clone()),
+        });
     }
     for note in &tools.notes {
         emitter.note(note.clone());
@@ -242,7 +242,10 @@ fn pause(
         Ok(key) => key,
         Err(error) => {
             super::tools::finish(tools, run, emitter);
-            let hint = error.hint.map(|hint| format!(" ({hint})")).unwrap_or_default();
+            let hint = error
+                .hint
+                .map(|hint| format!(" ({hint})"))
+                .unwrap_or_default();
             return finish(
                 emitter,
                 out,
@@ -311,7 +314,9 @@ fn pause(
     if let Err(error) = written {
         result.status = crate::core::Status::Error;
         result.reason = Reason::InternalError;
-        result.message = Some(format!("the task paused but its state was not written: {error}"));
+        result.message = Some(format!(
+            "the task paused but its state was not written: {error}"
+        ));
     }
     result
 }
@@ -331,10 +336,7 @@ fn paused_message(pending: &[PendingCall]) -> String {
 }
 
 /// The outcome of a stop; a pause hands over its calls.
-fn stopped(
-    stop: Stop,
-    pending: &mut Vec<PendingCall>,
-) -> (Reason, Option<String>, Option<String>) {
+fn stopped(stop: Stop, pending: &mut Vec<PendingCall>) -> (Reason, Option<String>, Option<String>) {
     match stop {
         Stop::Answered { content } => (Reason::Completed, None, Some(content)),
         Stop::Limit { reason, message }

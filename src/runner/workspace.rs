@@ -71,8 +71,8 @@ impl TaskGit {
         outputs: &[PathBuf],
         snapshot: Snapshot,
     ) -> Result<Self, GitError> {
-        let repo = Workspace::open(workdir)?
-            .map(|workspace| (workspace.excluding(outputs), snapshot));
+        let repo =
+            Workspace::open(workdir)?.map(|workspace| (workspace.excluding(outputs), snapshot));
         Ok(Self {
             workdir: workdir.to_owned(),
             repo,
@@ -81,7 +81,9 @@ impl TaskGit {
 
     /// The repository and the snapshot of the start, if any.
     pub fn parts(&self) -> Option<(&Workspace, &Snapshot)> {
-        self.repo.as_ref().map(|(workspace, snapshot)| (workspace, snapshot))
+        self.repo
+            .as_ref()
+            .map(|(workspace, snapshot)| (workspace, snapshot))
     }
 
     pub fn base_commit(&self) -> Option<String> {

@@ -9,7 +9,9 @@ use crate::core::span::Span;
 use crate::core::text::{closest, list};
 use crate::policy::PolicySpec;
 
-use super::model::{BUILTIN_TOOLS, CallerToolSpec, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS};
+use super::model::{
+    BUILTIN_TOOLS, CallerToolSpec, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS,
+};
 use super::policy::decode_policy;
 use super::vars::is_var_name;
 use crate::core::decode::yaml::{Node, NodeKind};
@@ -317,9 +319,7 @@ fn decode_tools(
             .filter_map(|name| non_empty(decoder, name, "external"))
             .collect()
     });
-    for (key, hint) in [
-        ("mcp", "MCP servers (SPEC §5.5) are not implemented yet"),
-    ] {
+    for (key, hint) in [("mcp", "MCP servers (SPEC §5.5) are not implemented yet")] {
         if let Some((key, _)) = fields.entry(key) {
             decoder.error_with_hint(
                 key.span,
@@ -339,7 +339,11 @@ fn decode_tools(
 fn decode_caller_tools(decoder: &mut Decoder<'_>, tools: &Node) -> Option<Vec<CallerToolSpec>> {
     let node = tools.get("caller")?;
     let NodeKind::Seq(items) = &node.kind else {
-        decoder.expected(node, "tools.caller", "a list of `{name, description, parameters}`");
+        decoder.expected(
+            node,
+            "tools.caller",
+            "a list of `{name, description, parameters}`",
+        );
         return None;
     };
     let before = decoder.error_count();
@@ -375,7 +379,10 @@ fn decode_caller_tools(decoder: &mut Decoder<'_>, tools: &Node) -> Option<Vec<Ca
         } else if BUILTIN_TOOLS.contains(&name.value.as_str()) || name.value == "script" {
             decoder.error(
                 name.span,
-                format!("caller tool `{}`: a built-in tool has that name", name.value),
+                format!(
+                    "caller tool `{}`: a built-in tool has that name",
+                    name.value
+                ),
             );
         } else if declared.iter().any(|tool| tool.name == name.value) {
             decoder.error(name.span, format!("duplicate caller tool `{}`", name.value));
@@ -383,7 +390,10 @@ fn decode_caller_tools(decoder: &mut Decoder<'_>, tools: &Node) -> Option<Vec<Ca
         if description.is_none() {
             decoder.error(
                 item.span,
-                format!("missing required field `description` in caller tool `{}`", name.value),
+                format!(
+                    "missing required field `description` in caller tool `{}`",
+                    name.value
+                ),
             );
         }
         declared.push(CallerToolSpec {

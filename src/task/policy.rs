@@ -295,7 +295,11 @@ mod tests {
     fn pause_is_accepted_and_typos_name_it() {
         assert_eq!(load("on_ask: pause\n").unwrap().on_ask, Some(OnAsk::Pause));
         let diagnostics = load("on_ask: later\n").unwrap_err();
-        assert!(diagnostics.0[0].message.contains("`pause`"), "{:?}", diagnostics.0[0]);
+        assert!(
+            diagnostics.0[0].message.contains("`pause`"),
+            "{:?}",
+            diagnostics.0[0]
+        );
     }
 
     #[test]

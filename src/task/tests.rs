@@ -375,11 +375,29 @@ tools:
     - name: ok
 ";
     let got = lines(&errors("t.yaml", text));
-    assert!(got[0].starts_with("t.yaml:4:13: caller tool `read_file`: a built-in"), "{got:#?}");
-    assert!(got.iter().any(|l| l.contains("missing required field `name`")), "{got:#?}");
-    assert!(got.iter().any(|l| l.contains("invalid caller tool name `x y`")), "{got:#?}");
-    assert!(got.iter().any(|l| l.contains("duplicate caller tool `ok`")), "{got:#?}");
-    assert!(got.iter().any(|l| l.contains("missing required field `description` in caller tool `ok`")), "{got:#?}");
+    assert!(
+        got[0].starts_with("t.yaml:4:13: caller tool `read_file`: a built-in"),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter()
+            .any(|l| l.contains("missing required field `name`")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter()
+            .any(|l| l.contains("invalid caller tool name `x y`")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter().any(|l| l.contains("duplicate caller tool `ok`")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter()
+            .any(|l| l.contains("missing required field `description` in caller tool `ok`")),
+        "{got:#?}"
+    );
     assert!(got.iter().any(|l| l.contains("parameters")), "{got:#?}");
 }
 

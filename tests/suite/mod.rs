@@ -11,6 +11,7 @@ mod outputs;
 mod pipeline;
 mod policy;
 mod providers;
+mod resume;
 mod run;
 mod sandbox;
 mod schema;

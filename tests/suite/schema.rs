@@ -13,7 +13,7 @@ use ybs::core::decode::yaml::{NodeKind, parse};
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};
 
-const FORMATS: [&str; 3] = ["transcript", "events", "task"];
+const FORMATS: [&str; 4] = ["transcript", "events", "task", "state"];
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
