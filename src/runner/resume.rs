@@ -747,6 +747,26 @@ async fn execute(
     let mut report = RunReport::default();
     let out = &outputs.out;
     let mut sinks = report::RunSinks::run(paths, outputs, report::RunScope::shard(None));
+    // The run's other tasks, as their transcripts (checked against
+    // `OUT/digests.json`) say they ended: the reports list every task.
+    let resumed_ids: Vec<&str> = resumed
+        .iter()
+        .map(|item| item.state.task.id.as_str())
+        .collect();
+    let run_ids: Vec<&str> = resumed
+        .iter()
+        .map(|item| item.state.run_id.as_str())
+        .collect();
+    let others = other_transcripts(out, &resumed_ids)
+        .into_iter()
+        .filter(|transcript| run_ids.contains(&transcript.manifest.run_id.as_str()));
+    for transcript in others {
+        for record in transcript.result_records() {
+            if let Err(error) = sinks.replay_report(&record) {
+                report.output_error.get_or_insert(error.to_string());
+            }
+        }
+    }
     for records in &earlier {
         for record in records {
             if let Err(error) = sinks.replay(record) {
@@ -767,6 +787,27 @@ async fn execute(
     out.check(None);
     report.tampering = out.findings();
     report
+}
+
+/// The transcripts in `out` of tasks other than `resumed`, each whose
+/// digest `OUT/digests.json` records, in task order.
+fn other_transcripts(out: &OutDir, resumed: &[&str]) -> Vec<report::Transcript> {
+    let digests: report::Digests = out
+        .read_file(None, report::DIGESTS_FILE)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    digests
+        .transcripts
+        .iter()
+        .filter(|(task, _)| !resumed.contains(&task.as_str()))
+        .filter_map(|(task, digest)| {
+            let bytes = out.read_file(Some(task), report::TRANSCRIPT_FILE).ok()?;
+            (report::Digests::of(&bytes) == *digest)
+                .then(|| serde_json::from_slice(&bytes).ok())
+                .flatten()
+        })
+        .collect()
 }
 
 /// One task's way into the shared sink.

@@ -817,6 +817,41 @@ tasks:
         summary.contains("| passes | passed |") && summary.contains("| pauses | paused |"),
         "{summary}"
     );
+
+    // Resumed, the run's reports still list the task that passed.
+    let later = cassette(
+        &ybs,
+        "later.json",
+        vec![
+            json!({"task": "pauses", "response": {"content": "deployed", "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+        ],
+    );
+    let answers = results(
+        &ybs,
+        "r.json",
+        &json!({"results": [{"id": "call_0", "output": null}]}),
+    );
+    resume(
+        &ybs,
+        &[
+            "--results",
+            answers.to_str().unwrap(),
+            "--cassette",
+            later.to_str().unwrap(),
+        ],
+    )
+    .expect_code(0);
+    let junit = ybs.read("ybs-out/junit.xml");
+    assert!(
+        junit.contains(r#"tests="2""#) && junit.contains(r#"skipped="0""#),
+        "{junit}"
+    );
+    let summary = ybs.read("ybs-out/summary.md");
+    assert!(
+        summary.contains("| passes | passed |") && summary.contains("| pauses | passed |"),
+        "{summary}"
+    );
+    assert_eq!(transcript(&ybs, "passes")["status"], "passed");
 }
 
 /// `ybs schema state` documents the file, and a real state matches it.
