@@ -486,7 +486,7 @@ fn prepare_out_dir(out: &report::OutDir) -> std::io::Result<()> {
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; names the signal.
-async fn interrupted() -> &'static str {
+pub(crate) async fn interrupted() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),

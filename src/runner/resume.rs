@@ -177,7 +177,16 @@ fn read_state(
         .unwrap_or("local");
     let key: Key = state::verifying_key(run_id, signed_by, env).map_err(usage)?;
     if !key.verify(&bytes, &String::from_utf8_lossy(&mac)) {
-        return Err(tampered("its signature does not match"));
+        let detail = match (signed_by, key.source) {
+            ("env", "env") | ("local", "local") => "its signature does not match",
+            ("env", _) => {
+                "its signature does not match; it says it was signed with YBS_RESUME_KEY, which is not set here"
+            }
+            _ => {
+                "its signature does not match; it says it was signed with the run's local key, but YBS_RESUME_KEY is set here"
+            }
+        };
+        return Err(tampered(detail));
     }
     let state: State = serde_json::from_slice(&bytes)
         .map_err(|error| tampered(&format!("not a state of this version: {error}")))?;
@@ -775,10 +784,45 @@ async fn execute(
         }
     }
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
+    let mut interrupt = Box::pin(super::interrupted());
     for (task, item) in prepared.iter().zip(resumed) {
+        let started = std::time::Instant::now();
         let mut shared = LockedSink(&sink);
-        let result = super::task_run::run_or_resume(run, task, out, &mut shared, Some(item)).await;
-        report.results.push(result);
+        let work = super::task_run::run_or_resume(run, task, out, &mut shared, Some(item));
+        let signal = tokio::select! {
+            result = work => {
+                report.results.push(result);
+                continue;
+            }
+            signal = &mut interrupt => signal,
+        };
+        // Its answers may have been acted on: the state is spent, and the
+        // task ends as an interrupted one does in `ybs run`.
+        remove_state(out, &task.task.id);
+        let spent = item.state.spent;
+        let message = format!("interrupted by {signal} after the resume");
+        let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut emitter = crate::agent::Emitter::new(&task.task.id, &mut *sink);
+        emitter.emit(crate::core::event::Event::TaskFinished {
+            status: Status::Failed,
+            reason: crate::core::Reason::Interrupted,
+            message: Some(message.clone()),
+            expect: task.task.expect.as_str().to_owned(),
+            iterations: spent.iterations,
+            usage: spent.usage,
+            cost: spent.cost,
+            duration_ms: spent
+                .elapsed_ms
+                .saturating_add(u64::try_from(started.elapsed().as_millis()).unwrap_or(0)),
+        });
+        report.results.push(super::TaskResult {
+            id: task.task.id.clone(),
+            status: Status::Failed,
+            reason: crate::core::Reason::Interrupted,
+            message: Some(message),
+        });
+        report.interrupted = true;
+        break;
     }
     let mut sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
     if let Err(error) = sink.finish() {

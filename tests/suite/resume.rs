@@ -876,3 +876,62 @@ fn a_real_state_matches_its_schema() {
     assert!(errors.is_empty(), "{errors:#?}");
     assert!(instance["git"].is_null());
 }
+
+/// SIGINT while a resumed task runs: exit 130, the task ends
+/// `interrupted` in its continued outputs, and its state is spent (the
+/// approved command may have run).
+#[test]
+fn an_interrupted_resume_writes_its_outputs_and_spends_the_state() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  ask: [\"run_shell(sleep *)\"]\n  on_ask: pause\n",
+    );
+    let first = cassette(
+        &ybs,
+        "c1.json",
+        vec![call(
+            "run_shell",
+            json!({"command": "sleep 29.5", "timeout_seconds": 60}),
+        )],
+    );
+    let second = cassette(&ybs, "c2.json", vec![answer("never")]);
+    ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+        .expect_code(3);
+    let mut child = ybs
+        .command()
+        .args(["resume", "ybs-out", "--approve", "all"])
+        .args(["--cassette", second.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !ybs
+        .read("ybs-out/t/events.jsonl")
+        .contains("approved at resume")
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the approved call never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let run = Run::from_output(output, ybs.path());
+    run.expect_code(130);
+    assert!(started.elapsed() < std::time::Duration::from_secs(25));
+    let last = events(&ybs, "t").pop().unwrap();
+    assert_eq!(last["type"], "task.finished");
+    assert_eq!(last["reason"], "interrupted");
+    let whole = transcript(&ybs, "t");
+    assert_eq!(whole["status"], "failed");
+    assert!(whole["pauses"][0]["resumed_by"].is_string());
+    assert!(!ybs.exists("ybs-out/t/state.json"));
+}
