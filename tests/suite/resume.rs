@@ -898,7 +898,7 @@ fn an_interrupted_resume_writes_its_outputs_and_spends_the_state() {
     let second = cassette(&ybs, "c2.json", vec![answer("never")]);
     ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
         .expect_code(3);
-    let mut child = ybs
+    let child = ybs
         .command()
         .args(["resume", "ybs-out", "--approve", "all"])
         .args(["--cassette", second.to_str().unwrap()])
