@@ -791,6 +791,11 @@ async fn execute(
         let work = super::task_run::run_or_resume(run, task, out, &mut shared, Some(item));
         let signal = tokio::select! {
             result = work => {
+                // Answered: the state is spent and cannot be resumed
+                // again (a task that paused again wrote a new one).
+                if result.status != Status::Paused {
+                    remove_state(out, &task.task.id);
+                }
                 report.results.push(result);
                 continue;
             }

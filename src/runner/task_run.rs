@@ -209,12 +209,7 @@ pub async fn run_or_resume(
     } else {
         message
     };
-    let result = finish(&mut emitter, out, task, &agent, started, reason, message);
-    if resumed.is_some() {
-        // Answered: the state is spent and cannot be resumed again.
-        super::resume::remove_state(out, &task.id);
-    }
-    result
+    finish(&mut emitter, out, task, &agent, started, reason, message)
 }
 
 /// The task paused: `task.paused`, `task.finished` with status `paused`,
