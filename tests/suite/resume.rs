@@ -856,13 +856,17 @@ tasks:
 
 /// `ybs schema state` documents the file, and a real state matches it.
 #[test]
-fn a_real_state_matches_its_schema() {
-    let ybs = Ybs::new();
+fn a_real_state_matches_its_schema_and_holds_no_secret() {
+    const SECRET: &str = "s3cr3t-deploy-token-7f41c9a2";
+    let ybs = Ybs::new().env("DEPLOY_TOKEN", SECRET);
     ybs.file("t.yaml", &format!("{CALLER_TASK}commit: false\n"));
     let first = cassette(
         &ybs,
         "c1.json",
-        vec![call("deploy_preview", json!({"service": "web"}))],
+        vec![call(
+            "deploy_preview",
+            json!({"service": format!("web {SECRET}")}),
+        )],
     );
     ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
         .expect_code(3);
@@ -875,6 +879,15 @@ fn a_real_state_matches_its_schema() {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
     assert!(instance["git"].is_null());
+    // Masked like every output, in the pending call and the conversation.
+    let text = ybs.read("ybs-out/t/state.json");
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(
+        instance["pending"][0]["arguments"]["service"]
+            .as_str()
+            .unwrap()
+            .starts_with("web ")
+    );
 }
 
 /// SIGINT while a resumed task runs: exit 130, the task ends
@@ -934,4 +947,102 @@ fn an_interrupted_resume_writes_its_outputs_and_spends_the_state() {
     assert_eq!(whole["status"], "failed");
     assert!(whole["pauses"][0]["resumed_by"].is_string());
     assert!(!ybs.exists("ybs-out/t/state.json"));
+}
+
+/// The policy and the task file are read again at resume: a changed one
+/// is exit 2 (nothing runs, the state stays) unless `--allow-changed`.
+#[test]
+fn a_changed_task_file_or_policy_is_refused_unless_allowed() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &format!("{CALLER_TASK}commit: false\n"));
+    ybs.file(
+        "operator.yaml",
+        "allow: [read_file, write_file, deploy_preview]\n",
+    );
+    let first = cassette(
+        &ybs,
+        "c1.json",
+        vec![
+            call(
+                "write_file",
+                json!({"path": "feature.txt", "content": "feature\n"}),
+            ),
+            call("deploy_preview", json!({"service": "web"})),
+        ],
+    );
+    let second = cassette(&ybs, "c2.json", vec![answer("done")]);
+    ybs.run([
+        "run",
+        "t.yaml",
+        "--policy",
+        "operator.yaml",
+        "--cassette",
+        first.to_str().unwrap(),
+    ])
+    .expect_code(3);
+    let original = ybs.read("ybs-out/t/state.json");
+    let answers = results(
+        &ybs,
+        "r.json",
+        &json!({"results": [{"id": "call_0", "output": "https://preview"}]}),
+    );
+    let answers = answers.to_str().unwrap();
+    let cassette = second.to_str().unwrap();
+
+    // Another operator policy: refused.
+    ybs.file("narrower.yaml", "allow: [read_file, deploy_preview]\n");
+    let run = resume(
+        &ybs,
+        &[
+            "--results",
+            answers,
+            "--cassette",
+            cassette,
+            "--policy",
+            "narrower.yaml",
+        ],
+    );
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("the policy changed since the task paused"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--allow-changed"), "{}", run.stderr);
+    // An edited task file: refused.
+    ybs.file("t.yaml", &format!("{CALLER_TASK}commit: false\n# edited\n"));
+    let run = resume(
+        &ybs,
+        &[
+            "--results",
+            answers,
+            "--cassette",
+            cassette,
+            "--policy",
+            "operator.yaml",
+        ],
+    );
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("t.yaml: the task file changed"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(ybs.read("ybs-out/t/state.json"), original);
+    // Allowed.
+    resume(
+        &ybs,
+        &[
+            "--results",
+            answers,
+            "--cassette",
+            cassette,
+            "--policy",
+            "operator.yaml",
+            "--allow-changed",
+        ],
+    )
+    .expect_code(0);
+    assert_eq!(transcript(&ybs, "t")["status"], "passed");
 }
