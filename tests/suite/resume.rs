@@ -1046,3 +1046,28 @@ fn a_changed_task_file_or_policy_is_refused_unless_allowed() {
     .expect_code(0);
     assert_eq!(transcript(&ybs, "t")["status"], "passed");
 }
+
+/// Inside a `script` nothing waits for the caller: a caller tool is no
+/// command there, and the task goes on without pausing.
+#[cfg(feature = "script")]
+#[test]
+fn a_caller_tool_is_no_script_command() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools:\n  script: true\n  caller: [{ name: deploy_preview, description: d }]\npolicy: { default: allow }\n",
+    );
+    let script = "deploy_preview --service web || echo no-deploy";
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("script", json!({"commands": script})), answer("done")],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert!(!ybs.exists("ybs-out/t/state.json"));
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let script_call = &transcript["tool_calls"][0];
+    assert_eq!(script_call["name"], "script");
+    let output = script_call["result"]["output"].as_str().unwrap();
+    assert!(output.contains("no-deploy"), "{output}");
+}
