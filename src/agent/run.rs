@@ -775,9 +775,8 @@ impl<'a> Agent<'a> {
                  cannot pause for it (policy.on_ask: pause); call it directly; the call was not run"
             ),
             (Verdict::Ask, OnAsk::Fail) => {
-                let setting = "fail";
                 let text = format!(
-                    "`{}` needs approval (rule `{rule}`){why} and policy.on_ask is {setting}",
+                    "`{}` needs approval (rule `{rule}`){why} and policy.on_ask is fail",
                     call.name
                 );
                 self.completed(call, false, false, Duration::ZERO, &text, emitter);
