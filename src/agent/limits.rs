@@ -56,6 +56,14 @@ impl Budget {
         }
     }
 
+    /// Counts what earlier halves of a paused task spent (`ybs resume`).
+    pub fn carry(&mut self, iterations: u32, usage: Usage, cost: Cost, elapsed: Duration) {
+        self.iterations += iterations;
+        self.usage.add(usage);
+        self.cost = self.cost.plus(cost);
+        self.started = self.started.checked_sub(elapsed).unwrap_or(self.started);
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }

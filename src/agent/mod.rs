@@ -17,4 +17,4 @@ pub use approve::{Approval, Approver};
 pub use context::ContextWindow;
 pub use emitter::Emitter;
 pub use limits::Limits;
-pub use run::{Agent, AgentSetup, Stop};
+pub use run::{Agent, AgentSetup, Answer, Stop};

@@ -12,7 +12,7 @@ use super::context::{self, Compactor, ContextWindow};
 use super::emitter::Emitter;
 use super::limits::{Budget, Limits};
 use super::loop_guard::LoopGuard;
-use crate::core::event::Event;
+use crate::core::event::{Event, PendingCall, PendingKind};
 use crate::core::text::truncate_middle;
 use crate::core::{Cost, Message, Reason, Redactor, ToolCall, Usage};
 use crate::llm::pricing::PriceTable;
@@ -63,6 +63,30 @@ pub enum Stop {
     Failed { reason: Reason, message: String },
     /// Infrastructure or internal error (provider, auth, ybs bug).
     Error { reason: Reason, message: String },
+    /// The turn called caller tools or asked for approval under
+    /// `on_ask: pause`: the task waits for `ybs resume` (docs/resume.md).
+    /// The turn's other calls ran; these have no result yet.
+    Paused { pending: Vec<PendingCall> },
+}
+
+/// How `ybs resume` answers one pending call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// A caller tool's output (any JSON; a string is passed as it is).
+    Output(serde_json::Value),
+    /// A caller tool failed with this message.
+    Error(String),
+    /// An approval: run the call (decided by the policy again), or not.
+    Approved(bool),
+}
+
+/// What deciding a call led to.
+enum Admission {
+    Run(Arc<dyn Tool>),
+    /// Refused; recorded and worded for the model.
+    Refused(Message),
+    /// Waits for the caller; its decision is recorded.
+    Pause(PendingCall),
 }
 
 /// One task's conversation and its bookkeeping.
@@ -84,6 +108,10 @@ pub struct Agent<'a> {
     /// The `script` call whose tool commands are being handled: their
     /// records name it, and nobody is asked to approve them.
     parent: Option<String>,
+    /// `ybs resume`: the approvals given for pending calls, by call id,
+    /// and who gave them.
+    resumed: std::collections::HashMap<String, bool>,
+    resumed_by: String,
 }
 
 impl<'a> Agent<'a> {
@@ -114,6 +142,93 @@ impl<'a> Agent<'a> {
             changed: BTreeSet::new(),
             user_changed: BTreeSet::new(),
             parent: None,
+            resumed: std::collections::HashMap::new(),
+            resumed_by: String::new(),
+        }
+    }
+
+    /// `ybs resume`: what the paused halves spent counts against the
+    /// same limits (iterations, tokens, cost and running time).
+    pub fn carry(&mut self, iterations: u32, usage: Usage, cost: Cost, elapsed: Duration) {
+        self.budget.carry(iterations, usage, cost, elapsed);
+    }
+
+    /// `ybs resume`: answers the calls of the last turn that have no
+    /// result yet (as listed in the state's `pending`), in the turn's
+    /// order: a caller tool's output or error becomes its result (masked
+    /// and capped like any tool output); an approved call is decided by
+    /// the policy again and runs if it allows or asks; a denied one gets
+    /// the refusal. `Some(stop)` when the task cannot go on: it paused
+    /// again (an approved call to a caller tool), or a call failed it.
+    pub async fn answer(
+        &mut self,
+        answers: &std::collections::HashMap<String, Answer>,
+        by: &str,
+        emitter: &mut Emitter<'_>,
+    ) -> Option<Stop> {
+        by.clone_into(&mut self.resumed_by);
+        let open = self.open_calls();
+        let mut pending = Vec::new();
+        for call in &open {
+            let message = match answers.get(&call.id) {
+                Some(Answer::Output(value)) => {
+                    let text = match value {
+                        serde_json::Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    self.completed(call, true, true, Duration::ZERO, &text, emitter)
+                }
+                Some(Answer::Error(error)) => {
+                    let text = format!("error: {error}");
+                    self.completed(call, false, true, Duration::ZERO, &text, emitter)
+                }
+                Some(Answer::Approved(yes)) => {
+                    self.resumed.insert(call.id.clone(), *yes);
+                    match self.handle(call, emitter).await {
+                        Ok(Admitted::Done(message)) => message,
+                        Ok(Admitted::Pending(call)) => {
+                            pending.push(call);
+                            continue;
+                        }
+                        Err(stop) => return Some(stop),
+                    }
+                }
+                None => {
+                    return Some(Stop::Error {
+                        reason: Reason::InternalError,
+                        message: format!("pending call `{}` was not answered", call.id),
+                    });
+                }
+            };
+            self.push(message, emitter);
+        }
+        self.resumed.clear();
+        (!pending.is_empty()).then_some(Stop::Paused { pending })
+    }
+
+    /// The calls of the last assistant turn that have no result yet.
+    pub fn open_calls(&self) -> Vec<ToolCall> {
+        let Some(at) = self
+            .messages
+            .iter()
+            .rposition(|message| matches!(message, Message::Assistant { .. }))
+        else {
+            return Vec::new();
+        };
+        let answered: BTreeSet<&str> = self.messages[at + 1..]
+            .iter()
+            .filter_map(|message| match message {
+                Message::Tool { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        match &self.messages[at] {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .iter()
+                .filter(|call| !answered.contains(call.id.as_str()))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -200,6 +315,7 @@ impl<'a> Agent<'a> {
             }
             let turn_at = self.messages.len() - 1;
             let max_calls = self.setup.limits.max_tool_calls_per_turn;
+            let mut pending = Vec::new();
             for index in 0..count {
                 let Some(call) = self.turn_call(turn_at, index) else {
                     break;
@@ -221,11 +337,19 @@ impl<'a> Agent<'a> {
                     ), emitter)
                 } else {
                     match self.handle(call, emitter).await {
-                        Ok(message) => message,
+                        Ok(Admitted::Done(message)) => message,
+                        // The turn's other calls still run first.
+                        Ok(Admitted::Pending(call)) => {
+                            pending.push(call);
+                            continue;
+                        }
                         Err(stop) => return stop,
                     }
                 };
                 self.push(result, emitter);
+            }
+            if !pending.is_empty() {
+                return Stop::Paused { pending };
             }
         }
     }
@@ -358,28 +482,57 @@ impl<'a> Agent<'a> {
         Ok(response)
     }
 
-    /// Decides and (if allowed) runs one call; returns the tool message.
+    /// Decides and (if allowed) runs one call; returns the tool message,
+    /// or the call when it waits for the caller.
     async fn handle(
         &mut self,
         call: &ToolCall,
         emitter: &mut Emitter<'_>,
-    ) -> Result<Message, Stop> {
-        match self.admit(call, emitter).await? {
-            Ok(tool) => self.execute(call, tool.as_ref(), emitter).await,
-            Err(refused) => Ok(refused),
+    ) -> Result<Admitted, Stop> {
+        match self.admission(call, emitter).await? {
+            Admission::Run(tool) => self
+                .execute(call, tool.as_ref(), emitter)
+                .await
+                .map(Admitted::Done),
+            Admission::Refused(refused) => Ok(Admitted::Done(refused)),
+            Admission::Pause(pending) => Ok(Admitted::Pending(pending)),
         }
     }
 
     /// Resolves and decides one call: the tool when it may run, or the
-    /// refusal, already recorded and worded for the model.
+    /// refusal, already recorded and worded for the model. Inside a
+    /// `script` nothing pauses (see [`Self::admission`]).
+    #[cfg(feature = "script")]
     async fn admit(
         &mut self,
         call: &ToolCall,
         emitter: &mut Emitter<'_>,
     ) -> Result<Result<Arc<dyn Tool>, Message>, Stop> {
+        Ok(match self.admission(call, emitter).await? {
+            Admission::Run(tool) => Ok(tool),
+            Admission::Refused(message) => Err(message),
+            Admission::Pause(pending) => {
+                let text = format!(
+                    "`{}` waits for the caller (rule `{}`) and cannot be called from here; the call was not run",
+                    call.name, pending.rule
+                );
+                Err(self.completed(call, false, false, Duration::ZERO, &text, emitter))
+            }
+        })
+    }
+
+    /// [`Self::admit`], with the third way out: a caller tool the policy
+    /// allows, or an `ask` under `on_ask: pause`, waits for the caller.
+    /// Neither pauses inside a `script` (refused there) or under
+    /// `--dry-run` (recorded, not run).
+    async fn admission(
+        &mut self,
+        call: &ToolCall,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Admission, Stop> {
         let (tool, target) = match self.resolve(call, emitter)? {
             Resolved::Ready(tool, target) => (tool, target),
-            Resolved::Refused(message) => return Ok(Err(message)),
+            Resolved::Refused(message) => return Ok(Admission::Refused(message)),
         };
         if let Some(path) = self.users_file(tool.as_ref(), &target) {
             let text = format!(
@@ -387,7 +540,7 @@ impl<'a> Agent<'a> {
                  do not write, edit or delete it, and make your change elsewhere or report that it is needed; \
                  the call was not run"
             );
-            return Ok(Err(self.refuse(
+            return Ok(Admission::Refused(self.refuse(
                 call,
                 "deny",
                 "guard:user_changes",
@@ -396,10 +549,36 @@ impl<'a> Agent<'a> {
             )));
         }
         let (decision, approval) = self.decide(call, &target, emitter).await;
-        if let Some(refused) = self.gate(call, &decision, approval, emitter)? {
-            return Ok(Err(refused));
+        let rule = decision.rule.to_string();
+        let pausable = self.parent.is_none() && !self.setup.dry_run;
+        if decision.verdict == Verdict::Ask
+            && approval.is_none()
+            && self.setup.policy.on_ask() == OnAsk::Pause
+            && pausable
+        {
+            return Ok(Admission::Pause(pending(call, PendingKind::Approval, rule)));
         }
-        Ok(Ok(tool))
+        if let Some(refused) = self.gate(call, &decision, approval, emitter)? {
+            return Ok(Admission::Refused(refused));
+        }
+        if tool.is_caller() && !self.setup.dry_run {
+            if !pausable {
+                let text = format!(
+                    "`{}` is run by the caller of ybs and cannot be called from a script; call it directly; the call was not run",
+                    call.name
+                );
+                return Ok(Admission::Refused(self.completed(
+                    call,
+                    false,
+                    false,
+                    Duration::ZERO,
+                    &text,
+                    emitter,
+                )));
+            }
+            return Ok(Admission::Pause(pending(call, PendingKind::Caller, rule)));
+        }
+        Ok(Admission::Run(tool))
     }
 
     /// Finds the tool and what the call acts on. A call that cannot be
@@ -498,8 +677,18 @@ impl<'a> Agent<'a> {
         // A tool command inside a script is never put to a human: `ask`
         // resolves as in a headless run.
         let approver = self.setup.approver.filter(|_| self.parent.is_none());
-        let approval = match (decision.verdict, approver) {
-            (Verdict::Ask, Some(approver)) => Some(approver.approve(call, &view, &decision).await),
+        // `ybs resume` answered this call: the answer stands in for a
+        // human's, but only where the policy (read again) still asks.
+        let resumed = self
+            .resumed
+            .get(&call.id)
+            .copied()
+            .filter(|_| self.parent.is_none());
+        let approval = match (decision.verdict, resumed, approver) {
+            (Verdict::Ask, Some(yes), _) => Some(if yes { Approval::Yes } else { Approval::No }),
+            (Verdict::Ask, None, Some(approver)) => {
+                Some(approver.approve(call, &view, &decision).await)
+            }
             _ => None,
         };
         let (verdict, rule) = match approval {
@@ -510,7 +699,15 @@ impl<'a> Agent<'a> {
                 } else {
                     Verdict::Allow
                 },
-                format!("{} ({})", decision.rule, approval.note()),
+                match resumed {
+                    Some(yes) => format!(
+                        "{} ({} at resume by {})",
+                        decision.rule,
+                        if yes { "approved" } else { "denied" },
+                        self.resumed_by
+                    ),
+                    None => format!("{} ({})", decision.rule, approval.note()),
+                },
             ),
         };
         emitter.emit(Event::ToolDecided {
@@ -544,10 +741,18 @@ impl<'a> Agent<'a> {
         match approval {
             Some(Approval::Yes | Approval::Always) => return Ok(None),
             Some(Approval::No) => {
-                let text = format!(
-                    "the user declined this call at the approval prompt (rule `{rule}`); \
-                     the call was not run"
-                );
+                let text = if self.resumed.contains_key(&call.id) {
+                    format!(
+                        "this call needs approval (rule `{rule}`) and {} denied it; \
+                         the call was not run",
+                        self.resumed_by
+                    )
+                } else {
+                    format!(
+                        "the user declined this call at the approval prompt (rule `{rule}`); \
+                         the call was not run"
+                    )
+                };
                 return Ok(Some(self.completed(
                     call,
                     false,
@@ -573,15 +778,18 @@ impl<'a> Agent<'a> {
                 "this call needs approval (rule `{rule}`){why}, and nobody can approve it in this \
                  headless run (policy.on_ask: deny); the call was not run"
             ),
-            // Validation rejects `pause` until the resume flow exists;
-            // should one get through, fail closed and say so.
-            (Verdict::Ask, on_ask @ (OnAsk::Fail | OnAsk::Pause)) => {
-                let setting = match on_ask {
-                    OnAsk::Pause => "pause, which this version of ybs cannot do",
-                    _ => "fail",
-                };
+            // `pause` gets here only where nothing can pause: a tool
+            // command inside a script, or `--dry-run`.
+            (Verdict::Ask, OnAsk::Pause) if self.setup.dry_run => {
+                "[dry-run] this call needs approval; the run would pause for it (policy.on_ask: pause)".to_owned()
+            }
+            (Verdict::Ask, OnAsk::Pause) => format!(
+                "this call needs approval (rule `{rule}`){why}, and a tool command inside a script \
+                 cannot pause for it (policy.on_ask: pause); call it directly; the call was not run"
+            ),
+            (Verdict::Ask, OnAsk::Fail) => {
                 let text = format!(
-                    "`{}` needs approval (rule `{rule}`){why} and policy.on_ask is {setting}",
+                    "`{}` needs approval (rule `{rule}`){why} and policy.on_ask is fail",
                     call.name
                 );
                 self.completed(call, false, false, Duration::ZERO, &text, emitter);
@@ -753,6 +961,24 @@ impl<'a> Agent<'a> {
             content,
             is_error: !ok,
         }
+    }
+}
+
+/// What handling a call gave: its result, or the call waiting for the
+/// caller.
+enum Admitted {
+    Done(Message),
+    Pending(PendingCall),
+}
+
+/// The pending record of `call`.
+fn pending(call: &ToolCall, kind: PendingKind, rule: String) -> PendingCall {
+    PendingCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        kind,
+        rule,
     }
 }
 

@@ -18,8 +18,10 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("YBS_COM
 /// JSONL events, JUnit XML, a Markdown summary and an honest exit code.
 ///
 /// Exit codes: 0 every task passed (or matched `expect`), 1 a task failed,
-/// 2 usage/config/task-file error (nothing ran), 4 infrastructure error
-/// (provider, auth, git) and no task failed, 130 interrupted.
+/// 2 usage/config/task-file error (nothing ran), 3 a task paused awaiting
+/// tool results or approvals (`ybs resume`) and none failed, 4
+/// infrastructure error (provider, auth, git) and no task failed, 130
+/// interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "ybs", version = VERSION, about, long_about, max_term_width = 100)]
 pub struct Cli {
@@ -31,6 +33,9 @@ pub struct Cli {
 pub enum Command {
     /// Run task files (directories are searched for *.yaml and *.yml).
     Run(RunArgs),
+    /// Go on with the paused tasks of a run (exit 3) once their pending
+    /// calls are answered: caller tool results and approvals.
+    Resume(ResumeArgs),
     /// Check task files and config without running anything; reports every error.
     Validate(ValidateArgs),
     /// Inspect policy decisions.
@@ -122,6 +127,8 @@ pub enum SchemaFormat {
     Task,
     /// One line of OUT/<task-id>/events.jsonl (and of `run --json` stdout).
     Events,
+    /// OUT/<task-id>/state.json: a paused task, for `ybs resume`.
+    State,
 }
 
 /// `--config` and `--policy`, shared by every command that reads config.
@@ -217,6 +224,54 @@ pub struct RunArgs {
     /// one it is an error (exit 2), never a wait.
     #[arg(long)]
     pub interactive: bool,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
+}
+
+/// `ybs resume OUT`: answers every pending call of the paused tasks in
+/// OUT, then goes on with them under the policy, config and limits read
+/// again. Exit codes as for `run`; 2 when an answer is missing or wrong
+/// or the state was edited (nothing runs then, the state is untouched).
+#[derive(Debug, Clone, Args)]
+pub struct ResumeArgs {
+    /// The output directory of the run that paused (its `--out`).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+    /// Resume only this task (default: every paused task in OUT).
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+    /// Results of caller tool calls (and approvals): a JSON file, or `-` for stdin:
+    /// {"results": [{"id": ..., "output": <JSON>} | {"id": ..., "error": "..."} | {"id": ..., "approved": true|false}]}.
+    #[arg(long, value_name = "FILE|-")]
+    pub results: Option<PathBuf>,
+    /// Approve a pending approval by call id, or `all` (repeatable).
+    #[arg(long, value_name = "ID|all")]
+    pub approve: Vec<String>,
+    /// Deny a pending approval by call id, or `all` (repeatable).
+    #[arg(long, value_name = "ID|all")]
+    pub deny: Vec<String>,
+    /// Who approves, for the transcript (default: $GITHUB_ACTOR, else `cli`).
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
+    /// Resume even though the task file or the policy changed since the pause.
+    #[arg(long)]
+    pub allow_changed: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// JUnit XML file. Default: OUT/junit.xml.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Set a task variable, as given to the run that paused (repeatable).
+    #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
+    pub vars: Vec<(String, String)>,
+    /// Print JSONL events on stdout and nothing else.
+    #[arg(long)]
+    pub json: bool,
+    /// Run shell commands and external tools without kernel confinement (Landlock + seccomp).
+    #[arg(long)]
+    pub no_sandbox: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
 }

@@ -144,6 +144,20 @@ pub enum Event {
     /// What happened in git after the task.
     #[serde(rename = "git")]
     Git { outcome: GitOutcome },
+    /// The task paused: these calls wait for the caller (results of
+    /// caller tools, approvals under `on_ask: pause`); `task.finished`
+    /// with status `paused` follows. See docs/resume.md.
+    #[serde(rename = "task.paused")]
+    TaskPaused { pending: Vec<PendingCall> },
+    /// `ybs resume` continued the task: who answered, and how each
+    /// pending call was answered. The task's events go on from here.
+    #[serde(rename = "task.resumed")]
+    TaskResumed {
+        /// `results:sha256:<hex>` of the results file, and/or the approver
+        /// (`--by`, else `$GITHUB_ACTOR`, else `cli`).
+        resumed_by: String,
+        answers: Vec<PendingAnswer>,
+    },
     /// The task ended. Always the last event of a task.
     #[serde(rename = "task.finished")]
     TaskFinished {
@@ -157,6 +171,45 @@ pub enum Event {
         cost: Cost,
         duration_ms: u64,
     },
+}
+
+/// A call the paused task waits on (`state.json` `pending`, `task.paused`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingCall {
+    /// The model's call id: what a result or decision names.
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+    /// `caller`: a caller tool, answered with an output or an error;
+    /// `approval`: an `ask` under `on_ask: pause`, approved or denied.
+    pub kind: PendingKind,
+    /// The policy rule that allowed (caller) or asked about (approval) it.
+    pub rule: String,
+}
+
+/// What a pending call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingKind {
+    Caller,
+    Approval,
+}
+
+impl PendingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Caller => "caller",
+            Self::Approval => "approval",
+        }
+    }
+}
+
+/// How `ybs resume` answered one pending call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingAnswer {
+    pub id: String,
+    /// `output`, `error`, `approved` or `denied`.
+    pub answer: String,
 }
 
 /// The kernel confinement of a task's children, as the manifest records it.

@@ -186,7 +186,19 @@ fn status(result: &TaskResult) -> TestCaseStatus {
         Status::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
         Status::Paused => TestCaseStatus::skipped(),
     };
-    status.set_message(clean(&result.headline()));
+    let headline = match result.status {
+        // `paused: 2 pending calls`; the calls are in the description.
+        Status::Paused => format!(
+            "paused: {}",
+            result
+                .message
+                .as_deref()
+                .and_then(|message| message.split(':').next())
+                .unwrap_or("pending calls")
+        ),
+        _ => result.headline(),
+    };
+    status.set_message(clean(&headline));
     status.set_type(result.reason.as_str());
     let text = description(result);
     if !text.is_empty() {
@@ -335,10 +347,7 @@ mod tests {
         else {
             panic!();
         };
-        assert_eq!(
-            message.as_deref(),
-            Some("awaiting_input: waiting on call-7")
-        );
+        assert_eq!(message.as_deref(), Some("paused: waiting on call-7"));
     }
 
     #[test]

@@ -47,6 +47,6 @@ pub use scope::RunScope;
 pub use sinks::{JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
 pub use summary::{SummarySink, summary_markdown};
 pub use transcript::{
-    CheckEntry, Decision, LlmCall, Manifest, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,
+    CheckEntry, Decision, LlmCall, Manifest, Pause, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,
     ToolCallEntry, ToolResult, Transcript, TranscriptBuilder, TranscriptSink, build_transcript,
 };

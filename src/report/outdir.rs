@@ -444,6 +444,26 @@ impl OutDir {
         self.write_atomic(None, DIGESTS_FILE, &json).map(drop)
     }
 
+    /// Reads `OUT/task/name` without following links (`ybs resume`).
+    pub fn read_file(&self, task: Option<&str>, name: &str) -> io::Result<Vec<u8>> {
+        plain_name(name)?;
+        self.dir(task)?;
+        self.read(task, name)
+    }
+
+    /// Removes `OUT/task/name` if it is there (a paused task's state once
+    /// the task went on); ybs no longer answers for it.
+    pub fn remove(&self, task: &str, name: &str) -> io::Result<()> {
+        plain_name(name)?;
+        let dir = self.dir(Some(task))?;
+        match nix::unistd::unlinkat(dir.as_fd(), name, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(err) => return Err(with_path(err.into(), &self.display(Some(task), name))),
+        }
+        self.lock().written.remove(&key(Some(task), name));
+        Ok(())
+    }
+
     /// Reads `OUT/task/name` without following links.
     fn read(&self, task: Option<&str>, name: &str) -> io::Result<Vec<u8>> {
         let dir = match task {

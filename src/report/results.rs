@@ -247,6 +247,9 @@ impl Pending {
                 },
             )),
             Event::Git { outcome } => result.git = Some(outcome.clone()),
+            // `ybs resume`: the paused half's `task.finished` was not the
+            // end; what follows adds to its totals.
+            Event::TaskResumed { .. } => result.finished = false,
             Event::TaskFinished {
                 status,
                 reason,

@@ -45,7 +45,7 @@ pub fn events() -> Value {
 
 /// A draft 2020-12 root schema for `T` with a title and description of
 /// ours in front.
-fn root<T: JsonSchema>(title: &str, description: &str) -> Value {
+pub fn root<T: JsonSchema>(title: &str, description: &str) -> Value {
     let schema: Schema = SchemaSettings::draft2020_12()
         .for_serialize()
         .into_generator()

@@ -183,6 +183,36 @@ impl RunSinks {
     }
 }
 
+impl RunSinks {
+    /// `ybs resume`: a record of a paused task's earlier halves, for its
+    /// transcript, the JUnit file and the summary to go on from (its
+    /// `events.jsonl` holds it already).
+    pub fn replay(&mut self, record: &EventRecord) -> io::Result<()> {
+        self.replay_to(record, true)
+    }
+
+    /// `ybs resume`: a record of a task of the run that is not resumed
+    /// (from its transcript), so the JUnit file and the summary still
+    /// list it as the run left it.
+    pub fn replay_report(&mut self, record: &EventRecord) -> io::Result<()> {
+        self.replay_to(record, false)
+    }
+
+    fn replay_to(&mut self, record: &EventRecord, transcript: bool) -> io::Result<()> {
+        let mut first_error = None;
+        let mut sinks: Vec<&mut dyn EventSink> = vec![&mut self.junit, &mut self.summary];
+        if let Some(transcripts) = self.transcripts.as_mut().filter(|_| transcript) {
+            sinks.push(transcripts);
+        }
+        for sink in sinks {
+            if let Err(error) = sink.event(record) {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
 impl EventSink for RunSinks {
     fn event(&mut self, record: &EventRecord) -> io::Result<()> {
         self.each(|sink| sink.event(record))

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::core::event::{
-    Event, EventRecord, EventSink, GitOutcome, SCHEMA_VERSION, SandboxInfo, ToolMetrics,
+    Event, EventRecord, EventSink, GitOutcome, PendingAnswer, PendingCall, SCHEMA_VERSION,
+    SandboxInfo, ToolMetrics,
 };
 use crate::core::ids::{parse_rfc3339, rfc3339};
 use crate::core::message::Message;
@@ -54,6 +55,23 @@ pub struct Transcript {
     pub redactions: BTreeMap<String, u64>,
     pub notes: Vec<String>,
     pub git: Option<GitOutcome>,
+    /// Each time the task paused for the caller (docs/resume.md), and who
+    /// answered; empty when it never paused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pauses: Vec<Pause>,
+}
+
+/// One pause of the task and its resumption.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Pause {
+    /// RFC 3339, from `task.paused`.
+    pub paused_at: String,
+    pub pending: Vec<PendingCall>,
+    /// RFC 3339, from `task.resumed`; `null` while still paused.
+    pub resumed_at: Option<String>,
+    /// The results file's digest and/or the approver; `null` while paused.
+    pub resumed_by: Option<String>,
+    pub answers: Vec<PendingAnswer>,
 }
 
 /// What a run used: enough to reproduce or audit it.
@@ -314,6 +332,7 @@ pub struct TranscriptBuilder {
     redactions: BTreeMap<String, u64>,
     notes: Vec<String>,
     git: Option<GitOutcome>,
+    pauses: Vec<Pause>,
 }
 
 #[derive(Debug, Clone)]
@@ -439,6 +458,23 @@ impl TranscriptBuilder {
                 resolved,
                 parent,
             } => {
+                let decision = Decision {
+                    verdict: verdict.clone(),
+                    rule: rule.clone(),
+                    detail: detail.clone(),
+                    resolved: resolved.clone(),
+                };
+                // Decided again at `ybs resume` (an approval): the call's
+                // one entry takes the decision that let it run or not.
+                let open = self
+                    .call_index
+                    .get(call_id)
+                    .and_then(|&index| self.tool_calls.get_mut(index))
+                    .filter(|entry| entry.result.is_none() && entry.parent == *parent);
+                if let Some(entry) = open {
+                    entry.decision = Some(decision);
+                    return;
+                }
                 self.call_index
                     .insert(call_id.clone(), self.tool_calls.len());
                 let from_text = self.called_from_text(call_id);
@@ -447,12 +483,7 @@ impl TranscriptBuilder {
                     id: call_id.clone(),
                     name: name.clone(),
                     arguments: arguments.clone(),
-                    decision: Some(Decision {
-                        verdict: verdict.clone(),
-                        rule: rule.clone(),
-                        detail: detail.clone(),
-                        resolved: resolved.clone(),
-                    }),
+                    decision: Some(decision),
                     result: None,
                     duration_ms: None,
                     parent: parent.clone(),
@@ -525,6 +556,25 @@ impl TranscriptBuilder {
                 attempt: *attempt,
             }),
             Event::Git { outcome } => self.git = Some(outcome.clone()),
+            Event::TaskPaused { pending } => self.pauses.push(Pause {
+                paused_at: rfc3339(record.ts_ms),
+                pending: pending.clone(),
+                resumed_at: None,
+                resumed_by: None,
+                answers: Vec::new(),
+            }),
+            Event::TaskResumed {
+                resumed_by,
+                answers,
+            } => {
+                // The paused half's `task.finished` was not the end.
+                self.finished = None;
+                if let Some(pause) = self.pauses.last_mut() {
+                    pause.resumed_at = Some(rfc3339(record.ts_ms));
+                    pause.resumed_by = Some(resumed_by.clone());
+                    pause.answers.clone_from(answers);
+                }
+            }
             Event::TaskFinished {
                 status,
                 reason,
@@ -605,6 +655,7 @@ impl TranscriptBuilder {
             redactions: self.redactions.clone(),
             notes: self.notes.clone(),
             git: self.git.clone(),
+            pauses: self.pauses.clone(),
         }
     }
 
@@ -657,6 +708,18 @@ impl EventSink for TranscriptSink {
         if !builder.is_finished() {
             return Ok(());
         }
+        // A paused task may go on (`ybs resume` primes the sink with its
+        // first half): its builder stays until the run ends.
+        if matches!(
+            record.event,
+            Event::TaskFinished {
+                status: Status::Paused,
+                ..
+            }
+        ) {
+            let builder = builder.clone();
+            return self.write(&record.task, &builder);
+        }
         match self.tasks.remove(&record.task) {
             Some(builder) => self.write(&record.task, &builder),
             None => Ok(()),
@@ -665,6 +728,8 @@ impl EventSink for TranscriptSink {
 
     fn finish(&mut self) -> io::Result<()> {
         let mut first_error = None;
+        // Paused tasks were written at their `task.finished`.
+        self.tasks.retain(|_, builder| !builder.is_finished());
         let mut unfinished: Vec<_> = self.tasks.drain().collect();
         unfinished.sort_by(|a, b| a.0.cmp(&b.0));
         for (task, builder) in &unfinished {

@@ -130,6 +130,11 @@ impl Session {
             Stop::Limit { message, .. }
             | Stop::Failed { message, .. }
             | Stop::Error { message, .. } => console.error(&format!("ybs: stopped: {message}")),
+            // The chat task has no caller tools and asks a human.
+            Stop::Paused { pending } => console.error(&format!(
+                "ybs: stopped: {} call(s) wait for a caller, which a chat has not",
+                pending.len()
+            )),
         }
     }
 

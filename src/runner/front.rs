@@ -89,7 +89,7 @@ pub fn run(
     }
     let total = report.results.len();
     console.result(&format!(
-        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{} — outputs in {}",
+        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{}{} — outputs in {}",
         flags
             .shard
             .map(|shard| format!("shard {shard}: "))
@@ -98,6 +98,13 @@ pub fn run(
         report.count(Status::Passed),
         report.count(Status::Failed),
         report.count(Status::Error),
+        match report.count(Status::Paused) {
+            0 => String::new(),
+            paused => format!(
+                ", {paused} paused (`ybs resume {}`)",
+                options.out_dir.display()
+            ),
+        },
         if report.interrupted {
             " (interrupted)"
         } else {

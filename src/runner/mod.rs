@@ -12,6 +12,8 @@ pub mod options;
 pub mod prepare;
 pub mod redacting;
 pub mod results;
+pub mod resume;
+pub mod state;
 pub mod task_run;
 pub mod tools;
 pub mod workspace;
@@ -89,6 +91,9 @@ pub struct RunContext {
     pub jobs: usize,
     /// `--interactive` on a TTY: answers `ask` decisions (SPEC §10).
     pub approver: Option<Arc<dyn Approver>>,
+    /// `ybs resume`: the work tree holds the paused task's changes,
+    /// checked against its state instead of the dirty check.
+    pub resuming: bool,
 }
 
 /// The async runtime of a run or a chat: two worker threads.
@@ -497,7 +502,7 @@ fn prepare_out_dir(out: &report::OutDir) -> std::io::Result<()> {
 }
 
 /// Resolves when SIGINT or SIGTERM arrives; names the signal.
-async fn interrupted() -> &'static str {
+pub(crate) async fn interrupted() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),

@@ -186,6 +186,7 @@ pub fn run_context(
         shard: None,
         jobs: 1,
         approver: None,
+        resuming: false,
         no_commit: false,
         allow_dirty: false,
         outputs: Vec::new(),

@@ -477,6 +477,7 @@ fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), SetupError> {
         hint: "pass --no-commit to run without git",
     })?;
     if !run.allow_dirty
+        && !run.resuming
         && let Some(paths) = git.dirty()
     {
         return Err(SetupError::Git {
@@ -708,6 +709,14 @@ fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, SetupEr
         let tool =
             builtin::get(&name).ok_or_else(|| tools(format!("unknown built-in tool `{name}`")))?;
         registry.add(tool);
+    }
+    // `tools.caller`: offered like any tool; a call pauses the task.
+    for caller in &task.tools.caller {
+        registry.add(std::sync::Arc::new(crate::tools::caller::CallerTool::new(
+            &caller.name,
+            &caller.description,
+            caller.parameters.clone(),
+        )));
     }
     for name in &task.tools.external {
         if builtin::NAMES.contains(&name.as_str()) {

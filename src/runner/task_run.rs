@@ -1,16 +1,18 @@
 //! One task from start to finish: prompt, loop, checks and fix attempts,
 //! `expect`, and the final event. Every stop writes its outputs.
 
-use std::time::Instant;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use super::RunContext;
 use super::checks::{CheckEnv, run_checks};
 use super::prepare::PreparedTask;
 use super::results::TaskResult;
+use super::resume::Resumed;
 use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::config::GitAuthor;
-use crate::core::event::{Event, EventSink, GitOutcome};
+use crate::core::event::{Event, EventSink, GitOutcome, PendingCall};
 use crate::core::{Reason, Status};
 use crate::git::{GitError, SavedWork, TaskWorktree};
 use crate::report::OutDir;
@@ -52,12 +54,35 @@ pub async fn run_task(
     out: &OutDir,
     sink: &mut dyn EventSink,
 ) -> TaskResult {
+    run_or_resume(run, prepared, out, sink, None).await
+}
+
+/// Runs one prepared task, or goes on with a paused one (`ybs resume`):
+/// then the conversation, budgets and git snapshot come from its state,
+/// `task.resumed` replaces `task.started`, and the pending calls are
+/// answered before the loop continues. A task that pauses writes its
+/// state after `task.finished`.
+pub async fn run_or_resume(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    out: &OutDir,
+    sink: &mut dyn EventSink,
+    resumed: Option<&Resumed>,
+) -> TaskResult {
     let task = &prepared.task;
     let mut emitter = Emitter::new(&task.id, sink);
-    let started = Instant::now();
+    let carried = resumed.map_or(Duration::ZERO, |resumed| {
+        Duration::from_millis(resumed.state.spent.elapsed_ms)
+    });
+    let started = Instant::now()
+        .checked_sub(carried)
+        .unwrap_or_else(Instant::now);
     let commit_off = commit_off(run, task);
     let outputs: Vec<_> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
-    let git = TaskGit::open(&prepared.tool_ctx.workdir, &outputs);
+    let git = match resumed.and_then(|resumed| resumed.snapshot.clone()) {
+        Some(snapshot) => TaskGit::resumed(&prepared.tool_ctx.workdir, &outputs, snapshot),
+        None => TaskGit::open(&prepared.tool_ctx.workdir, &outputs),
+    };
     let tools = super::tools::task_tools(run, prepared).await;
     let tool_names = tools.registry.names();
     let system_prompt = prompt::system_prompt(
@@ -66,28 +91,47 @@ pub async fn run_task(
         &prepared.policy.summary(),
         task.system.as_deref(),
     );
-    emitter.emit(Event::TaskStarted {
-        file: task.file.display().to_string(),
-        suite: task.suite.clone(),
-        run_id: run.run_id.clone(),
-        ybs_version: env!("CARGO_PKG_VERSION").to_owned(),
-        provider: prepared.settings.provider.clone(),
-        model: prepared.settings.model.clone(),
-        temperature: prepared.settings.temperature,
-        seed: None,
-        workdir: prepared.tool_ctx.workdir.display().to_string(),
-        policy_hash: prepared.policy_hash.clone(),
-        base_commit: git.as_ref().ok().and_then(TaskGit::base_commit),
-        system_prompt: system_prompt.clone(),
-        tools: tool_names,
-        dry_run: run.dry_run,
-        sandbox: Some(prepared.sandbox.clone()),
-    });
+    if resumed.is_none() {
+        emitter.emit(Event::TaskStarted {
+            file: task.file.display().to_string(),
+            suite: task.suite.clone(),
+            run_id: run.run_id.clone(),
+            ybs_version: env!("CARGO_PKG_VERSION").to_owned(),
+            provider: prepared.settings.provider.clone(),
+            model: prepared.settings.model.clone(),
+            temperature: prepared.settings.temperature,
+            seed: None,
+            workdir: prepared.tool_ctx.workdir.display().to_string(),
+            policy_hash: prepared.policy_hash.clone(),
+            base_commit: git.as_ref().ok().and_then(TaskGit::base_commit),
+            system_prompt: system_prompt.clone(),
+            tools: tool_names,
+            dry_run: run.dry_run,
+            sandbox: Some(prepared.sandbox.clone()),
+        });
+    }
     for note in &tools.notes {
         emitter.note(note.clone());
     }
     let setup = prepared.agent_setup(run, &tools.registry, system_prompt);
-    let mut agent = Agent::new(setup, &task.prompt, &mut emitter);
+    let (mut agent, early) = match resumed {
+        None => (Agent::new(setup, &task.prompt, &mut emitter), None),
+        Some(resumed) => {
+            let state = &resumed.state;
+            let mut agent = Agent::resume(setup, state.messages.clone());
+            let spent = state.spent;
+            agent.carry(spent.iterations, spent.usage, spent.cost, carried);
+            agent.changed = state.changed.iter().map(PathBuf::from).collect();
+            emitter.emit(Event::TaskResumed {
+                resumed_by: resumed.resumed_by.clone(),
+                answers: resumed.summary.clone(),
+            });
+            let early = agent
+                .answer(&resumed.answers, &resumed.approver, &mut emitter)
+                .await;
+            (agent, early)
+        }
+    };
     // `--allow-dirty`: the user's work was saved before the run; the file
     // tools leave those files alone (in a worktree they are not there).
     let saved = match (&git, run.allow_dirty) {
@@ -128,8 +172,23 @@ pub async fn run_task(
             Ok(_) => {}
         }
     }
-    let (reason, message, answer) =
-        work_and_follow_up(&mut agent, run, prepared, &mut emitter).await;
+    let mut pending = Vec::new();
+    let (reason, message, answer) = match early {
+        Some(stop) => stopped(stop, &mut pending),
+        None => work_and_follow_up(&mut agent, run, prepared, &mut emitter, &mut pending).await,
+    };
+    if !pending.is_empty() {
+        return pause(
+            run,
+            prepared,
+            out,
+            (&agent, &tools),
+            git.as_ref().ok(),
+            resumed,
+            pending,
+            (started, &mut emitter),
+        );
+    }
     let (reason, message) = match &git {
         Ok(git) => settle_git(
             run,
@@ -151,6 +210,138 @@ pub async fn run_task(
         message
     };
     finish(&mut emitter, out, task, &agent, started, reason, message)
+}
+
+/// The task paused: `task.paused`, `task.finished` with status `paused`,
+/// then the signed state. Nothing is committed or salvaged: the changes
+/// stay in the work tree and travel in the state.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site; the pieces are distinct"
+)]
+fn pause(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    out: &OutDir,
+    (agent, tools): (&Agent<'_>, &super::tools::TaskTools),
+    git: Option<&TaskGit>,
+    resumed: Option<&Resumed>,
+    pending: Vec<PendingCall>,
+    (started, emitter): (Instant, &mut Emitter<'_>),
+) -> TaskResult {
+    let task = &prepared.task;
+    let env = |name: &str| std::env::var(name).ok();
+    // The key first: without one the state could not be trusted, and the
+    // task must not look paused.
+    let key = match super::state::signing_key(&run.run_id, &env) {
+        Ok(key) => key,
+        Err(error) => {
+            super::tools::finish(tools, run, emitter);
+            let hint = error
+                .hint
+                .map(|hint| format!(" ({hint})"))
+                .unwrap_or_default();
+            return finish(
+                emitter,
+                out,
+                task,
+                agent,
+                started,
+                Reason::InternalError,
+                Some(format!(
+                    "the task paused but cannot sign its state: {}{hint}",
+                    error.message
+                )),
+            );
+        }
+    };
+    let capture = git
+        .and_then(TaskGit::parts)
+        .map(|(workspace, snapshot)| {
+            super::state::capture(workspace, snapshot).map(|files| (snapshot.clone(), files))
+        })
+        .transpose();
+    let carried = match capture {
+        Ok(carried) => carried,
+        Err(error) => {
+            super::tools::finish(tools, run, emitter);
+            return finish(
+                emitter,
+                out,
+                task,
+                agent,
+                started,
+                Reason::GitError,
+                Some(format!(
+                    "the task paused but its work tree changes cannot be carried: {error}"
+                )),
+            );
+        }
+    };
+    emitter.emit(Event::TaskPaused {
+        pending: pending.clone(),
+    });
+    super::tools::finish(tools, run, emitter);
+    let message = paused_message(&pending);
+    let elapsed = started.elapsed();
+    let mut result = finish(
+        emitter,
+        out,
+        task,
+        agent,
+        started,
+        Reason::AwaitingInput,
+        Some(message),
+    );
+    let written = super::resume::write_state(
+        run,
+        prepared,
+        out,
+        &key,
+        super::resume::Paused {
+            agent,
+            pending,
+            carried,
+            elapsed,
+            pauses: resumed.map_or(1, |resumed| resumed.state.pauses + 1),
+        },
+    );
+    if let Err(error) = written {
+        result.status = crate::core::Status::Error;
+        result.reason = Reason::InternalError;
+        result.message = Some(format!(
+            "the task paused but its state was not written: {error}"
+        ));
+    }
+    result
+}
+
+/// `2 pending calls: call_1 deploy_preview (caller), …`.
+fn paused_message(pending: &[PendingCall]) -> String {
+    let calls: Vec<String> = pending
+        .iter()
+        .map(|call| format!("{} {} ({})", call.id, call.name, call.kind.as_str()))
+        .collect();
+    format!(
+        "{} pending call{}: {}",
+        pending.len(),
+        if pending.len() == 1 { "" } else { "s" },
+        calls.join(", ")
+    )
+}
+
+/// The outcome of a stop; a pause hands over its calls.
+fn stopped(stop: Stop, pending: &mut Vec<PendingCall>) -> (Reason, Option<String>, Option<String>) {
+    match stop {
+        Stop::Answered { content } => (Reason::Completed, None, Some(content)),
+        Stop::Limit { reason, message }
+        | Stop::Failed { reason, message }
+        | Stop::Error { reason, message } => (reason, Some(message), None),
+        Stop::Paused { pending: calls } => {
+            *pending = calls;
+            (Reason::AwaitingInput, None, None)
+        }
+    }
 }
 
 /// `--dry-run` says so in the task's message, and so in every output.
@@ -177,9 +368,11 @@ async fn work_and_follow_up(
     run: &RunContext,
     prepared: &PreparedTask,
     emitter: &mut Emitter<'_>,
+    pending: &mut Vec<PendingCall>,
 ) -> (Reason, Option<String>, Option<String>) {
     loop {
-        let (reason, message, answer) = work_and_check(agent, run, prepared, emitter).await;
+        let (reason, message, answer) =
+            work_and_check(agent, run, prepared, emitter, pending).await;
         let Some(human) = run.approver.as_deref() else {
             return (reason, message, answer);
         };
@@ -206,6 +399,7 @@ async fn work_and_check(
     run: &RunContext,
     prepared: &PreparedTask,
     emitter: &mut Emitter<'_>,
+    pending: &mut Vec<PendingCall>,
 ) -> (Reason, Option<String>, Option<String>) {
     let task = &prepared.task;
     let mut attempt = 0;
@@ -261,11 +455,10 @@ async fn work_and_check(
                     .map(|f| f.lines().next().unwrap_or_default().to_owned());
                 return (Reason::ChecksFailed, summary, None);
             }
-            Stop::Limit { reason, message }
-            | Stop::Failed { reason, message }
-            | Stop::Error { reason, message } => {
-                return (reason, Some(message), None);
-            }
+            stop @ (Stop::Limit { .. }
+            | Stop::Failed { .. }
+            | Stop::Error { .. }
+            | Stop::Paused { .. }) => return stopped(stop, pending),
         }
     }
 }

@@ -161,7 +161,14 @@ fn with_script(registry: Registry, prepared: &PreparedTask) -> Registry {
     if prepared.task.tools.script {
         use crate::tools::script::{ScriptLimits, ScriptTool};
         let mut registry = registry;
-        let tool = ScriptTool::new(&registry.specs(), ScriptLimits::default());
+        // Caller tools wait for the caller: no command inside a script.
+        let caller = |name: &str| prepared.task.tools.caller.iter().any(|c| c.name == name);
+        let specs: Vec<_> = registry
+            .specs()
+            .into_iter()
+            .filter(|spec| !caller(&spec.name))
+            .collect();
+        let tool = ScriptTool::new(&specs, ScriptLimits::default());
         registry.add(std::sync::Arc::new(tool));
         return registry;
     }

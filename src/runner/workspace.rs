@@ -62,6 +62,30 @@ impl TaskGit {
         })
     }
 
+    /// `ybs resume`: the repository around `workdir` with the snapshot
+    /// the paused task took at its start, so its commit takes what the
+    /// task changed before and after the pause and never the user's
+    /// paths of the start.
+    pub fn resumed(
+        workdir: &Path,
+        outputs: &[PathBuf],
+        snapshot: Snapshot,
+    ) -> Result<Self, GitError> {
+        let repo =
+            Workspace::open(workdir)?.map(|workspace| (workspace.excluding(outputs), snapshot));
+        Ok(Self {
+            workdir: workdir.to_owned(),
+            repo,
+        })
+    }
+
+    /// The repository and the snapshot of the start, if any.
+    pub fn parts(&self) -> Option<(&Workspace, &Snapshot)> {
+        self.repo
+            .as_ref()
+            .map(|(workspace, snapshot)| (workspace, snapshot))
+    }
+
     pub fn base_commit(&self) -> Option<String> {
         self.repo
             .as_ref()

@@ -9,7 +9,9 @@ use crate::core::span::Span;
 use crate::core::text::{closest, list};
 use crate::policy::PolicySpec;
 
-use super::model::{BUILTIN_TOOLS, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS};
+use super::model::{
+    BUILTIN_TOOLS, CallerToolSpec, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS,
+};
 use super::policy::decode_policy;
 use super::vars::is_var_name;
 use crate::core::decode::yaml::{Node, NodeKind};
@@ -59,6 +61,8 @@ pub struct TaskLayer {
     pub external_tools: Option<Vec<String>>,
     /// `tools.script`.
     pub script_tool: Option<bool>,
+    /// `tools.caller`.
+    pub caller_tools: Option<Vec<CallerToolSpec>>,
     pub policy: Option<PolicySpec>,
     pub limits: LimitsSpec,
     pub checks: Option<Vec<CheckLayer>>,
@@ -97,6 +101,7 @@ impl TaskLayer {
         if let Some(node) = fields.node("tools") {
             (layer.builtin_tools, layer.external_tools, layer.script_tool) =
                 decode_tools(decoder, node);
+            layer.caller_tools = decode_caller_tools(decoder, node);
         }
         if let Some(node) = fields.node("policy") {
             layer.policy = decode_policy(decoder, node, "`policy`");
@@ -138,6 +143,7 @@ impl TaskLayer {
             builtin_tools: self.builtin_tools.or_else(|| lower.builtin_tools.clone()),
             external_tools: self.external_tools.or_else(|| lower.external_tools.clone()),
             script_tool: self.script_tool.or(lower.script_tool),
+            caller_tools: self.caller_tools.or_else(|| lower.caller_tools.clone()),
             policy: self.policy,
             limits: self.limits.over(&lower.limits),
             checks: self.checks.or_else(|| lower.checks.clone()),
@@ -313,13 +319,7 @@ fn decode_tools(
             .filter_map(|name| non_empty(decoder, name, "external"))
             .collect()
     });
-    for (key, hint) in [
-        (
-            "caller",
-            "caller tools need the pause/resume flow (SPEC §5.3), which is not implemented yet",
-        ),
-        ("mcp", "MCP servers (SPEC §5.5) are not implemented yet"),
-    ] {
+    for (key, hint) in [("mcp", "MCP servers (SPEC §5.5) are not implemented yet")] {
         if let Some((key, _)) = fields.entry(key) {
             decoder.error_with_hint(
                 key.span,
@@ -333,6 +333,80 @@ fn decode_tools(
     }
     (builtin, external, script)
 }
+
+/// `tools.caller`: a list of `{name, description, parameters}`; names are
+/// tool names, unique, and not those of built-in tools.
+fn decode_caller_tools(decoder: &mut Decoder<'_>, tools: &Node) -> Option<Vec<CallerToolSpec>> {
+    let node = tools.get("caller")?;
+    let NodeKind::Seq(items) = &node.kind else {
+        decoder.expected(
+            node,
+            "tools.caller",
+            "a list of `{name, description, parameters}`",
+        );
+        return None;
+    };
+    let before = decoder.error_count();
+    let mut declared: Vec<CallerToolSpec> = Vec::new();
+    for item in items {
+        let Some(fields) = decoder.fields(item, "a caller tool", CALLER_FIELDS) else {
+            continue;
+        };
+        let name: Option<Spanned<String>> = fields.get(decoder, "name");
+        let description: Option<Spanned<String>> = fields.get(decoder, "description");
+        let parameters = fields.node("parameters");
+        if let Some(parameters) = parameters
+            && !matches!(parameters.kind, NodeKind::Map(_))
+        {
+            decoder.expected(parameters, "parameters", "a JSON Schema of `type: object`");
+        }
+        let Some(name) = name else {
+            decoder.error(item.span, "missing required field `name` in a caller tool");
+            continue;
+        };
+        let valid = !name.value.is_empty()
+            && name.value.len() <= 64
+            && name
+                .value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            decoder.error_with_hint(
+                name.span,
+                format!("invalid caller tool name `{}`", name.value),
+                "use letters, digits, `_` and `-` (at most 64)",
+            );
+        } else if BUILTIN_TOOLS.contains(&name.value.as_str()) || name.value == "script" {
+            decoder.error(
+                name.span,
+                format!(
+                    "caller tool `{}`: a built-in tool has that name",
+                    name.value
+                ),
+            );
+        } else if declared.iter().any(|tool| tool.name == name.value) {
+            decoder.error(name.span, format!("duplicate caller tool `{}`", name.value));
+        }
+        if description.is_none() {
+            decoder.error(
+                item.span,
+                format!(
+                    "missing required field `description` in caller tool `{}`",
+                    name.value
+                ),
+            );
+        }
+        declared.push(CallerToolSpec {
+            name: name.value,
+            description: description.map(|d| d.value).unwrap_or_default(),
+            parameters: parameters.map(Node::to_json),
+        });
+    }
+    (decoder.error_count() == before).then_some(declared)
+}
+
+/// The fields of one `tools.caller` entry.
+const CALLER_FIELDS: &[&str] = &["name", "description", "parameters"];
 
 /// `tools.script: true|false`. A build without the `script` feature
 /// refuses `true`.

@@ -72,6 +72,19 @@ pub struct ToolsSpec {
     pub external: Vec<String>,
     /// `script: true`: the `script` tool is offered too (SPEC §5.4).
     pub script: bool,
+    /// `caller:`: tools the caller runs; calling one pauses the task
+    /// (docs/resume.md).
+    pub caller: Vec<CallerToolSpec>,
+}
+
+/// One `tools.caller` entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallerToolSpec {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of the arguments (an `object` schema); `None`:
+    /// any object.
+    pub parameters: Option<serde_json::Value>,
 }
 
 /// `limits:`. `None` means "not set here".

@@ -212,21 +212,10 @@ fn decode_on_ask(decoder: &mut Decoder<'_>, node: &Node) -> Option<OnAsk> {
         NodeKind::Str(text) => OnAsk::parse(text),
         _ => None,
     };
-    match on_ask {
-        Some(OnAsk::Pause) => {
-            decoder.error_with_hint(
-                node.span,
-                "`on_ask: pause` is not supported by this version of ybs yet: the pause/resume flow (SPEC §5.3) is not implemented",
-                "use `on_ask: deny` (the model is told the call needs approval) or `on_ask: fail` (the task fails)",
-            );
-            None
-        }
-        Some(on_ask) => Some(on_ask),
-        None => {
-            decoder.expected_one_of(node, "on_ask", &["deny", "fail"]);
-            None
-        }
+    if on_ask.is_none() {
+        decoder.expected_one_of(node, "on_ask", &["deny", "fail", "pause"]);
     }
+    on_ask
 }
 
 fn decode_examples(decoder: &mut Decoder<'_>, node: &Node) -> Examples {
@@ -303,17 +292,14 @@ mod tests {
     }
 
     #[test]
-    fn pause_is_rejected_with_a_way_out() {
-        let diagnostics = load("on_ask: pause\n").unwrap_err();
-        let first = &diagnostics.0[0];
-        assert_eq!(first.span.line, 1);
+    fn pause_is_accepted_and_typos_name_it() {
+        assert_eq!(load("on_ask: pause\n").unwrap().on_ask, Some(OnAsk::Pause));
+        let diagnostics = load("on_ask: later\n").unwrap_err();
         assert!(
-            first
-                .message
-                .contains("not supported by this version of ybs yet")
+            diagnostics.0[0].message.contains("`pause`"),
+            "{:?}",
+            diagnostics.0[0]
         );
-        assert!(first.message.contains("pause/resume"));
-        assert!(first.hint.as_deref().unwrap().contains("`on_ask: deny`"));
     }
 
     #[test]

@@ -155,7 +155,7 @@ fn task_fields() -> Map<String, Value> {
         "temperature": { "type": "number", "minimum": 0 },
         "max_tokens": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
         "tools": {
-            "description": "Which tools the task may use. (`caller` and `mcp` are not supported by this version.)",
+            "description": "Which tools the task may use. (`mcp` is not supported by this version.)",
             "type": ["object", "null"],
             "properties": {
                 "builtin": {
@@ -167,6 +167,23 @@ fn task_fields() -> Map<String, Value> {
                     "description": "External tools, by name or path.",
                     "type": ["array", "null"],
                     "items": { "type": "string", "pattern": NOT_BLANK }
+                },
+                "caller": {
+                    "description": "Tools the caller runs: a call pauses the task (exit 3) until `ybs resume` brings the result. See docs/resume.md.",
+                    "type": ["array", "null"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": { "type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$" },
+                            "description": { "type": "string" },
+                            "parameters": {
+                                "description": "JSON Schema of the arguments (`type: object`).",
+                                "type": "object"
+                            }
+                        },
+                        "required": ["name", "description"],
+                        "additionalProperties": false
+                    }
                 },
                 "script": {
                     "description": "Offer the `script` tool: one bash script in which the task's other tools (not run_shell) are commands, each decided by the policy. Needs ybs built with the `script` feature. Default: false.",
@@ -255,8 +272,8 @@ fn policy() -> Value {
                 "enum": ["allow", "deny", "ask"]
             },
             "on_ask": {
-                "description": "How `ask` resolves without a human: `deny` (the model is told) or `fail` (the task fails).",
-                "enum": ["deny", "fail"]
+                "description": "How `ask` resolves without a human: `deny` (the model is told), `fail` (the task fails) or `pause` (the task pauses until `ybs resume` approves or denies; docs/resume.md).",
+                "enum": ["deny", "fail", "pause"]
             },
             "examples": {
                 "description": "Calls in string form the policy must decide as listed (checked by `ybs validate`).",

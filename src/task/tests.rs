@@ -333,15 +333,72 @@ fn a_placeholder_in_defaults_is_reported_once() {
 }
 
 #[test]
-fn pause_is_rejected_in_a_task() {
-    let got = errors("t.yaml", "prompt: p\npolicy:\n  on_ask: pause\n");
-    assert_eq!(got.len(), 1);
-    assert_eq!(got[0].span, Span::new(3, 11));
-    assert!(
-        got[0]
-            .message
-            .contains("pause/resume flow (SPEC §5.3) is not implemented")
+fn pause_and_caller_tools_load() {
+    let text = "\
+prompt: p
+policy:
+  on_ask: pause
+tools:
+  caller:
+    - name: deploy_preview
+      description: Deploy the branch
+      parameters:
+        type: object
+        properties: {service: {type: string}}
+        required: [service]
+";
+    let file = load_one("t.yaml", text).unwrap();
+    let task = &file.tasks[0];
+    assert_eq!(task.tools.caller.len(), 1);
+    let tool = &task.tools.caller[0];
+    assert_eq!(tool.name, "deploy_preview");
+    assert_eq!(
+        tool.parameters.as_ref().unwrap()["required"],
+        serde_json::json!(["service"])
     );
+}
+
+#[test]
+fn bad_caller_tools_are_all_reported() {
+    let text = "\
+prompt: p
+tools:
+  caller:
+    - name: read_file
+      description: d
+    - description: no name
+    - name: x y
+      description: d
+    - name: ok
+      description: d
+      parameters: 3
+    - name: ok
+";
+    let got = lines(&errors("t.yaml", text));
+    assert!(
+        got[0].starts_with("t.yaml:4:13: caller tool `read_file`: a built-in"),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter()
+            .any(|l| l.contains("missing required field `name`")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter()
+            .any(|l| l.contains("invalid caller tool name `x y`")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter().any(|l| l.contains("duplicate caller tool `ok`")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter()
+            .any(|l| l.contains("missing required field `description` in caller tool `ok`")),
+        "{got:#?}"
+    );
+    assert!(got.iter().any(|l| l.contains("parameters")), "{got:#?}");
 }
 
 #[test]
@@ -413,20 +470,16 @@ api_key: sk-x
 ";
     let got = errors("t.yaml", text);
     let messages = lines(&got);
-    assert_eq!(got.len(), 5, "{messages:#?}");
+    assert_eq!(got.len(), 4, "{messages:#?}");
     assert!(messages[0].contains("unsupported task file version `2`"));
     assert!(messages[1].contains("unknown field `defaults`"));
     assert!(got[1].hint.as_deref().unwrap().contains("`tasks:` list"));
     assert_eq!(
         messages[2],
-        "t.yaml:4:10: `tools.caller` is not supported by this version of ybs yet"
-    );
-    assert_eq!(
-        messages[3],
         "t.yaml:4:22: `tools.mcp` is not supported by this version of ybs yet"
     );
     assert!(
-        got[4]
+        got[3]
             .hint
             .as_deref()
             .unwrap()

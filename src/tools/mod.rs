@@ -7,6 +7,7 @@
 //! broken and ends the task with `internal_error`.
 
 pub mod builtin;
+pub mod caller;
 pub mod env;
 pub mod external;
 pub mod paths;
@@ -102,6 +103,12 @@ pub trait Tool: Send + Sync {
     /// safe assumption.
     fn is_mutating(&self) -> bool {
         true
+    }
+
+    /// A caller tool (`tools.caller:`): the caller runs it, the agent
+    /// pauses for its result (docs/resume.md).
+    fn is_caller(&self) -> bool {
+        false
     }
 
     /// Resolves what the call acts on without doing it, for policy.

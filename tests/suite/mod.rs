@@ -13,6 +13,7 @@ mod pipeline;
 mod policy;
 mod progress;
 mod providers;
+mod resume;
 mod run;
 mod sandbox;
 mod schema;

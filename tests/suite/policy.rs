@@ -412,30 +412,35 @@ fn on_ask_fail_fails_the_task_with_policy_denied() {
 }
 
 #[test]
-fn on_ask_pause_is_rejected_with_a_clear_message() {
+fn on_ask_pause_under_an_operator_deny_is_a_denial_and_typos_are_named() {
     let ybs = Ybs::new();
-    ybs.file("t.yaml", "prompt: p\npolicy:\n  on_ask: pause\n");
-    ybs.cassette("t.cassette.json", vec![answer("ok")]);
-    ybs.file("pause.yaml", "on_ask: pause\n");
-    ybs.file("ok.yaml", "prompt: p\n");
-    for args in [
-        vec!["validate", "t.yaml"],
-        vec!["run", "t.yaml"],
-        vec!["validate", "--policy", "pause.yaml", "ok.yaml"],
-    ] {
-        let run = ybs.run(&args);
-        run.expect_code(2);
-        let err = &run.stderr;
-        assert!(err.contains("on_ask: pause"), "{args:?}: {err}");
-        assert!(err.contains("not supported"), "{args:?}: {err}");
-        assert!(err.contains("hint:"), "{args:?}: {err}");
-        let located = err
-            .split(".yaml:")
-            .nth(1)
-            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
-        assert!(located, "names file:line:col: {err}");
-    }
-    assert!(!ybs.exists("ybs-out/t"));
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  ask: [run_shell]\n  on_ask: pause\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("run_shell", json!({"command": "true"})), answer("ok")],
+    );
+    // The operator chose `deny`: a task cannot pause for a human instead.
+    ybs.file(
+        "deny.yaml",
+        "allow: [run_shell]\nask: [run_shell]\non_ask: deny\n",
+    );
+    let run = ybs.run(["run", "t.yaml", "--policy", "deny.yaml"]);
+    run.expect_code(0);
+    assert!(!ybs.exists("ybs-out/t/state.json"));
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let output = transcript["tool_calls"][0]["result"]["output"]
+        .as_str()
+        .unwrap();
+    assert!(output.contains("policy.on_ask: deny"), "{output}");
+
+    ybs.file("typo.yaml", "prompt: p\npolicy:\n  on_ask: later\n");
+    let run = ybs.run(["validate", "typo.yaml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("typo.yaml:3:11:"), "{}", run.stderr);
+    assert!(run.stderr.contains("`pause`"), "{}", run.stderr);
 }
 
 // ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ use ybs::core::decode::yaml::{NodeKind, parse};
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};
 
-const FORMATS: [&str; 3] = ["transcript", "events", "task"];
+const FORMATS: [&str; 4] = ["transcript", "events", "task", "state"];
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -341,6 +341,18 @@ fn task_files_ybs_accepts_match_the_task_schema() {
             ),
         ),
         (
+            "caller.yaml",
+            concat!(
+                "prompt: deploy\n",
+                "tools:\n",
+                "  caller:\n",
+                "    - name: deploy_preview\n",
+                "      description: Deploy a preview\n",
+                "      parameters: { type: object, properties: { service: { type: string } } }\n",
+                "policy: { allow: [deploy_preview], on_ask: pause }\n",
+            ),
+        ),
+        (
             "empty-sections.yaml",
             "prompt: p\nlimits:\npolicy:\nchecks:\ntools:\n",
         ),
@@ -405,7 +417,14 @@ fn task_files_ybs_rejects_are_rejected_by_the_task_schema() {
             "bad default verdict",
             "prompt: p\npolicy: { default: maybe }\n",
         ),
-        ("on_ask pause", "prompt: p\npolicy: { on_ask: pause }\n"),
+        (
+            "caller tool without description",
+            "prompt: p\ntools: { caller: [{ name: deploy }] }\n",
+        ),
+        (
+            "caller tool with an unknown field",
+            "prompt: p\ntools: { caller: [{ name: deploy, description: d, schema: {} }] }\n",
+        ),
         (
             "rule with two keys",
             "prompt: p\npolicy: { allow: [{ a: 1, b: 2 }] }\n",

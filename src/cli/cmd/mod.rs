@@ -5,6 +5,7 @@ pub mod common;
 pub mod completions;
 pub mod policy;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod schema;
 pub mod tools;
@@ -15,6 +16,7 @@ use super::args::{Cli, Command, PolicyCommand, ReportCommand};
 pub fn dispatch(cli: Cli) -> u8 {
     match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Resume(args) => resume::resume(&args),
         Command::Validate(args) => validate::validate(&args),
         Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args),
         Command::Tools(args) => tools::tools(&args),

@@ -1,4 +1,4 @@
-//! `ybs schema transcript|task|events`: prints the JSON Schema (draft
+//! `ybs schema transcript|task|events|state`: prints the JSON Schema (draft
 //! 2020-12, pretty, keys in a stable order) of one format. The committed
 //! copies in `docs/schema/` must equal this output (tests/suite/schema.rs).
 
@@ -24,5 +24,6 @@ fn value(format: SchemaFormat) -> Value {
         SchemaFormat::Transcript => report::schema::transcript(),
         SchemaFormat::Events => report::schema::events(),
         SchemaFormat::Task => task::schema::task(),
+        SchemaFormat::State => crate::runner::state::schema(),
     }
 }

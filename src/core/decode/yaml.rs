@@ -75,6 +75,27 @@ impl Node {
     }
 
     /// The entry for `key`, when this node is a mapping that has it.
+    /// The node as JSON (inline JSON Schemas in YAML).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match &self.kind {
+            NodeKind::Null => Value::Null,
+            NodeKind::Bool(value) => Value::Bool(*value),
+            NodeKind::Int(value) => Value::from(*value),
+            NodeKind::Float(value) => {
+                serde_json::Number::from_f64(*value).map_or(Value::Null, Value::Number)
+            }
+            NodeKind::Str(text) => Value::String(text.clone()),
+            NodeKind::Seq(items) => Value::Array(items.iter().map(Self::to_json).collect()),
+            NodeKind::Map(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(key, value)| (key.name.clone(), value.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.kind {
             NodeKind::Map(entries) => entries

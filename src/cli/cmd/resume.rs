@@ -1,0 +1,79 @@
+//! `ybs resume OUT`: flags → the paused tasks and their answers →
+//! [`runner::resume::resume`] → exit code (docs/resume.md).
+
+use std::path::Path;
+
+use super::super::args::ResumeArgs;
+use super::super::diagnostics;
+use super::super::printer::Printer;
+use super::common;
+use crate::core::exit;
+use crate::runner::resume::{self, ResultsInput, ResumeFlags};
+use crate::runner::{self, RunFlags, RunOptions};
+
+pub fn resume(args: &ResumeArgs) -> u8 {
+    let level = common::level(&args.verbosity);
+    let mut printer = Printer::new(level, args.json);
+    runner::harden(&printer, args.no_sandbox, true);
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(error) => {
+            printer.error(&format!(
+                "error: cannot read the current directory: {error}"
+            ));
+            return exit::USAGE;
+        }
+    };
+    let flags = ResumeFlags {
+        task: args.task.clone(),
+        results: args.results.as_ref().map(|path| {
+            if path == Path::new("-") {
+                ResultsInput::Stdin
+            } else {
+                ResultsInput::File(path.clone())
+            }
+        }),
+        approve: args.approve.clone(),
+        deny: args.deny.clone(),
+        by: args.by.clone(),
+        allow_changed: args.allow_changed,
+        cassette: args.provider.cassette.clone(),
+        policy_file: args.config.policy.clone(),
+        junit: args.junit.clone(),
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    // Everything is checked before anything runs or is written.
+    let prepared = resume::find_paused(&cwd, &args.out, args.task.as_deref())
+        .and_then(|paused| Ok((resume::gather_answers(&paused, &flags, &env)?, paused)));
+    let (resumed, paused) = match prepared {
+        Ok(found) => found,
+        Err(error) => return diagnostics::fail(&printer, &error),
+    };
+    let overrides = common::overrides(
+        &args.config,
+        &args.provider,
+        args.no_sandbox,
+        Some(args.out.clone()),
+    );
+    let files: Vec<_> = paused.iter().map(|task| task.file.clone()).collect();
+    let loaded = match common::load(
+        &printer,
+        &overrides,
+        args.config.policy.as_deref(),
+        Some(&files),
+        &args.vars,
+    ) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let run_flags = RunFlags {
+        junit: args.junit.clone(),
+        ..RunFlags::default()
+    };
+    let mut options = RunOptions::resolve(run_flags, &loaded.config, &env);
+    options.out_dir.clone_from(&args.out);
+    match resume::resume(loaded, resumed, options, &flags, &mut printer) {
+        Ok(report) => report.exit_code(),
+        Err(error) => diagnostics::fail(&printer, &error),
+    }
+}

@@ -1,0 +1,902 @@
+//! `ybs resume OUT` behind the CLI (docs/resume.md): find the paused
+//! tasks, check their signed state, gather the answers, read policy and
+//! config again, restore the work tree, and go on with each task through
+//! the same loop as `ybs run` ([`super::task_run::run_or_resume`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::options::{Loaded, RunOptions, run_context};
+use super::state::{self, CarriedFile, Key, STATE_FILE, State, StateError, StateGit};
+use super::{Console, PreparedTask, RedactingSink, RunContext, RunError, RunReport};
+use crate::agent::{Agent, Answer};
+use crate::core::event::{EventRecord, EventSink, PendingAnswer, PendingCall, PendingKind};
+use crate::core::{Message, Status};
+use crate::git::{Snapshot, Workspace};
+use crate::report::{self, EVENTS_FILE, OutDir};
+
+/// A results file or stdin is read up to this size.
+const MAX_RESULTS_BYTES: u64 = 16 << 20;
+
+/// What `ybs resume` brings to a paused task.
+pub struct Resumed {
+    pub state: State,
+    /// The repository at the task's start, from the state.
+    pub snapshot: Option<Snapshot>,
+    pub answers: HashMap<String, Answer>,
+    /// `results:sha256:…` and/or `approver:NAME`, for `task.resumed`.
+    pub resumed_by: String,
+    /// Who approved or denied, in the records of those calls.
+    pub approver: String,
+    pub summary: Vec<PendingAnswer>,
+}
+
+/// A task whose state was found and verified.
+pub struct PausedTask {
+    pub state: State,
+    /// The task file, relative to the directory ybs runs in.
+    pub file: PathBuf,
+}
+
+/// Where the answers come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResultsInput {
+    File(PathBuf),
+    Stdin,
+}
+
+/// `ybs resume`'s flags, parsed.
+#[derive(Debug, Clone, Default)]
+pub struct ResumeFlags {
+    pub task: Option<String>,
+    pub results: Option<ResultsInput>,
+    /// Call ids, or `all`.
+    pub approve: Vec<String>,
+    pub deny: Vec<String>,
+    /// `--by NAME`: who approves (else `$GITHUB_ACTOR`, else `cli`).
+    pub by: Option<String>,
+    /// Go on even though the task file or the policy changed.
+    pub allow_changed: bool,
+    pub cassette: Option<PathBuf>,
+    pub policy_file: Option<PathBuf>,
+    pub junit: Option<PathBuf>,
+}
+
+fn usage(error: StateError) -> RunError {
+    RunError::Usage {
+        message: error.message,
+        hint: error.hint,
+    }
+}
+
+/// The paused tasks in `out_dir` (only `task` when given), each state's
+/// signature checked. Nothing is written.
+pub fn find_paused(
+    cwd: &Path,
+    out_dir: &Path,
+    task: Option<&str>,
+) -> Result<Vec<PausedTask>, RunError> {
+    let out = cwd.join(out_dir);
+    if !out.is_dir() {
+        return Err(RunError::usage(
+            format!("{}: no such output directory", out_dir.display()),
+            Some("pass the --out directory of the run that paused"),
+        ));
+    }
+    let mut ids: Vec<String> = match task {
+        Some(task) => vec![task.to_owned()],
+        None => std::fs::read_dir(&out)
+            .map_err(|error| RunError::usage(format!("{}: {error}", out_dir.display()), None))?
+            .filter_map(Result::ok)
+            .filter(|entry| entry.path().join(STATE_FILE).is_file())
+            .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+            .collect(),
+    };
+    ids.sort();
+    if ids.is_empty() {
+        return Err(RunError::usage(
+            format!("{}: no paused task (no */state.json)", out_dir.display()),
+            Some("`ybs resume` goes on with a run that exited 3"),
+        ));
+    }
+    let env = |name: &str| std::env::var(name).ok();
+    ids.iter()
+        .map(|id| read_state(&out, out_dir, id, &env))
+        .collect()
+}
+
+/// Reads a plain file (never through a link) of at most `max` bytes.
+fn read_plain(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(max + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::other(format!(
+            "larger than {} MiB",
+            max >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+fn read_state(
+    out: &Path,
+    out_dir: &Path,
+    id: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<PausedTask, RunError> {
+    let shown = out_dir.join(id).join(STATE_FILE);
+    let plain = !id.is_empty() && !id.starts_with('.') && !id.contains(['/', '\\']);
+    if !plain {
+        return Err(RunError::usage(format!("invalid task id `{id}`"), None));
+    }
+    let bytes = read_plain(&out.join(id).join(STATE_FILE), 512 << 20).map_err(|error| {
+        RunError::usage(
+            format!("{}: {error}", shown.display()),
+            Some("`--task` names a task that paused"),
+        )
+    })?;
+    let mac = read_plain(&out.join(id).join(state::MAC_FILE), 1024).map_err(|error| {
+        RunError::usage(
+            format!(
+                "{}: {error}",
+                out_dir.join(id).join(state::MAC_FILE).display()
+            ),
+            Some("the state's signature travels with it: copy the whole output directory"),
+        )
+    })?;
+    let tampered = |detail: &str| {
+        RunError::usage(
+            format!(
+                "{}: the paused state was changed after ybs wrote it ({detail}); refusing to resume",
+                shown.display()
+            ),
+            Some("resume from the output directory the run wrote, unedited"),
+        )
+    };
+    // Who signed is read before the signature is checked, only to pick
+    // the key; the signature then covers it.
+    let unverified: Value = serde_json::from_slice(&bytes).map_err(|_| tampered("not JSON"))?;
+    let run_id = unverified
+        .get("run_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let signed_by = unverified
+        .get("key")
+        .and_then(Value::as_str)
+        .unwrap_or("local");
+    let key: Key = state::verifying_key(run_id, signed_by, env).map_err(usage)?;
+    if !key.verify(&bytes, &String::from_utf8_lossy(&mac)) {
+        let detail = match (signed_by, key.source) {
+            ("env", "env") | ("local", "local") => "its signature does not match",
+            ("env", _) => {
+                "its signature does not match; it says it was signed with YBS_RESUME_KEY, which is not set here"
+            }
+            _ => {
+                "its signature does not match; it says it was signed with the run's local key, but YBS_RESUME_KEY is set here"
+            }
+        };
+        return Err(tampered(detail));
+    }
+    let state: State = serde_json::from_slice(&bytes)
+        .map_err(|error| tampered(&format!("not a state of this version: {error}")))?;
+    if state.schema_version != state::STATE_VERSION {
+        return Err(RunError::usage(
+            format!(
+                "{}: state version {} is not {}",
+                shown.display(),
+                state.schema_version,
+                state::STATE_VERSION
+            ),
+            Some("resume with the ybs version that paused the run"),
+        ));
+    }
+    if state.task.id != id {
+        return Err(tampered("it names another task"));
+    }
+    state::inside(Path::new("."), &state.task.file).map_err(usage)?;
+    Ok(PausedTask {
+        file: PathBuf::from(&state.task.file),
+        state,
+    })
+}
+
+/// The answers for every pending call of `paused`, from the results
+/// input and the flags; every call must be answered exactly once.
+pub fn gather_answers(
+    paused: &[PausedTask],
+    flags: &ResumeFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<Resumed>, RunError> {
+    let mut answers: BTreeMap<String, Answer> = BTreeMap::new();
+    let mut digest = None;
+    let pending: Vec<&PendingCall> = paused.iter().flat_map(|task| &task.state.pending).collect();
+    let kind_of = |id: &str| -> Result<PendingKind, RunError> {
+        let found: Vec<&&PendingCall> = pending.iter().filter(|call| call.id == id).collect();
+        match found.as_slice() {
+            [one] => Ok(one.kind),
+            [] => Err(RunError::usage(
+                format!("`{id}` is not a pending call of the paused run"),
+                Some("the pending calls are listed in OUT/<task>/state.json `pending`"),
+            )),
+            _ => Err(RunError::usage(
+                format!("`{id}` is pending in more than one task"),
+                Some("resume one task at a time with --task ID"),
+            )),
+        }
+    };
+    if let Some(input) = &flags.results {
+        let (bytes, name) = match input {
+            ResultsInput::File(path) => (
+                read_plain(path, MAX_RESULTS_BYTES).map_err(|error| {
+                    RunError::usage(format!("{}: {error}", path.display()), None)
+                })?,
+                path.display().to_string(),
+            ),
+            ResultsInput::Stdin => {
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .take(MAX_RESULTS_BYTES + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|error| RunError::usage(format!("stdin: {error}"), None))?;
+                if bytes.len() as u64 > MAX_RESULTS_BYTES {
+                    return Err(RunError::usage("stdin: the results pass 16 MiB", None));
+                }
+                (bytes, "stdin".to_owned())
+            }
+        };
+        digest = Some(state::sha256(&bytes));
+        for (id, answer) in parse_results(&bytes, &name)? {
+            let kind = kind_of(&id)?;
+            let fits = matches!(
+                (kind, &answer),
+                (PendingKind::Caller, Answer::Output(_) | Answer::Error(_))
+                    | (PendingKind::Approval, Answer::Approved(_))
+            );
+            if !fits {
+                return Err(RunError::usage(
+                    format!(
+                        "{name}: `{id}` is a pending {} and needs {}",
+                        kind.as_str(),
+                        match kind {
+                            PendingKind::Caller => "`output` or `error`",
+                            PendingKind::Approval => "`approved`",
+                        }
+                    ),
+                    None,
+                ));
+            }
+            if answers.insert(id.clone(), answer).is_some() {
+                return Err(RunError::usage(
+                    format!("{name}: `{id}` is answered twice"),
+                    None,
+                ));
+            }
+        }
+    }
+    for (ids, yes, flag) in [
+        (&flags.approve, true, "--approve"),
+        (&flags.deny, false, "--deny"),
+    ] {
+        for id in ids {
+            let targets: Vec<String> = if id == "all" {
+                pending
+                    .iter()
+                    .filter(|call| call.kind == PendingKind::Approval)
+                    .filter(|call| !answers.contains_key(&call.id))
+                    .map(|call| call.id.clone())
+                    .collect()
+            } else {
+                if kind_of(id)? != PendingKind::Approval {
+                    return Err(RunError::usage(
+                        format!(
+                            "{flag} {id}: `{id}` is a caller tool call; its result goes in --results"
+                        ),
+                        None,
+                    ));
+                }
+                if answers.contains_key(id) {
+                    return Err(RunError::usage(
+                        format!("{flag} {id}: `{id}` is answered twice"),
+                        None,
+                    ));
+                }
+                vec![id.clone()]
+            };
+            for target in targets {
+                answers.insert(target, Answer::Approved(yes));
+            }
+        }
+    }
+    let missing: Vec<&str> = pending
+        .iter()
+        .filter(|call| !answers.contains_key(&call.id))
+        .map(|call| call.id.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(RunError::usage(
+            format!(
+                "every pending call must be answered; missing: {}",
+                missing.join(", ")
+            ),
+            Some(
+                "give caller results with --results FILE and decide approvals with --approve/--deny ID|all",
+            ),
+        ));
+    }
+    let approved_any = answers
+        .values()
+        .any(|answer| matches!(answer, Answer::Approved(_)));
+    let approver = flags
+        .by
+        .clone()
+        .or_else(|| env("GITHUB_ACTOR"))
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| "cli".to_owned());
+    let mut by = Vec::new();
+    if let Some(digest) = &digest {
+        by.push(format!("results:{digest}"));
+    }
+    if approved_any {
+        by.push(format!("approver:{approver}"));
+    }
+    paused
+        .iter()
+        .map(|task| {
+            let mut mine = HashMap::new();
+            let mut summary = Vec::new();
+            for call in &task.state.pending {
+                if let Some(answer) = answers.get(&call.id) {
+                    summary.push(PendingAnswer {
+                        id: call.id.clone(),
+                        answer: match answer {
+                            Answer::Output(_) => "output",
+                            Answer::Error(_) => "error",
+                            Answer::Approved(true) => "approved",
+                            Answer::Approved(false) => "denied",
+                        }
+                        .to_owned(),
+                    });
+                    mine.insert(call.id.clone(), answer.clone());
+                }
+            }
+            let snapshot = task
+                .state
+                .git
+                .as_ref()
+                .map(|git| serde_json::from_value::<Snapshot>(git.snapshot.clone()))
+                .transpose()
+                .map_err(|error| {
+                    RunError::usage(format!("the state's git snapshot: {error}"), None)
+                })?;
+            Ok(Resumed {
+                state: task.state.clone(),
+                snapshot,
+                answers: mine,
+                resumed_by: by.join(" "),
+                approver: approver.clone(),
+                summary,
+            })
+        })
+        .collect()
+}
+
+/// `{"results": [{"id", "output"} | {"id", "error"} | {"id", "approved"}]}`.
+fn parse_results(bytes: &[u8], name: &str) -> Result<Vec<(String, Answer)>, RunError> {
+    let bad = |detail: String| {
+        RunError::usage(
+            format!("{name}: {detail}"),
+            Some(
+                r#"expected {"results": [{"id": "...", "output": ...} | {"id": "...", "error": "..."} | {"id": "...", "approved": true|false}]}"#,
+            ),
+        )
+    };
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|error| bad(format!("not JSON: {error}")))?;
+    let Some(object) = value.as_object() else {
+        return Err(bad("not a JSON object".to_owned()));
+    };
+    if let Some(key) = object.keys().find(|key| *key != "results") {
+        return Err(bad(format!("unknown field `{key}`")));
+    }
+    let Some(results) = object.get("results").and_then(Value::as_array) else {
+        return Err(bad("`results` must be a list".to_owned()));
+    };
+    results
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let at = |detail: &str| bad(format!("results[{index}]: {detail}"));
+            let Some(entry) = entry.as_object() else {
+                return Err(at("not an object"));
+            };
+            let Some(id) = entry.get("id").and_then(Value::as_str) else {
+                return Err(at("`id` (a string) is missing"));
+            };
+            if let Some(key) = entry
+                .keys()
+                .find(|key| !["id", "output", "error", "approved"].contains(&key.as_str()))
+            {
+                return Err(at(&format!("unknown field `{key}`")));
+            }
+            let answers: Vec<Answer> = [
+                entry.get("output").cloned().map(Answer::Output),
+                match entry.get("error") {
+                    Some(Value::String(text)) => Some(Answer::Error(text.clone())),
+                    Some(_) => return Err(at("`error` must be a string")),
+                    None => None,
+                },
+                match entry.get("approved") {
+                    Some(Value::Bool(yes)) => Some(Answer::Approved(*yes)),
+                    Some(_) => return Err(at("`approved` must be true or false")),
+                    None => None,
+                },
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            match <[Answer; 1]>::try_from(answers) {
+                Ok([answer]) => Ok((id.to_owned(), answer)),
+                Err(_) => Err(at("needs exactly one of `output`, `error`, `approved`")),
+            }
+        })
+        .collect()
+}
+
+/// The paused task that [`super::task_run::run_or_resume`] hands over.
+pub struct Paused<'a, 'b> {
+    pub agent: &'a Agent<'b>,
+    pub pending: Vec<PendingCall>,
+    pub carried: Option<(Snapshot, Vec<CarriedFile>)>,
+    /// Running time so far, earlier halves included.
+    pub elapsed: Duration,
+    pub pauses: u32,
+}
+
+/// Writes `OUT/<task>/state.json` and its signature, after the task's
+/// `task.finished`. The conversation and pending calls are masked like
+/// every output; paths are relative.
+pub fn write_state(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    out: &OutDir,
+    key: &Key,
+    paused: Paused<'_, '_>,
+) -> Result<(), String> {
+    let task = &prepared.task;
+    let cwd = run.cwd.canonicalize().unwrap_or_else(|_| run.cwd.clone());
+    let file = state::relative(&cwd.join(&task.file), &cwd)
+        .or_else(|| state::relative(&run.cwd.join(&task.file), &run.cwd))
+        .ok_or_else(|| {
+            format!(
+                "the task file {} is outside the directory ybs runs in",
+                task.file.display()
+            )
+        })?;
+    let file_bytes = std::fs::read(run.cwd.join(&task.file))
+        .map_err(|error| format!("{}: {error}", task.file.display()))?;
+    // The workdir as in the checkout (not a `--jobs` worktree).
+    let workdir = super::task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)
+        .map_err(|error| error.to_string())?;
+    let workdir = state::relative(&workdir, &cwd).ok_or_else(|| {
+        format!(
+            "the workdir {} is outside the directory ybs runs in",
+            workdir.display()
+        )
+    })?;
+    let events = out
+        .read_file(Some(&task.id), EVENTS_FILE)
+        .map_err(|error| error.to_string())?;
+    let agent = paused.agent;
+    let mut messages = serde_json::to_value(agent.messages()).map_err(|error| error.to_string())?;
+    run.redactor.redact_value(&mut messages);
+    let messages: Vec<Message> =
+        serde_json::from_value(messages).map_err(|error| error.to_string())?;
+    let mut pending = serde_json::to_value(&paused.pending).map_err(|error| error.to_string())?;
+    run.redactor.redact_value(&mut pending);
+    let pending: Vec<PendingCall> =
+        serde_json::from_value(pending).map_err(|error| error.to_string())?;
+    let git = match paused.carried {
+        Some((snapshot, files)) => Some(StateGit {
+            snapshot: serde_json::to_value(snapshot).map_err(|error| error.to_string())?,
+            files,
+        }),
+        None => None,
+    };
+    let state = State {
+        schema_version: state::STATE_VERSION,
+        run_id: run.run_id.clone(),
+        task: state::StateTask {
+            id: task.id.clone(),
+            file,
+            file_sha256: state::sha256(&file_bytes),
+        },
+        policy_hash: prepared.policy_hash.clone(),
+        base_commit: git.as_ref().and_then(|git| {
+            git.snapshot
+                .get("base")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        }),
+        workdir,
+        key: key.source.to_owned(),
+        pauses: paused.pauses,
+        spent: state::Spent {
+            iterations: agent.iterations(),
+            usage: agent.usage(),
+            cost: agent.cost(),
+            elapsed_ms: u64::try_from(paused.elapsed.as_millis()).unwrap_or(u64::MAX),
+        },
+        messages,
+        pending,
+        changed: agent
+            .changed
+            .iter()
+            .map(|path| path.to_string_lossy().into_owned())
+            .collect(),
+        git,
+        events_sha256: state::sha256(&events),
+    };
+    let mut bytes = serde_json::to_vec_pretty(&state).map_err(|error| error.to_string())?;
+    bytes.push(b'\n');
+    let mac = key.sign(&bytes);
+    out.write_atomic(Some(&task.id), STATE_FILE, &bytes)
+        .map_err(|error| error.to_string())?;
+    out.write_atomic(
+        Some(&task.id),
+        state::MAC_FILE,
+        format!("{mac}\n").as_bytes(),
+    )
+    .map_err(|error| error.to_string())?;
+    Ok(())
+}
+
+/// A resumed task went on: its state is spent.
+pub fn remove_state(out: &OutDir, task: &str) {
+    let _ = out.remove(task, STATE_FILE);
+    let _ = out.remove(task, state::MAC_FILE);
+}
+
+/// Goes on with `resumed` tasks of `loaded` (their task files), writing
+/// into the output directory they paused in.
+pub fn resume(
+    loaded: Loaded,
+    resumed: Vec<Resumed>,
+    options: RunOptions,
+    flags: &ResumeFlags,
+    console: &mut dyn Console,
+) -> Result<RunReport, RunError> {
+    let mut tasks = Vec::new();
+    for item in &resumed {
+        let state = &item.state;
+        let found = loaded
+            .files
+            .iter()
+            .flat_map(|file| &file.tasks)
+            .find(|task| task.id == state.task.id)
+            .cloned()
+            .ok_or_else(|| {
+                RunError::usage(
+                    format!(
+                        "{}: no task `{}` in it any more",
+                        state.task.file, state.task.id
+                    ),
+                    Some("resume with the task file the run paused with"),
+                )
+            })?;
+        let bytes = std::fs::read(loaded.cwd.join(&state.task.file))
+            .map_err(|error| RunError::usage(format!("{}: {error}", state.task.file), None))?;
+        if state::sha256(&bytes) != state.task.file_sha256 && !flags.allow_changed {
+            return Err(RunError::usage(
+                format!(
+                    "{}: the task file changed since the task paused",
+                    state.task.file
+                ),
+                Some("resume with the task file as it was, or pass --allow-changed"),
+            ));
+        }
+        tasks.push(found);
+    }
+    let (mut context, redactor) = run_context(
+        loaded,
+        false,
+        flags.cassette.clone(),
+        flags.policy_file.clone(),
+    );
+    context.resuming = true;
+    console.set_redactor(redactor.clone());
+    let layout = options.layout();
+    context.outputs = layout.own_paths(tasks.iter().map(|task| task.id.as_str()));
+    let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
+    let checked = check_prepared(&context, &prepared, &resumed, flags.allow_changed);
+    if let Err(error) = checked {
+        super::discard(&prepared);
+        return Err(error);
+    }
+    let outputs = layout.open(&context.cwd).map_err(|error| {
+        RunError::usage(
+            error.to_string(),
+            Some("remove the link, or pass --out a path without symbolic links"),
+        )
+    })?;
+    // The events of each task's earlier halves, checked against the
+    // state: the transcript goes on from them.
+    let mut earlier = Vec::new();
+    for item in &resumed {
+        let id = &item.state.task.id;
+        let bytes = outputs
+            .out
+            .read_file(Some(id), EVENTS_FILE)
+            .map_err(|error| RunError::usage(format!("{id}/{EVENTS_FILE}: {error}"), None))?;
+        if state::sha256(&bytes) != item.state.events_sha256 {
+            return Err(RunError::usage(
+                format!("{id}/{EVENTS_FILE} changed since the task paused; refusing to resume"),
+                Some("resume from the output directory the run wrote, unedited"),
+            ));
+        }
+        let records: Vec<EventRecord> = bytes
+            .split(|byte| *byte == b'\n')
+            .filter(|line| !line.is_empty())
+            .filter_map(|line| serde_json::from_slice(line).ok())
+            .collect();
+        earlier.push(records);
+    }
+    let runtime = super::runtime()?;
+    let report = runtime.block_on(execute(
+        &context, &prepared, &resumed, earlier, &layout, &outputs, redactor, console,
+    ));
+    if let Some(error) = &report.output_error {
+        console.error(&format!("error: could not write all outputs: {error}"));
+    }
+    for finding in &report.tampering {
+        console.error(&format!("warning: output tampering: {finding}"));
+    }
+    let total = report.results.len();
+    console.result(&format!(
+        "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused — outputs in {}",
+        if total == 1 { "" } else { "s" },
+        report.count(Status::Passed),
+        report.count(Status::Failed),
+        report.count(Status::Error),
+        report.count(Status::Paused),
+        options.out_dir.display()
+    ));
+    Ok(report)
+}
+
+/// The state carries no trust: the policy read again must be the one
+/// the task paused under, the workdir the same, and the work tree is
+/// brought to the paused task's.
+fn check_prepared(
+    context: &RunContext,
+    prepared: &[PreparedTask],
+    resumed: &[Resumed],
+    allow_changed: bool,
+) -> Result<(), RunError> {
+    let cwd = context
+        .cwd
+        .canonicalize()
+        .unwrap_or_else(|_| context.cwd.clone());
+    for (task, item) in prepared.iter().zip(resumed) {
+        let state = &item.state;
+        if task.policy_hash != state.policy_hash && !allow_changed {
+            return Err(RunError::usage(
+                format!(
+                    "task `{}`: the policy changed since the task paused",
+                    state.task.id
+                ),
+                Some(
+                    "resume under the policy and config the run paused with, or pass --allow-changed",
+                ),
+            ));
+        }
+        let workdir = state::relative(&task.tool_ctx.workdir, &cwd);
+        if workdir.as_deref() != Some(state.workdir.as_str()) {
+            return Err(RunError::usage(
+                format!(
+                    "task `{}`: its workdir is {}, the paused task's was {}",
+                    state.task.id,
+                    task.tool_ctx.workdir.display(),
+                    state.workdir
+                ),
+                Some("run `ybs resume` from the directory `ybs run` ran in"),
+            ));
+        }
+        if let (Some(git), Some(snapshot)) = (&state.git, &item.snapshot) {
+            let workspace = Workspace::open(&task.tool_ctx.workdir)
+                .map_err(|error| RunError::usage(format!("git: {error}"), None))?
+                .ok_or_else(|| {
+                    RunError::usage(
+                        format!(
+                            "task `{}` paused in a git repository; {} is not in one",
+                            state.task.id,
+                            task.tool_ctx.workdir.display()
+                        ),
+                        Some("resume in a checkout of the commit the run paused at"),
+                    )
+                })?;
+            let outputs: Vec<PathBuf> = context
+                .outputs
+                .iter()
+                .map(|path| context.cwd.join(path))
+                .collect();
+            state::restore(&workspace.excluding(&outputs), snapshot, &git.files).map_err(usage)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`super::execute`] for resumed tasks: one at a time, each transcript
+/// and report primed with the task's earlier events; `events.jsonl` is
+/// appended to.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site; the pieces are distinct"
+)]
+async fn execute(
+    run: &RunContext,
+    prepared: &[PreparedTask],
+    resumed: &[Resumed],
+    earlier: Vec<Vec<EventRecord>>,
+    paths: &report::OutputLayout,
+    outputs: &report::OpenOutputs,
+    redactor: crate::core::Redactor,
+    console: &mut dyn EventSink,
+) -> RunReport {
+    let mut report = RunReport::default();
+    let out = &outputs.out;
+    let mut sinks = report::RunSinks::run(paths, outputs, report::RunScope::shard(None));
+    // The run's other tasks, as their transcripts (checked against
+    // `OUT/digests.json`) say they ended: the reports list every task.
+    let resumed_ids: Vec<&str> = resumed
+        .iter()
+        .map(|item| item.state.task.id.as_str())
+        .collect();
+    let run_ids: Vec<&str> = resumed
+        .iter()
+        .map(|item| item.state.run_id.as_str())
+        .collect();
+    let others = other_transcripts(out, &resumed_ids)
+        .into_iter()
+        .filter(|transcript| run_ids.contains(&transcript.manifest.run_id.as_str()));
+    for transcript in others {
+        for record in transcript.result_records() {
+            if let Err(error) = sinks.replay_report(&record) {
+                report.output_error.get_or_insert(error.to_string());
+            }
+        }
+    }
+    for records in &earlier {
+        for record in records {
+            if let Err(error) = sinks.replay(record) {
+                report.output_error.get_or_insert(error.to_string());
+            }
+        }
+    }
+    let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
+    let mut interrupt = Box::pin(super::interrupted());
+    for (task, item) in prepared.iter().zip(resumed) {
+        let started = std::time::Instant::now();
+        let mut shared = LockedSink(&sink);
+        let work = super::task_run::run_or_resume(run, task, out, &mut shared, Some(item));
+        let signal = tokio::select! {
+            result = work => {
+                // Answered: the state is spent and cannot be resumed
+                // again (a task that paused again wrote a new one).
+                if result.status != Status::Paused {
+                    remove_state(out, &task.task.id);
+                }
+                report.results.push(result);
+                continue;
+            }
+            signal = &mut interrupt => signal,
+        };
+        // Its answers may have been acted on: the state is spent, and the
+        // task ends as an interrupted one does in `ybs run`.
+        remove_state(out, &task.task.id);
+        let spent = item.state.spent;
+        let message = format!("interrupted by {signal} after the resume");
+        let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut emitter = crate::agent::Emitter::new(&task.task.id, &mut *sink);
+        emitter.emit(crate::core::event::Event::TaskFinished {
+            status: Status::Failed,
+            reason: crate::core::Reason::Interrupted,
+            message: Some(message.clone()),
+            expect: task.task.expect.as_str().to_owned(),
+            iterations: spent.iterations,
+            usage: spent.usage,
+            cost: spent.cost,
+            duration_ms: spent
+                .elapsed_ms
+                .saturating_add(u64::try_from(started.elapsed().as_millis()).unwrap_or(0)),
+        });
+        report.results.push(super::TaskResult {
+            id: task.task.id.clone(),
+            status: Status::Failed,
+            reason: crate::core::Reason::Interrupted,
+            message: Some(message),
+        });
+        report.interrupted = true;
+        break;
+    }
+    let mut sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
+    if let Err(error) = sink.finish() {
+        report.output_error.get_or_insert(error.to_string());
+    }
+    out.check(None);
+    report.tampering = out.findings();
+    report
+}
+
+/// The transcripts in `out` of tasks other than `resumed`, each whose
+/// digest `OUT/digests.json` records, in task order.
+fn other_transcripts(out: &OutDir, resumed: &[&str]) -> Vec<report::Transcript> {
+    let digests: report::Digests = out
+        .read_file(None, report::DIGESTS_FILE)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    digests
+        .transcripts
+        .iter()
+        .filter(|(task, _)| !resumed.contains(&task.as_str()))
+        .filter_map(|(task, digest)| {
+            let bytes = out.read_file(Some(task), report::TRANSCRIPT_FILE).ok()?;
+            (report::Digests::of(&bytes) == *digest)
+                .then(|| serde_json::from_slice(&bytes).ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// One task's way into the shared sink.
+struct LockedSink<'s, 'a>(&'s Mutex<RedactingSink<'a>>);
+
+impl EventSink for LockedSink<'_, '_> {
+    fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .event(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_files_are_checked_entry_by_entry() {
+        let ok = parse_results(
+            br#"{"results": [{"id": "a", "output": {"url": "u"}}, {"id": "b", "error": "x"}, {"id": "c", "approved": false}]}"#,
+            "r.json",
+        )
+        .unwrap();
+        assert_eq!(ok.len(), 3);
+        assert_eq!(ok[2], ("c".to_owned(), Answer::Approved(false)));
+        for bad in [
+            &br#"[]"#[..],
+            br#"{"results": [{"id": "a"}]}"#,
+            br#"{"results": [{"id": "a", "output": 1, "error": "x"}]}"#,
+            br#"{"results": [{"id": "a", "outptu": 1}]}"#,
+            br#"{"results": [], "extra": 1}"#,
+            br#"{"results": [{"id": "a", "approved": "yes"}]}"#,
+        ] {
+            assert!(
+                parse_results(bad, "r.json").is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+}

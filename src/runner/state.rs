@@ -1,0 +1,631 @@
+//! `OUT/<task>/state.json`: what a paused task needs to go on, and the
+//! HMAC that proves ybs wrote it (docs/resume.md).
+//!
+//! The state carries no trust: policy, config and limits are read again
+//! at resume. What it carries (the conversation, the pending calls, the
+//! work tree changes) is signed: `OUT/<task>/state.hmac` holds
+//! HMAC-SHA256 over the exact bytes of `state.json`, keyed by
+//! `$YBS_RESUME_KEY` when set (a CI secret both jobs share), else by a
+//! random key made for the run and kept, mode 0600, in the user's state
+//! directory (`$XDG_STATE_HOME/ybs/resume-keys/<run-id>`, or
+//! `~/.local/state/ybs/resume-keys/<run-id>`), outside the repository and
+//! the output directory. An edited state, or one signed by another key,
+//! is refused.
+
+use std::fs;
+use std::io::{Read as _, Write as _};
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Component, Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use crate::core::event::PendingCall;
+use crate::core::{Cost, Message, Usage};
+use crate::git::{Snapshot, Workspace};
+
+/// The state file inside `OUT/<task>/`.
+pub const STATE_FILE: &str = "state.json";
+/// Its HMAC, hex, inside `OUT/<task>/`.
+pub const MAC_FILE: &str = "state.hmac";
+/// The version of the `state.json` format.
+pub const STATE_VERSION: u32 = 1;
+/// The environment variable holding the signing key.
+pub const KEY_VARIABLE: &str = "YBS_RESUME_KEY";
+/// At most this many bytes of work tree changes are carried.
+const MAX_CARRIED_BYTES: usize = 64 << 20;
+
+/// `OUT/<task>/state.json`. Paths are relative; nothing in it is trusted
+/// beyond what its signature proves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub schema_version: u32,
+    /// The run that paused (and names the local key).
+    pub run_id: String,
+    pub task: StateTask,
+    /// The policy's hash when the task paused: a different one at resume
+    /// is refused unless `--allow-changed`.
+    pub policy_hash: String,
+    /// The commit the task started from; the checkout must be at it.
+    pub base_commit: Option<String>,
+    /// The task's workdir, relative to the directory ybs ran in (`.`).
+    pub workdir: String,
+    /// Which key signed the state: `env` (`$YBS_RESUME_KEY`) or `local`
+    /// (the per-run key file).
+    pub key: String,
+    /// How many times the task paused, this one included.
+    pub pauses: u32,
+    pub spent: Spent,
+    /// The conversation so far; the last assistant turn holds the
+    /// pending calls.
+    pub messages: Vec<Message>,
+    /// What the task waits for: every one must be answered.
+    pub pending: Vec<PendingCall>,
+    /// Files the task's tools changed, relative to the workdir.
+    pub changed: Vec<String>,
+    /// The repository at task start and the work tree changes since;
+    /// `null` outside a repository.
+    pub git: Option<StateGit>,
+    /// `sha256:<hex>` of `OUT/<task>/events.jsonl` when the task paused;
+    /// the transcript of the resumed task goes on from those events.
+    pub events_sha256: String,
+}
+
+/// The task, as `ybs resume` finds it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateTask {
+    pub id: String,
+    /// Relative to the directory ybs ran in, `/`-separated.
+    pub file: String,
+    /// `sha256:<hex>` of the task file: a different one at resume is
+    /// refused unless `--allow-changed`.
+    pub file_sha256: String,
+}
+
+/// What the paused halves spent; limits count it at resume.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Spent {
+    pub iterations: u32,
+    pub usage: Usage,
+    pub cost: Cost,
+    /// Running time, not the time spent paused.
+    pub elapsed_ms: u64,
+}
+
+/// The git side of a paused task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateGit {
+    /// The repository at task start (HEAD, base, the user's dirty paths,
+    /// the ignore rules), as the commit after resume needs it.
+    pub snapshot: serde_json::Value,
+    /// The work tree changes made before the pause, re-applied on a clean
+    /// checkout of the base commit.
+    pub files: Vec<CarriedFile>,
+}
+
+/// One path changed before the pause, relative to the repository root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CarriedFile {
+    pub path: String,
+    pub content: Carried,
+}
+
+/// What is at a carried path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Carried {
+    /// A regular file: `text` when it is UTF-8, else `hex`.
+    File {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hex: Option<String>,
+        executable: bool,
+    },
+    Symlink {
+        target: String,
+    },
+    Deleted,
+}
+
+/// `ybs schema state`: the JSON Schema of `state.json`.
+pub fn schema() -> serde_json::Value {
+    let mut schema = crate::report::schema::root::<State>(
+        "ybs paused state",
+        "OUT/<task-id>/state.json: what a paused task needs to go on with `ybs resume` (docs/resume.md). Signed: OUT/<task-id>/state.hmac holds HMAC-SHA256 of the file's exact bytes; an edited state is refused.",
+    );
+    if let Some(version) = schema.pointer_mut("/properties/schema_version") {
+        *version = serde_json::json!({
+            "description": "The version of the state format.",
+            "const": STATE_VERSION,
+        });
+    }
+    schema
+}
+
+/// Why a state cannot be written or used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateError {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl StateError {
+    fn new(message: impl Into<String>, hint: Option<&str>) -> Self {
+        Self {
+            message: message.into(),
+            hint: hint.map(str::to_owned),
+        }
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104).
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
+        .collect()
+}
+
+/// Equal without an early exit on the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The signing key and where it came from.
+pub struct Key {
+    bytes: Vec<u8>,
+    pub source: &'static str,
+}
+
+impl Key {
+    pub fn sign(&self, state: &[u8]) -> String {
+        hex(&hmac_sha256(&self.bytes, state))
+    }
+
+    /// True if and only if `mac` (hex) is this key's HMAC of `state`.
+    pub fn verify(&self, state: &[u8], mac: &str) -> bool {
+        unhex(mac.trim()).is_some_and(|mac| same(&mac, &hmac_sha256(&self.bytes, state)))
+    }
+}
+
+/// Where per-run keys are kept: `$XDG_STATE_HOME/ybs/resume-keys`, else
+/// `~/.local/state/ybs/resume-keys`.
+pub fn key_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let base = env("XDG_STATE_HOME")
+        .filter(|dir| Path::new(dir).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".local/state")))?;
+    Some(base.join("ybs").join("resume-keys"))
+}
+
+/// The key a paused run signs with: `$YBS_RESUME_KEY`, else the run's own
+/// key, made now (32 random bytes, mode 0600) if it does not exist.
+pub fn signing_key(run_id: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Key, StateError> {
+    if let Some(key) = env_key(env) {
+        return Ok(key);
+    }
+    let dir = key_dir(env).ok_or_else(|| {
+        StateError::new(
+            "cannot keep the resume key: neither XDG_STATE_HOME nor HOME is set",
+            Some("set YBS_RESUME_KEY"),
+        )
+    })?;
+    let path = dir.join(key_name(run_id)?);
+    if let Ok(bytes) = read_key_file(&path) {
+        return Ok(Key {
+            bytes,
+            source: "local",
+        });
+    }
+    let failed = |error: std::io::Error| {
+        StateError::new(
+            format!("cannot write the resume key {}: {error}", path.display()),
+            Some("set YBS_RESUME_KEY, or make the state directory writable"),
+        )
+    };
+    fs::create_dir_all(&dir).map_err(failed)?;
+    let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
+    let mut random = [0u8; 32];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut file| file.read_exact(&mut random))
+        .map_err(failed)?;
+    let text = hex(&random);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(failed)?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(failed)?;
+    Ok(Key {
+        bytes: text.into_bytes(),
+        source: "local",
+    })
+}
+
+/// The key to check a state of `run_id` with: `$YBS_RESUME_KEY`, else
+/// the run's key file. A missing key is an error with the way out.
+pub fn verifying_key(
+    run_id: &str,
+    signed_by: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Key, StateError> {
+    if let Some(key) = env_key(env) {
+        return Ok(key);
+    }
+    let missing = |detail: String| {
+        StateError::new(
+            format!("cannot check the paused state: {detail}"),
+            Some(if signed_by == "env" {
+                "the paused run signed it with YBS_RESUME_KEY: set the same YBS_RESUME_KEY for `ybs resume`"
+            } else {
+                "resume on the machine and user that paused the run (its key is in the user's state directory), or run both with the same YBS_RESUME_KEY"
+            }),
+        )
+    };
+    let dir = key_dir(env)
+        .ok_or_else(|| missing("YBS_RESUME_KEY is not set, nor XDG_STATE_HOME or HOME".into()))?;
+    let path = dir.join(key_name(run_id)?);
+    let bytes = read_key_file(&path).map_err(|error| {
+        missing(format!(
+            "YBS_RESUME_KEY is not set and the run's key {} cannot be read: {error}",
+            path.display()
+        ))
+    })?;
+    Ok(Key {
+        bytes,
+        source: "local",
+    })
+}
+
+fn env_key(env: &dyn Fn(&str) -> Option<String>) -> Option<Key> {
+    env(KEY_VARIABLE)
+        .filter(|key| !key.is_empty())
+        .map(|key| Key {
+            bytes: key.into_bytes(),
+            source: "env",
+        })
+}
+
+/// The key file's name: the run id, which must be a plain name.
+fn key_name(run_id: &str) -> Result<&str, StateError> {
+    let plain = !run_id.is_empty()
+        && run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if plain {
+        Ok(run_id)
+    } else {
+        Err(StateError::new(
+            format!("the state names an invalid run id `{run_id}`"),
+            None,
+        ))
+    }
+}
+
+fn read_key_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    let bytes = fs::read(path)?;
+    let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+    if text.is_empty() {
+        return Err(std::io::Error::other("the key file is empty"));
+    }
+    Ok(text.into_bytes())
+}
+
+/// `sha256:<hex>`.
+pub fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+/// `path` relative to `base`, `/`-separated, `.` for `base` itself;
+/// `None` when it is not inside.
+pub fn relative(path: &Path, base: &Path) -> Option<String> {
+    let rest = path.strip_prefix(base).ok()?;
+    let parts: Vec<String> = rest
+        .components()
+        .filter(|part| !matches!(part, Component::CurDir))
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    })
+}
+
+/// A relative path from a state: plain components only (no `..`, no
+/// root), so nothing it names is outside `base`.
+pub fn inside(base: &Path, relative: &str) -> Result<PathBuf, StateError> {
+    let path = Path::new(relative);
+    let plain = path
+        .components()
+        .all(|part| matches!(part, Component::Normal(_) | Component::CurDir));
+    if !plain || relative.is_empty() {
+        return Err(StateError::new(
+            format!("the state names a path outside the repository: `{relative}`"),
+            None,
+        ));
+    }
+    Ok(base.join(path))
+}
+
+/// The work tree changes since `snapshot` (the user's dirty paths at
+/// the start excluded), to carry in the state.
+pub fn capture(workspace: &Workspace, snapshot: &Snapshot) -> Result<Vec<CarriedFile>, String> {
+    let dirty = workspace.dirty_paths().map_err(|error| error.to_string())?;
+    let mut files = Vec::new();
+    let mut total = 0usize;
+    for path in dirty {
+        if snapshot.dirty.iter().any(|user| user.path == path.path) {
+            continue;
+        }
+        let full = workspace.root().join(&path.path);
+        let content = match fs::symlink_metadata(&full) {
+            Err(_) => Carried::Deleted,
+            Ok(meta) if meta.file_type().is_symlink() => Carried::Symlink {
+                target: fs::read_link(&full)
+                    .map_err(|error| format!("{}: {error}", path.path))?
+                    .to_string_lossy()
+                    .into_owned(),
+            },
+            Ok(meta) if meta.is_file() => {
+                let bytes = fs::read(&full).map_err(|error| format!("{}: {error}", path.path))?;
+                total += bytes.len();
+                let executable = meta.permissions().mode() & 0o111 != 0;
+                match String::from_utf8(bytes) {
+                    Ok(text) => Carried::File {
+                        text: Some(text),
+                        hex: None,
+                        executable,
+                    },
+                    Err(error) => Carried::File {
+                        text: None,
+                        hex: Some(hex(error.as_bytes())),
+                        executable,
+                    },
+                }
+            }
+            // A directory (an untracked one is listed whole) or a special file.
+            Ok(meta) if meta.is_dir() => {
+                return Err(format!(
+                    "{} is an untracked directory; the paused state carries files only",
+                    path.path
+                ));
+            }
+            Ok(_) => return Err(format!("{} is not a regular file", path.path)),
+        };
+        if total > MAX_CARRIED_BYTES {
+            return Err(format!(
+                "the work tree changes pass {} MiB, more than a paused state carries",
+                MAX_CARRIED_BYTES >> 20
+            ));
+        }
+        files.push(CarriedFile {
+            path: path.path,
+            content,
+        });
+    }
+    Ok(files)
+}
+
+/// Whether `full` holds what `carried` says.
+fn holds(full: &Path, carried: &Carried) -> bool {
+    let meta = fs::symlink_metadata(full);
+    match carried {
+        Carried::Deleted => meta.is_err(),
+        Carried::Symlink { target } => {
+            meta.is_ok_and(|meta| meta.file_type().is_symlink())
+                && fs::read_link(full).is_ok_and(|link| link == Path::new(target))
+        }
+        Carried::File { text, hex, .. } => {
+            let want = match (text, hex) {
+                (Some(text), _) => Some(text.as_bytes().to_vec()),
+                (None, Some(hex)) => unhex(hex),
+                (None, None) => None,
+            };
+            meta.is_ok_and(|meta| meta.is_file()) && fs::read(full).ok() == want
+        }
+    }
+}
+
+/// Brings the work tree to the paused task's: HEAD must be the base
+/// commit; each carried path must hold its content already (the same
+/// checkout) or be unchanged from HEAD (a fresh one), and nothing else
+/// may have changed but the user's paths of the start.
+pub fn restore(
+    workspace: &Workspace,
+    snapshot: &Snapshot,
+    files: &[CarriedFile],
+) -> Result<(), StateError> {
+    let now = workspace
+        .snapshot()
+        .map_err(|error| StateError::new(format!("git: {error}"), None))?;
+    if now.base != snapshot.base {
+        return Err(StateError::new(
+            format!(
+                "the checkout is at commit {}, the paused task started from {}",
+                now.base.as_deref().unwrap_or("(none)"),
+                snapshot.base.as_deref().unwrap_or("(none)")
+            ),
+            Some("check out the commit the paused run started from, then resume"),
+        ));
+    }
+    let carried = |path: &str| files.iter().find(|file| file.path == path);
+    let users = |path: &str| snapshot.dirty.iter().any(|user| user.path == path);
+    let mut apply = Vec::new();
+    for file in files {
+        let full = inside(workspace.root(), &file.path)?;
+        if holds(&full, &file.content) {
+            continue;
+        }
+        if now.dirty.iter().any(|dirty| dirty.path == file.path) {
+            return Err(StateError::new(
+                format!("`{}` has changes that are not the paused task's", file.path),
+                Some(
+                    "resume from a clean checkout of the base commit, or from the work tree the run paused in",
+                ),
+            ));
+        }
+        apply.push((full, &file.content));
+    }
+    let stray: Vec<&str> = now
+        .dirty
+        .iter()
+        .map(|dirty| dirty.path.as_str())
+        .filter(|path| carried(path).is_none() && !users(path))
+        .collect();
+    if !stray.is_empty() {
+        return Err(StateError::new(
+            format!(
+                "the work tree has changes the paused task did not make: {}",
+                stray.join(", ")
+            ),
+            Some("commit or stash them first, or resume from a clean checkout"),
+        ));
+    }
+    for (full, content) in apply {
+        write_carried(&full, content).map_err(|error| {
+            StateError::new(format!("cannot restore {}: {error}", full.display()), None)
+        })?;
+    }
+    Ok(())
+}
+
+fn write_carried(full: &Path, content: &Carried) -> std::io::Result<()> {
+    if let Some(parent) = full.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    match content {
+        Carried::Deleted => match fs::remove_file(full) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+            _ => Ok(()),
+        },
+        Carried::Symlink { target } => {
+            let _ = fs::remove_file(full);
+            std::os::unix::fs::symlink(target, full)
+        }
+        Carried::File {
+            text,
+            hex,
+            executable,
+        } => {
+            let bytes = match (text, hex) {
+                (Some(text), _) => text.as_bytes().to_vec(),
+                (None, Some(hex)) => {
+                    unhex(hex).ok_or_else(|| std::io::Error::other("bad hex content"))?
+                }
+                (None, None) => Vec::new(),
+            };
+            // Never through a link planted at the path.
+            if fs::symlink_metadata(full).is_ok_and(|meta| meta.file_type().is_symlink()) {
+                fs::remove_file(full)?;
+            }
+            fs::write(full, bytes)?;
+            let mode = if *executable { 0o755 } else { 0o644 };
+            fs::set_permissions(full, fs::Permissions::from_mode(mode))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_matches_rfc_4231() {
+        // Test case 2.
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(
+            hex(&mac),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        // Test case 6: a key longer than the block.
+        let mac = hmac_sha256(
+            &[0xaa; 131],
+            b"Test Using Larger Than Block-Size Key - Hash Key First",
+        );
+        assert_eq!(
+            hex(&mac),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
+
+    #[test]
+    fn a_key_verifies_its_own_mac_only() {
+        let key = Key {
+            bytes: b"k1".to_vec(),
+            source: "env",
+        };
+        let other = Key {
+            bytes: b"k2".to_vec(),
+            source: "env",
+        };
+        let mac = key.sign(b"state");
+        assert!(key.verify(b"state", &mac));
+        assert!(!key.verify(b"state!", &mac));
+        assert!(!other.verify(b"state", &mac));
+        assert!(!key.verify(b"state", "zz"));
+    }
+
+    #[test]
+    fn local_keys_are_private_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().display().to_string();
+        let env = move |name: &str| (name == "HOME").then(|| home.clone());
+        let key = signing_key("run-1", &env).unwrap();
+        let path = dir.path().join(".local/state/ybs/resume-keys/run-1");
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let again = verifying_key("run-1", "local", &env).unwrap();
+        assert!(again.verify(b"x", &key.sign(b"x")));
+        let missing = verifying_key("run-2", "local", &env).err().unwrap();
+        assert!(missing.message.contains("cannot be read"), "{missing:?}");
+        assert!(signing_key("../x", &env).is_err());
+    }
+
+    #[test]
+    fn state_paths_stay_inside() {
+        let base = Path::new("/repo");
+        assert_eq!(inside(base, "a/b").unwrap(), Path::new("/repo/a/b"));
+        assert!(inside(base, "../x").is_err());
+        assert!(inside(base, "/etc/passwd").is_err());
+        assert_eq!(relative(Path::new("/repo/a/b"), base).unwrap(), "a/b");
+        assert_eq!(relative(base, base).unwrap(), ".");
+    }
+}
