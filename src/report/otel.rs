@@ -414,6 +414,40 @@ impl OtelSink {
         let ts = record.ts_ms;
         match &record.event {
             Event::TaskStarted { .. } => self.started(record),
+            Event::TaskPaused { pending } => {
+                if let Some(trace) = self.tasks.get_mut(task) {
+                    trace.attributes.push((
+                        "ybs.task.pending_calls".into(),
+                        (pending.len() as u64).into(),
+                    ));
+                }
+            }
+            // `ybs resume` goes on in a new process: its half of the task
+            // is a span of its own (the first half's ended at the pause).
+            Event::TaskResumed { resumed_by, .. } => {
+                if !self.tasks.contains_key(task) {
+                    let (trace_id, parent) = match self.parent {
+                        Some((trace, span)) => (trace, Some(span)),
+                        None => (self.ids.trace(), None),
+                    };
+                    self.tasks.insert(
+                        record.task.clone(),
+                        TaskTrace {
+                            trace_id,
+                            span_id: self.ids.span(),
+                            parent,
+                            start_ms: record.ts_ms,
+                            provider: String::new(),
+                            model: String::new(),
+                            attributes: vec![("ybs.resumed_by".into(), resumed_by.as_str().into())],
+                            call_spans: HashMap::new(),
+                            decided: HashMap::new(),
+                            retries: HashMap::new(),
+                            redactions: 0,
+                        },
+                    );
+                }
+            }
             Event::LlmRetry {
                 iteration,
                 attempt,

@@ -665,3 +665,77 @@ fn one_exporter_is_shared_by_concurrent_callers() {
     ids.dedup();
     assert_eq!(ids.len(), 10);
 }
+
+#[test]
+fn a_paused_task_and_its_resumed_half_are_spans_of_their_own() {
+    use crate::core::event::PendingCall;
+    let server = Server::start((0..20).map(|_| Reply::json(200, &json!({}))).collect());
+    let mut sink = OtelSink::start(settings(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &server.url),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+    ]))
+    .unwrap();
+    let finished = |ts_ms, status| {
+        record(
+            "t",
+            ts_ms,
+            Event::TaskFinished {
+                status,
+                reason: Reason::Completed,
+                message: None,
+                expect: "pass".into(),
+                iterations: 1,
+                usage: Usage::default(),
+                cost: Cost::Usd(0.0),
+                duration_ms: 10,
+            },
+        )
+    };
+    let pending: PendingCall = serde_json::from_value(json!({
+        "id": "c1", "name": "deploy", "arguments": {}, "kind": "caller", "rule": "caller tool"
+    }))
+    .unwrap();
+    for event in [
+        started("t", 1_000),
+        record(
+            "t",
+            1_100,
+            Event::TaskPaused {
+                pending: vec![pending],
+            },
+        ),
+        finished(1_100, Status::Paused),
+    ] {
+        sink.event(&event).unwrap();
+    }
+    // The resumed process: no task.started, a task.resumed.
+    for event in [
+        record(
+            "t",
+            5_000,
+            Event::TaskResumed {
+                resumed_by: "approver:alice".into(),
+                answers: Vec::new(),
+            },
+        ),
+        finished(5_200, Status::Passed),
+    ] {
+        sink.event(&event).unwrap();
+    }
+    sink.finish().unwrap();
+    let spans = spans_of(&server);
+    let tasks: Vec<&Value> = spans
+        .iter()
+        .filter(|span| span["name"] == "invoke_agent t")
+        .collect();
+    assert_eq!(tasks.len(), 2, "{spans:#?}");
+    assert_eq!(
+        attribute(tasks[0], "ybs.task.pending_calls").unwrap()["intValue"],
+        "1"
+    );
+    assert_eq!(
+        attribute(tasks[1], "ybs.resumed_by").unwrap()["stringValue"],
+        "approver:alice"
+    );
+    assert_eq!(tasks[1]["startTimeUnixNano"], "5000000000");
+}
