@@ -447,6 +447,7 @@ fn build_task(
             builtin: merged.builtin_tools,
             external: merged.external_tools.unwrap_or_default(),
             script: merged.script_tool.unwrap_or(false),
+            mcp: merged.mcp_servers.unwrap_or_default(),
         },
         policy: defaults
             .policy

@@ -72,6 +72,8 @@ pub struct ToolsSpec {
     pub external: Vec<String>,
     /// `script: true`: the `script` tool is offered too (SPEC §5.4).
     pub script: bool,
+    /// `mcp:` servers whose tools join the registry (docs/mcp.md).
+    pub mcp: Vec<crate::tools::mcp::ServerSpec>,
 }
 
 /// `limits:`. `None` means "not set here".

@@ -155,7 +155,7 @@ fn task_fields() -> Map<String, Value> {
         "temperature": { "type": "number", "minimum": 0 },
         "max_tokens": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
         "tools": {
-            "description": "Which tools the task may use. (`caller` and `mcp` are not supported by this version.)",
+            "description": "Which tools the task may use. (`caller` is not supported by this version.)",
             "type": ["object", "null"],
             "properties": {
                 "builtin": {
@@ -167,6 +167,22 @@ fn task_fields() -> Map<String, Value> {
                     "description": "External tools, by name or path.",
                     "type": ["array", "null"],
                     "items": { "type": "string", "pattern": NOT_BLANK }
+                },
+                "mcp": {
+                    "description": "MCP servers (stdio) whose tools join the registry as NAME__tool, decided by the policy and confined like any tool. See docs/mcp.md.",
+                    "type": ["array", "null"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": { "type": "string", "pattern": r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$", "maxLength": 32 },
+                            "command": { "type": "string", "pattern": NOT_BLANK },
+                            "args": { "type": ["array", "null"], "items": { "type": "string" } },
+                            "env": { "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } },
+                            "timeout_seconds": { "$ref": "#/$defs/duration" }
+                        },
+                        "required": ["name", "command"],
+                        "additionalProperties": false
+                    }
                 },
                 "script": {
                     "description": "Offer the `script` tool: one bash script in which the task's other tools (not run_shell) are commands, each decided by the policy. Needs ybs built with the `script` feature. Default: false.",

@@ -408,7 +408,7 @@ fn version_and_unsupported_tools_and_wrong_places() {
 version: 2
 prompt: p
 defaults: {}
-tools: { caller: [], mcp: [] }
+tools: { caller: [], mcp: [x] }
 api_key: sk-x
 ";
     let got = errors("t.yaml", text);
@@ -423,7 +423,7 @@ api_key: sk-x
     );
     assert_eq!(
         messages[3],
-        "t.yaml:4:22: `tools.mcp` is not supported by this version of ybs yet"
+        "t.yaml:4:28: invalid `tools.mcp` entry: expected a mapping, found `x`"
     );
     assert!(
         got[4]

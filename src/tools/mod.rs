@@ -9,6 +9,7 @@
 pub mod builtin;
 pub mod env;
 pub mod external;
+pub mod mcp;
 pub mod paths;
 pub mod process;
 pub mod registry;
