@@ -343,3 +343,292 @@ fn a_bad_mcp_entry_is_a_clear_error() {
         run.stderr
     );
 }
+
+/// A shell tool for `./tools` answering `--schema` and echoing its input.
+fn echo_tool(name: &str) -> String {
+    format!(
+        r#"#!/bin/sh
+if [ "$1" = "--schema" ]; then
+  echo '{{"name": "{name}", "description": "Echo a message", "parameters": {{"message": {{"type": "string", "required": true}}}}}}'
+  exit 0
+fi
+input=$(cat)
+printf '{{"success": true, "result": {{"echo": %s}}}}\n' "$input"
+"#
+    )
+}
+
+const SLOW_TOOL: &str = r#"#!/bin/sh
+if [ "$1" = "--schema" ]; then
+  echo '{"name": "slow", "description": "Sleep a second", "parameters": {}}'
+  exit 0
+fi
+cat > /dev/null
+sleep 1
+echo '{"success": true, "result": "slept"}'
+"#;
+
+/// Holds its call forever (in a child) after saying it started.
+const HOLD_TOOL: &str = r#"#!/bin/sh
+if [ "$1" = "--schema" ]; then
+  echo '{"name": "hold", "description": "Never ends", "parameters": {}}'
+  exit 0
+fi
+cat > /dev/null
+touch hold.started
+sleep 300
+"#;
+
+fn executable(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Drives `ybs tools serve` with the Python SDK's stdio client: list,
+/// call, refusal, hot add (waiting for `list_changed`), 10 concurrent
+/// calls, the metrics resource. Prints one JSON document.
+const CLIENT: &str = r#"
+import asyncio, json, os, sys, time
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+
+async def main():
+    ybs, cwd = sys.argv[1], sys.argv[2]
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "XDG_CACHE_HOME") if k in os.environ}
+    params = StdioServerParameters(command=ybs, args=["tools", "serve", "--policy", "policy.yaml"], cwd=cwd, env=env)
+    changed = asyncio.Event()
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ToolListChangedNotification):
+            changed.set()
+    out = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            out["tools"] = {t.name: {"status": (t.meta or {}).get("status"), "input": t.inputSchema, "output": t.outputSchema, "description": t.description} for t in listed.tools}
+            r = await session.call_tool("echo", {"message": "hi"})
+            out["echo"] = {"isError": r.isError, "text": r.content[0].text, "structured": r.structuredContent}
+            r = await session.call_tool("secret", {"message": "hi"})
+            out["secret"] = {"isError": r.isError, "text": r.content[0].text}
+            tools = os.path.join(cwd, "tools")
+            with open(os.path.join(tools, "echo")) as f:
+                body = f.read().replace('"echo"', '"late"')
+            with open(os.path.join(tools, ".late.tmp"), "w") as f:
+                f.write(body)
+            os.chmod(os.path.join(tools, ".late.tmp"), 0o755)
+            os.rename(os.path.join(tools, ".late.tmp"), os.path.join(tools, "late"))
+            added = time.monotonic()
+            await asyncio.wait_for(changed.wait(), 30)
+            out["hot_add_s"] = time.monotonic() - added
+            listed = await session.list_tools()
+            out["after"] = sorted(t.name for t in listed.tools)
+            r = await session.call_tool("late", {"message": "new"})
+            out["late"] = {"isError": r.isError, "text": r.content[0].text}
+            started = time.monotonic()
+            results = await asyncio.gather(*[session.call_tool("slow", {}) for _ in range(10)])
+            out["concurrent_s"] = time.monotonic() - started
+            out["concurrent"] = [r.content[0].text for r in results]
+            res = await session.read_resource("ybs://metrics")
+            out["metrics"] = json.loads(res.contents[0].text)
+    print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
+fn serve_dir() -> Ybs {
+    let ybs = Ybs::new();
+    let cache = ybs.home().join(".cache");
+    let ybs = ybs.env("XDG_CACHE_HOME", cache.to_str().unwrap());
+    executable(&ybs.path().join("tools/echo"), &echo_tool("echo"));
+    executable(&ybs.path().join("tools/secret"), &echo_tool("secret"));
+    executable(&ybs.path().join("tools/slow"), SLOW_TOOL);
+    executable(&ybs.path().join("tools/hold"), HOLD_TOOL);
+    ybs.file("policy.yaml", "allow: [echo, slow, late, hold]\n");
+    ybs
+}
+
+#[test]
+fn tools_serve_answers_the_python_sdk_client_lists_calls_refuses_hot_adds_and_runs_ten_at_once() {
+    let Some(python) = python() else { return };
+    let ybs = serve_dir();
+    ybs.file("client.py", CLIENT);
+    let ybs_bin = assert_cmd::cargo::cargo_bin("ybs");
+    // The client runs with the environment `ybs.command()` gives ybs
+    // (HOME, XDG_CACHE_HOME), and passes it on to the server it starts.
+    let command = ybs.command();
+    let output = std::process::Command::new(&python)
+        .arg("client.py")
+        .arg(&ybs_bin)
+        .arg(ybs.path())
+        .current_dir(ybs.path())
+        .envs(
+            command
+                .get_envs()
+                .filter_map(|(key, value)| Some((key.to_owned(), value?.to_owned()))),
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let out: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    // tools/list: names, schemas, statuses.
+    let echo = &out["tools"]["echo"];
+    assert_eq!(echo["status"], "ready");
+    assert_eq!(echo["description"], "Echo a message");
+    assert_eq!(echo["input"]["required"], json!(["message"]));
+    assert_eq!(echo["output"]["required"], json!(["success"]));
+    assert_eq!(out["tools"]["slow"]["status"], "ready");
+    assert!(out["tools"]["secret"]["status"].is_string());
+    // tools/call.
+    assert_eq!(out["echo"]["isError"], false);
+    assert_eq!(
+        out["echo"]["structured"],
+        json!({"success": true, "result": {"echo": {"message": "hi"}}})
+    );
+    // A tool the policy does not allow: refused, never run.
+    assert_eq!(out["secret"]["isError"], true);
+    let refusal = out["secret"]["text"].as_str().unwrap();
+    assert!(refusal.contains("denied by policy"), "{refusal}");
+    // Hot add: announced and callable within 30 s.
+    assert!(out["hot_add_s"].as_f64().unwrap() < 30.0);
+    assert!(out["after"].as_array().unwrap().contains(&json!("late")));
+    assert_eq!(out["late"]["isError"], false);
+    // Ten one-second calls at once take about one second, not ten.
+    assert_eq!(out["concurrent"], json!(vec!["slept"; 10]));
+    assert!(
+        out["concurrent_s"].as_f64().unwrap() < 5.0,
+        "{}",
+        out["concurrent_s"]
+    );
+    // Metrics resource: counts and percentiles per tool.
+    let metrics = out["metrics"]["tools"].as_array().unwrap();
+    let slow = metrics.iter().find(|tool| tool["name"] == "slow").unwrap();
+    assert_eq!(slow["calls"], 10);
+    assert_eq!(slow["failures"], 0);
+    assert!(slow["p50_ms"].as_u64().unwrap() >= 1000);
+    assert!(slow["p95_ms"].as_u64().unwrap() >= slow["p50_ms"].as_u64().unwrap());
+    assert!(metrics.iter().all(|tool| tool["name"] != "secret"));
+}
+
+/// Raw JSON-RPC over the pipes of a `ybs tools serve` child.
+struct RawServe {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl RawServe {
+    fn start(ybs: &Ybs) -> Self {
+        use std::io::BufRead;
+        let mut child = ybs
+            .command()
+            .args(["tools", "serve", "--policy", "policy.yaml"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut serve = Self {
+            child,
+            stdin,
+            lines,
+        };
+        serve.send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        );
+        let reply = serve.next();
+        assert_eq!(reply["id"], 1, "{reply}");
+        serve.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        serve
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap()
+    }
+
+    /// Starts `hold` and waits until it runs.
+    fn hold(&mut self, ybs: &Ybs) {
+        self.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "hold", "arguments": {}}}));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ybs.path().join("hold.started").exists() {
+            assert!(Instant::now() < deadline, "hold never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits up to `limit` for the server to exit.
+    fn exits_within(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        false
+    }
+}
+
+#[test]
+fn tools_serve_ends_with_every_child_on_stdin_eof() {
+    let ybs = serve_dir();
+    let hold = ybs.path().join("tools/hold").to_string_lossy().into_owned();
+    let mut serve = RawServe::start(&ybs);
+    serve.hold(&ybs);
+    assert!(!survivors(&hold).is_empty(), "the held call runs");
+    drop(serve.stdin.take());
+    assert!(serve.exits_within(Duration::from_secs(5)));
+    assert_eq!(serve.child.wait().unwrap().code(), Some(0));
+    assert_eq!(survivors(&hold), Vec::<String>::new());
+}
+
+#[test]
+fn tools_serve_ends_with_every_child_on_sigterm_and_status_shows_its_metrics() {
+    let ybs = serve_dir();
+    let hold = ybs.path().join("tools/hold").to_string_lossy().into_owned();
+    let mut serve = RawServe::start(&ybs);
+    serve.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": "x"}}}));
+    let reply = serve.next();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    let status = ybs.run(["tools", "status", "--json"]);
+    status.expect_code(0);
+    let doc: Value = serde_json::from_str(&status.stdout).unwrap();
+    let servers = doc["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{doc}");
+    assert_eq!(servers[0]["pid"], serve.child.id());
+    assert_eq!(servers[0]["tools"][0]["name"], "echo");
+    assert_eq!(servers[0]["tools"][0]["calls"], 1);
+    let table = ybs.run(["tools", "status"]);
+    assert!(table.stdout.contains("echo"), "{}", table.stdout);
+    serve.hold(&ybs);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(serve.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(serve.exits_within(Duration::from_secs(5)));
+    assert_eq!(survivors(&hold), Vec::<String>::new());
+    let status = ybs.run(["tools", "status", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&status.stdout).unwrap()["servers"],
+        json!([])
+    );
+}
