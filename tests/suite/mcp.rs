@@ -235,20 +235,22 @@ fn failing_servers_end_in_error_results_within_their_timeouts_and_leave_no_proce
     let Some(python) = python() else { return };
     let ybs = Ybs::new();
     let script = with_server(&ybs);
-    let task = |id: &str, server: &str, mode: &str, tool: &str| {
+    // The hanging server must start first (Python imports the SDK, slow
+    // under load): it gets more time than the ones that never start.
+    let task = |id: &str, server: &str, mode: &str, tool: &str, timeout: u64| {
         format!(
             "  - id: {id}\n    prompt: p\n    commit: false\n    tools:\n      builtin: [read_file]\n      mcp: [{}]\n    policy: {{ allow: [{server}__{tool}] }}\n",
-            server_entry(server, &python, &script, mode, 2)
+            server_entry(server, &python, &script, mode, timeout)
         )
     };
     ybs.file(
         "t.yaml",
         &format!(
             "tasks:\n{}{}{}{}",
-            task("exits", "dead", "exit", "list_dir"),
-            task("silent", "mute", "silent", "list_dir"),
-            task("garbage", "noise", "garbage", "list_dir"),
-            task("hangs", "stuck", "ok", "hang"),
+            task("exits", "dead", "exit", "list_dir", 2),
+            task("silent", "mute", "silent", "list_dir", 2),
+            task("garbage", "noise", "garbage", "list_dir", 2),
+            task("hangs", "stuck", "ok", "hang", 8),
         ),
     );
     let mut interactions = Vec::new();
@@ -267,9 +269,9 @@ fn failing_servers_end_in_error_results_within_their_timeouts_and_leave_no_proce
     let started = Instant::now();
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    // Four servers, each bounded by its 2 s (plus the model's turns).
+    // Each server is bounded by its timeout (plus the model's turns).
     assert!(
-        started.elapsed() < Duration::from_secs(25),
+        started.elapsed() < Duration::from_secs(40),
         "{:?}",
         started.elapsed()
     );
@@ -291,10 +293,11 @@ fn failing_servers_end_in_error_results_within_their_timeouts_and_leave_no_proce
     let calls = tool_calls(&ybs, "hangs");
     let output = calls[0]["result"]["output"].as_str().unwrap();
     assert!(
-        output.contains("did not answer `hang` within 2s") && output.contains("stopped"),
+        output.contains("did not answer `hang` within 8s") && output.contains("stopped"),
         "{output}"
     );
-    assert!(calls[0]["duration_ms"].as_u64().unwrap() < 5000);
+    let took = calls[0]["duration_ms"].as_u64().unwrap();
+    assert!((8000..12_000).contains(&took), "{took} ms");
     assert!(
         notes(&run, "hangs")
             .iter()
@@ -522,11 +525,12 @@ struct RawServe {
 }
 
 impl RawServe {
-    fn start(ybs: &Ybs) -> Self {
+    fn start(ybs: &Ybs, extra: &[&str]) -> Self {
         use std::io::BufRead;
         let mut child = ybs
             .command()
             .args(["tools", "serve", "--policy", "policy.yaml"])
+            .args(extra)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -590,7 +594,7 @@ impl RawServe {
 fn tools_serve_ends_with_every_child_on_stdin_eof() {
     let ybs = serve_dir();
     let hold = ybs.path().join("tools/hold").to_string_lossy().into_owned();
-    let mut serve = RawServe::start(&ybs);
+    let mut serve = RawServe::start(&ybs, &[]);
     serve.hold(&ybs);
     assert!(!survivors(&hold).is_empty(), "the held call runs");
     drop(serve.stdin.take());
@@ -603,7 +607,7 @@ fn tools_serve_ends_with_every_child_on_stdin_eof() {
 fn tools_serve_ends_with_every_child_on_sigterm_and_status_shows_its_metrics() {
     let ybs = serve_dir();
     let hold = ybs.path().join("tools/hold").to_string_lossy().into_owned();
-    let mut serve = RawServe::start(&ybs);
+    let mut serve = RawServe::start(&ybs, &[]);
     serve.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"message": "x"}}}));
     let reply = serve.next();
@@ -631,4 +635,87 @@ fn tools_serve_ends_with_every_child_on_sigterm_and_status_shows_its_metrics() {
         serde_json::from_str::<Value>(&status.stdout).unwrap()["servers"],
         json!([])
     );
+}
+
+#[test]
+fn tools_serve_builtin_offers_the_file_tools_under_the_policy() {
+    let ybs = serve_dir();
+    ybs.file("policy.yaml", "allow: [{read_file: {path: 'notes/**'}}]\n");
+    ybs.file("notes/a.txt", "alpha\n");
+    ybs.file("other.txt", "beta\n");
+    let mut serve = RawServe::start(&ybs, &["--builtin"]);
+    serve.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = serve.next();
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    for name in ["read_file", "write_file", "list_files", "echo"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert!(!names.contains(&"run_shell"));
+    let mut read = |id: u64, path: &str| {
+        serve.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": path}}}));
+        serve.next()["result"].clone()
+    };
+    let allowed = read(3, "notes/a.txt");
+    assert_eq!(allowed["isError"], false, "{allowed}");
+    assert!(
+        allowed["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("alpha")
+    );
+    let denied = read(4, "other.txt");
+    assert_eq!(denied["isError"], true, "{denied}");
+    assert!(
+        denied["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("denied by policy")
+    );
+    drop(serve.stdin.take());
+    assert!(serve.exits_within(Duration::from_secs(5)));
+}
+
+#[test]
+fn operator_config_servers_serve_every_task_and_a_task_cannot_replace_one() {
+    let Some(python) = python() else { return };
+    let ybs = Ybs::new();
+    let script = with_server(&ybs);
+    ybs.file("notes.txt", "from the operator's server\n");
+    let config = json!({"version": 1, "tools": {"mcp": [{
+        "name": "ops", "command": python, "args": [script, "ok"], "timeout_seconds": 30}]}});
+    let config_path = ybs.home().join("ops.json");
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: p\ncommit: false\ntools:\n  builtin: [read_file]\n  mcp: [{}]\npolicy: {{ allow: [ops__read_file] }}\n",
+            server_entry("ops", &python, "/nonexistent/server.py", "ok", 5)
+        ),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("ops__read_file", json!({"path": "notes.txt"})),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", config_path.to_str().unwrap()]);
+    run.expect_code(0);
+    let calls = tool_calls(&ybs, "t");
+    assert_eq!(
+        calls[0]["result"]["output"], "from the operator's server\n",
+        "{calls:?}"
+    );
+    assert!(
+        notes(&run, "t")
+            .iter()
+            .any(|note| note.contains("the task's MCP server `ops` is not started"))
+    );
+    assert_eq!(survivors(&script), Vec::<String>::new());
 }
