@@ -36,7 +36,7 @@ pub enum Command {
     /// Inspect policy decisions.
     #[command(subcommand)]
     Policy(PolicyCommand),
-    /// External tools: list them, print a schema, invoke one.
+    /// External tools: list them, print a schema, invoke one, serve them over MCP.
     Tools(ToolsArgs),
     /// Reports over several runs: merge the outputs of shards.
     #[command(subcommand)]
