@@ -98,9 +98,11 @@ fn round_trips(
         writeln!(stdin, "{message}").expect("write");
         stdin.flush().expect("flush");
     };
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "1"}}}));
+        "clientInfo": {"name": "bench", "version": "1"}}}),
+    );
     lines.next()?.ok()?;
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let mut id = 0;

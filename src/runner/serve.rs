@@ -15,7 +15,8 @@
 //!   [`RESCAN_INTERVAL`]; when the list changed the client gets
 //!   `notifications/tools/list_changed`.
 //! - Per-tool metrics (calls, failures, p50/p95) are the resource
-//!   `ybs://metrics`, and are written to a status file read by
+//!   `ybs://metrics`, and are written (at most every
+//!   [`STATUS_INTERVAL`], and by the rescan loop) to a status file read by
 //!   `ybs tools status` while the server runs.
 //! - EOF on stdin or SIGTERM ends it: in-flight calls are dropped, which
 //!   kills their process groups, and stray children are reaped.
@@ -45,6 +46,9 @@ use crate::tools::{Tool, ToolCtx, ToolError, builtin};
 /// How often the discovery directories are scanned for added, changed
 /// or removed tools.
 pub const RESCAN_INTERVAL: Duration = Duration::from_secs(2);
+/// The longest the status file lags behind the calls (about: the
+/// rescan loop writes it when calls came since).
+pub const STATUS_INTERVAL: Duration = Duration::from_secs(1);
 /// The metrics resource.
 pub const METRICS_URI: &str = "ybs://metrics";
 /// The built-in tools `--builtin` serves: the file tools (not
@@ -104,6 +108,11 @@ struct Shared {
     redactor: Redactor,
     peer: Mutex<Option<Peer<RoleServer>>>,
     status_file: Option<PathBuf>,
+    /// When the status file was last written (`None`: never); it is
+    /// written at most every [`STATUS_INTERVAL`] by calls, and by the
+    /// rescan loop when calls came since.
+    status_written: Mutex<Option<Instant>>,
+    status_dirty: std::sync::atomic::AtomicBool,
     started: Instant,
     on_call: Option<CallHook>,
     info: ServerConfig,
@@ -123,6 +132,8 @@ pub(super) fn serve(session: &Session, options: &ServeOptions) -> u8 {
         redactor: super::redactor(&session.env),
         peer: Mutex::new(None),
         status_file: session.cache_dir().map(|dir| status_path(&dir)),
+        status_written: Mutex::new(None),
+        status_dirty: std::sync::atomic::AtomicBool::new(false),
         started: Instant::now(),
         on_call: options.on_call.clone(),
         info: server_info(),
@@ -155,6 +166,12 @@ pub(super) fn serve(session: &Session, options: &ServeOptions) -> u8 {
         let rescan = async {
             loop {
                 tokio::time::sleep(RESCAN_INTERVAL).await;
+                if shared
+                    .status_dirty
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                {
+                    write_status(&shared);
+                }
                 let catalog = session.discover_async(&[]).await;
                 if refresh(&shared, &catalog, options.builtin) {
                     let peer = shared
@@ -514,6 +531,13 @@ fn write_status(shared: &Arc<Shared>) {
     let Some(file) = &shared.status_file else {
         return;
     };
+    shared
+        .status_dirty
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    *shared
+        .status_written
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
     let server = Server(shared.clone());
     let text = server.metrics_json().to_string();
     if let Some(dir) = file.parent() {
@@ -565,7 +589,18 @@ impl ServerHandler for Server {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let (envelope, verdict, ran) = self.call(&name, arguments).await;
         let result = self.result(&envelope);
-        write_status(&self.0);
+        self.0
+            .status_dirty
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let due = self
+            .0
+            .status_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none_or(|at| at.elapsed() >= STATUS_INTERVAL);
+        if due {
+            write_status(&self.0);
+        }
         if let Some(hook) = &self.0.on_call {
             hook(&CallRecord {
                 tool: name,

@@ -612,9 +612,17 @@ fn tools_serve_ends_with_every_child_on_sigterm_and_status_shows_its_metrics() {
         "params": {"name": "echo", "arguments": {"message": "x"}}}));
     let reply = serve.next();
     assert_eq!(reply["result"]["isError"], false, "{reply}");
-    let status = ybs.run(["tools", "status", "--json"]);
-    status.expect_code(0);
-    let doc: Value = serde_json::from_str(&status.stdout).unwrap();
+    // The status file follows the calls within a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let doc = loop {
+        let status = ybs.run(["tools", "status", "--json"]);
+        status.expect_code(0);
+        let doc: Value = serde_json::from_str(&status.stdout).unwrap();
+        if doc["servers"][0]["tools"][0]["calls"] == 1 || Instant::now() > deadline {
+            break doc;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     let servers = doc["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 1, "{doc}");
     assert_eq!(servers[0]["pid"], serve.child.id());
