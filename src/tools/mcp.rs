@@ -191,7 +191,7 @@ impl McpServer {
             return Err("could not be started: its pipes are missing".to_owned());
         };
         let tail = Arc::new(StdMutex::new(Vec::new()));
-        tokio::spawn(keep_tail(stderr, tail.clone()));
+        let reader = tokio::spawn(keep_tail(stderr, tail.clone()));
         let info: ClientConfig = serde_json::from_value(json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
@@ -215,6 +215,7 @@ impl McpServer {
         };
         // Let the last words of a dying server reach the tail.
         let _ = tokio::time::timeout(Duration::from_millis(200), process.child.wait()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
         let message = append_stderr(failure, &tail);
         process.stop().await;
         Err(message)
@@ -491,4 +492,96 @@ pub async fn start_all(
         }
     }
     (running, tools, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testing::Fixture;
+
+    fn server(fixture: &Fixture, command: &str, args: &[&str]) -> Arc<McpServer> {
+        let spec = ServerSpec {
+            name: "fs".to_owned(),
+            command: command.to_owned(),
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+            env: BTreeMap::from([("MARK".to_owned(), "declared".to_owned())]),
+            timeout: Duration::from_secs(2),
+        };
+        Arc::new(McpServer::new(spec, &fixture.ctx))
+    }
+
+    fn remote(name: &str, input_schema: Value) -> RemoteTool {
+        RemoteTool {
+            name: name.to_owned(),
+            description: String::new(),
+            input_schema,
+        }
+    }
+
+    #[test]
+    fn server_names_split_one_way_only() {
+        for good in ["fs", "git-hub", "my_db", "a1"] {
+            assert!(valid_server_name(good), "{good}");
+        }
+        for bad in ["", "a__b", "a.b", "a b", &"x".repeat(33)] {
+            assert!(!valid_server_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_tool_name_that_is_not_a_valid_tool_name_is_not_offered() {
+        let fixture = Fixture::new();
+        let server = server(&fixture, "true", &[]);
+        let offered = McpTool::new(server.clone(), remote("read_file", json!("x"))).unwrap();
+        assert_eq!(offered.spec().name, "fs__read_file");
+        assert_eq!(offered.spec().parameters, json!({"type": "object"}));
+        let error = McpTool::new(server, remote("read.file", json!({})))
+            .err()
+            .unwrap();
+        assert!(
+            error.contains("`fs__read.file` is not a valid tool name"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_path_argument_is_the_target() {
+        let fixture = Fixture::new();
+        let tool = McpTool::new(
+            server(&fixture, "true", &[]),
+            remote("read_file", json!({"type": "object"})),
+        )
+        .unwrap();
+        let target = tool
+            .target(&json!({"path": "src/a.rs"}), &fixture.ctx)
+            .unwrap();
+        assert_eq!(target.path.as_deref(), Some("src/a.rs"));
+        assert!(tool.target(&json!([1]), &fixture.ctx).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_server_that_dies_at_start_fails_with_its_stderr_and_declared_env() {
+        let fixture = Fixture::new();
+        let server = server(
+            &fixture,
+            "sh",
+            &["-c", "echo \"no luck $MARK\" >&2; exit 3"],
+        );
+        let error = server.start().await.unwrap_err();
+        assert!(error.contains("failed during `initialize`"), "{error}");
+        assert!(error.contains("no luck declared"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_times_out_at_start() {
+        let fixture = Fixture::new();
+        let server = server(&fixture, "sleep", &["30"]);
+        let started = std::time::Instant::now();
+        let error = server.start().await.unwrap_err();
+        assert!(
+            error.contains("did not answer `initialize` within 2s"),
+            "{error}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
 }
