@@ -115,6 +115,11 @@ def delete_file(path: str) -> str:
     os.remove(path)
     return "deleted"
 @mcp.tool()
+def getenv(name: str) -> str:
+    """A variable of the server's environment."""
+    log("getenv")
+    return os.environ.get(name, "<unset>")
+@mcp.tool()
 def hang() -> str:
     """Never answers."""
     log("hang")
@@ -696,13 +701,14 @@ fn operator_config_servers_serve_every_task_and_a_task_cannot_replace_one() {
     let script = with_server(&ybs);
     ybs.file("notes.txt", "from the operator's server\n");
     let config = json!({"version": 1, "tools": {"mcp": [{
-        "name": "ops", "command": python, "args": [script, "ok"], "timeout_seconds": 30}]}});
+        "name": "ops", "command": python, "args": [script, "ok"], "timeout_seconds": 30,
+        "env": {"OPS_API_TOKEN": "tok-0perator-s3cret-value"}}]}});
     let config_path = ybs.home().join("ops.json");
     std::fs::write(&config_path, config.to_string()).unwrap();
     ybs.file(
         "t.yaml",
         &format!(
-            "prompt: p\ncommit: false\ntools:\n  builtin: [read_file]\n  mcp: [{}]\npolicy: {{ allow: [ops__read_file] }}\n",
+            "prompt: p\ncommit: false\ntools:\n  builtin: [read_file]\n  mcp: [{}]\npolicy: {{ allow: [ops__read_file, ops__getenv] }}\n",
             server_entry("ops", &python, "/nonexistent/server.py", "ok", 5)
         ),
     );
@@ -710,6 +716,7 @@ fn operator_config_servers_serve_every_task_and_a_task_cannot_replace_one() {
         "t.cassette.json",
         vec![
             call("ops__read_file", json!({"path": "notes.txt"})),
+            call("ops__getenv", json!({"name": "OPS_API_TOKEN"})),
             answer("done"),
         ],
     );
@@ -725,5 +732,12 @@ fn operator_config_servers_serve_every_task_and_a_task_cannot_replace_one() {
             .iter()
             .any(|note| note.contains("the task's MCP server `ops` is not started"))
     );
+    // The declared env reaches the server, and a secret-looking value of
+    // the operator's is masked in what comes back.
+    let token = calls[1]["result"]["output"].as_str().unwrap();
+    assert!(!token.contains("s3cret"), "{token}");
+    assert_eq!(token, "[REDACTED]");
+    let transcript = std::fs::read_to_string(ybs.path().join("ybs-out/t/transcript.json")).unwrap();
+    assert!(!transcript.contains("tok-0perator-s3cret-value"));
     assert_eq!(survivors(&script), Vec::<String>::new());
 }
