@@ -41,7 +41,7 @@ pub enum Command {
     /// Inspect policy decisions.
     #[command(subcommand)]
     Policy(PolicyCommand),
-    /// External tools: list them, print a schema, invoke one.
+    /// External tools: list them, print a schema, invoke one, serve them over MCP.
     Tools(ToolsArgs),
     /// Reports over several runs: merge the outputs of shards.
     #[command(subcommand)]
@@ -308,6 +308,14 @@ pub enum ToolsCommand {
     /// Run a tool once through the same path as the agent, policy included,
     /// and print its envelope. Exit 0 on success, 1 on tool failure, 2 on bad input.
     Invoke(ToolsInvokeArgs),
+    /// Serve the tools over MCP on stdio (docs/mcp.md): every call decided by
+    /// --policy (without one, every call is denied) and run confined; tools
+    /// added to the discovery directories appear within seconds. Ends on EOF
+    /// or SIGTERM.
+    Serve(ToolsServeArgs),
+    /// Per-tool call metrics (calls, failures, p50/p95) of every running
+    /// `ybs tools serve`.
+    Status(ToolsListArgs),
 }
 
 /// Options shared by the `tools` subcommands.
@@ -335,6 +343,16 @@ pub struct ToolsListArgs {
 pub struct ToolsSchemaArgs {
     /// The tool's name (its file name without extension, or its config name).
     pub name: String,
+    #[command(flatten)]
+    pub common: ToolsCommon,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ToolsServeArgs {
+    /// Serve the built-in file tools too (read_file, write_file, edit_file,
+    /// list_files, search_files).
+    #[arg(long)]
+    pub builtin: bool,
     #[command(flatten)]
     pub common: ToolsCommon,
 }

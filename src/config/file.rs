@@ -73,7 +73,7 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_check_network",
 ];
 const PRICE_FIELDS: &[&str] = &["input_per_mtok", "output_per_mtok", "cached_input_per_mtok"];
-const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths"];
+const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths", "mcp"];
 const EXTERNAL_FIELDS: &[&str] = &[
     "name",
     "type",
@@ -483,6 +483,20 @@ fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool
     }
     if let Some(node) = fields.node("external") {
         layer.external = decode_external(decoder, node, repository);
+    }
+    if let Some((key, node)) = fields.entry("mcp") {
+        if repository {
+            // A server is a program ybs runs for every task: operator
+            // config only (docs/security.md S5). A task file may declare
+            // its own under the task's `tools.mcp`.
+            decoder.error_with_hint(
+                key.span,
+                "`tools.mcp` cannot be set in the repository's config: ybs runs the servers it lists for every task",
+                "declare the server under the task's `tools.mcp`, or in ~/.config/ybs/config.json or a file given with --config",
+            );
+        } else {
+            layer.mcp = Some(crate::task::decode_mcp_servers(decoder, node, "tools.mcp"));
+        }
     }
     let search_paths: Option<Vec<String>> = fields.get(decoder, "search_paths");
     if repository

@@ -156,6 +156,8 @@ pub struct ToolsLayer {
     /// Repository entries named like an operator's: kept to be listed as
     /// shadowed, never run.
     pub shadowed: Vec<ExternalToolConfig>,
+    /// `tools.mcp` (operator config only): servers for every task.
+    pub mcp: Option<Vec<crate::tools::mcp::ServerSpec>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -191,7 +193,7 @@ combine_fields! {
         sandbox_writable_paths, sandbox_network, sandbox_unix_sockets, sandbox_require, sandbox_check_network,
         max_task_file_bytes, extra_blocked_paths, extra_blocked_commands, allowed_workdirs,
     }
-    ToolsLayer { builtin, external, search_paths, shadowed }
+    ToolsLayer { builtin, external, search_paths, shadowed, mcp }
     BuiltinToolLayer { enabled, timeout }
     GitLayer { auto_commit, commit_message_prefix, author, allow_secret_paths }
     RunLayer { out, cassette, timeout }

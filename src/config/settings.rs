@@ -191,6 +191,8 @@ pub struct ToolsSettings {
     pub external: Vec<ExternalToolConfig>,
     /// `tools.search_paths`, searched after `./tools` and `~/.ybs/tools`.
     pub search_paths: Vec<PathBuf>,
+    /// `tools.mcp`: MCP servers started for every task (docs/mcp.md).
+    pub mcp: Vec<crate::tools::mcp::ServerSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -371,6 +373,7 @@ impl Config {
                 // of a name and lists later ones as shadowed.
                 external: tools.external.into_values().chain(tools.shadowed).collect(),
                 search_paths: tools.search_paths.unwrap_or_default(),
+                mcp: tools.mcp.unwrap_or_default(),
             },
             git: GitSettings {
                 auto_commit: git.auto_commit.unwrap_or(true),

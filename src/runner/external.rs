@@ -37,6 +37,10 @@ pub enum ToolsAction {
     Schema { name: String },
     /// `invoke NAME --input JSON` (`-`: stdin).
     Invoke { name: String, input: String },
+    /// `serve [--builtin]`: the registry as an MCP server on stdio.
+    Serve(super::serve::ServeOptions),
+    /// `status [--json]`: metrics of the running `serve`s.
+    Status { json: bool },
 }
 
 /// Runs `action` with the loaded config and `--policy`; returns the exit
@@ -50,20 +54,22 @@ pub fn tools(loaded: Loaded, action: &ToolsAction, console: Box<dyn Console>) ->
         ToolsAction::List { json } => list(&session, *json),
         ToolsAction::Schema { name } => schema(&session, name),
         ToolsAction::Invoke { name, input } => invoke(&session, name, input),
+        ToolsAction::Serve(options) => super::serve::serve(&session, options),
+        ToolsAction::Status { json } => super::serve::status(&session, *json),
     }
 }
 
 /// Config, policy and environment, loaded.
-struct Session {
-    printer: Box<dyn Console>,
+pub(super) struct Session {
+    pub(super) printer: Box<dyn Console>,
     config: Config,
     cwd: PathBuf,
     home: Option<PathBuf>,
-    policy: Option<Policy>,
-    env: ChildEnv,
+    pub(super) policy: Option<Policy>,
+    pub(super) env: ChildEnv,
     /// Confines every tool process (SECURITY S1); `None`: `--no-sandbox`.
     sandbox: Option<Arc<Sandbox>>,
-    runtime: tokio::runtime::Runtime,
+    pub(super) runtime: tokio::runtime::Runtime,
 }
 
 impl Session {
@@ -143,6 +149,11 @@ impl Session {
 
     /// Every tool, with `names` enabled by the operator's naming them.
     fn discover(&self, names: &[String]) -> Catalog {
+        self.runtime.block_on(self.discover_async(names))
+    }
+
+    /// [`Self::discover`], inside the runtime.
+    pub(super) async fn discover_async(&self, names: &[String]) -> Catalog {
         let mut settings = discovery_settings(&self.config.tools, &self.cwd, self.home.as_deref());
         settings.sandbox.clone_from(&self.sandbox);
         let policy = |name: &str| {
@@ -155,12 +166,10 @@ impl Session {
             named_by: "cli",
             policy: &policy,
         };
-        self.runtime.block_on(crate::tools::external::discover(
-            &settings, &enable, &self.env,
-        ))
+        crate::tools::external::discover(&settings, &enable, &self.env).await
     }
 
-    fn cache_dir(&self) -> Option<PathBuf> {
+    pub(super) fn cache_dir(&self) -> Option<PathBuf> {
         cache_dir(self.home.as_deref())
     }
 
@@ -454,7 +463,7 @@ fn invoke(session: &Session, name: &str, input: &str) -> u8 {
 
 /// The context of a call made from the command line: the current
 /// directory as workdir, the scrubbed environment, 1 MiB output cap.
-fn tool_ctx(session: &Session) -> ToolCtx {
+pub(super) fn tool_ctx(session: &Session) -> ToolCtx {
     let workdir = session
         .cwd
         .canonicalize()

@@ -13,6 +13,7 @@ pub mod prepare;
 pub mod redacting;
 pub mod results;
 pub mod resume;
+pub mod serve;
 pub mod state;
 pub mod task_run;
 pub mod tools;

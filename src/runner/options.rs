@@ -178,7 +178,16 @@ pub fn run_context(
     } = loaded;
     let task_files = files.iter().map(|file| cwd.join(&file.path)).collect();
     let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
-    let redactor = redactor(&child_env);
+    let mut redactor = redactor(&child_env);
+    // The secret-looking `env` values of the operator's MCP servers
+    // (docs/mcp.md): a server could print them back.
+    for server in &config.tools.mcp {
+        for (name, value) in &server.env {
+            if crate::tools::env::is_secret_name(name) {
+                redactor.add(value.clone());
+            }
+        }
+    }
     let context = RunContext {
         pricing: config.price_table(),
         retry: config.retry(),

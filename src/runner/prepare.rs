@@ -238,6 +238,8 @@ fn prepare_in(
     let registry = build_registry(run, task).map_err(setup)?;
     let may_run_programs = registry.names().iter().any(|name| name == "run_shell")
         || !task.tools.external.is_empty()
+        || !task.tools.mcp.is_empty()
+        || !run.config.tools.mcp.is_empty()
         || !task.checks.is_empty();
     let sandbox_paths = SandboxPaths {
         protected: protected

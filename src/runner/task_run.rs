@@ -203,6 +203,7 @@ pub async fn run_or_resume(
         ),
         Err(_) => (reason, message),
     };
+    super::tools::stop_mcp(&tools, &mut emitter).await;
     super::tools::finish(&tools, run, &mut emitter);
     let message = if run.dry_run {
         Some(dry_run_message(task, message))

@@ -15,6 +15,7 @@ use crate::tools::builtin;
 use crate::tools::external::{
     self, Declared, DiscoverySettings, Enable, ExternalTool, Metrics, Source, Status, cache,
 };
+use crate::tools::mcp::{self, McpServer, ServerSpec};
 
 /// The tools one task is offered, and where their calls are counted.
 pub struct TaskTools {
@@ -23,6 +24,8 @@ pub struct TaskTools {
     /// Why tools the task names are not offered; emitted as `task.note`s
     /// once the task has started.
     pub notes: Vec<String>,
+    /// The task's running MCP servers, stopped by [`stop_mcp`].
+    pub mcp: Vec<std::sync::Arc<McpServer>>,
 }
 
 /// Where external tools are looked for, from the `tools` settings, the
@@ -96,10 +99,17 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
             "external tools are not offered: kernel confinement is unavailable (pass --no-sandbox to offer them unconfined)"
                 .to_owned(),
         );
+        if !mcp_specs(run, prepared, &mut Vec::new()).is_empty() {
+            notes.push(
+                "MCP servers are not started: kernel confinement is unavailable (pass --no-sandbox to run them unconfined)"
+                    .to_owned(),
+            );
+        }
         return TaskTools {
             registry: with_script(registry, prepared),
             metrics,
             notes,
+            mcp: Vec::new(),
         };
     }
     let mut settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
@@ -146,10 +156,77 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
             ));
         }
     }
+    let servers = start_mcp(run, prepared, &mut registry, &mut notes).await;
     TaskTools {
         registry: with_script(registry, prepared),
         metrics,
         notes,
+        mcp: servers,
+    }
+}
+
+/// The task's MCP servers: the operator's (`tools.mcp` in config) for
+/// every task, then the task's own. A task's server named like an
+/// operator's is not started (the operator's stands).
+fn mcp_specs(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    notes: &mut Vec<String>,
+) -> Vec<ServerSpec> {
+    let mut specs = run.config.tools.mcp.clone();
+    for spec in &prepared.task.tools.mcp {
+        if specs.iter().any(|known| known.name == spec.name) {
+            notes.push(format!(
+                "the task's MCP server `{}` is not started: the operator's config declares a server of that name",
+                spec.name
+            ));
+        } else {
+            specs.push(spec.clone());
+        }
+    }
+    specs
+}
+
+/// Starts the task's MCP servers (docs/mcp.md) and adds their tools to
+/// `registry`; a server or tool that cannot be offered gets a note. A
+/// tool named like one already offered is not offered.
+async fn start_mcp(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    registry: &mut Registry,
+    notes: &mut Vec<String>,
+) -> Vec<std::sync::Arc<McpServer>> {
+    let specs = mcp_specs(run, prepared, notes);
+    if specs.is_empty() {
+        return Vec::new();
+    }
+    if run.dry_run {
+        notes.push("MCP servers are not started under --dry-run".to_owned());
+        return Vec::new();
+    }
+    let (servers, tools, mut started_notes) = mcp::start_all(&specs, &prepared.tool_ctx).await;
+    notes.append(&mut started_notes);
+    for tool in tools {
+        let name = crate::tools::Tool::spec(&tool).name.clone();
+        if registry.get(&name).is_some() {
+            notes.push(format!(
+                "MCP tool `{name}` is not offered: another tool has that name"
+            ));
+            continue;
+        }
+        registry.add(std::sync::Arc::new(tool));
+    }
+    servers
+}
+
+/// Stops the task's MCP servers (each whole process tree) and emits what
+/// they noted during the task (failures, restarts).
+pub async fn stop_mcp(tools: &TaskTools, emitter: &mut Emitter<'_>) {
+    for server in &tools.mcp {
+        server.stop().await;
+        for note in server.take_notes() {
+            emitter.note(note);
+        }
     }
 }
 

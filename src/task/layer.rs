@@ -63,6 +63,8 @@ pub struct TaskLayer {
     pub script_tool: Option<bool>,
     /// `tools.caller`.
     pub caller_tools: Option<Vec<CallerToolSpec>>,
+    /// `tools.mcp`.
+    pub mcp_servers: Option<Vec<crate::tools::mcp::ServerSpec>>,
     pub policy: Option<PolicySpec>,
     pub limits: LimitsSpec,
     pub checks: Option<Vec<CheckLayer>>,
@@ -102,6 +104,9 @@ impl TaskLayer {
             (layer.builtin_tools, layer.external_tools, layer.script_tool) =
                 decode_tools(decoder, node);
             layer.caller_tools = decode_caller_tools(decoder, node);
+            if let Some(mcp) = node.get("mcp") {
+                layer.mcp_servers = Some(decode_mcp_servers(decoder, mcp, "tools.mcp"));
+            }
         }
         if let Some(node) = fields.node("policy") {
             layer.policy = decode_policy(decoder, node, "`policy`");
@@ -144,6 +149,7 @@ impl TaskLayer {
             external_tools: self.external_tools.or_else(|| lower.external_tools.clone()),
             script_tool: self.script_tool.or(lower.script_tool),
             caller_tools: self.caller_tools.or_else(|| lower.caller_tools.clone()),
+            mcp_servers: self.mcp_servers.or_else(|| lower.mcp_servers.clone()),
             policy: self.policy,
             limits: self.limits.over(&lower.limits),
             checks: self.checks.or_else(|| lower.checks.clone()),
@@ -295,8 +301,8 @@ pub fn check_endpoint(decoder: &mut Decoder<'_>, endpoint: Spanned<String>) -> O
     }
 }
 
-/// `builtin:`, `external:` and `script:`; `caller:` and `mcp:` are known
-/// but not built yet.
+/// `builtin:`, `external:` and `script:` (`caller:` and `mcp:` are
+/// decoded on their own).
 fn decode_tools(
     decoder: &mut Decoder<'_>,
     node: &Node,
@@ -319,18 +325,6 @@ fn decode_tools(
             .filter_map(|name| non_empty(decoder, name, "external"))
             .collect()
     });
-    for (key, hint) in [("mcp", "MCP servers (SPEC §5.5) are not implemented yet")] {
-        if let Some((key, _)) = fields.entry(key) {
-            decoder.error_with_hint(
-                key.span,
-                format!(
-                    "`tools.{}` is not supported by this version of ybs yet",
-                    key.name
-                ),
-                hint,
-            );
-        }
-    }
     (builtin, external, script)
 }
 
@@ -579,4 +573,105 @@ pub fn defaults_fields() -> Vec<&'static str> {
         .copied()
         .filter(|field| !matches!(*field, "id" | "prompt"))
         .collect()
+}
+
+const MCP_FIELDS: &[&str] = &["name", "command", "args", "env", "timeout_seconds"];
+
+/// A `tools.mcp` list (task files and operator config): `name`,
+/// `command`, `args`, `env`, `timeout_seconds` (docs/mcp.md).
+pub fn decode_mcp_servers(
+    decoder: &mut Decoder<'_>,
+    node: &Node,
+    context: &str,
+) -> Vec<crate::tools::mcp::ServerSpec> {
+    use crate::tools::mcp::{DEFAULT_TIMEOUT, ServerSpec, valid_server_name};
+    let mut servers: Vec<ServerSpec> = Vec::new();
+    let items = match &node.kind {
+        NodeKind::Seq(items) => items.as_slice(),
+        NodeKind::Null => &[],
+        _ => {
+            decoder.expected(node, context, "a list of MCP servers");
+            return servers;
+        }
+    };
+    for item in items {
+        let Some(fields) = decoder.fields(item, &format!("`{context}` entry"), MCP_FIELDS) else {
+            continue;
+        };
+        let before = decoder.error_count();
+        for key in ["name", "command"] {
+            if !fields.has(key) {
+                decoder.error(
+                    fields.span,
+                    format!("missing required field `{key}` in a `{context}` entry"),
+                );
+            }
+        }
+        let name: Option<Spanned<String>> = fields.get(decoder, "name");
+        let command: Option<Spanned<String>> = fields.get(decoder, "command");
+        let args: Option<Vec<String>> = fields.get(decoder, "args");
+        let env = fields
+            .node("env")
+            .map(|env| decode_vars_map(decoder, env))
+            .unwrap_or_default();
+        let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout_seconds");
+        let timeout = timeout.and_then(|t| positive_duration(decoder, t, "timeout_seconds"));
+        if let Some(name) = &name {
+            if !valid_server_name(&name.value) {
+                decoder.error_with_hint(
+                    name.span,
+                    format!("invalid MCP server name `{}`", name.value),
+                    "use letters, digits, `-` and single `_`s (at most 32): its tools are named NAME__tool",
+                );
+            } else if servers.iter().any(|server| server.name == name.value) {
+                decoder.error(name.span, format!("duplicate MCP server `{}`", name.value));
+            }
+        }
+        if let Some(command) = &command
+            && command.value.trim().is_empty()
+        {
+            decoder.error(command.span, "`command` is empty");
+        }
+        let (Some(name), Some(command)) = (name, command) else {
+            continue;
+        };
+        if decoder.error_count() != before {
+            continue;
+        }
+        servers.push(ServerSpec {
+            name: name.value,
+            command: command.value,
+            args: args.unwrap_or_default(),
+            env,
+            timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
+        });
+    }
+    servers
+}
+
+/// `env:` of an MCP server: names to string values.
+fn decode_vars_map(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    let entries = match &node.kind {
+        NodeKind::Map(entries) => entries,
+        NodeKind::Null => return env,
+        _ => {
+            decoder.expected(node, "env", "a mapping of variable names to values");
+            return env;
+        }
+    };
+    for (key, value) in entries {
+        let text = match &value.kind {
+            NodeKind::Str(text) => text.clone(),
+            NodeKind::Int(int) => int.to_string(),
+            NodeKind::Float(float) => float.to_string(),
+            NodeKind::Bool(flag) => flag.to_string(),
+            _ => {
+                decoder.expected(value, &key.name, "a string");
+                continue;
+            }
+        };
+        env.insert(key.name.clone(), text);
+    }
+    env
 }

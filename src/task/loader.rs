@@ -448,6 +448,7 @@ fn build_task(
             external: merged.external_tools.unwrap_or_default(),
             script: merged.script_tool.unwrap_or(false),
             caller: merged.caller_tools.unwrap_or_default(),
+            mcp: merged.mcp_servers.unwrap_or_default(),
         },
         policy: defaults
             .policy

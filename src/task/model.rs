@@ -75,6 +75,8 @@ pub struct ToolsSpec {
     /// `caller:`: tools the caller runs; calling one pauses the task
     /// (docs/resume.md).
     pub caller: Vec<CallerToolSpec>,
+    /// `mcp:` servers whose tools join the registry (docs/mcp.md).
+    pub mcp: Vec<crate::tools::mcp::ServerSpec>,
 }
 
 /// One `tools.caller` entry.

@@ -155,7 +155,7 @@ fn task_fields() -> Map<String, Value> {
         "temperature": { "type": "number", "minimum": 0 },
         "max_tokens": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
         "tools": {
-            "description": "Which tools the task may use. (`mcp` is not supported by this version.)",
+            "description": "Which tools the task may use.",
             "type": ["object", "null"],
             "properties": {
                 "builtin": {
@@ -182,6 +182,22 @@ fn task_fields() -> Map<String, Value> {
                             }
                         },
                         "required": ["name", "description"],
+                        "additionalProperties": false
+                    }
+                },
+                "mcp": {
+                    "description": "MCP servers (stdio) whose tools join the registry as NAME__tool, decided by the policy and confined like any tool. See docs/mcp.md.",
+                    "type": ["array", "null"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": { "type": "string", "pattern": r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$", "maxLength": 32 },
+                            "command": { "type": "string", "pattern": NOT_BLANK },
+                            "args": { "type": ["array", "null"], "items": { "type": "string" } },
+                            "env": { "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } },
+                            "timeout_seconds": { "$ref": "#/$defs/duration" }
+                        },
+                        "required": ["name", "command"],
                         "additionalProperties": false
                     }
                 },

@@ -465,7 +465,7 @@ fn version_and_unsupported_tools_and_wrong_places() {
 version: 2
 prompt: p
 defaults: {}
-tools: { caller: [], mcp: [] }
+tools: { caller: [], mcp: [x] }
 api_key: sk-x
 ";
     let got = errors("t.yaml", text);
@@ -476,7 +476,7 @@ api_key: sk-x
     assert!(got[1].hint.as_deref().unwrap().contains("`tasks:` list"));
     assert_eq!(
         messages[2],
-        "t.yaml:4:22: `tools.mcp` is not supported by this version of ybs yet"
+        "t.yaml:4:28: invalid `tools.mcp` entry: expected a mapping, found `x`"
     );
     assert!(
         got[3]

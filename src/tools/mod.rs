@@ -10,6 +10,7 @@ pub mod builtin;
 pub mod caller;
 pub mod env;
 pub mod external;
+pub mod mcp;
 pub mod paths;
 pub mod process;
 pub mod registry;

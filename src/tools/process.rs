@@ -349,6 +349,59 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
     })
 }
 
+/// A long-lived child speaking on its stdin and stdout (an MCP server):
+/// started like every subprocess (own session and group, scrubbed
+/// environment, death signal, the sandbox), with all three streams piped.
+/// Dropping it kills its whole process group.
+pub struct Service {
+    pub child: tokio::process::Child,
+    group: GroupGuard,
+}
+
+impl Service {
+    /// Starts `program` with `args`; `spec.stdin`, `spec.timeout` and
+    /// `spec.output_cap` are not used (the caller owns the pipes and
+    /// bounds each exchange).
+    pub fn spawn(spec: &ProcessSpec<'_>) -> io::Result<Self> {
+        let (program, args) = match &spec.sandbox {
+            Some(sandbox) => sandbox.command(&spec.program, &spec.args),
+            None => (spec.program.clone(), spec.args.clone()),
+        };
+        let mut command = Command::new(&program);
+        command
+            .args(&args)
+            .current_dir(&spec.cwd)
+            .env_clear()
+            .envs(spec.env.vars.iter().map(|(name, value)| (name, value)))
+            .env("PWD", &spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        detach(&mut command);
+        let child = spawn_registered(&mut command)?;
+        let pid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .ok_or_else(|| io::Error::other("child exited before its id was read"))?;
+        Ok(Self {
+            child,
+            group: GroupGuard(Pid::from_raw(pid)),
+        })
+    }
+
+    /// Kills the whole process group now, waits for the child, and reaps
+    /// anything of it that escaped the group.
+    pub async fn stop(mut self) {
+        self.group.kill();
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        drop(self);
+        if SUBREAPER.load(Ordering::Relaxed) {
+            reap_escapees().await;
+        }
+    }
+}
+
 /// Writes `bytes` to the child's stdin, then closes it. A child that does
 /// not read (broken pipe) is not an error.
 async fn feed(stdin: Option<ChildStdin>, bytes: Option<Vec<u8>>) {

@@ -7,6 +7,7 @@ mod git;
 mod git_trust;
 mod interactive;
 mod jobs;
+mod mcp;
 mod otel;
 mod outputs;
 mod pipeline;

@@ -391,7 +391,10 @@ fn task_files_ybs_rejects_are_rejected_by_the_task_schema() {
             "unknown builtin tool",
             "prompt: p\ntools: { builtin: [cat] }\n",
         ),
-        ("unsupported tools.mcp", "prompt: p\ntools: { mcp: [x] }\n"),
+        (
+            "tools.mcp entry not a mapping",
+            "prompt: p\ntools: { mcp: [x] }\n",
+        ),
         (
             "bad duration",
             "prompt: p\nlimits: { timeout: 15 minutes }\n",

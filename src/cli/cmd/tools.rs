@@ -1,4 +1,4 @@
-//! `ybs tools list|schema|invoke`: load config and `--policy`, then
+//! `ybs tools list|schema|invoke|serve|status`: load config and `--policy`, then
 //! [`runner::external::tools`].
 
 use super::super::args::{ToolsArgs, ToolsCommand};
@@ -23,6 +23,14 @@ pub fn tools(args: &ToolsArgs) -> u8 {
                 input: args.input.clone(),
             },
         ),
+        ToolsCommand::Serve(args) => (
+            &args.common,
+            ToolsAction::Serve(runner::serve::ServeOptions {
+                builtin: args.builtin,
+                on_call: None,
+            }),
+        ),
+        ToolsCommand::Status(args) => (&args.common, ToolsAction::Status { json: args.json }),
     };
     let printer = Printer::new(common::level(&common_args.verbosity), false);
     runner::harden(&printer, common_args.no_sandbox, false);

@@ -1,0 +1,716 @@
+//! `ybs tools serve` (docs/mcp.md): the tool registry as an MCP server on
+//! stdio, for other agents.
+//!
+//! - `tools/list`: every external tool discovery finds (the places and
+//!   trust of `ybs tools list`; a repository tool is enabled only by an
+//!   allow rule of `--policy`), with its input schema, the output schema
+//!   of the envelope and its status (`ready`, `schema-unknown`,
+//!   `missing-binary`, ...) in `_meta.status`; with `--builtin`, the
+//!   built-in file tools too.
+//! - `tools/call`: arguments checked, the call decided by `--policy`
+//!   (without one, every call is denied), run confined with the tool's
+//!   timeout, output redacted and capped; the envelope is the structured
+//!   content, its text the content.
+//! - The discovery directories are scanned again every
+//!   [`RESCAN_INTERVAL`]; when the list changed the client gets
+//!   `notifications/tools/list_changed`.
+//! - Per-tool metrics (calls, failures, p50/p95) are the resource
+//!   `ybs://metrics`, and are written (at most every
+//!   [`STATUS_INTERVAL`], and by the rescan loop) to a status file read by
+//!   `ybs tools status` while the server runs.
+//! - EOF on stdin or SIGTERM ends it: in-flight calls are dropped, which
+//!   kills their process groups, and stray children are reaped.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerConfig,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, ServiceExt};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Value, json};
+
+use super::external::Session;
+use crate::core::exit;
+use crate::core::redact::Redactor;
+use crate::core::text::truncate_middle;
+use crate::policy::{CallView, Policy, Verdict};
+use crate::tools::external::{Catalog, Entry, ExternalTool, Metrics, Outcome};
+use crate::tools::{Tool, ToolCtx, ToolError, builtin};
+
+/// How often the discovery directories are scanned for added, changed
+/// or removed tools.
+pub const RESCAN_INTERVAL: Duration = Duration::from_secs(2);
+/// The longest the status file lags behind the calls (about: the
+/// rescan loop writes it when calls came since).
+pub const STATUS_INTERVAL: Duration = Duration::from_secs(1);
+/// The metrics resource.
+pub const METRICS_URI: &str = "ybs://metrics";
+/// The built-in tools `--builtin` serves: the file tools (not
+/// `run_shell`).
+pub const SERVED_BUILTINS: [&str; 5] = [
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_files",
+    "search_files",
+];
+/// The metrics key of built-in tools.
+const BUILTIN_KEY: &str = "builtin";
+
+/// What one served call did, for a caller's hook (tracing, say).
+#[derive(Debug, Clone)]
+pub struct CallRecord {
+    pub tool: String,
+    /// `allow`, `deny` or `ask` (`ask` is refused: nobody can approve).
+    pub verdict: &'static str,
+    /// Ran and succeeded.
+    pub success: bool,
+    /// Whether the tool ran at all.
+    pub ran: bool,
+    pub duration: Duration,
+}
+
+/// Called after every served call.
+pub type CallHook = Arc<dyn Fn(&CallRecord) + Send + Sync>;
+
+/// `ybs tools serve` options.
+#[derive(Clone, Default)]
+pub struct ServeOptions {
+    /// Serve the built-in file tools too.
+    pub builtin: bool,
+    /// Called after every call (OpenTelemetry plugs in here).
+    pub on_call: Option<CallHook>,
+}
+
+/// One served tool.
+#[derive(Clone)]
+enum Served {
+    External {
+        entry: Box<Entry>,
+        tool: Option<Arc<ExternalTool>>,
+    },
+    Builtin(Arc<dyn Tool>),
+}
+
+struct Shared {
+    tools: RwLock<BTreeMap<String, Served>>,
+    /// What the last scan listed: name → (status, schema), to tell changes.
+    fingerprint: Mutex<Vec<(String, String)>>,
+    policy: Option<Policy>,
+    ctx: ToolCtx,
+    metrics: Metrics,
+    redactor: Redactor,
+    peer: Mutex<Option<Peer<RoleServer>>>,
+    status_file: Option<PathBuf>,
+    /// When the status file was last written (`None`: never); it is
+    /// written at most every [`STATUS_INTERVAL`] by calls, and by the
+    /// rescan loop when calls came since.
+    status_written: Mutex<Option<Instant>>,
+    status_dirty: std::sync::atomic::AtomicBool,
+    started: Instant,
+    on_call: Option<CallHook>,
+    info: ServerConfig,
+}
+
+#[derive(Clone)]
+struct Server(Arc<Shared>);
+
+/// Runs the server until stdin ends or SIGTERM; returns the exit code.
+pub(super) fn serve(session: &Session, options: &ServeOptions) -> u8 {
+    let shared = Arc::new(Shared {
+        tools: RwLock::new(BTreeMap::new()),
+        fingerprint: Mutex::new(Vec::new()),
+        policy: session.policy.clone(),
+        ctx: super::external::tool_ctx(session),
+        metrics: Metrics::new(),
+        redactor: super::redactor(&session.env),
+        peer: Mutex::new(None),
+        status_file: session.cache_dir().map(|dir| status_path(&dir)),
+        status_written: Mutex::new(None),
+        status_dirty: std::sync::atomic::AtomicBool::new(false),
+        started: Instant::now(),
+        on_call: options.on_call.clone(),
+        info: server_info(),
+    });
+    if shared.policy.is_none() {
+        session
+            .printer
+            .error("warning: no --policy given: every call is denied");
+    }
+    let code = session.runtime.block_on(async {
+        let catalog = session.discover_async(&[]).await;
+        refresh(&shared, &catalog, options.builtin);
+        write_status(&shared);
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let eof = Arc::new(tokio::sync::Notify::new());
+        let stdin = EofSignal {
+            inner: stdin,
+            eof: eof.clone(),
+        };
+        let service = match Server(shared.clone()).serve((stdin, stdout)).await {
+            Ok(service) => service,
+            Err(error) => {
+                session
+                    .printer
+                    .error(&format!("error: MCP session did not start: {error}"));
+                return exit::USAGE;
+            }
+        };
+        let cancel = service.cancellation_token();
+        let rescan = async {
+            loop {
+                tokio::time::sleep(RESCAN_INTERVAL).await;
+                if shared
+                    .status_dirty
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                {
+                    write_status(&shared);
+                }
+                let catalog = session.discover_async(&[]).await;
+                if refresh(&shared, &catalog, options.builtin) {
+                    let peer = shared
+                        .peer
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    if let Some(peer) = peer {
+                        let _ = peer.notify_tool_list_changed().await;
+                    }
+                }
+            }
+        };
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminated = async {
+            match term.as_mut() {
+                Some(term) => {
+                    term.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = service.waiting() => {}
+            () = rescan => {}
+            // The SDK would wait for calls in flight: end them now.
+            () = eof.notified() => cancel.cancel(),
+            () = terminated => cancel.cancel(),
+        }
+        exit::OK
+    });
+    finish(&shared, session);
+    code
+}
+
+/// stdin, telling `eof` when it ends.
+struct EofSignal<R> {
+    inner: R,
+    eof: Arc<tokio::sync::Notify>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofSignal<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let ended = match &poll {
+            std::task::Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        };
+        if ended {
+            self.eof.notify_one();
+        }
+        poll
+    }
+}
+
+/// Persists the metrics and removes the status file.
+fn finish(shared: &Shared, session: &Session) {
+    session
+        .runtime
+        .block_on(crate::tools::process::reap_escapees());
+    if let Some(dir) = session.cache_dir() {
+        let _ = crate::tools::external::cache::record_metrics(&dir, &shared.metrics.snapshot());
+    }
+    if let Some(file) = &shared.status_file {
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+/// Where a serving process writes its metrics: one file per process.
+fn status_path(cache_dir: &std::path::Path) -> PathBuf {
+    cache_dir
+        .join("serve")
+        .join(format!("{}.json", std::process::id()))
+}
+
+fn server_info() -> ServerConfig {
+    serde_json::from_value(json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {"listChanged": true}, "resources": {}},
+        "serverInfo": {"name": "ybs", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "ybs tools: every call is decided by the operator's policy and runs confined.",
+    }))
+    .unwrap_or_default()
+}
+
+/// Replaces the served tools with `catalog`'s (and the built-ins);
+/// returns true if the list changed.
+fn refresh(shared: &Shared, catalog: &Catalog, with_builtin: bool) -> bool {
+    let mut tools = BTreeMap::new();
+    if with_builtin {
+        for name in SERVED_BUILTINS {
+            if let Some(tool) = builtin::get(name) {
+                tools.insert(name.to_owned(), Served::Builtin(tool));
+            }
+        }
+    }
+    for entry in &catalog.entries {
+        if tools.contains_key(&entry.name) {
+            continue;
+        }
+        let tool = ExternalTool::new(entry, shared.metrics.clone()).map(Arc::new);
+        tools.insert(
+            entry.name.clone(),
+            Served::External {
+                entry: Box::new(entry.clone()),
+                tool,
+            },
+        );
+    }
+    let fingerprint: Vec<(String, String)> = tools
+        .iter()
+        .map(|(name, served)| (name.clone(), describe(served).to_string()))
+        .collect();
+    let mut last = shared.fingerprint.lock().unwrap_or_else(|e| e.into_inner());
+    let changed = *last != fingerprint;
+    *last = fingerprint;
+    drop(last);
+    *shared.tools.write().unwrap_or_else(|e| e.into_inner()) = tools;
+    changed
+}
+
+/// The tool as `tools/list` shows it.
+fn describe(served: &Served) -> Value {
+    let (name, description, input, status, detail) = match served {
+        Served::Builtin(tool) => {
+            let spec = tool.spec();
+            (
+                spec.name.clone(),
+                spec.description.clone(),
+                spec.parameters.clone(),
+                "ready",
+                None,
+            )
+        }
+        Served::External { entry, tool } => {
+            let input = match (&entry.schema, tool) {
+                (Some(schema), _) => schema.json_schema(),
+                _ => json!({"type": "object"}),
+            };
+            (
+                entry.name.clone(),
+                entry.description(),
+                input,
+                entry.status.as_str(),
+                entry.detail.clone(),
+            )
+        }
+    };
+    let description = if status == "ready" {
+        description
+    } else {
+        format!("[{status}] {description}")
+    };
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": input,
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "success": {"type": "boolean"},
+                "result": {},
+                "error": {"type": "string"},
+                "metadata": {"type": "object"},
+            },
+            "required": ["success"],
+        },
+        "_meta": {"status": status, "detail": detail},
+    })
+}
+
+impl Server {
+    /// Decides and runs one call; the envelope and whether it ran.
+    async fn call(&self, name: &str, arguments: Value) -> (Value, &'static str, bool) {
+        let shared = &self.0;
+        let served = shared
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned();
+        let Some(served) = served else {
+            return (
+                failure(format!("unknown tool `{name}`; see tools/list")),
+                "deny",
+                false,
+            );
+        };
+        // What the call acts on, for the policy; a tool that cannot run
+        // is still decided first, so a refusal reads the same for all.
+        let tool: Option<Arc<dyn Tool>> = match &served {
+            Served::Builtin(tool) => Some(tool.clone()),
+            Served::External {
+                tool: Some(tool), ..
+            } => Some(tool.clone()),
+            Served::External { tool: None, .. } => None,
+        };
+        let target = match &tool {
+            Some(tool) => match tool.target(&arguments, &shared.ctx) {
+                Ok(target) => target,
+                Err(error) => return (failure(error.to_string()), "deny", false),
+            },
+            None => crate::tools::Target::default(),
+        };
+        let (path, cwd) = match target.command {
+            Some(_) => (None, target.path.as_deref()),
+            None => (target.path.as_deref(), None),
+        };
+        let view = CallView {
+            tool: name,
+            path,
+            command: target.command.as_deref(),
+            cwd,
+        };
+        let Some(policy) = &shared.policy else {
+            return (
+                failure(
+                    "denied: `ybs tools serve` was started without --policy; the call was not run"
+                        .to_owned(),
+                ),
+                "deny",
+                false,
+            );
+        };
+        let decision = policy.decide(&view);
+        if decision.verdict != Verdict::Allow {
+            let how = if decision.verdict == Verdict::Deny {
+                "denied"
+            } else {
+                "needs approval, which nobody can give here,"
+            };
+            let detail = decision
+                .detail
+                .as_deref()
+                .map(|detail| format!(": {detail}"))
+                .unwrap_or_default();
+            return (
+                failure(format!(
+                    "{how} by policy (rule `{}`){detail}; the call was not run",
+                    decision.rule
+                )),
+                decision.verdict.as_str(),
+                false,
+            );
+        }
+        let Some(tool) = tool else {
+            let detail = match &served {
+                Served::External { entry, .. } => format!(
+                    "{}{}",
+                    entry.status.as_str(),
+                    entry
+                        .detail
+                        .as_deref()
+                        .map(|detail| format!(": {detail}"))
+                        .unwrap_or_default()
+                ),
+                Served::Builtin(_) => String::new(),
+            };
+            return (
+                failure(format!("`{name}` cannot run: {detail}")),
+                "allow",
+                false,
+            );
+        };
+        let envelope = match &served {
+            Served::External {
+                tool: Some(external),
+                ..
+            } => match external.check(&arguments) {
+                Ok(params) => external.invoke(params, &shared.ctx).await.envelope,
+                Err(message) => failure(message),
+            },
+            _ => {
+                let started = Instant::now();
+                let result = tool.call(arguments, &shared.ctx).await;
+                let outcome = if result.is_ok() {
+                    Outcome::Success
+                } else {
+                    Outcome::Failure
+                };
+                shared
+                    .metrics
+                    .record(name, BUILTIN_KEY, outcome, started.elapsed());
+                match result {
+                    Ok(output) => json!({"success": true, "result": output.content}),
+                    Err(ToolError::Model(message) | ToolError::Fatal(message)) => failure(message),
+                }
+            }
+        };
+        (envelope, "allow", true)
+    }
+
+    /// The envelope as an MCP result: redacted, capped.
+    fn result(&self, envelope: &Value) -> CallToolResult {
+        let shared = &self.0;
+        let success = envelope["success"] == json!(true);
+        let text = if success {
+            match &envelope["result"] {
+                Value::String(text) => text.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            }
+        } else {
+            match &envelope["error"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            }
+        };
+        let text = shared.redactor.redact(&text);
+        let (text, _) = truncate_middle(&text, shared.ctx.output_cap_bytes);
+        let structured: Value =
+            serde_json::from_str(&shared.redactor.redact(&envelope.to_string()))
+                .unwrap_or_else(|_| json!({"success": success}));
+        serde_json::from_value(json!({
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": structured,
+            "isError": !success,
+        }))
+        .unwrap_or_default()
+    }
+
+    fn metrics_json(&self) -> Value {
+        let shared = &self.0;
+        let tools: Vec<Value> = shared
+            .metrics
+            .summaries()
+            .into_iter()
+            .map(|m| {
+                json!({
+                    "name": m.name,
+                    "calls": m.calls,
+                    "successes": m.successes,
+                    "failures": m.failures,
+                    "timeouts": m.timeouts,
+                    "p50_ms": m.p50_ms,
+                    "p95_ms": m.p95_ms,
+                })
+            })
+            .collect();
+        json!({
+            "pid": std::process::id(),
+            "uptime_s": shared.started.elapsed().as_secs(),
+            "tools": tools,
+        })
+    }
+}
+
+/// Rewrites the status file `ybs tools status` reads.
+fn write_status(shared: &Arc<Shared>) {
+    let Some(file) = &shared.status_file else {
+        return;
+    };
+    shared
+        .status_dirty
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    *shared
+        .status_written
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    let server = Server(shared.clone());
+    let text = server.metrics_json().to_string();
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let temp = file.with_extension("tmp");
+    if std::fs::write(&temp, text).is_ok() {
+        let _ = std::fs::rename(&temp, file);
+    }
+}
+
+fn failure(message: String) -> Value {
+    json!({"success": false, "error": message})
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        self.0.info.clone()
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        *self.0.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools: Vec<Value> = self
+            .0
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .map(describe)
+            .collect();
+        serde_json::from_value(json!({ "tools": tools }))
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let name = request.name.to_string();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let (envelope, verdict, ran) = self.call(&name, arguments).await;
+        let result = self.result(&envelope);
+        self.0
+            .status_dirty
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let due = self
+            .0
+            .status_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none_or(|at| at.elapsed() >= STATUS_INTERVAL);
+        if due {
+            write_status(&self.0);
+        }
+        if let Some(hook) = &self.0.on_call {
+            hook(&CallRecord {
+                tool: name,
+                verdict,
+                success: envelope["success"] == json!(true),
+                ran,
+                duration: started.elapsed(),
+            });
+        }
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        serde_json::from_value(json!({"resources": [{
+            "uri": METRICS_URI,
+            "name": "metrics",
+            "description": "Per-tool call metrics of this server: calls, failures, p50/p95 duration.",
+            "mimeType": "application/json",
+        }]}))
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != METRICS_URI {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource `{}`", request.uri),
+                None,
+            ));
+        }
+        let result: ReadResourceResult = serde_json::from_value(json!({"contents": [{
+            "uri": METRICS_URI,
+            "mimeType": "application/json",
+            "text": self.metrics_json().to_string(),
+        }]}))
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        Ok(result.into())
+    }
+}
+
+/// `ybs tools status`: the metrics of every `ybs tools serve` running
+/// for this user (their status files), as a table or JSON.
+pub(super) fn status(session: &Session, json_output: bool) -> u8 {
+    let mut servers = Vec::new();
+    if let Some(dir) = session.cache_dir().map(|dir| dir.join("serve"))
+        && let Ok(entries) = std::fs::read_dir(&dir)
+    {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|ext| ext != "json") {
+                continue;
+            }
+            let Some(doc) = std::fs::read(&path)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            else {
+                continue;
+            };
+            let alive = doc["pid"]
+                .as_u64()
+                .is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+            if alive {
+                servers.push(doc);
+            } else {
+                // Left by a server that was killed: gone.
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+    servers.sort_by_key(|doc| doc["pid"].as_u64());
+    if json_output {
+        session
+            .printer
+            .result(&json!({ "servers": servers }).to_string());
+        return exit::OK;
+    }
+    if servers.is_empty() {
+        session
+            .printer
+            .result("no `ybs tools serve` is running (totals of past calls: `ybs tools list`)");
+        return exit::OK;
+    }
+    let mut lines = Vec::new();
+    for server in &servers {
+        lines.push(format!(
+            "ybs tools serve, pid {}, up {}s",
+            server["pid"], server["uptime_s"]
+        ));
+        lines.push(format!(
+            "  {:<24} {:>6} {:>8} {:>8} {:>8}",
+            "TOOL", "CALLS", "FAILED", "P50", "P95"
+        ));
+        for tool in server["tools"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "  {:<24} {:>6} {:>8} {:>6}ms {:>6}ms",
+                crate::report::log::neutralize(tool["name"].as_str().unwrap_or("?")),
+                tool["calls"],
+                tool["failures"],
+                tool["p50_ms"],
+                tool["p95_ms"],
+            ));
+        }
+    }
+    session.printer.result(&lines.join("\n"));
+    exit::OK
+}

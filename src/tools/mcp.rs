@@ -1,0 +1,587 @@
+//! MCP servers as tools (docs/mcp.md): each server of `tools.mcp` is a
+//! confined child speaking MCP on its stdin and stdout (the official
+//! SDK, `rmcp`, as client), and each of its tools joins the registry as
+//! `SERVER__tool` with the server's JSON Schema.
+//!
+//! Lifecycle: a server starts eagerly when its task starts (its tools
+//! must be known to be offered); start, `initialize` and `tools/list`
+//! together get the server's timeout. It runs like every subprocess
+//! ([`Service`]: own process group, scrubbed environment plus the
+//! server's declared `env`, the task's sandbox) and is stopped, its whole
+//! process tree killed, when the task ends ([`McpServer::stop`], and on
+//! drop as a last resort).
+//!
+//! Failures never hang a task: every exchange is bounded by the server's
+//! `timeout_seconds`. A call that times out or loses the server stops the
+//! server (the next call starts it again); the model gets an error result
+//! and the server keeps a note for the transcript ([`McpServer::take_notes`]).
+//! A line that is not JSON-RPC is ignored by the SDK, so a server that
+//! answers only garbage times out like a silent one.
+//!
+//! This module decides nothing: every call goes through the policy in
+//! the agent like any tool.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncReadExt;
+
+use crate::core::ToolSpec;
+use crate::core::text::truncate_middle;
+use crate::tools::external::discover::valid_tool_name;
+use crate::tools::process::{ProcessSpec, Service};
+use crate::tools::{ChildEnv, Target, Tool, ToolCtx, ToolError, ToolOutput};
+
+/// The default of `timeout_seconds`: per call, and for the start.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Between a server's name and its tool's in the registry.
+pub const SEPARATOR: &str = "__";
+/// Bytes of a server's stderr kept for messages (the tail).
+const STDERR_KEEP: usize = 4096;
+/// The protocol version asked for in `initialize`: one every current SDK
+/// (the Python SDK 1.x included) speaks.
+const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// One `tools.mcp` entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerSpec {
+    /// The prefix of its tools (`NAME__tool`).
+    pub name: String,
+    /// A program name (looked up in the child's `PATH`) or a path.
+    pub command: String,
+    pub args: Vec<String>,
+    /// Set in the server's environment, over the scrubbed one.
+    pub env: BTreeMap<String, String>,
+    /// Per call, and for the start.
+    pub timeout: Duration,
+}
+
+/// Returns true if `name` may name a server: letters, digits, `-` and
+/// single `_`s (so `SERVER__tool` splits one way only), at most 32 bytes.
+pub fn valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && !name.contains(SEPARATOR)
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}
+
+/// One server: its spec, where it runs, and the connection once started.
+pub struct McpServer {
+    spec: ServerSpec,
+    cwd: std::path::PathBuf,
+    env: ChildEnv,
+    sandbox: Option<Arc<crate::tools::sandbox::Sandbox>>,
+    output_cap: usize,
+    state: tokio::sync::Mutex<State>,
+    notes: StdMutex<Vec<String>>,
+}
+
+#[derive(Default)]
+struct State {
+    running: Option<Running>,
+    /// Counts starts, so a failure stops only the connection it saw.
+    generation: u64,
+}
+
+struct Running {
+    client: RunningService<RoleClient, ClientConfig>,
+    process: Service,
+    stderr: Arc<StdMutex<Vec<u8>>>,
+}
+
+/// A tool the server listed.
+#[derive(Debug, Clone)]
+pub struct RemoteTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+impl McpServer {
+    /// A server that runs in `ctx`'s workdir, environment and sandbox.
+    pub fn new(spec: ServerSpec, ctx: &ToolCtx) -> Self {
+        Self {
+            spec,
+            cwd: ctx.workdir.clone(),
+            env: ctx.env.clone(),
+            sandbox: ctx.sandbox.clone(),
+            output_cap: ctx.output_cap_bytes,
+            state: tokio::sync::Mutex::new(State::default()),
+            notes: StdMutex::new(Vec::new()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.spec.timeout
+    }
+
+    /// Starts the server and lists its tools, all within its timeout.
+    pub async fn start(&self) -> Result<Vec<RemoteTool>, String> {
+        let mut state = self.state.lock().await;
+        let running = self.connect().await?;
+        let listed = tokio::time::timeout(self.spec.timeout, running.client.list_all_tools()).await;
+        let tools = match listed {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(error)) => {
+                let message = self.with_stderr(format!("`tools/list` failed: {error}"), &running);
+                running.process.stop().await;
+                return Err(message);
+            }
+            Err(_) => {
+                let message = self.with_stderr(
+                    format!(
+                        "did not answer `tools/list` within {}",
+                        seconds(self.spec.timeout)
+                    ),
+                    &running,
+                );
+                running.process.stop().await;
+                return Err(message);
+            }
+        };
+        state.generation += 1;
+        state.running = Some(running);
+        Ok(tools
+            .into_iter()
+            .map(|tool| RemoteTool {
+                name: tool.name.to_string(),
+                description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
+                input_schema: Value::Object((*tool.input_schema).clone()),
+            })
+            .collect())
+    }
+
+    /// Spawns the process and runs `initialize`.
+    async fn connect(&self) -> Result<Running, String> {
+        let mut env = self.env.clone();
+        for (name, value) in &self.spec.env {
+            env.set(name, value);
+        }
+        let spec = ProcessSpec {
+            program: OsString::from(&self.spec.command),
+            args: self.spec.args.iter().map(OsString::from).collect(),
+            cwd: self.cwd.clone(),
+            env: &env,
+            stdin: None,
+            timeout: self.spec.timeout,
+            output_cap: self.output_cap,
+            sandbox: self.sandbox.clone(),
+        };
+        let mut process =
+            Service::spawn(&spec).map_err(|error| format!("could not be started: {error}"))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (
+            process.child.stdin.take(),
+            process.child.stdout.take(),
+            process.child.stderr.take(),
+        ) else {
+            process.stop().await;
+            return Err("could not be started: its pipes are missing".to_owned());
+        };
+        let tail = Arc::new(StdMutex::new(Vec::new()));
+        let reader = tokio::spawn(keep_tail(stderr, tail.clone()));
+        let info: ClientConfig = serde_json::from_value(json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "ybs", "version": env!("CARGO_PKG_VERSION")},
+        }))
+        .map_err(|error| format!("internal error building `initialize`: {error}"))?;
+        let handshake = tokio::time::timeout(self.spec.timeout, info.serve((stdout, stdin))).await;
+        let failure = match handshake {
+            Ok(Ok(client)) => {
+                return Ok(Running {
+                    client,
+                    process,
+                    stderr: tail,
+                });
+            }
+            Ok(Err(error)) => format!("failed during `initialize`: {error}"),
+            Err(_) => format!(
+                "did not answer `initialize` within {}",
+                seconds(self.spec.timeout)
+            ),
+        };
+        // Let the last words of a dying server reach the tail.
+        let _ = tokio::time::timeout(Duration::from_millis(200), process.child.wait()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
+        let message = append_stderr(failure, &tail);
+        process.stop().await;
+        Err(message)
+    }
+
+    /// The connection's peer, starting the server again if a failure
+    /// stopped it.
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), String> {
+        let mut state = self.state.lock().await;
+        if state.running.is_none() {
+            let running = self.connect().await?;
+            state.generation += 1;
+            state.running = Some(running);
+            self.note(format!("MCP server `{}` was started again", self.spec.name));
+        }
+        let Some(running) = &state.running else {
+            return Err("is not running".to_owned());
+        };
+        Ok((running.client.peer().clone(), state.generation))
+    }
+
+    /// Calls `tool` with `arguments`; the error is the model's result.
+    pub async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<String, String> {
+        let name = &self.spec.name;
+        let (peer, generation) = self
+            .peer()
+            .await
+            .map_err(|error| format!("MCP server `{name}` {error}"))?;
+        let params: CallToolRequestParams =
+            serde_json::from_value(json!({"name": tool, "arguments": arguments}))
+                .map_err(|error| format!("internal error building the call: {error}"))?;
+        match tokio::time::timeout(self.spec.timeout, peer.call_tool(params)).await {
+            Ok(Ok(result)) => {
+                let text = self.result_text(&result);
+                if result.is_error == Some(true) {
+                    Err(text)
+                } else {
+                    Ok(text)
+                }
+            }
+            // The server answered with a JSON-RPC error: it is still fine.
+            Ok(Err(ServiceError::McpError(error))) => Err(format!(
+                "MCP server `{name}` refused `{tool}`: {}",
+                error.message
+            )),
+            Ok(Err(error)) => {
+                let why = format!("failed during `{tool}`: {error}");
+                Err(self.fail(generation, why).await)
+            }
+            Err(_) => {
+                let why = format!(
+                    "did not answer `{tool}` within {}",
+                    seconds(self.spec.timeout)
+                );
+                Err(self.fail(generation, why).await)
+            }
+        }
+    }
+
+    /// Stops the connection `generation` (if still current) after `why`;
+    /// returns the message for the model and notes it for the transcript.
+    async fn fail(&self, generation: u64, why: String) -> String {
+        let mut state = self.state.lock().await;
+        let mut message = format!("MCP server `{}` {why}", self.spec.name);
+        if state.generation == generation
+            && let Some(running) = state.running.take()
+        {
+            message.push_str("; the server was stopped (the next call starts it again)");
+            message = append_stderr(message, &running.stderr);
+            running.process.stop().await;
+        }
+        self.note(message.clone());
+        message
+    }
+
+    /// Stops the server and its whole process tree.
+    pub async fn stop(&self) {
+        let running = self.state.lock().await.running.take();
+        if let Some(running) = running {
+            let Running {
+                client, process, ..
+            } = running;
+            drop(client);
+            process.stop().await;
+        }
+    }
+
+    /// Notes for the transcript gathered since the last call.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn note(&self, note: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(note);
+    }
+
+    fn with_stderr(&self, message: String, running: &Running) -> String {
+        append_stderr(message, &running.stderr)
+    }
+
+    /// What the model sees of a result: text blocks as they are, other
+    /// blocks as JSON, the structured content when there is nothing else;
+    /// capped at the task's output cap.
+    fn result_text(&self, result: &CallToolResult) -> String {
+        let mut parts = Vec::new();
+        for block in &result.content {
+            let value = serde_json::to_value(block).unwrap_or(Value::Null);
+            match value.get("text").and_then(Value::as_str) {
+                Some(text) if value.get("type") == Some(&json!("text")) => {
+                    parts.push(text.to_owned());
+                }
+                _ => parts.push(value.to_string()),
+            }
+        }
+        if parts.is_empty()
+            && let Some(structured) = &result.structured_content
+        {
+            parts.push(structured.to_string());
+        }
+        let text = parts.join("\n");
+        if text.len() > self.output_cap {
+            truncate_middle(&text, self.output_cap).0
+        } else {
+            text
+        }
+    }
+}
+
+/// `12s`, `1.5s`.
+fn seconds(duration: Duration) -> String {
+    format!("{}s", duration.as_secs_f64())
+}
+
+/// Reads `stderr` to its end, keeping the last [`STDERR_KEEP`] bytes.
+async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<StdMutex<Vec<u8>>>) {
+    let mut buffer = vec![0u8; 4096];
+    loop {
+        match stderr.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => {
+                let mut kept = tail.lock().unwrap_or_else(|e| e.into_inner());
+                kept.extend_from_slice(&buffer[..read]);
+                if kept.len() > STDERR_KEEP {
+                    let cut = kept.len() - STDERR_KEEP;
+                    kept.drain(..cut);
+                }
+            }
+        }
+    }
+}
+
+/// `message`, then the server's stderr tail when it printed any.
+fn append_stderr(message: String, tail: &StdMutex<Vec<u8>>) -> String {
+    let kept = tail.lock().unwrap_or_else(|e| e.into_inner());
+    let text = String::from_utf8_lossy(&kept);
+    let text = text.trim();
+    if text.is_empty() {
+        message
+    } else {
+        format!("{message}\nstderr (tail):\n{text}")
+    }
+}
+
+/// One tool of an MCP server, as the registry offers it.
+pub struct McpTool {
+    spec: ToolSpec,
+    remote: String,
+    server: Arc<McpServer>,
+}
+
+impl McpTool {
+    /// `SERVER__tool`, or why the tool cannot be offered under that name.
+    pub fn new(server: Arc<McpServer>, tool: RemoteTool) -> Result<Self, String> {
+        let name = format!("{}{SEPARATOR}{}", server.name(), tool.name);
+        if !valid_tool_name(&name) {
+            return Err(format!(
+                "tool `{}` of MCP server `{}` is not offered: `{name}` is not a valid tool name (letters, digits, `_` and `-`, at most 64)",
+                tool.name,
+                server.name()
+            ));
+        }
+        let mut parameters = tool.input_schema;
+        if !parameters.is_object() {
+            parameters = json!({"type": "object"});
+        }
+        Ok(Self {
+            spec: ToolSpec {
+                name,
+                description: tool.description,
+                parameters,
+            },
+            remote: tool.name,
+            server,
+        })
+    }
+}
+
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// A `path` argument, when the call has one, is what the call acts on
+    /// for the policy (`fs__read_file: {path: "src/**"}`).
+    fn target(&self, args: &Value, _ctx: &ToolCtx) -> Result<Target, ToolError> {
+        let path = match args {
+            Value::Object(map) => map.get("path").and_then(Value::as_str).map(str::to_owned),
+            Value::Null => None,
+            _ => {
+                return Err(ToolError::Model(
+                    "the arguments must be a JSON object".to_owned(),
+                ));
+            }
+        };
+        Ok(Target {
+            path,
+            command: None,
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: Value,
+        _ctx: &'a ToolCtx,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments = match args {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            };
+            match self.server.call(&self.remote, arguments).await {
+                Ok(content) => Ok(ToolOutput {
+                    content,
+                    changed: Vec::new(),
+                }),
+                Err(error) => Err(ToolError::Model(error)),
+            }
+        })
+    }
+}
+
+/// Starts every server (concurrently); returns the servers that started,
+/// their tools, and a note per server or tool that is not offered.
+pub async fn start_all(
+    specs: &[ServerSpec],
+    ctx: &ToolCtx,
+) -> (Vec<Arc<McpServer>>, Vec<McpTool>, Vec<String>) {
+    let servers: Vec<Arc<McpServer>> = specs
+        .iter()
+        .map(|spec| Arc::new(McpServer::new(spec.clone(), ctx)))
+        .collect();
+    let started = futures_util::future::join_all(servers.iter().map(|server| server.start())).await;
+    let mut tools = Vec::new();
+    let mut notes = Vec::new();
+    let mut running = Vec::new();
+    for (server, result) in servers.into_iter().zip(started) {
+        match result {
+            Ok(listed) => {
+                for tool in listed {
+                    match McpTool::new(server.clone(), tool) {
+                        Ok(tool) => tools.push(tool),
+                        Err(note) => notes.push(note),
+                    }
+                }
+                running.push(server);
+            }
+            Err(error) => notes.push(format!(
+                "MCP server `{}` is not offered: it {error}",
+                server.name()
+            )),
+        }
+    }
+    (running, tools, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testing::Fixture;
+
+    fn server(fixture: &Fixture, command: &str, args: &[&str]) -> Arc<McpServer> {
+        let spec = ServerSpec {
+            name: "fs".to_owned(),
+            command: command.to_owned(),
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+            env: BTreeMap::from([("MARK".to_owned(), "declared".to_owned())]),
+            timeout: Duration::from_secs(2),
+        };
+        Arc::new(McpServer::new(spec, &fixture.ctx))
+    }
+
+    fn remote(name: &str, input_schema: Value) -> RemoteTool {
+        RemoteTool {
+            name: name.to_owned(),
+            description: String::new(),
+            input_schema,
+        }
+    }
+
+    #[test]
+    fn server_names_split_one_way_only() {
+        for good in ["fs", "git-hub", "my_db", "a1"] {
+            assert!(valid_server_name(good), "{good}");
+        }
+        for bad in ["", "a__b", "a.b", "a b", &"x".repeat(33)] {
+            assert!(!valid_server_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_tool_name_that_is_not_a_valid_tool_name_is_not_offered() {
+        let fixture = Fixture::new();
+        let server = server(&fixture, "true", &[]);
+        let offered = McpTool::new(server.clone(), remote("read_file", json!("x"))).unwrap();
+        assert_eq!(offered.spec().name, "fs__read_file");
+        assert_eq!(offered.spec().parameters, json!({"type": "object"}));
+        let error = McpTool::new(server, remote("read.file", json!({})))
+            .err()
+            .unwrap();
+        assert!(
+            error.contains("`fs__read.file` is not a valid tool name"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_path_argument_is_the_target() {
+        let fixture = Fixture::new();
+        let tool = McpTool::new(
+            server(&fixture, "true", &[]),
+            remote("read_file", json!({"type": "object"})),
+        )
+        .unwrap();
+        let target = tool
+            .target(&json!({"path": "src/a.rs"}), &fixture.ctx)
+            .unwrap();
+        assert_eq!(target.path.as_deref(), Some("src/a.rs"));
+        assert!(tool.target(&json!([1]), &fixture.ctx).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_server_that_dies_at_start_fails_with_its_stderr_and_declared_env() {
+        let fixture = Fixture::new();
+        let server = server(
+            &fixture,
+            "sh",
+            &["-c", "echo \"no luck $MARK\" >&2; exit 3"],
+        );
+        let error = server.start().await.unwrap_err();
+        assert!(error.contains("failed during `initialize`"), "{error}");
+        assert!(error.contains("no luck declared"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_times_out_at_start() {
+        let fixture = Fixture::new();
+        let server = server(&fixture, "sleep", &["30"]);
+        let started = std::time::Instant::now();
+        let error = server.start().await.unwrap_err();
+        assert!(
+            error.contains("did not answer `initialize` within 2s"),
+            "{error}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}

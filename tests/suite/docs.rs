@@ -1,0 +1,130 @@
+//! The repository documents itself: the README's commands are what CI
+//! runs, every relative link in the docs resolves, and nothing cites a
+//! document that lives outside the repository.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// README.md and every Markdown file under docs/.
+fn markdown_files() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md")];
+    let mut dirs = vec![root().join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Every text file of the given trees (source, tests, docs, tasks, ...).
+fn text_files(trees: &[&str]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending: Vec<PathBuf> = trees.iter().map(|t| root().join(t)).collect();
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                pending.push(entry.unwrap().path());
+            }
+        } else if std::fs::read_to_string(&path).is_ok() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn nothing_cites_a_document_outside_the_repository() {
+    let needles = ["../shared", "shared/SPEC", "SPEC §", "SECURITY S", "SPEC.md", "SECURITY.md"];
+    let mut found = Vec::new();
+    for file in text_files(&[
+        "README.md",
+        "docs",
+        "src",
+        "tests",
+        "benches",
+        "tasks",
+        "tools",
+        ".github",
+        "action.yml",
+        ".ci",
+        "Cargo.toml",
+        "build.rs",
+    ]) {
+        // This file names the needles it looks for.
+        if file.ends_with("tests/suite/docs.rs") {
+            continue;
+        }
+        for (number, line) in read(&file).lines().enumerate() {
+            if needles.iter().any(|needle| line.contains(needle)) {
+                let relative = file.strip_prefix(root()).unwrap().display().to_string();
+                found.push(format!("{relative}:{}: {}", number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "cite the repository's docs instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = read(&file);
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("](") {
+            rest = &rest[start + 2..];
+            let Some(end) = rest.find(')') else { break };
+            let target = &rest[..end];
+            rest = &rest[end..];
+            if target.contains("://") || target.starts_with('#') || target.starts_with("mailto:") {
+                continue;
+            }
+            let path = target.split('#').next().unwrap_or_default();
+            if path.is_empty() || path.contains(' ') {
+                continue;
+            }
+            if !file.parent().unwrap().join(path).exists() {
+                let relative = file.strip_prefix(root()).unwrap().display().to_string();
+                broken.push(format!("{relative}: {target}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_readme_opens_with_the_demo_and_the_test_command_ci_runs() {
+    let readme = read(&root().join("README.md"));
+    let commands: Vec<&str> = readme
+        .lines()
+        .take(20)
+        .filter_map(|line| line.strip_prefix("    "))
+        .collect();
+    assert_eq!(commands.len(), 2, "two indented commands at the top: {commands:?}");
+    assert!(commands[0].contains("cargo run") && commands[0].contains("tasks/demo.yaml"));
+    let ci = read(&root().join(".ci/run"));
+    for part in commands[1].split(" && ") {
+        assert!(
+            ci.lines().any(|line| line.trim() == part.trim()),
+            "`.ci/run` does not run `{part}` from the README"
+        );
+    }
+}
