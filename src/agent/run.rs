@@ -196,6 +196,9 @@ impl<'a> Agent<'a> {
                 return stop;
             }
             if let Some(content) = answer {
+                if let Some(call) = crate::llm::text_calls::as_call(&content, &self.setup.tools.specs()) {
+                    emitter.note(text_call_hint(&call.name));
+                }
                 return Stop::Answered { content };
             }
             let turn_at = self.messages.len() - 1;
@@ -217,7 +220,7 @@ impl<'a> Agent<'a> {
                 }
                 let result = if index >= max_calls {
                     self.refuse(call, "invalid", "limit:tool_calls_per_turn", &format!(
-                        "too many tool calls in one turn (limit {max_calls}); this call was not run"
+                        "{}: too many tool calls in one turn (limit {max_calls})", not_run(call)
                     ), emitter)
                 } else {
                     match self.handle(call, emitter).await {
@@ -393,10 +396,7 @@ impl<'a> Agent<'a> {
     /// resolved is refused with a result the model sees.
     fn resolve(&self, call: &ToolCall, emitter: &mut Emitter<'_>) -> Result<Resolved, Stop> {
         if let Some(problem) = &call.invalid_arguments {
-            let text = format!(
-                "the arguments of this `{}` call are not valid JSON: {problem}; the call was not run",
-                call.name
-            );
+            let text = format!("{}: {problem}", not_run(call));
             return Ok(Resolved::Refused(self.refuse(
                 call,
                 "invalid",
@@ -406,8 +406,21 @@ impl<'a> Agent<'a> {
             )));
         }
         let Some(tool) = self.setup.tools.get(&call.name).cloned() else {
+            if crate::tools::builtin::NAMES.contains(&call.name.as_str())
+                && !self.setup.policy.may_allow(&call.name)
+            {
+                // Withheld: the policy's decision is what the record names.
+                let message = format!(
+                    "`{}` is not offered in this task: the policy allows none of its calls",
+                    call.name
+                );
+                return Ok(Resolved::Refused(
+                    self.refuse_unresolved(call, &message, true, emitter),
+                ));
+            }
             let text = format!(
-                "unknown tool `{}`; available tools: {}",
+                "{}: unknown tool `{}`; the tools are {}",
+                not_run(call),
                 call.name,
                 self.setup.tools.names().join(", ")
             );
@@ -420,19 +433,22 @@ impl<'a> Agent<'a> {
             )));
         };
         if !call.arguments.is_object() {
-            let text = "tool arguments must be a JSON object; the call was not run";
+            let text = format!(
+                "{}: its arguments must be a JSON object (the tool's schema)",
+                not_run(call)
+            );
             return Ok(Resolved::Refused(self.refuse(
                 call,
                 "invalid",
                 "arguments",
-                text,
+                &text,
                 emitter,
             )));
         }
         match tool.target(&call.arguments, self.setup.ctx) {
             Ok(target) => Ok(Resolved::Ready(tool, target)),
             Err(ToolError::Model(message)) => Ok(Resolved::Refused(
-                self.refuse_unresolved(call, &message, emitter),
+                self.refuse_unresolved(call, &message, false, emitter),
             )),
             Err(ToolError::Fatal(message)) => Err(Stop::Error {
                 reason: Reason::InternalError,
@@ -644,11 +660,14 @@ impl<'a> Agent<'a> {
     /// asked about the arguments as written, so the record names the guard
     /// that forbids them where one does, as `ybs policy explain` would,
     /// and carries the path as far as it resolves (S13); the model gets
-    /// the tool's own reason.
+    /// the tool's own reason. With `withheld` (a tool not offered because
+    /// the policy allows none of its calls) the record names the rule
+    /// that decides the call.
     fn refuse_unresolved(
         &self,
         call: &ToolCall,
         message: &str,
+        withheld: bool,
         emitter: &mut Emitter<'_>,
     ) -> Message {
         let arguments = &call.arguments;
@@ -667,9 +686,10 @@ impl<'a> Agent<'a> {
         let decision = self.setup.policy.decide(&view);
         let rule = match (decision.verdict, &decision.rule) {
             (Verdict::Deny, RuleRef::Guard { .. }) => decision.rule.to_string(),
+            _ if withheld => decision.rule.to_string(),
             _ => "guard:arguments".to_owned(),
         };
-        let text = format!("{message}; the call was not run");
+        let text = format!("{}: {message}", not_run(call));
         emitter.emit(Event::ToolDecided {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -741,6 +761,25 @@ impl<'a> Agent<'a> {
             is_error: !ok,
         }
     }
+}
+
+/// How every refusal of a call begins; what follows says why.
+fn not_run(call: &ToolCall) -> String {
+    if call.name.trim().is_empty() {
+        "the call was not run".to_owned()
+    } else {
+        format!("the `{}` call was not run", call.name)
+    }
+}
+
+/// The note for an answer that is a tool call written as text while
+/// `llm.text_tool_calls` is off: the task ends on it as an answer.
+pub fn text_call_hint(tool: &str) -> String {
+    format!(
+        "the model's answer is a `{tool}` tool call written as JSON text, not a structured call, \
+         so it was taken as the answer; models that write calls as text need \
+         `llm.text_tool_calls: true` in a config file"
+    )
 }
 
 /// What resolving a call gave: the tool and its target, or a refusal

@@ -12,6 +12,7 @@ pub mod options;
 pub mod prepare;
 pub mod redacting;
 pub mod results;
+pub mod subject;
 pub mod task_run;
 pub mod tools;
 pub mod workspace;

@@ -81,6 +81,9 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     let mut registry = prepared.registry.clone();
     let metrics = Metrics::new();
     let mut notes = Vec::new();
+    if !prepared.withheld.is_empty() {
+        notes.push(withheld_note(&prepared.withheld));
+    }
     let names = &prepared.task.tools.external;
     let policy = |name: &str| policy_enables(&prepared.policy, name);
     let enable = Enable {
@@ -151,6 +154,16 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
         metrics,
         notes,
     }
+}
+
+/// The note naming the built-in tools not offered because the policy can
+/// allow none of their calls.
+pub fn withheld_note(withheld: &[String]) -> String {
+    let names: Vec<String> = withheld.iter().map(|name| format!("`{name}`")).collect();
+    format!(
+        "not offered to the model, as the policy allows none of their calls: {}",
+        names.join(", ")
+    )
 }
 
 /// Adds the `script` tool when the task asks for it (`tools.script:
