@@ -73,9 +73,12 @@ pub struct Agent<'a> {
     guard: LoopGuard,
     /// Elides older tool results from requests near the window.
     compactor: Compactor,
-    /// System prompt and tool schemas, in bytes: the fixed part of every
+    /// System prompt and tool schemas, in tokens: the fixed part of every
     /// request.
-    fixed_bytes: usize,
+    fixed_tokens: u64,
+    /// The server's count of the last request minus ours: added to the
+    /// next estimate (0 until a server counts plausibly).
+    correction: i64,
     /// Files the tools created, modified or deleted, relative to the workdir.
     pub changed: BTreeSet<PathBuf>,
     /// Files the user had uncommitted changes in when the run started
@@ -97,20 +100,22 @@ impl<'a> Agent<'a> {
     /// Carries on a conversation (`ybs chat`, after a provider or model
     /// change) with a fresh budget; nothing is emitted.
     pub fn resume(setup: AgentSetup<'a>, messages: Vec<Message>) -> Self {
+        // Counted first: loading the tokenizer is not the task's time.
+        let fixed_tokens = context::fixed_tokens(&setup.system_prompt, &setup.tools.specs());
         let mut budget = Budget::new(setup.limits.clone());
         // Unknown cost is "unknown" from the start, never $0 (SPEC §3).
         if setup.pricing.price(&setup.model).is_none() {
             budget.cost = Cost::Unknown;
         }
         let compactor = Compactor::new(setup.context);
-        let fixed_bytes = context::fixed_bytes(&setup.system_prompt, &setup.tools.specs());
         Self {
             setup,
             messages,
             budget,
             guard: LoopGuard::default(),
             compactor,
-            fixed_bytes,
+            fixed_tokens,
+            correction: 0,
             changed: BTreeSet::new(),
             user_changed: BTreeSet::new(),
             parent: None,
@@ -196,7 +201,9 @@ impl<'a> Agent<'a> {
                 return stop;
             }
             if let Some(content) = answer {
-                if let Some(call) = crate::llm::text_calls::as_call(&content, &self.setup.tools.specs()) {
+                if let Some(call) =
+                    crate::llm::text_calls::as_call(&content, &self.setup.tools.specs())
+                {
                     emitter.note(text_call_hint(&call.name));
                 }
                 return Stop::Answered { content };
@@ -219,9 +226,16 @@ impl<'a> Agent<'a> {
                     };
                 }
                 let result = if index >= max_calls {
-                    self.refuse(call, "invalid", "limit:tool_calls_per_turn", &format!(
-                        "{}: too many tool calls in one turn (limit {max_calls})", not_run(call)
-                    ), emitter)
+                    self.refuse(
+                        call,
+                        "invalid",
+                        "limit:tool_calls_per_turn",
+                        &format!(
+                            "{}: too many tool calls in one turn (limit {max_calls})",
+                            not_run(call)
+                        ),
+                        emitter,
+                    )
                 } else {
                     match self.handle(call, emitter).await {
                         Ok(message) => message,
@@ -286,10 +300,18 @@ impl<'a> Agent<'a> {
         emitter: &mut Emitter<'_>,
     ) -> Result<crate::llm::ChatResponse, Stop> {
         // The conversation keeps everything; the request may be compacted.
-        let prepared = self.compactor.prepare(self.fixed_bytes, &self.messages);
+        let prepared = self
+            .compactor
+            .prepare(self.fixed_tokens, &self.messages, self.correction);
         if let Some(compaction) = &prepared.compaction {
             emitter.note(compaction.note());
         }
+        let method = if self.correction == 0 {
+            crate::llm::tokens::METHOD.to_owned()
+        } else {
+            format!("{} + server count", crate::llm::tokens::METHOD)
+        };
+        let started = Instant::now();
         let request = ChatRequest {
             model: self.setup.model.clone(),
             system: self.setup.system_prompt.clone(),
@@ -297,8 +319,22 @@ impl<'a> Agent<'a> {
             tools: self.setup.tools.specs(),
             temperature: self.setup.temperature,
             max_tokens: self.setup.max_tokens,
+            // A stream still arriving when the task's time runs out is
+            // cut there, and what came of it kept.
+            deadline: self.budget.remaining().map(|left| started + left),
         };
-        let started = Instant::now();
+        let failed = |error: &str, elapsed: Duration| Event::LlmResponse {
+            iteration,
+            response_id: None,
+            request_id: None,
+            usage: Usage::default(),
+            cost: Cost::Unknown,
+            duration_ms: millis(elapsed),
+            tool_calls: 0,
+            request_tokens_estimate: Some(prepared.tokens),
+            request_tokens_method: Some(method.clone()),
+            incomplete: Some(error.to_owned()),
+        };
         let mut on_retry = |notice: &retry::RetryNotice| {
             emitter.emit(Event::LlmRetry {
                 iteration,
@@ -314,24 +350,60 @@ impl<'a> Agent<'a> {
             settings.deadline = Some(settings.deadline.map_or(deadline, |d| d.min(deadline)));
         }
         let call = retry::complete(self.setup.provider, &request, settings, &mut on_retry);
+        // A streaming provider stops at the deadline itself and returns
+        // what came; the grace lets it, and bounds any other provider.
         let result = match self.budget.remaining() {
-            Some(left) => match tokio::time::timeout(left, call).await {
+            Some(left) => match tokio::time::timeout(left + DEADLINE_GRACE, call).await {
                 Ok(result) => result,
-                Err(_) => return Err(self.limit_stop(Reason::Timeout)),
+                Err(_) => {
+                    self.budget.cost = Cost::Unknown;
+                    emitter.emit(failed(
+                        "the task's time ran out before the model's turn arrived",
+                        started.elapsed(),
+                    ));
+                    return Err(self.limit_stop(Reason::Timeout));
+                }
             },
             None => call.await,
         };
-        let response = result.map_err(|error| {
-            // A request that failed may still have been billed: what the
-            // task cost is not known any more.
-            self.budget.cost = Cost::Unknown;
-            let (reason, message) = (error.reason(), error.to_string());
-            if reason.is_limit() {
-                Stop::Limit { reason, message }
-            } else {
-                Stop::Error { reason, message }
+        let mut response = match result {
+            Ok(response) => response,
+            Err(error) => {
+                // A request that failed may still have been billed: what
+                // the task cost is not known any more.
+                self.budget.cost = Cost::Unknown;
+                let (reason, message) = (error.reason(), error.to_string());
+                if !error.before_request() {
+                    emitter.emit(failed(&message, started.elapsed()));
+                }
+                return Err(if reason.is_limit() {
+                    Stop::Limit { reason, message }
+                } else {
+                    Stop::Error { reason, message }
+                });
             }
-        })?;
+        };
+        let interrupted = response.finish_reason == FinishReason::Interrupted;
+        let mut incomplete = None;
+        if interrupted {
+            // A server sends usage at the end of a stream: for one cut
+            // short, count what came.
+            let estimated = response.usage.output_tokens == 0 && !response.content.is_empty();
+            if estimated {
+                response.usage.output_tokens = crate::llm::tokens::count(&response.content);
+                response.usage.input_tokens = prepared.tokens;
+            }
+            incomplete = Some(format!(
+                "the task's time ran out while the model's turn streamed; its text so far is kept{}",
+                if estimated {
+                    " and its usage estimated"
+                } else {
+                    ""
+                }
+            ));
+        } else if self.setup.provider.name() != "replay" {
+            self.correct(prepared.counted, response.usage.input_tokens);
+        }
         let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
         self.budget.usage.add(response.usage);
         self.budget.cost = self.budget.cost.plus(cost);
@@ -344,8 +416,36 @@ impl<'a> Agent<'a> {
             duration_ms: millis(started.elapsed()),
             tool_calls: response.tool_calls.len(),
             request_tokens_estimate: Some(prepared.tokens),
+            request_tokens_method: Some(method),
+            incomplete,
         });
+        if interrupted {
+            self.push(
+                Message::Assistant {
+                    content: response.content,
+                    tool_calls: Vec::new(),
+                },
+                emitter,
+            );
+            return Err(self.limit_stop(Reason::Timeout));
+        }
         Ok(response)
+    }
+
+    /// Takes the server's count of a request (`input_tokens`) as the
+    /// truth for the next estimates: the difference from our count is
+    /// its chat template and tokenizer. A count far from ours (a server
+    /// that leaves cached tokens out, or reports none) is not used.
+    fn correct(&mut self, counted: u64, server: u64) {
+        if counted == 0 || server == 0 {
+            return;
+        }
+        #[expect(clippy::cast_precision_loss, reason = "a ratio of token counts")]
+        let ratio = server as f64 / counted as f64;
+        if (0.5..=3.0).contains(&ratio) {
+            self.correction = i64::try_from(server).unwrap_or(i64::MAX)
+                - i64::try_from(counted).unwrap_or(i64::MAX);
+        }
     }
 
     /// Decides and (if allowed) runs one call; returns the tool message.
@@ -405,19 +505,11 @@ impl<'a> Agent<'a> {
                 emitter,
             )));
         }
-        let Some(tool) = self.setup.tools.get(&call.name).cloned() else {
-            if crate::tools::builtin::NAMES.contains(&call.name.as_str())
-                && !self.setup.policy.may_allow(&call.name)
-            {
-                // Withheld: the policy's decision is what the record names.
-                let message = format!(
-                    "`{}` is not offered in this task: the policy allows none of its calls",
-                    call.name
-                );
-                return Ok(Resolved::Refused(
-                    self.refuse_unresolved(call, &message, true, emitter),
-                ));
-            }
+        // A tool withheld from the offer is decided like any other: the
+        // policy refuses the call and the record names its rule.
+        let found =
+            (self.setup.tools.get(&call.name)).or_else(|| self.setup.tools.withheld(&call.name));
+        let Some(tool) = found.cloned() else {
             let text = format!(
                 "{}: unknown tool `{}`; the tools are {}",
                 not_run(call),
@@ -448,7 +540,7 @@ impl<'a> Agent<'a> {
         match tool.target(&call.arguments, self.setup.ctx) {
             Ok(target) => Ok(Resolved::Ready(tool, target)),
             Err(ToolError::Model(message)) => Ok(Resolved::Refused(
-                self.refuse_unresolved(call, &message, false, emitter),
+                self.refuse_unresolved(call, &message, emitter),
             )),
             Err(ToolError::Fatal(message)) => Err(Stop::Error {
                 reason: Reason::InternalError,
@@ -660,14 +752,11 @@ impl<'a> Agent<'a> {
     /// asked about the arguments as written, so the record names the guard
     /// that forbids them where one does, as `ybs policy explain` would,
     /// and carries the path as far as it resolves (S13); the model gets
-    /// the tool's own reason. With `withheld` (a tool not offered because
-    /// the policy allows none of its calls) the record names the rule
-    /// that decides the call.
+    /// the tool's own reason.
     fn refuse_unresolved(
         &self,
         call: &ToolCall,
         message: &str,
-        withheld: bool,
         emitter: &mut Emitter<'_>,
     ) -> Message {
         let arguments = &call.arguments;
@@ -686,7 +775,6 @@ impl<'a> Agent<'a> {
         let decision = self.setup.policy.decide(&view);
         let rule = match (decision.verdict, &decision.rule) {
             (Verdict::Deny, RuleRef::Guard { .. }) => decision.rule.to_string(),
-            _ if withheld => decision.rule.to_string(),
             _ => "guard:arguments".to_owned(),
         };
         let text = format!("{}: {message}", not_run(call));
@@ -763,6 +851,10 @@ impl<'a> Agent<'a> {
     }
 }
 
+/// How long past the task's deadline a request may take to return: a
+/// streaming provider stops at the deadline and returns the turn so far.
+const DEADLINE_GRACE: Duration = Duration::from_secs(1);
+
 /// How every refusal of a call begins; what follows says why.
 fn not_run(call: &ToolCall) -> String {
     if call.name.trim().is_empty() {
@@ -776,9 +868,10 @@ fn not_run(call: &ToolCall) -> String {
 /// `llm.text_tool_calls` is off: the task ends on it as an answer.
 pub fn text_call_hint(tool: &str) -> String {
     format!(
-        "the model's answer is a `{tool}` tool call written as JSON text, not a structured call, \
+        "{}the model's answer is a `{tool}` tool call written as JSON text, not a structured call, \
          so it was taken as the answer; models that write calls as text need \
-         `llm.text_tool_calls: true` in a config file"
+         `llm.text_tool_calls: true` in a config file",
+        crate::core::event::HINT
     )
 }
 

@@ -208,9 +208,9 @@ fn limits_narrower_wins_and_a_task_may_not_widen_the_operator() {
     assert!(config.check_task(&task(&tokens(500))).is_empty());
     let problems = config.check_task(&task(&tokens(4000)));
     assert!(
-        problems[0].message.starts_with(
-            "`max_output_tokens: 4000` of task `t` is wider than the operator's 1000"
-        ),
+        problems[0]
+            .message
+            .starts_with("`max_output_tokens: 4000` of task `t` is wider than the operator's 1000"),
         "{problems:?}"
     );
     let flags = Overrides {

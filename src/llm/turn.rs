@@ -65,8 +65,7 @@ impl CallIds {
 /// Why a call the output token limit cut off was not run. Each
 /// `invalid_arguments` text says why, without "not run": the agent words
 /// the refusal ("the `X` call was not run: …").
-pub(crate) const CUT_OFF: &str =
-    "it was cut off by the output token limit (llm.max_output_tokens)";
+pub(crate) const CUT_OFF: &str = "it was cut off by the output token limit (llm.max_output_tokens)";
 
 /// Turns assembled fragments into calls. `cut_off` says the turn hit the
 /// output token limit: then the last call may be unfinished, and if its
@@ -343,6 +342,7 @@ mod tests {
             tools: vec![],
             temperature: None,
             max_tokens: None,
+            deadline: None,
         }
     }
 

@@ -219,15 +219,15 @@ impl Policy {
     }
 
     /// Returns false if and only if every call of `tool` would be refused,
-    /// whatever its arguments: a `deny` rule (or, unless `on_ask` is
-    /// `pause`, an `ask` rule) names the tool with no path or command
-    /// glob, or a side of the ceiling has no `allow` rule for the tool
-    /// and a default that cannot let a call through. `ask` counts as
-    /// denied unless `on_ask` is `pause`, under which a human may
-    /// approve. A tool this says no to is not offered to the model
+    /// whatever its arguments: a `deny` rule (or an `ask` rule nobody can
+    /// approve) names the tool with no path or command glob, or a side of
+    /// the ceiling has no `allow` rule for the tool and a default that
+    /// cannot let a call through. `ask` counts as denied unless someone
+    /// may approve: `on_ask: pause`, or `approver` (`--interactive` on a
+    /// terminal). A tool this says no to is not offered to the model
     /// (docs/policy.md).
-    pub fn may_allow(&self, tool: &str) -> bool {
-        let pause = self.on_ask() == OnAsk::Pause;
+    pub fn may_allow(&self, tool: &str, approver: bool) -> bool {
+        let pause = approver || self.on_ask() == OnAsk::Pause;
         let blanket = |rules: &[CompiledRule]| {
             rules.iter().any(|rule| {
                 rule.tool_matches(tool) && rule.paths.is_empty() && rule.commands.is_empty()

@@ -913,9 +913,9 @@ fn may_allow_says_which_tools_can_ever_run() {
             "run_shell",
         ]
         .iter()
-            .copied()
-            .filter(|tool| policy.may_allow(tool))
-            .collect()
+        .copied()
+        .filter(|tool| policy.may_allow(tool, false))
+        .collect()
     };
     // Only read_file is allowed; the default denies the rest.
     let policy = build(None, spec(&["read_file"], &[], &[], None));
@@ -923,24 +923,40 @@ fn may_allow_says_which_tools_can_ever_run() {
     // A path or command glob leaves the tool offered.
     let policy = build(
         None,
-        spec(&["edit_file(src/**)", "run_shell(cargo test*)"], &[], &[], None),
+        spec(
+            &["edit_file(src/**)", "run_shell(cargo test*)"],
+            &[],
+            &[],
+            None,
+        ),
     );
     assert_eq!(tools(&policy), ["edit_file", "run_shell"]);
     // `*` allows every tool; a blanket deny takes one away, a narrow one
     // does not.
-    let policy = build(None, spec(&["*"], &["run_shell", "write_file(x)"], &[], None));
+    let policy = build(
+        None,
+        spec(&["*"], &["run_shell", "write_file(x)"], &[], None),
+    );
     assert_eq!(
         tools(&policy),
-        ["read_file", "write_file", "edit_file", "list_files", "search_files"]
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_files",
+            "search_files"
+        ]
     );
     // A default of allow offers everything not denied outright.
     let policy = build(None, spec(&[], &["write_file"], &[], Some(Verdict::Allow)));
-    assert!(!policy.may_allow("write_file") && policy.may_allow("run_shell"));
+    assert!(!policy.may_allow("write_file", false) && policy.may_allow("run_shell", false));
     // `ask` is denied headless (on_ask deny or fail)…
     let mut asking = spec(&["read_file"], &[], &["read_file"], Some(Verdict::Ask));
     assert!(tools(&build(None, asking.clone())).is_empty());
     asking.on_ask = Some(OnAsk::Fail);
     assert!(tools(&build(None, asking.clone())).is_empty());
+    // …unless a human at a terminal may approve (`--interactive`)…
+    assert!(build(None, asking.clone()).may_allow("write_file", true));
     // …and may be approved under pause.
     asking.on_ask = Some(OnAsk::Pause);
     assert_eq!(tools(&build(None, asking)).len(), 6);

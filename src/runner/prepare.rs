@@ -42,9 +42,6 @@ pub struct PreparedTask {
     /// A check asking for the network gets it
     /// (`safety.sandbox_check_network`).
     pub check_network: bool,
-    /// Built-in tools not offered because the policy can allow none of
-    /// their calls (`Policy::may_allow`); the transcript names them.
-    pub withheld: Vec<String>,
     /// `--jobs N` (N > 1) and a workdir in a repository with commits on:
     /// the task's own worktree, which `tool_ctx.workdir` is inside.
     pub worktree: Option<TaskWorktree>,
@@ -238,7 +235,7 @@ fn prepare_in(
     .map_err(setup)?;
     let policy_hash = policy.hash();
     let provider = build_provider(run, cassettes, task, &settings).map_err(setup)?;
-    let (registry, withheld) = build_registry(run, task, &policy).map_err(setup)?;
+    let registry = build_registry(run, task, &policy).map_err(setup)?;
     let may_run_programs = registry.names().iter().any(|name| name == "run_shell")
         || !task.tools.external.is_empty()
         || !task.checks.is_empty();
@@ -327,7 +324,6 @@ fn prepare_in(
         provider,
         sandbox: sandbox_info,
         check_network: run.config.safety.sandbox_check_network,
-        withheld,
         worktree,
     })
 }
@@ -684,16 +680,15 @@ fn allowed_roots(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
 /// task starts (`super::tools::task_tools`), so a tool added by an earlier
 /// task of the batch is found; here only what can never work is refused.
 /// A built-in tool every call of which the policy would refuse is not
-/// offered (its schema only costs tokens and invites denied calls): it is
-/// returned in the second list.
+/// offered (its schema only costs tokens and invites denied calls): the
+/// registry keeps it as withheld.
 fn build_registry(
     run: &RunContext,
     task: &TaskSpec,
     policy: &Policy,
-) -> Result<(Registry, Vec<String>), SetupError> {
+) -> Result<Registry, SetupError> {
     let tools = |message: String| SetupError::Tools { message };
     let mut registry = Registry::new();
-    let mut withheld = Vec::new();
     let names: Vec<String> = match &task.tools.builtin {
         Some(names) => names.clone(),
         None => builtin::NAMES.iter().map(|n| (*n).to_owned()).collect(),
@@ -719,10 +714,10 @@ fn build_registry(
         }
         let tool =
             builtin::get(&name).ok_or_else(|| tools(format!("unknown built-in tool `{name}`")))?;
-        if policy.may_allow(&name) {
+        if policy.may_allow(&name, run.approver.is_some()) {
             registry.add(tool);
         } else {
-            withheld.push(name);
+            registry.withhold(tool);
         }
     }
     for name in &task.tools.external {
@@ -750,7 +745,7 @@ fn build_registry(
             )));
         }
     }
-    Ok((registry, withheld))
+    Ok(registry)
 }
 
 /// The provider `settings` name (the replay provider reads the cassette).

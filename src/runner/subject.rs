@@ -12,7 +12,11 @@ pub const MAX_SUBJECT_CHARS: usize = 100;
 /// a call written as text) or empty gives way to a subject naming the
 /// changed files; one whose first line is over [`MAX_SUBJECT_CHARS`]
 /// keeps its text as the body under that subject.
-pub fn commit_message(configured: Option<&str>, answer: Option<&str>, changed: &[PathBuf]) -> String {
+pub fn commit_message(
+    configured: Option<&str>,
+    answer: Option<&str>,
+    changed: &[PathBuf],
+) -> String {
     if let Some(message) = configured.map(str::trim).filter(|m| !m.is_empty()) {
         return message.to_owned();
     }
@@ -34,9 +38,7 @@ fn is_json(text: &str) -> bool {
         .strip_prefix("```")
         .and_then(|rest| rest.strip_suffix("```"))
         .map_or(text, |inner| {
-            inner
-                .split_once('\n')
-                .map_or(inner, |(_, body)| body)
+            inner.split_once('\n').map_or(inner, |(_, body)| body)
         })
         .trim();
     (inner.starts_with('{') || inner.starts_with('['))
@@ -67,10 +69,7 @@ mod tests {
     #[test]
     fn configured_message_wins() {
         let changed = paths(&["a.txt"]);
-        assert_eq!(
-            commit_message(Some("Add a"), Some("{}"), &changed),
-            "Add a"
-        );
+        assert_eq!(commit_message(Some("Add a"), Some("{}"), &changed), "Add a");
     }
 
     #[test]

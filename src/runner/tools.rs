@@ -81,8 +81,9 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     let mut registry = prepared.registry.clone();
     let metrics = Metrics::new();
     let mut notes = Vec::new();
-    if !prepared.withheld.is_empty() {
-        notes.push(withheld_note(&prepared.withheld));
+    let withheld = registry.withheld_names();
+    if !withheld.is_empty() {
+        notes.push(withheld_note(&withheld));
     }
     let names = &prepared.task.tools.external;
     let policy = |name: &str| policy_enables(&prepared.policy, name);
