@@ -57,8 +57,10 @@ fn main() {
     );
     let mut one = PolicySpec::default();
     one.allow.push(Rule::parse("read_file").unwrap());
-    let mut all = PolicySpec::default();
-    all.default = Some(Verdict::Allow);
+    let all = PolicySpec {
+        default: Some(Verdict::Allow),
+        ..PolicySpec::default()
+    };
     let one = overhead("allow: [read_file]", &one);
     let all = overhead("default: allow", &all);
     println!("goal: one tool <= 600 ({one}), all six <= 1000 ({all})");
