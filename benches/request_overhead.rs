@@ -52,7 +52,8 @@ fn main() {
     let started = Instant::now();
     tokens::count("warm up");
     println!(
-        "tokenizer loaded in {:.0} ms",
+        "counting with {} (first count: {:.0} ms)",
+        tokens::METHOD,
         started.elapsed().as_secs_f64() * 1000.0
     );
     let mut one = PolicySpec::default();
