@@ -78,8 +78,9 @@ pub enum Event {
         duration_ms: u64,
         tool_calls: usize,
         /// The request's estimated size in tokens, as sent (after any
-        /// compaction): its bytes, system prompt and tool schemas
-        /// included, divided by 4. Absent in events of older versions.
+        /// compaction), system prompt and tool schemas included, as
+        /// `request_tokens_method` says. Absent in events of older
+        /// versions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         request_tokens_estimate: Option<u64>,
         /// How the estimate was made: `o200k` (the tokenizer) or
