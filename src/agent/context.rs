@@ -12,11 +12,13 @@
 
 use std::collections::BTreeSet;
 
-use crate::core::{Message, ToolSpec};
+use serde_json::json;
 
-/// Bytes per token of the estimate. Real tokenizers give 3 to 4.5 bytes
-/// per token for English and code; 4 is the usual rule of thumb, and no
-/// tokenizer is shipped for a number that only has to be about right.
+use crate::core::{Message, ToolSpec};
+use crate::llm::tokens;
+
+/// Bytes per token of the rough estimate of [`tokens`]: the usual rule
+/// of thumb for English and code.
 pub const BYTES_PER_TOKEN: usize = 4;
 
 /// The window budgeted when `context.max_tokens` is not set. It is the
@@ -31,21 +33,48 @@ pub const DEFAULT_WINDOW: u32 = 32_000;
 /// request to the next (provider prompt caches key on the prefix).
 pub const COMPACT_TO: f64 = 0.8;
 
-/// Estimated tokens of `bytes` bytes of request text.
+/// Roughly the tokens of `bytes` bytes of request text (bytes / 4).
 pub fn tokens(bytes: usize) -> u64 {
     u64::try_from(bytes.div_ceil(BYTES_PER_TOKEN)).unwrap_or(u64::MAX)
 }
 
-/// The size in bytes of what every request carries besides the messages:
-/// the system prompt and the tool schemas as JSON.
-pub fn fixed_bytes(system: &str, tools: &[ToolSpec]) -> usize {
-    system.len()
+/// The tokens of what every request carries besides the messages: the
+/// system prompt and each tool's schema as the OpenAI wire sends it.
+pub fn fixed_tokens(system: &str, tools: &[ToolSpec]) -> u64 {
+    tokens::count(system)
+        + tokens::PER_MESSAGE
         + tools
             .iter()
             .map(|tool| {
-                tool.name.len() + tool.description.len() + tool.parameters.to_string().len()
+                let wire = json!({"type": "function", "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                }});
+                tokens::count(&wire.to_string())
             })
-            .sum::<usize>()
+            .sum::<u64>()
+}
+
+/// The tokens of one message as sent: its text, each call's name and
+/// arguments, and what a chat template adds around it.
+pub fn message_tokens(message: &Message) -> u64 {
+    tokens::PER_MESSAGE
+        + match message {
+            Message::User { content } | Message::Tool { content, .. } => tokens::count(content),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                tokens::count(content)
+                    + tool_calls
+                        .iter()
+                        .map(|call| {
+                            tokens::count(&call.name) + tokens::count(&call.arguments.to_string())
+                        })
+                        .sum::<u64>()
+            }
+        }
 }
 
 /// What stands in for an elided tool result in a request.
@@ -106,8 +135,11 @@ impl Default for ContextWindow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prepared {
     pub messages: Vec<Message>,
-    /// The request's estimated size in tokens, as sent.
+    /// The request's estimated size in tokens, as sent: counted, plus the
+    /// correction from the server's count.
     pub tokens: u64,
+    /// Its tokens as counted here ([`crate::llm::tokens`]), uncorrected.
+    pub counted: u64,
     /// Set when this request elided results the previous ones sent whole.
     pub compaction: Option<Compaction>,
 }
@@ -155,6 +187,10 @@ pub struct Compactor {
     window: ContextWindow,
     /// Indexes into the conversation of the elided tool results.
     elided: BTreeSet<usize>,
+    /// Per message of the conversation, its size in bytes when counted
+    /// and its tokens as sent (elided or not): a message is counted once
+    /// unless it changes.
+    counted: Vec<(usize, u64)>,
 }
 
 impl Compactor {
@@ -162,26 +198,58 @@ impl Compactor {
         Self {
             window,
             elided: BTreeSet::new(),
+            counted: Vec::new(),
         }
     }
 
-    /// The messages to send for `conversation`, with `fixed` bytes of
-    /// system prompt and tool schemas beside them. Below the threshold this
-    /// is the conversation as is (after earlier compactions, with what they
+    /// The tokens of each message of `messages` (as sent), counting only
+    /// those new or changed since the last request.
+    fn count(&mut self, messages: &[Message]) -> Vec<u64> {
+        self.counted.truncate(messages.len());
+        messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| {
+                let bytes = message.approx_chars();
+                match self.counted.get(index) {
+                    Some(&(was, tokens)) if was == bytes => tokens,
+                    _ => {
+                        let tokens = message_tokens(message);
+                        if index < self.counted.len() {
+                            self.counted[index] = (bytes, tokens);
+                        } else {
+                            self.counted.push((bytes, tokens));
+                        }
+                        tokens
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The messages to send for `conversation`, with `fixed` tokens of
+    /// system prompt and tool schemas beside them. `correction` is added
+    /// to the counted tokens: what the server counted for the previous
+    /// request minus what was counted here (its chat template, a
+    /// tokenizer other than ours). Below the threshold this is the
+    /// conversation as is (after earlier compactions, with what they
     /// elided still elided). Above it, the oldest tool results are elided
     /// until the request is under [`COMPACT_TO`] of the threshold, or only
     /// the newest turn's results are left.
-    pub fn prepare(&mut self, fixed: usize, conversation: &[Message]) -> Prepared {
+    pub fn prepare(&mut self, fixed: u64, conversation: &[Message], correction: i64) -> Prepared {
         let mut messages = conversation.to_vec();
         for &index in &self.elided {
             elide(&mut messages[index]);
         }
-        let mut bytes = fixed + messages.iter().map(Message::approx_chars).sum::<usize>();
-        let before = tokens(bytes);
+        let sizes = self.count(&messages);
+        let counted = fixed + sizes.iter().sum::<u64>();
+        let mut total = counted.saturating_add_signed(correction);
+        let before = total;
         if before <= self.window.limit() {
             return Prepared {
                 messages,
                 tokens: before,
+                counted,
                 compaction: None,
             };
         }
@@ -193,24 +261,30 @@ impl Compactor {
             .unwrap_or(0);
         let target = self.window.target();
         let (mut results, mut elided_bytes) = (0, 0);
+        let mut counted = counted;
         for (index, message) in messages.iter_mut().enumerate().take(newest) {
-            if tokens(bytes) <= target {
+            if total <= target {
                 break;
             }
             if self.elided.contains(&index) {
                 continue;
             }
-            if let Some((was, is)) = elide(message) {
+            if let Some((was, _)) = elide(message) {
                 self.elided.insert(index);
-                bytes -= was - is;
+                let is = message_tokens(message);
+                self.counted[index] = (message.approx_chars(), is);
+                let saved = sizes[index].saturating_sub(is);
+                total = total.saturating_sub(saved);
+                counted = counted.saturating_sub(saved);
                 results += 1;
                 elided_bytes += was;
             }
         }
-        let after = tokens(bytes);
+        let after = total;
         Prepared {
             messages,
             tokens: after,
+            counted,
             compaction: (results > 0).then_some(Compaction {
                 results,
                 bytes: elided_bytes,
@@ -281,11 +355,16 @@ mod tests {
     fn a_small_conversation_is_sent_as_is() {
         let messages = conversation(3, 1000);
         let mut compactor = Compactor::new(ContextWindow::new(Some(8000), 0.95));
-        let prepared = compactor.prepare(2000, &messages);
+        let prepared = compactor.prepare(500, &messages, 0);
         assert_eq!(prepared.messages, messages);
         assert!(prepared.compaction.is_none());
-        let bytes = 2000 + messages.iter().map(Message::approx_chars).sum::<usize>();
-        assert_eq!(prepared.tokens, tokens(bytes));
+        let counted = 500 + messages.iter().map(message_tokens).sum::<u64>();
+        assert_eq!(prepared.tokens, counted);
+        assert_eq!(prepared.counted, counted);
+        // The server's count of the last request corrects the estimate.
+        let corrected = compactor.prepare(500, &messages, 300);
+        assert_eq!(corrected.tokens, counted + 300);
+        assert_eq!(corrected.counted, counted);
     }
 
     #[test]
@@ -293,7 +372,7 @@ mod tests {
         let window = ContextWindow::new(Some(8000), 0.95);
         let messages = conversation(20, 4000);
         let mut compactor = Compactor::new(window);
-        let prepared = compactor.prepare(2000, &messages);
+        let prepared = compactor.prepare(500, &messages, 0);
 
         assert!(prepared.tokens <= window.limit(), "{}", prepared.tokens);
         let compaction = prepared.compaction.clone().unwrap();
@@ -341,11 +420,11 @@ mod tests {
         let window = ContextWindow::new(Some(8000), 0.95);
         let mut messages = conversation(20, 4000);
         let mut compactor = Compactor::new(window);
-        let first = compactor.prepare(2000, &messages);
+        let first = compactor.prepare(500, &messages, 0);
         let first_count = first.compaction.unwrap().results;
         // One more small step: under the threshold again, nothing new.
         messages.extend(turn(20, 200));
-        let second = compactor.prepare(2000, &messages);
+        let second = compactor.prepare(500, &messages, 0);
         assert!(second.compaction.is_none());
         assert_eq!(
             second.messages.iter().filter(|m| is_elided(m)).count(),
@@ -355,7 +434,7 @@ mod tests {
         // Many more big steps: another compaction, further along.
         for step in 21..40 {
             messages.extend(turn(step, 4000));
-            let prepared = compactor.prepare(2000, &messages);
+            let prepared = compactor.prepare(500, &messages, 0);
             assert!(prepared.tokens <= window.limit());
         }
     }
@@ -366,7 +445,7 @@ mod tests {
         let mut messages = conversation(2, 400);
         messages.extend(turn(2, 10_000));
         let mut compactor = Compactor::new(window);
-        let prepared = compactor.prepare(0, &messages);
+        let prepared = compactor.prepare(0, &messages, 0);
         assert_eq!(prepared.messages.last(), messages.last());
         let compaction = prepared.compaction.unwrap();
         assert_eq!(compaction.results, 2);
@@ -377,7 +456,7 @@ mod tests {
     fn results_barely_longer_than_the_marker_are_left_alone() {
         let window = ContextWindow::new(Some(100), 0.95);
         let messages = conversation(4, 150);
-        let prepared = Compactor::new(window).prepare(0, &messages);
+        let prepared = Compactor::new(window).prepare(0, &messages, 0);
         assert_eq!(prepared.messages, messages);
         assert!(prepared.compaction.is_none());
         assert!(prepared.tokens > window.limit());

@@ -97,9 +97,12 @@ pub struct Agent<'a> {
     guard: LoopGuard,
     /// Elides older tool results from requests near the window.
     compactor: Compactor,
-    /// System prompt and tool schemas, in bytes: the fixed part of every
+    /// System prompt and tool schemas, in tokens: the fixed part of every
     /// request.
-    fixed_bytes: usize,
+    fixed_tokens: u64,
+    /// The server's count of the last request minus ours: added to the
+    /// next estimate (0 until a server counts plausibly).
+    correction: i64,
     /// Files the tools created, modified or deleted, relative to the workdir.
     pub changed: BTreeSet<PathBuf>,
     /// Files the user had uncommitted changes in when the run started
@@ -125,20 +128,22 @@ impl<'a> Agent<'a> {
     /// Carries on a conversation (`ybs chat`, after a provider or model
     /// change) with a fresh budget; nothing is emitted.
     pub fn resume(setup: AgentSetup<'a>, messages: Vec<Message>) -> Self {
+        // Counted first: loading the tokenizer is not the task's time.
+        let fixed_tokens = context::fixed_tokens(&setup.system_prompt, &setup.tools.specs());
         let mut budget = Budget::new(setup.limits.clone());
         // Unknown cost is "unknown" from the start, never $0 (SPEC §3).
         if setup.pricing.price(&setup.model).is_none() {
             budget.cost = Cost::Unknown;
         }
         let compactor = Compactor::new(setup.context);
-        let fixed_bytes = context::fixed_bytes(&setup.system_prompt, &setup.tools.specs());
         Self {
             setup,
             messages,
             budget,
             guard: LoopGuard::default(),
             compactor,
-            fixed_bytes,
+            fixed_tokens,
+            correction: 0,
             changed: BTreeSet::new(),
             user_changed: BTreeSet::new(),
             parent: None,
@@ -311,6 +316,11 @@ impl<'a> Agent<'a> {
                 return stop;
             }
             if let Some(content) = answer {
+                if let Some(call) =
+                    crate::llm::text_calls::as_call(&content, &self.setup.tools.specs())
+                {
+                    emitter.note(text_call_hint(&call.name));
+                }
                 return Stop::Answered { content };
             }
             let turn_at = self.messages.len() - 1;
@@ -332,9 +342,16 @@ impl<'a> Agent<'a> {
                     };
                 }
                 let result = if index >= max_calls {
-                    self.refuse(call, "invalid", "limit:tool_calls_per_turn", &format!(
-                        "too many tool calls in one turn (limit {max_calls}); this call was not run"
-                    ), emitter)
+                    self.refuse(
+                        call,
+                        "invalid",
+                        "limit:tool_calls_per_turn",
+                        &format!(
+                            "{}: too many tool calls in one turn (limit {max_calls})",
+                            not_run(call)
+                        ),
+                        emitter,
+                    )
                 } else {
                     match self.handle(call, emitter).await {
                         Ok(Admitted::Done(message)) => message,
@@ -407,10 +424,18 @@ impl<'a> Agent<'a> {
         emitter: &mut Emitter<'_>,
     ) -> Result<crate::llm::ChatResponse, Stop> {
         // The conversation keeps everything; the request may be compacted.
-        let prepared = self.compactor.prepare(self.fixed_bytes, &self.messages);
+        let prepared = self
+            .compactor
+            .prepare(self.fixed_tokens, &self.messages, self.correction);
         if let Some(compaction) = &prepared.compaction {
             emitter.note(compaction.note());
         }
+        let method = if self.correction == 0 {
+            crate::llm::tokens::METHOD.to_owned()
+        } else {
+            format!("{} + server count", crate::llm::tokens::METHOD)
+        };
+        let started = Instant::now();
         let request = ChatRequest {
             model: self.setup.model.clone(),
             system: self.setup.system_prompt.clone(),
@@ -418,8 +443,22 @@ impl<'a> Agent<'a> {
             tools: self.setup.tools.specs(),
             temperature: self.setup.temperature,
             max_tokens: self.setup.max_tokens,
+            // A stream still arriving when the task's time runs out is
+            // cut there, and what came of it kept.
+            deadline: self.budget.remaining().map(|left| started + left),
         };
-        let started = Instant::now();
+        let failed = |error: &str, elapsed: Duration| Event::LlmResponse {
+            iteration,
+            response_id: None,
+            request_id: None,
+            usage: Usage::default(),
+            cost: Cost::Unknown,
+            duration_ms: millis(elapsed),
+            tool_calls: 0,
+            request_tokens_estimate: Some(prepared.tokens),
+            request_tokens_method: Some(method.clone()),
+            incomplete: Some(error.to_owned()),
+        };
         // The model's text goes to the live view line by line as it
         // streams in; the rest of the last line comes with the message.
         let mut partial = String::new();
@@ -447,25 +486,61 @@ impl<'a> Agent<'a> {
             let deadline = started + left;
             settings.deadline = Some(settings.deadline.map_or(deadline, |d| d.min(deadline)));
         }
+        // A streaming provider stops at the deadline itself and returns
+        // what came; the grace lets it, and bounds any other provider.
         let call = retry::complete_live(self.setup.provider, &request, settings, &mut on_progress);
         let result = match self.budget.remaining() {
-            Some(left) => match tokio::time::timeout(left, call).await {
+            Some(left) => match tokio::time::timeout(left + DEADLINE_GRACE, call).await {
                 Ok(result) => result,
-                Err(_) => return Err(self.limit_stop(Reason::Timeout)),
+                Err(_) => {
+                    self.budget.cost = Cost::Unknown;
+                    emitter.emit(failed(
+                        "the task's time ran out before the model's turn arrived",
+                        started.elapsed(),
+                    ));
+                    return Err(self.limit_stop(Reason::Timeout));
+                }
             },
             None => call.await,
         };
-        let response = result.map_err(|error| {
-            // A request that failed may still have been billed: what the
-            // task cost is not known any more.
-            self.budget.cost = Cost::Unknown;
-            let (reason, message) = (error.reason(), error.to_string());
-            if reason.is_limit() {
-                Stop::Limit { reason, message }
-            } else {
-                Stop::Error { reason, message }
+        let mut response = match result {
+            Ok(response) => response,
+            Err(error) => {
+                // A request that failed may still have been billed: what
+                // the task cost is not known any more.
+                self.budget.cost = Cost::Unknown;
+                let (reason, message) = (error.reason(), error.to_string());
+                if !error.before_request() {
+                    emitter.emit(failed(&message, started.elapsed()));
+                }
+                return Err(if reason.is_limit() {
+                    Stop::Limit { reason, message }
+                } else {
+                    Stop::Error { reason, message }
+                });
             }
-        })?;
+        };
+        let interrupted = response.finish_reason == FinishReason::Interrupted;
+        let mut incomplete = None;
+        if interrupted {
+            // A server sends usage at the end of a stream: for one cut
+            // short, count what came.
+            let estimated = response.usage.output_tokens == 0 && !response.content.is_empty();
+            if estimated {
+                response.usage.output_tokens = crate::llm::tokens::count(&response.content);
+                response.usage.input_tokens = prepared.tokens;
+            }
+            incomplete = Some(format!(
+                "the task's time ran out while the model's turn streamed; its text so far is kept{}",
+                if estimated {
+                    " and its usage estimated"
+                } else {
+                    ""
+                }
+            ));
+        } else if self.setup.provider.name() != "replay" {
+            self.correct(prepared.counted, response.usage.input_tokens);
+        }
         let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
         self.budget.usage.add(response.usage);
         self.budget.cost = self.budget.cost.plus(cost);
@@ -478,8 +553,36 @@ impl<'a> Agent<'a> {
             duration_ms: millis(started.elapsed()),
             tool_calls: response.tool_calls.len(),
             request_tokens_estimate: Some(prepared.tokens),
+            request_tokens_method: Some(method),
+            incomplete,
         });
+        if interrupted {
+            self.push(
+                Message::Assistant {
+                    content: response.content,
+                    tool_calls: Vec::new(),
+                },
+                emitter,
+            );
+            return Err(self.limit_stop(Reason::Timeout));
+        }
         Ok(response)
+    }
+
+    /// Takes the server's count of a request (`input_tokens`) as the
+    /// truth for the next estimates: the difference from our count is
+    /// its chat template and tokenizer. A count far from ours (a server
+    /// that leaves cached tokens out, or reports none) is not used.
+    fn correct(&mut self, counted: u64, server: u64) {
+        if counted == 0 || server == 0 {
+            return;
+        }
+        #[expect(clippy::cast_precision_loss, reason = "a ratio of token counts")]
+        let ratio = server as f64 / counted as f64;
+        if (0.5..=3.0).contains(&ratio) {
+            self.correction = i64::try_from(server).unwrap_or(i64::MAX)
+                - i64::try_from(counted).unwrap_or(i64::MAX);
+        }
     }
 
     /// Decides and (if allowed) runs one call; returns the tool message,
@@ -585,10 +688,7 @@ impl<'a> Agent<'a> {
     /// resolved is refused with a result the model sees.
     fn resolve(&self, call: &ToolCall, emitter: &mut Emitter<'_>) -> Result<Resolved, Stop> {
         if let Some(problem) = &call.invalid_arguments {
-            let text = format!(
-                "the arguments of this `{}` call are not valid JSON: {problem}; the call was not run",
-                call.name
-            );
+            let text = format!("{}: {problem}", not_run(call));
             return Ok(Resolved::Refused(self.refuse(
                 call,
                 "invalid",
@@ -597,9 +697,14 @@ impl<'a> Agent<'a> {
                 emitter,
             )));
         }
-        let Some(tool) = self.setup.tools.get(&call.name).cloned() else {
+        // A tool withheld from the offer is decided like any other: the
+        // policy refuses the call and the record names its rule.
+        let found =
+            (self.setup.tools.get(&call.name)).or_else(|| self.setup.tools.withheld(&call.name));
+        let Some(tool) = found.cloned() else {
             let text = format!(
-                "unknown tool `{}`; available tools: {}",
+                "{}: unknown tool `{}`; the tools are {}",
+                not_run(call),
                 call.name,
                 self.setup.tools.names().join(", ")
             );
@@ -612,12 +717,15 @@ impl<'a> Agent<'a> {
             )));
         };
         if !call.arguments.is_object() {
-            let text = "tool arguments must be a JSON object; the call was not run";
+            let text = format!(
+                "{}: its arguments must be a JSON object (the tool's schema)",
+                not_run(call)
+            );
             return Ok(Resolved::Refused(self.refuse(
                 call,
                 "invalid",
                 "arguments",
-                text,
+                &text,
                 emitter,
             )));
         }
@@ -890,7 +998,7 @@ impl<'a> Agent<'a> {
             (Verdict::Deny, RuleRef::Guard { .. }) => decision.rule.to_string(),
             _ => "guard:arguments".to_owned(),
         };
-        let text = format!("{message}; the call was not run");
+        let text = format!("{}: {message}", not_run(call));
         emitter.emit(Event::ToolDecided {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -980,6 +1088,30 @@ fn pending(call: &ToolCall, kind: PendingKind, rule: String) -> PendingCall {
         kind,
         rule,
     }
+}
+
+/// How long past the task's deadline a request may take to return: a
+/// streaming provider stops at the deadline and returns the turn so far.
+const DEADLINE_GRACE: Duration = Duration::from_secs(1);
+
+/// How every refusal of a call begins; what follows says why.
+fn not_run(call: &ToolCall) -> String {
+    if call.name.trim().is_empty() {
+        "the call was not run".to_owned()
+    } else {
+        format!("the `{}` call was not run", call.name)
+    }
+}
+
+/// The note for an answer that is a tool call written as text while
+/// `llm.text_tool_calls` is off: the task ends on it as an answer.
+pub fn text_call_hint(tool: &str) -> String {
+    format!(
+        "{}the model's answer is a `{tool}` tool call written as JSON text, not a structured call, \
+         so it was taken as the answer; models that write calls as text need \
+         `llm.text_tool_calls: true` in a config file",
+        crate::core::event::HINT
+    )
 }
 
 /// What resolving a call gave: the tool and its target, or a refusal

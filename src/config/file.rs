@@ -34,6 +34,7 @@ const LLM_FIELDS: &[&str] = &[
     "endpoint",
     "temperature",
     "max_tokens",
+    "max_output_tokens",
     "timeout_seconds",
     "stream",
     "stream_idle_timeout_seconds",
@@ -198,7 +199,7 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) 
     let provider: Option<Spanned<String>> = fields.get(decoder, "provider");
     let endpoint: Option<Spanned<String>> = fields.get(decoder, "endpoint");
     let temperature: Option<Spanned<f64>> = fields.get(decoder, "temperature");
-    let max_tokens: Option<Spanned<u32>> = fields.get(decoder, "max_tokens");
+    let max_tokens = crate::task::output_limit(decoder, fields);
     let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout_seconds");
     let idle: Option<Spanned<Duration>> = fields.get(decoder, "stream_idle_timeout_seconds");
     let total: Option<Spanned<Duration>> = fields.get(decoder, "total_timeout_seconds");
@@ -208,7 +209,7 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) 
         model: fields.get(decoder, "model"),
         endpoint: endpoint.and_then(|e| check_endpoint(decoder, e)),
         temperature: temperature.and_then(|t| at_least(decoder, t, 0.0, "temperature")),
-        max_tokens: max_tokens.and_then(|m| positive(decoder, m, "max_tokens")),
+        max_tokens,
         timeout: timeout.and_then(|t| positive_duration(decoder, t, "timeout_seconds")),
         stream: fields.get(decoder, "stream"),
         idle_timeout: idle

@@ -31,6 +31,9 @@ pub mod defaults {
     /// `llm.max_response_bytes`: 8 MiB.
     pub const LLM_MAX_RESPONSE_BYTES: u64 = crate::llm::DEFAULT_MAX_RESPONSE_BYTES;
     pub const COMPACTION_THRESHOLD: f64 = 0.95;
+    /// `llm.max_output_tokens`: every provider is sent a limit, so a
+    /// local server cannot generate for minutes.
+    pub const MAX_OUTPUT_TOKENS: u32 = 4096;
     pub const MAX_TASK_FILE_BYTES: u64 = 1 << 20;
     pub const SHELL_TIMEOUT: Duration = Duration::from_secs(30);
     pub const EXTERNAL_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -273,7 +276,8 @@ pub struct TaskSettings {
     /// not receive the operator's API key for a vendor (SECURITY S5).
     pub endpoint_origin: Origin,
     pub temperature: Option<f64>,
-    pub max_tokens: Option<u32>,
+    /// `llm.max_output_tokens` (or the task's): default 4096.
+    pub max_tokens: u32,
     pub text_tool_calls: bool,
     pub stream: bool,
     pub llm_timeout: Duration,
@@ -423,7 +427,8 @@ impl Config {
             endpoint: over.llm.endpoint.clone().or_else(|| llm.endpoint.clone()),
             endpoint_origin,
             temperature: over.llm.temperature.or(llm.temperature),
-            max_tokens: narrower(over.llm.max_tokens, llm.max_tokens),
+            max_tokens: narrower(over.llm.max_tokens, llm.max_tokens)
+                .unwrap_or(defaults::MAX_OUTPUT_TOKENS),
             text_tool_calls: self.llm.text_tool_calls,
             stream: self.llm.stream,
             llm_timeout: self.llm.timeout,
@@ -498,7 +503,7 @@ impl Config {
         if let (Some(value), Some(ceiling)) = (task.llm.max_tokens, &ceilings.max_tokens)
             && value > ceiling.value
         {
-            let what = format!("`max_tokens: {value}` of task `{}`", task.id);
+            let what = format!("`max_output_tokens: {value}` of task `{}`", task.id);
             problems.push(wider(&task.file, task.span, &what, ceiling));
         }
         // A check may not run longer than the operator lets a whole task.

@@ -188,19 +188,29 @@ fn limits_narrower_wins_and_a_task_may_not_widen_the_operator() {
         config.task_settings(&task(narrow)).timeout,
         Some(Duration::from_secs(60))
     );
-    world.write(&world.home.join(".ybs.json"), "llm: { max_tokens: 1000 }\n");
+    // No limit set anywhere: 4096.
+    assert_eq!(config.task_settings(&task("prompt: p\n")).max_tokens, 4096);
+    world.write(
+        &world.home.join(".ybs.json"),
+        "llm: { max_output_tokens: 1000 }\n",
+    );
     let config = load(&world, &flags);
-    let tokens = |n: u32| format!("prompt: p\nmax_tokens: {n}\n");
+    let tokens = |n: u32| format!("prompt: p\nmax_output_tokens: {n}\n");
+    assert_eq!(config.task_settings(&task(&tokens(500))).max_tokens, 500);
+    assert_eq!(config.task_settings(&task("prompt: p\n")).max_tokens, 1000);
+    // The older name is the same setting.
     assert_eq!(
-        config.task_settings(&task(&tokens(500))).max_tokens,
-        Some(500)
+        config
+            .task_settings(&task("prompt: p\nmax_tokens: 300\n"))
+            .max_tokens,
+        300
     );
     assert!(config.check_task(&task(&tokens(500))).is_empty());
     let problems = config.check_task(&task(&tokens(4000)));
     assert!(
         problems[0]
             .message
-            .starts_with("`max_tokens: 4000` of task `t` is wider than the operator's 1000"),
+            .starts_with("`max_output_tokens: 4000` of task `t` is wider than the operator's 1000"),
         "{problems:?}"
     );
     let flags = Overrides {
@@ -353,7 +363,7 @@ fn unknown_key_names_line_col_and_suggests() {
     assert_eq!(
         diagnostics.0[0].to_string(),
         format!(
-            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `timeout_seconds`, `stream`, `stream_idle_timeout_seconds`, `total_timeout_seconds`, `text_tool_calls`, `pricing`, `price`, `max_response_bytes`",
+            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `max_output_tokens`, `timeout_seconds`, `stream`, `stream_idle_timeout_seconds`, `total_timeout_seconds`, `text_tool_calls`, `pricing`, `price`, `max_response_bytes`",
             path.display()
         )
     );
@@ -418,7 +428,7 @@ fn the_seed_schema_in_json() {
     assert_eq!(settings.endpoint.as_deref(), Some("http://localhost:11434"));
     assert_eq!(settings.endpoint_origin, Origin::Operator);
     assert_eq!(settings.temperature, Some(0.7));
-    assert_eq!(settings.max_tokens, Some(4096));
+    assert_eq!(settings.max_tokens, 4096);
     assert!(settings.text_tool_calls);
     assert_eq!(config.llm.pricing["my-model"].output_per_mtok, 2.5);
     assert!(config.price_table().price("my-model").is_some());

@@ -27,6 +27,10 @@ pub struct EventRecord {
     pub event: Event,
 }
 
+/// How a `task.note` that the console shows without `--verbose` begins:
+/// a hint about the configuration the user should see.
+pub const HINT: &str = "hint: ";
+
 /// Everything that can happen during a task, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type")]
@@ -74,10 +78,21 @@ pub enum Event {
         duration_ms: u64,
         tool_calls: usize,
         /// The request's estimated size in tokens, as sent (after any
-        /// compaction): its bytes, system prompt and tool schemas
-        /// included, divided by 4. Absent in events of older versions.
+        /// compaction), system prompt and tool schemas included, as
+        /// `request_tokens_method` says. Absent in events of older
+        /// versions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         request_tokens_estimate: Option<u64>,
+        /// How the estimate was made: `o200k` (the tokenizer) or
+        /// `bytes/4`, `+ server count` when corrected by the server's
+        /// count of the previous request (docs/local-models.md).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_tokens_method: Option<String>,
+        /// Set when the request gave no complete turn: why (the task's
+        /// time ran out while the turn streamed, its text so far kept as
+        /// the assistant message; or the request's error).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        incomplete: Option<String>,
     },
     /// A request failed and will be retried.
     #[serde(rename = "llm.retry")]

@@ -326,6 +326,7 @@ mod tests {
             tools: vec![],
             temperature: None,
             max_tokens: None,
+            deadline: None,
         };
         let answer = ChatResponse {
             content: "echo: sk-secret-123".into(),

@@ -104,6 +104,19 @@ impl ProviderError {
         }
     }
 
+    /// True for errors found before any request was sent (no key, a
+    /// key withheld, a bad configuration, a cassette without the
+    /// answer): no model was asked.
+    pub fn before_request(&self) -> bool {
+        matches!(
+            self,
+            Self::MissingKey { .. }
+                | Self::KeyWithheld { .. }
+                | Self::Config(_)
+                | Self::Cassette(_)
+        )
+    }
+
     /// The server's requested wait, if it gave one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

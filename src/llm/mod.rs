@@ -37,6 +37,7 @@ pub mod replay;
 pub mod retry;
 mod stream;
 pub mod text_calls;
+pub mod tokens;
 mod turn;
 
 #[cfg(test)]
@@ -66,6 +67,11 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// When the task's time runs out: a stream still arriving then is cut
+    /// and its turn returned as far as it came, with
+    /// [`FinishReason::Interrupted`]. Not part of the request sent.
+    #[serde(skip)]
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// Why the model stopped producing this turn.
@@ -84,6 +90,9 @@ pub enum FinishReason {
     /// `finish_reason: content_filter`).
     ContentFilter,
     Other,
+    /// The request's deadline (the task's time) passed while the turn
+    /// streamed: the text so far, no tool calls.
+    Interrupted,
 }
 
 /// One complete model turn.

@@ -31,7 +31,25 @@ impl Wire for Ollama {
     fn body(request: &ChatRequest, settings: &Settings) -> Value {
         request_body(request, settings.model(request), settings.streaming)
     }
+
+    /// A 404 that is not Ollama's "model not found": the server has no
+    /// `/api/chat`, so it is not Ollama (llama.cpp, vLLM, LM Studio).
+    fn hint(error: &ProviderError) -> Option<&'static str> {
+        match error {
+            ProviderError::Status {
+                status: 404,
+                message,
+                ..
+            } if !message.contains("model") => Some(NOT_OLLAMA),
+            _ => None,
+        }
+    }
 }
+
+/// The hint for a server without Ollama's API.
+pub const NOT_OLLAMA: &str = "this server has no Ollama API (`/api/chat`); for an \
+     OpenAI-compatible server (llama.cpp, vLLM, LM Studio, Ollama's own `/v1`) use \
+     `--provider openai` with the endpoint's `/v1` base URL, e.g. `--endpoint http://127.0.0.1:8080/v1`";
 
 /// The request body: the system prompt as the first message, calls with
 /// object arguments, results as `tool` messages naming their tool.

@@ -10,7 +10,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use super::http::{self, Endpoint};
-use super::{ChatRequest, ChatResponse, Provider, ProviderError, Settings};
+use super::{ChatRequest, ChatResponse, FinishReason, Provider, ProviderError, Settings};
 
 /// How a protocol frames a streamed turn.
 pub(super) enum Framing {
@@ -62,6 +62,11 @@ pub(super) trait Wire: Send + Sync + 'static {
 
     /// The request body.
     fn body(request: &ChatRequest, settings: &Settings) -> Value;
+
+    /// What to add to an error's message to say what is likely wrong.
+    fn hint(_error: &ProviderError) -> Option<&'static str> {
+        None
+    }
 }
 
 /// One frame parsed as JSON; `what` names it in the message (`chunk`,
@@ -94,7 +99,17 @@ impl<W: Wire> Streaming<W> {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ChatResponse, ProviderError> {
         let body = W::body(request, &self.endpoint.settings);
-        let response = self.endpoint.post(&body).await?;
+        let response = match self.endpoint.post(&body).await {
+            Ok(response) => response,
+            Err(mut error) => {
+                let hint = W::hint(&error);
+                if let (ProviderError::Status { message, .. }, Some(hint)) = (&mut error, hint) {
+                    message.push_str("; hint: ");
+                    message.push_str(hint);
+                }
+                return Err(error);
+            }
+        };
         let request_id = response.request_id.clone();
         http::with_request_id(self.read_turn(request, response, on_text).await, request_id)
     }
@@ -117,10 +132,26 @@ impl<W: Wire> Streaming<W> {
             }
         };
         if self.endpoint.settings.streaming {
+            // The next frame, or `None` once the request's deadline passed.
+            async fn before<T>(
+                deadline: Option<std::time::Instant>,
+                next: impl std::future::Future<Output = T>,
+            ) -> Option<T> {
+                match deadline {
+                    Some(at) => tokio::time::timeout_at(at.into(), next).await.ok(),
+                    None => Some(next.await),
+                }
+            }
+            let mut cut = false;
             match W::FRAMING {
                 Framing::Sse => {
                     let mut events = response.events();
-                    while let Some(event) = events.next().await {
+                    loop {
+                        let Some(next) = before(request.deadline, events.next()).await else {
+                            cut = true;
+                            break;
+                        };
+                        let Some(event) = next else { break };
                         let event = event?;
                         let Some(data) = event.data else { continue };
                         let done = turn.feed(event.event.as_deref(), &data, &scrub)?;
@@ -132,7 +163,12 @@ impl<W: Wire> Streaming<W> {
                 }
                 Framing::Lines => {
                     let mut lines = response.lines();
-                    while let Some(line) = lines.next().await {
+                    loop {
+                        let Some(next) = before(request.deadline, lines.next()).await else {
+                            cut = true;
+                            break;
+                        };
+                        let Some(line) = next else { break };
                         let done = turn.feed(None, &line?, &scrub)?;
                         show(&turn);
                         if done {
@@ -140,6 +176,15 @@ impl<W: Wire> Streaming<W> {
                         }
                     }
                 }
+            }
+            if cut {
+                // The turn as far as it came: its text and any usage the
+                // server sent; a call in it may be unfinished, so none
+                // is kept.
+                let mut partial = turn.finish(request, false);
+                partial.tool_calls.clear();
+                partial.finish_reason = FinishReason::Interrupted;
+                return Ok(partial);
             }
             if !turn.complete() {
                 return Err(ProviderError::Stream(format!(

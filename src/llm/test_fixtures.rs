@@ -66,6 +66,7 @@ pub fn first_request() -> ChatRequest {
         tools: vec![read_file_tool()],
         temperature: Some(0.0),
         max_tokens: Some(512),
+        deadline: None,
     }
 }
 

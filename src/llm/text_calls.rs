@@ -32,7 +32,7 @@ pub fn parse_arguments(raw: &str) -> Result<Value, String> {
         Ok(value)
     } else {
         Err(format!(
-            "the arguments must be a JSON object, not {}",
+            "its arguments must be a JSON object, not {}",
             kind(&value)
         ))
     }
@@ -57,12 +57,11 @@ fn parse_repaired(text: &str) -> Result<Value, serde_json::Error> {
 fn describe(error: &serde_json::Error, text: &str) -> String {
     if error.is_eof() {
         format!(
-            "the arguments are unterminated JSON (cut off after {} bytes); the call was not run: \
-             send it again complete",
+            "its arguments are unterminated JSON (cut off after {} bytes): send it again complete",
             text.len()
         )
     } else {
-        format!("the arguments are not valid JSON ({error}); the call was not run")
+        format!("its arguments are not valid JSON ({error})")
     }
 }
 
@@ -175,9 +174,15 @@ pub fn recover(response: &mut ChatResponse, tools: &[ToolSpec], id: String) -> b
         Err(error) if error.is_eof() => cut_off_call(text, tools, id),
         Err(_) => None,
     };
-    let Some(call) = call else {
+    let Some(mut call) = call else {
         return false;
     };
+    if response.finish_reason == FinishReason::Length && call.invalid_arguments.is_some() {
+        call.invalid_arguments = Some(format!(
+            "{} before it was complete; send it again complete, or in smaller parts",
+            super::turn::CUT_OFF
+        ));
+    }
     response.tool_calls.push(call);
     response.content.clear();
     if response.finish_reason == FinishReason::Stop {
@@ -212,6 +217,21 @@ fn whole_call(object: &Map<String, Value>, tools: &[ToolSpec], id: String) -> Op
     Some(call)
 }
 
+/// The call `content` is when read as one: exactly one
+/// `{"name": ..., "arguments": {...}}` object, bare or in one code fence,
+/// naming a tool of `tools` with arguments valid for its schema. What
+/// `text_tool_calls` would recover; with the option off, the agent tells
+/// the user about it.
+pub fn as_call(content: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
+    let text = strip_fence(content.trim()).trim();
+    match parse_repaired(text) {
+        Ok(Value::Object(object)) if text.starts_with('{') => {
+            whole_call(&object, tools, "text_call".to_owned())
+        }
+        _ => None,
+    }
+}
+
 /// A content that is an unterminated `{"name": "<offered tool>",
 /// "arguments": ...`: the model tried to call the tool and was cut off.
 /// It becomes a call with `invalid_arguments`, so the model is told,
@@ -224,8 +244,7 @@ fn cut_off_call(text: &str, tools: &[ToolSpec], id: String) -> Option<ToolCall> 
     tools.iter().find(|tool| tool.name == name)?;
     let mut call = ToolCall::new(id, name, Value::String(text.to_owned()));
     call.invalid_arguments = Some(format!(
-        "the tool call was unterminated JSON (cut off after {} bytes); the call was not run: \
-         send it again complete",
+        "it is unterminated JSON (cut off after {} bytes): send it again complete",
         text.len()
     ));
     call.from_text = true;

@@ -62,6 +62,11 @@ impl CallIds {
     }
 }
 
+/// Why a call the output token limit cut off was not run. Each
+/// `invalid_arguments` text says why, without "not run": the agent words
+/// the refusal ("the `X` call was not run: …").
+pub(crate) const CUT_OFF: &str = "it was cut off by the output token limit (llm.max_output_tokens)";
+
 /// Turns assembled fragments into calls. `cut_off` says the turn hit the
 /// output token limit: then the last call may be unfinished, and if its
 /// arguments do not parse (or never began) it gets `invalid_arguments`;
@@ -89,28 +94,22 @@ fn finish_call(partial: PartialCall, maybe_unfinished: bool, ids: &mut CallIds) 
         partial.id
     };
     let parsed = if partial.unfinished {
-        Err(
-            "the tool call was cut off by the output token limit before it was complete; \
-             the call was not run"
-                .to_owned(),
-        )
+        Err(format!(
+            "{CUT_OFF} before it was complete; send it again complete, or in smaller parts"
+        ))
     } else if maybe_unfinished && partial.arguments.trim().is_empty() {
-        Err(
-            "the tool call was cut off by the output token limit before its arguments began; \
-             the call was not run"
-                .to_owned(),
-        )
+        Err(format!("{CUT_OFF} before its arguments began"))
     } else {
         text_calls::parse_arguments(&partial.arguments).map_err(|message| {
             if maybe_unfinished {
-                format!("the tool call was cut off by the output token limit: {message}")
+                format!("{CUT_OFF}: {message}")
             } else {
                 message
             }
         })
     };
     let problem = if partial.name.trim().is_empty() {
-        Some("the tool call has no tool name; the call was not run".to_owned())
+        Some("it names no tool".to_owned())
     } else {
         parsed.as_ref().err().cloned()
     };
@@ -343,6 +342,7 @@ mod tests {
             tools: vec![],
             temperature: None,
             max_tokens: None,
+            deadline: None,
         }
     }
 

@@ -218,6 +218,35 @@ impl Policy {
         }
     }
 
+    /// Returns false if and only if every call of `tool` would be refused,
+    /// whatever its arguments: a `deny` rule (or an `ask` rule nobody can
+    /// approve) names the tool with no path or command glob, or a side of
+    /// the ceiling has no `allow` rule for the tool and a default that
+    /// cannot let a call through. `ask` counts as denied unless someone
+    /// may approve: `on_ask: pause`, or `approver` (`--interactive` on a
+    /// terminal). A tool this says no to is not offered to the model
+    /// (docs/policy.md).
+    pub fn may_allow(&self, tool: &str, approver: bool) -> bool {
+        let pause = approver || self.on_ask() == OnAsk::Pause;
+        let blanket = |rules: &[CompiledRule]| {
+            rules.iter().any(|rule| {
+                rule.tool_matches(tool) && rule.paths.is_empty() && rule.commands.is_empty()
+            })
+        };
+        if self.layers().any(|(_, set)| blanket(&set.deny)) {
+            return false;
+        }
+        if self.layers().any(|(_, set)| blanket(&set.ask)) {
+            return pause;
+        }
+        self.layers().all(|(layer, set)| {
+            let default = self.default_of(layer);
+            set.allow.iter().any(|rule| rule.tool_matches(tool))
+                || default == Verdict::Allow
+                || (default == Verdict::Ask && pause)
+        })
+    }
+
     /// The examples of every layer (operator first), to check at load.
     pub fn examples(&self) -> &Examples {
         &self.examples

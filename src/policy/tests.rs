@@ -897,3 +897,71 @@ fn random_input_never_panics() {
         }
     }
 }
+
+#[test]
+fn may_allow_says_which_tools_can_ever_run() {
+    let build = |operator: Option<PolicySpec>, task: PolicySpec| {
+        Policy::build(operator.as_ref(), &[task], settings()).unwrap()
+    };
+    let tools = |policy: &Policy| -> Vec<&str> {
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_files",
+            "search_files",
+            "run_shell",
+        ]
+        .iter()
+        .copied()
+        .filter(|tool| policy.may_allow(tool, false))
+        .collect()
+    };
+    // Only read_file is allowed; the default denies the rest.
+    let policy = build(None, spec(&["read_file"], &[], &[], None));
+    assert_eq!(tools(&policy), ["read_file"]);
+    // A path or command glob leaves the tool offered.
+    let policy = build(
+        None,
+        spec(
+            &["edit_file(src/**)", "run_shell(cargo test*)"],
+            &[],
+            &[],
+            None,
+        ),
+    );
+    assert_eq!(tools(&policy), ["edit_file", "run_shell"]);
+    // `*` allows every tool; a blanket deny takes one away, a narrow one
+    // does not.
+    let policy = build(
+        None,
+        spec(&["*"], &["run_shell", "write_file(x)"], &[], None),
+    );
+    assert_eq!(
+        tools(&policy),
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_files",
+            "search_files"
+        ]
+    );
+    // A default of allow offers everything not denied outright.
+    let policy = build(None, spec(&[], &["write_file"], &[], Some(Verdict::Allow)));
+    assert!(!policy.may_allow("write_file", false) && policy.may_allow("run_shell", false));
+    // `ask` is denied headless (on_ask deny or fail)…
+    let mut asking = spec(&["read_file"], &[], &["read_file"], Some(Verdict::Ask));
+    assert!(tools(&build(None, asking.clone())).is_empty());
+    asking.on_ask = Some(OnAsk::Fail);
+    assert!(tools(&build(None, asking.clone())).is_empty());
+    // …unless a human at a terminal may approve (`--interactive`)…
+    assert!(build(None, asking.clone()).may_allow("write_file", true));
+    // …and may be approved under pause.
+    asking.on_ask = Some(OnAsk::Pause);
+    assert_eq!(tools(&build(None, asking)).len(), 6);
+    // The operator's side must allow it too.
+    let operator = spec(&["read_file", "list_files"], &[], &[], None);
+    let policy = build(Some(operator), spec(&["*"], &[], &[], None));
+    assert_eq!(tools(&policy), ["read_file", "list_files"]);
+}

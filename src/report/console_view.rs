@@ -78,7 +78,9 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
                 neutralize(name)
             ))
         }
-        Event::Note { message } if verbose => line(format!("  note: {}", neutralize(message))),
+        Event::Note { message } if verbose || message.starts_with(crate::core::event::HINT) => {
+            line(format!("  note: {}", neutralize(message)))
+        }
         Event::Git { outcome } if verbose => line(format!("  git: {}", neutralize(&outcome.note))),
         Event::TaskFinished {
             status,

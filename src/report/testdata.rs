@@ -118,6 +118,8 @@ fn response(task: &str, ts_ms: u64, iteration: u32, cost: Cost) -> EventRecord {
             duration_ms: 300,
             tool_calls: usize::from(iteration == 1),
             request_tokens_estimate: Some(700),
+            request_tokens_method: Some("o200k".into()),
+            incomplete: None,
         },
     )
 }

@@ -164,9 +164,20 @@ pub struct LlmCall {
     pub duration_ms: u64,
     pub tool_calls: usize,
     /// The request's estimated size in tokens, as sent (after any context
-    /// compaction); `null` in transcripts of older versions.
+    /// compaction); `null` in transcripts of older versions. Compare
+    /// `usage.input_tokens`, the server's count.
     #[serde(default)]
     pub request_tokens_estimate: Option<u64>,
+    /// How the estimate was made: `o200k` or `bytes/4`, with
+    /// `+ server count` when corrected by the server's count of the
+    /// previous request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_tokens_method: Option<String>,
+    /// Set when the request gave no complete turn: why (a stream the
+    /// task's timeout cut, its text kept as the assistant message; or the
+    /// request's error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 /// One retried provider request (`llm.retry`).
@@ -244,6 +255,8 @@ impl Transcript {
                     duration_ms: call.duration_ms,
                     tool_calls: call.tool_calls,
                     request_tokens_estimate: call.request_tokens_estimate,
+                    request_tokens_method: call.request_tokens_method.clone(),
+                    incomplete: call.incomplete.clone(),
                 },
             )
         }));
@@ -422,6 +435,8 @@ impl TranscriptBuilder {
                 duration_ms,
                 tool_calls,
                 request_tokens_estimate,
+                request_tokens_method,
+                incomplete,
             } => {
                 if let Some(id) = response_id {
                     self.manifest.response_ids.push(id.clone());
@@ -435,6 +450,8 @@ impl TranscriptBuilder {
                     duration_ms: *duration_ms,
                     tool_calls: *tool_calls,
                     request_tokens_estimate: *request_tokens_estimate,
+                    request_tokens_method: request_tokens_method.clone(),
+                    incomplete: incomplete.clone(),
                 });
             }
             Event::LlmRetry {

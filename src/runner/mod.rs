@@ -15,6 +15,7 @@ pub mod results;
 pub mod resume;
 pub mod serve;
 pub mod state;
+pub mod subject;
 pub mod task_run;
 pub mod tools;
 pub mod workspace;

@@ -235,7 +235,7 @@ fn prepare_in(
     .map_err(setup)?;
     let policy_hash = policy.hash();
     let provider = build_provider(run, cassettes, task, &settings).map_err(setup)?;
-    let registry = build_registry(run, task).map_err(setup)?;
+    let registry = build_registry(run, task, &policy).map_err(setup)?;
     let may_run_programs = registry.names().iter().any(|name| name == "run_shell")
         || !task.tools.external.is_empty()
         || !task.tools.mcp.is_empty()
@@ -682,7 +682,14 @@ fn allowed_roots(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
 /// The built-in tools of the task. External tools are discovered when the
 /// task starts (`super::tools::task_tools`), so a tool added by an earlier
 /// task of the batch is found; here only what can never work is refused.
-fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, SetupError> {
+/// A built-in tool every call of which the policy would refuse is not
+/// offered (its schema only costs tokens and invites denied calls): the
+/// registry keeps it as withheld.
+fn build_registry(
+    run: &RunContext,
+    task: &TaskSpec,
+    policy: &Policy,
+) -> Result<Registry, SetupError> {
     let tools = |message: String| SetupError::Tools { message };
     let mut registry = Registry::new();
     let names: Vec<String> = match &task.tools.builtin {
@@ -710,7 +717,11 @@ fn build_registry(run: &RunContext, task: &TaskSpec) -> Result<Registry, SetupEr
         }
         let tool =
             builtin::get(&name).ok_or_else(|| tools(format!("unknown built-in tool `{name}`")))?;
-        registry.add(tool);
+        if policy.may_allow(&name, run.approver.is_some()) {
+            registry.add(tool);
+        } else {
+            registry.withhold(tool);
+        }
     }
     // `tools.caller`: offered like any tool; a call pauses the task.
     for caller in &task.tools.caller {

@@ -36,7 +36,7 @@ impl PreparedTask {
             model: self.settings.model.clone(),
             system_prompt,
             temperature: self.settings.temperature,
-            max_tokens: self.settings.max_tokens,
+            max_tokens: Some(self.settings.max_tokens),
             limits: self.limits.clone(),
             context: self.context,
             retry: run.retry,
@@ -506,19 +506,9 @@ fn settle_git(
         (None, reason, _) if reason.is_limit() => Finish::Salvage(reason),
         _ => Finish::LeaveInPlace,
     };
-    let summary = task
-        .commit
-        .message
-        .clone()
-        .or_else(|| {
-            answer
-                .map(str::trim)
-                .filter(|a| !a.is_empty())
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| "changes".to_owned());
     let author = run.config.git.author.as_ref().map(GitAuthor::signature);
     let changed: Vec<_> = agent.changed.iter().cloned().collect();
+    let summary = super::subject::commit_message(task.commit.message.as_deref(), answer, &changed);
     let info = CommitInfo {
         task_id: &task.id,
         run_id: &run.run_id,

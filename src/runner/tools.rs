@@ -84,6 +84,10 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     let mut registry = prepared.registry.clone();
     let metrics = Metrics::new();
     let mut notes = Vec::new();
+    let withheld = registry.withheld_names();
+    if !withheld.is_empty() {
+        notes.push(withheld_note(&withheld));
+    }
     let names = &prepared.task.tools.external;
     let policy = |name: &str| policy_enables(&prepared.policy, name);
     let enable = Enable {
@@ -228,6 +232,16 @@ pub async fn stop_mcp(tools: &TaskTools, emitter: &mut Emitter<'_>) {
             emitter.note(note);
         }
     }
+}
+
+/// The note naming the built-in tools not offered because the policy can
+/// allow none of their calls.
+pub fn withheld_note(withheld: &[String]) -> String {
+    let names: Vec<String> = withheld.iter().map(|name| format!("`{name}`")).collect();
+    format!(
+        "not offered to the model, as the policy allows none of their calls: {}",
+        names.join(", ")
+    )
 }
 
 /// Adds the `script` tool when the task asks for it (`tools.script:

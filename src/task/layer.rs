@@ -29,6 +29,7 @@ pub const TASK_FIELDS: &[&str] = &[
     "endpoint",
     "temperature",
     "max_tokens",
+    "max_output_tokens",
     "tools",
     "policy",
     "limits",
@@ -252,13 +253,33 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmSpec {
             Some(t.value)
         }
     });
-    let max_tokens: Option<Spanned<u32>> = fields.get(decoder, "max_tokens");
+    let max_tokens = output_limit(decoder, fields);
     LlmSpec {
         provider,
         model,
         endpoint,
         temperature,
-        max_tokens: max_tokens.and_then(|m| positive(decoder, m, "max_tokens")),
+        max_tokens,
+    }
+}
+
+/// `max_output_tokens`, or its older name `max_tokens`: the longest
+/// answer the model may give, in tokens. Both at once is an error.
+pub fn output_limit(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> Option<u32> {
+    let old: Option<Spanned<u32>> = fields.get(decoder, "max_tokens");
+    let new: Option<Spanned<u32>> = fields.get(decoder, "max_output_tokens");
+    match (new, old) {
+        (Some(new), Some(_)) => {
+            decoder.error_with_hint(
+                new.span,
+                "`max_output_tokens` and `max_tokens` are the same setting",
+                "keep `max_output_tokens` and remove `max_tokens`",
+            );
+            None
+        }
+        (Some(limit), None) => positive(decoder, limit, "max_output_tokens"),
+        (None, Some(limit)) => positive(decoder, limit, "max_tokens"),
+        (None, None) => None,
     }
 }
 

@@ -153,7 +153,14 @@ fn task_fields() -> Map<String, Value> {
             "pattern": r"^\s*https?://\S"
         },
         "temperature": { "type": "number", "minimum": 0 },
-        "max_tokens": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
+        "max_tokens": {
+            "description": "The older name of `max_output_tokens`.",
+            "type": "integer", "minimum": 1, "maximum": u32::MAX
+        },
+        "max_output_tokens": {
+            "description": "The longest answer the model may give, in tokens (sent as `max_tokens`, `max_completion_tokens` or `num_predict`). Default: 4096, or the operator's `llm.max_output_tokens`, which a task may not exceed.",
+            "type": "integer", "minimum": 1, "maximum": u32::MAX
+        },
         "tools": {
             "description": "Which tools the task may use.",
             "type": ["object", "null"],

@@ -663,3 +663,33 @@ fn tools_script_is_off_by_default_and_inherited_from_defaults() {
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert!(messages[0].starts_with("t.yaml:2:"), "{messages:?}");
 }
+
+#[test]
+fn max_output_tokens_and_its_older_name_are_one_setting() {
+    let task = |text: &str| load_one("t.yaml", text).unwrap().tasks.remove(0);
+    assert_eq!(
+        task("prompt: p\nmax_output_tokens: 512\n").llm.max_tokens,
+        Some(512)
+    );
+    assert_eq!(
+        task("prompt: p\nmax_tokens: 256\n").llm.max_tokens,
+        Some(256)
+    );
+    let both = errors(
+        "t.yaml",
+        "prompt: p\nmax_tokens: 256\nmax_output_tokens: 512\n",
+    );
+    assert_eq!(
+        lines(&both),
+        ["t.yaml:3:20: `max_output_tokens` and `max_tokens` are the same setting"]
+    );
+    assert!(
+        both[0]
+            .hint
+            .as_deref()
+            .is_some_and(|hint| hint.contains("keep `max_output_tokens`")),
+        "{both:?}"
+    );
+    let zero = lines(&errors("t.yaml", "prompt: p\nmax_output_tokens: 0\n"));
+    assert!(zero[0].contains("max_output_tokens"), "{zero:?}");
+}

@@ -10,6 +10,10 @@ use super::Tool;
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
+    /// Tools of the task not offered to the model: the policy allows
+    /// none of their calls. A call to one is still decided (and refused)
+    /// by the policy, so the record names the rule.
+    withheld: Vec<Arc<dyn Tool>>,
 }
 
 impl Registry {
@@ -22,6 +26,24 @@ impl Registry {
         let name = tool.spec().name.clone();
         self.tools.retain(|existing| existing.spec().name != name);
         self.tools.push(tool);
+    }
+
+    /// Keeps a tool out of the offer (see [`Registry::withheld`]).
+    pub fn withhold(&mut self, tool: Arc<dyn Tool>) {
+        self.withheld.push(tool);
+    }
+
+    /// A tool of the task that is not offered, by name.
+    pub fn withheld(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.withheld.iter().find(|tool| tool.spec().name == name)
+    }
+
+    /// The names of the tools not offered.
+    pub fn withheld_names(&self) -> Vec<String> {
+        self.withheld
+            .iter()
+            .map(|tool| tool.spec().name.clone())
+            .collect()
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {

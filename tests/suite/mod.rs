@@ -23,5 +23,6 @@ mod script;
 mod secrets;
 mod security;
 mod shard;
+mod small_models;
 mod tools;
 mod validate;

@@ -278,7 +278,9 @@ fn ask_inside_a_script_resolves_as_headless() {
     let ybs = Ybs::new();
     ybs.file(
         "t.yaml",
-        "prompt: p\ncommit: false\ntools: { script: true }\npolicy:\n  allow: [script]\n  ask: [write_file]\n",
+        // write_file may be allowed (elsewhere), so it is offered and a
+        // script command; a.txt needs approval.
+        "prompt: p\ncommit: false\ntools: { script: true }\npolicy:\n  allow: [script, 'write_file(b.txt)']\n  ask: ['write_file(a.txt)']\n",
     );
     ybs.cassette(
         "t.cassette.json",
@@ -298,7 +300,7 @@ fn ask_inside_a_script_resolves_as_headless() {
     assert_eq!(result["stdout"], "refused\n");
     let stderr = result["stderr"].as_str().unwrap();
     assert!(
-        stderr.contains("needs approval (rule `ask[0] write_file`)"),
+        stderr.contains("needs approval (rule `ask[0] write_file(a.txt)`)"),
         "{stderr}"
     );
     assert!(stderr.contains("policy.on_ask: deny"), "{stderr}");

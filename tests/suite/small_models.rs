@@ -1,0 +1,375 @@
+//! Small local models as first-class users (issue 16): every request
+//! bounds the answer, only the tools the policy can allow are offered, a
+//! stream the task's timeout cuts keeps its text, a call written as text
+//! with `llm.text_tool_calls` off is pointed out, a junk answer does not
+//! become the commit subject, refusals say once that the call was not run
+//! and why, and `--provider ollama` against a server without that API
+//! hints at `openai` with `/v1`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::git::Repo;
+use super::providers::{assert_no_secrets, run as run_task, scratch, task_yaml, transcript};
+use crate::support::cassette::{answer, call};
+use crate::support::server::{Reply, Server};
+use crate::support::{Run, Ybs, wire};
+
+fn notes(run: &Run) -> Vec<String> {
+    run.events("t")
+        .iter()
+        .filter(|event| event["type"] == "task.note")
+        .map(|event| event["message"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_openai_wire_request_carries_an_output_limit() {
+    // Streamed and whole, default and configured: each request says how
+    // long the answer may be.
+    for (streaming, config, expected) in [
+        (true, None, 4096),
+        (false, None, 4096),
+        (true, Some(r#"{"llm": {"max_output_tokens": 256}}"#), 256),
+    ] {
+        let (first, second) = if streaming {
+            (
+                wire::openai_sse_call(
+                    "call_1",
+                    "write_file",
+                    &json!({"path": "hello.txt", "content": "hi\n"}),
+                ),
+                wire::openai_sse_answer("done"),
+            )
+        } else {
+            (
+                wire::openai_json_call(
+                    "call_1",
+                    "write_file",
+                    &json!({"path": "hello.txt", "content": "hi\n"}),
+                ),
+                wire::openai_json_answer("done"),
+            )
+        };
+        let server = Server::start(vec![first, second]);
+        let (ybs, keys) = scratch(&task_yaml(""));
+        let mut extra = Vec::new();
+        if let Some(config) = config {
+            ybs.file("operator.json", config);
+            extra.extend(["--config", "operator.json"]);
+        }
+        if !streaming {
+            ybs.file("nostream.json", r#"{"llm": {"stream": false}}"#);
+            extra.extend(["--config", "nostream.json"]);
+        }
+        let run = run_task(&ybs, "openai", &format!("{}/v1", server.url), &extra);
+        run.expect_code(0);
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in &requests {
+            // A compatible server (not api.openai.com) takes `max_tokens`.
+            assert_eq!(request.json()["max_tokens"], expected, "{}", request.text());
+        }
+        assert_no_secrets(&ybs, &run, &keys);
+    }
+}
+
+#[test]
+fn ollama_and_anthropic_requests_carry_the_limit_too() {
+    let server = Server::start(vec![wire::ollama_answer("done")]);
+    let (ybs, _keys) = scratch(&task_yaml("max_output_tokens: 300\n"));
+    run_task(&ybs, "ollama", &server.url, &[]).expect_code(0);
+    assert_eq!(server.requests()[0].json()["options"]["num_predict"], 300);
+
+    let server = Server::start(vec![wire::anthropic_sse_answer("done")]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    run_task(&ybs, "anthropic", &server.url, &[]).expect_code(0);
+    assert_eq!(server.requests()[0].json()["max_tokens"], 4096);
+}
+
+#[test]
+fn a_policy_allowing_only_read_file_offers_one_tool() {
+    let server = Server::start(vec![
+        // The model calls a tool it was not offered anyway.
+        wire::openai_sse_call(
+            "call_1",
+            "write_file",
+            &json!({"path": "hello.txt", "content": "hi\n"}),
+        ),
+        wire::openai_sse_answer("could not write"),
+    ]);
+    let (ybs, keys) = scratch("prompt: p\npolicy:\n  allow: [read_file]\n");
+    let run = run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]);
+    run.expect_code(0);
+    let requests = server.requests();
+    for request in &requests {
+        assert_eq!(tool_names(&request.json()), ["read_file"]);
+    }
+    let transcript = transcript(&run);
+    assert_eq!(transcript["manifest"]["tools"], json!(["read_file"]));
+    let withheld = notes(&run)
+        .into_iter()
+        .find(|note| note.starts_with("not offered to the model"))
+        .expect("a note naming the withheld tools");
+    for name in [
+        "write_file",
+        "edit_file",
+        "list_files",
+        "search_files",
+        "run_shell",
+    ] {
+        assert!(withheld.contains(&format!("`{name}`")), "{withheld}");
+    }
+    // The call to a withheld tool is decided by the policy like any
+    // other, and refused.
+    assert!(!ybs.exists("hello.txt"));
+    let entry = &transcript["tool_calls"][0];
+    assert_eq!(entry["decision"]["verdict"], "deny");
+    assert_eq!(entry["decision"]["rule"], "default");
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+#[test]
+fn a_stream_cut_by_the_task_timeout_keeps_its_text_and_usage() {
+    let chunk = |text: &str| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+        )
+    };
+    // Half an answer, then the server keeps generating past the task's
+    // one-second timeout.
+    let reply = Reply::new(200, "text/event-stream")
+        .send(chunk("Here is the first half of a very long"))
+        .send(chunk(" answer that never"))
+        .pause(Duration::from_secs(4));
+    let server = Server::start(vec![reply]);
+    let (ybs, keys) = scratch(&task_yaml("limits: { timeout: 1s }\n"));
+    let run = run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]);
+    run.expect_code(1);
+    let transcript = transcript(&run);
+    assert_eq!(transcript["reason"], "timeout");
+    let last = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "assistant", "{transcript:#}");
+    assert_eq!(
+        last["content"],
+        "Here is the first half of a very long answer that never"
+    );
+    // One entry per iteration, saying what happened, its usage counted.
+    let calls = transcript["llm_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(transcript["iterations"], 1);
+    assert!(
+        calls[0]["incomplete"]
+            .as_str()
+            .unwrap()
+            .contains("text so far is kept"),
+        "{}",
+        calls[0]
+    );
+    assert!(calls[0]["usage"]["output_tokens"].as_u64().unwrap() > 5);
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+#[test]
+fn a_failed_request_still_has_its_llm_calls_entry() {
+    let error = json!({"error": {"message": "bad request", "type": "invalid_request_error"}});
+    let server = Server::start(vec![Reply::json(400, &error)]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]);
+    run.expect_code(4);
+    let transcript = transcript(&run);
+    let calls = transcript["llm_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(transcript["iterations"], 1);
+    assert!(
+        calls[0]["incomplete"]
+            .as_str()
+            .unwrap()
+            .contains("bad request"),
+        "{}",
+        calls[0]
+    );
+}
+
+#[test]
+fn a_json_call_answer_with_the_option_off_names_the_option() {
+    let content = "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"hello.txt\", \"content\": \"hi\"}}\n```";
+    let server = Server::start(vec![wire::openai_sse_content(content)]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]);
+    run.expect_code(0);
+    assert!(!ybs.exists("hello.txt"));
+    let hint = notes(&run)
+        .into_iter()
+        .find(|note| note.contains("llm.text_tool_calls: true"))
+        .expect("a note naming the option");
+    assert!(hint.contains("`write_file`"), "{hint}");
+    let console = format!("{}{}", run.stdout, run.stderr);
+    assert!(console.contains("llm.text_tool_calls"), "{console}");
+
+    // Prose is no call: no note.
+    let server = Server::start(vec![wire::openai_sse_content("All done.")]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]);
+    run.expect_code(0);
+    assert!(
+        notes(&run)
+            .iter()
+            .all(|note| !note.contains("text_tool_calls")),
+        "{:?}",
+        notes(&run)
+    );
+}
+
+#[test]
+fn a_json_answer_gives_way_to_a_subject_from_the_changed_files() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: write hello.txt\nmodel: test-model\npolicy:\n  default: allow\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "write_file",
+                json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+            answer(r#"{"path":"hello.txt","bytes_written":6}"#),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    ybs.run(["run", "t.yaml"]).expect_code(0);
+    assert_eq!(repo.subject("HEAD"), "[ybs] t: update hello.txt");
+
+    // `commit.message` wins over both.
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: write hello.txt\nmodel: test-model\npolicy:\n  default: allow\ncommit:\n  message: Say hello\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "write_file",
+                json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+            answer("{}"),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    ybs.run(["run", "t.yaml"]).expect_code(0);
+    assert_eq!(repo.subject("HEAD"), "[ybs] t: Say hello");
+}
+
+/// The tool result the second request carries (OpenAI wire).
+fn second_tool_result(server: &Server) -> String {
+    let body = server.requests()[1].json();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .expect("a tool result")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_refusal_says_once_that_the_call_was_not_run_and_why() {
+    // Arguments that are not JSON.
+    let chunks =
+        wire::openai_call_chunks(&[("call_1", "write_file", "{\"path\": oops}")], 8, false);
+    let server = Server::start(vec![
+        Reply::sse(&wire::sse_done(&chunks)),
+        wire::openai_sse_answer("gave up"),
+    ]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]).expect_code(0);
+    let told = second_tool_result(&server);
+    assert_eq!(told.matches("not run").count(), 1, "{told}");
+    assert!(
+        told.starts_with("the `write_file` call was not run: its arguments are not valid JSON"),
+        "{told}"
+    );
+
+    // A call the output token limit cut off.
+    let mut chunks = wire::openai_call_chunks(
+        &[("call_1", "write_file", "{\"path\": \"hello.txt\", \"con")],
+        8,
+        false,
+    );
+    for chunk in &mut chunks {
+        if chunk["choices"][0]["finish_reason"] == "tool_calls" {
+            chunk["choices"][0]["finish_reason"] = json!("length");
+        }
+    }
+    let server = Server::start(vec![
+        Reply::sse(&wire::sse_done(&chunks)),
+        wire::openai_sse_answer("gave up"),
+    ]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]).expect_code(0);
+    let told = second_tool_result(&server);
+    assert_eq!(told.matches("not run").count(), 1, "{told}");
+    assert!(
+        told.contains("cut off by the output token limit (llm.max_output_tokens)"),
+        "{told}"
+    );
+
+    // A tool that does not exist.
+    let server = Server::start(vec![
+        wire::openai_sse_call("call_1", "deploy", &json!({})),
+        wire::openai_sse_answer("gave up"),
+    ]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]).expect_code(0);
+    let told = second_tool_result(&server);
+    assert_eq!(told.matches("not run").count(), 1, "{told}");
+    assert!(told.contains("unknown tool `deploy`"), "{told}");
+}
+
+#[test]
+fn ollama_against_a_server_without_its_api_hints_at_openai_and_v1() {
+    // llama.cpp's server answers `/api/chat` with this.
+    let not_found =
+        json!({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}});
+    let server = Server::start(vec![Reply::json(404, &not_found)]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "ollama", &server.url, &[]);
+    run.expect_code(4);
+    let message = transcript(&run)["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("--provider openai"), "{message}");
+    assert!(message.contains("/v1"), "{message}");
+    let console = format!("{}{}", run.stdout, run.stderr);
+    assert!(console.contains("--provider openai"), "{console}");
+
+    // Ollama's own 404 for a model it does not have is not that.
+    let missing = json!({"error": "model 'm' not found, try pulling it first"});
+    let server = Server::start(vec![Reply::json(404, &missing)]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "ollama", &server.url, &[]);
+    let message = transcript(&run)["message"].as_str().unwrap().to_owned();
+    assert!(!message.contains("--provider openai"), "{message}");
+}
