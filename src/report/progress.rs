@@ -214,7 +214,10 @@ impl LogView {
                     inline(name)
                 ))]
             }
-            Event::Note { message } if self.verbose => {
+            // A hint (e.g. the option a model needs) shows without -v.
+            Event::Note { message }
+                if self.verbose || message.starts_with(crate::core::event::HINT) =>
+            {
                 vec![line(format!("  {task} · note: {}", inline(message)))]
             }
             Event::Git { outcome } if self.verbose => {
@@ -381,6 +384,8 @@ mod tests {
             duration_ms: 3,
             tool_calls: 1,
             request_tokens_estimate: None,
+            request_tokens_method: None,
+            incomplete: None,
         });
         activity.record(&decided("c1", "run_shell"));
         assert_eq!(

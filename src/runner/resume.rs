@@ -644,11 +644,21 @@ pub fn resume(
                 Some("resume from the output directory the run wrote, unedited"),
             ));
         }
-        let records: Vec<EventRecord> = bytes
+        // The digest matched: a line that does not parse is a bug, not
+        // an attack, and dropping it would lose part of the transcript.
+        let records = bytes
             .split(|byte| *byte == b'\n')
             .filter(|line| !line.is_empty())
-            .filter_map(|line| serde_json::from_slice(line).ok())
-            .collect();
+            .enumerate()
+            .map(|(index, line)| {
+                serde_json::from_slice::<EventRecord>(line).map_err(|error| {
+                    RunError::usage(
+                        format!("{id}/{EVENTS_FILE}:{}: {error}", index + 1),
+                        Some("resume with the ybs version that paused the task"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<EventRecord>, RunError>>()?;
         earlier.push(records);
     }
     let runtime = super::runtime()?;

@@ -110,8 +110,11 @@ pub async fn run_or_resume(
             sandbox: Some(prepared.sandbox.clone()),
         });
     }
-    for note in &tools.notes {
-        emitter.note(note.clone());
+    // A resumed task's events go on after its `task.resumed`.
+    if resumed.is_none() {
+        for note in &tools.notes {
+            emitter.note(note.clone());
+        }
     }
     let setup = prepared.agent_setup(run, &tools.registry, system_prompt);
     let (mut agent, early) = match resumed {
@@ -126,6 +129,9 @@ pub async fn run_or_resume(
                 resumed_by: resumed.resumed_by.clone(),
                 answers: resumed.summary.clone(),
             });
+            for note in &tools.notes {
+                emitter.note(note.clone());
+            }
             let early = agent
                 .answer(&resumed.answers, &resumed.approver, &mut emitter)
                 .await;

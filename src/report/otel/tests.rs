@@ -226,6 +226,8 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 duration_ms: 150,
                 tool_calls: 2,
                 request_tokens_estimate: None,
+                request_tokens_method: None,
+                incomplete: None,
             },
         ),
         record(
