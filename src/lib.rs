@@ -1,6 +1,6 @@
 //! ybs: run LLM coding agents the way CI runs tests.
 //!
-//! Module levels (STYLE.md (b)); imports point only down, and the L2
+//! Module levels (docs/architecture.md); imports point only down, and the L2
 //! modules never use each other. `tests/suite/architecture.rs` enforces it.
 //!
 //! - L5 [`cli`]

@@ -2,7 +2,7 @@
     clippy::unwrap_used,
     reason = "test code: a panic is the failure report"
 )]
-//! One integration-test binary (STYLE practice 11): every suite drives the
+//! One integration-test binary: every suite drives the
 //! real `ybs` binary against real files, processes and servers.
 
 mod suite;

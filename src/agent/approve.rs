@@ -1,8 +1,8 @@
-//! The approval hook for `ask` decisions (SPEC §4, §10).
+//! The approval hook for `ask` decisions (docs/policy.md, docs/interactive.md).
 //!
 //! The agent knows nothing of terminals: under `--interactive` the CLI
 //! hands it an [`Approver`], which asks a human. Without one, `ask`
-//! resolves by `policy.on_ask` and nothing waits on anyone (SECURITY S3).
+//! resolves by `policy.on_ask` and nothing waits on anyone (docs/security.md S3).
 
 use futures_util::future::BoxFuture;
 

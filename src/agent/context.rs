@@ -1,4 +1,4 @@
-//! What the model is sent (SPEC §3 "Context", §11): the estimated size of
+//! What the model is sent (docs/agent-loop.md "Context", docs/performance.md): the estimated size of
 //! a request, and compaction, which elides older tool results from the
 //! request when it nears the model's window.
 //!
@@ -22,7 +22,7 @@ use crate::llm::tokens;
 pub const BYTES_PER_TOKEN: usize = 4;
 
 /// The window budgeted when `context.max_tokens` is not set. It is the
-/// ceiling SPEC §11 promises for a 50-step task's largest request, and it
+/// ceiling docs/performance.md promises for a 50-step task's largest request, and it
 /// fits every current hosted model; set `context.max_tokens` to use more
 /// of a larger window, or less for a local model served with a short one.
 pub const DEFAULT_WINDOW: u32 = 32_000;

@@ -1,4 +1,4 @@
-//! Budgets that end runaway runs (SPEC §3, SECURITY S10), and the 85%
+//! Budgets that end runaway runs (docs/agent-loop.md, docs/security.md S10), and the 85%
 //! wrap-up warning.
 
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! Loop detection: the same call with the same arguments three times
-//! running stops the task with `loop_detected` (SPEC §3).
+//! running stops the task with `loop_detected` (docs/agent-loop.md).
 
 use crate::core::ToolCall;
 

@@ -1,4 +1,4 @@
-//! L3 agent: one task's loop (SPEC §3). No output files, no git.
+//! L3 agent: one task's loop (docs/agent-loop.md). No output files, no git.
 //!
 //! The agent sends the conversation to the provider, decides each tool
 //! call with policy, runs the allowed ones, and repeats until the model

@@ -1,6 +1,6 @@
 //! The system prompt: role, workdir, tools, policy, the task's `system`.
 //! Short on purpose: the fixed part of every request stays under 1,500
-//! tokens with the six tool schemas (SPEC §11).
+//! tokens with the six tool schemas (docs/performance.md).
 
 use std::path::Path;
 

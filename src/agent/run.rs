@@ -37,12 +37,12 @@ pub struct AgentSetup<'a> {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     pub limits: Limits,
-    /// The model's window and the compaction threshold (SPEC §3 Context).
+    /// The model's window and the compaction threshold (docs/agent-loop.md Context).
     pub context: ContextWindow,
     pub retry: RetrySettings,
     /// Decide and record tool calls, but do not run them.
     pub dry_run: bool,
-    /// Secrets to mask in what the model is sent (SECURITY S7): tool
+    /// Secrets to mask in what the model is sent (docs/security.md S7): tool
     /// results and the user messages ybs adds (a failing check's output).
     /// The sinks redact what is written; this keeps the values out of the
     /// provider's requests too.
@@ -131,7 +131,7 @@ impl<'a> Agent<'a> {
         // Counted first: loading the tokenizer is not the task's time.
         let fixed_tokens = context::fixed_tokens(&setup.system_prompt, &setup.tools.specs());
         let mut budget = Budget::new(setup.limits.clone());
-        // Unknown cost is "unknown" from the start, never $0 (SPEC §3).
+        // Unknown cost is "unknown" from the start, never $0 (docs/agent-loop.md).
         if setup.pricing.price(&setup.model).is_none() {
             budget.cost = Cost::Unknown;
         }
@@ -238,7 +238,7 @@ impl<'a> Agent<'a> {
     }
 
     /// Refuses every file-tool write to these files (absolute paths): the
-    /// user's uncommitted work under `--allow-dirty` (SECURITY S12).
+    /// user's uncommitted work under `--allow-dirty` (docs/security.md S12).
     pub fn protect_user_changes(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
         self.user_changed.extend(paths);
     }

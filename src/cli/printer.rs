@@ -5,7 +5,7 @@
 //! the human view is silent and errors still go to stderr.
 //!
 //! Every human line is redacted, then neutralised ([`neutralize`]) on its
-//! way out, whatever it holds (SECURITY S7, S8): text from the model, a
+//! way out, whatever it holds (docs/security.md S7, S8): text from the model, a
 //! tool, a task file or a provider can then neither reveal a secret nor
 //! forge a workflow command or a terminal escape, even when it reaches a
 //! message no one thought of. ybs's own `::error` annotations and

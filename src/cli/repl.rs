@@ -1,4 +1,4 @@
-//! Terminal checks: only on a terminal is stdin read (SECURITY S3); a
+//! Terminal checks: only on a terminal is stdin read (docs/security.md S3); a
 //! missing TTY is a usage error before anything runs, so nothing ever
 //! waits on a pipe.
 

@@ -1,4 +1,4 @@
-//! Operator settings are ceilings (SECURITY S5).
+//! Operator settings are ceilings (docs/security.md S5).
 //!
 //! For a key that bounds trust or spend, a value from the repository
 //! (`./.ybs.json`, a task file or its `defaults:`) applies only when it is

@@ -1,9 +1,9 @@
 //! One config file (JSON or YAML; JSON is read as YAML so both get
 //! `file:line:col` diagnostics) decoded into a [`ConfigLayer`].
 //!
-//! Sections follow seed 003 §2.3: `llm`, `context`, `agent`, `safety`,
+//! Sections: `llm`, `context`, `agent`, `safety`,
 //! `tools`, `git`, `ui`. A file in the repository (`./.ybs.json`) cannot
-//! widen what the operator allows (SECURITY S5): it may not set
+//! widen what the operator allows (docs/security.md S5): it may not set
 //! `safety.allowed_paths`, `safety.env_passthrough`,
 //! `safety.allowed_workdirs` or turn the sandbox
 //! off, and its blocked lists add to the others instead of replacing them.
@@ -227,7 +227,7 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) 
     };
     if repository {
         // A price decides whether `max_cost_usd` stops a task: the
-        // operator's to say (SECURITY S5).
+        // operator's to say (docs/security.md S5).
         for key in ["pricing", "price"] {
             if let Some((key, _)) = fields.entry(key) {
                 decoder.error_with_hint(
@@ -505,7 +505,7 @@ fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool
         && let Some((key, _)) = fields.entry("search_paths")
     {
         // Operator tool directories are trusted as found: a repository
-        // must not add any (SECURITY S5). Its tools go in ./tools.
+        // must not add any (docs/security.md S5). Its tools go in ./tools.
         decoder.error_with_hint(
             key.span,
             "`tools.search_paths` cannot be set in the repository's config: ybs runs the tools it finds there",
@@ -518,7 +518,7 @@ fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool
 }
 
 /// `git.allow_secret_paths`: globs; operator config only, since it lets
-/// credentials into commits (SECURITY S5, S12).
+/// credentials into commits (docs/security.md S5, S12).
 fn decode_allow_secret_paths(
     decoder: &mut Decoder<'_>,
     fields: &Fields<'_>,

@@ -1,7 +1,7 @@
 //! Raw configuration layers: what one source (a file, the `YBS_*`
 //! environment, the flags) says, every field optional. Layers merge with
 //! [`Combine`] (the higher layer wins) and are resolved once into the
-//! fully defaulted settings of `settings.rs` (STYLE (c)2).
+//! fully defaulted settings of `settings.rs`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -143,7 +143,7 @@ pub struct SafetyLayer {
     pub sandbox_require: Option<String>,
     pub sandbox_check_network: Option<bool>,
     /// From the repository's `./.ybs.json`, which may only add to the
-    /// blocked lists (SECURITY S5).
+    /// blocked lists (docs/security.md S5).
     pub extra_blocked_paths: Vec<String>,
     pub extra_blocked_commands: Vec<String>,
 }

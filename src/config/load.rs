@@ -1,4 +1,4 @@
-//! Reading every layer (SPEC §9) and resolving them once.
+//! Reading every layer (docs/configuration.md) and resolving them once.
 //!
 //! Lowest first: `/etc/ybs/config.json`, `~/.config/ybs/config.json`,
 //! `~/.ybs.json`, `./.ybs.json`, `--config FILE` (or `YBS_CONFIG`), then
@@ -55,12 +55,12 @@ pub struct Overrides {
     pub timeout: Option<Duration>,
     pub out: Option<PathBuf>,
     pub cassette: Option<PathBuf>,
-    /// `--no-sandbox` (SECURITY S1).
+    /// `--no-sandbox` (docs/security.md S1).
     pub no_sandbox: bool,
 }
 
 /// A configuration that cannot be used. Every variant is a usage error
-/// (exit 2, SPEC §1).
+/// (exit 2, docs/cli.md).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// Problems in config or policy files, each with `file:line:col`.
@@ -265,7 +265,7 @@ struct Read {
 
 /// An operator's `tools.external` entry wins over the repository's of the
 /// same name, whatever the files' order; the repository's is kept as
-/// shadowed (SECURITY S5).
+/// shadowed (docs/security.md S5).
 fn shadow_repository_tools(layers: &mut [Read]) {
     let operator: Vec<String> = layers
         .iter()
@@ -285,7 +285,7 @@ fn shadow_repository_tools(layers: &mut [Read]) {
 }
 
 /// Every key that bounds trust or spend: the repository's value applies
-/// only when narrower than the operator's (SECURITY S5).
+/// only when narrower than the operator's (docs/security.md S5).
 fn apply_ceilings(
     merged: &mut ConfigLayer,
     operator: &OperatorLayers<'_>,
@@ -490,7 +490,7 @@ fn flag_layer(overrides: &Overrides) -> Result<ConfigLayer, ConfigError> {
     Ok(layer)
 }
 
-/// Reads a `--policy FILE`: the policy mapping (SPEC §4) at the top level.
+/// Reads a `--policy FILE`: the policy mapping (docs/policy.md) at the top level.
 pub fn load_policy_file(path: &Path) -> Result<PolicySpec, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|error| {
         let message = if error.kind() == std::io::ErrorKind::NotFound {

@@ -1,8 +1,8 @@
 //! L4 config: files → `YBS_*` → flags, resolved once into [`Config`];
-//! [`Config::task_settings`] adds a task's own fields below them (SPEC §1,
-//! §9). For keys that bound trust or spend the operator's values are
+//! [`Config::task_settings`] adds a task's own fields below them (docs/cli.md,
+//! docs/configuration.md). For keys that bound trust or spend the operator's values are
 //! ceilings the repository may only narrow ([`Config::check_task`] and
-//! `ceiling.rs`, SECURITY S5).
+//! `ceiling.rs`, docs/security.md S5).
 //!
 //! May use `core`, `task`, `policy`, and types of `llm` and `tools`.
 

@@ -1,5 +1,5 @@
 //! Resolved settings: every default applied, so nothing below `config/`
-//! sees an `Option` whose default is known (STYLE (c)2). An `Option` left
+//! sees an `Option` whose default is known. An `Option` left
 //! here means "not set, and there is no default" (no task timeout, say).
 
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use crate::task::{BUILTIN_TOOLS, Diagnostic, LimitsSpec, LlmSpec, TaskSpec};
 use super::ceiling::{Bound, Ceiling, narrower, wider};
 use super::layer::{Combine, ConfigLayer, LlmLayer};
 
-/// Built-in defaults (SPEC §1, §2, §4; seed 003 §2.3).
+/// Built-in defaults (docs/cli.md, docs/task-files.md, docs/policy.md).
 pub mod defaults {
     use std::time::Duration;
 
@@ -46,7 +46,7 @@ pub mod defaults {
     pub const BLOCKED_COMMANDS: &[&str] = crate::policy::guards::DEFAULT_BLOCKED_COMMANDS;
 }
 
-/// Who set a value, for settings a repository must not widen (SECURITY S5).
+/// Who set a value, for settings a repository must not widen (docs/security.md S5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
@@ -224,7 +224,7 @@ pub struct ExternalToolConfig {
     pub timeout: Duration,
     pub enabled: bool,
     /// Declared in the repository's `./.ybs.json`: repository content,
-    /// so it does not enable the tool by itself (SECURITY S5).
+    /// so it does not enable the tool by itself (docs/security.md S5).
     pub from_repository: bool,
 }
 
@@ -264,7 +264,7 @@ impl GitAuthor {
     }
 }
 
-/// Everything one task runs with, after every layer (SPEC §1): flags >
+/// Everything one task runs with, after every layer (docs/cli.md): flags >
 /// `YBS_*` > config files > the task's own fields > its file's
 /// `defaults:` > built-in defaults.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -273,7 +273,7 @@ pub struct TaskSettings {
     pub model: String,
     pub endpoint: Option<String>,
     /// Who chose `endpoint`; a task file or the repository's config must
-    /// not receive the operator's API key for a vendor (SECURITY S5).
+    /// not receive the operator's API key for a vendor (docs/security.md S5).
     pub endpoint_origin: Origin,
     pub temperature: Option<f64>,
     /// `llm.max_output_tokens` (or the task's): default 4096.
@@ -434,7 +434,7 @@ impl Config {
             llm_timeout: self.llm.timeout,
             llm_idle_timeout: self.llm.idle_timeout,
             llm_total_timeout: self.llm.total_timeout,
-            // Narrower wins (SECURITY S5); a task above the operator's
+            // Narrower wins (docs/security.md S5); a task above the operator's
             // value is refused earlier, by `check_task`.
             max_iterations: narrower(over.max_iterations, limits.max_iterations)
                 .unwrap_or(defaults::MAX_ITERATIONS),
@@ -468,7 +468,7 @@ impl Config {
     }
 
     /// What is wrong with running `task` under this configuration, before
-    /// anything runs (exit 2): a limit wider than the operator's (SECURITY
+    /// anything runs (exit 2): a limit wider than the operator's (docs/security.md
     /// S5), a built-in tool the config disabled, a cost limit for a model
     /// whose price is unknown.
     pub fn check_task(&self, task: &TaskSpec) -> Vec<Diagnostic> {

@@ -56,7 +56,7 @@ pub enum Event {
         tools: Vec<String>,
         dry_run: bool,
         /// How the task's shell commands and external tools are confined
-        /// (SECURITY S1). Absent in transcripts of older versions.
+        /// (docs/security.md S1). Absent in transcripts of older versions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sandbox: Option<SandboxInfo>,
     },

@@ -1,4 +1,4 @@
-//! Process exit codes: a public contract (SPEC §1). Never renumber; only add.
+//! Process exit codes: a public contract (docs/cli.md). Never renumber; only add.
 
 /// Every selected task passed or matched its `expect`.
 pub const OK: u8 = 0;

@@ -1,5 +1,5 @@
 //! How a task ended: a status and, unless it passed cleanly, a reason
-//! (SPEC §3). Both are wire names relied on by users; never rename.
+//! (docs/agent-loop.md). Both are wire names relied on by users; never rename.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -51,7 +51,7 @@ pub enum Reason {
     InternalError,
     Interrupted,
     AwaitingInput,
-    /// A file the task would commit holds a credential (SECURITY S12).
+    /// A file the task would commit holds a credential (docs/security.md S12).
     SecretInCommit,
     /// A model response passed the response-size limit while it arrived.
     ResponseTooLarge,
@@ -90,7 +90,7 @@ impl Reason {
     }
 
     /// True if and only if the reason is a limit that stopped a run early;
-    /// such tasks keep their changes and get a salvage ref (SPEC §3).
+    /// such tasks keep their changes and get a salvage ref (docs/agent-loop.md).
     pub fn is_limit(self) -> bool {
         matches!(
             self,

@@ -1,4 +1,4 @@
-//! Secrets never reach an output (SECURITY S7). Every sink writes through a
+//! Secrets never reach an output (docs/security.md S7). Every sink writes through a
 //! `Redactor`, which replaces with `[REDACTED]` each known secret value (as
 //! is, JSON-escaped, and base64-encoded) and every credential recognised by
 //! its shape (`core::secrets`).

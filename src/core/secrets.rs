@@ -1,6 +1,6 @@
 //! Credentials recognised by their shape, not by a known value: tokens of
 //! the common vendors, AWS keys, PEM private keys, HTTP authorization
-//! headers (SECURITY S7). The redactor masks them in every output and in
+//! headers (docs/security.md S7). The redactor masks them in every output and in
 //! what the model reads; git refuses to commit a file that holds one.
 //!
 //! Each shape needs the vendor's full prefix, length and alphabet, so

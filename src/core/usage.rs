@@ -1,5 +1,5 @@
 //! Token usage and cost. An unknown price is reported as unknown, never as
-//! zero (SPEC §3).
+//! zero (docs/agent-loop.md).
 
 use std::borrow::Cow;
 

@@ -1,4 +1,4 @@
-//! Committing a task's files (SPEC §8, SECURITY S12).
+//! Committing a task's files (docs/git.md, docs/security.md S12).
 //!
 //! Order of work, so that a failure never leaves a half-made commit:
 //! 1. checks that write nothing: no merge/rebase under way, no

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::secrets::SecretFile;
 
 /// An error from a git operation. The runner reports it with reason
-/// `git_error` (SPEC §1: exit 4 when no task failed).
+/// `git_error` (docs/cli.md: exit 4 when no task failed).
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
     /// The workdir belongs to a repository without a work tree.

@@ -1,5 +1,5 @@
 //! The ignore rules a task started with, so that a change to `.gitignore`
-//! never brings old files into a commit (SECURITY S12).
+//! never brings old files into a commit (docs/security.md S12).
 //!
 //! The snapshot keeps the text of every `.gitignore` in the work tree and
 //! of `info/exclude`. At commit time, when those differ from what they are

@@ -1,5 +1,5 @@
 //! L2 git: libgit2 only. Dirty check, commit of the task's files with
-//! trailers, salvage refs (SPEC §8, SECURITY S12).
+//! trailers, salvage refs (docs/git.md, docs/security.md S12).
 //!
 //! How the runner uses it, per task (every call is blocking libgit2 work:
 //! use `spawn_blocking` from async code):
@@ -24,7 +24,7 @@
 //!    [`Workspace::salvage`] with the reason, then
 //!    [`SalvageOutcome::report`].
 //!
-//! Guarantees (SECURITY S12): the user's uncommitted changes are never
+//! Guarantees (docs/security.md S12): the user's uncommitted changes are never
 //! reset, stashed or committed; the index is written only for the paths a
 //! commit contains; ignored files are never committed; nothing is pushed,
 //! no history is rewritten, and no repository-configured program runs

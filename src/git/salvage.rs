@@ -1,5 +1,5 @@
 //! Saving a stopped task's work without touching HEAD, the index or the
-//! work tree (SPEC §3): a commit of HEAD's tree plus the task's files, on
+//! work tree (docs/agent-loop.md): a commit of HEAD's tree plus the task's files, on
 //! `refs/ybs/salvage/<run-id>/<task-id>`.
 
 use git2::{Commit, Reference};

@@ -1,5 +1,5 @@
 //! `--allow-dirty`: the user's uncommitted work saved before anything runs
-//! (SECURITY S12), as a commit on `refs/ybs/saved/<run-id>` whose tree is
+//! (docs/security.md S12), as a commit on `refs/ybs/saved/<run-id>` whose tree is
 //! HEAD's plus the work tree's version of every dirty path (tracked
 //! changes, staged or not, and untracked files; ignored files never).
 //! HEAD, the index and the work tree are not touched: it is `git stash

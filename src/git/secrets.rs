@@ -1,4 +1,4 @@
-//! No credential in a commit (SECURITY S7, S12): every file a commit would
+//! No credential in a commit (docs/security.md S7, S12): every file a commit would
 //! take is read before anything is written, and one whose content has the
 //! shape of a credential stops the commit (reason `secret_in_commit`),
 //! unless the operator allowed its path (`git.allow_secret_paths`). The

@@ -270,7 +270,7 @@ const BODY_CHARS: usize = 8_000;
 /// A commit message: `<prefix> <task-id>: <first line of text>` (prefix
 /// `[ybs]` unless configured; an empty one is left out), the rest of the
 /// text as the body, then the trailers. Returns (subject, message).
-/// Secrets known to `redactor` are masked everywhere (SECURITY S7).
+/// Secrets known to `redactor` are masked everywhere (docs/security.md S7).
 pub(crate) fn commit_message(
     prefix: &str,
     task_id: &str,

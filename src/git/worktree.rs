@@ -1,4 +1,4 @@
-//! `--jobs N`: each task in its own linked worktree (SPEC §8), created
+//! `--jobs N`: each task in its own linked worktree (docs/git.md), created
 //! from HEAD on branch `ybs/<run-id>/<task-id>` under
 //! `<repo-root>/.ybs-worktrees/<run-id>/<task-id>`. The directory holds a
 //! `.gitignore` of `*`, so the user's tree never sees it as a change.

@@ -249,7 +249,7 @@ impl Cassette {
 /// Collects interactions during `--record` and rewrites the file after each
 /// one, so a crash loses nothing already answered. A cassette is an output
 /// like any other: every secret the redactor knows is masked in it, even
-/// one a server or model sent back in a response (SECURITY S7).
+/// one a server or model sent back in a response (docs/security.md S7).
 #[derive(Debug)]
 pub struct CassetteWriter {
     path: PathBuf,

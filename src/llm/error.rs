@@ -1,5 +1,5 @@
 //! Provider errors know whether to retry, how long to wait, and which
-//! reason a task reports when they end it (STYLE §8).
+//! reason a task reports when they end it.
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ pub enum ProviderError {
     #[error("missing API key: set `{var}`")]
     MissingKey { var: String },
     /// The repository named a vendor's own endpoint; the operator's key
-    /// is not sent where the repository says (SECURITY S5).
+    /// is not sent where the repository says (docs/security.md S5).
     #[error(
         "`{var}` is not sent to `{endpoint}`: the repository named that endpoint \
          (./.ybs.json or the task file), and keys go only to endpoints the operator names \
@@ -78,7 +78,7 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
-    /// True if and only if SPEC §6 says this error may be retried:
+    /// True if and only if docs/providers.md says this error may be retried:
     /// connect errors, timeouts, interrupted streams, 408, 409, 429 (not
     /// quota), 5xx and 529.
     pub fn is_retryable(&self) -> bool {

@@ -1,11 +1,11 @@
 //! HTTP plumbing shared by the wire protocols: one reqwest client per
 //! provider, deadlines, status codes mapped to `ProviderError`, and SSE or
 //! NDJSON read from a byte stream that enforces the idle and total
-//! deadlines (SPEC §6, SECURITY S11).
+//! deadlines (docs/providers.md, docs/security.md S11).
 //!
 //! API keys travel in an [`ApiKey`], whose `Debug` and `Display` print
 //! `[REDACTED]`, and are scrubbed from every message a server sends back
-//! before it becomes an error (SECURITY S7).
+//! before it becomes an error (docs/security.md S7).
 
 use std::fmt;
 use std::pin::Pin;

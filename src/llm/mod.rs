@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! let env = |name: &str| std::env::var(name).ok();
-//! redactor.add(each of llm::api_key_values(&env));          // SECURITY S7
+//! redactor.add(each of llm::api_key_values(&env));          // docs/security.md S7
 //! let provider = match cassette {                          // --cassette FILE
 //!     Some(cassette) => Box::new(Replay::new(cassette.clone(), task_id)),
 //!     None => llm::build(&provider_config, &env)?,          // MissingKey → auth_error
@@ -163,7 +163,7 @@ fn connect<W: stream::Wire>(settings: Settings) -> Result<Box<dyn Provider>, Pro
     Ok(Box::new(stream::Streaming::<W>::new(settings)?))
 }
 
-/// Every provider ybs knows (SPEC §6): the one list the task and config
+/// Every provider ybs knows (docs/providers.md): the one list the task and config
 /// checks, the schemas, `--provider` and the redactor's key variables
 /// follow.
 pub const PROVIDERS: &[ModelProviderInfo] = &[
@@ -242,7 +242,7 @@ pub struct ProviderConfig {
     pub endpoint: Option<String>,
     /// The endpoint was named by the repository (its `./.ybs.json` or a
     /// task file), not by the operator: it never receives a key, whatever
-    /// its host (SECURITY S5).
+    /// its host (docs/security.md S5).
     pub endpoint_from_repository: bool,
     /// Stream responses (`true` by default).
     pub streaming: bool,
@@ -318,7 +318,7 @@ pub fn build(
 }
 
 /// The value of every API key set in `env`, for the runner's redactor
-/// (SECURITY S7): whichever provider runs, no key may reach an output.
+/// (docs/security.md S7): whichever provider runs, no key may reach an output.
 pub fn api_key_values(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
     api_key_vars()
         .filter_map(|var| env(var).and_then(ApiKey::new))

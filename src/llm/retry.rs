@@ -1,4 +1,4 @@
-//! Retries around `Provider::complete` (SPEC §6, SECURITY S11).
+//! Retries around `Provider::complete` (docs/providers.md, docs/security.md S11).
 //!
 //! Exponential backoff with jitter from `backon`; a server's `Retry-After`
 //! wins when given, up to a cap. Each retry is reported to the caller, which

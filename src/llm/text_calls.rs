@@ -3,7 +3,7 @@
 //! Argument JSON is repaired only for cosmetic defects: a code fence
 //! around it and trailing commas before `}` or `]`. A truncated object is
 //! never completed: the call gets `invalid_arguments`, is not run, and the
-//! model sees the error (SPEC §6).
+//! model sees the error (docs/providers.md).
 //!
 //! With `text_tool_calls: true` (off by default), a turn with no
 //! structured call whose whole content is exactly one

@@ -1,5 +1,5 @@
 //! Deciding a call: built-in guards, then `deny`, then `ask`, then
-//! `allow`, then `default` (SPEC §4), under the operator ceiling (S5).
+//! `allow`, then `default` (docs/policy.md), under the operator ceiling (S5).
 //! Every decision names its rule. See the module docs of [`super`] for
 //! the exact semantics.
 

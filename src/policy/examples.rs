@@ -1,4 +1,4 @@
-//! `policy.examples` (SPEC §4): calls in the string form that a policy
+//! `policy.examples` (docs/policy.md): calls in the string form that a policy
 //! must decide as listed, checked at load and by `ybs validate`, so a
 //! policy is tested like code.
 

@@ -1,4 +1,4 @@
-//! Built-in guards (SPEC §4, SECURITY S4, S6): checks no rule can loosen.
+//! Built-in guards (docs/policy.md, docs/security.md S4, S6): checks no rule can loosen.
 //! A guard that fires makes the call `deny` with
 //! `RuleRef::Guard { name }`, before any rule is looked at.
 //!

@@ -1,5 +1,5 @@
 //! L2 policy: decides, before any tool call runs, whether it may run
-//! (SPEC §4; SECURITY S3–S6, S13).
+//! (docs/policy.md; docs/security.md S3–S6, S13).
 //!
 //! Pure and synchronous: it reads nothing (paths are compared lexically,
 //! the caller passes the workdir and home in [`GuardSettings`]) and never

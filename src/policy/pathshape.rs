@@ -3,7 +3,7 @@
 //! something under `~/.ssh`?" for literal paths, shell globs (`~/.ss*`)
 //! and words with a variable (`$HOME/.ssh/id_rsa`).
 //!
-//! Lexical only: symlinks are the file tools' business (SECURITY S2) and
+//! Lexical only: symlinks are the file tools' business (docs/security.md S2) and
 //! the sandbox's (S1). Policy never touches the disk.
 
 use std::path::{Component, Path};

@@ -37,7 +37,7 @@ impl std::fmt::Display for Verdict {
     }
 }
 
-/// How `ask` resolves without a human (SPEC §4).
+/// How `ask` resolves without a human (docs/policy.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnAsk {
@@ -150,7 +150,7 @@ impl std::fmt::Display for Rule {
     }
 }
 
-/// Example calls a policy must decide as listed (SPEC §4), in string form.
+/// Example calls a policy must decide as listed (docs/policy.md), in string form.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Examples {
     #[serde(default)]

@@ -1,4 +1,4 @@
-//! The decision table (STYLE 13): every row names the policy, the call
+//! The decision table: every row names the policy, the call
 //! in the string form, the verdict and the rule that must decide it.
 
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `OUT/<task>/events.jsonl`: every record of a task as one JSON line,
-//! written as it happens (SPEC §7). Each line goes to the kernel in one
+//! written as it happens (docs/outputs.md). Each line goes to the kernel in one
 //! write before the next event is taken, so the file is valid JSONL up to
-//! the last complete event even if ybs crashes (SECURITY S8).
+//! the last complete event even if ybs crashes (docs/security.md S8).
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -1,10 +1,10 @@
-//! `OUT/junit.xml` (SPEC §7), written with quick-junit at the end of the
+//! `OUT/junit.xml` (docs/outputs.md), written with quick-junit at the end of the
 //! run: one `<testsuite>` per task file, one `<testcase>` per task.
 //!
 //! Status mapping: `passed` → success, `failed` → `<failure>`, `error` →
 //! `<error>`, `paused` → `<skipped>`. Text from the model or tools goes
 //! through [`neutralize_chars`] first and then quick-junit's `XmlString`,
-//! so the file is well-formed whatever the text holds (SECURITY S8).
+//! so the file is well-formed whatever the text holds (docs/security.md S8).
 
 use std::io;
 use std::sync::Arc;

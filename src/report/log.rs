@@ -1,4 +1,4 @@
-//! Output hygiene for CI logs (SECURITY S8).
+//! Output hygiene for CI logs (docs/security.md S8).
 //!
 //! Text from the model or from tools is attacker-controlled. Before it is
 //! printed to a CI log it goes through [`neutralize`], so it cannot forge

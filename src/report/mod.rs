@@ -1,5 +1,5 @@
 //! L2 report: `EventSink`s that turn the event stream into outputs
-//! (SPEC §7). The runner builds them as one [`RunSinks`], feeds it every
+//! (docs/outputs.md). The runner builds them as one [`RunSinks`], feeds it every
 //! (already redacted) `EventRecord` of every task, and calls `finish()`
 //! once at the end of the run; [`OutputLayout`] names every output file. Records of parallel tasks may interleave;
 //! every sink routes them by `record.task`.

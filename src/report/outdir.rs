@@ -1,4 +1,4 @@
-//! The output directory, held open (issue 9, item 6; SECURITY S8).
+//! The output directory, held open (issue 9, item 6; docs/security.md S8).
 //!
 //! ybs opens the directory once, before any task runs, walking the path
 //! one component at a time without following symbolic links, and keeps

@@ -29,7 +29,7 @@ pub struct TaskResult {
     /// The checks that failed in the last attempt that ran checks.
     pub failed_checks: Vec<FailedCheck>,
     pub git: Option<GitOutcome>,
-    /// The kernel confinement of the task's children (SECURITY S1).
+    /// The kernel confinement of the task's children (docs/security.md S1).
     pub sandbox: Option<SandboxInfo>,
     /// False when the events stopped before `task.finished`; the result is
     /// then reported as an `internal_error`.

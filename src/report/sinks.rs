@@ -28,7 +28,7 @@ pub struct OutputLayout {
 }
 
 /// The output directories, held open for the run: every output file is
-/// created relative to them, never through a symbolic link (SECURITY S8).
+/// created relative to them, never through a symbolic link (docs/security.md S8).
 #[derive(Debug, Clone)]
 pub struct OpenOutputs {
     pub out: Arc<OutDir>,

@@ -1,4 +1,4 @@
-//! `OUT/summary.md` (SPEC §7): a Markdown table of the run's tasks, notes
+//! `OUT/summary.md` (docs/outputs.md): a Markdown table of the run's tasks, notes
 //! on each task that did not pass, and what happened in git. Appended to
 //! `$GITHUB_STEP_SUMMARY` too when that is set.
 //!
@@ -201,7 +201,7 @@ fn write_scope(out: &mut String, results: &[TaskResult], scope: &RunScope) -> st
 }
 
 /// Which tasks ran their shell commands, external tools and checks
-/// without kernel confinement (SECURITY S1): always said, never hidden.
+/// without kernel confinement (docs/security.md S1): always said, never hidden.
 fn write_sandbox(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
     let unconfined: Vec<_> = results
         .iter()

@@ -1,4 +1,4 @@
-//! `OUT/<task>/transcript.json`: the whole run of one task (SPEC §7),
+//! `OUT/<task>/transcript.json`: the whole run of one task (docs/outputs.md),
 //! built from the task's events and written once, atomically, when the
 //! task finishes.
 
@@ -90,7 +90,7 @@ pub struct Manifest {
     pub workdir: String,
     pub dry_run: bool,
     pub tools: Vec<String>,
-    /// How shell commands and external tools were confined (SECURITY S1).
+    /// How shell commands and external tools were confined (docs/security.md S1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
 }

@@ -1,7 +1,7 @@
-//! `--interactive`: `ask` decisions answered at a prompt (SPEC §4, §10).
+//! `--interactive`: `ask` decisions answered at a prompt (docs/policy.md, docs/interactive.md).
 //!
 //! Only here is stdin read for approval, and only on a terminal
-//! (SECURITY S3): the CLI turns a missing TTY into a usage error before
+//! (docs/security.md S3): the CLI turns a missing TTY into a usage error before
 //! anything runs, so nothing ever waits on a pipe.
 
 use std::collections::BTreeSet;

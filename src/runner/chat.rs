@@ -1,4 +1,4 @@
-//! `ybs chat` (SPEC §10): an empty conversation with the same tools and
+//! `ybs chat` (docs/interactive.md): an empty conversation with the same tools and
 //! policy as a task. [`Session`] owns the prepared "task", the runtime
 //! and the conversation; the CLI reads lines and hands them over.
 

@@ -1,9 +1,9 @@
 //! Checks: shell commands run in the workdir after the agent stops; all
-//! must pass (SPEC §2–3). A failing check's output feeds `fix_attempts`.
+//! must pass (docs/task-files.md–3). A failing check's output feeds `fix_attempts`.
 //!
 //! Checks run code the model wrote (that is what tests are), so they run
 //! under the task's kernel sandbox like `run_shell`, with the same
-//! environment allowlist (SECURITY S1). A check gets the network only
+//! environment allowlist (docs/security.md S1). A check gets the network only
 //! when it asks (`network: true`) and the operator has not forbidden it
 //! (`safety.sandbox_check_network: false`).
 

@@ -67,7 +67,7 @@ pub(super) struct Session {
     home: Option<PathBuf>,
     pub(super) policy: Option<Policy>,
     pub(super) env: ChildEnv,
-    /// Confines every tool process (SECURITY S1); `None`: `--no-sandbox`.
+    /// Confines every tool process (docs/security.md S1); `None`: `--no-sandbox`.
     sandbox: Option<Arc<Sandbox>>,
     pub(super) runtime: tokio::runtime::Runtime,
 }
@@ -483,7 +483,7 @@ pub(super) fn tool_ctx(session: &Session) -> ToolCtx {
 
 /// JSON text with the characters a terminal or CI log could be tricked
 /// by (bidi controls, line separators) written as `\uXXXX` escapes, which
-/// is still the same JSON (SECURITY S8). serde_json already escapes
+/// is still the same JSON (docs/security.md S8). serde_json already escapes
 /// control characters.
 fn safe_json(value: &Value, pretty: bool) -> String {
     let text = if pretty {

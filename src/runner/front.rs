@@ -127,7 +127,7 @@ pub fn run(
     Ok(report)
 }
 
-/// One warning line on stderr when children run unconfined (SECURITY S1).
+/// One warning line on stderr when children run unconfined (docs/security.md S1).
 fn warn_unconfined(console: &dyn Console, prepared: &[PreparedTask]) {
     let mut reasons: Vec<&str> = prepared
         .iter()

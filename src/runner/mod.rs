@@ -67,7 +67,7 @@ pub struct RunContext {
     /// `--policy FILE`, protected from writes.
     pub policy_file: Option<PathBuf>,
     /// The operator policy from `--policy FILE`: a ceiling task files may
-    /// narrow, never widen (SECURITY S5).
+    /// narrow, never widen (docs/security.md S5).
     pub operator_policy: Option<PolicySpec>,
     /// The allowlisted environment for every subprocess.
     pub child_env: ChildEnv,
@@ -91,7 +91,7 @@ pub struct RunContext {
     /// `--jobs N`: tasks at once (at least 1). Above 1, a task that
     /// commits runs in its own git worktree.
     pub jobs: usize,
-    /// `--interactive` on a TTY: answers `ask` decisions (SPEC §10).
+    /// `--interactive` on a TTY: answers `ask` decisions (docs/interactive.md).
     pub approver: Option<Arc<dyn Approver>>,
     /// `ybs resume`: the work tree holds the paused task's changes,
     /// checked against its state instead of the dirty check.

@@ -64,7 +64,7 @@ pub fn load(
         Some(paths) => task::load(&default_paths(&cwd, paths), vars, max_bytes),
         None => Ok(Vec::new()),
     };
-    // SECURITY S5: a task may narrow the operator's settings, never widen
+    // docs/security.md S5: a task may narrow the operator's settings, never widen
     // them; and a cost limit needs a known price.
     if let (Ok(config), Ok(loaded)) = (&config, &files) {
         let problems: Vec<task::Diagnostic> = loaded
@@ -215,7 +215,7 @@ pub fn run_context(
 }
 
 /// Every secret value ybs holds: the variables scrubbed from children's
-/// environment and the provider API keys (SECURITY S7).
+/// environment and the provider API keys (docs/security.md S7).
 pub fn redactor(env: &ChildEnv) -> Redactor {
     let mut redactor = Redactor::new();
     for value in &env.secret_values {

@@ -67,7 +67,7 @@ pub enum SetupError {
     /// The kernel confinement the task needs is unavailable.
     #[error("{message}")]
     Sandbox { message: String, hint: &'static str },
-    /// The repository cannot take the task's commit (SPEC §8).
+    /// The repository cannot take the task's commit (docs/git.md).
     #[error("{message}")]
     Git { message: String, hint: &'static str },
     /// The task's `workdir` cannot be used.
@@ -149,7 +149,7 @@ pub fn prepare(
     if run.cassette.is_some() {
         // `--cassette FILE` (or YBS_CASSETTE) means the replay provider,
         // whatever the task file names: a recorded run reproduces offline
-        // (SPEC §6) and the task's endpoint is never contacted.
+        // (docs/providers.md) and the task's endpoint is never contacted.
         settings.provider = "replay".to_owned();
     }
     let mut workdir = task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)?;
@@ -373,7 +373,7 @@ pub struct SandboxPaths {
     pub visible: Vec<PathBuf>,
 }
 
-/// The kernel confinement of a task's children (SECURITY S1, S6): off
+/// The kernel confinement of a task's children (docs/security.md S1, S6): off
 /// when the operator said so; when a required layer is missing, a task
 /// that may run programs (`run_shell`, external tools, checks) is
 /// refused, any other runs unconfined, and the manifest says so.
@@ -441,7 +441,7 @@ pub fn task_sandbox(
 }
 
 /// The control files of a workdir no child may change, existing or not
-/// (SECURITY S6): `.git` (and, for a worktree's gitfile, the git
+/// (docs/security.md S6): `.git` (and, for a worktree's gitfile, the git
 /// directory it names), `.github/workflows`, `.github/actions`,
 /// `.ybs.json`.
 pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
@@ -468,7 +468,7 @@ pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// SPEC §8: a repository that cannot take the task's commit stops the run
+/// docs/git.md: a repository that cannot take the task's commit stops the run
 /// before anything runs (exit 2): the user's uncommitted changes (unless
 /// `--allow-dirty`), a locked index, a merge or rebase under way, a
 /// repository ybs cannot use. Read-only.
@@ -510,7 +510,7 @@ fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), SetupError> {
 /// repository the task file belongs to (the git work tree holding it, or
 /// the directory ybs was started in when there is none) or inside a root
 /// the operator lists in `safety.allowed_workdirs`: a task file cannot
-/// move the run's root to `/` or the home directory (SECURITY S5).
+/// move the run's root to `/` or the home directory (docs/security.md S5).
 pub fn task_workdir(
     config: &Config,
     cwd: &Path,
@@ -608,7 +608,7 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 }
 
 /// Files no tool may write: the run's task file, the policy file and the
-/// runner's GitHub control files (SECURITY S6).
+/// runner's GitHub control files (docs/security.md S6).
 fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
     protected_files(&run.cwd, &task.file, run.policy_file.as_deref())
 }
@@ -793,7 +793,7 @@ pub fn build_provider(
     config.idle_timeout = settings.llm_idle_timeout;
     config.total_timeout = settings.llm_total_timeout;
     config.max_response_bytes = run.config.llm.max_response_bytes;
-    // SECURITY S5: an endpoint chosen by the repository (task file or
+    // docs/security.md S5: an endpoint chosen by the repository (task file or
     // ./.ybs.json) never receives the operator's key.
     config.endpoint_from_repository = matches!(
         settings.endpoint_origin,

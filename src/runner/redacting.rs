@@ -1,5 +1,5 @@
 //! The one place secrets are masked: every record passes through here on
-//! its way to every sink (SECURITY S7). It also keeps the count of what was
+//! its way to every sink (docs/security.md S7). It also keeps the count of what was
 //! masked per task, and emits it (`task.redactions`) just before the
 //! task's `task.finished`.
 

@@ -1,4 +1,4 @@
-//! What a run produced, and the exit code it earns (SPEC §1).
+//! What a run produced, and the exit code it earns (docs/cli.md).
 
 use crate::core::exit;
 use crate::core::{Reason, Status};

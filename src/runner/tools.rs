@@ -97,7 +97,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     };
     if prepared.tool_ctx.sandbox.is_none() && run.config.safety.sandbox_enabled {
         // Kernel confinement is unavailable and was not waived: no
-        // external program runs for the model (SECURITY S1). A task that
+        // external program runs for the model (docs/security.md S1). A task that
         // names external tools never gets here (refused when prepared).
         notes.push(
             "external tools are not offered: kernel confinement is unavailable (pass --no-sandbox to offer them unconfined)"

@@ -1,4 +1,4 @@
-//! The task's git side (SPEC §8, SECURITY S12): snapshot at start, then
+//! The task's git side (docs/git.md, docs/security.md S12): snapshot at start, then
 //! commit after passing checks, salvage after a limit stop, or report the
 //! changes left in place after a failure. Never loses work.
 
@@ -196,7 +196,7 @@ impl TaskGit {
 }
 
 /// `--allow-dirty`, before any task runs: saves the user's uncommitted
-/// work in the repository around `workdir` (SECURITY S12). A workdir in no
+/// work in the repository around `workdir` (docs/security.md S12). A workdir in no
 /// usable repository has nothing to save; a save that fails stops the run.
 pub fn save_users_work(
     workdir: &Path,

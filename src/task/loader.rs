@@ -1,4 +1,4 @@
-//! Loading task files (SPEC §2): the single-task form (task fields at the
+//! Loading task files (docs/task-files.md): the single-task form (task fields at the
 //! top level, `id` defaults to the file stem) and the list form
 //! (`version`, `name`, `defaults`, `vars`, `tasks`). Every diagnostic of
 //! every file is collected before anything is returned.

@@ -9,10 +9,10 @@ use serde::Serialize;
 use crate::core::span::Span;
 use crate::policy::PolicySpec;
 
-/// The built-in tools (SPEC §5.1), the names `tools.builtin` accepts.
+/// The built-in tools (docs/tools.md), the names `tools.builtin` accepts.
 pub use crate::tools::builtin::NAMES as BUILTIN_TOOLS;
 
-/// Provider names ybs knows (SPEC §6), so `ybs validate` can catch a
+/// Provider names ybs knows (docs/providers.md), so `ybs validate` can catch a
 /// misspelt provider without constructing one.
 pub use crate::llm::PROVIDER_NAMES as PROVIDERS;
 
@@ -70,7 +70,7 @@ pub struct ToolsSpec {
     pub builtin: Option<Vec<String>>,
     /// `external:` names or paths.
     pub external: Vec<String>,
-    /// `script: true`: the `script` tool is offered too (SPEC §5.4).
+    /// `script: true`: the `script` tool is offered too (docs/tools.md).
     pub script: bool,
     /// `caller:`: tools the caller runs; calling one pauses the task
     /// (docs/resume.md).

@@ -1,4 +1,4 @@
-//! The `policy:` mapping (SPEC §4), as written in a task, in `defaults:`
+//! The `policy:` mapping (docs/policy.md), as written in a task, in `defaults:`
 //! or at the top level of a `--policy FILE`.
 //!
 //! A rule is a string (`read_file`, `"*"`, `run_shell(cargo test*)`,

@@ -276,7 +276,7 @@ fn task_fields() -> Map<String, Value> {
     ordered
 }
 
-/// `policy:` (SPEC §4).
+/// `policy:` (docs/policy.md).
 fn policy() -> Value {
     let rules = json!({ "type": ["array", "null"], "items": { "$ref": "#/$defs/rule" } });
     let calls = json!({

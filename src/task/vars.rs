@@ -1,4 +1,4 @@
-//! `{{name}}` placeholders (SPEC §2): substituted in `prompt`, `system`,
+//! `{{name}}` placeholders (docs/task-files.md): substituted in `prompt`, `system`,
 //! `workdir` and the checks' `name` and `run`.
 //!
 //! Only `{{ name }}` where `name` is a variable name (letters, digits, `_`

@@ -1,5 +1,5 @@
-//! The environment every subprocess gets: an allowlist (SPEC §5.1,
-//! SECURITY S7).
+//! The environment every subprocess gets: an allowlist (docs/tools.md,
+//! docs/security.md S7).
 //!
 //! A child gets `PATH` (empty and relative entries dropped; entries inside
 //! the workdir dropped per task, [`ChildEnv::confine_path`]), `HOME` (a

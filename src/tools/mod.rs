@@ -53,7 +53,7 @@ pub struct ToolCtx {
     /// Cap on captured bytes of each subprocess stream.
     pub output_cap_bytes: usize,
     /// The kernel confinement of `run_shell` and external tools
-    /// (SECURITY S1); `None`: they run unconfined.
+    /// (docs/security.md S1); `None`: they run unconfined.
     pub sandbox: Option<Arc<sandbox::Sandbox>>,
 }
 

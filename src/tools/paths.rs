@@ -1,4 +1,4 @@
-//! Safe path resolution for the file tools (SECURITY S2, S6).
+//! Safe path resolution for the file tools (docs/security.md S2, S6).
 //!
 //! The built-in file tools run inside ybs, outside any child sandbox, so
 //! this module is their boundary. A path from the model is resolved

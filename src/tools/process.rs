@@ -1,4 +1,4 @@
-//! Subprocesses that always end (SECURITY S9).
+//! Subprocesses that always end (docs/security.md S9).
 //!
 //! Every subprocess ybs starts goes through [`run`]: `run_shell`, checks,
 //! external tools. A child gets its own session and process group (so no
@@ -73,7 +73,7 @@ pub struct ProcessSpec<'a> {
     /// Cap on captured bytes, per stream.
     pub output_cap: usize,
     /// The kernel confinement applied in the child before exec
-    /// (SECURITY S1); `None` runs it unconfined.
+    /// (docs/security.md S1); `None` runs it unconfined.
     pub sandbox: Option<Arc<Sandbox>>,
 }
 

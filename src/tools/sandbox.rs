@@ -1,5 +1,5 @@
 //! Kernel confinement of every program ybs starts once a task has begun
-//! (SECURITY S1, S6, S9): `run_shell`, external tools and their
+//! (docs/security.md S1, S6, S9): `run_shell`, external tools and their
 //! discovery, checks.
 //!
 //! A [`Sandbox`] belongs to one task. It names where children may write

@@ -1,4 +1,4 @@
-//! Context compaction (SPEC §3 "Context", §11): a long task's requests stay
+//! Context compaction (docs/agent-loop.md "Context", docs/performance.md): a long task's requests stay
 //! under `context.compaction_threshold` of the window by eliding older tool
 //! results from what is sent, while the transcript keeps every result whole;
 //! a small conversation is sent exactly as recorded.
@@ -234,11 +234,11 @@ fn a_small_conversation_is_sent_as_recorded() {
         "{estimates:?}"
     );
     // The fixed part (system prompt and six tool schemas) stays under the
-    // 1,500 tokens SPEC §11 promises.
+    // 1,500 tokens docs/performance.md promises.
     assert!(estimates[0] < 1500, "{estimates:?}");
 }
 
-/// SPEC §11: with no `context` settings, a 50-step task whose every result
+/// docs/performance.md: with no `context` settings, a 50-step task whose every result
 /// is as long as `max_tool_output_chars` allows never sends a request over
 /// 32k tokens.
 #[test]

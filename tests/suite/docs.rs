@@ -49,7 +49,14 @@ fn text_files(trees: &[&str]) -> Vec<PathBuf> {
 
 #[test]
 fn nothing_cites_a_document_outside_the_repository() {
-    let needles = ["../shared", "shared/SPEC", "SPEC §", "SECURITY S", "SPEC.md", "SECURITY.md"];
+    let needles = [
+        "../shared",
+        "shared/SPEC",
+        "SPEC §",
+        "SECURITY S",
+        "SPEC.md",
+        "SECURITY.md",
+    ];
     let mut found = Vec::new();
     for file in text_files(&[
         "README.md",
@@ -118,7 +125,11 @@ fn the_readme_opens_with_the_demo_and_the_test_command_ci_runs() {
         .take(20)
         .filter_map(|line| line.strip_prefix("    "))
         .collect();
-    assert_eq!(commands.len(), 2, "two indented commands at the top: {commands:?}");
+    assert_eq!(
+        commands.len(),
+        2,
+        "two indented commands at the top: {commands:?}"
+    );
     assert!(commands[0].contains("cargo run") && commands[0].contains("tasks/demo.yaml"));
     let ci = read(&root().join(".ci/run"));
     for part in commands[1].split(" && ") {

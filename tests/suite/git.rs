@@ -1,4 +1,4 @@
-//! Git end to end (issue 5, SPEC §8, SECURITY S12): the real binary on
+//! Git end to end (issue 5, docs/git.md, docs/security.md S12): the real binary on
 //! real repositories in temp dirs, each checked afterwards with `git`
 //! itself (`git log`, `git show`, `git status --porcelain`, `git fsck`).
 //!

@@ -1,4 +1,4 @@
-//! `--interactive` (SPEC §4, §10; SECURITY S3): `ask` decisions answered at
+//! `--interactive` (docs/policy.md, docs/interactive.md; docs/security.md S3): `ask` decisions answered at
 //! a prompt on a real pseudo-terminal; without a terminal, a usage error at
 //! once, stdin never read.
 

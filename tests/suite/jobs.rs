@@ -1,4 +1,4 @@
-//! `--jobs N` (SPEC §1, §8): tasks in parallel, the same outputs as one
+//! `--jobs N` (docs/cli.md, docs/git.md): tasks in parallel, the same outputs as one
 //! at a time, each committing task in its own git worktree on branch
 //! `ybs/<run-id>/<task-id>`, tasks sharing a non-git workdir one at a time.
 //!

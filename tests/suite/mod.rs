@@ -2,6 +2,7 @@ mod architecture;
 mod config_trust;
 mod confinement;
 mod context;
+mod docs;
 mod external;
 mod git;
 mod git_trust;

@@ -1,5 +1,5 @@
 //! Kernel confinement of `run_shell` and external tools through the binary
-//! (SECURITY S1). A scripted model runs commands that a static guard
+//! (docs/security.md S1). A scripted model runs commands that a static guard
 //! cannot see through (a script it wrote itself); the kernel must stop
 //! them.
 

@@ -1,4 +1,4 @@
-//! `ybs schema transcript|task|events` (SPEC §1, §7): the output equals the
+//! `ybs schema transcript|task|events` (docs/cli.md, docs/outputs.md): the output equals the
 //! committed `docs/schema/*.schema.json` (a format change updates them in
 //! the same commit), each is a valid draft 2020-12 schema, and real
 //! outputs of a real run, and real task files, validate against them.
@@ -268,7 +268,7 @@ fn to_json(kind: &NodeKind) -> Value {
     }
 }
 
-/// The example of SPEC §2, both forms' edge cases, and the repository's
+/// The example of docs/task-files.md, both forms' edge cases, and the repository's
 /// own task files: all accepted by `ybs validate` and by the schema.
 #[test]
 fn task_files_ybs_accepts_match_the_task_schema() {

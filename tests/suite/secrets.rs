@@ -1,4 +1,4 @@
-//! Secrets by shape (issue 10, item 5; SECURITY S7): credentials read from
+//! Secrets by shape (issue 10, item 5; docs/security.md S7): credentials read from
 //! workspace files, from `.git/config`, and the base64 of a known secret
 //! are masked in every output and in what is sent to the model, and
 //! counted in the transcript.

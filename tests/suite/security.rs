@@ -1,5 +1,5 @@
 //! The safety floor through the binary (issue 4, acceptance 2–5;
-//! SECURITY.md S2, S3, S6, S7, S8, S9, S13). A scripted model plays the
+//! docs/security.md S2, S3, S6, S7, S8, S9, S13). A scripted model plays the
 //! attacker: every call below is one a hostile model would make after
 //! reading the repository.
 

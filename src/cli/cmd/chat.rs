@@ -1,5 +1,5 @@
 //! `ybs chat`: an empty conversation with the same tools and policy as a
-//! task (SPEC §10), on a terminal only. `ask` decisions prompt as under
+//! task (docs/interactive.md), on a terminal only. `ask` decisions prompt as under
 //! `run --interactive`; nothing is committed. The session is
 //! [`runner::chat::Session`]; this reads the lines.
 

@@ -23,7 +23,7 @@ pub fn run(args: &RunArgs) -> u8 {
         return diagnostics::fail(&printer, &error);
     }
     // Before anything else: without a terminal there is no one to ask,
-    // and stdin is never read (SECURITY S3).
+    // and stdin is never read (docs/security.md S3).
     if args.interactive
         && let Err(error) = repl::require_terminal()
     {

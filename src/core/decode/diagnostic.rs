@@ -2,7 +2,7 @@
 //! `file:line:col` and what was expected, plus an optional hint.
 //!
 //! Loaders collect every diagnostic instead of stopping at the first, so
-//! `ybs validate` can report all errors of all files in one go (SPEC §2).
+//! `ybs validate` can report all errors of all files in one go (docs/task-files.md).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! Decoding a [`Node`] tree into typed values by hand, collecting every
-//! diagnostic instead of stopping at the first (SPEC §2: `ybs validate`
+//! diagnostic instead of stopping at the first (docs/task-files.md: `ybs validate`
 //! reports all errors). Shared by task files, policy files and config files.
 //!
 //! The pattern: `decoder.fields(node, context, FIELDS)` checks the node is a

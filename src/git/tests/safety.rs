@@ -1,4 +1,4 @@
-//! SECURITY S12: dirty trees, locks, identity, and no repository-configured
+//! docs/security.md S12: dirty trees, locks, identity, and no repository-configured
 //! program ever runs.
 
 use std::os::unix::fs::PermissionsExt;

@@ -1,4 +1,4 @@
-//! A small POSIX-ish shell parser for policy (SECURITY S4). It does not
+//! A small POSIX-ish shell parser for policy (docs/security.md S4). It does not
 //! run anything; it answers "which programs would this string start, with
 //! which words, writing where?" and, for everything it cannot answer
 //! statically, records a [`Hazard`]. A command with any hazard never

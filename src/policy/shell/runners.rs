@@ -1,6 +1,6 @@
 //! Programs that run other programs, or code given as a string.
 //!
-//! The choice (SECURITY S4): such a command is **never auto-allowed** —
+//! The choice (docs/security.md S4): such a command is **never auto-allowed** —
 //! each family below adds a hazard — **and** the command it would run is
 //! unwrapped, when it can be read statically, into a nested part, so deny
 //! and ask rules and the guards judge it like any other part

@@ -1,8 +1,8 @@
-//! The six built-in tools (SPEC §5.1).
+//! The six built-in tools (docs/tools.md).
 //!
 //! Each is a unit struct with a static spec. Schemas are kept terse on
 //! purpose: the system prompt plus all six must stay under 1,500 tokens
-//! (SPEC §11), so descriptions say only what the names do not.
+//! (docs/performance.md), so descriptions say only what the names do not.
 
 mod args;
 mod edit_file;
@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(mutating, [false, true, true, false, false, true]);
     }
 
-    /// SPEC §11: system prompt + the six schemas under 1,500 tokens; the
+    /// docs/performance.md: system prompt + the six schemas under 1,500 tokens; the
     /// schemas get at most ~900 tokens (≈ 3,600 characters of JSON).
     #[test]
     fn schemas_stay_small() {

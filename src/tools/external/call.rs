@@ -1,4 +1,4 @@
-//! Calling an external tool: one process per call (SPEC §5.2).
+//! Calling an external tool: one process per call (docs/tools.md).
 //!
 //! The parameters are checked against the schema first (defaults
 //! applied); then the executable runs with no arguments, the parameters

@@ -1,4 +1,4 @@
-//! Finding external tools and their schemas (SPEC §5.2).
+//! Finding external tools and their schemas (docs/tools.md).
 //!
 //! Places, first match of a name wins: the operator's `tools.external`
 //! entries, `~/.ybs/tools` and `tools.search_paths`; then the
@@ -33,7 +33,7 @@ use crate::tools::process::ProcessSpec;
 
 /// How long `TOOL --schema` may take.
 pub const SCHEMA_TIMEOUT: Duration = Duration::from_secs(5);
-/// The default timeout of one call (SPEC §5.2).
+/// The default timeout of one call (docs/tools.md).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest schema read (sidecar or `--schema` output).
 const MAX_SCHEMA_BYTES: usize = 1 << 20;
@@ -65,7 +65,7 @@ pub struct DiscoverySettings {
     pub declared: Vec<Declared>,
     /// ybs's cache directory; `None` disables the schema cache.
     pub cache_dir: Option<PathBuf>,
-    /// Confines `TOOL --schema` like a call (SECURITY S1).
+    /// Confines `TOOL --schema` like a call (docs/security.md S1).
     pub sandbox: Option<std::sync::Arc<crate::tools::sandbox::Sandbox>>,
 }
 
@@ -154,7 +154,7 @@ pub fn scan(settings: &DiscoverySettings, enable: &Enable<'_>) -> Catalog {
     };
     let expand = |path: &Path| absolute(path, &settings.cwd, settings.home.as_deref());
     // The operator's tools first, so a repository tool of the same name
-    // never replaces one (SECURITY S5).
+    // never replaces one (docs/security.md S5).
     for declared in settings
         .declared
         .iter()

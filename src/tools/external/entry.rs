@@ -45,7 +45,7 @@ impl Source {
     }
 }
 
-/// A tool's state (SPEC §5.2).
+/// A tool's state (docs/tools.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     /// Schema known and valid: offered to the model.
@@ -123,7 +123,7 @@ pub struct Catalog {
     pub entries: Vec<Entry>,
     /// Tools found after one of the same name: never run, listed by
     /// `ybs tools list` as shadowed (an operator tool wins over a
-    /// repository tool of its name, SECURITY S5).
+    /// repository tool of its name, docs/security.md S5).
     pub shadowed: Vec<Entry>,
 }
 

@@ -1,5 +1,5 @@
 //! External tools: any executable speaking JSON on stdin/stdout becomes a
-//! tool (SPEC §5.2).
+//! tool (docs/tools.md).
 //!
 //! - [`discover`]: where tools are found, who enables them (trust), their
 //!   statuses, schemas from sidecars, config or `TOOL --schema`;

@@ -1,7 +1,7 @@
 //! An external tool's schema: parsing what a tool declares, the JSON
 //! Schema the model is offered, and checking a call's parameters.
 //!
-//! Two spellings are accepted for `parameters` (SPEC §5.2):
+//! Two spellings are accepted for `parameters` (docs/tools.md):
 //!
 //! - the seed format, a map of parameter name to
 //!   `{type, description, required, default, enum, items}`;

@@ -1,4 +1,4 @@
-//! The `script` tool (SPEC §5.4): the model sends one bash script in which
+//! The `script` tool (docs/tools.md): the model sends one bash script in which
 //! every other enabled tool of the task is a command (`read_file --path
 //! a.rs | grep fn`), with pipes, variables, loops and conditionals.
 //!

@@ -1,4 +1,4 @@
-//! Acceptance 3 (SPEC §6, SECURITY S11): rate limits, overload, server
+//! Acceptance 3 (docs/providers.md, docs/security.md S11): rate limits, overload, server
 //! errors, cut and stalled streams, bad keys and exhausted retries, each
 //! through the binary, each checked for what was retried, what ran and
 //! what was written.

@@ -1,4 +1,4 @@
-//! Keys (SPEC §6, SECURITY S5, S7): which endpoint receives the
+//! Keys (docs/providers.md, docs/security.md S5, S7): which endpoint receives the
 //! operator's key, and a missing key for a vendor endpoint.
 
 use super::{Keys, assert_no_secrets, scratch, task_yaml, transcript};
