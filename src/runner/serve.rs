@@ -123,6 +123,60 @@ struct Server(Arc<Shared>);
 
 /// Runs the server until stdin ends or SIGTERM; returns the exit code.
 pub(super) fn serve(session: &Session, options: &ServeOptions) -> u8 {
+    let exporter = otel_exporter(session);
+    let on_call = options.on_call.clone().or_else(|| {
+        let exporter = exporter.clone()?;
+        let calls = std::sync::atomic::AtomicU64::new(0);
+        let hook: CallHook = Arc::new(move |call: &CallRecord| {
+            let number = calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            exporter.record_tool_call(&crate::report::otel::ToolCallSpan {
+                name: call.tool.clone(),
+                call_id: format!("serve-{number}"),
+                verdict: call.verdict.to_owned(),
+                ok: call.success,
+                ran: call.ran,
+                exit_code: None,
+                started: std::time::SystemTime::now()
+                    .checked_sub(call.duration)
+                    .unwrap_or(std::time::UNIX_EPOCH),
+                duration: call.duration,
+            });
+        });
+        Some(hook)
+    });
+    let code = serve_with(session, options, on_call);
+    if let Some(warning) = exporter.and_then(|exporter| exporter.shutdown()) {
+        session.printer.error(&format!("warning: {warning}"));
+    }
+    code
+}
+
+/// The OpenTelemetry exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the
+/// traces endpoint) is set: every served call becomes an `execute_tool`
+/// span (docs/observability.md).
+fn otel_exporter(session: &Session) -> Option<Arc<crate::report::otel::Exporter>> {
+    use crate::report::otel::{Exporter, Settings};
+    match Settings::from_env(|name| std::env::var(name).ok()) {
+        Ok(None) => None,
+        Ok(Some(settings)) => match Exporter::start(settings) {
+            Ok(exporter) => Some(Arc::new(exporter)),
+            Err(error) => {
+                session.printer.error(&format!(
+                    "warning: OpenTelemetry disabled: cannot start the exporter: {error}"
+                ));
+                None
+            }
+        },
+        Err(error) => {
+            session
+                .printer
+                .error(&format!("warning: OpenTelemetry disabled: {error}"));
+            None
+        }
+    }
+}
+
+fn serve_with(session: &Session, options: &ServeOptions, on_call: Option<CallHook>) -> u8 {
     let shared = Arc::new(Shared {
         tools: RwLock::new(BTreeMap::new()),
         fingerprint: Mutex::new(Vec::new()),
@@ -135,7 +189,7 @@ pub(super) fn serve(session: &Session, options: &ServeOptions) -> u8 {
         status_written: Mutex::new(None),
         status_dirty: std::sync::atomic::AtomicBool::new(false),
         started: Instant::now(),
-        on_call: options.on_call.clone(),
+        on_call,
         info: server_info(),
     });
     if shared.policy.is_none() {

@@ -741,3 +741,62 @@ fn operator_config_servers_serve_every_task_and_a_task_cannot_replace_one() {
     assert!(!transcript.contains("tok-0perator-s3cret-value"));
     assert_eq!(survivors(&script), Vec::<String>::new());
 }
+
+#[test]
+fn tools_serve_exports_a_span_per_call_when_opentelemetry_is_set() {
+    use crate::support::server::{Reply, Server};
+    let collector = Server::start((0..20).map(|_| Reply::json(200, &json!({}))).collect());
+    let ybs = serve_dir()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+    ybs.file("policy.yaml", "allow: [{read_file: {path: 'notes/**'}}]\n");
+    ybs.file("notes/a.txt", "alpha\n");
+    ybs.file("other.txt", "beta\n");
+    let mut serve = RawServe::start(&ybs, &["--builtin"]);
+    for (id, path) in [(2, "notes/a.txt"), (3, "other.txt")] {
+        serve.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": path}}}));
+        assert_eq!(serve.next()["id"], id);
+    }
+    drop(serve.stdin.take());
+    assert!(serve.exits_within(Duration::from_secs(15)));
+    let spans: Vec<Value> = collector
+        .requests()
+        .iter()
+        .flat_map(|request| {
+            request.json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let attribute = |span: &Value, key: &str| -> Value {
+        span["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|attribute| attribute["key"] == key)
+            .map(|attribute| attribute["value"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let calls: Vec<&Value> = spans
+        .iter()
+        .filter(|span| span["name"] == "execute_tool read_file")
+        .collect();
+    assert_eq!(calls.len(), 2, "{spans:#?}");
+    let verdicts: Vec<Value> = calls
+        .iter()
+        .map(|span| attribute(span, "ybs.tool.verdict")["stringValue"].clone())
+        .collect();
+    assert_eq!(verdicts, [json!("allow"), json!("deny")]);
+    assert_eq!(
+        attribute(calls[0], "gen_ai.tool.name")["stringValue"],
+        "read_file"
+    );
+    // Names and verdicts only: no argument or file content.
+    let all: String = collector.requests().iter().map(|r| r.text()).collect();
+    assert!(
+        !all.contains("alpha") && !all.contains("notes/a.txt"),
+        "{all}"
+    );
+}

@@ -25,6 +25,8 @@ pub struct ToolCallSpan {
     /// `allow`, `deny`, `ask`, ...
     pub verdict: String,
     pub ok: bool,
+    /// Whether the tool ran at all (a refused call did not).
+    pub ran: bool,
     pub exit_code: Option<i32>,
     pub started: SystemTime,
     pub duration: Duration,
@@ -124,7 +126,7 @@ impl Exporter {
                 verdict: Some(&call.verdict),
                 rule: None,
                 ok: call.ok,
-                ran: true,
+                ran: call.ran,
                 truncated: false,
                 exit_code: call.exit_code,
                 duration_ms: u64::try_from(call.duration.as_millis()).unwrap_or(u64::MAX),
