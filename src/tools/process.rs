@@ -264,8 +264,15 @@ enum Failure {
     Wait(io::Error),
 }
 
-async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
-    let started = Instant::now();
+/// Spawns `spec` (through the sandbox helper when it has one) in a process
+/// group of its own, with the scrubbed environment and piped stdout and
+/// stderr; stdin piped or `/dev/null`. The guard kills the group and
+/// forgets it on every way out, cancellation included. An error says
+/// whether the child had been spawned.
+fn spawn_grouped(
+    spec: &ProcessSpec<'_>,
+    stdin: bool,
+) -> Result<(tokio::process::Child, GroupGuard), (bool, io::Error)> {
     let (program, args) = match &spec.sandbox {
         Some(sandbox) => sandbox.command(&spec.program, &spec.args),
         None => (spec.program.clone(), spec.args.clone()),
@@ -277,23 +284,34 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
         .env_clear()
         .envs(spec.env.vars.iter().map(|(name, value)| (name, value)))
         .env("PWD", &spec.cwd)
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     detach(&mut command);
-
-    let mut child = spawn_registered(&mut command).map_err(Failure::Spawn)?;
+    let child = spawn_registered(&mut command).map_err(|error| (false, error))?;
     let pid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
-        .ok_or_else(|| Failure::Wait(io::Error::other("child exited before its id was read")))?;
-    // Kills the group and forgets it on every way out, cancellation included.
-    let group = GroupGuard(Pid::from_raw(pid));
+        .ok_or_else(|| {
+            (
+                true,
+                io::Error::other("child exited before its id was read"),
+            )
+        })?;
+    Ok((child, GroupGuard(Pid::from_raw(pid))))
+}
+
+async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
+    let started = Instant::now();
+    let (mut child, group) =
+        spawn_grouped(&spec, spec.stdin.is_some()).map_err(|(spawned, error)| {
+            if spawned {
+                Failure::Wait(error)
+            } else {
+                Failure::Spawn(error)
+            }
+        })?;
 
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
@@ -363,31 +381,8 @@ impl Service {
     /// `spec.output_cap` are not used (the caller owns the pipes and
     /// bounds each exchange).
     pub fn spawn(spec: &ProcessSpec<'_>) -> io::Result<Self> {
-        let (program, args) = match &spec.sandbox {
-            Some(sandbox) => sandbox.command(&spec.program, &spec.args),
-            None => (spec.program.clone(), spec.args.clone()),
-        };
-        let mut command = Command::new(&program);
-        command
-            .args(&args)
-            .current_dir(&spec.cwd)
-            .env_clear()
-            .envs(spec.env.vars.iter().map(|(name, value)| (name, value)))
-            .env("PWD", &spec.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        detach(&mut command);
-        let child = spawn_registered(&mut command)?;
-        let pid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .ok_or_else(|| io::Error::other("child exited before its id was read"))?;
-        Ok(Self {
-            child,
-            group: GroupGuard(Pid::from_raw(pid)),
-        })
+        let (child, group) = spawn_grouped(spec, true).map_err(|(_, error)| error)?;
+        Ok(Self { child, group })
     }
 
     /// Kills the whole process group now, waits for the child, and reaps
