@@ -152,7 +152,7 @@ impl<W: Wire> Streaming<W> {
                             break;
                         };
                         let Some(event) = next else { break };
-                        let event = event?;
+                        let event = event.map_err(|error| keep_text(error, &turn.text_so_far()))?;
                         let Some(data) = event.data else { continue };
                         let done = turn.feed(event.event.as_deref(), &data, &scrub)?;
                         show(&turn);
@@ -169,7 +169,8 @@ impl<W: Wire> Streaming<W> {
                             break;
                         };
                         let Some(line) = next else { break };
-                        let done = turn.feed(None, &line?, &scrub)?;
+                        let line = line.map_err(|error| keep_text(error, &turn.text_so_far()))?;
+                        let done = turn.feed(None, &line, &scrub)?;
                         show(&turn);
                         if done {
                             break;
@@ -217,5 +218,26 @@ impl<W: Wire> Provider for Streaming<W> {
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(self.complete_turn(request, on_text))
+    }
+}
+
+/// The most of a stalled turn's text an error message carries.
+const KEPT_TEXT_CHARS: usize = 4_000;
+
+/// A stream that passed its idle or total deadline after some text
+/// arrived: the error (retried, then reported like any timeout) keeps
+/// that text and its estimated size, so the transcript's retry or
+/// `llm_calls` entry shows what the model had said.
+fn keep_text(error: ProviderError, text: &str) -> ProviderError {
+    match error {
+        ProviderError::Timeout(message) if !text.trim().is_empty() => {
+            let shown: String = text.chars().take(KEPT_TEXT_CHARS).collect();
+            let more = if shown.len() < text.len() { " …" } else { "" };
+            ProviderError::Timeout(format!(
+                "{message}; the turn's text so far (about {} tokens) was: {shown:?}{more}",
+                super::tokens::count(text)
+            ))
+        }
+        other => other,
     }
 }

@@ -211,6 +211,51 @@ fn a_failed_request_still_has_its_llm_calls_entry() {
 }
 
 #[test]
+fn a_stream_that_stalls_past_its_idle_deadline_keeps_its_text() {
+    let chunk = |text: &str| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+        )
+    };
+    // Some text, then silence past the one-second idle deadline, on the
+    // first attempt and on its retry.
+    let stalled = || {
+        Reply::new(200, "text/event-stream")
+            .send(chunk("I will now explain"))
+            .send(chunk(" the whole plan"))
+            .pause(Duration::from_secs(3))
+    };
+    let server = Server::start(vec![stalled(), stalled()]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    ybs.file(
+        "operator.json",
+        r#"{"llm": {"stream_idle_timeout_seconds": 1}, "agent": {"retry_attempts": 1, "retry_backoff_base_ms": 10}}"#,
+    );
+    let run = run_task(
+        &ybs,
+        "openai",
+        &format!("{}/v1", server.url),
+        &["--config", "operator.json"],
+    );
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    let transcript = transcript(&run);
+    // The retried attempt and the last one both say what had arrived.
+    let retries = transcript["retries"].as_array().unwrap();
+    assert_eq!(retries.len(), 1, "{transcript:#}");
+    let calls = transcript["llm_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{transcript:#}");
+    for text in [
+        retries[0]["error"].as_str().unwrap(),
+        calls[0]["incomplete"].as_str().unwrap(),
+    ] {
+        assert!(text.contains("idle deadline"), "{text}");
+        assert!(text.contains("I will now explain the whole plan"), "{text}");
+    }
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+#[test]
 fn a_json_call_answer_with_the_option_off_names_the_option() {
     let content = "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"hello.txt\", \"content\": \"hi\"}}\n```";
     let server = Server::start(vec![wire::openai_sse_content(content)]);
