@@ -252,9 +252,10 @@ fn prepare_in(
             )
             .collect(),
         hidden: run.outputs.iter().map(|path| run.cwd.join(path)).collect(),
-        // The start directory, and the children's `PATH`: programs
-        // installed under the host's `/tmp` stay reachable (read-only)
-        // under the private one.
+        // The start directory, the children's `PATH` and the MCP
+        // servers' programs: programs installed under the host's `/tmp`
+        // stay reachable (read-only) under the private one, with their
+        // install prefix (a virtualenv's `lib/` beside its `bin/`).
         visible: std::iter::once(run.cwd.clone())
             .chain(
                 run.child_env
@@ -262,7 +263,17 @@ fn prepare_in(
                     .unwrap_or_default()
                     .split(':')
                     .filter(|entry| entry.starts_with('/'))
-                    .map(PathBuf::from),
+                    .flat_map(|entry| with_prefix(Path::new(entry))),
+            )
+            .chain(
+                task.tools
+                    .mcp
+                    .iter()
+                    .chain(&run.config.tools.mcp)
+                    .map(|server| Path::new(&server.command))
+                    .filter(|command| command.is_absolute())
+                    .filter_map(Path::parent)
+                    .flat_map(with_prefix),
             )
             .collect(),
     };
@@ -358,6 +369,20 @@ pub type TaskSandbox = (Option<Arc<Sandbox>>, SandboxInfo);
 
 /// Why a sandbox is off when the operator turned it off.
 pub const SANDBOX_DISABLED: &str = "disabled by --no-sandbox or safety.sandbox_enabled: false";
+
+/// A program directory and, for `PREFIX/bin`, its install prefix too (a
+/// virtualenv or an install prefix keeps its libraries beside `bin/`).
+/// The sandbox binds back only those under the host's `/tmp` (and never
+/// `/tmp` itself).
+fn with_prefix(dir: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![dir.to_path_buf()];
+    if let (Some(name), Some(parent)) = (dir.file_name(), dir.parent())
+        && name == "bin"
+    {
+        paths.push(parent.to_path_buf());
+    }
+    paths
+}
 
 /// Paths a task's sandbox protects, hides or keeps visible besides the
 /// built-in ones.
@@ -873,5 +898,20 @@ mod tests {
             message: "unknown built-in tool `x`".to_owned(),
         };
         assert_eq!(tools.hint(), None);
+    }
+
+    #[test]
+    fn a_bin_directory_brings_its_install_prefix() {
+        assert_eq!(
+            with_prefix(Path::new("/tmp/ci/venv/bin")),
+            [
+                PathBuf::from("/tmp/ci/venv/bin"),
+                PathBuf::from("/tmp/ci/venv")
+            ]
+        );
+        assert_eq!(
+            with_prefix(Path::new("/tmp/tools")),
+            [PathBuf::from("/tmp/tools")]
+        );
     }
 }
