@@ -222,19 +222,27 @@ pub fn decode_vars(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, S
             );
             continue;
         }
-        let text = match &value.kind {
-            NodeKind::Str(text) => text.clone(),
-            NodeKind::Int(int) => int.to_string(),
-            NodeKind::Float(float) => float.to_string(),
-            NodeKind::Bool(flag) => flag.to_string(),
-            _ => {
-                decoder.expected(value, &key.name, "a string");
-                continue;
-            }
+        let Some(text) = scalar_text(decoder, value, &key.name) else {
+            continue;
         };
         vars.insert(key.name.clone(), text);
     }
     vars
+}
+
+/// A scalar value (`vars:`, an MCP server's `env:`) as text; anything else
+/// is an error ("expected a string") at `value`.
+fn scalar_text(decoder: &mut Decoder<'_>, value: &Node, key: &str) -> Option<String> {
+    match &value.kind {
+        NodeKind::Str(text) => Some(text.clone()),
+        NodeKind::Int(int) => Some(int.to_string()),
+        NodeKind::Float(float) => Some(float.to_string()),
+        NodeKind::Bool(flag) => Some(flag.to_string()),
+        _ => {
+            decoder.expected(value, key, "a string");
+            None
+        }
+    }
 }
 
 fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> LlmSpec {
@@ -682,15 +690,8 @@ fn decode_vars_map(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, S
         }
     };
     for (key, value) in entries {
-        let text = match &value.kind {
-            NodeKind::Str(text) => text.clone(),
-            NodeKind::Int(int) => int.to_string(),
-            NodeKind::Float(float) => float.to_string(),
-            NodeKind::Bool(flag) => flag.to_string(),
-            _ => {
-                decoder.expected(value, &key.name, "a string");
-                continue;
-            }
+        let Some(text) = scalar_text(decoder, value, &key.name) else {
+            continue;
         };
         env.insert(key.name.clone(), text);
     }
