@@ -308,25 +308,23 @@ pub struct OtelSink {
 impl OtelSink {
     /// A sink exporting with `settings` (its thread starts here).
     pub fn start(settings: Settings) -> io::Result<Self> {
-        let parent = settings.parent;
-        Ok(Self {
-            exporter: Some(Exporter::start(settings)?),
-            ids: Ids::new(),
-            parent,
-            tasks: HashMap::new(),
-            warning: None,
-        })
+        Exporter::start(settings).map(Self::new)
     }
 
-    /// From the process environment: `Ok(None)` when no endpoint is set
-    /// (nothing starts), an error line when a variable cannot be used.
+    /// A sink exporting through `exporter`.
+    pub fn new(exporter: Exporter) -> Self {
+        Self {
+            parent: exporter.parent(),
+            exporter: Some(exporter),
+            ids: Ids::new(),
+            tasks: HashMap::new(),
+            warning: None,
+        }
+    }
+
+    /// From the process environment ([`Exporter::from_env`]).
     pub fn from_env() -> Result<Option<Self>, String> {
-        let Some(settings) = Settings::from_env(|name| std::env::var(name).ok())? else {
-            return Ok(None);
-        };
-        Self::start(settings)
-            .map(Some)
-            .map_err(|error| format!("cannot start the export thread: {error}"))
+        Exporter::from_env().map(|exporter| exporter.map(Self::new))
     }
 
     /// The warning of the last `finish()`, if spans were not delivered.

@@ -155,18 +155,8 @@ pub(super) fn serve(session: &Session, options: &ServeOptions) -> u8 {
 /// traces endpoint) is set: every served call becomes an `execute_tool`
 /// span (docs/observability.md).
 fn otel_exporter(session: &Session) -> Option<Arc<crate::report::otel::Exporter>> {
-    use crate::report::otel::{Exporter, Settings};
-    match Settings::from_env(|name| std::env::var(name).ok()) {
-        Ok(None) => None,
-        Ok(Some(settings)) => match Exporter::start(settings) {
-            Ok(exporter) => Some(Arc::new(exporter)),
-            Err(error) => {
-                session.printer.error(&format!(
-                    "warning: OpenTelemetry disabled: cannot start the exporter: {error}"
-                ));
-                None
-            }
-        },
+    match crate::report::otel::Exporter::from_env() {
+        Ok(exporter) => exporter.map(Arc::new),
         Err(error) => {
             session
                 .printer

@@ -66,6 +66,18 @@ impl std::fmt::Debug for Exporter {
 }
 
 impl Exporter {
+    /// From the process environment: `Ok(None)` when no endpoint is set
+    /// (nothing starts), an error line when a variable cannot be used or
+    /// the export thread cannot start.
+    pub fn from_env() -> Result<Option<Self>, String> {
+        let Some(settings) = Settings::from_env(|name| std::env::var(name).ok())? else {
+            return Ok(None);
+        };
+        Self::start(settings)
+            .map(Some)
+            .map_err(|error| format!("cannot start the export thread: {error}"))
+    }
+
     /// Starts the export thread for `settings`.
     pub fn start(settings: Settings) -> io::Result<Self> {
         let (sender, receiver) = mpsc::channel::<Vec<Span>>();
@@ -101,6 +113,11 @@ impl Exporter {
         {
             let _ = sender.send(spans);
         }
+    }
+
+    /// The `TRACEPARENT` span its traces hang under, if any.
+    pub fn parent(&self) -> Option<([u8; 16], [u8; 8])> {
+        self.parent
     }
 
     /// Records one tool call as an `execute_tool` span of its own trace
