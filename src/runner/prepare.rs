@@ -252,10 +252,14 @@ fn prepare_in(
             )
             .collect(),
         hidden: run.outputs.iter().map(|path| run.cwd.join(path)).collect(),
-        // The start directory, the children's `PATH` and the MCP
-        // servers' programs: programs installed under the host's `/tmp`
-        // stay reachable (read-only) under the private one, with their
-        // install prefix (a virtualenv's `lib/` beside its `bin/`).
+        // The start directory, the children's `PATH` and the operator's
+        // MCP servers' programs: programs installed under the host's
+        // `/tmp` stay reachable (read-only) under the private one, with
+        // their install prefix (a virtualenv's `lib/` beside its `bin/`).
+        // A task file's servers add nothing: the repository does not
+        // choose what of the host's `/tmp` its code may read
+        // (docs/security.md S1); their programs must be on the `PATH` or
+        // inside the run's directory.
         visible: std::iter::once(run.cwd.clone())
             .chain(
                 run.child_env
@@ -266,10 +270,10 @@ fn prepare_in(
                     .flat_map(|entry| with_prefix(Path::new(entry))),
             )
             .chain(
-                task.tools
+                run.config
+                    .tools
                     .mcp
                     .iter()
-                    .chain(&run.config.tools.mcp)
                     .map(|server| Path::new(&server.command))
                     .filter(|command| command.is_absolute())
                     .filter_map(Path::parent)

@@ -167,6 +167,20 @@ fn server_entry(name: &str, python: &Path, script: &str, mode: &str, timeout: u6
     )
 }
 
+/// A scratch dir whose ybs runs with the venv's `bin/` first on `PATH`,
+/// the way a CI job that made a virtualenv runs it: a task file's server
+/// named `python` is found there, and the venv stays visible inside the
+/// sandbox even when it lives under the host's `/tmp` (a clone there).
+fn with_venv_on_path(python: &Path) -> Ybs {
+    let bin = python.parent().expect("the venv's bin/");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Ybs::new().env("PATH", &path)
+}
+
 fn tool_calls(ybs: &Ybs, task: &str) -> Vec<Value> {
     ybs.json(&format!("ybs-out/{task}/transcript.json"))["tool_calls"]
         .as_array()
@@ -184,8 +198,9 @@ fn notes(run: &Run, task: &str) -> Vec<String> {
 
 #[test]
 fn a_task_lists_and_reads_through_an_mcp_server_and_a_denied_tool_never_reaches_it() {
-    let Some(python) = python() else { return };
-    let ybs = Ybs::new();
+    let Some(venv_python) = python() else { return };
+    let ybs = with_venv_on_path(&venv_python);
+    let python = PathBuf::from("python");
     let script = with_server(&ybs);
     ybs.file("notes.txt", "the secret of the notes\n");
     ybs.file(
@@ -237,8 +252,9 @@ fn a_task_lists_and_reads_through_an_mcp_server_and_a_denied_tool_never_reaches_
 
 #[test]
 fn failing_servers_end_in_error_results_within_their_timeouts_and_leave_no_process() {
-    let Some(python) = python() else { return };
-    let ybs = Ybs::new();
+    let Some(venv_python) = python() else { return };
+    let ybs = with_venv_on_path(&venv_python);
+    let python = PathBuf::from("python");
     let script = with_server(&ybs);
     // The hanging server must start first (Python imports the SDK, slow
     // under load): it gets more time than the ones that never start.
@@ -799,4 +815,42 @@ fn tools_serve_exports_a_span_per_call_when_opentelemetry_is_set() {
         !all.contains("alpha") && !all.contains("notes/a.txt"),
         "{all}"
     );
+}
+
+/// docs/security.md S1: a task file cannot widen what confined code sees
+/// of the host's `/tmp` by naming a program there as an MCP server.
+#[test]
+fn a_task_files_server_under_the_hosts_tmp_does_not_make_its_directory_visible() {
+    let outside = tempfile::Builder::new()
+        .prefix("ybs-mcp-hidden")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let bin = outside.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "host tmp secret\n").unwrap();
+    executable(&bin.join("srv"), "#!/bin/sh\nexit 1\n");
+    let ybs = Ybs::new();
+    let dir = outside.path().display();
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: p\ncommit: false\ntools:\n  builtin: [run_shell]\n  mcp:\n    - {{name: srv, command: '{dir}/bin/srv', timeout_seconds: 5}}\npolicy: {{ allow: [run_shell] }}\n"
+        ),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "run_shell",
+                json!({"command": format!("cat {dir}/secret.txt; ls {dir}/bin; echo end")}),
+            ),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    let calls = tool_calls(&ybs, "t");
+    let output = calls[0]["result"]["output"].as_str().unwrap_or_default();
+    assert!(output.contains("end"), "{run:?} {calls:?}");
+    assert!(!output.contains("host tmp secret"), "{output}");
+    assert!(!output.contains("srv"), "{output}");
 }
