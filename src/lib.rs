@@ -10,7 +10,8 @@
 //! - L1 [`core`]
 //!
 //! With `--json`, stdout carries JSONL events and nothing else. Human text
-//! goes through `cli::printer`, which is the only writer to stdout/stderr.
+//! goes through `report::terminal::Printer`, the only writer to stdout and
+//! stderr besides clap (help, usage errors) and `ybs completions`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agent;

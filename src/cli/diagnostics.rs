@@ -2,8 +2,8 @@
 //! one line naming `file:line:col` where there is one, its cause chain and
 //! its `hint:` line.
 
-use super::printer::Printer;
 use crate::core::exit::Failure;
+use crate::report::Printer;
 
 /// The one place a failure becomes an exit code: prints its message
 /// (`error: ` first unless it is a diagnostic), each `caused by:` of its

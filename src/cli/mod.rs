@@ -6,8 +6,6 @@
 pub mod args;
 pub mod cmd;
 pub mod diagnostics;
-pub mod printer;
-pub mod progress;
 pub mod repl;
 
 use std::ffi::OsString;

@@ -11,11 +11,12 @@
 //! - [`schema`]: the JSON Schemas of the transcript and of `events.jsonl`.
 //! - [`OtelSink`]: OpenTelemetry spans over OTLP/HTTP, when an endpoint is set.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
+//! - [`terminal`]: the [`Console`] a run talks to, and [`Printer`], the
+//!   only writer to stdout and stderr (human lines, the live view).
 //!
 //! [`merge`] (`ybs report merge`) feeds the same JUnit and summary sinks
 //! from the transcripts of several output directories.
 
-mod console_view;
 mod events;
 mod fsutil;
 mod github_output;
@@ -24,28 +25,27 @@ pub mod log;
 pub mod merge;
 pub mod otel;
 mod outdir;
-mod progress;
 mod results;
 pub mod schema;
 mod scope;
 mod sinks;
 mod summary;
+pub mod terminal;
 #[cfg(test)]
 mod testdata;
 mod transcript;
 
-pub use console_view::{HumanLine, human_line};
 pub use events::{EVENTS_FILE, EventsSink};
 pub use github_output::{append_github_output, github_output_text};
 pub use junit::{JunitSink, junit_report, junit_xml};
 pub use merge::{MergeError, Merged, SHARD_FILE, ShardFile};
 pub use otel::OtelSink;
 pub use outdir::{DIGESTS_FILE, Digests, OpenError, OutDir};
-pub use progress::{LogView, TaskActivity};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use scope::RunScope;
 pub use sinks::{JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
 pub use summary::{SummarySink, summary_markdown};
+pub use terminal::{Console, Level, PlannedTask, Printer};
 pub use transcript::{
     CheckEntry, Decision, LlmCall, Manifest, Pause, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,
     ToolCallEntry, ToolResult, Transcript, TranscriptBuilder, TranscriptSink, build_transcript,

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::future::BoxFuture;
 
-use super::Console;
 use crate::agent::{Approval, Approver};
 use crate::core::ToolCall;
 use crate::policy::{CallView, Decision};
+use crate::report::Console;
 
 /// Asks on the terminal: `[y]es / [n]o / [a]lways`.
 pub struct TerminalApprover {

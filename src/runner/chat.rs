@@ -2,13 +2,13 @@
 //! policy as a task. [`Session`] owns the prepared "task", the runtime
 //! and the conversation; the CLI reads lines and hands them over.
 
-use super::console::Console;
 use super::prepare::{Cassettes, PreparedTask, build_provider, prepare};
 use super::tools::{TaskTools, task_tools};
 use super::{RunContext, RunError};
 use crate::agent::{Agent, Emitter, Stop, prompt};
 use crate::core::Message;
 use crate::llm::Provider;
+use crate::report::Console;
 
 /// The task a chat runs as: no prompt of its own, never committed. The
 /// read-only tools run; every other call asks the human (the built-in

@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::RunError;
 use super::options::Loaded;
-use super::{Console, RunError};
 use crate::config::Config;
 use crate::core::exit;
 use crate::core::exit::Failure;
 use crate::policy::{CallView, Policy, Verdict};
+use crate::report::Console;
 use crate::report::log::neutralize;
 use crate::runner::tools::{cache_dir, discovery_settings, policy_enables};
 use crate::runner::{self, PolicyInputs};

@@ -2,9 +2,10 @@
 //! and say how it went.
 
 use super::options::{Loaded, RunOptions, run_context};
-use super::{Console, PreparedTask, RunError, RunReport};
+use super::{PreparedTask, RunError, RunReport};
 use crate::core::Status;
 use crate::llm::cassette::CassetteWriter;
+use crate::report::{Console, PlannedTask};
 
 /// Runs the selected tasks of `loaded` with `options`; every line for
 /// the person running it goes to `console`.
@@ -69,7 +70,7 @@ pub fn run(
     console.planned(
         &prepared
             .iter()
-            .map(|task| super::PlannedTask {
+            .map(|task| PlannedTask {
                 id: task.task.id.clone(),
                 max_steps: task.limits.max_iterations,
             })

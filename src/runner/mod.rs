@@ -4,15 +4,16 @@
 pub mod approve;
 pub mod chat;
 pub mod checks;
-mod console;
 mod error;
 pub mod external;
 mod front;
+pub mod inspect;
 pub mod options;
 pub mod prepare;
 pub mod redacting;
 pub mod results;
 pub mod resume;
+pub mod schemas;
 pub mod serve;
 pub mod state;
 pub mod subject;
@@ -43,7 +44,6 @@ use crate::report;
 use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
-pub use console::{Console, PlannedTask};
 pub use error::RunError;
 pub use front::run;
 pub use options::{LoadErrors, Loaded, RunFlags, RunOptions, harden, load, redactor, run_context};

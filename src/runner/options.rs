@@ -231,7 +231,7 @@ pub fn redactor(env: &ChildEnv) -> Redactor {
 /// keys) through /proc, and escapees are re-parented to us. With the
 /// sandbox on and `probe`, its probe starts in the background, overlapping
 /// loading.
-pub fn harden(console: &dyn super::Console, no_sandbox: bool, probe: bool) {
+pub fn harden(console: &dyn crate::report::Console, no_sandbox: bool, probe: bool) {
     if let Err(error) = crate::tools::process::harden_self() {
         console.warn(&format!("cannot harden the ybs process: {error}"));
     }

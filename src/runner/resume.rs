@@ -13,11 +13,12 @@ use serde_json::Value;
 
 use super::options::{Loaded, RunOptions, run_context};
 use super::state::{self, CarriedFile, Key, STATE_FILE, State, StateError, StateGit};
-use super::{Console, PreparedTask, RedactingSink, RunContext, RunError, RunReport};
+use super::{PreparedTask, RedactingSink, RunContext, RunError, RunReport};
 use crate::agent::{Agent, Answer};
 use crate::core::event::{EventRecord, EventSink, PendingAnswer, PendingCall, PendingKind};
 use crate::core::{Message, Status};
 use crate::git::{Snapshot, Workspace};
+use crate::report::Console;
 use crate::report::{self, EVENTS_FILE, OutDir};
 
 /// A results file or stdin is read up to this size.

@@ -10,10 +10,10 @@ use rustyline::error::ReadlineError;
 
 use super::super::args::ChatArgs;
 use super::super::diagnostics;
-use super::super::printer::{Level, Printer};
 use super::super::repl;
 use super::common;
 use crate::core::exit;
+use crate::report::{Level, Printer};
 use crate::runner::approve::TerminalApprover;
 use crate::runner::chat::{Flow, Session};
 use crate::runner::{self, RunError};

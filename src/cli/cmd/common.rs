@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::super::args::{ConfigArgs, ProviderArgs, Verbosity};
 use super::super::diagnostics;
-use super::super::printer::{Level, Printer};
+use crate::report::{Level, Printer};
 
 pub use crate::config::Overrides;
 pub use crate::runner::Loaded;

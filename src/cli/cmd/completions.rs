@@ -11,8 +11,8 @@ use clap::CommandFactory;
 
 use super::super::args::{Cli, CompletionsArgs, ManArgs};
 use super::super::diagnostics;
-use super::super::printer::{Level, Printer};
 use crate::core::exit;
+use crate::report::{Level, Printer};
 use crate::runner::RunError;
 
 pub fn completions(args: &CompletionsArgs) -> u8 {

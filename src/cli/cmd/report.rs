@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use super::super::args::MergeArgs;
 use super::super::diagnostics;
-use super::super::printer::Printer;
 use super::common;
 use crate::core::exit;
+use crate::report::Printer;
 use crate::report::{self, OutputLayout, RunTotals};
 use crate::runner::{RunReport, TaskResult};
 

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use super::super::args::ResumeArgs;
 use super::super::diagnostics;
-use super::super::printer::Printer;
 use super::common;
 use crate::core::exit;
+use crate::report::Printer;
 use crate::runner::resume::{self, ResultsInput, ResumeFlags};
 use crate::runner::{self, RunFlags, RunOptions};
 

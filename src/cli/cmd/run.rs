@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use super::super::args::RunArgs;
 use super::super::diagnostics;
-use super::super::printer::Printer;
 use super::super::repl;
 use super::common;
+use crate::report::Printer;
 use crate::runner::approve::TerminalApprover;
 use crate::runner::{self, RunError, RunFlags, RunOptions};
 

@@ -2,8 +2,8 @@
 //! [`runner::external::tools`].
 
 use super::super::args::{ToolsArgs, ToolsCommand};
-use super::super::printer::Printer;
 use super::common;
+use crate::report::Printer;
 use crate::runner;
 use crate::runner::external::ToolsAction;
 

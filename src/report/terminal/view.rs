@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use crate::core::event::{Event, EventRecord};
 use crate::core::{Cost, Message};
 
-use super::console_view::{HumanLine, clip, human_line, inline};
-use super::log::neutralize;
+use super::lines::{HumanLine, clip, human_line, inline};
+use crate::report::log::neutralize;
 
 /// What one running task has done and is doing, for its progress bar.
 #[derive(Debug, Clone)]

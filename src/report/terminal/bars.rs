@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::report::TaskActivity;
+use super::TaskActivity;
 
 /// What the environment allows, read once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

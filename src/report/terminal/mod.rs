@@ -1,5 +1,18 @@
-//! What the runner says to the person running it. The CLI supplies the
-//! terminal; the runner never prints on its own.
+//! The terminal: what a run says to the person running it
+//! (docs/progress.md). The runner talks to a [`Console`] and never prints
+//! on its own; [`Printer`] is the console on stdout and stderr, the only
+//! writer to them: the human lines of the event stream ([`lines`]), the
+//! live view's per-task state ([`view`]), bars and `::group::` blocks
+//! ([`bars`]).
+
+mod bars;
+mod lines;
+mod printer;
+mod view;
+
+pub use lines::{HumanLine, human_line};
+pub use printer::{Level, Printer};
+pub use view::{LogView, TaskActivity};
 
 use crate::core::event::EventSink;
 

@@ -19,11 +19,12 @@
 
 use std::io::Write;
 
-use super::progress::{Bars, Groups, Terminal};
+use super::bars::{Bars, Groups, Terminal};
+use super::lines::human_line;
+use super::view::LogView;
 use crate::core::Redactor;
 use crate::core::event::{Event, EventRecord, EventSink};
 use crate::report::log::{AnnotationKind, github_annotation, neutralize, neutralize_chars};
-use crate::report::{LogView, human_line};
 
 /// How much to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,8 +313,8 @@ impl EventSink for Printer {
     }
 }
 
-impl crate::runner::Console for Printer {
-    fn planned(&mut self, tasks: &[crate::runner::PlannedTask]) {
+impl super::Console for Printer {
+    fn planned(&mut self, tasks: &[super::PlannedTask]) {
         if let Some(bars) = self.live.as_mut().and_then(|live| live.bars.as_mut()) {
             for task in tasks {
                 bars.plan(&task.id, task.max_steps);

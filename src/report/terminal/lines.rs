@@ -4,7 +4,7 @@
 use crate::core::Status;
 use crate::core::event::{Event, EventRecord};
 
-use super::log::neutralize;
+use crate::report::log::neutralize;
 
 /// One console line.
 #[derive(Debug, Clone, PartialEq, Eq)]

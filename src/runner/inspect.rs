@@ -1,0 +1,154 @@
+//! The commands that look without running: `ybs validate` (every error of
+//! the task files, the config and the policies, with no model and no side
+//! effects) and `ybs policy explain` (the verdict for one call and the rule
+//! that made it). See docs/cli.md and docs/policy.md.
+
+use std::path::{Path, PathBuf};
+
+use super::{
+    Loaded, PolicyInputs, PrepareError, RunError, check_workdir_root, protected_files, task_policy,
+};
+use crate::policy::{self, Policy, PolicySpec};
+use crate::task::TaskSpec;
+
+/// What `ybs validate` found valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validated {
+    pub files: usize,
+    pub tasks: usize,
+}
+
+impl std::fmt::Display for Validated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        write!(
+            f,
+            "ok: {} file{}, {} task{} valid",
+            self.files,
+            plural(self.files),
+            self.tasks,
+            plural(self.tasks)
+        )
+    }
+}
+
+/// Checks every task's workdir and policy (the files themselves were
+/// checked by [`super::load`]); every problem is in the error.
+pub fn validate(loaded: &Loaded, policy_file: Option<&Path>) -> Result<Validated, RunError> {
+    let home = home();
+    let mut errors: Vec<PrepareError> = Vec::new();
+    let mut tasks = 0;
+    for file in &loaded.files {
+        for task in &file.tasks {
+            tasks += 1;
+            let workdir = workdir(loaded, Some(task));
+            // A workdir that does not exist yet is found by `ybs run`; one
+            // outside the task file's repository is an error here too.
+            if let Ok(canonical) = workdir.canonicalize()
+                && let Err(error) = check_workdir_root(
+                    &loaded.config,
+                    &loaded.cwd,
+                    home.as_deref(),
+                    task,
+                    &canonical,
+                )
+            {
+                errors.push(error);
+                continue;
+            }
+            if let Err(error) = policy_of(loaded, Some(task), policy_file, &workdir) {
+                errors.push(PrepareError {
+                    file: file.path.clone(),
+                    span: None,
+                    task: task.id.clone(),
+                    message: error.to_string(),
+                    hint: error.hint_text().map(str::to_owned),
+                });
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(RunError::Prepare(errors));
+    }
+    Ok(Validated {
+        files: loaded.files.len(),
+        tasks,
+    })
+}
+
+/// `ybs policy explain`: the explanation of `call` under the policy of
+/// `task_id` (or of the only task loaded, or of the operator's policy
+/// alone when no task file was given).
+pub fn explain(
+    loaded: &Loaded,
+    task_id: Option<&str>,
+    policy_file: Option<&Path>,
+    call: &str,
+) -> Result<String, RunError> {
+    let tasks: Vec<&TaskSpec> = loaded.files.iter().flat_map(|f| f.tasks.iter()).collect();
+    let task = match (task_id, tasks.as_slice()) {
+        (None, []) => None,
+        (None, [only]) => Some(*only),
+        (None, _) => {
+            return Err(RunError::usage(
+                "the task file holds several tasks",
+                Some("name one: --task FILE#TASK-ID"),
+            ));
+        }
+        (Some(id), tasks) => match tasks.iter().find(|t| t.id == id) {
+            Some(task) => Some(*task),
+            None => {
+                let known: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+                return Err(RunError::usage(
+                    format!("no task `{id}` in the file"),
+                    Some(&format!("tasks: {}", known.join(", "))),
+                ));
+            }
+        },
+    };
+    let workdir = workdir(loaded, task);
+    let policy = policy_of(loaded, task, policy_file, &workdir)
+        .map_err(|error| RunError::usage(error.to_string(), error.hint_text()))?;
+    match policy::explain(&policy, call) {
+        Ok(explanation) => Ok(explanation.to_string().trim_end().to_owned()),
+        Err(error) => Err(RunError::usage(
+            error.to_string(),
+            Some(
+                "write the call as tool(argument), e.g. 'run_shell(cargo test)' or 'edit_file(src/lib.rs)'",
+            ),
+        )),
+    }
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+fn workdir(loaded: &Loaded, task: Option<&TaskSpec>) -> PathBuf {
+    loaded.cwd.join(
+        task.and_then(|t| t.workdir.as_deref())
+            .unwrap_or(Path::new(".")),
+    )
+}
+
+/// The task's policy as `ybs run` would build it (the operator's alone
+/// without a task).
+fn policy_of(
+    loaded: &Loaded,
+    task: Option<&TaskSpec>,
+    policy_file: Option<&Path>,
+    workdir: &Path,
+) -> Result<Policy, super::SetupError> {
+    let home = home();
+    let empty: Vec<PolicySpec> = Vec::new();
+    task_policy(&PolicyInputs {
+        config: &loaded.config,
+        home: home.as_deref(),
+        operator: loaded.operator_policy.as_ref(),
+        workdir,
+        protected: task.map_or_else(Vec::new, |t| {
+            protected_files(&loaded.cwd, &t.file, policy_file)
+        }),
+        layers: task.map_or(&empty, |t| &t.policy),
+    })
+}
