@@ -65,3 +65,11 @@ impl Fixture {
         std::os::unix::fs::symlink(target, self.work().join(link)).unwrap();
     }
 }
+
+/// The message of a [`super::ToolError::Model`]; panics on anything else.
+pub(crate) fn model_error(result: Result<impl std::fmt::Debug, super::ToolError>) -> String {
+    match result {
+        Err(super::ToolError::Model(message)) => message,
+        other => panic!("expected a model error, got {other:?}"),
+    }
+}

@@ -129,19 +129,12 @@ mod tests {
 
     use super::*;
     use crate::tools::Tool;
-    use crate::tools::testing::Fixture;
+    use crate::tools::testing::{Fixture, model_error};
 
     async fn call(fx: &Fixture, args: Value) -> Result<Value, ToolError> {
         let out = ReadFile.call(args, &fx.ctx).await?;
         assert!(out.changed.is_empty());
         Ok(serde_json::from_str(&out.content).unwrap())
-    }
-
-    fn model_error(result: Result<Value, ToolError>) -> String {
-        match result {
-            Err(ToolError::Model(message)) => message,
-            other => panic!("expected a model error, got {other:?}"),
-        }
     }
 
     #[tokio::test]

@@ -57,14 +57,7 @@ mod tests {
 
     use super::*;
     use crate::tools::Tool;
-    use crate::tools::testing::Fixture;
-
-    fn model_error(result: Result<ToolOutput, ToolError>) -> String {
-        match result {
-            Err(ToolError::Model(message)) => message,
-            other => panic!("expected a model error, got {other:?}"),
-        }
-    }
+    use crate::tools::testing::{Fixture, model_error};
 
     #[tokio::test]
     async fn writes_and_reports_bytes_and_changes() {

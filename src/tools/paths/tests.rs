@@ -5,14 +5,7 @@ use std::time::{Duration, Instant};
 use nix::sys::stat::Mode;
 
 use super::*;
-use crate::tools::testing::Fixture;
-
-fn model_error(result: Result<impl std::fmt::Debug, ToolError>) -> String {
-    match result {
-        Err(ToolError::Model(message)) => message,
-        other => panic!("expected a model error, got {other:?}"),
-    }
-}
+use crate::tools::testing::{Fixture, model_error};
 
 #[test]
 fn resolves_inside_paths_to_display_form() {
