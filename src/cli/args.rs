@@ -308,10 +308,10 @@ pub enum ToolsCommand {
     /// Run a tool once through the same path as the agent, policy included,
     /// and print its envelope. Exit 0 on success, 1 on tool failure, 2 on bad input.
     Invoke(ToolsInvokeArgs),
-    /// Serve the tools over MCP on stdio (docs/mcp.md): every call decided by
-    /// --policy (without one, every call is denied) and run confined; tools
-    /// added to the discovery directories appear within seconds. Ends on EOF
-    /// or SIGTERM.
+    /// Serve the tools over MCP on stdio, or Streamable HTTP with --listen
+    /// (docs/mcp.md): every call decided by --policy (without one, every
+    /// call is denied) and run confined; tools added to the discovery
+    /// directories appear within seconds. Ends on EOF, SIGTERM or SIGINT.
     Serve(ToolsServeArgs),
     /// Per-tool call metrics (calls, failures, p50/p95) of every running
     /// `ybs tools serve`.
@@ -353,6 +353,11 @@ pub struct ToolsServeArgs {
     /// list_files, search_files).
     #[arg(long)]
     pub builtin: bool,
+    /// Serve over Streamable HTTP at http://ADDR/mcp instead of stdio, on a
+    /// loopback address only (port 0 picks a free one; the address is
+    /// printed on stdout). Ends on SIGTERM or SIGINT.
+    #[arg(long, value_name = "127.0.0.1:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub common: ToolsCommon,
 }

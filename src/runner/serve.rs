@@ -1,5 +1,6 @@
 //! `ybs tools serve` (docs/mcp.md): the tool registry as an MCP server on
-//! stdio, for other agents.
+//! stdio, or with `--listen` over Streamable HTTP on a loopback address,
+//! for other agents.
 //!
 //! - `tools/list`: every external tool discovery finds (the places and
 //!   trust of `ybs tools list`; a repository tool is enabled only by an
@@ -18,8 +19,14 @@
 //!   `ybs://metrics`, and are written (at most every
 //!   [`STATUS_INTERVAL`], and by the rescan loop) to a status file read by
 //!   `ybs tools status` while the server runs.
-//! - EOF on stdin or SIGTERM ends it: in-flight calls are dropped, which
-//!   kills their process groups, and stray children are reaped.
+//! - EOF on stdin (stdio only), SIGTERM or SIGINT end it: in-flight calls
+//!   are dropped, which kills their process groups, and stray children
+//!   are reaped.
+//! - `--listen ADDR`: one endpoint, `http://ADDR/mcp`, many sessions (each
+//!   its own `Mcp-Session-Id`) sharing the tools, the policy and the
+//!   metrics. Only loopback addresses are accepted, and requests whose
+//!   `Host` is not a loopback name are refused (DNS rebinding): the
+//!   server runs programs, it is not for the network.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -86,7 +93,12 @@ pub struct ServeOptions {
     pub builtin: bool,
     /// Called after every call (OpenTelemetry plugs in here).
     pub on_call: Option<CallHook>,
+    /// Streamable HTTP on this loopback address instead of stdio.
+    pub listen: Option<std::net::SocketAddr>,
 }
+
+/// The one path `--listen` serves.
+pub const HTTP_PATH: &str = "/mcp";
 
 /// One served tool.
 #[derive(Clone)]
@@ -106,7 +118,9 @@ struct Shared {
     ctx: ToolCtx,
     metrics: Metrics,
     redactor: Redactor,
-    peer: Mutex<Option<Peer<RoleServer>>>,
+    /// Every initialized client (one on stdio; one per HTTP session), told
+    /// when the tool list changes.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
     status_file: Option<PathBuf>,
     /// When the status file was last written (`None`: never); it is
     /// written at most every [`STATUS_INTERVAL`] by calls, and by the
@@ -174,7 +188,7 @@ fn serve_with(session: &Session, options: &ServeOptions, on_call: Option<CallHoo
         ctx: super::external::tool_ctx(session),
         metrics: Metrics::new(),
         redactor: super::redactor(&session.env),
-        peer: Mutex::new(None),
+        peers: Mutex::new(Vec::new()),
         status_file: session.cache_dir().map(|dir| status_path(&dir)),
         status_written: Mutex::new(None),
         status_dirty: std::sync::atomic::AtomicBool::new(false),
@@ -187,26 +201,19 @@ fn serve_with(session: &Session, options: &ServeOptions, on_call: Option<CallHoo
             .printer
             .error("warning: no --policy given: every call is denied");
     }
+    if let Some(addr) = options.listen
+        && !addr.ip().is_loopback()
+    {
+        session.printer.error_with_hint(
+            &format!("error: --listen {addr}: not a loopback address"),
+            Some("the server runs programs for whoever connects: listen on 127.0.0.1:PORT or [::1]:PORT"),
+        );
+        return exit::USAGE;
+    }
     let code = session.runtime.block_on(async {
         let catalog = session.discover_async(&[]).await;
         refresh(&shared, &catalog, options.builtin);
         write_status(&shared);
-        let (stdin, stdout) = rmcp::transport::stdio_pipes();
-        let eof = Arc::new(tokio::sync::Notify::new());
-        let stdin = EofSignal {
-            inner: stdin,
-            eof: eof.clone(),
-        };
-        let service = match Server(shared.clone()).serve((stdin, stdout)).await {
-            Ok(service) => service,
-            Err(error) => {
-                session
-                    .printer
-                    .error(&format!("error: MCP session did not start: {error}"));
-                return exit::USAGE;
-            }
-        };
-        let cancel = service.cancellation_token();
         let rescan = async {
             loop {
                 tokio::time::sleep(RESCAN_INTERVAL).await;
@@ -218,38 +225,166 @@ fn serve_with(session: &Session, options: &ServeOptions, on_call: Option<CallHoo
                 }
                 let catalog = session.discover_async(&[]).await;
                 if refresh(&shared, &catalog, options.builtin) {
-                    let peer = shared
-                        .peer
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .clone();
-                    if let Some(peer) = peer {
-                        let _ = peer.notify_tool_list_changed().await;
-                    }
+                    notify_list_changed(&shared).await;
                 }
             }
         };
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let terminated = async {
-            match term.as_mut() {
-                Some(term) => {
-                    term.recv().await;
-                }
-                None => std::future::pending().await,
+        let stopped = async {
+            let mut term = signal(tokio::signal::unix::SignalKind::terminate());
+            let mut int = signal(tokio::signal::unix::SignalKind::interrupt());
+            tokio::select! {
+                () = received(term.as_mut()) => {}
+                () = received(int.as_mut()) => {}
             }
         };
-        tokio::select! {
-            _ = service.waiting() => {}
-            () = rescan => {}
-            // The SDK would wait for calls in flight: end them now.
-            () = eof.notified() => cancel.cancel(),
-            () = terminated => cancel.cancel(),
+        let served = match options.listen {
+            Some(addr) => serve_http(session, &shared, addr, rescan, stopped).await,
+            None => serve_stdio(&shared, rescan, stopped).await,
+        };
+        match served {
+            Ok(()) => exit::OK,
+            Err(error) => {
+                session.printer.error(&format!("error: {error}"));
+                exit::USAGE
+            }
         }
-        exit::OK
     });
     finish(&shared, session);
     code
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> Option<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind).ok()
+}
+
+/// Waits for the signal (forever when it could not be installed).
+async fn received(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(signal) => {
+            signal.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Tells every client still connected that the tool list changed.
+async fn notify_list_changed(shared: &Shared) {
+    let peers: Vec<Peer<RoleServer>> = {
+        let mut peers = shared.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers.retain(|peer| !peer.is_transport_closed());
+        peers.clone()
+    };
+    for peer in peers {
+        let _ = peer.notify_tool_list_changed().await;
+    }
+}
+
+/// One session on stdin/stdout, until EOF, a signal or the client ends it.
+async fn serve_stdio(
+    shared: &Arc<Shared>,
+    rescan: impl Future<Output = ()>,
+    stopped: impl Future<Output = ()>,
+) -> Result<(), String> {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let eof = Arc::new(tokio::sync::Notify::new());
+    let stdin = EofSignal {
+        inner: stdin,
+        eof: eof.clone(),
+    };
+    let service = Server(shared.clone())
+        .serve((stdin, stdout))
+        .await
+        .map_err(|error| format!("MCP session did not start: {error}"))?;
+    let cancel = service.cancellation_token();
+    tokio::select! {
+        _ = service.waiting() => {}
+        () = rescan => {}
+        // The SDK would wait for calls in flight: end them now.
+        () = eof.notified() => cancel.cancel(),
+        () = stopped => cancel.cancel(),
+    }
+    Ok(())
+}
+
+/// Streamable HTTP on `addr` (`/mcp`), until a signal.
+async fn serve_http(
+    session: &Session,
+    shared: &Arc<Shared>,
+    addr: std::net::SocketAddr,
+    rescan: impl Future<Output = ()>,
+    stopped: impl Future<Output = ()>,
+) -> Result<(), String> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|error| format!("--listen {addr}: cannot listen: {error}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|error| format!("--listen {addr}: {error}"))?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    // The SDK's defaults accept loopback `Host`s only (DNS rebinding).
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());
+    let factory_shared = shared.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(Server(factory_shared.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    // The one line on stdout: where to connect (the port, when 0 was asked).
+    session
+        .printer
+        .result(&format!("listening on http://{bound}{HTTP_PATH}"));
+    let accept = async {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let mcp = mcp.clone();
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let mut mcp = mcp.clone();
+                    async move {
+                        if request.uri().path() == HTTP_PATH {
+                            tower_service::Service::call(&mut mcp, request).await
+                        } else {
+                            Ok(not_found())
+                        }
+                    }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                tokio::select! {
+                    _ = connection => {}
+                    () = cancel.cancelled() => {}
+                }
+            });
+        }
+    };
+    tokio::select! {
+        () = accept => {}
+        () = rescan => {}
+        () = stopped => {}
+    }
+    cancel.cancel();
+    Ok(())
+}
+
+type HttpBody = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+fn not_found() -> http::Response<HttpBody> {
+    use http_body_util::BodyExt as _;
+    let body = http_body_util::Full::new(bytes::Bytes::from_static(
+        b"not found: the MCP endpoint is /mcp\n",
+    ))
+    .boxed();
+    let mut response = http::Response::new(body);
+    *response.status_mut() = http::StatusCode::NOT_FOUND;
+    response
 }
 
 /// stdin, telling `eof` when it ends.
@@ -603,7 +738,9 @@ impl ServerHandler for Server {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        *self.0.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(context.peer);
+        let mut peers = self.0.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers.retain(|peer| !peer.is_transport_closed());
+        peers.push(context.peer);
     }
 
     async fn list_tools(

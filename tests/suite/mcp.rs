@@ -854,3 +854,176 @@ fn a_task_files_server_under_the_hosts_tmp_does_not_make_its_directory_visible()
     assert!(!output.contains("host tmp secret"), "{output}");
     assert!(!output.contains("srv"), "{output}");
 }
+
+/// Drives `ybs tools serve --listen` with the Python SDK's Streamable
+/// HTTP client: two sessions at once (list and call; a refused call and
+/// ten concurrent ones), then a call that never ends, left running.
+/// Prints one JSON document, then waits to be killed.
+const HTTP_CLIENT: &str = r#"
+import asyncio, json, os, sys, time
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+async def one(url, work):
+    async with streamablehttp_client(url) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await work(session)
+
+async def first(session):
+    listed = await session.list_tools()
+    r = await session.call_tool("echo", {"message": "over http"})
+    return {"tools": sorted(t.name for t in listed.tools), "echo": r.structuredContent, "isError": r.isError}
+
+async def second(session):
+    r = await session.call_tool("secret", {"message": "x"})
+    refused = {"isError": r.isError, "text": r.content[0].text}
+    started = time.monotonic()
+    results = await asyncio.gather(*[session.call_tool("slow", {}) for _ in range(10)])
+    return {"refused": refused, "slow": [r.content[0].text for r in results], "slow_s": time.monotonic() - started}
+
+async def main():
+    url = sys.argv[1]
+    a, b = await asyncio.gather(one(url, first), one(url, second))
+    async with streamablehttp_client(url) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            held = asyncio.create_task(session.call_tool("hold", {}))
+            while not os.path.exists("hold.started"):
+                await asyncio.sleep(0.05)
+            print(json.dumps({"a": a, "b": b}), flush=True)
+            await held
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn tools_serve_listens_over_streamable_http_for_several_sessions_and_ends_every_child_on_sigterm() {
+    use std::io::{BufRead, Read, Write};
+    let Some(python) = python() else { return };
+    let ybs = serve_dir();
+    ybs.file("client.py", HTTP_CLIENT);
+    let hold = ybs.path().join("tools/hold").to_string_lossy().into_owned();
+    let mut serve = ybs
+        .command()
+        .args(["tools", "serve", "--policy", "policy.yaml"])
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(serve.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+
+    let mut client = std::process::Command::new(&python)
+        .arg("client.py")
+        .arg(&url)
+        .current_dir(ybs.path())
+        .env("NO_PROXY", "*")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    std::io::BufReader::new(client.stdout.take().unwrap())
+        .read_line(&mut out)
+        .unwrap();
+    let parsed: Result<Value, _> = serde_json::from_str(out.trim());
+    let Ok(out) = parsed else {
+        let _ = client.kill();
+        let mut stderr = String::new();
+        let _ = client.stderr.take().unwrap().read_to_string(&mut stderr);
+        panic!("client: {out}\n{stderr}");
+    };
+    assert!(
+        out["a"]["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("echo"))
+    );
+    assert_eq!(
+        out["a"]["echo"],
+        json!({"success": true, "result": {"echo": {"message": "over http"}}})
+    );
+    assert_eq!(out["b"]["refused"]["isError"], true);
+    assert!(
+        out["b"]["refused"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("denied by policy")
+    );
+    assert_eq!(out["b"]["slow"], json!(vec!["slept"; 10]));
+    assert!(out["b"]["slow_s"].as_f64().unwrap() < 5.0, "{out}");
+
+    // Only /mcp, and only for a loopback Host (DNS rebinding).
+    let authority = url
+        .strip_prefix("http://")
+        .unwrap()
+        .strip_suffix("/mcp")
+        .unwrap()
+        .to_owned();
+    let raw = |request: String| {
+        let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut reply = String::new();
+        let _ = stream.read_to_string(&mut reply);
+        reply
+    };
+    let other = raw(format!(
+        "GET /other HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    ));
+    assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
+    let rebound = raw(format!(
+        "POST /mcp HTTP/1.1\r\nHost: attacker.example:80\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+
+    // The held call runs; SIGTERM ends the server and it.
+    assert!(!survivors(&hold).is_empty(), "the held call runs");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(serve.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = serve.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "ybs tools serve did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(survivors(&hold), Vec::<String>::new());
+    let _ = client.kill();
+    let _ = client.wait();
+}
+
+#[test]
+fn tools_serve_listens_on_loopback_only() {
+    let ybs = serve_dir();
+    let run = ybs.run([
+        "tools",
+        "serve",
+        "--policy",
+        "policy.yaml",
+        "--listen",
+        "0.0.0.0:0",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("not a loopback address") && run.stderr.contains("hint:"),
+        "{}",
+        run.stderr
+    );
+}

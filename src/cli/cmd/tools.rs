@@ -28,6 +28,7 @@ pub fn tools(args: &ToolsArgs) -> u8 {
             ToolsAction::Serve(runner::serve::ServeOptions {
                 builtin: args.builtin,
                 on_call: None,
+                listen: args.listen,
             }),
         ),
         ToolsCommand::Status(args) => (&args.common, ToolsAction::Status { json: args.json }),
