@@ -358,16 +358,24 @@ async fn run_command_falls_back_to_the_shell() {
     assert_eq!(out.stdout, "without\n");
 }
 
-/// Runs [`hardened_child`] in a fresh copy of this test binary, so the
-/// process-wide settings do not leak into other tests.
+/// Runs [`hardened_child`] in a fresh copy of this test binary (this same
+/// test, with `YBS_HARDENED_CHILD` set), so the process-wide settings do
+/// not leak into other tests.
 #[test]
 fn harden_self_and_subreaper() {
+    if std::env::var_os("YBS_HARDENED_CHILD").is_some() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(hardened_child());
+        return;
+    }
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
         .args([
             "--exact",
-            "tools::process::tests::hardened_child",
-            "--include-ignored",
+            "tools::process::tests::harden_self_and_subreaper",
             "--nocapture",
         ])
         .env("YBS_HARDENED_CHILD", "1")
@@ -382,12 +390,8 @@ fn harden_self_and_subreaper() {
     assert!(stdout.contains("1 passed"), "{stdout}");
 }
 
-#[tokio::test]
-#[ignore = "runs only inside harden_self_and_subreaper"]
+/// `harden_self` and the subreaper, in the copy started above.
 async fn hardened_child() {
-    if std::env::var_os("YBS_HARDENED_CHILD").is_none() {
-        return;
-    }
     use std::os::unix::fs::MetadataExt;
     // Read before hardening: a non-dumpable process's /proc entry is root's.
     let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
