@@ -158,6 +158,24 @@ impl<'a> Agent<'a> {
         self.budget.carry(iterations, usage, cost, elapsed);
     }
 
+    /// `ybs resume`: the loop guard's count and whether the wrap-up
+    /// warning was given, as the paused half left them, so neither starts
+    /// over at a pause (docs/resume.md).
+    pub fn carry_guards(&mut self, guard: LoopGuard, warned: bool) {
+        self.guard = guard;
+        self.budget.carry_warned(warned);
+    }
+
+    /// The loop guard, for a paused task's state.
+    pub fn loop_guard(&self) -> &LoopGuard {
+        &self.guard
+    }
+
+    /// Whether the wrap-up warning was given, for a paused task's state.
+    pub fn wrap_up_warned(&self) -> bool {
+        self.budget.warned()
+    }
+
     /// `ybs resume`: answers the calls of the last turn that have no
     /// result yet (as listed in the state's `pending`), in the turn's
     /// order: a caller tool's output or error becomes its result (masked

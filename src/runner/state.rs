@@ -21,6 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
+use crate::agent::loop_guard::LoopGuard;
 use crate::core::event::PendingCall;
 use crate::core::{Cost, Message, Usage};
 use crate::git::{Snapshot, Workspace};
@@ -71,6 +72,29 @@ pub struct State {
     /// `sha256:<hex>` of `OUT/<task>/events.jsonl` when the task paused;
     /// the transcript of the resumed task goes on from those events.
     pub events_sha256: String,
+    /// The loop guard as the pause left it: the calls after the resume
+    /// count on from the ones before (absent in older states: a fresh
+    /// count).
+    #[serde(default)]
+    pub loop_guard: LoopGuard,
+    /// Whether the 85% wrap-up warning was given before the pause: it is
+    /// given once per task, not once per half.
+    #[serde(default)]
+    pub wrap_up_warned: bool,
+    /// `--jobs`: the task's own worktree, which the task goes on in;
+    /// `null` when it ran in the checkout.
+    #[serde(default)]
+    pub worktree: Option<StateWorktree>,
+}
+
+/// The worktree a task paused in under `--jobs` (docs/git.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateWorktree {
+    /// Relative to the repository root: `.ybs-worktrees/<run-id>/<task-id>`.
+    pub path: String,
+    /// `ybs/<run-id>/<task-id>`: the task's commit goes there.
+    pub branch: String,
 }
 
 /// The task, as `ybs resume` finds it again.

@@ -1071,3 +1071,210 @@ fn a_caller_tool_is_no_script_command() {
     let output = script_call["result"]["output"].as_str().unwrap();
     assert!(output.contains("no-deploy"), "{output}");
 }
+
+/// Two tasks under `--jobs 2` in a repository: `pauses` writes a file and
+/// then waits for the caller, `passes` commits on its own branch.
+const JOBS_TASKS: &str = "\
+defaults:
+  tools:
+    caller:
+      - name: deploy_preview
+        description: Deploy
+  policy:
+    allow: [read_file, write_file, deploy_preview]
+tasks:
+  - id: pauses
+    prompt: write the feature, then deploy
+    checks:
+      - name: feature exists
+        run: grep -q feature feature.txt
+  - id: passes
+    prompt: write a file
+";
+
+/// Runs [`JOBS_TASKS`] with `--jobs 2` in a repository at `dir` of the
+/// scratch dir: exit 3, `pauses` paused in its worktree. Returns the
+/// repository and the run id.
+fn pause_in_a_worktree<'a>(ybs: &'a Ybs, dir: &str) -> (Repo<'a>, String) {
+    let at = |name: &str| Path::new(dir).join(name).to_str().unwrap().to_owned();
+    ybs.file(&at("t.yaml"), JOBS_TASKS);
+    ybs.cassette(
+        &at("t.cassette.json"),
+        vec![
+            json!({"task": "pauses", "response": {"content": "", "tool_calls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "feature.txt", "content": "feature\n"}}], "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+            json!({"task": "pauses", "response": {"content": "", "tool_calls": [{"id": "call_d", "name": "deploy_preview", "arguments": {}}], "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+            json!({"task": "passes", "response": {"content": "", "tool_calls": [{"id": "call_0", "name": "write_file", "arguments": {"path": "out.txt", "content": "x"}}], "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+            json!({"task": "passes", "response": {"content": "written", "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+        ],
+    );
+    let repo = Repo::init(ybs, dir);
+    let run = ybs
+        .command()
+        .current_dir(ybs.path().join(dir))
+        .args(["run", "t.yaml", "--jobs", "2"])
+        .args(["--cassette", "t.cassette.json"])
+        .output()
+        .unwrap();
+    Run::from_output(run, &ybs.path().join(dir)).expect_code(3);
+    let paused: Value = ybs.json(&at("ybs-out/pauses/state.json"));
+    let run_id = paused["run_id"].as_str().unwrap().to_owned();
+    (repo, run_id)
+}
+
+/// `ybs resume ybs-out` in `dir`, answering the paused task's call and
+/// finishing it.
+fn resume_paused_in(ybs: &Ybs, dir: &Path) -> Run {
+    let later = cassette(
+        ybs,
+        "later.json",
+        vec![
+            json!({"task": "pauses", "response": {"content": "deployed", "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+        ],
+    );
+    let answers = results(
+        ybs,
+        "r.json",
+        &json!({"results": [{"id": "call_d", "output": "https://preview"}]}),
+    );
+    let output = ybs
+        .command()
+        .current_dir(dir)
+        .args(["resume", "ybs-out", "--results", answers.to_str().unwrap()])
+        .args(["--cassette", later.to_str().unwrap()])
+        .output()
+        .unwrap();
+    Run::from_output(output, dir)
+}
+
+/// `--jobs 2`: the task that paused in its own worktree resumes there.
+/// Its changes and commit land on its branch `ybs/<run-id>/pauses`, as
+/// without the pause, the worktree is removed after the commit, and the
+/// user's checkout (HEAD, branch, work tree) is not touched, even when
+/// the user went on working in it meanwhile.
+#[test]
+fn with_jobs_a_paused_task_resumes_in_its_own_worktree() {
+    let ybs = Ybs::new();
+    let (repo, run_id) = pause_in_a_worktree(&ybs, "");
+    let base = repo.head();
+    let worktree = ybs.path().join(format!(".ybs-worktrees/{run_id}/pauses"));
+    assert!(worktree.join("feature.txt").is_file());
+    assert!(!ybs.exists("feature.txt"));
+    let branch = format!("ybs/{run_id}/pauses");
+    assert_eq!(
+        state(&ybs, "pauses")["worktree"],
+        json!({"path": format!(".ybs-worktrees/{run_id}/pauses"), "branch": branch})
+    );
+    // Meanwhile the user commits on main and leaves an edit uncommitted.
+    repo.write("later.txt", "the user's\n");
+    repo.commit_all("the user's later work");
+    repo.write("later.txt", "the user's edit\n");
+    let users_head = repo.head();
+    // A resume refused after the worktree was reopened (another operator
+    // policy) leaves it and its work in place.
+    let narrow = ybs.home().join("narrow.yaml");
+    std::fs::write(&narrow, "allow: [read_file]\n").unwrap();
+    let answers = results(
+        &ybs,
+        "r0.json",
+        &json!({"results": [{"id": "call_d", "output": "https://preview"}]}),
+    );
+    let refused = resume(
+        &ybs,
+        &[
+            "--results",
+            answers.to_str().unwrap(),
+            "--policy",
+            narrow.to_str().unwrap(),
+        ],
+    );
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("the policy changed"),
+        "{}",
+        refused.stderr
+    );
+    assert!(worktree.join("feature.txt").is_file());
+    assert_eq!(repo.git(&["rev-parse", &branch]), base);
+
+    let run = resume_paused_in(&ybs, ybs.path());
+    run.expect_code(0);
+    let whole = transcript(&ybs, "pauses");
+    assert_eq!(whole["status"], "passed", "{whole:#}");
+    assert_eq!(whole["checks"][0]["passed"], true);
+    // The user's checkout: same commit, same branch, their edit alone.
+    assert_eq!(repo.head(), users_head);
+    assert_eq!(repo.git(&["branch", "--show-current"]), "main");
+    assert!(!ybs.exists("feature.txt"));
+    assert_eq!(repo.status(), [" M later.txt"]);
+    // The task's commit, on its own branch, right on the run's base.
+    assert_eq!(repo.git(&["rev-parse", &format!("{branch}~1")]), base);
+    assert_eq!(repo.files_of(&branch), ["feature.txt"]);
+    let note = events(&ybs, "pauses")
+        .iter()
+        .rfind(|event| event["type"] == "git")
+        .map(|event| event["outcome"]["note"].as_str().unwrap().to_owned())
+        .unwrap();
+    assert!(
+        note.contains(&format!("worktree removed, branch {branch} kept")),
+        "{note}"
+    );
+    assert!(!worktree.exists());
+    // The other task's branch is untouched.
+    assert_eq!(repo.files_of(&format!("ybs/{run_id}/passes")), ["out.txt"]);
+}
+
+/// `--jobs 2` in one job, `ybs resume` in a fresh clone in another: the
+/// worktree is made again from the run's base commit on the task's
+/// branch, the carried changes are applied there, and the commit lands on
+/// that branch; the clone's own checkout is not touched.
+#[test]
+fn with_jobs_a_fresh_clone_resumes_in_a_worktree_made_again() {
+    let ybs = Ybs::new().env("YBS_RESUME_KEY", "shared-between-jobs");
+    let (_repo, run_id) = pause_in_a_worktree(&ybs, "repo");
+    let clone = ybs.path().join("clone");
+    let git_in = |dir: &Path, args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    git_in(
+        ybs.path(),
+        &["clone", "-q", "repo", clone.to_str().unwrap()],
+    );
+    git_in(&clone, &["config", "user.name", "CI"]);
+    git_in(&clone, &["config", "user.email", "ci@example.com"]);
+    copy_tree(&ybs.path().join("repo/ybs-out"), &clone.join("ybs-out"));
+    let base = git_in(&clone, &["rev-parse", "HEAD"]);
+    let branch = format!("ybs/{run_id}/pauses");
+
+    let run = resume_paused_in(&ybs, &clone);
+    run.expect_code(0);
+    let whole: Value = serde_json::from_str(
+        &std::fs::read_to_string(clone.join("ybs-out/pauses/transcript.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(whole["status"], "passed", "{whole:#}");
+    assert_eq!(git_in(&clone, &["rev-parse", "HEAD"]), base);
+    assert!(!clone.join("feature.txt").exists());
+    assert_eq!(git_in(&clone, &["status", "--porcelain"]), "");
+    assert_eq!(git_in(&clone, &["rev-parse", &format!("{branch}~1")]), base);
+    assert_eq!(
+        git_in(&clone, &["show", "--name-only", "--format=", &branch]),
+        "feature.txt"
+    );
+    assert_eq!(
+        git_in(&clone, &["show", &format!("{branch}:feature.txt")]),
+        "feature"
+    );
+    assert!(
+        !clone
+            .join(format!(".ybs-worktrees/{run_id}/pauses"))
+            .exists()
+    );
+}
