@@ -644,6 +644,51 @@ mod tests {
     }
 
     #[test]
+    fn a_state_without_the_later_fields_still_loads() {
+        let state = State {
+            schema_version: STATE_VERSION,
+            run_id: "run-1".into(),
+            task: StateTask {
+                id: "t".into(),
+                file: "t.yaml".into(),
+                file_sha256: sha256(b"x"),
+            },
+            policy_hash: "p".into(),
+            base_commit: None,
+            workdir: ".".into(),
+            key: "local".into(),
+            pauses: 1,
+            spent: Spent {
+                iterations: 2,
+                usage: Usage::default(),
+                cost: Cost::Unknown,
+                elapsed_ms: 5,
+            },
+            messages: Vec::new(),
+            pending: Vec::new(),
+            changed: Vec::new(),
+            git: None,
+            events_sha256: sha256(b""),
+            loop_guard: LoopGuard {
+                last: Some(sha256(b"read_file({})")),
+                count: 2,
+            },
+            wrap_up_warned: true,
+            worktree: None,
+        };
+        let mut value = serde_json::to_value(&state).unwrap();
+        let back: State = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(back, state);
+        for field in ["loop_guard", "wrap_up_warned", "worktree"] {
+            value.as_object_mut().unwrap().remove(field);
+        }
+        let old: State = serde_json::from_value(value).unwrap();
+        assert_eq!(old.loop_guard, LoopGuard::default());
+        assert!(!old.wrap_up_warned);
+        assert_eq!(old.spent, state.spent);
+    }
+
+    #[test]
     fn state_paths_stay_inside() {
         let base = Path::new("/repo");
         assert_eq!(inside(base, "a/b").unwrap(), Path::new("/repo/a/b"));

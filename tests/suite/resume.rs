@@ -1278,3 +1278,131 @@ fn with_jobs_a_fresh_clone_resumes_in_a_worktree_made_again() {
             .exists()
     );
 }
+
+/// The loop guard counts across pauses: the model reads `a.txt` once per
+/// turn, and each read waits for an approval (`on_ask: pause`). Resumed
+/// twice, the third identical call stops the task with `loop_detected`,
+/// at the same iteration and call count as the same calls without a pause.
+#[test]
+fn the_loop_guard_counts_the_same_call_across_pauses() {
+    let read = || call("read_file", json!({"path": "a.txt"}));
+    let task = |policy: &str| format!("id: t\nprompt: p\ncommit: false\npolicy:\n{policy}");
+
+    // Without a pause.
+    let plain = Ybs::new();
+    plain.file("a.txt", "a\n");
+    plain.file("t.yaml", &task("  allow: [read_file]\n"));
+    let turns = cassette(
+        &plain,
+        "c.json",
+        vec![read(), read(), read(), answer("never")],
+    );
+    plain
+        .run(["run", "t.yaml", "--cassette", turns.to_str().unwrap()])
+        .expect_code(1);
+    let expected = transcript(&plain, "t");
+    assert_eq!(expected["reason"], "loop_detected", "{expected:#}");
+
+    // The same calls, each one paused for an approval.
+    let ybs = Ybs::new();
+    ybs.file("a.txt", "a\n");
+    ybs.file(
+        "t.yaml",
+        &task("  ask: [\"read_file(a.txt)\"]\n  on_ask: pause\n"),
+    );
+    let first = cassette(&ybs, "c1.json", vec![read()]);
+    ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+        .expect_code(3);
+    assert_eq!(state(&ybs, "t")["loop_guard"]["count"], 1);
+    let second = cassette(&ybs, "c2.json", vec![read()]);
+    resume(
+        &ybs,
+        &["--approve", "all", "--cassette", second.to_str().unwrap()],
+    )
+    .expect_code(3);
+    assert_eq!(state(&ybs, "t")["loop_guard"]["count"], 2);
+    let third = cassette(&ybs, "c3.json", vec![read(), answer("never")]);
+    resume(
+        &ybs,
+        &["--approve", "all", "--cassette", third.to_str().unwrap()],
+    )
+    .expect_code(1);
+    let whole = transcript(&ybs, "t");
+    assert_eq!(whole["status"], "failed");
+    assert_eq!(whole["reason"], "loop_detected", "{whole:#}");
+    assert_eq!(whole["iterations"], expected["iterations"]);
+    assert_eq!(whole["iterations"], 3);
+    assert_eq!(
+        whole["tool_calls"].as_array().unwrap().len(),
+        expected["tool_calls"].as_array().unwrap().len()
+    );
+    assert_eq!(whole["pauses"].as_array().unwrap().len(), 2);
+    assert!(!ybs.exists("ybs-out/t/state.json"));
+}
+
+/// The 85% wrap-up warning is given once per task: before iteration 9 of
+/// 10, which pauses; after the resume, iteration 10 gets no second one.
+#[test]
+fn the_wrap_up_warning_is_given_once_across_a_pause() {
+    const WARNING: &str = "close to this task's limits";
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        &format!("{CALLER_TASK}commit: false\nlimits:\n  max_iterations: 10\n"),
+    );
+    let mut turns: Vec<Value> = (1..=8)
+        .map(|n| call("read_file", json!({"path": format!("f{n}.txt")})))
+        .collect();
+    turns.push(call("deploy_preview", json!({"service": "web"})));
+    let first = cassette(&ybs, "c1.json", turns);
+    ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+        .expect_code(3);
+    let paused = state(&ybs, "t");
+    assert_eq!(paused["spent"]["iterations"], 9);
+    assert_eq!(paused["wrap_up_warned"], true);
+    // The model was told, in the conversation the state carries on.
+    let told = paused["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message.to_string().contains(WARNING))
+        .count();
+    assert_eq!(told, 1);
+    let warnings = |ybs: &Ybs| {
+        events(ybs, "t")
+            .iter()
+            .filter(|event| event["type"] == "task.note")
+            .filter(|event| event["message"].as_str().unwrap_or("").contains(WARNING))
+            .count()
+    };
+    assert_eq!(warnings(&ybs), 1);
+
+    ybs.file("feature.txt", "feature\n");
+    let second = cassette(&ybs, "c2.json", vec![answer("done")]);
+    let answers = results(
+        &ybs,
+        "r.json",
+        &json!({"results": [{"id": "call_0", "output": "https://preview"}]}),
+    );
+    resume(
+        &ybs,
+        &[
+            "--results",
+            answers.to_str().unwrap(),
+            "--cassette",
+            second.to_str().unwrap(),
+        ],
+    )
+    .expect_code(0);
+    let whole = transcript(&ybs, "t");
+    assert_eq!(whole["status"], "passed", "{whole:#}");
+    assert_eq!(whole["iterations"], 10);
+    assert_eq!(warnings(&ybs), 1);
+    let noted = whole["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|note| note.as_str().unwrap().contains(WARNING))
+        .count();
+    assert_eq!(noted, 1, "{:#}", whole["notes"]);
+}
