@@ -1406,3 +1406,76 @@ fn the_wrap_up_warning_is_given_once_across_a_pause() {
         .count();
     assert_eq!(noted, 1, "{:#}", whole["notes"]);
 }
+
+/// The policy is read again at resume (`--allow-changed` after the task
+/// file changed): a call approved at resume that the policy now denies is
+/// refused, and its record and result say why; a call denied at resume
+/// stays denied even where the policy now allows it.
+#[test]
+fn an_approval_at_resume_never_outranks_the_policy_read_again() {
+    for (answer_flag, now) in [
+        (
+            "--approve",
+            "  allow: [read_file]\n  deny: [\"run_shell(npm publish*)\"]\n",
+        ),
+        (
+            "--deny",
+            "  allow: [read_file, \"run_shell(npm publish*)\"]\n",
+        ),
+    ] {
+        let ybs = Ybs::new();
+        let path = fake_npm(&ybs);
+        let ybs = ybs.env("PATH", &path);
+        ybs.file("t.yaml", APPROVAL_TASK);
+        let first = cassette(
+            &ybs,
+            "c1.json",
+            vec![call("run_shell", json!({"command": "npm publish"}))],
+        );
+        let second = cassette(&ybs, "c2.json", vec![answer("finished")]);
+        ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+            .expect_code(3);
+        ybs.file(
+            "t.yaml",
+            &format!("id: t\nprompt: Publish the package.\ncommit: false\npolicy:\n{now}  on_ask: pause\n"),
+        );
+        let args = [
+            answer_flag,
+            "all",
+            "--by",
+            "alice",
+            "--allow-changed",
+            "--cassette",
+            second.to_str().unwrap(),
+        ];
+        resume(&ybs, &args).expect_code(0);
+        assert!(!ybs.exists("published.txt"), "{answer_flag}: it ran");
+        let decided = events(&ybs, "t")
+            .into_iter()
+            .rfind(|event| event["type"] == "tool.decided")
+            .unwrap();
+        assert_eq!(decided["verdict"], "deny", "{decided}");
+        let rule = decided["rule"].as_str().unwrap();
+        let shell = &transcript(&ybs, "t")["tool_calls"][0];
+        assert_eq!(shell["result"]["ran"], false, "{shell}");
+        let output = shell["result"]["output"].as_str().unwrap();
+        if answer_flag == "--approve" {
+            assert!(
+                rule.starts_with("deny[0] run_shell(npm publish*)")
+                    && rule.contains("approved at resume by alice")
+                    && rule.contains("the policy read again denies it"),
+                "{rule}"
+            );
+            assert!(output.contains("denied by policy"), "{output}");
+            assert!(output.contains("approved at resume by alice"), "{output}");
+        } else {
+            assert!(rule.contains("denied at resume by alice"), "{rule}");
+            assert!(
+                output.contains("alice denied this call at resume")
+                    && output.contains("the denial stands"),
+                "{output}"
+            );
+        }
+        assert_eq!(transcript(&ybs, "t")["status"], "passed");
+    }
+}
