@@ -119,11 +119,12 @@ impl Workspace {
             Ok(branch) => {
                 let at = branch.get().target();
                 if at != Some(commit.id()) {
-                    return Err(GitError::BranchConflict {
-                        branch: branch_name,
-                        at: at.map_or_else(|| "(none)".to_owned(), |oid| oid.to_string()),
-                        head: base.to_owned(),
-                    });
+                    let at = at.map_or_else(|| "(none)".to_owned(), |oid| oid.to_string());
+                    return Err(GitError::git(format!(
+                        "branch {branch_name} is at {at}, not at {base} where the paused task started"
+                    ))(git2::Error::from_str(
+                        "ybs never moves a branch it did not build on",
+                    )));
                 }
                 true
             }

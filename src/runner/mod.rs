@@ -390,7 +390,7 @@ fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
 
 /// An interrupted task's worktree: kept (and named) when it holds
 /// changes, removed with its branch when it holds none.
-fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
+pub(crate) fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
     if worktree.has_changes().unwrap_or(true) {
         return format!(
             "{message}; its changes stay in worktree {} (branch {})",

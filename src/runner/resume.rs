@@ -915,6 +915,10 @@ async fn execute(
         remove_state(out, &task.task.id);
         let spent = item.state.spent;
         let message = format!("interrupted by {signal} after the resume");
+        let message = match &task.worktree {
+            Some(worktree) => super::interrupted_worktree(worktree, message),
+            None => message,
+        };
         let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
         let mut emitter = crate::agent::Emitter::new(&task.task.id, &mut *sink);
         emitter.emit(crate::core::event::Event::TaskFinished {

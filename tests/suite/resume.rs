@@ -1479,3 +1479,81 @@ fn an_approval_at_resume_never_outranks_the_policy_read_again() {
         assert_eq!(transcript(&ybs, "t")["status"], "passed");
     }
 }
+
+/// SIGINT while a task resumed in its `--jobs` worktree runs: exit 130,
+/// its changes stay in the worktree (the message names it), and the
+/// user's checkout is untouched.
+#[test]
+fn an_interrupted_resume_in_a_worktree_keeps_its_changes_there() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "id: t\nprompt: p\npolicy:\n  allow: [write_file]\n  ask: [\"run_shell(sleep *)\"]\n  on_ask: pause\n",
+    );
+    let first = cassette(
+        &ybs,
+        "c1.json",
+        vec![
+            call(
+                "write_file",
+                json!({"path": "feature.txt", "content": "feature\n"}),
+            ),
+            call(
+                "run_shell",
+                json!({"command": "sleep 29.5", "timeout_seconds": 60}),
+            ),
+        ],
+    );
+    let second = cassette(&ybs, "c2.json", vec![answer("never")]);
+    let repo = Repo::init(&ybs, "");
+    let base = repo.head();
+    ybs.run([
+        "run",
+        "t.yaml",
+        "--jobs",
+        "2",
+        "--cassette",
+        first.to_str().unwrap(),
+    ])
+    .expect_code(3);
+    let run_id = state(&ybs, "t")["run_id"].as_str().unwrap().to_owned();
+    let worktree = ybs.path().join(format!(".ybs-worktrees/{run_id}/t"));
+    let child = ybs
+        .command()
+        .args(["resume", "ybs-out", "--approve", "all"])
+        .args(["--cassette", second.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !ybs
+        .read("ybs-out/t/events.jsonl")
+        .contains("approved at resume")
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the approved call never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    Run::from_output(output, ybs.path()).expect_code(130);
+    let whole = transcript(&ybs, "t");
+    let message = whole["message"].as_str().unwrap();
+    assert!(
+        message.contains("its changes stay in worktree")
+            && message.contains(&format!("branch ybs/{run_id}/t")),
+        "{message}"
+    );
+    assert!(worktree.join("feature.txt").is_file());
+    assert_eq!(repo.head(), base);
+    assert!(!ybs.exists("feature.txt"));
+    assert_eq!(repo.status(), Vec::<String>::new());
+}
