@@ -272,3 +272,55 @@ impl TaskWorktree {
         &self.root
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{RUN, Repo};
+
+    #[test]
+    fn a_paused_tasks_worktree_is_reopened_or_made_again_at_its_base() {
+        let repo = Repo::new();
+        let base = repo.head();
+        let workspace = repo.workspace();
+        let branch = format!("ybs/{RUN}/t");
+        let made = workspace.add_worktree(RUN, "t").unwrap();
+        std::fs::write(made.workdir.join("new.txt"), "x").unwrap();
+        // Still there: reopened as it is, the work in it.
+        let again = workspace.resume_worktree(RUN, "t", &base).unwrap();
+        assert!(again.reopened);
+        assert_eq!(again.root, made.root);
+        assert!(again.workdir.join("new.txt").is_file());
+        // The user's checkout moves on; the worktree goes (its record
+        // stays): made again at the base on the same branch, not at HEAD.
+        repo.write("d.txt", "d\n");
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "later"]);
+        std::fs::remove_dir_all(&made.root).unwrap();
+        let remade = workspace.resume_worktree(RUN, "t", &base).unwrap();
+        assert!(!remade.reopened);
+        assert!(remade.root.join("a.txt").is_file());
+        assert!(!remade.root.join("d.txt").exists());
+        assert!(!remade.workdir.join("new.txt").exists());
+        assert_eq!(repo.git(&["rev-parse", &branch]).trim(), base);
+        // Gone with its branch (a fresh clone): made again as well.
+        remade.discard().unwrap();
+        let fresh = workspace.resume_worktree(RUN, "t", &base).unwrap();
+        assert!(!fresh.reopened);
+        assert_eq!(repo.git(&["rev-parse", &branch]).trim(), base);
+        // A branch that moved on, or a base the repository lacks: refused.
+        fresh.remove().unwrap();
+        repo.git(&["branch", "-f", &branch, "HEAD"]);
+        let error = workspace.resume_worktree(RUN, "t", &base).unwrap_err();
+        assert!(
+            error.to_string().contains("where the paused task started"),
+            "{error}"
+        );
+        repo.git(&["branch", "-D", &branch]);
+        let missing = "0123456789abcdef0123456789abcdef01234567";
+        let error = workspace.resume_worktree(RUN, "t", missing).unwrap_err();
+        assert!(
+            error.to_string().contains("is not in this repository"),
+            "{error}"
+        );
+    }
+}
