@@ -64,6 +64,18 @@ impl Budget {
         self.started = self.started.checked_sub(elapsed).unwrap_or(self.started);
     }
 
+    /// Whether the wrap-up warning was given (in this half or, once
+    /// [`Self::carry_warned`], an earlier one).
+    pub fn warned(&self) -> bool {
+        self.warned
+    }
+
+    /// `ybs resume`: an earlier half gave the warning already; it is not
+    /// given again.
+    pub fn carry_warned(&mut self, warned: bool) {
+        self.warned |= warned;
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }

@@ -1,29 +1,36 @@
 //! Loop detection: the same call with the same arguments three times
 //! running stops the task with `loop_detected` (docs/agent-loop.md).
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
 use crate::core::ToolCall;
 
 /// How many identical calls in a row count as a loop.
 pub const REPEATS: u32 = 3;
 
-/// Remembers the last call signature and how often it repeated.
-#[derive(Debug, Default)]
+/// Remembers the last call signature and how often it repeated. A paused
+/// task carries it in its state (docs/resume.md), so the calls before and
+/// after the pause count as one run of calls.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LoopGuard {
-    /// The last call's signature, hashed with its length: a call may carry
-    /// megabytes of arguments, and the guard keeps no copy of them.
-    last: Option<(u64, usize)>,
-    count: u32,
+    /// `sha256:<hex>` of the last call's signature (its name and
+    /// arguments): a call may carry megabytes of arguments, and the guard
+    /// keeps no copy of them.
+    pub last: Option<String>,
+    /// How many times in a row that call was made.
+    pub count: u32,
 }
 
 impl LoopGuard {
     /// Records a call; true if and only if it completes a loop.
     pub fn record(&mut self, call: &ToolCall) -> bool {
-        use std::hash::{DefaultHasher, Hash, Hasher};
-        let text = call.signature();
-        let mut hasher = DefaultHasher::new();
-        text.hash(&mut hasher);
-        let signature = (hasher.finish(), text.len());
-        if self.last == Some(signature) {
+        let digest = Sha256::digest(call.signature().as_bytes());
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        let signature = format!("sha256:{hex}");
+        if self.last.as_deref() == Some(signature.as_str()) {
             self.count += 1;
         } else {
             self.last = Some(signature);

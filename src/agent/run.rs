@@ -158,6 +158,24 @@ impl<'a> Agent<'a> {
         self.budget.carry(iterations, usage, cost, elapsed);
     }
 
+    /// `ybs resume`: the loop guard's count and whether the wrap-up
+    /// warning was given, as the paused half left them, so neither starts
+    /// over at a pause (docs/resume.md).
+    pub fn carry_guards(&mut self, guard: LoopGuard, warned: bool) {
+        self.guard = guard;
+        self.budget.carry_warned(warned);
+    }
+
+    /// The loop guard, for a paused task's state.
+    pub fn loop_guard(&self) -> &LoopGuard {
+        &self.guard
+    }
+
+    /// Whether the wrap-up warning was given, for a paused task's state.
+    pub fn wrap_up_warned(&self) -> bool {
+        self.budget.warned()
+    }
+
     /// `ybs resume`: answers the calls of the last turn that have no
     /// result yet (as listed in the state's `pending`), in the turn's
     /// order: a caller tool's output or error becomes its result (masked
@@ -785,8 +803,9 @@ impl<'a> Agent<'a> {
         // A tool command inside a script is never put to a human: `ask`
         // resolves as in a headless run.
         let approver = self.setup.approver.filter(|_| self.parent.is_none());
-        // `ybs resume` answered this call: the answer stands in for a
-        // human's, but only where the policy (read again) still asks.
+        // `ybs resume` answered this call: an approval stands in for a
+        // human's only where the policy (read again) still asks; a denial
+        // stands wherever the policy would let the call run.
         let resumed = self
             .resumed
             .get(&call.id)
@@ -794,12 +813,20 @@ impl<'a> Agent<'a> {
             .filter(|_| self.parent.is_none());
         let approval = match (decision.verdict, resumed, approver) {
             (Verdict::Ask, Some(yes), _) => Some(if yes { Approval::Yes } else { Approval::No }),
+            (Verdict::Allow, Some(false), _) => Some(Approval::No),
             (Verdict::Ask, None, Some(approver)) => {
                 Some(approver.approve(call, &view, &decision).await)
             }
             _ => None,
         };
         let (verdict, rule) = match approval {
+            None if decision.verdict == Verdict::Deny && resumed == Some(true) => (
+                Verdict::Deny,
+                format!(
+                    "{} (approved at resume by {}, but the policy read again denies it)",
+                    decision.rule, self.resumed_by
+                ),
+            ),
             None => (decision.verdict, decision.rule.to_string()),
             Some(approval) => (
                 if approval == Approval::No {
@@ -849,18 +876,25 @@ impl<'a> Agent<'a> {
         match approval {
             Some(Approval::Yes | Approval::Always) => return Ok(None),
             Some(Approval::No) => {
-                let text = if self.resumed.contains_key(&call.id) {
-                    format!(
-                        "this call needs approval (rule `{rule}`) and {} denied it; \
+                let text =
+                    if self.resumed.contains_key(&call.id) && decision.verdict == Verdict::Allow {
+                        format!(
+                            "{} denied this call at resume; the policy read again would allow it \
+                         (rule `{rule}`), but the denial stands; the call was not run",
+                            self.resumed_by
+                        )
+                    } else if self.resumed.contains_key(&call.id) {
+                        format!(
+                            "this call needs approval (rule `{rule}`) and {} denied it; \
                          the call was not run",
-                        self.resumed_by
-                    )
-                } else {
-                    format!(
-                        "the user declined this call at the approval prompt (rule `{rule}`); \
+                            self.resumed_by
+                        )
+                    } else {
+                        format!(
+                            "the user declined this call at the approval prompt (rule `{rule}`); \
                          the call was not run"
-                    )
-                };
+                        )
+                    };
                 return Ok(Some(self.completed(
                     call,
                     false,
@@ -879,6 +913,11 @@ impl<'a> Agent<'a> {
             .unwrap_or_default();
         let text = match (decision.verdict, self.setup.policy.on_ask()) {
             (Verdict::Allow, _) => return Ok(None),
+            (Verdict::Deny, _) if self.resumed.get(&call.id) == Some(&true) => format!(
+                "denied by policy (rule `{rule}`){why}; it was approved at resume by {}, but the \
+                 policy read again denies it; the call was not run",
+                self.resumed_by
+            ),
             (Verdict::Deny, _) => {
                 format!("denied by policy (rule `{rule}`){why}; the call was not run")
             }

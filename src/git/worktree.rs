@@ -27,6 +27,16 @@ pub struct TaskWorktree {
     pub branch: String,
     /// The root of the work tree the worktree was made from.
     source_root: PathBuf,
+    /// `ybs resume` found it as the paused task left it: it holds that
+    /// task's work, and a resume that stops before the task goes on
+    /// leaves it in place.
+    pub reopened: bool,
+}
+
+/// Where the worktree of task `task_id` of run `run_id` is, relative to
+/// the repository root: `.ybs-worktrees/<run-id>/<task-id>`.
+fn worktree_path(run_id: &str, task_id: &str) -> PathBuf {
+    Path::new(WORKTREES_DIR).join(run_id).join(task_id)
 }
 
 impl Workspace {
@@ -40,6 +50,99 @@ impl Workspace {
             .map_err(GitError::git(
                 "cannot read the HEAD commit to start a worktree from",
             ))?;
+        self.make_worktree(&repo, run_id, task_id, &head, false)
+    }
+
+    /// `ybs resume`: the worktree task `task_id` of run `run_id` paused
+    /// in, on its branch at commit `base`. Reopened when it is still
+    /// there (`reopened` is then true: it holds the paused task's work);
+    /// else made again from `base` (a fresh clone in another job), on the
+    /// branch if it is still at `base`. A branch that moved on is an error.
+    pub fn resume_worktree(
+        &self,
+        run_id: &str,
+        task_id: &str,
+        base: &str,
+    ) -> Result<TaskWorktree, GitError> {
+        let repo = self.repo()?;
+        let name = format!("ybs-{run_id}-{task_id}");
+        let branch_name = format!("ybs/{run_id}/{task_id}");
+        let root = self.root().join(worktree_path(run_id, task_id));
+        if let Ok(found) = repo.find_worktree(&name) {
+            if found.validate().is_ok() {
+                let same = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_owned());
+                if same(found.path()) != same(&root) {
+                    return Err(GitError::git(format!(
+                        "worktree {name} is at {}, not at {}",
+                        found.path().display(),
+                        root.display()
+                    ))(git2::Error::from_str(
+                        "the paused task's worktree was moved",
+                    )));
+                }
+                let linked = git2::Repository::open_from_worktree(&found).map_err(
+                    GitError::git(format!("cannot open worktree {}", root.display())),
+                )?;
+                let head = linked.find_reference("HEAD").ok();
+                let on_branch = head
+                    .as_ref()
+                    .and_then(|head| head.symbolic_target().ok().flatten());
+                if on_branch != Some(format!("refs/heads/{branch_name}").as_str()) {
+                    return Err(GitError::git(format!(
+                        "worktree {} is not on branch {branch_name}",
+                        root.display()
+                    ))(git2::Error::from_str(
+                        "the paused task's branch was changed",
+                    )));
+                }
+                return Ok(TaskWorktree {
+                    git_dir: repo.commondir().to_path_buf(),
+                    name,
+                    workdir: root.join(self.prefix()),
+                    root,
+                    branch: branch_name,
+                    source_root: self.root().to_owned(),
+                    reopened: true,
+                });
+            }
+            // Its directory is gone: git's record of it goes too.
+            found
+                .prune(Some(WorktreePruneOptions::new().valid(false).locked(false)))
+                .map_err(GitError::git(format!("cannot prune worktree {name}")))?;
+        }
+        let commit = git2::Oid::from_str(base)
+            .and_then(|oid| repo.find_commit(oid))
+            .map_err(GitError::git(format!(
+                "the paused task's base commit {base} is not in this repository"
+            )))?;
+        let reuse = match repo.find_branch(&branch_name, BranchType::Local) {
+            Ok(branch) => {
+                let at = branch.get().target();
+                if at != Some(commit.id()) {
+                    let at = at.map_or_else(|| "(none)".to_owned(), |oid| oid.to_string());
+                    return Err(GitError::git(format!(
+                        "branch {branch_name} is at {at}, not at {base} where the paused task started"
+                    ))(git2::Error::from_str(
+                        "ybs never moves a branch it did not build on",
+                    )));
+                }
+                true
+            }
+            Err(_) => false,
+        };
+        self.make_worktree(&repo, run_id, task_id, &commit, reuse)
+    }
+
+    /// The worktree of `task_id` on branch `ybs/<run_id>/<task_id>`, made
+    /// at `start` (or taken as it is when `reuse`).
+    fn make_worktree(
+        &self,
+        repo: &git2::Repository,
+        run_id: &str,
+        task_id: &str,
+        start: &git2::Commit<'_>,
+        reuse: bool,
+    ) -> Result<TaskWorktree, GitError> {
         let base = self.root().join(WORKTREES_DIR);
         std::fs::create_dir_all(base.join(run_id))
             .map_err(GitError::io("cannot create the worktree directory", &base))?;
@@ -51,19 +154,25 @@ impl Workspace {
             )
             .map_err(GitError::io("cannot write", &ignore))?;
         }
-        let root = base.join(run_id).join(task_id);
+        let root = self.root().join(worktree_path(run_id, task_id));
         let branch_name = format!("ybs/{run_id}/{task_id}");
-        let branch = repo
-            .branch(&branch_name, &head, false)
-            .map_err(GitError::git(format!("cannot create branch {branch_name}")))?;
+        let branch = if reuse {
+            repo.find_branch(&branch_name, BranchType::Local)
+                .map_err(GitError::git(format!("cannot find branch {branch_name}")))?
+        } else {
+            repo.branch(&branch_name, start, false)
+                .map_err(GitError::git(format!("cannot create branch {branch_name}")))?
+        };
         let name = format!("ybs-{run_id}-{task_id}");
         let mut options = WorktreeAddOptions::new();
         options.reference(Some(branch.get()));
         if let Err(error) = repo.worktree(&name, &root, Some(&options)) {
-            // Leave nothing behind: the branch is still at HEAD.
-            let _ = repo
-                .find_branch(&branch_name, BranchType::Local)
-                .and_then(|mut branch| branch.delete());
+            // Leave nothing behind: the branch is still at its start.
+            if !reuse {
+                let _ = repo
+                    .find_branch(&branch_name, BranchType::Local)
+                    .and_then(|mut branch| branch.delete());
+            }
             return Err(GitError::git(format!(
                 "cannot create a worktree at {}",
                 root.display()
@@ -81,6 +190,7 @@ impl Workspace {
             workdir,
             branch: branch_name,
             source_root: self.root().to_owned(),
+            reopened: false,
         })
     }
 }
@@ -143,8 +253,74 @@ impl TaskWorktree {
         Some(self.root.join(relative))
     }
 
+    /// The worktree's root relative to the work tree it was made from,
+    /// `/`-separated: `.ybs-worktrees/<run-id>/<task-id>`.
+    pub fn relative_root(&self) -> String {
+        let relative = self
+            .root
+            .strip_prefix(&self.source_root)
+            .unwrap_or(&self.root);
+        relative
+            .components()
+            .map(|part| part.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
     /// The worktree's root, for messages.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{RUN, Repo};
+
+    #[test]
+    fn a_paused_tasks_worktree_is_reopened_or_made_again_at_its_base() {
+        let repo = Repo::new();
+        let base = repo.head();
+        let workspace = repo.workspace();
+        let branch = format!("ybs/{RUN}/t");
+        let made = workspace.add_worktree(RUN, "t").unwrap();
+        std::fs::write(made.workdir.join("new.txt"), "x").unwrap();
+        // Still there: reopened as it is, the work in it.
+        let again = workspace.resume_worktree(RUN, "t", &base).unwrap();
+        assert!(again.reopened);
+        assert_eq!(again.root, made.root);
+        assert!(again.workdir.join("new.txt").is_file());
+        // The user's checkout moves on; the worktree goes (its record
+        // stays): made again at the base on the same branch, not at HEAD.
+        repo.write("d.txt", "d\n");
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "later"]);
+        std::fs::remove_dir_all(&made.root).unwrap();
+        let remade = workspace.resume_worktree(RUN, "t", &base).unwrap();
+        assert!(!remade.reopened);
+        assert!(remade.root.join("a.txt").is_file());
+        assert!(!remade.root.join("d.txt").exists());
+        assert!(!remade.workdir.join("new.txt").exists());
+        assert_eq!(repo.git(&["rev-parse", &branch]).trim(), base);
+        // Gone with its branch (a fresh clone): made again as well.
+        remade.discard().unwrap();
+        let fresh = workspace.resume_worktree(RUN, "t", &base).unwrap();
+        assert!(!fresh.reopened);
+        assert_eq!(repo.git(&["rev-parse", &branch]).trim(), base);
+        // A branch that moved on, or a base the repository lacks: refused.
+        fresh.remove().unwrap();
+        repo.git(&["branch", "-f", &branch, "HEAD"]);
+        let error = workspace.resume_worktree(RUN, "t", &base).unwrap_err();
+        assert!(
+            error.to_string().contains("where the paused task started"),
+            "{error}"
+        );
+        repo.git(&["branch", "-D", &branch]);
+        let missing = "0123456789abcdef0123456789abcdef01234567";
+        let error = workspace.resume_worktree(RUN, "t", missing).unwrap_err();
+        assert!(
+            error.to_string().contains("is not in this repository"),
+            "{error}"
+        );
     }
 }

@@ -96,6 +96,9 @@ pub struct RunContext {
     /// `ybs resume`: the work tree holds the paused task's changes,
     /// checked against its state instead of the dirty check.
     pub resuming: bool,
+    /// `ybs resume`: the tasks that paused in their own `--jobs`
+    /// worktree, by task id; they go on there (docs/resume.md).
+    pub resume_worktrees: std::collections::HashMap<String, resume::InWorktree>,
 }
 
 /// The async runtime of a run or a chat: two worker threads.
@@ -201,7 +204,8 @@ pub fn saved_work_notes(run: &RunContext, prepared: &[PreparedTask]) -> Vec<Stri
 /// No task runs: the worktrees made for `--jobs` go, with their branches.
 pub fn discard(prepared: &[PreparedTask]) {
     for task in prepared {
-        if let Some(worktree) = &task.worktree {
+        // A paused task's worktree, reopened by `ybs resume`, holds its work.
+        if let Some(worktree) = task.worktree.as_ref().filter(|w| !w.reopened) {
             let _ = worktree.discard();
         }
     }
@@ -386,7 +390,7 @@ fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
 
 /// An interrupted task's worktree: kept (and named) when it holds
 /// changes, removed with its branch when it holds none.
-fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
+pub(crate) fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
     if worktree.has_changes().unwrap_or(true) {
         return format!(
             "{message}; its changes stay in worktree {} (branch {})",

@@ -196,6 +196,7 @@ pub fn run_context(
         jobs: 1,
         approver: None,
         resuming: false,
+        resume_worktrees: std::collections::HashMap::new(),
         no_commit: false,
         allow_dirty: false,
         outputs: Vec::new(),

@@ -170,9 +170,13 @@ pub fn prepare(
             worktree = isolate(run, task, &workdir).map_err(setup)?;
         }
     }
-    // From here on a failure must discard the worktree: no task will run in it.
+    if let Some(place) = run.resume_worktrees.get(&task.id) {
+        worktree = Some(super::resume::reopen_worktree(&workdir, &task.id, place).map_err(setup)?);
+    }
+    // From here on a failure must discard the worktree: no task will run
+    // in it (one reopened by `ybs resume` holds the paused task's work).
     let discard = |error: PrepareError| {
-        if let Some(worktree) = &worktree {
+        if let Some(worktree) = worktree.as_ref().filter(|w| !w.reopened) {
             let _ = worktree.discard();
         }
         error

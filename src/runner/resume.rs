@@ -454,6 +454,81 @@ fn parse_results(bytes: &[u8], name: &str) -> Result<Vec<(String, Answer)>, RunE
         .collect()
 }
 
+/// Where a task that paused in its own `--jobs` worktree goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InWorktree {
+    /// The run that made the worktree (`ybs/<run-id>/<task-id>`), which
+    /// may be an earlier one than the run that paused last.
+    pub run_id: String,
+    /// The commit the task started from: a worktree made again (a fresh
+    /// clone) starts there.
+    pub base: String,
+}
+
+impl InWorktree {
+    /// From a state that names a worktree: its branch must be
+    /// `ybs/<run-id>/<task-id>` and its path `.ybs-worktrees/<run-id>/<task-id>`.
+    fn of(state: &State) -> Result<Option<Self>, RunError> {
+        let Some(worktree) = &state.worktree else {
+            return Ok(None);
+        };
+        let task = &state.task.id;
+        let run_id = worktree
+            .branch
+            .strip_prefix("ybs/")
+            .and_then(|rest| rest.strip_suffix(&format!("/{task}")))
+            .filter(|run| {
+                !run.is_empty()
+                    && run
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            });
+        let bad = || {
+            RunError::usage(
+                format!(
+                    "task `{task}`: the state names an invalid worktree `{}` on `{}`",
+                    worktree.path, worktree.branch
+                ),
+                Some("resume with the ybs version that paused the task"),
+            )
+        };
+        let run_id = run_id.ok_or_else(bad)?;
+        if worktree.path != format!("{}/{run_id}/{task}", crate::git::WORKTREES_DIR) {
+            return Err(bad());
+        }
+        let base = state.base_commit.clone().ok_or_else(bad)?;
+        Ok(Some(Self {
+            run_id: run_id.to_owned(),
+            base,
+        }))
+    }
+}
+
+/// The worktree task `task` paused in, reopened, or made again at its
+/// base commit when it is gone (a fresh clone): the repository is the one
+/// around `workdir`, the task's workdir in the checkout.
+pub fn reopen_worktree(
+    workdir: &Path,
+    task: &str,
+    place: &InWorktree,
+) -> Result<crate::git::TaskWorktree, super::prepare::SetupError> {
+    let failed = |message: String| super::prepare::SetupError::Git {
+        message,
+        hint: "resume in the checkout the run paused in, or in a clone that holds the commit it started from",
+    };
+    let workspace = Workspace::open(workdir)
+        .map_err(|error| failed(format!("git: {error}")))?
+        .ok_or_else(|| {
+            failed(format!(
+                "task `{task}` paused in a worktree of a git repository; {} is not in one",
+                workdir.display()
+            ))
+        })?;
+    workspace
+        .resume_worktree(&place.run_id, task, &place.base)
+        .map_err(|error| failed(format!("task `{task}`: its worktree: {error}")))
+}
+
 /// The paused task that [`super::task_run::run_or_resume`] hands over.
 pub struct Paused<'a, 'b> {
     pub agent: &'a Agent<'b>,
@@ -547,6 +622,15 @@ pub fn write_state(
             .collect(),
         git,
         events_sha256: state::sha256(&events),
+        loop_guard: agent.loop_guard().clone(),
+        wrap_up_warned: agent.wrap_up_warned(),
+        worktree: prepared
+            .worktree
+            .as_ref()
+            .map(|worktree| state::StateWorktree {
+                path: worktree.relative_root(),
+                branch: worktree.branch.clone(),
+            }),
     };
     let mut bytes = serde_json::to_vec_pretty(&state).map_err(|error| error.to_string())?;
     bytes.push(b'\n');
@@ -615,6 +699,13 @@ pub fn resume(
         flags.policy_file.clone(),
     );
     context.resuming = true;
+    for item in &resumed {
+        if let Some(place) = InWorktree::of(&item.state)? {
+            context
+                .resume_worktrees
+                .insert(item.state.task.id.clone(), place);
+        }
+    }
     console.set_redactor(redactor.clone());
     let layout = options.layout();
     context.outputs = layout.own_paths(tasks.iter().map(|task| task.id.as_str()));
@@ -711,7 +802,15 @@ fn check_prepared(
                 ),
             ));
         }
-        let workdir = state::relative(&task.tool_ctx.workdir, &cwd);
+        // As in the checkout, also for a task in its `--jobs` worktree.
+        let workdir = super::task_workdir(
+            &context.config,
+            &context.cwd,
+            context.home.as_deref(),
+            &task.task,
+        )
+        .ok()
+        .and_then(|workdir| state::relative(&workdir, &cwd));
         if workdir.as_deref() != Some(state.workdir.as_str()) {
             return Err(RunError::usage(
                 format!(
@@ -817,6 +916,10 @@ async fn execute(
         remove_state(out, &task.task.id);
         let spent = item.state.spent;
         let message = format!("interrupted by {signal} after the resume");
+        let message = match &task.worktree {
+            Some(worktree) => super::interrupted_worktree(worktree, message),
+            None => message,
+        };
         let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
         let mut emitter = crate::agent::Emitter::new(&task.task.id, &mut *sink);
         emitter.emit(crate::core::event::Event::TaskFinished {

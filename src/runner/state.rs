@@ -21,6 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
+use crate::agent::loop_guard::LoopGuard;
 use crate::core::event::PendingCall;
 use crate::core::{Cost, Message, Usage};
 use crate::git::{Snapshot, Workspace};
@@ -71,6 +72,29 @@ pub struct State {
     /// `sha256:<hex>` of `OUT/<task>/events.jsonl` when the task paused;
     /// the transcript of the resumed task goes on from those events.
     pub events_sha256: String,
+    /// The loop guard as the pause left it: the calls after the resume
+    /// count on from the ones before (absent in older states: a fresh
+    /// count).
+    #[serde(default)]
+    pub loop_guard: LoopGuard,
+    /// Whether the 85% wrap-up warning was given before the pause: it is
+    /// given once per task, not once per half.
+    #[serde(default)]
+    pub wrap_up_warned: bool,
+    /// `--jobs`: the task's own worktree, which the task goes on in;
+    /// `null` when it ran in the checkout.
+    #[serde(default)]
+    pub worktree: Option<StateWorktree>,
+}
+
+/// The worktree a task paused in under `--jobs` (docs/git.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateWorktree {
+    /// Relative to the repository root: `.ybs-worktrees/<run-id>/<task-id>`.
+    pub path: String,
+    /// `ybs/<run-id>/<task-id>`: the task's commit goes there.
+    pub branch: String,
 }
 
 /// The task, as `ybs resume` finds it again.
@@ -617,6 +641,51 @@ mod tests {
         let missing = verifying_key("run-2", "local", &env).err().unwrap();
         assert!(missing.message.contains("cannot be read"), "{missing:?}");
         assert!(signing_key("../x", &env).is_err());
+    }
+
+    #[test]
+    fn a_state_without_the_later_fields_still_loads() {
+        let state = State {
+            schema_version: STATE_VERSION,
+            run_id: "run-1".into(),
+            task: StateTask {
+                id: "t".into(),
+                file: "t.yaml".into(),
+                file_sha256: sha256(b"x"),
+            },
+            policy_hash: "p".into(),
+            base_commit: None,
+            workdir: ".".into(),
+            key: "local".into(),
+            pauses: 1,
+            spent: Spent {
+                iterations: 2,
+                usage: Usage::default(),
+                cost: Cost::Unknown,
+                elapsed_ms: 5,
+            },
+            messages: Vec::new(),
+            pending: Vec::new(),
+            changed: Vec::new(),
+            git: None,
+            events_sha256: sha256(b""),
+            loop_guard: LoopGuard {
+                last: Some(sha256(b"read_file({})")),
+                count: 2,
+            },
+            wrap_up_warned: true,
+            worktree: None,
+        };
+        let mut value = serde_json::to_value(&state).unwrap();
+        let back: State = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(back, state);
+        for field in ["loop_guard", "wrap_up_warned", "worktree"] {
+            value.as_object_mut().unwrap().remove(field);
+        }
+        let old: State = serde_json::from_value(value).unwrap();
+        assert_eq!(old.loop_guard, LoopGuard::default());
+        assert!(!old.wrap_up_warned);
+        assert_eq!(old.spent, state.spent);
     }
 
     #[test]

@@ -124,6 +124,7 @@ pub async fn run_or_resume(
             let mut agent = Agent::resume(setup, state.messages.clone());
             let spent = state.spent;
             agent.carry(spent.iterations, spent.usage, spent.cost, carried);
+            agent.carry_guards(state.loop_guard.clone(), state.wrap_up_warned);
             agent.changed = state.changed.iter().map(PathBuf::from).collect();
             emitter.emit(Event::TaskResumed {
                 resumed_by: resumed.resumed_by.clone(),

@@ -1071,3 +1071,489 @@ fn a_caller_tool_is_no_script_command() {
     let output = script_call["result"]["output"].as_str().unwrap();
     assert!(output.contains("no-deploy"), "{output}");
 }
+
+/// Two tasks under `--jobs 2` in a repository: `pauses` writes a file and
+/// then waits for the caller, `passes` commits on its own branch.
+const JOBS_TASKS: &str = "\
+defaults:
+  tools:
+    caller:
+      - name: deploy_preview
+        description: Deploy
+  policy:
+    allow: [read_file, write_file, deploy_preview]
+tasks:
+  - id: pauses
+    prompt: write the feature, then deploy
+    checks:
+      - name: feature exists
+        run: grep -q feature feature.txt
+  - id: passes
+    prompt: write a file
+";
+
+/// Runs [`JOBS_TASKS`] with `--jobs 2` in a repository at `dir` of the
+/// scratch dir: exit 3, `pauses` paused in its worktree. Returns the
+/// repository and the run id.
+fn pause_in_a_worktree<'a>(ybs: &'a Ybs, dir: &str) -> (Repo<'a>, String) {
+    let at = |name: &str| Path::new(dir).join(name).to_str().unwrap().to_owned();
+    ybs.file(&at("t.yaml"), JOBS_TASKS);
+    ybs.cassette(
+        &at("t.cassette.json"),
+        vec![
+            json!({"task": "pauses", "response": {"content": "", "tool_calls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "feature.txt", "content": "feature\n"}}], "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+            json!({"task": "pauses", "response": {"content": "", "tool_calls": [{"id": "call_d", "name": "deploy_preview", "arguments": {}}], "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+            json!({"task": "passes", "response": {"content": "", "tool_calls": [{"id": "call_0", "name": "write_file", "arguments": {"path": "out.txt", "content": "x"}}], "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+            json!({"task": "passes", "response": {"content": "written", "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+        ],
+    );
+    let repo = Repo::init(ybs, dir);
+    let run = ybs
+        .command()
+        .current_dir(ybs.path().join(dir))
+        .args(["run", "t.yaml", "--jobs", "2"])
+        .args(["--cassette", "t.cassette.json"])
+        .output()
+        .unwrap();
+    Run::from_output(run, &ybs.path().join(dir)).expect_code(3);
+    let paused: Value = ybs.json(&at("ybs-out/pauses/state.json"));
+    let run_id = paused["run_id"].as_str().unwrap().to_owned();
+    (repo, run_id)
+}
+
+/// `ybs resume ybs-out` in `dir`, answering the paused task's call and
+/// finishing it.
+fn resume_paused_in(ybs: &Ybs, dir: &Path) -> Run {
+    let later = cassette(
+        ybs,
+        "later.json",
+        vec![
+            json!({"task": "pauses", "response": {"content": "deployed", "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+        ],
+    );
+    let answers = results(
+        ybs,
+        "r.json",
+        &json!({"results": [{"id": "call_d", "output": "https://preview"}]}),
+    );
+    let output = ybs
+        .command()
+        .current_dir(dir)
+        .args(["resume", "ybs-out", "--results", answers.to_str().unwrap()])
+        .args(["--cassette", later.to_str().unwrap()])
+        .output()
+        .unwrap();
+    Run::from_output(output, dir)
+}
+
+/// `--jobs 2`: the task that paused in its own worktree resumes there.
+/// Its changes and commit land on its branch `ybs/<run-id>/pauses`, as
+/// without the pause, the worktree is removed after the commit, and the
+/// user's checkout (HEAD, branch, work tree) is not touched, even when
+/// the user went on working in it meanwhile.
+#[test]
+fn with_jobs_a_paused_task_resumes_in_its_own_worktree() {
+    let ybs = Ybs::new();
+    let (repo, run_id) = pause_in_a_worktree(&ybs, "");
+    let base = repo.head();
+    let worktree = ybs.path().join(format!(".ybs-worktrees/{run_id}/pauses"));
+    assert!(worktree.join("feature.txt").is_file());
+    assert!(!ybs.exists("feature.txt"));
+    let branch = format!("ybs/{run_id}/pauses");
+    assert_eq!(
+        state(&ybs, "pauses")["worktree"],
+        json!({"path": format!(".ybs-worktrees/{run_id}/pauses"), "branch": branch})
+    );
+    // Meanwhile the user commits on main and leaves an edit uncommitted.
+    repo.write("later.txt", "the user's\n");
+    repo.commit_all("the user's later work");
+    repo.write("later.txt", "the user's edit\n");
+    let users_head = repo.head();
+    // A resume refused after the worktree was reopened (another operator
+    // policy) leaves it and its work in place.
+    let narrow = ybs.home().join("narrow.yaml");
+    std::fs::write(&narrow, "allow: [read_file]\n").unwrap();
+    let answers = results(
+        &ybs,
+        "r0.json",
+        &json!({"results": [{"id": "call_d", "output": "https://preview"}]}),
+    );
+    let refused = resume(
+        &ybs,
+        &[
+            "--results",
+            answers.to_str().unwrap(),
+            "--policy",
+            narrow.to_str().unwrap(),
+        ],
+    );
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("the policy changed"),
+        "{}",
+        refused.stderr
+    );
+    assert!(worktree.join("feature.txt").is_file());
+    assert_eq!(repo.git(&["rev-parse", &branch]), base);
+
+    let run = resume_paused_in(&ybs, ybs.path());
+    run.expect_code(0);
+    let whole = transcript(&ybs, "pauses");
+    assert_eq!(whole["status"], "passed", "{whole:#}");
+    assert_eq!(whole["checks"][0]["passed"], true);
+    // The user's checkout: same commit, same branch, their edit alone.
+    assert_eq!(repo.head(), users_head);
+    assert_eq!(repo.git(&["branch", "--show-current"]), "main");
+    assert!(!ybs.exists("feature.txt"));
+    assert_eq!(repo.status(), [" M later.txt"]);
+    // The task's commit, on its own branch, right on the run's base.
+    assert_eq!(repo.git(&["rev-parse", &format!("{branch}~1")]), base);
+    assert_eq!(repo.files_of(&branch), ["feature.txt"]);
+    let note = events(&ybs, "pauses")
+        .iter()
+        .rfind(|event| event["type"] == "git")
+        .map(|event| event["outcome"]["note"].as_str().unwrap().to_owned())
+        .unwrap();
+    assert!(
+        note.contains(&format!("worktree removed, branch {branch} kept")),
+        "{note}"
+    );
+    assert!(!worktree.exists());
+    // The other task's branch is untouched.
+    assert_eq!(repo.files_of(&format!("ybs/{run_id}/passes")), ["out.txt"]);
+}
+
+/// `--jobs 2` in one job, `ybs resume` in a fresh clone in another: the
+/// worktree is made again from the run's base commit on the task's
+/// branch, the carried changes are applied there, and the commit lands on
+/// that branch; the clone's own checkout is not touched.
+#[test]
+fn with_jobs_a_fresh_clone_resumes_in_a_worktree_made_again() {
+    let ybs = Ybs::new().env("YBS_RESUME_KEY", "shared-between-jobs");
+    let (_repo, run_id) = pause_in_a_worktree(&ybs, "repo");
+    let clone = ybs.path().join("clone");
+    let git_in = |dir: &Path, args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    git_in(
+        ybs.path(),
+        &["clone", "-q", "repo", clone.to_str().unwrap()],
+    );
+    git_in(&clone, &["config", "user.name", "CI"]);
+    git_in(&clone, &["config", "user.email", "ci@example.com"]);
+    copy_tree(&ybs.path().join("repo/ybs-out"), &clone.join("ybs-out"));
+    let base = git_in(&clone, &["rev-parse", "HEAD"]);
+    let branch = format!("ybs/{run_id}/pauses");
+
+    let run = resume_paused_in(&ybs, &clone);
+    run.expect_code(0);
+    let whole: Value = serde_json::from_str(
+        &std::fs::read_to_string(clone.join("ybs-out/pauses/transcript.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(whole["status"], "passed", "{whole:#}");
+    assert_eq!(git_in(&clone, &["rev-parse", "HEAD"]), base);
+    assert!(!clone.join("feature.txt").exists());
+    assert_eq!(git_in(&clone, &["status", "--porcelain"]), "");
+    assert_eq!(git_in(&clone, &["rev-parse", &format!("{branch}~1")]), base);
+    assert_eq!(
+        git_in(&clone, &["show", "--name-only", "--format=", &branch]),
+        "feature.txt"
+    );
+    assert_eq!(
+        git_in(&clone, &["show", &format!("{branch}:feature.txt")]),
+        "feature"
+    );
+    assert!(
+        !clone
+            .join(format!(".ybs-worktrees/{run_id}/pauses"))
+            .exists()
+    );
+}
+
+/// The loop guard counts across pauses: the model reads `a.txt` once per
+/// turn, and each read waits for an approval (`on_ask: pause`). Resumed
+/// twice, the third identical call stops the task with `loop_detected`,
+/// at the same iteration and call count as the same calls without a pause.
+#[test]
+fn the_loop_guard_counts_the_same_call_across_pauses() {
+    let read = || call("read_file", json!({"path": "a.txt"}));
+    let task = |policy: &str| format!("id: t\nprompt: p\ncommit: false\npolicy:\n{policy}");
+
+    // Without a pause.
+    let plain = Ybs::new();
+    plain.file("a.txt", "a\n");
+    plain.file("t.yaml", &task("  allow: [read_file]\n"));
+    let turns = cassette(
+        &plain,
+        "c.json",
+        vec![read(), read(), read(), answer("never")],
+    );
+    plain
+        .run(["run", "t.yaml", "--cassette", turns.to_str().unwrap()])
+        .expect_code(1);
+    let expected = transcript(&plain, "t");
+    assert_eq!(expected["reason"], "loop_detected", "{expected:#}");
+
+    // The same calls, each one paused for an approval.
+    let ybs = Ybs::new();
+    ybs.file("a.txt", "a\n");
+    ybs.file(
+        "t.yaml",
+        &task("  ask: [\"read_file(a.txt)\"]\n  on_ask: pause\n"),
+    );
+    let first = cassette(&ybs, "c1.json", vec![read()]);
+    ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+        .expect_code(3);
+    assert_eq!(state(&ybs, "t")["loop_guard"]["count"], 1);
+    let second = cassette(&ybs, "c2.json", vec![read()]);
+    resume(
+        &ybs,
+        &["--approve", "all", "--cassette", second.to_str().unwrap()],
+    )
+    .expect_code(3);
+    assert_eq!(state(&ybs, "t")["loop_guard"]["count"], 2);
+    let third = cassette(&ybs, "c3.json", vec![read(), answer("never")]);
+    resume(
+        &ybs,
+        &["--approve", "all", "--cassette", third.to_str().unwrap()],
+    )
+    .expect_code(1);
+    let whole = transcript(&ybs, "t");
+    assert_eq!(whole["status"], "failed");
+    assert_eq!(whole["reason"], "loop_detected", "{whole:#}");
+    assert_eq!(whole["iterations"], expected["iterations"]);
+    assert_eq!(whole["iterations"], 3);
+    assert_eq!(
+        whole["tool_calls"].as_array().unwrap().len(),
+        expected["tool_calls"].as_array().unwrap().len()
+    );
+    assert_eq!(whole["pauses"].as_array().unwrap().len(), 2);
+    assert!(!ybs.exists("ybs-out/t/state.json"));
+}
+
+/// The 85% wrap-up warning is given once per task: before iteration 9 of
+/// 10, which pauses; after the resume, iteration 10 gets no second one.
+#[test]
+fn the_wrap_up_warning_is_given_once_across_a_pause() {
+    const WARNING: &str = "close to this task's limits";
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        &format!("{CALLER_TASK}commit: false\nlimits:\n  max_iterations: 10\n"),
+    );
+    let mut turns: Vec<Value> = (1..=8)
+        .map(|n| call("read_file", json!({"path": format!("f{n}.txt")})))
+        .collect();
+    turns.push(call("deploy_preview", json!({"service": "web"})));
+    let first = cassette(&ybs, "c1.json", turns);
+    ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+        .expect_code(3);
+    let paused = state(&ybs, "t");
+    assert_eq!(paused["spent"]["iterations"], 9);
+    assert_eq!(paused["wrap_up_warned"], true);
+    // The model was told, in the conversation the state carries on.
+    let told = paused["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message.to_string().contains(WARNING))
+        .count();
+    assert_eq!(told, 1);
+    let warnings = |ybs: &Ybs| {
+        events(ybs, "t")
+            .iter()
+            .filter(|event| event["type"] == "task.note")
+            .filter(|event| event["message"].as_str().unwrap_or("").contains(WARNING))
+            .count()
+    };
+    assert_eq!(warnings(&ybs), 1);
+
+    ybs.file("feature.txt", "feature\n");
+    let second = cassette(&ybs, "c2.json", vec![answer("done")]);
+    let answers = results(
+        &ybs,
+        "r.json",
+        &json!({"results": [{"id": "call_0", "output": "https://preview"}]}),
+    );
+    resume(
+        &ybs,
+        &[
+            "--results",
+            answers.to_str().unwrap(),
+            "--cassette",
+            second.to_str().unwrap(),
+        ],
+    )
+    .expect_code(0);
+    let whole = transcript(&ybs, "t");
+    assert_eq!(whole["status"], "passed", "{whole:#}");
+    assert_eq!(whole["iterations"], 10);
+    assert_eq!(warnings(&ybs), 1);
+    let noted = whole["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|note| note.as_str().unwrap().contains(WARNING))
+        .count();
+    assert_eq!(noted, 1, "{:#}", whole["notes"]);
+}
+
+/// The policy is read again at resume (`--allow-changed` after the task
+/// file changed): a call approved at resume that the policy now denies is
+/// refused, and its record and result say why; a call denied at resume
+/// stays denied even where the policy now allows it.
+#[test]
+fn an_approval_at_resume_never_outranks_the_policy_read_again() {
+    for (answer_flag, now) in [
+        (
+            "--approve",
+            "  allow: [read_file]\n  deny: [\"run_shell(npm publish*)\"]\n",
+        ),
+        (
+            "--deny",
+            "  allow: [read_file, \"run_shell(npm publish*)\"]\n",
+        ),
+    ] {
+        let ybs = Ybs::new();
+        let path = fake_npm(&ybs);
+        let ybs = ybs.env("PATH", &path);
+        ybs.file("t.yaml", APPROVAL_TASK);
+        let first = cassette(
+            &ybs,
+            "c1.json",
+            vec![call("run_shell", json!({"command": "npm publish"}))],
+        );
+        let second = cassette(&ybs, "c2.json", vec![answer("finished")]);
+        ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+            .expect_code(3);
+        ybs.file(
+            "t.yaml",
+            &format!("id: t\nprompt: Publish the package.\ncommit: false\npolicy:\n{now}  on_ask: pause\n"),
+        );
+        let args = [
+            answer_flag,
+            "all",
+            "--by",
+            "alice",
+            "--allow-changed",
+            "--cassette",
+            second.to_str().unwrap(),
+        ];
+        resume(&ybs, &args).expect_code(0);
+        assert!(!ybs.exists("published.txt"), "{answer_flag}: it ran");
+        let decided = events(&ybs, "t")
+            .into_iter()
+            .rfind(|event| event["type"] == "tool.decided")
+            .unwrap();
+        assert_eq!(decided["verdict"], "deny", "{decided}");
+        let rule = decided["rule"].as_str().unwrap();
+        let shell = &transcript(&ybs, "t")["tool_calls"][0];
+        assert_eq!(shell["result"]["ran"], false, "{shell}");
+        let output = shell["result"]["output"].as_str().unwrap();
+        if answer_flag == "--approve" {
+            assert!(
+                rule.starts_with("deny[0] run_shell(npm publish*)")
+                    && rule.contains("approved at resume by alice")
+                    && rule.contains("the policy read again denies it"),
+                "{rule}"
+            );
+            assert!(output.contains("denied by policy"), "{output}");
+            assert!(output.contains("approved at resume by alice"), "{output}");
+        } else {
+            assert!(rule.contains("denied at resume by alice"), "{rule}");
+            assert!(
+                output.contains("alice denied this call at resume")
+                    && output.contains("the denial stands"),
+                "{output}"
+            );
+        }
+        assert_eq!(transcript(&ybs, "t")["status"], "passed");
+    }
+}
+
+/// SIGINT while a task resumed in its `--jobs` worktree runs: exit 130,
+/// its changes stay in the worktree (the message names it), and the
+/// user's checkout is untouched.
+#[test]
+fn an_interrupted_resume_in_a_worktree_keeps_its_changes_there() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "id: t\nprompt: p\npolicy:\n  allow: [write_file]\n  ask: [\"run_shell(sleep *)\"]\n  on_ask: pause\n",
+    );
+    let first = cassette(
+        &ybs,
+        "c1.json",
+        vec![
+            call(
+                "write_file",
+                json!({"path": "feature.txt", "content": "feature\n"}),
+            ),
+            call(
+                "run_shell",
+                json!({"command": "sleep 29.5", "timeout_seconds": 60}),
+            ),
+        ],
+    );
+    let second = cassette(&ybs, "c2.json", vec![answer("never")]);
+    let repo = Repo::init(&ybs, "");
+    let base = repo.head();
+    ybs.run([
+        "run",
+        "t.yaml",
+        "--jobs",
+        "2",
+        "--cassette",
+        first.to_str().unwrap(),
+    ])
+    .expect_code(3);
+    let run_id = state(&ybs, "t")["run_id"].as_str().unwrap().to_owned();
+    let worktree = ybs.path().join(format!(".ybs-worktrees/{run_id}/t"));
+    let child = ybs
+        .command()
+        .args(["resume", "ybs-out", "--approve", "all"])
+        .args(["--cassette", second.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !ybs
+        .read("ybs-out/t/events.jsonl")
+        .contains("approved at resume")
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the approved call never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    Run::from_output(output, ybs.path()).expect_code(130);
+    let whole = transcript(&ybs, "t");
+    let message = whole["message"].as_str().unwrap();
+    assert!(
+        message.contains("its changes stay in worktree")
+            && message.contains(&format!("branch ybs/{run_id}/t")),
+        "{message}"
+    );
+    assert!(worktree.join("feature.txt").is_file());
+    assert_eq!(repo.head(), base);
+    assert!(!ybs.exists("feature.txt"));
+    assert_eq!(repo.status(), Vec::<String>::new());
+}
