@@ -356,7 +356,7 @@ pub struct ToolsServeArgs {
     /// Serve over Streamable HTTP at http://ADDR/mcp instead of stdio, on a
     /// loopback address only (port 0 picks a free one; the address is
     /// printed on stdout). Ends on SIGTERM or SIGINT.
-    #[arg(long, value_name = "127.0.0.1:PORT")]
+    #[arg(long, value_name = "127.0.0.1:PORT", value_parser = parse_listen)]
     pub listen: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub common: ToolsCommon,
@@ -371,6 +371,17 @@ pub struct ToolsInvokeArgs {
     pub input: String,
     #[command(flatten)]
     pub common: ToolsCommon,
+}
+
+/// `127.0.0.1:PORT`, `[::1]:PORT` or `localhost:PORT`.
+fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    let localhost = text
+        .strip_prefix("localhost:")
+        .and_then(|port| port.parse::<u16>().ok())
+        .map(|port| std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    localhost
+        .or_else(|| text.parse().ok())
+        .ok_or_else(|| "expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT".to_owned())
 }
 
 fn parse_shard(text: &str) -> Result<Shard, String> {

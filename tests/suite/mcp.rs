@@ -1026,4 +1026,12 @@ fn tools_serve_listens_on_loopback_only() {
         "{}",
         run.stderr
     );
+    let run = ybs.run(["tools", "serve", "--listen", "localhost:http"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT"),
+        "{}",
+        run.stderr
+    );
 }
