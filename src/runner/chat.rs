@@ -126,7 +126,7 @@ impl Session {
         };
         self.messages = agent.into_messages();
         match stop {
-            Stop::Answered { content } => console.result(&content),
+            Stop::Answered { content } => console.answer(&content),
             Stop::Limit { message, .. }
             | Stop::Failed { message, .. }
             | Stop::Error { message, .. } => console.error(&format!("ybs: stopped: {message}")),

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call};
+use crate::support::server::{Reply, Server};
 
 const TASK: &str = "prompt: p\ncommit: false\npolicy:\n  allow: [read_file]\n  ask: [write_file]\n";
 
@@ -33,6 +34,24 @@ fn two_writes() -> Ybs {
 struct TtyRun {
     code: i32,
     terminal: String,
+    /// When each piece of `terminal` was read: (since start, bytes so far).
+    arrivals: Vec<(Duration, usize)>,
+}
+
+impl TtyRun {
+    /// How long after the start `text` was on the terminal.
+    fn seen_at(&self, text: &str) -> Duration {
+        let end = self
+            .terminal
+            .find(text)
+            .unwrap_or_else(|| panic!("no {text:?} in:\n{}", self.terminal))
+            + text.len();
+        self.arrivals
+            .iter()
+            .find(|(_, read)| *read >= end)
+            .map(|(at, _)| *at)
+            .unwrap()
+    }
 }
 
 /// Runs `ybs ARGS` with stdin and stderr on a fresh pseudo-terminal and
@@ -62,14 +81,17 @@ fn on_tty(ybs: &Ybs, args: &[&str], typed: &[u8], stdout_too: bool) -> TtyRun {
     let mut master = std::fs::File::from(pty.master);
     master.write_all(typed).unwrap();
     let mut reader = master.try_clone().unwrap();
+    let started = Instant::now();
     let drain = std::thread::spawn(move || {
         let mut seen = Vec::new();
+        let mut arrivals = Vec::new();
         let mut buffer = [0u8; 4096];
         // EIO once every copy of the slave is closed: the child is gone.
         while let Ok(n @ 1..) = reader.read(&mut buffer) {
             seen.extend_from_slice(&buffer[..n]);
+            arrivals.push((started.elapsed(), seen.len()));
         }
-        String::from_utf8_lossy(&seen).into_owned()
+        (String::from_utf8_lossy(&seen).into_owned(), arrivals)
     });
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
@@ -83,9 +105,11 @@ fn on_tty(ybs: &Ybs, args: &[&str], typed: &[u8], stdout_too: bool) -> TtyRun {
         std::thread::sleep(Duration::from_millis(20));
     };
     drop(master);
+    let (terminal, arrivals) = drain.join().unwrap();
     TtyRun {
         code: status.code().unwrap_or(-1),
-        terminal: drain.join().unwrap(),
+        terminal,
+        arrivals,
     }
 }
 
@@ -387,4 +411,55 @@ fn interactive_and_parallel_jobs_do_not_mix() {
         run.stderr
     );
     assert!(!ybs.exists("ybs-out"));
+}
+
+/// One OpenAI chunk of streamed text.
+fn text_chunk(text: &str) -> String {
+    let chunk = json!({"id": "c1", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    format!("data: {chunk}\n\n")
+}
+
+#[test]
+fn chat_shows_the_answer_as_it_streams_in_and_once() {
+    let end = json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+    let reply = Reply::new(200, "text/event-stream")
+        .send(text_chunk("First line of the answer.\nSecond "))
+        .send(text_chunk("line.\n"))
+        .pause(Duration::from_secs(2))
+        .send(text_chunk("The end, unterminated"))
+        .send(format!("data: {end}\n\ndata: [DONE]\n\n"));
+    let server = Server::start(vec![reply]);
+    let ybs = Ybs::new();
+    let endpoint = format!("{}/v1", server.url);
+    let args = [
+        "chat",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--endpoint",
+        endpoint.as_str(),
+    ];
+    let run = on_tty(&ybs, &args, b"tell me\n/exit\n", true);
+    assert_eq!(run.code, 0, "{}", run.terminal);
+    for line in [
+        "First line of the answer.",
+        "Second line.",
+        "The end, unterminated",
+    ] {
+        assert_eq!(
+            run.terminal.matches(line).count(),
+            1,
+            "{line:?} once in:\n{}",
+            run.terminal
+        );
+    }
+    // The first lines showed while the model was still writing.
+    let first = run.seen_at("Second line.");
+    let last = run.seen_at("The end, unterminated");
+    assert!(
+        last >= first + Duration::from_millis(1500),
+        "{first:?} {last:?}:\n{}",
+        run.terminal
+    );
 }

@@ -25,6 +25,7 @@ pub fn chat(args: &ChatArgs) -> u8 {
         _ => Level::Verbose,
     };
     let mut printer = Printer::new(level, false);
+    printer.stream_answers();
     if let Err(error) = repl::require_chat_terminal() {
         return diagnostics::fail(&printer, &error);
     }

@@ -20,6 +20,11 @@ use crate::core::event::EventSink;
 pub trait Console: EventSink {
     /// A result line (stdout; kept under `--quiet`).
     fn result(&self, text: &str);
+    /// The model's answer in a conversation (`ybs chat`): a result, less
+    /// what a console that shows the text as it streams in has shown.
+    fn answer(&mut self, text: &str) {
+        self.result(text);
+    }
     /// An error or must-see warning (stderr; kept under `--quiet`).
     fn error(&self, text: &str);
     /// A prompt (stderr), the answer typed on the same line.

@@ -41,6 +41,18 @@ pub struct Printer {
     github: bool,
     redactor: Redactor,
     live: Option<Live>,
+    /// `ybs chat`: the model's text is printed as it streams in.
+    chat: Option<ChatStream>,
+}
+
+/// What `ybs chat` printed of the model's streamed text, so that an
+/// answer is not printed twice.
+#[derive(Default)]
+struct ChatStream {
+    /// Lines printed during the model's current turn.
+    turn: usize,
+    /// Lines printed during its last complete turn.
+    last_turn: usize,
 }
 
 /// The live view of a run.
@@ -63,7 +75,15 @@ impl Printer {
             github,
             redactor: Redactor::new(),
             live: None,
+            chat: None,
         }
+    }
+
+    /// `ybs chat` (docs/interactive.md): the model's text shows line by
+    /// line as it streams in, and [`super::Console::answer`] prints only
+    /// what did not show yet.
+    pub fn stream_answers(&mut self) {
+        self.chat = Some(ChatStream::default());
     }
 
     /// Turns on the live view of `ybs run` (docs/progress.md): bars on a
@@ -268,6 +288,14 @@ fn paint(text: &str, color: bool) -> String {
 
 impl EventSink for Printer {
     fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
+        if let Some(chat) = &mut self.chat {
+            match record.event {
+                // A retried turn streams again from its start.
+                Event::LlmRetry { .. } => chat.turn = 0,
+                Event::LlmResponse { .. } => chat.last_turn = std::mem::take(&mut chat.turn),
+                _ => {}
+            }
+        }
         if let Some(live) = self.live.take() {
             self.live_event(live, record);
         }
@@ -285,6 +313,13 @@ impl EventSink for Printer {
 
     fn text(&mut self, task: &str, line: &str) {
         if self.json {
+            return;
+        }
+        if let Some(chat) = &mut self.chat {
+            if self.level != Level::Quiet {
+                chat.turn += 1;
+                self.out(line);
+            }
             return;
         }
         let Some(mut live) = self.live.take() else {
@@ -326,6 +361,21 @@ impl super::Console for Printer {
     }
     fn result(&self, text: &str) {
         Printer::result(self, text);
+    }
+    fn answer(&mut self, text: &str) {
+        let shown = self
+            .chat
+            .as_mut()
+            .map_or(0, |chat| std::mem::take(&mut chat.last_turn));
+        if shown == 0 {
+            return Printer::result(self, text);
+        }
+        // The lines that streamed in were printed as they came (`-q`
+        // printed none); the rest of the last line was not.
+        let rest: Vec<&str> = text.lines().skip(shown).collect();
+        if !rest.is_empty() {
+            Printer::result(self, &rest.join("\n"));
+        }
     }
     fn error(&self, text: &str) {
         Printer::error(self, text);
