@@ -224,12 +224,13 @@ fn prepare_in(
         let copies: Vec<PathBuf> = protected.iter().filter_map(|p| worktree.map(p)).collect();
         protected.extend(copies);
     }
+    let guarded = guarded_paths(run, &workdir, &protected);
     let policy = task_policy(&PolicyInputs {
         config: &run.config,
         home: run.home.as_deref(),
         operator: run.operator_policy.as_ref(),
         workdir: &workdir,
-        protected: protected.clone(),
+        protected: guarded.clone(),
         layers: &task.policy,
     })
     .map_err(setup)?;
@@ -306,7 +307,7 @@ fn prepare_in(
                     .to_string()
             })
             .collect(),
-        protected_paths: protected,
+        protected_paths: guarded,
         env,
         shell_timeout: shell.timeout.unwrap_or(Duration::from_secs(30)),
         max_shell_timeout: shell.max_timeout.unwrap_or(Duration::from_secs(3600)),
@@ -636,6 +637,33 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 /// runner's GitHub control files (docs/security.md S6).
 fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
     protected_files(&run.cwd, &task.file, run.policy_file.as_deref())
+}
+
+/// What the file tools and the shell guard never write
+/// (docs/security.md S6): `protected`, the workdir's control files and
+/// `./.ybs.json` (the sandbox binds these read-only on its own), every
+/// task and config file the run read, and ybs's outputs (hidden in the
+/// sandbox, but the built-in tools run outside it).
+fn guarded_paths(run: &RunContext, workdir: &Path, protected: &[PathBuf]) -> Vec<PathBuf> {
+    let canonical = |path: PathBuf| path.canonicalize().unwrap_or(path);
+    let mut paths = protected.to_vec();
+    paths.extend(control_paths(workdir));
+    paths.push(canonical(run.cwd.join(".ybs.json")));
+    paths.extend(
+        run.task_files
+            .iter()
+            .map(|file| canonical(run.cwd.join(file))),
+    );
+    paths.extend(
+        run.config
+            .files
+            .iter()
+            .map(|file| canonical(run.cwd.join(file))),
+    );
+    paths.extend(run.outputs.iter().map(|path| canonical(run.cwd.join(path))));
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// The protected files for a task file and an optional policy file.
