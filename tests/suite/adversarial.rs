@@ -205,3 +205,45 @@ fn a_credential_in_a_file_name_or_a_link_target_is_not_committed() {
     ybs.run(["run", "t.yaml"]).expect_code(0);
     assert_eq!(repo.files_of("HEAD"), ["link"]);
 }
+
+// ---------------------------------------------------------------------------
+// docs/git.md: a branch name from the task file cannot inject.
+
+/// `commit.branch` comes from the repository: a name `git branch` refuses
+/// (`HEAD`, `-f`, which a later `git push origin <branch>` takes as
+/// `--force`) or one that reads as another ref (`refs/heads/main`,
+/// `FETCH_HEAD`) is a clear `git_error`; no ref is made, HEAD stays.
+#[test]
+fn a_branch_name_from_the_task_cannot_inject_options_or_shadow_refs() {
+    for branch in ["HEAD", "-f", "@", "refs/heads/main", "FETCH_HEAD"] {
+        let ybs = Ybs::new();
+        ybs.file("a.txt", "a\n");
+        ybs.file(
+            "t.yaml",
+            &task_yaml(&format!("commit:\n  branch: {}\n", json!(branch))),
+        );
+        ybs.cassette(
+            "t.cassette.json",
+            vec![
+                call("write_file", json!({"path": "a.txt", "content": "A\n"})),
+                answer("done"),
+            ],
+        );
+        let repo = Repo::init(&ybs, "");
+        let base = repo.head();
+        let refs = repo.git(&["for-each-ref", "--format=%(refname)"]);
+        let run = ybs.run(["run", "t.yaml"]);
+        run.expect_code(4);
+        let transcript = transcript(&run, "t");
+        assert_eq!(transcript["reason"], "git_error", "{branch}");
+        let message = transcript["message"].as_str().unwrap();
+        assert!(
+            message.contains("not a valid git branch name"),
+            "{branch}: {message}"
+        );
+        assert_eq!(repo.head(), base, "{branch}");
+        assert_eq!(repo.git(&["symbolic-ref", "HEAD"]), "refs/heads/main");
+        assert_eq!(repo.git(&["for-each-ref", "--format=%(refname)"]), refs);
+        assert_eq!(repo.read("a.txt"), "A\n", "the changes stay");
+    }
+}
