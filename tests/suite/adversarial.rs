@@ -247,3 +247,84 @@ fn a_branch_name_from_the_task_cannot_inject_options_or_shadow_refs() {
         assert_eq!(repo.read("a.txt"), "A\n", "the changes stay");
     }
 }
+
+// ---------------------------------------------------------------------------
+// docs/sandbox.md: nothing ybs inherited reaches a confined program.
+
+/// ybs started with two extra open descriptors, as a CI agent or a
+/// socket-activating supervisor may leave them: a socket connected to a
+/// "daemon" outside (fd 7) and a file outside the workdir open for
+/// appending (fd 8). A confined command and a check write to both
+/// numbers: nothing arrives, the file is unchanged, and neither number is
+/// open in the sandbox.
+#[test]
+#[allow(unsafe_code)]
+fn descriptors_ybs_inherited_do_not_reach_confined_programs() {
+    use std::io::Read as _;
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::process::CommandExt as _;
+
+    let ybs = Ybs::new();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(outside.path())
+        .unwrap();
+    let (mut daemon, client) = std::os::unix::net::UnixStream::pair().unwrap();
+    daemon.set_nonblocking(true).unwrap();
+    let probe = "for fd in 7 8; do if [ -e /proc/self/fd/$fd ]; then echo fd$fd=open; else echo fd$fd=closed; fi; done; \
+                 echo pwned >&7; echo pwned >&8; true";
+    ybs.file("probe.sh", probe);
+    ybs.file(
+        "t.yaml",
+        &task_yaml("commit: false\nchecks:\n  - run: sh probe.sh\n    name: probe\n"),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": "sh probe.sh"})),
+            answer("done"),
+        ],
+    );
+    let mut command = ybs.command();
+    command.args(["run", "t.yaml"]);
+    let (socket_fd, file_fd) = (client.as_raw_fd(), file.as_raw_fd());
+    // SAFETY: dup2 is async-signal-safe; nothing is allocated.
+    unsafe {
+        command.pre_exec(move || {
+            for (from, to) in [(socket_fd, 7), (file_fd, 8)] {
+                if nix::libc::dup2(from, to) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let run = Run::from_output(command.output().unwrap(), ybs.path());
+    run.expect_code(0);
+    let transcript = transcript(&run, "t");
+    let shell = transcript["tool_calls"][0]["result"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let check = run
+        .events("t")
+        .iter()
+        .find(|e| e["type"] == "check.completed")
+        .map(|e| e["output_tail"].as_str().unwrap().to_owned())
+        .unwrap();
+    for output in [&shell, &check] {
+        assert!(
+            output.contains("fd7=closed") && output.contains("fd8=closed"),
+            "{output}"
+        );
+    }
+    let mut received = [0u8; 64];
+    let read = daemon.read(&mut received);
+    assert!(
+        read.as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "the daemon received {read:?}"
+    );
+    assert_eq!(std::fs::read_to_string(outside.path()).unwrap(), "");
+}
