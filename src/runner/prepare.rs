@@ -433,22 +433,32 @@ pub fn task_sandbox(
             .map(|path| expand_home(Path::new(path), home)),
     );
     visible.extend(allowed_roots(config, home));
+    let writable: Vec<PathBuf> = allowed_roots(config, home)
+        .into_iter()
+        .chain(
+            config
+                .safety
+                .sandbox_writable_paths
+                .iter()
+                .map(|path| expand_home(Path::new(path), home)),
+        )
+        .collect();
+    // The external tools' programs (the MCP servers' are in `visible`).
+    let programs: Vec<PathBuf> = config
+        .tools
+        .external
+        .iter()
+        .map(|tool| expand_home(&tool.path, home))
+        .collect();
+    let blocked = sandbox_blocked(config, home, &[&visible, &writable, &programs]);
     let settings = SandboxSettings {
-        writable: allowed_roots(config, home)
-            .into_iter()
-            .chain(
-                config
-                    .safety
-                    .sandbox_writable_paths
-                    .iter()
-                    .map(|path| expand_home(Path::new(path), home)),
-            )
-            .collect(),
+        writable,
         network: config.safety.sandbox_network,
         unix_sockets: config.safety.sandbox_unix_sockets,
         require: sandbox::Require::parse(&config.safety.sandbox_require).unwrap_or_default(),
         read_only,
         hidden: paths.hidden.clone(),
+        blocked,
         visible,
     };
     match Sandbox::prepare(workdir, &settings) {
@@ -464,6 +474,34 @@ pub fn task_sandbox(
         }),
         Err(Unavailable(reason)) => Ok((None, sandbox::unconfined(&reason))),
     }
+}
+
+/// `safety.blocked_paths` to hide from confined programs (docs/sandbox.md):
+/// the plain paths (`~/.ssh`, not the `**/.env` or `/proc/*/environ`
+/// patterns), except one holding a path the children need (the workdir is
+/// checked by the sandbox; `keep`: visible and writable paths, programs).
+fn sandbox_blocked(config: &Config, home: Option<&Path>, keep: &[&[PathBuf]]) -> Vec<PathBuf> {
+    config
+        .safety
+        .blocked_paths
+        .iter()
+        .filter(|entry| !entry.contains(['*', '?', '[', '{']))
+        .map(|entry| expand_home(Path::new(entry), home))
+        .filter(|path| path.is_absolute())
+        // The sandbox makes its own `/tmp`, `/proc` and `/dev`.
+        .filter(|path| {
+            ["/tmp", "/proc", "/dev"]
+                .iter()
+                .all(|own| !path.starts_with(own) && !Path::new(own).starts_with(path))
+        })
+        .filter(|path| {
+            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+            !keep
+                .iter()
+                .flat_map(|paths| paths.iter())
+                .any(|kept| kept.starts_with(path) || kept.starts_with(&canonical))
+        })
+        .collect()
 }
 
 /// The control files of a workdir no child may change, existing or not

@@ -328,3 +328,139 @@ fn descriptors_ybs_inherited_do_not_reach_confined_programs() {
     );
     assert_eq!(std::fs::read_to_string(outside.path()).unwrap(), "");
 }
+
+// ---------------------------------------------------------------------------
+// docs/sandbox.md: credentials outside the workdir stay out of reach.
+
+/// A home outside `/tmp` (the host's `/tmp` is private in the sandbox
+/// anyway), as on a CI runner.
+fn home_outside_tmp(ybs: &Ybs) -> std::path::PathBuf {
+    let name = ybs.path().file_name().unwrap();
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("home")
+        .join(name);
+    std::fs::create_dir_all(&home).unwrap();
+    home
+}
+
+/// A script the model wrote reads the credential files under the real
+/// home by absolute path, and an operator-blocked directory, from
+/// `run_shell` and from a check: the blocked paths are empty there
+/// (`~/.ssh` an empty directory, `~/.netrc` an empty file), so their
+/// canaries reach neither the model nor any output; other files of the
+/// home stay readable, and nothing blocked is changed.
+#[test]
+fn blocked_credential_paths_are_hidden_from_confined_programs() {
+    let ybs = Ybs::new();
+    let home = home_outside_tmp(&ybs);
+    let vault = home.join("vault");
+    let secrets: Vec<(std::path::PathBuf, String)> = [
+        ".ssh/id_ed25519",
+        ".aws/credentials",
+        ".config/gh/hosts.yml",
+        ".netrc",
+        ".git-credentials",
+        ".docker/config.json",
+        "vault/token",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(n, relative)| (home.join(relative), format!("canary-{n}-e1b9")))
+    .collect();
+    for (path, canary) in &secrets {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, canary).unwrap();
+    }
+    std::fs::write(home.join("notes.txt"), "readable-notes\n").unwrap();
+    let paths: Vec<String> = secrets
+        .iter()
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    let probe = format!(
+        "import os\n\
+         for p in {paths:?}:\n\
+         \x20   try:\n\
+         \x20       print(p, repr(open(p).read()))\n\
+         \x20   except Exception as e:\n\
+         \x20       print(p, type(e).__name__)\n\
+         \x20   try:\n\
+         \x20       open(p, 'a').write('pwned')\n\
+         \x20   except Exception as e:\n\
+         \x20       pass\n\
+         print('ssh=' + ','.join(os.listdir('{ssh}')))\n\
+         print('notes=' + open('{notes}').read().strip())\n",
+        ssh = home.join(".ssh").display(),
+        notes = home.join("notes.txt").display(),
+    );
+    ybs.file("probe.py", &probe);
+    ybs.file(
+        "operator.json",
+        &json!({"safety": {"blocked_paths": ["~/.ssh", "~/.aws", "~/.config", "~/.netrc", "~/.git-credentials", "~/.docker/config.json", vault]}})
+            .to_string(),
+    );
+    ybs.file(
+        "t.yaml",
+        &task_yaml("commit: false\nchecks:\n  - run: python3 probe.py\n    name: probe\n"),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": "python3 probe.py"})),
+            answer("done"),
+        ],
+    );
+    let ybs = ybs.env("HOME", home.to_str().unwrap());
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    let shell = transcript(&run, "t")["tool_calls"][0]["result"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let check = run
+        .events("t")
+        .iter()
+        .find(|e| e["type"] == "check.completed")
+        .map(|e| e["output_tail"].as_str().unwrap().to_owned())
+        .unwrap();
+    for output in [&shell, &check] {
+        assert!(
+            output.contains("ssh=\\n") || output.contains("ssh=\n"),
+            "{output}"
+        );
+        assert!(output.contains("notes=readable-notes"), "{output}");
+    }
+    let mut everything = format!("{}{}", run.stdout, run.stderr);
+    for entry in walkdir(&ybs.path().join("ybs-out")) {
+        everything.push_str(&String::from_utf8_lossy(&std::fs::read(entry).unwrap()));
+    }
+    for (path, canary) in &secrets {
+        assert!(
+            !everything.contains(canary.as_str()),
+            "{} leaked",
+            path.display()
+        );
+        assert_eq!(
+            &std::fs::read_to_string(path).unwrap(),
+            canary,
+            "{}",
+            path.display()
+        );
+    }
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                files.push(entry.path());
+            }
+        }
+    }
+    files
+}
