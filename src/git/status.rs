@@ -80,7 +80,8 @@ pub enum Content {
         blob: String,
     },
     Directory,
-    /// A FIFO, socket or device; or a path whose name is not UTF-8.
+    /// A FIFO, socket or device; a path whose name is not UTF-8; a file
+    /// over [`MAX_FILE_BYTES`].
     Other,
 }
 
@@ -308,6 +309,12 @@ fn change_of(status: Status) -> Change {
 }
 
 /// Hashes what is at `path` now, without following a final symlink.
+/// The largest file ybs hashes or commits (GitHub refuses larger ones).
+/// A bigger one, which a task can make in an instant (`truncate -s 1T`),
+/// would take hours to read: it counts as [`Content::Other`], is never
+/// read, and is skipped as `too_large`.
+pub(crate) const MAX_FILE_BYTES: u64 = 100 << 20;
+
 pub(crate) fn content_of(path: &Path) -> Result<Content, GitError> {
     let metadata = match std::fs::symlink_metadata(path) {
         Ok(metadata) => metadata,
@@ -325,6 +332,8 @@ pub(crate) fn content_of(path: &Path) -> Result<Content, GitError> {
         Ok(Content::Symlink {
             blob: blob.to_string(),
         })
+    } else if file_type.is_file() && metadata.len() > MAX_FILE_BYTES {
+        Ok(Content::Other)
     } else if file_type.is_file() {
         let blob = Oid::hash_file(ObjectType::Blob, path)
             .map_err(GitError::git(format!("cannot hash {}", path.display())))?;

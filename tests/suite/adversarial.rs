@@ -464,3 +464,55 @@ fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+// ---------------------------------------------------------------------------
+// docs/git.md, docs/security.md S10: a file that would take hours to commit.
+
+/// Runs `ybs` with `args`, killing it after `limit`: panics if it had to.
+fn run_within(ybs: &Ybs, args: &[&str], limit: std::time::Duration) -> Run {
+    let started = std::time::Instant::now();
+    let mut child = ybs
+        .command()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ybs did not finish within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Run::from_output(child.wait_with_output().unwrap(), ybs.path())
+}
+
+/// `truncate -s 1T` makes in an instant a file that hashing, scanning
+/// and compressing into a commit would take hours on: ybs never reads a
+/// file over 100 MiB, commits the rest and says why it left it out.
+#[test]
+fn a_terabyte_sparse_file_is_left_out_of_the_commit_at_once() {
+    let ybs = Ybs::new();
+    ybs.file("a.txt", "a\n");
+    ybs.file("t.yaml", &task_yaml(""));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "run_shell",
+                json!({"command": "truncate -s 1T huge.bin && echo fine > small.txt"}),
+            ),
+            answer("done"),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    let run = run_within(&ybs, &["run", "t.yaml"], std::time::Duration::from_secs(60));
+    std::fs::remove_file(ybs.path().join("huge.bin")).unwrap();
+    run.expect_code(0);
+    assert_eq!(repo.files_of("HEAD"), ["small.txt"]);
+    let git = &transcript(&run, "t")["git"];
+    let note = git["note"].as_str().unwrap();
+    assert!(note.contains("huge.bin (larger than 100 MiB)"), "{note}");
+}
