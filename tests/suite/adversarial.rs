@@ -516,3 +516,31 @@ fn a_terabyte_sparse_file_is_left_out_of_the_commit_at_once() {
     let note = git["note"].as_str().unwrap();
     assert!(note.contains("huge.bin (larger than 100 MiB)"), "{note}");
 }
+
+/// docs/security.md S2: one `edit_file` call whose `replace_all` would
+/// grow a 5 MiB file to 20 GiB (a one-byte `old_text`, a 4 KiB
+/// `new_text`) is refused from the sizes alone, before anything is built:
+/// ybs neither runs out of memory nor writes, and the task goes on.
+#[test]
+fn an_edit_multiplying_a_file_past_the_write_limit_is_refused_up_front() {
+    let ybs = Ybs::new();
+    ybs.file("a.txt", &"a".repeat(5 * 1024 * 1024));
+    ybs.file("t.yaml", &task_yaml("commit: false\n"));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "edit_file",
+                json!({"path": "a.txt", "old_text": "a", "new_text": "b".repeat(4096), "replace_all": true}),
+            ),
+            answer("done"),
+        ],
+    );
+    let run = run_within(&ybs, &["run", "t.yaml"], std::time::Duration::from_secs(60));
+    run.expect_code(0);
+    let entry = &transcript(&run, "t")["tool_calls"][0];
+    assert_eq!(entry["result"]["ok"], false, "{entry}");
+    let told = entry["result"]["output"].as_str().unwrap();
+    assert!(told.contains("over the 10 MB limit"), "{told}");
+    assert_eq!(ybs.read("a.txt").len(), 5 * 1024 * 1024);
+}
