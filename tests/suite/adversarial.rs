@@ -544,3 +544,65 @@ fn an_edit_multiplying_a_file_past_the_write_limit_is_refused_up_front() {
     assert!(told.contains("over the 10 MB limit"), "{told}");
     assert_eq!(ybs.read("a.txt").len(), 5 * 1024 * 1024);
 }
+
+// ---------------------------------------------------------------------------
+// docs/security.md S9, S3: a FIFO where ybs reads ignore rules.
+
+/// A FIFO named `.gitignore` (or a link to one) is opened by whatever
+/// reads ignore rules, and an open FIFO waits for a writer forever: ybs
+/// hung after the task (its git status), deaf to SIGTERM, and so did
+/// `list_files`. Now the walk leaves that directory out and says so, and
+/// the git phase ends at once with a `git_error` naming the file; the
+/// changes stay in the work tree.
+#[test]
+fn a_fifo_named_gitignore_hangs_neither_the_tools_nor_the_commit() {
+    let ybs = Ybs::new();
+    ybs.file("a.txt", "a\n");
+    ybs.file("t.yaml", &task_yaml(""));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "run_shell",
+                json!({"command": "mkdir -p sub/deeper lnk && mkfifo sub/deeper/.gitignore && ln -s ../sub/deeper/.gitignore lnk/.gitattributes && echo x > sub/f && echo y > a.txt"}),
+            ),
+            call("list_files", json!({"pattern": "**/*"})),
+            call("search_files", json!({"pattern": "x"})),
+            answer("done"),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    let base = repo.head();
+    let run = run_within(&ybs, &["run", "t.yaml"], std::time::Duration::from_secs(60));
+    run.expect_code(4);
+    let transcript = transcript(&run, "t");
+    let listed = transcript["tool_calls"][1]["result"]["output"]
+        .as_str()
+        .unwrap();
+    let listed: Value = serde_json::from_str(listed).unwrap();
+    assert_eq!(
+        listed["files"],
+        json!([
+            "a.txt",
+            "lnk/.gitattributes",
+            "sub/f",
+            "t.cassette.json",
+            "t.yaml"
+        ])
+    );
+    assert!(
+        listed["note"]
+            .as_str()
+            .unwrap()
+            .contains("`sub/deeper/.gitignore` is not a regular file"),
+        "{listed}"
+    );
+    assert_eq!(transcript["reason"], "git_error");
+    let message = transcript["message"].as_str().unwrap();
+    assert!(
+        message.contains("is not a regular file") && message.contains("changes are left"),
+        "{message}"
+    );
+    assert_eq!(repo.head(), base);
+    assert_eq!(repo.read("a.txt"), "y\n");
+}
