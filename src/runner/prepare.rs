@@ -698,7 +698,14 @@ fn guarded_paths(run: &RunContext, workdir: &Path, protected: &[PathBuf]) -> Vec
             .iter()
             .map(|file| canonical(run.cwd.join(file))),
     );
-    paths.extend(run.outputs.iter().map(|path| canonical(run.cwd.join(path))));
+    // An output directory holding the workdir (`--out .`) would refuse
+    // every write.
+    paths.extend(
+        run.outputs
+            .iter()
+            .map(|path| canonical(run.cwd.join(path)))
+            .filter(|path| !workdir.starts_with(path)),
+    );
     paths.sort();
     paths.dedup();
     paths

@@ -606,3 +606,21 @@ fn a_fifo_named_gitignore_hangs_neither_the_tools_nor_the_commit() {
     assert_eq!(repo.head(), base);
     assert_eq!(repo.read("a.txt"), "y\n");
 }
+
+/// The output directory is refused to the tools, but an output directory
+/// that holds the workdir (`--out .`) does not make every file a control
+/// file.
+#[test]
+fn an_output_directory_holding_the_workdir_does_not_freeze_it() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("commit: false\n"));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("write_file", json!({"path": "new.txt", "content": "x"})),
+            answer("done"),
+        ],
+    );
+    ybs.run(["run", "t.yaml", "--out", "."]).expect_code(0);
+    assert_eq!(ybs.read("new.txt"), "x");
+}
