@@ -507,7 +507,7 @@ fn sandbox_blocked(config: &Config, home: Option<&Path>, keep: &[&[PathBuf]]) ->
 /// The control files of a workdir no child may change, existing or not
 /// (docs/security.md S6): `.git` (and, for a worktree's gitfile, the git
 /// directory it names), `.github/workflows`, `.github/actions`,
-/// `.ybs.json`.
+/// `.ybs.json`, each submodule's `.git`.
 pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
     let git = workdir.join(".git");
     let mut paths = vec![git.clone()];
@@ -526,6 +526,18 @@ pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
         workdir.join(".github/actions"),
         workdir.join(".ybs.json"),
     ]);
+    // A submodule's `.git` (or, not checked out, its whole directory: a
+    // `.git` made there would be one).
+    for submodule in crate::git::submodule_paths(workdir) {
+        if submodule.starts_with(workdir) {
+            let git = submodule.join(".git");
+            paths.push(if git.symlink_metadata().is_ok() {
+                git
+            } else {
+                submodule
+            });
+        }
+    }
     paths
         .into_iter()
         .map(|path| path.canonicalize().unwrap_or(path))

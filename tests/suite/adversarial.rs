@@ -624,3 +624,111 @@ fn an_output_directory_holding_the_workdir_does_not_freeze_it() {
     ybs.run(["run", "t.yaml", "--out", "."]).expect_code(0);
     assert_eq!(ybs.read("new.txt"), "x");
 }
+
+// ---------------------------------------------------------------------------
+// docs/security.md S6: a submodule's `.git` is a control file too.
+
+/// A submodule's `.git` file names the git directory whose config a later
+/// `git status` of the superproject runs (an fsmonitor): a script the
+/// model wrote that points it at a git directory of its own gets code
+/// run by the CI's next git command, outside any sandbox. Inside the
+/// sandbox the `.git` of a checked-out submodule and the whole directory
+/// of one not checked out are read-only; git afterwards runs nothing.
+#[test]
+fn a_submodule_gitfile_cannot_be_pointed_at_a_hostile_git_directory() {
+    let ybs = Ybs::new();
+    let upstream = tempfile::TempDir::new().unwrap();
+    let git_in = |dir: &std::path::Path, args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", ybs.home())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    std::fs::write(upstream.path().join("lib.txt"), "lib\n").unwrap();
+    git_in(upstream.path(), &["init", "-q", "-b", "main"]);
+    git_in(upstream.path(), &["add", "."]);
+    git_in(
+        upstream.path(),
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@e",
+            "commit",
+            "-q",
+            "-m",
+            "lib",
+        ],
+    );
+    let sha = git_in(upstream.path(), &["rev-parse", "HEAD"]);
+    let marker = ybs.home().join("PWNED");
+    let probe = format!(
+        "import os, shutil\n\
+         shutil.copytree('.git/modules/sub', 'evil')\n\
+         with open('evil/config', 'a') as f:\n\
+         \x20   f.write('[core]\\n\\tworktree = ../sub\\n\\tfsmonitor = \"touch {marker}; false\"\\n')\n\
+         for name, body in [\n\
+         \x20   ('gitfile', lambda: open('sub/.git', 'w').write('gitdir: ../evil\\n')),\n\
+         \x20   ('rename', lambda: os.rename('sub', 'moved')),\n\
+         \x20   ('unpopulated', lambda: open('sub2/.git', 'w').write('gitdir: ../evil\\n')),\n\
+         ]:\n\
+         \x20   try:\n\
+         \x20       body()\n\
+         \x20       print(name + '=ok')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(name + '=denied', e)\n",
+        marker = marker.display(),
+    );
+    ybs.file("probe.py", &probe);
+    ybs.file("t.yaml", &task_yaml("commit: false\n"));
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": "python3 probe.py"})),
+            answer("done"),
+        ],
+    );
+    let repo = Repo::empty(&ybs, "");
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        upstream.path().to_str().unwrap(),
+        "sub",
+    ]);
+    // A second submodule that is not checked out: a gitlink and an empty
+    // directory, as `actions/checkout` leaves them.
+    repo.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{sha},sub2"),
+    ]);
+    std::fs::create_dir(ybs.path().join("sub2")).unwrap();
+    repo.commit_all("superproject");
+    repo.write(".git/info/exclude", "ybs-out/\nevil/\n");
+    let gitfile = repo.read("sub/.git");
+
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let output = transcript(&run, "t")["tool_calls"][0]["result"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for name in ["gitfile", "rename", "unpopulated"] {
+        assert!(output.contains(&format!("{name}=denied")), "{output}");
+    }
+    assert_eq!(repo.read("sub/.git"), gitfile);
+    assert!(!ybs.path().join("sub2/.git").exists());
+    // The CI's next git command runs nothing of the model's.
+    repo.git(&["status", "--porcelain"]);
+    assert!(!marker.exists(), "the model's fsmonitor ran");
+}
