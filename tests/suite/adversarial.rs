@@ -732,3 +732,30 @@ fn a_submodule_gitfile_cannot_be_pointed_at_a_hostile_git_directory() {
     repo.git(&["status", "--porcelain"]);
     assert!(!marker.exists(), "the model's fsmonitor ran");
 }
+
+/// Unconfined (`--no-sandbox`), a command can leave a FIFO where the
+/// next run reads the repository's config: that run stops at once with
+/// exit 2 naming the file, instead of waiting on the FIFO forever.
+#[test]
+fn a_fifo_left_as_the_repository_config_stops_the_next_run_at_once() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &task_yaml("commit: false\n"));
+    ybs.file("mk.py", "import os\nos.mkfifo('.ybs.json')\n");
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": "python3 mk.py"})),
+            answer("done"),
+        ],
+    );
+    let limit = std::time::Duration::from_secs(30);
+    run_within(&ybs, &["run", "t.yaml", "--no-sandbox"], limit).expect_code(0);
+    let run = run_within(&ybs, &["run", "t.yaml", "--no-sandbox"], limit);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains(".ybs.json: the config file is not a regular file"),
+        "{}",
+        run.stderr
+    );
+}
