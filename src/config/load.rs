@@ -110,6 +110,19 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
     let mut layers: Vec<Read> = Vec::new();
     let mut files = Vec::new();
     for candidate in candidates(overrides, sources) {
+        // A FIFO found in place of a config file nobody named (a task's
+        // `mkfifo .ybs.json`) would block the read forever; `--config`
+        // may be a pipe on purpose (`<(...)`).
+        if !candidate.required
+            && std::fs::metadata(&candidate.path)
+                .is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
+        {
+            diagnostics.push(Diagnostic::whole_file(
+                &candidate.shown,
+                "the config file is not a regular file (a FIFO, socket or device)",
+            ));
+            continue;
+        }
         let text = match read_bounded(&candidate.path) {
             Ok(Some(text)) => text,
             Ok(None) => {

@@ -30,7 +30,8 @@
 //!    what the rules of now ignore.
 //!
 //! A path whose name is not UTF-8, or that is a directory (an untracked
-//! nested repository) or a special file, is skipped as `unsupported`; a
+//! nested repository) or a special file, is skipped as `unsupported`, a
+//! file over 100 MiB as `too_large` (never read); a
 //! file `git add` would pass through a filter driver configured in git
 //! config (`filter.<driver>.clean`/`process`, e.g. Git LFS) or a
 //! `working-tree-encoding` conversion is skipped as `needs_filter`: ybs
@@ -46,7 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use super::commit::push_skips;
 use super::ignore::{IgnoreRules, Matcher};
-use super::status::{Change, Content, DirtyPath, content_of, dirty};
+use super::status::{Change, Content, DirtyPath, MAX_FILE_BYTES, content_of, dirty};
 use super::tree::{files, list};
 use super::{GitError, Snapshot, Workspace};
 use crate::core::event::GitOutcome;
@@ -122,6 +123,8 @@ pub enum SkipReason {
     YbsOutput,
     /// Looks like it holds a credential (left out of a salvage commit).
     Credential,
+    /// A file over 100 MiB: never read, never committed.
+    TooLarge,
 }
 
 impl SkipReason {
@@ -135,6 +138,7 @@ impl SkipReason {
             Self::NeedsFilter => "needs a git filter program, which ybs never runs",
             Self::YbsOutput => "ybs's own output",
             Self::Credential => "looks like it holds a credential",
+            Self::TooLarge => "larger than 100 MiB",
         }
     }
 }
@@ -210,9 +214,15 @@ impl Workspace {
             }
             let was_reported = is_reported(path, &reported);
             if unsupported(entry) || has_git_component(path) {
+                let large = std::fs::symlink_metadata(self.root().join(path))
+                    .is_ok_and(|meta| meta.is_file() && meta.len() > MAX_FILE_BYTES);
                 changes.skipped.push(SkippedPath {
                     path: path.clone(),
-                    reason: SkipReason::Unsupported,
+                    reason: if large {
+                        SkipReason::TooLarge
+                    } else {
+                        SkipReason::Unsupported
+                    },
                 });
             } else if matches!(entry.content, Content::File { .. })
                 && needs_filter(repo, &config, path)

@@ -338,9 +338,20 @@ fn plan(
     }
 }
 
+/// `refs/heads/<branch>` for a task's `commit.branch`: a valid ref name
+/// that `git branch` would also accept (not `HEAD`, `@` or `-…`, which
+/// a later `git push origin <branch>` would take as an option), and not
+/// one that reads as another ref (`refs/…`, `FETCH_HEAD`, `ORIG_HEAD`…).
 fn branch_refname(branch: &str) -> Result<String, GitError> {
     let refname = format!("refs/heads/{branch}");
-    if Reference::is_valid_name(&refname) {
+    let ambiguous = branch == "@"
+        || branch.starts_with("refs/")
+        || (branch.ends_with("HEAD")
+            && branch.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+    if Reference::is_valid_name(&refname)
+        && git2::Branch::name_is_valid(branch).unwrap_or(false)
+        && !ambiguous
+    {
         Ok(refname)
     } else {
         Err(GitError::InvalidBranch {

@@ -56,6 +56,14 @@ pub enum GitError {
     #[error("`{name}` is not a valid git branch name; nothing was committed")]
     InvalidBranch { name: String },
 
+    /// A file git reads while it walks the work tree (`.gitignore`,
+    /// `.gitattributes`, `.gitmodules`) is there but not a regular file:
+    /// opening a FIFO would wait for a writer forever.
+    #[error(
+        "`{path}` is not a regular file (a FIFO, socket or device, or a link to one); git would read it and wait forever, so ybs reads no status: remove it"
+    )]
+    SpecialFile { path: String },
+
     /// A branch ybs would create or advance already exists somewhere else.
     /// ybs never moves a branch it did not build on, so nothing was done.
     #[error(

@@ -41,8 +41,10 @@ pub(crate) fn allowed(patterns: &[String]) -> GlobSet {
 }
 
 /// The files among `paths` (repository-relative, under `root`) whose
-/// content looks like a credential, `allow`ed paths aside. Deleted files,
-/// symlinks and directories hold nothing to commit here.
+/// content looks like a credential, `allow`ed paths aside. A path is
+/// committed too, and a symlink's target is its blob: either holding a
+/// credential counts the same. Deleted files and directories hold
+/// nothing else to commit here.
 pub(crate) fn scan(
     root: &Path,
     paths: &[String],
@@ -54,8 +56,24 @@ pub(crate) fn scan(
             continue;
         }
         let absolute = root.join(path);
-        let is_file = std::fs::symlink_metadata(&absolute).is_ok_and(|meta| meta.is_file());
-        if !is_file {
+        let meta = std::fs::symlink_metadata(&absolute).ok();
+        let target = meta
+            .as_ref()
+            .filter(|meta| meta.file_type().is_symlink())
+            .and_then(|_| std::fs::read_link(&absolute).ok());
+        let named = credential_kind(path).or_else(|| {
+            target
+                .as_ref()
+                .and_then(|target| credential_kind(&target.to_string_lossy()))
+        });
+        if let Some(kind) = named {
+            found.push(SecretFile {
+                path: path.clone(),
+                kind,
+            });
+            continue;
+        }
+        if !meta.is_some_and(|meta| meta.is_file()) {
             continue;
         }
         if let Some(kind) = file_credential(&absolute)? {
@@ -136,6 +154,28 @@ mod tests {
         assert_eq!(file_credential(&path).unwrap(), Some("github_token"));
         std::fs::write(&path, "z".repeat(3 * CHUNK)).unwrap();
         assert_eq!(file_credential(&path).unwrap(), None);
+    }
+
+    #[test]
+    fn a_credential_in_a_name_or_a_link_target_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        std::fs::write(dir.path().join(format!("n-{token}")), "").unwrap();
+        std::os::unix::fs::symlink(token, dir.path().join("link")).unwrap();
+        std::os::unix::fs::symlink("README", dir.path().join("plain")).unwrap();
+        let paths = [format!("n-{token}"), "link".to_owned(), "plain".to_owned()];
+        let found = scan(dir.path(), &paths, &allowed(&[])).unwrap();
+        let kinds: Vec<(&str, &str)> = found
+            .iter()
+            .map(|file| (file.path.as_str(), file.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (format!("n-{token}").as_str(), "github_token"),
+                ("link", "github_token")
+            ]
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::ErrorKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use git2::{ErrorCode, ObjectType, Oid, Repository, Status, StatusOptions};
 use serde::{Deserialize, Serialize};
@@ -80,7 +81,8 @@ pub enum Content {
         blob: String,
     },
     Directory,
-    /// A FIFO, socket or device; or a path whose name is not UTF-8.
+    /// A FIFO, socket or device; a path whose name is not UTF-8; a file
+    /// over [`MAX_FILE_BYTES`].
     Other,
 }
 
@@ -245,6 +247,12 @@ pub(crate) fn dirty(
     repo: &Repository,
 ) -> Result<BTreeMap<String, DirtyPath>, GitError> {
     let root = workspace.root();
+    if let Some(path) = special_git_file(root) {
+        let path = path.strip_prefix(root).unwrap_or(&path);
+        return Err(GitError::SpecialFile {
+            path: path.to_string_lossy().into_owned(),
+        });
+    }
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)
@@ -291,6 +299,57 @@ pub(crate) fn dirty(
     Ok(out)
 }
 
+/// The files libgit2 opens as it walks a directory of the work tree or
+/// looks up attributes.
+const GIT_READS: &[&str] = &[".gitignore", ".gitattributes", ".gitmodules"];
+
+/// The first of [`GIT_READS`] in the work tree at `root` that is there
+/// but, symlinks followed, neither a file nor a directory: a FIFO a task made
+/// (`mkfifo .gitignore`) would block libgit2's `open` for good. The walk
+/// skips `.git` and what `.gitignore` ignores (git does not enter it
+/// either), and never opens an ignore file it has not checked first.
+fn special_git_file(root: &Path) -> Option<PathBuf> {
+    let special = |dir: &Path| {
+        GIT_READS.iter().map(|name| dir.join(name)).find(|path| {
+            std::fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
+        })
+    };
+    if let Some(path) = special(root) {
+        return Some(path);
+    }
+    let found: Arc<Mutex<Option<PathBuf>>> = Arc::default();
+    let seen = Arc::clone(&found);
+    let walker = ::ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .follow_links(false)
+        .ignore(false)
+        .git_global(false)
+        .parents(false)
+        .filter_entry(move |entry| {
+            let mut found = seen.lock().unwrap_or_else(PoisonError::into_inner);
+            if found.is_some() || entry.file_name() == ".git" {
+                return false;
+            }
+            if entry.depth() > 0 && entry.file_type().is_some_and(|kind| kind.is_dir()) {
+                *found = special(entry.path());
+                return found.is_none();
+            }
+            true
+        })
+        .build();
+    for _ in walker {
+        if found
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+        {
+            break;
+        }
+    }
+    found.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
 fn change_of(status: Status) -> Change {
     if status.contains(Status::CONFLICTED) {
         Change::Conflicted
@@ -308,6 +367,12 @@ fn change_of(status: Status) -> Change {
 }
 
 /// Hashes what is at `path` now, without following a final symlink.
+/// The largest file ybs hashes or commits (GitHub refuses larger ones).
+/// A bigger one, which a task can make in an instant (`truncate -s 1T`),
+/// would take hours to read: it counts as [`Content::Other`], is never
+/// read, and is skipped as `too_large`.
+pub(crate) const MAX_FILE_BYTES: u64 = 100 << 20;
+
 pub(crate) fn content_of(path: &Path) -> Result<Content, GitError> {
     let metadata = match std::fs::symlink_metadata(path) {
         Ok(metadata) => metadata,
@@ -325,6 +390,8 @@ pub(crate) fn content_of(path: &Path) -> Result<Content, GitError> {
         Ok(Content::Symlink {
             blob: blob.to_string(),
         })
+    } else if file_type.is_file() && metadata.len() > MAX_FILE_BYTES {
+        Ok(Content::Other)
     } else if file_type.is_file() {
         let blob = Oid::hash_file(ObjectType::Blob, path)
             .map_err(GitError::git(format!("cannot hash {}", path.display())))?;

@@ -35,6 +35,34 @@ pub struct Workspace {
     isolated_config: bool,
 }
 
+/// The checkouts of the submodules (the gitlinks of the index) of the
+/// repository holding `workdir`, absolute; none when there is no
+/// repository. Their `.git` names the git directory whose config (an
+/// fsmonitor, hooks) a later `git status` of the superproject runs, so the
+/// sandbox keeps them read-only (docs/sandbox.md). Only reads the index.
+pub fn submodule_paths(workdir: &Path) -> Vec<PathBuf> {
+    let Ok(repo) = Repository::open_ext(
+        workdir,
+        RepositoryOpenFlags::empty(),
+        std::iter::empty::<&OsStr>(),
+    ) else {
+        return Vec::new();
+    };
+    let (Some(root), Ok(index)) = (repo.workdir(), repo.index()) else {
+        return Vec::new();
+    };
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
+    index
+        .iter()
+        .filter(|entry| entry.mode == 0o160_000)
+        .filter_map(|entry| {
+            std::str::from_utf8(&entry.path)
+                .ok()
+                .map(|path| root.join(path))
+        })
+        .collect()
+}
+
 impl Workspace {
     /// Finds the repository containing `workdir` (which may be any
     /// directory inside the work tree). `Ok(None)` when there is none.

@@ -6,7 +6,7 @@
 //! |--------------------|-----------------------------------------------------------------|
 //! | `blocked_commands` | a simple command (nested ones too) matching `safety.blocked_commands` |
 //! | `blocked_paths`    | a file tool's path, or any word of a shell command, that may name a blocked path |
-//! | `protected_paths`  | a write (file tool, shell redirection, `rm`/`mv`/`cp`/`tee`/`sed -i` … operand) to `.git/`, `.github/workflows/`, the run's task and policy files, or the GitHub control files; any use of `$GITHUB_ENV`, `$GITHUB_PATH`, `$GITHUB_OUTPUT`, … in a shell command |
+//! | `protected_paths`  | a write (file tool, shell redirection, `rm`/`mv`/`cp`/`tee`/`sed -i` … operand) to `.git/`, `.github/workflows/`, `.github/actions/`, `.ybs.json`, the run's task, policy and config files, ybs's outputs, or the GitHub control files; any use of `$GITHUB_ENV`, `$GITHUB_PATH`, `$GITHUB_OUTPUT`, … in a shell command |
 //! | `outside_workdir`  | a file tool's path outside the workdir and `safety.allowed_paths` |
 //!
 //! Besides firing, the shell check adds hazards (never a denial by
@@ -59,7 +59,12 @@ pub const DEFAULT_BLOCKED_PATHS: &[&str] = &[
 ];
 
 /// Always protected from writes, relative to the workdir (S6).
-pub const PROTECTED_PATTERNS: &[&str] = &["**/.git", ".github/workflows"];
+pub const PROTECTED_PATTERNS: &[&str] = &[
+    "**/.git",
+    ".github/workflows",
+    ".github/actions",
+    ".ybs.json",
+];
 
 /// Variables naming GitHub Actions control files (S6).
 pub const PROTECTED_VARIABLES: &[&str] = &[

@@ -228,12 +228,13 @@ fn prepare_in(
         let copies: Vec<PathBuf> = protected.iter().filter_map(|p| worktree.map(p)).collect();
         protected.extend(copies);
     }
+    let guarded = guarded_paths(run, &workdir, &protected);
     let policy = task_policy(&PolicyInputs {
         config: &run.config,
         home: run.home.as_deref(),
         operator: run.operator_policy.as_ref(),
         workdir: &workdir,
-        protected: protected.clone(),
+        protected: guarded.clone(),
         layers: &task.policy,
     })
     .map_err(setup)?;
@@ -314,7 +315,7 @@ fn prepare_in(
                     .to_string()
             })
             .collect(),
-        protected_paths: protected,
+        protected_paths: guarded,
         env,
         shell_timeout: shell.timeout.unwrap_or(Duration::from_secs(30)),
         max_shell_timeout: shell.max_timeout.unwrap_or(Duration::from_secs(3600)),
@@ -440,22 +441,32 @@ pub fn task_sandbox(
             .map(|path| expand_home(Path::new(path), home)),
     );
     visible.extend(allowed_roots(config, home));
+    let writable: Vec<PathBuf> = allowed_roots(config, home)
+        .into_iter()
+        .chain(
+            config
+                .safety
+                .sandbox_writable_paths
+                .iter()
+                .map(|path| expand_home(Path::new(path), home)),
+        )
+        .collect();
+    // The external tools' programs (the MCP servers' are in `visible`).
+    let programs: Vec<PathBuf> = config
+        .tools
+        .external
+        .iter()
+        .map(|tool| expand_home(&tool.path, home))
+        .collect();
+    let blocked = sandbox_blocked(config, home, &[&visible, &writable, &programs]);
     let settings = SandboxSettings {
-        writable: allowed_roots(config, home)
-            .into_iter()
-            .chain(
-                config
-                    .safety
-                    .sandbox_writable_paths
-                    .iter()
-                    .map(|path| expand_home(Path::new(path), home)),
-            )
-            .collect(),
+        writable,
         network: config.safety.sandbox_network,
         unix_sockets: config.safety.sandbox_unix_sockets,
         require: sandbox::Require::parse(&config.safety.sandbox_require).unwrap_or_default(),
         read_only,
         hidden: paths.hidden.clone(),
+        blocked,
         visible,
     };
     match Sandbox::prepare(workdir, &settings) {
@@ -473,10 +484,38 @@ pub fn task_sandbox(
     }
 }
 
+/// `safety.blocked_paths` to hide from confined programs (docs/sandbox.md):
+/// the plain paths (`~/.ssh`, not the `**/.env` or `/proc/*/environ`
+/// patterns), except one holding a path the children need (the workdir is
+/// checked by the sandbox; `keep`: visible and writable paths, programs).
+fn sandbox_blocked(config: &Config, home: Option<&Path>, keep: &[&[PathBuf]]) -> Vec<PathBuf> {
+    config
+        .safety
+        .blocked_paths
+        .iter()
+        .filter(|entry| !entry.contains(['*', '?', '[', '{']))
+        .map(|entry| expand_home(Path::new(entry), home))
+        .filter(|path| path.is_absolute())
+        // The sandbox makes its own `/tmp`, `/proc` and `/dev`.
+        .filter(|path| {
+            ["/tmp", "/proc", "/dev"]
+                .iter()
+                .all(|own| !path.starts_with(own) && !Path::new(own).starts_with(path))
+        })
+        .filter(|path| {
+            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+            !keep
+                .iter()
+                .flat_map(|paths| paths.iter())
+                .any(|kept| kept.starts_with(path) || kept.starts_with(&canonical))
+        })
+        .collect()
+}
+
 /// The control files of a workdir no child may change, existing or not
 /// (docs/security.md S6): `.git` (and, for a worktree's gitfile, the git
 /// directory it names), `.github/workflows`, `.github/actions`,
-/// `.ybs.json`.
+/// `.ybs.json`, each submodule's `.git`.
 pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
     let git = workdir.join(".git");
     let mut paths = vec![git.clone()];
@@ -495,6 +534,18 @@ pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
         workdir.join(".github/actions"),
         workdir.join(".ybs.json"),
     ]);
+    // A submodule's `.git` (or, not checked out, its whole directory: a
+    // `.git` made there would be one).
+    for submodule in crate::git::submodule_paths(workdir) {
+        if submodule.starts_with(workdir) {
+            let git = submodule.join(".git");
+            paths.push(if git.symlink_metadata().is_ok() {
+                git
+            } else {
+                submodule
+            });
+        }
+    }
     paths
         .into_iter()
         .map(|path| path.canonicalize().unwrap_or(path))
@@ -644,6 +695,40 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 /// runner's GitHub control files (docs/security.md S6).
 fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
     protected_files(&run.cwd, &task.file, run.policy_file.as_deref())
+}
+
+/// What the file tools and the shell guard never write
+/// (docs/security.md S6): `protected`, the workdir's control files and
+/// `./.ybs.json` (the sandbox binds these read-only on its own), every
+/// task and config file the run read, and ybs's outputs (hidden in the
+/// sandbox, but the built-in tools run outside it).
+fn guarded_paths(run: &RunContext, workdir: &Path, protected: &[PathBuf]) -> Vec<PathBuf> {
+    let canonical = |path: PathBuf| path.canonicalize().unwrap_or(path);
+    let mut paths = protected.to_vec();
+    paths.extend(control_paths(workdir));
+    paths.push(canonical(run.cwd.join(".ybs.json")));
+    paths.extend(
+        run.task_files
+            .iter()
+            .map(|file| canonical(run.cwd.join(file))),
+    );
+    paths.extend(
+        run.config
+            .files
+            .iter()
+            .map(|file| canonical(run.cwd.join(file))),
+    );
+    // An output directory holding the workdir (`--out .`) would refuse
+    // every write.
+    paths.extend(
+        run.outputs
+            .iter()
+            .map(|path| canonical(run.cwd.join(path)))
+            .filter(|path| !workdir.starts_with(path)),
+    );
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// The protected files for a task file and an optional policy file.

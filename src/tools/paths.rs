@@ -402,14 +402,16 @@ fn check_writable(ctx: &ToolCtx, resolved: &Resolved, raw: &str) -> Result<(), T
                 resolved.display
             )));
         }
-        if names
-            .windows(2)
-            .any(|pair| is_named(pair[0], ".github") && is_named(pair[1], "workflows"))
-        {
-            return Err(ToolError::Model(format!(
-                "`{}`: writing under .github/workflows/ is not allowed",
-                resolved.display
-            )));
+        for ci in ["workflows", "actions"] {
+            if names
+                .windows(2)
+                .any(|pair| is_named(pair[0], ".github") && is_named(pair[1], ci))
+            {
+                return Err(ToolError::Model(format!(
+                    "`{}`: writing under .github/{ci}/ is not allowed",
+                    resolved.display
+                )));
+            }
         }
     }
     if is_protected(ctx, &resolved.abs) {

@@ -116,6 +116,9 @@ pub struct SandboxSettings {
     pub read_only: Vec<PathBuf>,
     /// Paths to hide (directories) or keep read-only (files).
     pub hidden: Vec<PathBuf>,
+    /// Paths outside the workdir to hide outright, files too (missing
+    /// ones are skipped).
+    pub blocked: Vec<PathBuf>,
     /// Host paths that stay visible (read-only) under the private `/tmp`.
     pub visible: Vec<PathBuf>,
 }
@@ -235,6 +238,12 @@ impl Sandbox {
                 .iter()
                 .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone()))
                 .filter(|path| path.starts_with(workdir))
+                .collect(),
+            blocked: settings
+                .blocked
+                .iter()
+                .filter_map(|path| path.canonicalize().ok())
+                .filter(|path| !path.starts_with(workdir) && !workdir.starts_with(path))
                 .collect(),
             network: settings.network,
             unix_sockets: settings.unix_sockets,

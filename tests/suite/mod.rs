@@ -1,3 +1,4 @@
+mod adversarial;
 mod architecture;
 mod config_trust;
 mod confinement;

@@ -412,12 +412,24 @@ fn a_requested_branch_is_created_at_head_and_checked_out_without_touching_files(
     assert_eq!(repo.porcelain(), " M b.txt\n");
     repo.fsck();
 
-    commit.branch = Some("bad..name");
-    let error = workspace.commit_task(&commit).unwrap_err();
-    assert!(
-        error.to_string().contains("not a valid git branch name"),
-        "{error}"
-    );
+    for name in [
+        "bad..name",
+        "HEAD",
+        "-f",
+        "--force",
+        "@",
+        "refs/heads/main",
+        "FETCH_HEAD",
+        "ORIG_HEAD",
+    ] {
+        commit.branch = Some(name);
+        let error = workspace.commit_task(&commit).unwrap_err();
+        assert!(
+            error.to_string().contains("not a valid git branch name"),
+            "{name}: {error}"
+        );
+    }
+    assert_eq!(repo.head(), base);
 }
 
 #[test]

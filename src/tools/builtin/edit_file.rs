@@ -9,7 +9,7 @@ use super::args::{Args, spec};
 use super::path_tool::{PathArg, PathTool, Reach};
 use super::read_file::is_binary;
 use crate::core::ToolSpec;
-use crate::tools::paths::{self, Access, MAX_READ_BYTES};
+use crate::tools::paths::{self, Access, MAX_READ_BYTES, MAX_WRITE_BYTES};
 use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 pub struct EditFile;
@@ -85,6 +85,19 @@ fn edit(args: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
             resolved.display
         )));
     }
+    // The size of the result, before making it: a short `old_text`
+    // matching millions of times, with a longer `new_text`, would
+    // otherwise build gigabytes only for the write limit to refuse them.
+    let replaced = if replace_all { count } else { 1 };
+    let size =
+        (text.len() - replaced * old.len()).saturating_add(replaced.saturating_mul(new.len()));
+    if size > MAX_WRITE_BYTES {
+        return Err(ToolError::Model(format!(
+            "the edit would make `{}` {size} bytes, over the {} MB limit for writing",
+            resolved.display,
+            MAX_WRITE_BYTES / (1024 * 1024)
+        )));
+    }
     let edited = if replace_all {
         text.replace(old.as_str(), &new)
     } else {
@@ -143,6 +156,25 @@ mod tests {
         let out = EditFile.call(args, &fx.ctx).await?;
         assert_eq!(out.changed.len(), 1);
         Ok(serde_json::from_str(&out.content).unwrap())
+    }
+
+    #[tokio::test]
+    async fn an_edit_that_would_outgrow_the_write_limit_is_refused_before_it_is_made() {
+        let fx = Fixture::new();
+        let text = "a".repeat(5 * 1024 * 1024);
+        fx.file("f", &text);
+        let message = model_error(
+            edit(
+                &fx,
+                json!({"path": "f", "old_text": "a", "new_text": "a".repeat(4096), "replace_all": true}),
+            )
+            .await,
+        );
+        assert!(
+            message.contains("the edit would make `f` 21474836480 bytes, over the 10 MB limit"),
+            "{message}"
+        );
+        assert_eq!(fx.read("f"), text);
     }
 
     #[tokio::test]

@@ -31,6 +31,12 @@ pub(super) struct WalkCtx {
     limit: usize,
     /// Entries seen so far (those past the limit included).
     seen: Arc<AtomicUsize>,
+    /// Directories left out because an ignore file in them is not a
+    /// regular file (workdir-relative).
+    special: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The walked directory or one above it has such an ignore file: the
+    /// walk applies no ignore rules at all.
+    unfiltered: Option<String>,
 }
 
 impl WalkCtx {
@@ -39,12 +45,18 @@ impl WalkCtx {
     }
 
     pub(super) fn with_limit(ctx: &ToolCtx, root: PathBuf, limit: usize) -> Self {
+        let unfiltered = root
+            .ancestors()
+            .find_map(special_ignore_file)
+            .map(|path| display(&ctx.workdir, &path));
         Self {
             workdir: ctx.workdir.clone(),
             root,
             blocklist: Arc::new(Blocklist::new(ctx)),
             limit,
             seen: Arc::new(AtomicUsize::new(0)),
+            special: Arc::default(),
+            unfiltered,
         }
     }
 
@@ -55,10 +67,17 @@ impl WalkCtx {
         let workdir = self.workdir.clone();
         let seen = Arc::clone(&self.seen);
         let limit = self.limit;
+        let special = Arc::clone(&self.special);
+        let filtered = self.unfiltered.is_none();
         WalkBuilder::new(&self.root)
             .hidden(false)
             .require_git(false)
             .follow_links(false)
+            .git_ignore(filtered)
+            .git_exclude(filtered)
+            .git_global(filtered)
+            .ignore(filtered)
+            .parents(filtered)
             .filter_entry(move |entry| {
                 if entry.depth() == 0 {
                     return true;
@@ -71,21 +90,55 @@ impl WalkCtx {
                 }
                 let path = entry.path();
                 let relative = path.strip_prefix(&workdir).unwrap_or(path);
-                !blocklist.blocks_entry(path, relative)
+                if blocklist.blocks_entry(path, relative) {
+                    return false;
+                }
+                // The walker would open the ignore files of a directory it
+                // enters: a FIFO there would block it for good.
+                if filtered
+                    && entry.file_type().is_some_and(|kind| kind.is_dir())
+                    && let Some(file) = special_ignore_file(path)
+                {
+                    special
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(display(&workdir, &file));
+                    return false;
+                }
+                true
             })
             .build_parallel()
     }
 
     /// After a walk: the note for the result when the walk stopped at the
     /// entry limit (what it returns is then from part of the tree only).
+    /// Also says which ignore files were not regular files.
     pub(super) fn limit_note(&self) -> Option<String> {
-        (self.seen.load(Ordering::Relaxed) > self.limit).then(|| {
-            format!(
+        let mut notes = Vec::new();
+        if self.seen.load(Ordering::Relaxed) > self.limit {
+            notes.push(format!(
                 "the walk stopped after {} entries (the walk limit): results come from part of \
                  the tree only; narrow `path` or the pattern",
                 self.limit
-            )
-        })
+            ));
+        }
+        if let Some(file) = &self.unfiltered {
+            notes.push(format!(
+                "`{file}` is not a regular file, so no ignore rules were applied"
+            ));
+        }
+        let mut special = self
+            .special
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        special.sort();
+        for file in special {
+            notes.push(format!(
+                "`{file}` is not a regular file, so its directory was not walked"
+            ));
+        }
+        (!notes.is_empty()).then(|| notes.join("; "))
     }
 
     /// `path` relative to the walked directory and to the workdir.
@@ -104,6 +157,26 @@ impl WalkCtx {
             .to_string_lossy()
             .into_owned()
     }
+}
+
+/// The ignore files the walker reads in a directory.
+const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore"];
+
+/// An ignore file in `dir` that is there but, symlinks followed, neither
+/// a regular file nor a directory: opening a FIFO would wait for a writer
+/// forever.
+fn special_ignore_file(dir: &Path) -> Option<PathBuf> {
+    IGNORE_FILES
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| std::fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir()))
+}
+
+fn display(workdir: &Path, path: &Path) -> String {
+    path.strip_prefix(workdir)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A glob as the model means it: with a `/`, matched against the path

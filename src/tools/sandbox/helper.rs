@@ -87,6 +87,7 @@ fn parse(args: &[OsString]) -> Result<(HelperSpec, Vec<OsString>)> {
 /// killed the program is raised on this process instead).
 fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
     let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
+    close_inherited_on_exec()?;
     if !spec.namespaces {
         confine_process(spec, false)?;
         exec(argv, &cwd);
@@ -130,6 +131,31 @@ fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
             Ok(end_like(status))
         }
     }
+}
+
+/// Marks every descriptor but stdin, stdout and stderr close-on-exec.
+/// ybs opens its own that way, but what ybs itself inherited from its
+/// parent (a socket connected to a daemon, a file outside the workdir
+/// open for writing) would otherwise reach the program, past the
+/// read-only tree and the socket filter (docs/sandbox.md).
+fn close_inherited_on_exec() -> Result<()> {
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map_err(|e| format!("/proc/self/fd: {e}"))?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        #[allow(unsafe_code)]
+        // SAFETY: F_SETFD only sets the flags of descriptor `fd`; the one
+        // the listing itself used is closed by now and fails with EBADF,
+        // which is harmless.
+        let done = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        if done == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EBADF) {
+            return Err(os_error(&format!("close-on-exec of descriptor {fd}")));
+        }
+    }
+    Ok(())
 }
 
 fn no_core_dumps() {

@@ -33,6 +33,11 @@ pub struct HelperSpec {
     /// Paths hidden behind an empty read-only tmpfs (directories) or
     /// made read-only (files): ybs's outputs.
     pub hidden: Vec<PathBuf>,
+    /// Paths outside the workdir hidden outright: directories behind an
+    /// empty read-only tmpfs, files behind a read-only `/dev/null`. The
+    /// operator's `safety.blocked_paths` (`~/.ssh`, `~/.aws`…).
+    #[serde(default)]
+    pub blocked: Vec<PathBuf>,
     pub network: bool,
     pub unix_sockets: bool,
 }

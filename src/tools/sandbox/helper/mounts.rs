@@ -264,6 +264,26 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
             remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))?;
         }
     }
+    // Blocked paths (credentials) hidden outright, files too. One the
+    // helper cannot even look at is as unreadable to the program.
+    for path in &spec.blocked {
+        let hidden = if path.is_dir() {
+            mount(
+                Some(Path::new("tmpfs")),
+                path,
+                Some("tmpfs"),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                Some("mode=0555,size=4k"),
+            )
+        } else if path.exists() {
+            bind(Path::new("/dev/null"), path).and_then(|()| {
+                remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))
+            })
+        } else {
+            Ok(())
+        };
+        hidden.map_err(|error| format!("hide {}: {error}", path.display()))?;
+    }
 
     // A private /proc: only the sandbox's processes.
     mount(
