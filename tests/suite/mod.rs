@@ -1,3 +1,4 @@
+mod adversarial_faults;
 mod architecture;
 mod config_trust;
 mod confinement;

@@ -450,6 +450,9 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
                 if let Some(value) = word.strip_prefix("--pre=") {
                     analysis.hazard(HazardKind::RunsProgram, "rg --pre");
                     analysis.inner_words(cmd, vec![value.to_owned()], index, "rg --pre");
+                } else if word.starts_with("--hostname-bin") {
+                    // Runs that program to learn the host name.
+                    analysis.hazard(HazardKind::RunsProgram, "rg --hostname-bin");
                 } else if word == "--pre" {
                     analysis.hazard(HazardKind::RunsProgram, "rg --pre");
                     if let Some(value) = argv.get(index + 1) {
@@ -667,7 +670,20 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
                 analysis.hazard(HazardKind::RunsProgram, &format!("git {word}"));
                 index += 2;
             }
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => index += 2,
+            // Another directory's repository configuration (one the model
+            // may have written outside `.git`) can run programs: an alias
+            // `!cmd`, `core.fsmonitor`, `core.sshCommand`.
+            "-C" | "--git-dir" => {
+                if argv.get(index + 1).is_none_or(|dir| dir != ".") {
+                    analysis.hazard(HazardKind::RunsProgram, &format!("git {word} DIR"));
+                }
+                index += 2;
+            }
+            "--work-tree" | "--namespace" | "--super-prefix" => index += 2,
+            _ if word.starts_with("--git-dir=") => {
+                analysis.hazard(HazardKind::RunsProgram, "git --git-dir=DIR");
+                index += 1;
+            }
             _ if word.starts_with("--config-env=") || word.starts_with("--exec-path=") => {
                 analysis.hazard(HazardKind::RunsProgram, &format!("git {word}"));
                 index += 1;
@@ -680,13 +696,14 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         return;
     };
     let rest = &argv[index + 1..];
-    // git accepts unique abbreviations of long options (`--ext=`).
+    // git accepts any unique abbreviation of a long option (`--up=` for
+    // `git clone --upload-pack`): every prefix counts.
     let runs = |flags: &[&str]| {
         rest.iter().take_while(|w| *w != "--").any(|w| {
             flags.iter().any(|flag| {
                 w == flag
                     || w.starts_with(&format!("{flag}="))
-                    || (flag.starts_with("--") && abbreviates(w, flag, 5))
+                    || (flag.starts_with("--") && abbreviates(w, flag, 3))
                     || (flag.len() == 2 && !flag.starts_with("--") && w.starts_with(flag))
             })
         })
@@ -740,8 +757,13 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         "help" if runs(&["--web", "--man", "--info"]) || cluster(&['w', 'm', 'i']) => {
             analysis.hazard(HazardKind::RunsProgram, "git help --web");
         }
-        "instaweb" | "web--browse" => {
+        // `git remote-ext URL CMD` runs CMD when asked to connect;
+        // `git daemon --access-hook=CMD` runs CMD for each request.
+        "instaweb" | "web--browse" | "remote-ext" => {
             analysis.hazard(HazardKind::RunsProgram, &format!("git {subcommand}"));
+        }
+        "daemon" if rest.iter().any(|w| w.starts_with("--access-hook")) => {
+            analysis.hazard(HazardKind::RunsProgram, "git daemon --access-hook");
         }
         "config" if rest.iter().filter(|w| !w.starts_with('-')).count() >= 2 => {
             analysis.hazard(HazardKind::RunsProgram, "git config (sets a value)");
