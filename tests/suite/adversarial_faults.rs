@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, calls};
+use crate::support::server::{Reply, Server};
+use crate::support::wire;
 
 // ---------------------------------------------------------------------------
 // Helpers.
@@ -196,4 +198,161 @@ fn git_abbreviations_and_remote_helpers_do_not_run_under_a_git_rule() {
         assert!(told.contains("not auto-allowed"), "{told}");
     }
     assert_eq!(entries[3]["result"]["ran"], true, "{}", entries[3]);
+}
+
+// ---------------------------------------------------------------------------
+// S8: output hygiene.
+
+/// Raw control characters, bidi controls and line/paragraph separators,
+/// the characters a log or a terminal would act on.
+fn hostile_char(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t' && c != '\r')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+        || c == '\u{200e}'
+        || c == '\u{200f}'
+        || c == '\u{2028}'
+        || c == '\u{2029}'
+}
+
+/// Checks `path` with a real XML parser (expat, through python3).
+fn assert_well_formed_xml(path: &Path) {
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])",
+        ])
+        .arg(path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "{} is not well-formed XML: {}\n{}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&std::fs::read(path).unwrap())
+    );
+}
+
+/// Model text, a tool name, tool output and a check's output carrying NUL
+/// and other C0 controls, ESC sequences, bidi overrides, U+2028,
+/// invalid UTF-8, `]]>` and workflow commands: JUnit stays well-formed
+/// XML, the JSON outputs parse, no such character reaches stdout, stderr
+/// or the summary raw, and no workflow command reaches stdout or stderr.
+#[test]
+fn control_bidi_and_invalid_utf8_text_leaves_every_output_well_formed() {
+    let hostile = "nul\u{0} bel\u{7} esc\u{1b}[31m vt\u{b} bidi\u{202e}gnp.exe lri\u{2066} ls\u{2028} \
+                   cdata]]> amp& lt< fffe\u{fffe}\n##[error]forged\n::add-mask::x\n  ::set-output name=a::b";
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { default: allow }\nchecks:\n  - name: \"c\\u0001heck\\u202e ]]>\"\n    run: printf 'x\\000y\\001\\377\\376\\033]0;t\\007 \\342\\200\\256 ]]> \\n##[warning]w\\n::add-mask::m\\n'; exit 1\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                (
+                    "run_shell",
+                    json!({"command": "printf 'a\\000b\\001c\\033[2J\\377\\376 ]]> \\342\\200\\256 \\342\\201\\246\\n::set-output name=x::y\\n'; exit 1"}),
+                ),
+                ("bad\u{0}name\u{202e}\u{1b}[2J", json!({"x": hostile})),
+            ]),
+            answer(hostile),
+        ],
+    );
+    let run = ybs.run(["run", "-v", "t.yaml"]);
+    run.expect_code(1);
+    assert_well_formed_xml(&ybs.path().join("ybs-out/junit.xml"));
+    let junit = ybs.read("ybs-out/junit.xml");
+    assert!(junit.contains("checks_failed"), "{junit}");
+    ybs.json("ybs-out/t/transcript.json");
+    run.events("t");
+    let summary = ybs.read("ybs-out/summary.md");
+    for (name, printed) in [
+        ("stdout", &run.stdout),
+        ("stderr", &run.stderr),
+        ("summary.md", &summary),
+    ] {
+        let raw: Vec<char> = printed.chars().filter(|c| hostile_char(*c)).collect();
+        assert!(raw.is_empty(), "{name} printed {raw:?}:\n{printed}");
+        if name == "summary.md" {
+            // Markdown for the step summary, which GitHub renders and
+            // never reads for workflow commands; tool output sits in a
+            // fence it cannot close.
+            continue;
+        }
+        assert!(!printed.contains("##["), "{name}:\n{printed}");
+        for line in printed.lines() {
+            assert!(
+                !line.trim_start().starts_with("::"),
+                "{name}: a forged workflow command: {line:?}"
+            );
+        }
+    }
+    // The text is shown escaped, not dropped.
+    assert!(run.stdout.contains("gnp.exe"), "{}", run.stdout);
+}
+
+// ---------------------------------------------------------------------------
+// S11: provider faults.
+
+/// A task against the scripted OpenAI server with fast retries.
+fn against(replies: Vec<Reply>) -> (Ybs, Server, crate::support::Run) {
+    let ybs = Ybs::new().env("OPENAI_API_KEY", "sk-test-faults-0000");
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { default: allow }\n",
+    );
+    ybs.file(
+        ".ybs.json",
+        r#"{"agent": {"retry_backoff_base_ms": 10}, "llm": {"stream_idle_timeout_seconds": "300ms"}}"#,
+    );
+    let server = Server::start(replies);
+    let endpoint = format!("{}/v1", server.url);
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--provider",
+        "openai",
+        "--endpoint",
+        &endpoint,
+        "--model",
+        "m",
+    ]);
+    (ybs, server, run)
+}
+
+/// A `Retry-After` too large for a duration (`1e23` seconds, or
+/// `retry-after-ms: 1e300`) used to panic ybs (exit 101, no outputs); it
+/// is the longest wait, past the retry cap: the task errors at once with
+/// every output written, and nothing is sent again.
+#[test]
+fn a_retry_after_too_large_for_a_duration_fails_the_task_without_a_panic() {
+    for (header, value, status) in [
+        ("retry-after", "99999999999999999999999", 429),
+        ("retry-after-ms", "1e300", 503),
+    ] {
+        let (ybs, server, run) = against(vec![
+            Reply::json(
+                status,
+                &json!({"error": {"message": "slow down", "type": "requests", "code": "rate_limit_exceeded"}}),
+            )
+            .header(header, value),
+            wire::openai_sse_answer("never"),
+        ]);
+        run.expect_code(4);
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+        assert_eq!(server.requests().len(), 1, "{header}: retried");
+        let transcript = ybs.json("ybs-out/t/transcript.json");
+        assert_eq!(transcript["reason"], "provider_error", "{transcript}");
+        assert!(
+            run.stdout.contains("Retry-After") || run.stderr.contains("Retry-After"),
+            "the wait is named:\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        crate::suite::run::well_formed(&ybs.path().join("ybs-out/junit.xml"));
+        run.events("t");
+    }
 }
