@@ -356,3 +356,132 @@ fn a_retry_after_too_large_for_a_duration_fails_the_task_without_a_panic() {
         run.events("t");
     }
 }
+
+// ---------------------------------------------------------------------------
+// S12: git never loses work and runs no repository-configured program.
+
+/// A `.git/config` naming a program in every place git would run one
+/// (filter drivers for every path, a hooks directory, an included file
+/// and an `includeIf` setting `core.fsmonitor`, commit signing, textconv,
+/// ssh, editor, pager, credential and askpass helpers): ybs's commit runs
+/// none of them and commits exactly the task's files with their bytes as
+/// written; a file that needs a filter program is left uncommitted in the
+/// worktree, and the git note says why.
+#[test]
+fn a_hostile_git_config_runs_nothing_and_the_commit_holds_the_raw_bytes() {
+    use crate::suite::git::Repo;
+    let ybs = Ybs::new();
+    ybs.file("a.txt", "a\n");
+    ybs.file(
+        ".gitattributes",
+        "* diff=evil merge=evil\nfiltered.txt filter=evil\n",
+    );
+    ybs.file(
+        "t.yaml",
+        "prompt: p\nmodel: test-model\npolicy: { default: allow }\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                ("write_file", json!({"path": "new.txt", "content": "NEW\n"})),
+                ("write_file", json!({"path": "filtered.txt", "content": "F\n"})),
+                (
+                    "edit_file",
+                    json!({"path": "a.txt", "old_text": "a", "new_text": "A"}),
+                ),
+            ]),
+            answer("Edited"),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    let markers = ybs.home().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    let program = |name: &str| {
+        let path = ybs.home().join(format!("{name}.sh"));
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\ntouch '{}'\ncat\n",
+                markers.join(name).display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    };
+    let hooks = ybs.home().join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    for hook in [
+        "pre-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "reference-transaction",
+        "post-index-change",
+        "post-checkout",
+    ] {
+        let script = program(hook);
+        std::fs::copy(&script, hooks.join(hook)).unwrap();
+    }
+    let included = ybs.home().join("included.cfg");
+    std::fs::write(
+        &included,
+        format!("[core]\n\tfsmonitor = {}\n", program("fsmonitor-included")),
+    )
+    .unwrap();
+    let conditional = ybs.home().join("conditional.cfg");
+    std::fs::write(
+        &conditional,
+        format!(
+            "[core]\n\tfsmonitor = {}\n[filter \"evil\"]\n\tprocess = {}\n",
+            program("fsmonitor-conditional"),
+            program("filter-process")
+        ),
+    )
+    .unwrap();
+    for (key, value) in [
+        ("filter.evil.clean", program("filter-clean")),
+        ("filter.evil.smudge", program("filter-smudge")),
+        ("filter.evil.required", "false".to_owned()),
+        ("diff.evil.textconv", program("textconv")),
+        ("diff.external", program("diff-external")),
+        ("merge.evil.driver", program("merge-driver")),
+        ("core.hooksPath", hooks.display().to_string()),
+        ("include.path", included.display().to_string()),
+        ("includeIf.gitdir:/.path", conditional.display().to_string()),
+        ("commit.gpgSign", "true".to_owned()),
+        ("gpg.program", program("gpg")),
+        ("core.sshCommand", program("ssh")),
+        ("core.editor", program("editor")),
+        ("core.pager", program("pager")),
+        ("core.askPass", program("askpass")),
+        ("credential.helper", format!("!{}", program("credential"))),
+    ] {
+        repo.git(&["config", key, &value]);
+    }
+    let before = repo.head();
+    let run = ybs.run(["run", "t.yaml"]);
+    let ran: Vec<String> = std::fs::read_dir(&markers)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(ran.is_empty(), "repository programs ran: {ran:?}\n{}", run.stderr);
+    run.expect_code(0);
+    assert_eq!(repo.commit_count(), 2, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(repo.git(&["rev-parse", "HEAD~1"]), before);
+    let changed = repo.git(&["diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD"]);
+    assert_eq!(changed, "a.txt\nnew.txt");
+    // The blobs hold what the tools wrote: no clean filter ran on them.
+    assert_eq!(repo.git(&["cat-file", "blob", "HEAD:new.txt"]), "NEW");
+    assert_eq!(repo.git(&["cat-file", "blob", "HEAD:a.txt"]), "A");
+    assert!(
+        repo.git(&["cat-file", "commit", "HEAD"]).lines().all(|l| !l.starts_with("gpgsig")),
+        "the commit was signed by a configured program"
+    );
+    assert_eq!(ybs.read("filtered.txt"), "F\n");
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    let note = transcript["git"]["note"].as_str().unwrap();
+    assert!(note.contains("filtered.txt") && note.contains("filter"), "{note}");
+}
