@@ -41,6 +41,15 @@ pub enum GitError {
     )]
     IndexLocked { lock: PathBuf },
 
+    /// Another `ybs run` is writing in this repository and one of the two
+    /// commits (see `runlock.rs`).
+    #[error(
+        "another ybs run{} is writing in this repository and a task commits: the commit would take the other run's files (lock {})",
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
+        lock.display()
+    )]
+    RunLocked { lock: PathBuf, holder: Option<u32> },
+
     /// A merge, rebase, cherry-pick, revert, bisect or `git am` is under way.
     #[error(
         "the repository is in the middle of a {state}; ybs commits only when it is finished or aborted, so nothing was committed"

@@ -5,7 +5,8 @@
 //! attacker; everything runs through the real binary.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -385,7 +386,10 @@ fn a_hostile_git_config_runs_nothing_and_the_commit_holds_the_raw_bytes() {
         vec![
             calls(&[
                 ("write_file", json!({"path": "new.txt", "content": "NEW\n"})),
-                ("write_file", json!({"path": "filtered.txt", "content": "F\n"})),
+                (
+                    "write_file",
+                    json!({"path": "filtered.txt", "content": "F\n"}),
+                ),
                 (
                     "edit_file",
                     json!({"path": "a.txt", "old_text": "a", "new_text": "A"}),
@@ -401,10 +405,7 @@ fn a_hostile_git_config_runs_nothing_and_the_commit_holds_the_raw_bytes() {
         let path = ybs.home().join(format!("{name}.sh"));
         std::fs::write(
             &path,
-            format!(
-                "#!/bin/sh\ntouch '{}'\ncat\n",
-                markers.join(name).display()
-            ),
+            format!("#!/bin/sh\ntouch '{}'\ncat\n", markers.join(name).display()),
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -467,7 +468,11 @@ fn a_hostile_git_config_runs_nothing_and_the_commit_holds_the_raw_bytes() {
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(ran.is_empty(), "repository programs ran: {ran:?}\n{}", run.stderr);
+    assert!(
+        ran.is_empty(),
+        "repository programs ran: {ran:?}\n{}",
+        run.stderr
+    );
     run.expect_code(0);
     assert_eq!(repo.commit_count(), 2, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(repo.git(&["rev-parse", "HEAD~1"]), before);
@@ -477,11 +482,108 @@ fn a_hostile_git_config_runs_nothing_and_the_commit_holds_the_raw_bytes() {
     assert_eq!(repo.git(&["cat-file", "blob", "HEAD:new.txt"]), "NEW");
     assert_eq!(repo.git(&["cat-file", "blob", "HEAD:a.txt"]), "A");
     assert!(
-        repo.git(&["cat-file", "commit", "HEAD"]).lines().all(|l| !l.starts_with("gpgsig")),
+        repo.git(&["cat-file", "commit", "HEAD"])
+            .lines()
+            .all(|l| !l.starts_with("gpgsig")),
         "the commit was signed by a configured program"
     );
     assert_eq!(ybs.read("filtered.txt"), "F\n");
     let transcript = ybs.json("ybs-out/t/transcript.json");
     let note = transcript["git"]["note"].as_str().unwrap();
-    assert!(note.contains("filtered.txt") && note.contains("filter"), "{note}");
+    assert!(
+        note.contains("filtered.txt") && note.contains("filter"),
+        "{note}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Concurrent runs, interrupts and crashes.
+
+/// A task that writes `NAME.txt`, runs `sleep SECONDS`, then answers.
+fn slow_task(ybs: &Ybs, name: &str, seconds: u32) {
+    ybs.file(
+        &format!("{name}.yaml"),
+        "prompt: p\nmodel: test-model\npolicy: { default: allow }\n",
+    );
+    ybs.cassette(
+        &format!("{name}.cassette.json"),
+        vec![
+            calls(&[(
+                "write_file",
+                json!({"path": format!("{name}.txt"), "content": format!("{name}\n")}),
+            )]),
+            calls(&[(
+                "run_shell",
+                json!({"command": format!("sleep {seconds}"), "timeout_seconds": 60}),
+            )]),
+            answer(&format!("Did {name}")),
+        ],
+    );
+}
+
+/// Waits until `path` exists.
+fn wait_for(path: &Path, what: &str) {
+    let started = Instant::now();
+    while !path.exists() {
+        assert!(started.elapsed() < Duration::from_secs(20), "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Two `ybs run` in one repository at once used to mix their work: the
+/// first run's commit took the second run's file (it changed in the work
+/// tree during the first task), and the second reported "nothing to
+/// commit". Now a run that commits holds the repository: the second run
+/// is refused before it does anything (also with `--allow-dirty` or
+/// `--no-commit`, whose files the first commit would take), and the first
+/// commits only its own file. The lock dies with its process: after a
+/// `kill -9` the next run is not blocked.
+#[test]
+fn a_second_run_in_the_same_repository_is_refused_while_one_commits() {
+    use crate::suite::git::Repo;
+    let ybs = Ybs::new();
+    slow_task(&ybs, "one", 3);
+    slow_task(&ybs, "two", 0);
+    slow_task(&ybs, "three", 30);
+    let repo = Repo::init(&ybs, "");
+    let mut first = ybs
+        .command()
+        .args(["run", "one.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&ybs.path().join("one.txt"), "the first run never wrote");
+    for extra in [&["--allow-dirty"][..], &["--no-commit"], &[]] {
+        let mut args = vec!["run", "two.yaml"];
+        args.extend_from_slice(extra);
+        let second = ybs.run(&args);
+        second.expect_code(2);
+        assert!(
+            second.stderr.contains("another ybs run"),
+            "{extra:?}: {}",
+            second.stderr
+        );
+        assert!(!ybs.exists("two.txt"), "{extra:?}: the second run wrote");
+    }
+    assert_eq!(first.wait().unwrap().code(), Some(0));
+    assert_eq!(repo.commit_count(), 2);
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD"]),
+        "one.txt"
+    );
+    // No stale lock after a crash.
+    let mut crashed = ybs
+        .command()
+        .args(["run", "three.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&ybs.path().join("three.txt"), "the run never wrote");
+    crashed.kill().unwrap();
+    crashed.wait().unwrap();
+    let after = ybs.run(["run", "two.yaml", "--allow-dirty"]);
+    after.expect_code(0);
+    assert_eq!(ybs.read("two.txt"), "two\n");
 }
