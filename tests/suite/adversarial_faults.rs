@@ -587,3 +587,188 @@ fn a_second_run_in_the_same_repository_is_refused_while_one_commits() {
     after.expect_code(0);
     assert_eq!(ybs.read("two.txt"), "two\n");
 }
+
+/// `kill -9` of ybs in the middle of a tool call: nothing is finished, yet
+/// every line of `events.jsonl` and of the `--json` stdout written so far
+/// is complete JSON, and no transcript or JUnit half-written under its
+/// final name exists (each is renamed into place whole or not at all).
+#[test]
+fn after_kill_9_mid_run_every_written_json_line_parses() {
+    let ybs = Ybs::new();
+    slow_task(&ybs, "t", 60);
+    let mut child = ybs
+        .command()
+        .args(["run", "--json", "--no-commit", "t.yaml"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut { stdout }, &mut text).unwrap();
+        text
+    });
+    wait_for(&ybs.path().join("t.txt"), "the run never wrote");
+    let events = ybs.path().join("ybs-out/t/events.jsonl");
+    let started = Instant::now();
+    while !std::fs::read_to_string(&events).is_ok_and(|text| text.contains("run_shell")) {
+        assert!(started.elapsed() < Duration::from_secs(20), "no run_shell event");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let printed = reader.join().unwrap();
+    let written = std::fs::read_to_string(&events).unwrap();
+    for (name, text) in [("stdout", &printed), ("events.jsonl", &written)] {
+        assert!(text.ends_with('\n'), "{name}: a partial last line:\n{text}");
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"))
+            })
+            .collect();
+        assert!(
+            lines.iter().any(|line| line["type"] == "tool.decided"),
+            "{name}:\n{text}"
+        );
+    }
+    for output in ["ybs-out/t/transcript.json", "ybs-out/junit.xml"] {
+        if let Ok(text) = std::fs::read_to_string(ybs.path().join(output)) {
+            if output.ends_with(".json") {
+                serde_json::from_str::<Value>(&text)
+                    .unwrap_or_else(|e| panic!("{output}: {e}"));
+            } else {
+                crate::suite::run::well_formed(&ybs.path().join(output));
+            }
+        }
+    }
+    assert_eq!(ybs.read("t.txt"), "t\n", "the work so far stays");
+}
+
+/// SIGTERM and SIGINT in the middle of a tool call, in a repository with
+/// the user's own uncommitted change (`--allow-dirty`): exit 130 at once,
+/// the task's file stays in the work tree uncommitted, HEAD does not
+/// move, the user's change is untouched and saved, and every output is
+/// written and valid.
+#[test]
+fn an_interrupt_mid_tool_keeps_the_work_and_the_users_changes() {
+    use crate::suite::git::Repo;
+    for signal in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGINT,
+    ] {
+        let ybs = Ybs::new();
+        ybs.file("mine.txt", "base\n");
+        slow_task(&ybs, "t", 60);
+        let repo = Repo::init(&ybs, "");
+        let head = repo.head();
+        ybs.file("mine.txt", "my unfinished work\n");
+        let mut child = ybs
+            .command()
+            .args(["run", "--allow-dirty", "t.yaml"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&ybs.path().join("t.txt"), "the run never wrote");
+        std::thread::sleep(Duration::from_millis(500));
+        let sent = Instant::now();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            signal,
+        )
+        .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(sent.elapsed() < Duration::from_secs(10), "{signal}: slow stop");
+        assert_eq!(
+            output.status.code(),
+            Some(130),
+            "{signal}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(repo.head(), head, "{signal}: something was committed");
+        assert_eq!(ybs.read("t.txt"), "t\n");
+        assert_eq!(ybs.read("mine.txt"), "my unfinished work\n");
+        let status = repo.status();
+        assert!(status.contains(&" M mine.txt".to_owned()), "{status:?}");
+        assert!(status.contains(&"?? t.txt".to_owned()), "{status:?}");
+        let saved = repo.git(&["for-each-ref", "--format=%(refname)", "refs/ybs/saved"]);
+        assert!(!saved.is_empty(), "{signal}: the user's work was not saved");
+        assert_eq!(
+            repo.git(&["show", &format!("{saved}:mine.txt")]),
+            "my unfinished work"
+        );
+        let transcript = ybs.json("ybs-out/t/transcript.json");
+        assert_eq!(transcript["reason"], "interrupted", "{signal}");
+        crate::suite::run::well_formed(&ybs.path().join("ybs-out/junit.xml"));
+        let events: Vec<Value> = ybs
+            .read("ybs-out/t/events.jsonl")
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert!(
+            events.iter().any(|event| event["type"] == "task.finished"),
+            "{signal}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// S3: headless fails closed.
+
+/// ybs's stdin is a file holding approvals (`y`, `always`), not a
+/// terminal: an `ask` call is denied with the reason in its result, the
+/// commands and checks that read stdin see end-of-file, and nothing reads
+/// a byte of it, neither ybs nor a child (the file offset, shared with
+/// everything that inherits the descriptor, stays at 0).
+#[test]
+fn approvals_waiting_on_stdin_are_never_read() {
+    use std::io::Seek as _;
+    let ybs = Ybs::new();
+    ybs.file("approvals.txt", "y\nalways\ny\n");
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: ['run_shell(cat*)']\n  ask: ['run_shell(touch*)']\nchecks:\n  - name: reads\n    run: cat; echo check-end\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                ("run_shell", json!({"command": "touch approved.txt"})),
+                ("run_shell", json!({"command": "cat"})),
+            ]),
+            answer("done"),
+        ],
+    );
+    let mut stdin = std::fs::File::open(ybs.path().join("approvals.txt")).unwrap();
+    let started = Instant::now();
+    let output = ybs
+        .command()
+        .args(["run", "-v", "t.yaml"])
+        .stdin(stdin.try_clone().unwrap())
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdin.stream_position().unwrap(), 0, "stdin was read");
+    assert!(!ybs.exists("approved.txt"), "the ask call ran");
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    let entries = tool_calls(&transcript);
+    assert_eq!(entries[0]["decision"]["verdict"], "ask");
+    assert_eq!(entries[0]["result"]["ran"], false);
+    let told = entries[0]["result"]["output"].as_str().unwrap();
+    assert!(
+        told.contains("needs approval") && told.contains("on_ask"),
+        "{told}"
+    );
+    let cat: Value = serde_json::from_str(entries[1]["result"]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(cat["stdout"], "", "{cat}");
+    assert_eq!(cat["timed_out"], false, "{cat}");
+}
