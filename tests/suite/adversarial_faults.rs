@@ -772,3 +772,62 @@ fn approvals_waiting_on_stdin_are_never_read() {
     assert_eq!(cat["stdout"], "", "{cat}");
     assert_eq!(cat["timed_out"], false, "{cat}");
 }
+
+// ---------------------------------------------------------------------------
+// S9: subprocesses always end, checks included.
+
+/// Processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+/// Checks run the model's code too: a check whose background child holds
+/// its stdout, one that escapes with `setsid`, one that floods 30 MB of
+/// output, and one that hangs past its timeout. The run ends in seconds,
+/// the flood is capped, the hang is a timeout, and no process is left.
+#[test]
+fn checks_that_linger_escape_flood_or_hang_still_end() {
+    let marker = format!("30{}", std::process::id() % 100_000);
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: p\ncommit: false\npolicy: {{ default: allow }}\nchecks:\n  - name: linger\n    run: (sleep {marker}.1; echo never) & echo quick\n  - name: escape\n    run: setsid sh -c 'sleep {marker}.2' > /dev/null 2>&1 < /dev/null & echo bye\n  - name: flood\n    run: yes ::set-output name=x::y | head -c 30000000; exit 1\n  - name: hang\n    run: sleep {marker}.3\n    timeout: 2s\n"
+        ),
+    );
+    ybs.cassette("t.cassette.json", vec![answer("ok")]);
+    let started = Instant::now();
+    let run = ybs.run(["run", "t.yaml"]);
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    run.expect_code(1);
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    let checks = transcript["checks"].as_array().unwrap();
+    let named = |name: &str| checks.iter().find(|c| c["name"] == name).unwrap();
+    assert_eq!(named("linger")["exit_code"], 0, "{checks:?}");
+    assert_eq!(named("escape")["exit_code"], 0, "{checks:?}");
+    assert_eq!(named("hang")["timed_out"], true, "{checks:?}");
+    let flood = named("flood");
+    assert_eq!(flood["exit_code"], 1);
+    let output = flood["output"].as_str().unwrap_or_default();
+    assert!(output.len() < 2 * 1024 * 1024, "{} bytes kept", output.len());
+    assert!(!run.stdout.contains("\n::set-output"), "a forged command");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left = processes_with(&format!("sleep {marker}"));
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left behind: {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
