@@ -613,7 +613,10 @@ fn after_kill_9_mid_run_every_written_json_line_parses() {
     let events = ybs.path().join("ybs-out/t/events.jsonl");
     let started = Instant::now();
     while !std::fs::read_to_string(&events).is_ok_and(|text| text.contains("run_shell")) {
-        assert!(started.elapsed() < Duration::from_secs(20), "no run_shell event");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no run_shell event"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(200));
@@ -637,8 +640,7 @@ fn after_kill_9_mid_run_every_written_json_line_parses() {
     for output in ["ybs-out/t/transcript.json", "ybs-out/junit.xml"] {
         if let Ok(text) = std::fs::read_to_string(ybs.path().join(output)) {
             if output.ends_with(".json") {
-                serde_json::from_str::<Value>(&text)
-                    .unwrap_or_else(|e| panic!("{output}: {e}"));
+                serde_json::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{output}: {e}"));
             } else {
                 crate::suite::run::well_formed(&ybs.path().join(output));
             }
@@ -681,7 +683,10 @@ fn an_interrupt_mid_tool_keeps_the_work_and_the_users_changes() {
         )
         .unwrap();
         let output = child.wait_with_output().unwrap();
-        assert!(sent.elapsed() < Duration::from_secs(10), "{signal}: slow stop");
+        assert!(
+            sent.elapsed() < Duration::from_secs(10),
+            "{signal}: slow stop"
+        );
         assert_eq!(
             output.status.code(),
             Some(130),
@@ -768,7 +773,8 @@ fn approvals_waiting_on_stdin_are_never_read() {
         told.contains("needs approval") && told.contains("on_ask"),
         "{told}"
     );
-    let cat: Value = serde_json::from_str(entries[1]["result"]["output"].as_str().unwrap()).unwrap();
+    let cat: Value =
+        serde_json::from_str(entries[1]["result"]["output"].as_str().unwrap()).unwrap();
     assert_eq!(cat["stdout"], "", "{cat}");
     assert_eq!(cat["timed_out"], false, "{cat}");
 }
@@ -808,7 +814,11 @@ fn checks_that_linger_escape_flood_or_hang_still_end() {
     ybs.cassette("t.cassette.json", vec![answer("ok")]);
     let started = Instant::now();
     let run = ybs.run(["run", "t.yaml"]);
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
     run.expect_code(1);
     let transcript = ybs.json("ybs-out/t/transcript.json");
     let checks = transcript["checks"].as_array().unwrap();
@@ -819,7 +829,11 @@ fn checks_that_linger_escape_flood_or_hang_still_end() {
     let flood = named("flood");
     assert_eq!(flood["exit_code"], 1);
     let output = flood["output"].as_str().unwrap_or_default();
-    assert!(output.len() < 2 * 1024 * 1024, "{} bytes kept", output.len());
+    assert!(
+        output.len() < 2 * 1024 * 1024,
+        "{} bytes kept",
+        output.len()
+    );
     assert!(!run.stdout.contains("\n::set-output"), "a forged command");
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
@@ -829,5 +843,120 @@ fn checks_that_linger_escape_flood_or_hang_still_end() {
         }
         assert!(Instant::now() < deadline, "left behind: {left:?}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Malformed tool calls over the real OpenAI wire, in one turn: arguments
+/// that are not JSON, a JSON array, JSON followed by more text, a tool
+/// name with path traversal, no name at all. Each is refused with its
+/// reason and the others still run; then a stream that ends cleanly in
+/// the middle of a call (no `finish_reason`, no `[DONE]`) is retried and
+/// its call runs once, from the complete retry.
+#[test]
+fn malformed_calls_on_the_wire_are_refused_one_by_one_and_a_short_stream_is_retried() {
+    let hello = json!({"path": "hello.txt", "content": "hi\n"}).to_string();
+    let turn = wire::sse_done(&wire::openai_call_chunks(
+        &[
+            ("c1", "write_file", "not json {"),
+            ("c2", "write_file", "[1,2]"),
+            (
+                "c3",
+                "write_file",
+                r#"{"path":"x.txt","content":"x"} rm -rf /"#,
+            ),
+            ("c4", "../../../bin/sh", "{}"),
+            ("c5", "", "{}"),
+            ("c6", "write_file", &hello),
+        ],
+        7,
+        true,
+    ));
+    let again = json!({"path": "again.txt", "content": "again\n"}).to_string();
+    let chunks = wire::openai_call_chunks(&[("c7", "write_file", &again)], 6, false);
+    let short: String = chunks[..3]
+        .iter()
+        .map(|chunk| format!("data: {chunk}\n\n"))
+        .collect();
+    let (ybs, server, run) = against(vec![
+        Reply::sse(&turn),
+        Reply::sse(&short),
+        Reply::sse(&wire::sse_done(&chunks)),
+        wire::openai_sse_answer("done"),
+    ]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 4, "{}", run.stderr);
+    assert_eq!(ybs.read("hello.txt"), "hi\n");
+    assert_eq!(ybs.read("again.txt"), "again\n");
+    assert!(!ybs.exists("x.txt"));
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    let entries = tool_calls(&transcript);
+    assert_eq!(entries.len(), 7, "{entries:#?}");
+    for (entry, why) in entries.iter().zip([
+        "not valid JSON",
+        "must be a JSON object",
+        "not valid JSON",
+        "unknown tool",
+        "names no tool",
+    ]) {
+        assert_eq!(entry["result"]["ran"], false, "{entry}");
+        let told = entry["result"]["output"].as_str().unwrap();
+        assert!(told.contains(why), "{why}: {told}");
+    }
+    assert_eq!(entries[5]["result"]["ran"], true);
+    assert_eq!(entries[6]["result"]["ran"], true);
+    let retries = run
+        .events("t")
+        .iter()
+        .filter(|event| event["type"] == "llm.retry")
+        .count();
+    assert_eq!(retries, 1);
+}
+
+// ---------------------------------------------------------------------------
+// S10: limits.
+
+/// A turn of 40 calls: the first 32 run, the other 8 are refused with
+/// the limit's own rule and reason, and every call still gets a result.
+#[test]
+fn a_turn_of_forty_calls_runs_thirty_two_and_refuses_the_rest() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { default: allow }\n",
+    );
+    let many: Vec<(String, Value)> = (0..40)
+        .map(|i| {
+            (
+                "write_file".to_owned(),
+                json!({"path": format!("f{i:02}.txt"), "content": "x"}),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, Value)> = many
+        .iter()
+        .map(|(name, arguments)| (name.as_str(), arguments.clone()))
+        .collect();
+    ybs.cassette("t.cassette.json", vec![calls(&borrowed), answer("ok")]);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    let entries = tool_calls(&transcript);
+    assert_eq!(entries.len(), 40);
+    let tool_messages = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .count();
+    assert_eq!(tool_messages, 40, "every call gets a result");
+    for (i, entry) in entries.iter().enumerate() {
+        let ran = entry["result"]["ran"].as_bool().unwrap();
+        assert_eq!(ran, i < 32, "{entry}");
+        assert_eq!(ybs.exists(&format!("f{i:02}.txt")), i < 32);
+        if !ran {
+            assert_eq!(entry["decision"]["rule"], "limit:tool_calls_per_turn");
+            let told = entry["result"]["output"].as_str().unwrap();
+            assert!(told.contains("too many tool calls in one turn"), "{told}");
+        }
     }
 }
