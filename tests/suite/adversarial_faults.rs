@@ -667,7 +667,7 @@ fn an_interrupt_mid_tool_keeps_the_work_and_the_users_changes() {
         let repo = Repo::init(&ybs, "");
         let head = repo.head();
         ybs.file("mine.txt", "my unfinished work\n");
-        let mut child = ybs
+        let child = ybs
             .command()
             .args(["run", "--allow-dirty", "t.yaml"])
             .stdout(Stdio::null())
