@@ -803,7 +803,12 @@ fn processes_with(marker: &str) -> Vec<String> {
 /// the flood is capped, the hang is a timeout, and no process is left.
 #[test]
 fn checks_that_linger_escape_flood_or_hang_still_end() {
-    let marker = format!("30{}", std::process::id() % 100_000);
+    for (index, extra) in [&[][..], &["--no-sandbox"]].into_iter().enumerate() {
+        checks_end(&format!("3{index}{}", std::process::id() % 100_000), extra);
+    }
+}
+
+fn checks_end(marker: &str, extra: &[&str]) {
     let ybs = Ybs::new();
     ybs.file(
         "t.yaml",
