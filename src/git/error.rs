@@ -44,11 +44,10 @@ pub enum GitError {
     /// Another `ybs run` is writing in this repository and one of the two
     /// commits (see `runlock.rs`).
     #[error(
-        "another ybs run{} is writing in this repository and a task commits: the commit would take the other run's files (lock {})",
-        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
-        lock.display()
+        "another ybs run is writing in the repository at {} and a task commits: the commit would take the other run's files",
+        git_dir.display()
     )]
-    RunLocked { lock: PathBuf, holder: Option<u32> },
+    RunLocked { git_dir: PathBuf },
 
     /// A merge, rebase, cherry-pick, revert, bisect or `git am` is under way.
     #[error(

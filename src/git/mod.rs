@@ -82,7 +82,7 @@ pub use changes::{SkipReason, SkippedPath, TaskChanges};
 pub use commit::{CommitOutcome, CommitRequest};
 pub use error::GitError;
 pub use ignore::IgnoreRules;
-pub use runlock::{RUN_LOCK, lock_repository};
+pub use runlock::lock_repository;
 pub use salvage::SalvageOutcome;
 pub use saved::{SavedWork, saved_ref};
 pub use secrets::SecretFile;

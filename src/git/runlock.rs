@@ -3,14 +3,14 @@
 //! task; a second `ybs run` writing in the same work tree at the same
 //! time would have its files taken into the first run's commit (and report
 //! "nothing to commit" itself). So a run that commits holds an exclusive
-//! `flock` on `<git common dir>/ybs-run.lock` from before its first task
+//! `flock` on the git common directory itself from before its first task
 //! until it exits, and a run that only writes (`--no-commit`, `commit:
 //! false`) a shared one: two writers without commits may share the tree,
-//! a committing run never shares it. The kernel drops the lock when the
-//! process ends, even by `kill -9`: no stale lock is ever left.
+//! a committing run never shares it. Locking the directory writes nothing
+//! into `.git`, and the kernel drops the lock when the process ends, even
+//! by `kill -9`: no stale lock is ever left.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write as _;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -19,10 +19,7 @@ use nix::fcntl::{Flock, FlockArg};
 
 use super::GitError;
 
-/// The lock file's name in the git common directory.
-pub const RUN_LOCK: &str = "ybs-run.lock";
-
-/// The locks this process holds: (lock file, exclusive, lock).
+/// The locks this process holds: (git common directory, exclusive, lock).
 static HELD: Mutex<Vec<(PathBuf, bool, Flock<File>)>> = Mutex::new(Vec::new());
 
 /// Takes the run lock of the repository holding `workdir` for the rest of
@@ -35,7 +32,7 @@ pub fn lock_repository(workdir: &Path, exclusive: bool) -> Result<(), GitError> 
     let Ok(repo) = git2::Repository::discover(workdir) else {
         return Ok(());
     };
-    let path = repo.commondir().join(RUN_LOCK);
+    let path = repo.commondir().to_path_buf();
     let mut held = HELD
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -57,36 +54,21 @@ pub fn lock_repository(workdir: &Path, exclusive: bool) -> Result<(), GitError> 
             Err(_) => Ok(()),
         };
     }
-    let Ok(file) = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-    else {
+    let Ok(file) = File::open(&path) else {
         return Ok(());
     };
     // A file system without locks: no lock, as without a repository.
-    let mut lock = match Flock::lock(file, mode) {
+    let lock = match Flock::lock(file, mode) {
         Ok(lock) => lock,
         Err((_, Errno::EWOULDBLOCK)) => return Err(busy(&path)),
         Err(_) => return Ok(()),
     };
-    if exclusive {
-        // Who holds it, for the message another run prints.
-        let _ = lock.set_len(0);
-        let _ = writeln!(lock, "{}", std::process::id());
-    }
     held.push((path, exclusive, lock));
     Ok(())
 }
 
 fn busy(path: &Path) -> GitError {
-    let holder = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| text.trim().parse::<u32>().ok());
     GitError::RunLocked {
-        lock: path.to_owned(),
-        holder,
+        git_dir: path.to_owned(),
     }
 }

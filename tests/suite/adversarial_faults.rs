@@ -63,9 +63,10 @@ fn tool_calls(transcript: &Value) -> &Vec<Value> {
 /// Under `allow: run_shell(git *)`, git's own ways of running a program
 /// are not covered: an option in any abbreviation git accepts (`--up=`
 /// for `--upload-pack`), the `ext` remote helper called directly, the
-/// daemon's access hook, and another directory's configuration (`-C`,
+/// daemon's access hook, another directory's configuration (`-C`,
 /// `--git-dir`: an alias `!cmd` or `core.fsmonitor` in a repository the
-/// model wrote outside `.git`). The plain forms stay allowed.
+/// model wrote outside `.git`), and a push to a local repository, which
+/// runs that repository's hooks. The plain forms stay allowed.
 #[test]
 fn git_under_a_prefix_rule_cannot_run_a_program_in_any_spelling() {
     let ybs = Ybs::new();
@@ -84,6 +85,12 @@ fn git_under_a_prefix_rule_cannot_run_a_program_in_any_spelling() {
         "git -C evil x",
         "git --git-dir evil log",
         "git --git-dir=evil log",
+        "git push ./evil.git HEAD:refs/heads/x",
+        "git push -- ./evil.git",
+        "git push --repo=./evil",
+        "git push file:///tmp/evil main",
+        "git send-pack ./evil.git main",
+        "git receive-pack evil.git",
         "rg --hostname-bin=./evil --hyperlink-format=default x",
         "rg --hostname-bin ./evil x",
     ] {
@@ -96,7 +103,11 @@ fn git_under_a_prefix_rule_cannot_run_a_program_in_any_spelling() {
         "git -C . status",
         "git clone src y",
         "git log --oneline -5",
+        "git push",
+        "git push -u origin main",
         "git push --force",
+        "git push https://example.com/a/b.git main",
+        "git push git@example.com:a/b.git main",
         "rg -n foo src",
     ] {
         let (verdict, out) = explain(&ybs, &format!("run_shell({form})"));
@@ -151,11 +162,13 @@ fn an_operator_without_a_command_does_not_parse_and_is_not_allowed() {
 }
 
 /// The same through `ybs run` with real git: `git clone --up=CMD` and
-/// `git remote-ext` would run CMD (git accepts the abbreviation); under
-/// `allow: run_shell(git *)` neither runs, the model is told why, and a
-/// plain git command still runs.
+/// `git remote-ext` would run CMD (git accepts the abbreviation), and
+/// `git push` into a bare repository the model wrote, whose
+/// `core.hooksPath` names a hook made executable by `git apply`, would
+/// run that hook. Under `allow: run_shell(git *)` none runs, the model is
+/// told why, and plain git commands still run.
 #[test]
-fn git_abbreviations_and_remote_helpers_do_not_run_under_a_git_rule() {
+fn git_abbreviations_remote_helpers_and_local_pushes_do_not_run_under_a_git_rule() {
     let ybs = Ybs::new();
     ybs.file("src/a.txt", "a\n");
     git(&ybs.path().join("src"), &["init", "-q"]);
@@ -163,6 +176,26 @@ fn git_abbreviations_and_remote_helpers_do_not_run_under_a_git_rule() {
     git(&ybs.path().join("src"), &["commit", "-qm", "a"]);
     let pwned = ybs.path().join("pwned");
     let pwn = format!("touch {}; git-upload-pack", pwned.display());
+    // A bare repository whose hooks live in `hk/`, and a patch that
+    // creates an executable hook there: all a model can write.
+    ybs.file("evil.git/HEAD", "ref: refs/heads/main\n");
+    ybs.file("evil.git/objects/.keep", "");
+    ybs.file("evil.git/refs/.keep", "");
+    ybs.file(
+        "evil.git/config",
+        "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\thooksPath = ../hk\n",
+    );
+    ybs.file(
+        "hook.patch",
+        &format!(
+            "diff --git a/hk/pre-receive b/hk/pre-receive\nnew file mode 100755\n--- /dev/null\n+++ b/hk/pre-receive\n@@ -0,0 +1,2 @@\n+#!/bin/sh\n+touch {}-push\n",
+            pwned.display()
+        ),
+    );
+    // The repository ybs runs in, with a commit to push.
+    git(ybs.path(), &["init", "-q"]);
+    git(ybs.path(), &["add", "hook.patch"]);
+    git(ybs.path(), &["commit", "-qm", "p"]);
     ybs.file(
         "t.yaml",
         "prompt: p\ncommit: false\npolicy:\n  allow: ['run_shell(git *)', 'run_shell(printf*)']\n",
@@ -180,6 +213,11 @@ fn git_abbreviations_and_remote_helpers_do_not_run_under_a_git_rule() {
                     json!({"command": format!("printf 'capabilities\\nconnect git-upload-pack\\n\\n' | git remote-ext x 'touch {}'", pwned.display())}),
                 ),
                 ("run_shell", json!({"command": "git -C src log --format=%s"})),
+                ("run_shell", json!({"command": "git apply hook.patch"})),
+                (
+                    "run_shell",
+                    json!({"command": "git push -q ./evil.git HEAD:refs/heads/x"}),
+                ),
                 ("run_shell", json!({"command": "git clone -q src z"})),
             ]),
             answer("done"),
@@ -187,18 +225,27 @@ fn git_abbreviations_and_remote_helpers_do_not_run_under_a_git_rule() {
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    assert!(!pwned.exists(), "a program ran through git");
+    let ran: Vec<&str> = ["pwned", "pwned-push"]
+        .into_iter()
+        .filter(|name| ybs.exists(name))
+        .collect();
+    assert!(ran.is_empty(), "programs ran through git: {ran:?}");
     assert!(!ybs.exists("y"), "the abbreviated clone ran");
     assert!(ybs.exists("z/a.txt"), "the plain clone ran: {}", run.stderr);
     let transcript = run.json("ybs-out/t/transcript.json");
     let entries = tool_calls(&transcript);
-    for entry in &entries[..3] {
+    for entry in entries[..3].iter().chain([&entries[4]]) {
         assert_eq!(entry["decision"]["verdict"], "deny", "{entry}");
         assert_eq!(entry["result"]["ran"], false, "{entry}");
         let told = entry["result"]["output"].as_str().unwrap();
         assert!(told.contains("not auto-allowed"), "{told}");
     }
     assert_eq!(entries[3]["result"]["ran"], true, "{}", entries[3]);
+    assert!(
+        ybs.path().join("hk/pre-receive").exists(),
+        "the patch applied"
+    );
+    assert_eq!(entries[5]["result"]["ran"], true, "{}", entries[5]);
 }
 
 // ---------------------------------------------------------------------------
@@ -818,7 +865,9 @@ fn checks_end(marker: &str, extra: &[&str]) {
     );
     ybs.cassette("t.cassette.json", vec![answer("ok")]);
     let started = Instant::now();
-    let run = ybs.run(["run", "t.yaml"]);
+    let mut args = vec!["run", "t.yaml"];
+    args.extend_from_slice(extra);
+    let run = ybs.run(&args);
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "{:?}",

@@ -765,6 +765,17 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         "daemon" if rest.iter().any(|w| w.starts_with("--access-hook")) => {
             analysis.hazard(HazardKind::RunsProgram, "git daemon --access-hook");
         }
+        // The receiving repository runs its hooks (and its `core.hooksPath`):
+        // a local one may be a directory the model wrote.
+        "push" | "send-pack" if pushes_to_a_local_repository(rest) => {
+            analysis.hazard(
+                HazardKind::RunsProgram,
+                &format!("git {subcommand} to a local repository (runs its hooks)"),
+            );
+        }
+        "receive-pack" => {
+            analysis.hazard(HazardKind::RunsProgram, "git receive-pack (runs hooks)");
+        }
         "config" if rest.iter().filter(|w| !w.starts_with('-')).count() >= 2 => {
             analysis.hazard(HazardKind::RunsProgram, "git config (sets a value)");
         }
@@ -781,6 +792,53 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
             HazardKind::RunsProgram,
             &format!("git {subcommand} --upload-pack"),
         );
+    }
+}
+
+/// `git push ARGS`: true when the repository it names (the first word
+/// that is not an option, or `--repo=`) is a path or a `file://` URL, not
+/// a network URL (`https://…`, `ssh://…`, `host:path`) or a remote's name.
+/// `git push` with no repository uses the configured remote. (A name with
+/// no remote of that name is a path to git: docs/policy.md says so.)
+fn pushes_to_a_local_repository(rest: &[String]) -> bool {
+    let mut words = rest.iter();
+    let mut repository = None;
+    while let Some(word) = words.next() {
+        if word == "--" {
+            repository = words.next().map(String::as_str);
+            break;
+        }
+        if let Some(value) = word.strip_prefix("--repo=") {
+            repository = Some(value);
+            break;
+        }
+        if matches!(word.as_str(), "-o" | "--push-option" | "--repo") {
+            if word == "--repo" {
+                repository = words.next().map(String::as_str);
+                break;
+            }
+            words.next();
+            continue;
+        }
+        if !word.starts_with('-') {
+            repository = Some(word.as_str());
+            break;
+        }
+    }
+    let Some(repository) = repository else {
+        return false;
+    };
+    match repository.split_once("://") {
+        Some((scheme, _)) => scheme.eq_ignore_ascii_case("file"),
+        // scp-like `host:path`: a colon before any slash.
+        None if repository
+            .split_once(':')
+            .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/')) =>
+        {
+            false
+        }
+        // A name (`origin`) is taken for a configured remote; a path is not.
+        None => repository.contains('/') || repository.starts_with(['.', '~']),
     }
 }
 
