@@ -1014,3 +1014,57 @@ fn a_turn_of_forty_calls_runs_thirty_two_and_refuses_the_rest() {
         }
     }
 }
+
+/// SIGINT while a check runs, then SIGINT and SIGTERM again at once (an
+/// impatient user, a CI runner's cancel): one exit 130, the check's
+/// processes end, and the outputs are whole.
+#[test]
+fn repeated_signals_during_a_check_end_the_run_once_and_cleanly() {
+    let marker = format!("33{}", std::process::id() % 100_000);
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: p\ncommit: false\npolicy: {{ default: allow }}\nchecks:\n  - name: slow\n    run: sleep {marker} & sleep {marker}; wait\n"
+        ),
+    );
+    ybs.cassette("t.cassette.json", vec![answer("ok")]);
+    let child = ybs
+        .command()
+        .args(["run", "t.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while processes_with(&format!("sleep {marker}")).len() < 2 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no check ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    use nix::sys::signal::{Signal, kill};
+    kill(pid, Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let _ = kill(pid, Signal::SIGINT);
+    let _ = kill(pid, Signal::SIGTERM);
+    let sent = Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(sent.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "interrupted");
+    crate::suite::run::well_formed(&ybs.path().join("ybs-out/junit.xml"));
+    for line in ybs.read("ybs-out/t/events.jsonl").lines() {
+        serde_json::from_str::<Value>(line).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !processes_with(&format!("sleep {marker}")).is_empty() {
+        assert!(Instant::now() < deadline, "the check's processes were left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
