@@ -115,6 +115,66 @@ fn git_under_a_prefix_rule_cannot_run_a_program_in_any_spelling() {
     }
 }
 
+/// Inline code and program-running options of programs the prefix rules
+/// did not know: PowerShell's `-Command` in any case and abbreviation (and
+/// commands from stdin), `julia -e`, `dc`'s `!cmd`, `m4`'s `syscmd` from
+/// stdin, the `-e`/`-eval` of other interpreters, `socat EXEC:`, `nc -e`,
+/// `ncat --sh-exec`, `wget --use-askpass`. A script file stays allowed.
+#[test]
+fn more_interpreters_and_network_tools_cannot_run_inline_code() {
+    let ybs = Ybs::new();
+    for (rule, form) in [
+        ("pwsh*", "pwsh -Command id"),
+        ("pwsh*", "pwsh -co id"),
+        ("pwsh*", "pwsh -ExecutionPolicy Bypass -c id"),
+        ("pwsh*", "pwsh -EncodedCommand aQBkAA=="),
+        ("pwsh*", "echo id | pwsh"),
+        ("julia*", "julia -e 'run(`id`)'"),
+        ("julia*", "julia --eval=1"),
+        ("julia*", "echo 1 | julia"),
+        ("dc*", "dc -e '!id'"),
+        ("dc*", "echo '!id' | dc"),
+        ("m4*", "echo 'syscmd(id)' | m4"),
+        ("groovy*", "groovy -e 1"),
+        ("elixir*", "elixir -e 1"),
+        ("erl*", "erl -eval 1"),
+        ("guile*", "guile -c 1"),
+        ("sbcl*", "sbcl --eval 1"),
+        ("socat*", "socat - EXEC:id"),
+        ("socat*", "socat - system:id"),
+        ("nc*", "nc -e /bin/sh h 1"),
+        ("nc*", "nc -lvc id 1"),
+        ("ncat*", "ncat --sh-exec id h 1"),
+        ("wget*", "wget --use-askpass=./x https://example.com"),
+        ("wget*", "wget -qe use_askpass=./x https://example.com"),
+    ] {
+        ybs.file(
+            "t.yaml",
+            &format!("prompt: p\npolicy:\n  allow: ['run_shell({rule})', 'run_shell(echo*)']\n"),
+        );
+        let (verdict, out) = explain(&ybs, &format!("run_shell({form})"));
+        assert_ne!(verdict, "allow", "{form} under {rule}:\n{out}");
+        assert!(out.contains("not auto-allowed"), "{form}:\n{out}");
+    }
+    for (rule, form) in [
+        ("pwsh*", "pwsh -NoProfile -File x.ps1"),
+        ("pwsh*", "pwsh x.ps1"),
+        ("julia*", "julia -t 4 x.jl"),
+        ("dc*", "dc x.dc"),
+        ("m4*", "m4 -DX=1 x.m4"),
+        ("socat*", "socat - TCP:localhost:1"),
+        ("nc*", "nc -zv localhost 1"),
+        ("wget*", "wget -q -O x https://example.com"),
+    ] {
+        ybs.file(
+            "t.yaml",
+            &format!("prompt: p\npolicy:\n  allow: ['run_shell({rule})']\n"),
+        );
+        let (verdict, out) = explain(&ybs, &format!("run_shell({form})"));
+        assert_eq!(verdict, "allow", "{form} under {rule}:\n{out}");
+    }
+}
+
 /// A command line bash would refuse (an operator with no command on one
 /// side) is "anything that does not parse": never auto-allowed, while the
 /// same operators between two allowed commands are.

@@ -441,6 +441,61 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
         "lua" | "luajit" | "Rscript" | "R" => {
             programs::interpreter(cmd, &["-e"], &[], &["-l"], &mut analysis);
         }
+        "julia" => programs::interpreter(
+            cmd,
+            &["-e", "-E", "--eval", "--print"],
+            &[],
+            &["-J", "-L", "-p", "-t", "--sysimage", "--load", "--procs"],
+            &mut analysis,
+        ),
+        "groovy" | "scala" | "osascript" | "ghci" | "elixir" | "racket" => {
+            programs::interpreter(cmd, &["-e", "--eval"], &[], &[], &mut analysis);
+        }
+        "erl" => programs::interpreter(cmd, &["-eval"], &[], &[], &mut analysis),
+        "guile" => programs::interpreter(cmd, &["-c"], &[], &["-L", "-l"], &mut analysis),
+        "sbcl" => programs::interpreter(cmd, &["--eval"], &[], &["--load"], &mut analysis),
+        "clisp" => programs::interpreter(cmd, &["-x"], &[], &["-i"], &mut analysis),
+        // `!cmd` in a dc program runs a shell command; m4's `syscmd`.
+        "dc" => programs::interpreter(
+            cmd,
+            &["-e", "--expression"],
+            &[],
+            &["-f", "--file"],
+            &mut analysis,
+        ),
+        "m" if program == "m4" => {
+            programs::interpreter(cmd, &[], &[], &["-D", "-U", "-I"], &mut analysis);
+        }
+        "pwsh" | "powershell" => powershell(cmd, &mut analysis),
+        "socat"
+            if argv[1..].iter().any(|w| {
+                let lower = w.to_ascii_lowercase();
+                lower.starts_with("exec:") || lower.starts_with("system:")
+            }) =>
+        {
+            analysis.hazard(HazardKind::RunsProgram, "socat EXEC:/SYSTEM:");
+        }
+        "nc" | "ncat" | "netcat" | "nc.traditional"
+            if argv[1..].iter().any(|w| {
+                matches!(w.as_str(), "-e" | "-c")
+                    || w.starts_with("--exec")
+                    || w.starts_with("--sh-exec")
+                    || w.starts_with("--lua-exec")
+                    || (w.starts_with('-') && !w.starts_with("--") && w.contains(['e', 'c']))
+            }) =>
+        {
+            analysis.hazard(HazardKind::RunsProgram, &format!("{program} -e"));
+        }
+        // `--use-askpass=CMD`, or the same as a wgetrc command (`-e`).
+        "wget"
+            if argv[1..].iter().any(|w| {
+                w.starts_with("--use-askpass")
+                    || w.starts_with("--execute")
+                    || (w.starts_with('-') && !w.starts_with("--") && w.contains('e'))
+            }) =>
+        {
+            analysis.hazard(HazardKind::RunsProgram, "wget --use-askpass/--execute");
+        }
         "awk" | "gawk" | "mawk" | "nawk" => programs::awk(cmd, &mut analysis),
         "sed" | "gsed" => sed::sed(cmd, &mut analysis),
         "find" => programs::find(cmd, &mut analysis),
@@ -791,6 +846,41 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         analysis.hazard(
             HazardKind::RunsProgram,
             &format!("git {subcommand} --upload-pack"),
+        );
+    }
+}
+
+/// PowerShell: `-Command`, `-EncodedCommand`, `-CommandWithArgs` (any
+/// case, any abbreviation, `-c`, `-e`, `-ec`, `-cwa`) carry inline code;
+/// without a script file it reads commands from stdin.
+fn powershell(cmd: &SimpleCommand, analysis: &mut Analysis) {
+    let program = cmd.program().unwrap_or_default();
+    // Every word is looked at, also after the script (its arguments):
+    // an option's value is not told apart from the script's name.
+    let names: Vec<String> = cmd.argv[1..]
+        .iter()
+        .filter_map(|word| word.strip_prefix('-'))
+        .map(|name| name.trim_start_matches('-').to_ascii_lowercase())
+        .filter(|name| !name.is_empty())
+        .collect();
+    if let Some(name) = names.iter().find(|name| {
+        ["command", "encodedcommand", "commandwithargs"]
+            .iter()
+            .any(|long| long.starts_with(name.as_str()))
+            || matches!(name.as_str(), "ec" | "cwa")
+    }) {
+        analysis.hazard(HazardKind::InlineCode, &format!("{program} -{name}"));
+        return;
+    }
+    let script = cmd.argv[1..].iter().any(|word| !word.starts_with('-'))
+        || names.iter().any(|name| "file".starts_with(name.as_str()));
+    let about_itself = names
+        .iter()
+        .any(|name| matches!(name.as_str(), "version" | "v" | "help" | "h" | "?"));
+    if !script && !about_itself {
+        analysis.hazard(
+            HazardKind::InlineCode,
+            &format!("{program} reading commands from stdin"),
         );
     }
 }
