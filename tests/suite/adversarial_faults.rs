@@ -1029,6 +1029,45 @@ fn malformed_calls_on_the_wire_are_refused_one_by_one_and_a_short_stream_is_retr
 // ---------------------------------------------------------------------------
 // S10: limits.
 
+/// `limits.timeout` is the task's wall time, checks included: a check
+/// that would run for minutes used to run to its own 10-minute timeout
+/// and the task passed, long past its 3 s. Now the check is cut when the
+/// task's time is up, the checks after it do not run, and the reason is
+/// `timeout`, with the process gone.
+#[test]
+fn the_task_timeout_bounds_the_checks() {
+    let marker = format!("34{}", std::process::id() % 100_000);
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: p\ncommit: false\npolicy: {{ default: allow }}\nlimits: {{ timeout: 3s }}\nchecks:\n  - name: quick\n    run: sleep 1\n  - name: slow\n    run: sleep {marker}\n  - name: later\n    run: touch later.txt\n"
+        ),
+    );
+    ybs.cassette("t.cassette.json", vec![answer("ok")]);
+    let started = Instant::now();
+    let run = ybs.run(["run", "t.yaml"]);
+    let took = started.elapsed();
+    run.expect_code(1);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "timeout", "{transcript}");
+    let checks: Vec<(&str, bool)> = transcript["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap(),
+                c["timed_out"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(checks, [("quick", false), ("slow", true)]);
+    assert!(!ybs.exists("later.txt"), "a check ran after the timeout");
+    assert!(processes_with(&format!("sleep {marker}")).is_empty());
+}
+
 /// A turn of 40 calls: the first 32 run, the other 8 are refused with
 /// the limit's own rule and reason, and every call still gets a result.
 #[test]
