@@ -608,6 +608,10 @@ fn parse_http_date(text: &str) -> Option<SystemTime> {
     ]
     .iter()
     .position(|name| name == month)?;
+    // IMF-fixdate years have four digits: a longer one would overflow.
+    if year.len() != 4 || !year.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let year: i64 = year.parse().ok()?;
     let clock: Vec<u64> = time
         .split(':')
@@ -743,6 +747,22 @@ mod tests {
         assert_eq!(
             retry_after(&headers(&[("retry-after", "1.5")]), now),
             Some(Duration::from_millis(1500))
+        );
+        // An IMF-fixdate year has four digits; a longer one is no date
+        // (it used to overflow into a panic), not a wait.
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "Sun, 06 Nov 999999999999 08:49:37 GMT")]),
+                now
+            ),
+            None
+        );
+        assert!(
+            retry_after(
+                &headers(&[("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT")]),
+                now
+            )
+            .is_some_and(|wait| wait > Duration::from_secs(86_400 * 365 * 8000))
         );
         for (name, huge) in [
             ("retry-after", "99999999999999999999999"),

@@ -465,6 +465,25 @@ fn a_retry_after_too_large_for_a_duration_fails_the_task_without_a_panic() {
     }
 }
 
+/// A `Retry-After` date whose year does not fit (`999999999999`) used to
+/// overflow into a panic; it is no date at all: the usual backoff
+/// applies, the request is retried once and the task completes.
+#[test]
+fn a_retry_after_date_with_an_absurd_year_is_ignored_without_a_panic() {
+    let (ybs, server, run) = against(vec![
+        Reply::json(
+            429,
+            &json!({"error": {"message": "slow down", "type": "requests", "code": "rate_limit_exceeded"}}),
+        )
+        .header("retry-after", "Sun, 06 Nov 999999999999 08:49:37 GMT"),
+        wire::openai_sse_answer("done"),
+    ]);
+    run.expect_code(0);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(ybs.json("ybs-out/t/transcript.json")["reason"], "completed");
+}
+
 // ---------------------------------------------------------------------------
 // S12: git never loses work and runs no repository-configured program.
 
