@@ -1087,6 +1087,31 @@ fn the_task_timeout_bounds_the_checks() {
     assert!(processes_with(&format!("sleep {marker}")).is_empty());
 }
 
+/// A provider reporting absurd usage (`u64::MAX` tokens, twice) used to
+/// overflow into a panic (and, wrapped in a release build, into a small
+/// total that slips under `max_total_tokens`); counts saturate, so the
+/// token budget ends the run with its own reason.
+#[test]
+fn absurd_token_counts_saturate_and_the_token_budget_still_stops_the_run() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { default: allow }\nlimits: { max_total_tokens: 1000 }\n",
+    );
+    let mut turn = calls(&[("list_files", json!({}))]);
+    turn["response"]["usage"] = json!({"input_tokens": u64::MAX, "output_tokens": u64::MAX});
+    let mut last = answer("never");
+    last["response"]["usage"] = json!({"input_tokens": u64::MAX, "output_tokens": 5});
+    ybs.cassette("t.cassette.json", vec![turn, last]);
+    let run = ybs.run(["run", "t.yaml"]);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    run.expect_code(1);
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["reason"], "token_budget", "{transcript}");
+    assert_eq!(transcript["usage"]["input_tokens"], u64::MAX);
+    crate::suite::run::well_formed(&ybs.path().join("ybs-out/junit.xml"));
+}
+
 /// A turn of 40 calls: the first 32 run, the other 8 are refused with
 /// the limit's own rule and reason, and every call still gets a result.
 #[test]
