@@ -270,6 +270,17 @@ impl<'a> Agent<'a> {
         self.budget.iterations
     }
 
+    /// Time left before the task timeout (`limits.timeout`), if there is
+    /// one: what bounds the work done outside the loop (the checks).
+    pub fn time_left(&self) -> Option<Duration> {
+        self.budget.remaining()
+    }
+
+    /// The stop for a task timeout that passed outside the loop.
+    pub fn timeout_stop(&self) -> Stop {
+        self.limit_stop(Reason::Timeout)
+    }
+
     pub fn usage(&self) -> Usage {
         self.budget.usage
     }

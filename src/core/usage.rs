@@ -13,14 +13,17 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+/// Counts come from the provider: an absurd one (`u64::MAX`) saturates
+/// instead of overflowing into a panic, or, wrapped, into a small total
+/// that would slip under `max_total_tokens`.
 impl Usage {
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 
     pub fn add(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
     }
 }
 

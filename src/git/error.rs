@@ -41,6 +41,14 @@ pub enum GitError {
     )]
     IndexLocked { lock: PathBuf },
 
+    /// Another `ybs run` is writing in this repository and one of the two
+    /// commits (see `runlock.rs`).
+    #[error(
+        "another ybs run is writing in the repository at {} and a task commits: the commit would take the other run's files",
+        git_dir.display()
+    )]
+    RunLocked { git_dir: PathBuf },
+
     /// A merge, rebase, cherry-pick, revert, bisect or `git am` is under way.
     #[error(
         "the repository is in the middle of a {state}; ybs commits only when it is finished or aborted, so nothing was committed"

@@ -578,14 +578,21 @@ pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
         && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(saturating_seconds(ms / 1000.0));
     }
     let value = header("retry-after")?;
-    if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    if let Ok(value) = value.parse::<f64>() {
+        return (value.is_finite() && value >= 0.0).then(|| saturating_seconds(value));
     }
     let at = parse_http_date(value)?;
     Some(at.duration_since(now).unwrap_or_default())
+}
+
+/// A finite, non-negative number of seconds; a wait too long for a
+/// `Duration` (`Retry-After: 1e300`) is the longest one, which the retry
+/// cap then refuses, instead of a panic.
+fn saturating_seconds(value: f64) -> Duration {
+    Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX)
 }
 
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only HTTP
@@ -601,6 +608,10 @@ fn parse_http_date(text: &str) -> Option<SystemTime> {
     ]
     .iter()
     .position(|name| name == month)?;
+    // IMF-fixdate years have four digits: a longer one would overflow.
+    if year.len() != 4 || !year.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let year: i64 = year.parse().ok()?;
     let clock: Vec<u64> = time
         .split(':')
@@ -737,6 +748,31 @@ mod tests {
             retry_after(&headers(&[("retry-after", "1.5")]), now),
             Some(Duration::from_millis(1500))
         );
+        // An IMF-fixdate year has four digits; a longer one is no date
+        // (it used to overflow into a panic), not a wait.
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "Sun, 06 Nov 999999999999 08:49:37 GMT")]),
+                now
+            ),
+            None
+        );
+        assert!(
+            retry_after(
+                &headers(&[("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT")]),
+                now
+            )
+            .is_some_and(|wait| wait > Duration::from_secs(86_400 * 365 * 8000))
+        );
+        for (name, huge) in [
+            ("retry-after", "99999999999999999999999"),
+            ("retry-after-ms", "1e300"),
+        ] {
+            assert_eq!(
+                retry_after(&headers(&[(name, huge)]), now),
+                Some(Duration::MAX)
+            );
+        }
         assert_eq!(
             retry_after(
                 &headers(&[("retry-after-ms", "250"), ("retry-after", "9")]),

@@ -132,7 +132,11 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
     writeln!(
         out,
         "Tokens {} · cost {} · time {}\n",
-        thousands(results.iter().map(|r| r.usage.total()).sum()),
+        thousands(
+            results
+                .iter()
+                .fold(0u64, |sum, r| sum.saturating_add(r.usage.total()))
+        ),
         total_cost(results),
         human_duration(wall_ms(results)),
     )?;

@@ -30,6 +30,9 @@ const TAIL_CHARS: usize = 4000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChecksOutcome {
     pub passed: bool,
+    /// The task timeout passed during the checks: the check it cut and
+    /// those after it did not finish (docs/agent-loop.md#limits).
+    pub out_of_time: bool,
     /// For the failing checks: what ran, how it ended and its output tail.
     pub failures: Vec<String>,
 }
@@ -57,15 +60,27 @@ impl CheckEnv<'_> {
 }
 
 /// Runs every check (not stopping at the first failure) and records each.
+/// `time_left` is what is left of the task timeout: no check runs past
+/// it, and once it has passed no further check starts.
 pub async fn run_checks(
     checks: &[CheckSpec],
     setting: &CheckEnv<'_>,
     attempt: u32,
+    time_left: Option<Duration>,
     emitter: &mut Emitter<'_>,
 ) -> ChecksOutcome {
+    let deadline = time_left.map(|left| std::time::Instant::now() + left);
     let mut failures = Vec::new();
+    let mut out_of_time = false;
     for check in checks {
-        let timeout = check.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let own = check.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let left = deadline.map(|at| at.saturating_duration_since(std::time::Instant::now()));
+        if left.is_some_and(|left| left.is_zero()) {
+            out_of_time = true;
+            break;
+        }
+        let timeout = left.map_or(own, |left| own.min(left));
+        let cut_by_deadline = timeout < own;
         let sandbox = setting.sandbox_for(check);
         let spec = ProcessSpec::shell(
             &check.run,
@@ -90,6 +105,7 @@ pub async fn run_checks(
             Err(error) => (None, false, format!("cannot start check: {error}")),
         };
         let passed = !timed_out && exit_code == Some(check.expect_exit);
+        out_of_time |= timed_out && cut_by_deadline;
         let output_tail = tail(&output, TAIL_CHARS).to_owned();
         emitter.emit(Event::CheckCompleted {
             name: check.name.clone(),
@@ -121,9 +137,13 @@ pub async fn run_checks(
                 output_tail.trim_end()
             ));
         }
+        if out_of_time {
+            break;
+        }
     }
     ChecksOutcome {
-        passed: failures.is_empty(),
+        passed: failures.is_empty() && !out_of_time,
+        out_of_time,
         failures,
     }
 }

@@ -157,6 +157,15 @@ pub fn prepare(
     let commit_enabled =
         task.commit.enabled && !run.no_commit && !run.dry_run && run.config.git.auto_commit;
     let mut worktree = None;
+    if !run.dry_run {
+        // docs/git.md: one committing run per repository at a time.
+        crate::git::lock_repository(&workdir, commit_enabled).map_err(|error| {
+            fail(
+                error.to_string(),
+                Some("wait for the other run to finish, or run the tasks in one `ybs run` (with --jobs each gets its own worktree)"),
+            )
+        })?;
+    }
     if run.allow_dirty && !run.dry_run {
         let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
         let author = run.config.git.author.as_ref().map(GitAuthor::signature);

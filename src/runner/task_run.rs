@@ -440,7 +440,12 @@ async fn work_and_check(
                     sandbox: prepared.tool_ctx.sandbox.as_ref(),
                     network_allowed: prepared.check_network,
                 };
-                let outcome = run_checks(&task.checks, &setting, attempt, emitter).await;
+                let outcome =
+                    run_checks(&task.checks, &setting, attempt, agent.time_left(), emitter).await;
+                if outcome.out_of_time {
+                    // `limits.timeout` bounds the checks too.
+                    return stopped(agent.timeout_stop(), pending);
+                }
                 if outcome.passed {
                     return (Reason::Completed, None, Some(content));
                 }

@@ -1,4 +1,5 @@
 mod adversarial;
+mod adversarial_faults;
 mod architecture;
 mod config_trust;
 mod confinement;

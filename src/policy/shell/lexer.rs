@@ -112,6 +112,17 @@ impl Builder {
     }
 }
 
+/// bash refuses an operator with no command on one side (`&& x`,
+/// `x |` at the end, `;;`-less `; x`): such a line does not parse.
+fn needs_command(cmd: &mut Builder, subshell: bool, op: &str) {
+    if cmd.is_empty() && !subshell {
+        cmd.hazard(
+            HazardKind::Unparseable,
+            &format!("`{op}` without a command"),
+        );
+    }
+}
+
 fn is_name(text: &str) -> bool {
     let mut chars = text.chars();
     chars
@@ -176,11 +187,18 @@ impl Parser {
     /// matching `)`.
     fn list(&mut self, close: bool, via: Option<&str>) {
         let mut cmd = Builder::default();
+        // The `&&`, `||` or `|` still waiting for the command after it,
+        // and whether the command being read is a `( … )` (no words).
+        let mut dangling: Option<&'static str> = None;
+        let mut subshell = false;
         loop {
             self.skip_blanks();
             let Some(c) = self.peek() else {
                 if close {
                     cmd.hazard(HazardKind::Unparseable, "missing `)`");
+                }
+                if let Some(op) = dangling {
+                    needs_command(&mut cmd, subshell, op);
                 }
                 self.finish(&mut cmd, via);
                 self.heredoc_bodies(via);
@@ -194,6 +212,12 @@ impl Parser {
                 }
                 '\n' => {
                     self.pos += 1;
+                    // A newline may follow `&&`, `||` or `|`: the command
+                    // after it is still awaited.
+                    if !cmd.is_empty() || subshell {
+                        dangling = None;
+                        subshell = false;
+                    }
                     self.finish(&mut cmd, via);
                     self.heredoc_bodies(via);
                 }
@@ -203,6 +227,8 @@ impl Parser {
                         self.pos += 1;
                         cmd.hazard(HazardKind::Unparseable, ";;");
                     }
+                    needs_command(&mut cmd, subshell, dangling.unwrap_or(";"));
+                    (dangling, subshell) = (None, false);
                     self.finish(&mut cmd, via);
                 }
                 '&' if self.peek_at(1) == Some('>') => {
@@ -211,14 +237,27 @@ impl Parser {
                 }
                 '&' | '|' => {
                     self.pos += 1;
-                    if matches!(self.peek(), Some('&' | '|')) {
+                    let op = match (c, self.peek()) {
+                        ('&', Some('&')) => "&&",
+                        ('|', Some('|')) => "||",
+                        ('|', Some('&')) => "|&",
+                        ('&', _) => "&",
+                        _ => "|",
+                    };
+                    if op.len() == 2 {
                         self.pos += 1;
                     }
+                    needs_command(&mut cmd, subshell, dangling.unwrap_or(op));
+                    dangling = (op != "&").then_some(op);
+                    subshell = false;
                     self.finish(&mut cmd, via);
                 }
                 ')' => {
                     self.pos += 1;
                     if close {
+                        if let Some(op) = dangling {
+                            needs_command(&mut cmd, subshell, op);
+                        }
                         self.finish(&mut cmd, via);
                         return;
                     }
@@ -228,6 +267,7 @@ impl Parser {
                 '(' => {
                     self.pos += 1;
                     if cmd.is_empty() {
+                        subshell = true;
                         cmd.hazard(HazardKind::Subshell, "( … )");
                     } else {
                         cmd.hazard(HazardKind::Unparseable, "`(` after a word");

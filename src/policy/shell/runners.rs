@@ -441,6 +441,61 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
         "lua" | "luajit" | "Rscript" | "R" => {
             programs::interpreter(cmd, &["-e"], &[], &["-l"], &mut analysis);
         }
+        "julia" => programs::interpreter(
+            cmd,
+            &["-e", "-E", "--eval", "--print"],
+            &[],
+            &["-J", "-L", "-p", "-t", "--sysimage", "--load", "--procs"],
+            &mut analysis,
+        ),
+        "groovy" | "scala" | "osascript" | "ghci" | "elixir" | "racket" => {
+            programs::interpreter(cmd, &["-e", "--eval"], &[], &[], &mut analysis);
+        }
+        "erl" => programs::interpreter(cmd, &["-eval"], &[], &[], &mut analysis),
+        "guile" => programs::interpreter(cmd, &["-c"], &[], &["-L", "-l"], &mut analysis),
+        "sbcl" => programs::interpreter(cmd, &["--eval"], &[], &["--load"], &mut analysis),
+        "clisp" => programs::interpreter(cmd, &["-x"], &[], &["-i"], &mut analysis),
+        // `!cmd` in a dc program runs a shell command; m4's `syscmd`.
+        "dc" => programs::interpreter(
+            cmd,
+            &["-e", "--expression"],
+            &[],
+            &["-f", "--file"],
+            &mut analysis,
+        ),
+        "m" if program == "m4" => {
+            programs::interpreter(cmd, &[], &[], &["-D", "-U", "-I"], &mut analysis);
+        }
+        "pwsh" | "powershell" => powershell(cmd, &mut analysis),
+        "socat"
+            if argv[1..].iter().any(|w| {
+                let lower = w.to_ascii_lowercase();
+                lower.starts_with("exec:") || lower.starts_with("system:")
+            }) =>
+        {
+            analysis.hazard(HazardKind::RunsProgram, "socat EXEC:/SYSTEM:");
+        }
+        "nc" | "ncat" | "netcat" | "nc.traditional"
+            if argv[1..].iter().any(|w| {
+                matches!(w.as_str(), "-e" | "-c")
+                    || w.starts_with("--exec")
+                    || w.starts_with("--sh-exec")
+                    || w.starts_with("--lua-exec")
+                    || (w.starts_with('-') && !w.starts_with("--") && w.contains(['e', 'c']))
+            }) =>
+        {
+            analysis.hazard(HazardKind::RunsProgram, &format!("{program} -e"));
+        }
+        // `--use-askpass=CMD`, or the same as a wgetrc command (`-e`).
+        "wget"
+            if argv[1..].iter().any(|w| {
+                w.starts_with("--use-askpass")
+                    || w.starts_with("--execute")
+                    || (w.starts_with('-') && !w.starts_with("--") && w.contains('e'))
+            }) =>
+        {
+            analysis.hazard(HazardKind::RunsProgram, "wget --use-askpass/--execute");
+        }
         "awk" | "gawk" | "mawk" | "nawk" => programs::awk(cmd, &mut analysis),
         "sed" | "gsed" => sed::sed(cmd, &mut analysis),
         "find" => programs::find(cmd, &mut analysis),
@@ -450,6 +505,9 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
                 if let Some(value) = word.strip_prefix("--pre=") {
                     analysis.hazard(HazardKind::RunsProgram, "rg --pre");
                     analysis.inner_words(cmd, vec![value.to_owned()], index, "rg --pre");
+                } else if word.starts_with("--hostname-bin") {
+                    // Runs that program to learn the host name.
+                    analysis.hazard(HazardKind::RunsProgram, "rg --hostname-bin");
                 } else if word == "--pre" {
                     analysis.hazard(HazardKind::RunsProgram, "rg --pre");
                     if let Some(value) = argv.get(index + 1) {
@@ -667,7 +725,20 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
                 analysis.hazard(HazardKind::RunsProgram, &format!("git {word}"));
                 index += 2;
             }
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => index += 2,
+            // Another directory's repository configuration (one the model
+            // may have written outside `.git`) can run programs: an alias
+            // `!cmd`, `core.fsmonitor`, `core.sshCommand`.
+            "-C" | "--git-dir" => {
+                if argv.get(index + 1).is_none_or(|dir| dir != ".") {
+                    analysis.hazard(HazardKind::RunsProgram, &format!("git {word} DIR"));
+                }
+                index += 2;
+            }
+            "--work-tree" | "--namespace" | "--super-prefix" => index += 2,
+            _ if word.starts_with("--git-dir=") => {
+                analysis.hazard(HazardKind::RunsProgram, "git --git-dir=DIR");
+                index += 1;
+            }
             _ if word.starts_with("--config-env=") || word.starts_with("--exec-path=") => {
                 analysis.hazard(HazardKind::RunsProgram, &format!("git {word}"));
                 index += 1;
@@ -680,13 +751,14 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         return;
     };
     let rest = &argv[index + 1..];
-    // git accepts unique abbreviations of long options (`--ext=`).
+    // git accepts any unique abbreviation of a long option (`--up=` for
+    // `git clone --upload-pack`): every prefix counts.
     let runs = |flags: &[&str]| {
         rest.iter().take_while(|w| *w != "--").any(|w| {
             flags.iter().any(|flag| {
                 w == flag
                     || w.starts_with(&format!("{flag}="))
-                    || (flag.starts_with("--") && abbreviates(w, flag, 5))
+                    || (flag.starts_with("--") && abbreviates(w, flag, 3))
                     || (flag.len() == 2 && !flag.starts_with("--") && w.starts_with(flag))
             })
         })
@@ -740,8 +812,24 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         "help" if runs(&["--web", "--man", "--info"]) || cluster(&['w', 'm', 'i']) => {
             analysis.hazard(HazardKind::RunsProgram, "git help --web");
         }
-        "instaweb" | "web--browse" => {
+        // `git remote-ext URL CMD` runs CMD when asked to connect;
+        // `git daemon --access-hook=CMD` runs CMD for each request.
+        "instaweb" | "web--browse" | "remote-ext" => {
             analysis.hazard(HazardKind::RunsProgram, &format!("git {subcommand}"));
+        }
+        "daemon" if rest.iter().any(|w| w.starts_with("--access-hook")) => {
+            analysis.hazard(HazardKind::RunsProgram, "git daemon --access-hook");
+        }
+        // The receiving repository runs its hooks (and its `core.hooksPath`):
+        // a local one may be a directory the model wrote.
+        "push" | "send-pack" if pushes_to_a_local_repository(rest) => {
+            analysis.hazard(
+                HazardKind::RunsProgram,
+                &format!("git {subcommand} to a local repository (runs its hooks)"),
+            );
+        }
+        "receive-pack" => {
+            analysis.hazard(HazardKind::RunsProgram, "git receive-pack (runs hooks)");
         }
         "config" if rest.iter().filter(|w| !w.starts_with('-')).count() >= 2 => {
             analysis.hazard(HazardKind::RunsProgram, "git config (sets a value)");
@@ -759,6 +847,88 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
             HazardKind::RunsProgram,
             &format!("git {subcommand} --upload-pack"),
         );
+    }
+}
+
+/// PowerShell: `-Command`, `-EncodedCommand`, `-CommandWithArgs` (any
+/// case, any abbreviation, `-c`, `-e`, `-ec`, `-cwa`) carry inline code;
+/// without a script file it reads commands from stdin.
+fn powershell(cmd: &SimpleCommand, analysis: &mut Analysis) {
+    let program = cmd.program().unwrap_or_default();
+    // Every word is looked at, also after the script (its arguments):
+    // an option's value is not told apart from the script's name.
+    let names: Vec<String> = cmd.argv[1..]
+        .iter()
+        .filter_map(|word| word.strip_prefix('-'))
+        .map(|name| name.trim_start_matches('-').to_ascii_lowercase())
+        .filter(|name| !name.is_empty())
+        .collect();
+    if let Some(name) = names.iter().find(|name| {
+        ["command", "encodedcommand", "commandwithargs"]
+            .iter()
+            .any(|long| long.starts_with(name.as_str()))
+            || matches!(name.as_str(), "ec" | "cwa")
+    }) {
+        analysis.hazard(HazardKind::InlineCode, &format!("{program} -{name}"));
+        return;
+    }
+    let script = cmd.argv[1..].iter().any(|word| !word.starts_with('-'))
+        || names.iter().any(|name| "file".starts_with(name.as_str()));
+    let about_itself = names
+        .iter()
+        .any(|name| matches!(name.as_str(), "version" | "v" | "help" | "h" | "?"));
+    if !script && !about_itself {
+        analysis.hazard(
+            HazardKind::InlineCode,
+            &format!("{program} reading commands from stdin"),
+        );
+    }
+}
+
+/// `git push ARGS`: true when the repository it names (the first word
+/// that is not an option, or `--repo=`) is a path or a `file://` URL, not
+/// a network URL (`https://…`, `ssh://…`, `host:path`) or a remote's name.
+/// `git push` with no repository uses the configured remote. (A name with
+/// no remote of that name is a path to git: docs/policy.md says so.)
+fn pushes_to_a_local_repository(rest: &[String]) -> bool {
+    let mut words = rest.iter();
+    let mut repository = None;
+    while let Some(word) = words.next() {
+        if word == "--" {
+            repository = words.next().map(String::as_str);
+            break;
+        }
+        if let Some(value) = word.strip_prefix("--repo=") {
+            repository = Some(value);
+            break;
+        }
+        if matches!(word.as_str(), "-o" | "--push-option" | "--repo") {
+            if word == "--repo" {
+                repository = words.next().map(String::as_str);
+                break;
+            }
+            words.next();
+            continue;
+        }
+        if !word.starts_with('-') {
+            repository = Some(word.as_str());
+            break;
+        }
+    }
+    let Some(repository) = repository else {
+        return false;
+    };
+    match repository.split_once("://") {
+        Some((scheme, _)) => scheme.eq_ignore_ascii_case("file"),
+        // scp-like `host:path`: a colon before any slash.
+        None if repository
+            .split_once(':')
+            .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/')) =>
+        {
+            false
+        }
+        // A name (`origin`) is taken for a configured remote; a path is not.
+        None => repository.contains('/') || repository.starts_with(['.', '~']),
     }
 }
 

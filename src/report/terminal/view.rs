@@ -56,7 +56,7 @@ impl TaskActivity {
                 ..
             } => {
                 self.step = self.step.max(*iteration);
-                self.tokens += usage.total();
+                self.tokens = self.tokens.saturating_add(usage.total());
                 self.cost = self.cost.plus(*cost);
                 self.doing = if *tool_calls == 0 {
                     Doing::Finishing
