@@ -190,6 +190,7 @@ impl Workspace {
             .map_err(GitError::git("cannot create the commit"))?;
 
         // 3. Index.
+        let replaced = index_written_at(&repo);
         let mut index = repo
             .index()
             .map_err(GitError::git("cannot read the index"))?;
@@ -198,6 +199,9 @@ impl Workspace {
             .map(|item| (item.path.clone(), index.get_path(Path::new(&item.path), 0)))
             .collect();
         update_index(&mut index, &staged)?;
+        if let Some(second) = replaced {
+            smudge_racy_entries(&mut index, second);
+        }
         write_index(&mut index, &lock)?;
 
         // 4. Refs.
@@ -401,6 +405,39 @@ fn update_index(index: &mut git2::Index, staged: &[Staged]) -> Result<(), GitErr
         }
     }
     Ok(())
+}
+
+/// The second the index file was last written, if it exists.
+fn index_written_at(repo: &Repository) -> Option<i64> {
+    let modified = std::fs::metadata(repo.path().join("index"))
+        .ok()?
+        .modified()
+        .ok()?;
+    let seconds = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    i64::try_from(seconds).ok()
+}
+
+/// Racy git, as git itself handles it: git (built, by default, without
+/// nanosecond timestamps) trusts an index entry whose file has the same
+/// size and the same mtime second, unless the entry is as new as the index
+/// file, which it then rereads. libgit2 judges that to the nanosecond, so
+/// an index it writes (newer than the entries) could make a file changed
+/// in the second of its entry, to the same size, look unchanged to `git
+/// status` and `git commit -a`: the user's work, or the task's, hidden.
+/// Every entry as new as the index being replaced gets its size zeroed, as
+/// git does: git rereads those files and refreshes them.
+fn smudge_racy_entries(index: &mut git2::Index, replaced: i64) {
+    let racy: Vec<git2::IndexEntry> = index
+        .iter()
+        .filter(|entry| i64::from(entry.mtime.seconds()) >= replaced && entry.file_size != 0)
+        .collect();
+    for mut entry in racy {
+        entry.file_size = 0;
+        let _ = index.add(&entry);
+    }
 }
 
 fn write_index(index: &mut git2::Index, lock: &Path) -> Result<(), GitError> {

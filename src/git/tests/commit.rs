@@ -453,3 +453,53 @@ fn task_changes_lists_what_a_failed_task_leaves_in_place() {
         "nothing was staged or committed"
     );
 }
+
+/// The second `path` was last modified.
+fn mtime_second(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path)
+        .unwrap()
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Racy git: a file changed to the same size in the second its index entry
+/// was recorded, then the index rewritten by the commit a second later,
+/// must still show as modified to `git status` (git compares whole
+/// seconds; libgit2 alone would have written the entry as clean).
+#[test]
+fn a_file_changed_in_the_second_of_its_index_entry_stays_modified_for_git() {
+    let mut attempts = 0;
+    let (repo, second) = loop {
+        attempts += 1;
+        assert!(attempts <= 20, "could not stay within one second");
+        let repo = Repo::new();
+        let second = mtime_second(&repo.path("a.txt"));
+        repo.write("a.txt", "A\n");
+        if mtime_second(&repo.path("a.txt")) == second
+            && mtime_second(&repo.path(".git/index")) == second
+        {
+            break (repo, second);
+        }
+    };
+    let workspace = repo.workspace();
+    let snapshot = workspace.snapshot().unwrap();
+    while std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        <= second
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    repo.write("b.txt", "b changed\n");
+    let reported = paths(&["b.txt"]);
+    let outcome = workspace
+        .commit_task(&request(&snapshot, &reported))
+        .unwrap();
+    assert_eq!(outcome.files, ["b.txt"]);
+    assert_eq!(repo.porcelain(), " M a.txt\n");
+    assert_eq!(repo.read("a.txt"), "A\n");
+}
