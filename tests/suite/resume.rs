@@ -911,33 +911,8 @@ fn an_interrupted_resume_writes_its_outputs_and_spends_the_state() {
     let second = cassette(&ybs, "c2.json", vec![answer("never")]);
     ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
         .expect_code(3);
-    let child = ybs
-        .command()
-        .args(["resume", "ybs-out", "--approve", "all"])
-        .args(["--cassette", second.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     let started = std::time::Instant::now();
-    while !ybs
-        .read("ybs-out/t/events.jsonl")
-        .contains("approved at resume")
-    {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "the approved call never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let run = Run::from_output(output, ybs.path());
+    let run = interrupt_resume(&ybs, &second);
     run.expect_code(130);
     assert!(started.elapsed() < std::time::Duration::from_secs(25));
     let last = events(&ybs, "t").pop().unwrap();
@@ -1518,10 +1493,28 @@ fn an_interrupted_resume_in_a_worktree_keeps_its_changes_there() {
     .expect_code(3);
     let run_id = state(&ybs, "t")["run_id"].as_str().unwrap().to_owned();
     let worktree = ybs.path().join(format!(".ybs-worktrees/{run_id}/t"));
+    interrupt_resume(&ybs, &second).expect_code(130);
+    let whole = transcript(&ybs, "t");
+    let message = whole["message"].as_str().unwrap();
+    assert!(
+        message.contains("its changes stay in worktree")
+            && message.contains(&format!("branch ybs/{run_id}/t")),
+        "{message}"
+    );
+    assert!(worktree.join("feature.txt").is_file());
+    assert_eq!(repo.head(), base);
+    assert!(!ybs.exists("feature.txt"));
+    assert_eq!(repo.status(), Vec::<String>::new());
+}
+
+/// `ybs resume ybs-out --approve all --cassette SECOND`, interrupted
+/// (SIGINT) once the approved call has started.
+fn interrupt_resume(ybs: &Ybs, second: &Path) -> Run {
     let child = ybs
         .command()
         .args(["resume", "ybs-out", "--approve", "all"])
-        .args(["--cassette", second.to_str().unwrap()])
+        .arg("--cassette")
+        .arg(second)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1543,17 +1536,5 @@ fn an_interrupted_resume_in_a_worktree_keeps_its_changes_there() {
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let output = child.wait_with_output().unwrap();
-    Run::from_output(output, ybs.path()).expect_code(130);
-    let whole = transcript(&ybs, "t");
-    let message = whole["message"].as_str().unwrap();
-    assert!(
-        message.contains("its changes stay in worktree")
-            && message.contains(&format!("branch ybs/{run_id}/t")),
-        "{message}"
-    );
-    assert!(worktree.join("feature.txt").is_file());
-    assert_eq!(repo.head(), base);
-    assert!(!ybs.exists("feature.txt"));
-    assert_eq!(repo.status(), Vec::<String>::new());
+    Run::from_output(child.wait_with_output().unwrap(), ybs.path())
 }
