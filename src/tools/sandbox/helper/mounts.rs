@@ -63,6 +63,17 @@ fn mount_raw(
     Ok(())
 }
 
+/// An empty, read-only tmpfs over the directory `path`.
+fn empty_read_only(path: &Path) -> Result<()> {
+    mount(
+        Some(Path::new("tmpfs")),
+        path,
+        Some("tmpfs"),
+        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        Some("mode=0555,size=4k"),
+    )
+}
+
 fn bind(source: &Path, target: &Path) -> Result<()> {
     mount(
         Some(source),
@@ -252,13 +263,7 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
     }
     for path in &spec.hidden {
         if path.is_dir() {
-            mount(
-                Some(Path::new("tmpfs")),
-                path,
-                Some("tmpfs"),
-                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                Some("mode=0555,size=4k"),
-            )?;
+            empty_read_only(path)?;
         } else if path.is_file() {
             bind(path, path)?;
             remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))?;
@@ -268,13 +273,7 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
     // helper cannot even look at is as unreadable to the program.
     for path in &spec.blocked {
         let hidden = if path.is_dir() {
-            mount(
-                Some(Path::new("tmpfs")),
-                path,
-                Some("tmpfs"),
-                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                Some("mode=0555,size=4k"),
-            )
+            empty_read_only(path)
         } else if path.exists() {
             bind(Path::new("/dev/null"), path).and_then(|()| {
                 remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))
