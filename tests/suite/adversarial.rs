@@ -333,14 +333,13 @@ fn descriptors_ybs_inherited_do_not_reach_confined_programs() {
 // docs/sandbox.md: credentials outside the workdir stay out of reach.
 
 /// A home outside `/tmp` (the host's `/tmp` is private in the sandbox
-/// anyway), as on a CI runner.
-fn home_outside_tmp(ybs: &Ybs) -> std::path::PathBuf {
-    let name = ybs.path().file_name().unwrap();
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("home")
-        .join(name);
-    std::fs::create_dir_all(&home).unwrap();
-    home
+/// anyway), as on a CI runner: under `/var/tmp`, since the target dir is
+/// itself under `/tmp` in a clone there.
+fn home_outside_tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("ybs-home-")
+        .tempdir_in("/var/tmp")
+        .expect("a directory under /var/tmp")
 }
 
 /// A script the model wrote reads the credential files under the real
@@ -352,7 +351,8 @@ fn home_outside_tmp(ybs: &Ybs) -> std::path::PathBuf {
 #[test]
 fn blocked_credential_paths_are_hidden_from_confined_programs() {
     let ybs = Ybs::new();
-    let home = home_outside_tmp(&ybs);
+    let home_dir = home_outside_tmp();
+    let home = home_dir.path().to_path_buf();
     let vault = home.join("vault");
     let secrets: Vec<(std::path::PathBuf, String)> = [
         ".ssh/id_ed25519",
