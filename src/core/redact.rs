@@ -37,6 +37,10 @@ pub struct Redactor {
     forms: HashMap<String, &'static str>,
     /// All of `forms`, longest first, as one alternation.
     matcher: Option<Regex>,
+    /// The base64 forms with a line break allowed between any two
+    /// characters: `base64` wraps its output at 76 columns, so a long
+    /// secret encoded by a script can come in two lines.
+    wrapped: Option<Regex>,
 }
 
 impl Redactor {
@@ -70,6 +74,39 @@ impl Redactor {
         // A set too large for one automaton falls back to plain
         // replacement (`masked_values`), never to no masking.
         self.matcher = Regex::new(&alternation).ok();
+        let wrapped = forms
+            .iter()
+            .filter(|form| self.forms.get(form.as_str()) == Some(&KIND_VALUE_BASE64))
+            .map(|form| {
+                form.chars()
+                    .map(|c| regex::escape(&c.to_string()))
+                    .collect::<Vec<_>>()
+                    .join("(?:\\r?\\n)?")
+            })
+            .collect::<Vec<_>>()
+            .join("|");
+        self.wrapped = (!wrapped.is_empty())
+            .then(|| Regex::new(&wrapped).ok())
+            .flatten();
+    }
+
+    /// Masks the base64 forms that a line break splits (see `wrapped`).
+    fn masked_wrapped(&self, text: String, counts: &mut Redactions) -> String {
+        let Some(wrapped) = &self.wrapped else {
+            return text;
+        };
+        if !text.contains('\n') || !wrapped.is_match(&text) {
+            return text;
+        }
+        let mut found = 0;
+        let out = wrapped
+            .replace_all(&text, |_: &regex::Captures<'_>| {
+                found += 1;
+                MASK
+            })
+            .into_owned();
+        *counts.entry(KIND_VALUE_BASE64.to_owned()).or_default() += found;
+        out
     }
 
     /// Masks every spelling of every known value: one pass of the
@@ -132,6 +169,7 @@ impl Redactor {
     /// Masks every secret in `text` and adds what it masked to `counts`.
     pub fn redact_counting(&self, text: &str, counts: &mut Redactions) -> String {
         let text = self.masked_values(text, counts);
+        let text = self.masked_wrapped(text, counts);
         let found = find_credentials(&text);
         if found.is_empty() {
             return text;
@@ -187,6 +225,39 @@ mod tests {
         let mut value = serde_json::json!({"a": ["x sk-canary\"42 y"], "sk-canary\"42": 1});
         redactor.redact_value(&mut value);
         assert!(!value.to_string().contains("canary"));
+    }
+
+    #[test]
+    fn masks_base64_of_known_values_wrapped_at_76_columns() {
+        // An Anthropic-length key: its base64 is over 76 characters, so
+        // `base64` (which wraps at 76) splits it, wherever it starts.
+        let key = format!("sk-ant-api03-{}", "Zq7xK2mB9vR4tW1y".repeat(6));
+        let mut redactor = Redactor::new();
+        redactor.add(key.clone());
+        for prefix in ["", "k", "ke", "KEY=", "ANTHROPIC_API_KEY="] {
+            let encoded =
+                crate::core::secrets::encode_base64(format!("{prefix}{key}\n").as_bytes(), false);
+            let lines: Vec<String> = encoded
+                .as_bytes()
+                .chunks(76)
+                .map(|chunk| String::from_utf8(chunk.to_vec()).unwrap())
+                .collect();
+            assert!(lines.len() > 1, "{encoded}");
+            let output = format!("before\n{}\nafter", lines.join("\n"));
+            let mut counts = Redactions::new();
+            let masked = redactor.redact_counting(&output, &mut counts);
+            assert!(masked.contains(MASK), "{prefix:?}: {masked}");
+            assert!(counts.contains_key(KIND_VALUE_BASE64), "{counts:?}");
+            // No run of the key's encoding long enough to decode a
+            // meaningful part of it survives.
+            for line in masked.lines() {
+                assert!(line.len() < 40 || line == "before", "{prefix:?}: {masked}");
+            }
+        }
+        // Unrelated wrapped base64 is left alone.
+        let other = crate::core::secrets::encode_base64(&[7u8; 120], false);
+        let wrapped_other = format!("{}\n{}", &other[..76], &other[76..]);
+        assert_eq!(redactor.redact(&wrapped_other), wrapped_other);
     }
 
     #[test]
