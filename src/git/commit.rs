@@ -190,7 +190,6 @@ impl Workspace {
             .map_err(GitError::git("cannot create the commit"))?;
 
         // 3. Index.
-        let replaced = index_written_at(&repo);
         let mut index = repo
             .index()
             .map_err(GitError::git("cannot read the index"))?;
@@ -199,9 +198,6 @@ impl Workspace {
             .map(|item| (item.path.clone(), index.get_path(Path::new(&item.path), 0)))
             .collect();
         update_index(&mut index, &staged)?;
-        if let Some(second) = replaced {
-            smudge_racy_entries(&mut index, second);
-        }
         write_index(&mut index, &lock)?;
 
         // 4. Refs.
@@ -407,9 +403,9 @@ fn update_index(index: &mut git2::Index, staged: &[Staged]) -> Result<(), GitErr
     Ok(())
 }
 
-/// The second the index file was last written, if it exists.
-fn index_written_at(repo: &Repository) -> Option<i64> {
-    let modified = std::fs::metadata(repo.path().join("index"))
+/// The second the index file at `path` was last written, if it exists.
+fn written_at(path: &Path) -> Option<i64> {
+    let modified = std::fs::metadata(path)
         .ok()?
         .modified()
         .ok()?;
@@ -440,7 +436,12 @@ fn smudge_racy_entries(index: &mut git2::Index, replaced: i64) {
     }
 }
 
+/// Writes the index, its racy entries smudged first (see
+/// [`smudge_racy_entries`]).
 fn write_index(index: &mut git2::Index, lock: &Path) -> Result<(), GitError> {
+    if let Some(replaced) = index.path().and_then(written_at) {
+        smudge_racy_entries(index, replaced);
+    }
     index.write().map_err(|cause| {
         if cause.code() == ErrorCode::Locked {
             GitError::IndexLocked {
