@@ -341,6 +341,9 @@ async fn serve_http(
     let accept = async {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
+                // Out of descriptors, say: wait for a connection to end
+                // instead of spinning on the error.
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
             let mcp = mcp.clone();
