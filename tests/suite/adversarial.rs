@@ -302,18 +302,7 @@ fn descriptors_ybs_inherited_do_not_reach_confined_programs() {
     }
     let run = Run::from_output(command.output().unwrap(), ybs.path());
     run.expect_code(0);
-    let transcript = transcript(&run, "t");
-    let shell = transcript["tool_calls"][0]["result"]["output"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let check = run
-        .events("t")
-        .iter()
-        .find(|e| e["type"] == "check.completed")
-        .map(|e| e["output_tail"].as_str().unwrap().to_owned())
-        .unwrap();
-    for output in [&shell, &check] {
+    for output in shell_and_check_output(&run) {
         assert!(
             output.contains("fd7=closed") && output.contains("fd8=closed"),
             "{output}"
@@ -412,17 +401,7 @@ fn blocked_credential_paths_are_hidden_from_confined_programs() {
     let ybs = ybs.env("HOME", home.to_str().unwrap());
     let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
-    let shell = transcript(&run, "t")["tool_calls"][0]["result"]["output"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let check = run
-        .events("t")
-        .iter()
-        .find(|e| e["type"] == "check.completed")
-        .map(|e| e["output_tail"].as_str().unwrap().to_owned())
-        .unwrap();
-    for output in [&shell, &check] {
+    for output in shell_and_check_output(&run) {
         assert!(
             output.contains("ssh=\\n") || output.contains("ssh=\n"),
             "{output}"
@@ -758,4 +737,19 @@ fn a_fifo_left_as_the_repository_config_stops_the_next_run_at_once() {
         "{}",
         run.stderr
     );
+}
+
+/// What the task's first `run_shell` printed, and its check's output tail.
+fn shell_and_check_output(run: &Run) -> [String; 2] {
+    let shell = transcript(run, "t")["tool_calls"][0]["result"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let check = run
+        .events("t")
+        .iter()
+        .find(|e| e["type"] == "check.completed")
+        .map(|e| e["output_tail"].as_str().unwrap().to_owned())
+        .unwrap();
+    [shell, check]
 }
