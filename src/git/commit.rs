@@ -405,10 +405,7 @@ fn update_index(index: &mut git2::Index, staged: &[Staged]) -> Result<(), GitErr
 
 /// The second the index file at `path` was last written, if it exists.
 fn written_at(path: &Path) -> Option<i64> {
-    let modified = std::fs::metadata(path)
-        .ok()?
-        .modified()
-        .ok()?;
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
     let seconds = modified
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?
