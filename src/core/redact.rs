@@ -167,7 +167,13 @@ impl Redactor {
     }
 
     /// Masks every secret in `text` and adds what it masked to `counts`.
+    ///
+    /// A text that is JSON (a tool's result is) is masked on its strings,
+    /// before they are escaped (`masked_json`); the text pass then runs on
+    /// what comes out, so nothing is masked less than before.
     pub fn redact_counting(&self, text: &str, counts: &mut Redactions) -> String {
+        let structural = self.masked_json(text, counts);
+        let text = structural.as_deref().unwrap_or(text);
         let text = self.masked_values(text, counts);
         let text = self.masked_wrapped(text, counts);
         let found = find_credentials(&text);
@@ -186,6 +192,83 @@ impl Redactor {
         out
     }
 
+    /// A JSON object or array in `text`, masked string by string and
+    /// written again (pretty when it came in lines), or `None` when `text`
+    /// is not JSON or nothing in it was masked (then it stays as it was,
+    /// byte for byte). Masking the escaped text instead would let through
+    /// a credential at the start of a line: its word boundary would see
+    /// the `n` of `\n`.
+    fn masked_json(&self, text: &str, counts: &mut Redactions) -> Option<String> {
+        let trimmed = text.trim();
+        if !(trimmed.starts_with('{') && trimmed.ends_with('}')
+            || trimmed.starts_with('[') && trimmed.ends_with(']'))
+        {
+            return None;
+        }
+        let mut value: Value = serde_json::from_str(trimmed).ok()?;
+        let mut found = Redactions::new();
+        self.redact_value_counting(&mut value, &mut found);
+        if found.is_empty() {
+            return None;
+        }
+        let written = if trimmed.contains('\n') {
+            serde_json::to_string_pretty(&value)
+        } else {
+            serde_json::to_string(&value)
+        }
+        .ok()?;
+        for (kind, count) in found {
+            *counts.entry(kind).or_default() += count;
+        }
+        let start = text.len() - text.trim_start().len();
+        let end = text.trim_end().len();
+        Some(format!("{}{written}{}", &text[..start], &text[end..]))
+    }
+
+    /// Masks a secret that two outputs of one program show in two parts,
+    /// the first part ending one and the second beginning the other
+    /// (a child's stdout and stderr, in either order). Each part becomes
+    /// `[REDACTED]`; what is left of each output is masked on its own
+    /// afterwards, by `redact_counting`.
+    pub fn redact_across(&self, first: &mut String, second: &mut String, counts: &mut Redactions) {
+        self.mask_seam(first, second, counts);
+        self.mask_seam(second, first, counts);
+    }
+
+    /// Masks the secret that runs from the end of `head` into the start of
+    /// `rest`, if there is one.
+    fn mask_seam(&self, head: &mut String, rest: &mut String, counts: &mut Redactions) {
+        if head.is_empty() || rest.is_empty() {
+            return;
+        }
+        let seam = head.len();
+        let joined = format!("{head}{rest}");
+        let mut spans: Vec<(usize, usize, &'static str)> = find_credentials(&joined)
+            .into_iter()
+            .map(|hit| (hit.start, hit.end, hit.kind))
+            .collect();
+        if let Some(matcher) = &self.matcher {
+            spans.extend(matcher.find_iter(&joined).map(|found| {
+                let kind = self
+                    .forms
+                    .get(found.as_str())
+                    .copied()
+                    .unwrap_or(KIND_VALUE);
+                (found.start(), found.end(), kind)
+            }));
+        }
+        let Some(&(start, end, kind)) = spans
+            .iter()
+            .filter(|(start, end, _)| *start < seam && *end > seam)
+            .max_by_key(|(start, end, _)| (end - start, std::cmp::Reverse(*start)))
+        else {
+            return;
+        };
+        *counts.entry(kind.to_owned()).or_default() += 1;
+        head.replace_range(start.., MASK);
+        rest.replace_range(..end - seam, MASK);
+    }
+
     /// Masks every secret in every string of a JSON value, keys included.
     pub fn redact_value(&self, value: &mut Value) {
         self.redact_value_counting(value, &mut Redactions::new());
@@ -199,6 +282,15 @@ impl Redactor {
                 .iter_mut()
                 .for_each(|item| self.redact_value_counting(item, counts)),
             Value::Object(map) => {
+                // A program's two outputs (`run_shell`, an external tool):
+                // a secret may begin in one and end in the other.
+                if let Some((Value::String(mut stdout), Value::String(mut stderr))) =
+                    map.get("stdout").cloned().zip(map.get("stderr").cloned())
+                {
+                    self.redact_across(&mut stdout, &mut stderr, counts);
+                    map.insert("stdout".to_owned(), Value::String(stdout));
+                    map.insert("stderr".to_owned(), Value::String(stderr));
+                }
                 let entries = std::mem::take(map);
                 for (key, mut item) in entries {
                     self.redact_value_counting(&mut item, counts);

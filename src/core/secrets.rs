@@ -18,6 +18,11 @@ struct Shape {
     pattern: &'static str,
     /// A further test on the secret text, for shapes a regex cannot pin down.
     accept: fn(&str) -> bool,
+    /// The match must start a word (see `starts_a_word`). The patterns do
+    /// not say so with a leading `\b` themselves: a regex boundary sees
+    /// the `n` of an escaped `\n`, or the `m` that ends an ANSI colour
+    /// code, as part of a word.
+    word_start: bool,
 }
 
 fn always(_: &str) -> bool {
@@ -32,16 +37,19 @@ const SHAPES: &[Shape] = &[
         // The whole block; a block cut short runs to the end of the text.
         pattern: r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)",
         accept: always,
+        word_start: false,
     },
     Shape {
         kind: "github_token",
-        pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})(?-u:\b)",
+        pattern: r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})(?-u:\b)",
         accept: always,
+        word_start: true,
     },
     Shape {
         kind: "aws_access_key",
-        pattern: r"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}(?-u:\b)",
+        pattern: r"(?:AKIA|ASIA)[A-Z0-9]{16}(?-u:\b)",
         accept: always,
+        word_start: true,
     },
     Shape {
         kind: "aws_secret_key",
@@ -49,44 +57,52 @@ const SHAPES: &[Shape] = &[
         // JSON spelling (`aws_secret_access_key = …`, `"SecretAccessKey": "…"`).
         pattern: r#"(?i)(?:aws_?)?secret_?access_?key\\?["']?\s*[:=]\s*\\?["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)"#,
         accept: always,
+        word_start: false,
     },
     Shape {
         kind: "slack_token",
-        pattern: r"(?-u:\b)xox[abposr]-(?:[0-9]+-)+[A-Za-z0-9]{16,}(?-u:\b)",
+        pattern: r"xox[abposr]-(?:[0-9]+-)+[A-Za-z0-9]{16,}(?-u:\b)",
         accept: always,
+        word_start: true,
     },
     Shape {
         kind: "anthropic_key",
-        pattern: r"(?-u:\b)sk-ant-[a-z]{3,8}[0-9]{2}-[A-Za-z0-9_-]{80,}",
+        pattern: r"sk-ant-[a-z]{3,8}[0-9]{2}-[A-Za-z0-9_-]{80,}",
         accept: always,
+        word_start: true,
     },
     Shape {
         kind: "openai_key",
         // Keys carry "T3BlbkFJ" (base64 of "OpenAI"); project keys are long.
-        pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|(?-u:\b)sk-proj-[A-Za-z0-9_-]{40,}|(?-u:\b)sk-[A-Za-z0-9]{48}(?-u:\b)",
+        pattern: r"sk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|sk-proj-[A-Za-z0-9_-]{40,}|sk-[A-Za-z0-9]{48}(?-u:\b)",
         accept: always,
+        word_start: true,
     },
     Shape {
         kind: "google_api_key",
-        pattern: r"(?-u:\b)(?P<s>AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|\z)",
+        pattern: r"(?P<s>AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|\z)",
         accept: always,
+        word_start: true,
     },
     Shape {
         kind: "npm_token",
-        pattern: r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)",
+        pattern: r"npm_[A-Za-z0-9]{36}(?-u:\b)",
         accept: always,
+        word_start: true,
     },
     Shape {
         kind: "basic_auth_header",
         // `http.<url>.extraheader = AUTHORIZATION: basic <base64>` as
         // actions/checkout leaves it in .git/config, or any such header.
-        pattern: r"(?i)(?-u:\b)authorization\s*[:=]\s*basic\s+(?P<s>[A-Za-z0-9+/_-]{6,}={0,2})",
+        pattern: r"(?i)authorization\s*[:=]\s*basic\s+(?P<s>[A-Za-z0-9+/_-]{6,}={0,2})",
         accept: is_basic_credential,
+        word_start: true,
     },
     Shape {
         kind: "bearer_auth_header",
-        pattern: r"(?i)(?-u:\b)authorization\s*[:=]\s*(?:bearer|token)\s+(?P<s>[A-Za-z0-9+/._~-]{20,}={0,2})",
+        pattern: r"(?i)authorization\s*[:=]\s*(?:bearer|token)\s+(?P<s>[A-Za-z0-9+/._~-]{20,}={0,2})",
         accept: looks_random,
+        word_start: true,
     },
 ];
 
@@ -154,17 +170,125 @@ pub fn find_credentials(text: &str) -> Vec<Found> {
 
 fn find_in(index: usize, regex: &Regex, text: &str) -> Vec<Found> {
     let shape = &SHAPES[index];
-    regex
-        .captures_iter(text)
-        .filter_map(|captures| {
-            let secret = captures.name("s").or_else(|| captures.get(0))?;
-            (shape.accept)(secret.as_str()).then(|| Found {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at <= text.len() {
+        let Some(captures) = regex.captures_at(text, at) else {
+            break;
+        };
+        let (Some(whole), Some(secret)) = (
+            captures.get(0),
+            captures.name("s").or_else(|| captures.get(0)),
+        ) else {
+            break;
+        };
+        if shape.word_start && !starts_a_word(text, whole.start()) {
+            // Not a credential here; one may start inside this match.
+            at = next_char(text, whole.start());
+            continue;
+        }
+        if (shape.accept)(secret.as_str()) {
+            found.push(Found {
                 kind: shape.kind,
                 start: secret.start(),
                 end: secret.end(),
-            })
-        })
-        .collect()
+            });
+        }
+        // Go on from the end of the secret, not of the match: a shape's
+        // trailing context may be the character before the next one.
+        at = if secret.end() > whole.start() {
+            secret.end()
+        } else {
+            next_char(text, whole.start())
+        };
+    }
+    found
+}
+
+/// The byte offset of the character after the one at `at`.
+fn next_char(text: &str, at: usize) -> usize {
+    text[at..]
+        .chars()
+        .next()
+        .map_or(text.len() + 1, |c| at + c.len_utf8())
+}
+
+/// Whether a credential may start at byte `start` of `text`: at the start,
+/// after a character that is not an ASCII word character, or right after
+/// what ends a line or a colour in the text a program prints or in its
+/// escaped spelling: an escape such as `\n`, `\t`, `\u0009` or `\x1b`
+/// (JSON, a shell's `$'…'`, a log of a string literal), or an ANSI
+/// sequence such as `ESC[32m` (raw or escaped as `\u001b[32m`). A regex
+/// word boundary would see the `n` of `\n` and the `m` of `[32m` as part
+/// of the token's word, and let it through.
+pub(crate) fn starts_a_word(text: &str, start: usize) -> bool {
+    let before = &text.as_bytes()[..start];
+    match before.last() {
+        None => true,
+        Some(byte) if !(byte.is_ascii_alphanumeric() || *byte == b'_') => true,
+        Some(_) => ends_with_escape(before) || ends_with_ansi(before),
+    }
+}
+
+/// Whether an odd run of backslashes ends at `end` (so the character at
+/// `end` is escaped).
+fn escaped_at(bytes: &[u8], end: usize) -> bool {
+    bytes[..end]
+        .iter()
+        .rev()
+        .take_while(|b| **b == b'\\')
+        .count()
+        % 2
+        == 1
+}
+
+/// `…\n`, `…\t`, `…\u00XX`, `…\x1b`, `…\033`: an escape ends `bytes`.
+fn ends_with_escape(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    let is_hex = |b: &u8| b.is_ascii_hexdigit();
+    // One letter: \n \t \r \f \v \b \e \0.
+    if n >= 2 && b"ntrfvbe0".contains(&bytes[n - 1]) && escaped_at(bytes, n - 1) {
+        return true;
+    }
+    // \uXXXX
+    if n >= 6
+        && bytes[n - 5] == b'u'
+        && bytes[n - 4..].iter().all(is_hex)
+        && escaped_at(bytes, n - 5)
+    {
+        return true;
+    }
+    // \xXX
+    if n >= 4
+        && bytes[n - 3] == b'x'
+        && bytes[n - 2..].iter().all(is_hex)
+        && escaped_at(bytes, n - 3)
+    {
+        return true;
+    }
+    // \NNN (octal)
+    n >= 4 && bytes[n - 3..].iter().all(|b| (b'0'..=b'7').contains(b)) && escaped_at(bytes, n - 3)
+}
+
+/// `…ESC[32m` (or any CSI sequence), raw or with ESC escaped: an ANSI
+/// control sequence ends `bytes`.
+fn ends_with_ansi(bytes: &[u8]) -> bool {
+    let Some((last, rest)) = bytes.split_last() else {
+        return false;
+    };
+    if !last.is_ascii_alphabetic() {
+        return false;
+    }
+    let params = rest
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_digit() || **b == b';' || **b == b'?')
+        .count();
+    let rest = &rest[..rest.len() - params];
+    let Some((b'[', rest)) = rest.split_last() else {
+        return false;
+    };
+    rest.last() == Some(&0x1b) || (!rest.is_empty() && ends_with_escape(rest))
 }
 
 /// A basic-auth value is the base64 of `user:password`.

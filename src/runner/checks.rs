@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::Emitter;
+use crate::core::Redactor;
 use crate::core::event::Event;
+use crate::core::redact::Redactions;
 use crate::core::text::tail;
 use crate::task::CheckSpec;
 use crate::tools::ChildEnv;
@@ -45,6 +47,10 @@ pub struct CheckEnv<'a> {
     pub env: &'a ChildEnv,
     pub sandbox: Option<&'a Arc<Sandbox>>,
     pub network_allowed: bool,
+    /// Masks the output before it is joined and cut: a secret split
+    /// between stdout and stderr, or cut in two by the tail, would not be
+    /// whole for the masking downstream.
+    pub redactor: &'a Redactor,
 }
 
 impl CheckEnv<'_> {
@@ -57,6 +63,31 @@ impl CheckEnv<'_> {
             Some(sandbox.clone())
         }
     }
+}
+
+/// A check's stdout and then its stderr, masked before they are joined
+/// (with a line break, which would split a secret that runs from one
+/// into the other) and before the output is cut to its tail (which could
+/// cut one in two). What was masked is reported (`task.redactions`).
+fn masked_output(
+    redactor: &Redactor,
+    mut stdout: String,
+    mut stderr: String,
+    emitter: &mut Emitter<'_>,
+) -> String {
+    let mut counts = Redactions::new();
+    redactor.redact_across(&mut stdout, &mut stderr, &mut counts);
+    let mut text = redactor.redact_counting(&stdout, &mut counts);
+    if !stderr.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&redactor.redact_counting(&stderr, &mut counts));
+    }
+    if !counts.is_empty() {
+        emitter.emit(Event::Redactions { counts });
+    }
+    text
 }
 
 /// Runs every check (not stopping at the first failure) and records each.
@@ -93,13 +124,7 @@ pub async fn run_checks(
         let started = std::time::Instant::now();
         let (exit_code, timed_out, output) = match process::run(spec).await {
             Ok(out) => {
-                let mut text = out.stdout;
-                if !out.stderr.is_empty() {
-                    if !text.is_empty() && !text.ends_with('\n') {
-                        text.push('\n');
-                    }
-                    text.push_str(&out.stderr);
-                }
+                let text = masked_output(setting.redactor, out.stdout, out.stderr, emitter);
                 (out.exit_code, out.timed_out, text)
             }
             Err(error) => (None, false, format!("cannot start check: {error}")),

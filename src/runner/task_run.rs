@@ -439,6 +439,7 @@ async fn work_and_check(
                     env: &prepared.tool_ctx.env,
                     sandbox: prepared.tool_ctx.sandbox.as_ref(),
                     network_allowed: prepared.check_network,
+                    redactor: &run.redactor,
                 };
                 let outcome =
                     run_checks(&task.checks, &setting, attempt, agent.time_left(), emitter).await;

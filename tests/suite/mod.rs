@@ -10,6 +10,7 @@ mod git;
 mod git_trust;
 mod interactive;
 mod jobs;
+mod masking;
 mod mcp;
 mod otel;
 mod outputs;
