@@ -303,6 +303,9 @@ impl Redactor {
 }
 
 #[cfg(test)]
+pub(crate) mod testing;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -401,5 +404,146 @@ mod tests {
         assert_eq!(out, "a [REDACTED] b [REDACTED]");
         assert_eq!(counts.get(KIND_VALUE), Some(&1));
         assert_eq!(counts.get(KIND_VALUE_BASE64), Some(&1));
+    }
+
+    /// Issue 21, item 1: every credential shape × every position × every
+    /// form a sink writes: the raw output, a tool's JSON result (compact,
+    /// pretty, and as `read_file` numbers its lines), that result inside
+    /// an event or a message (JSON in JSON, as the transcript, the events
+    /// and a cassette hold it).
+    mod properties {
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        use super::super::testing::{
+            Position, assert_masked, credential, needles, place, position,
+        };
+        use super::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            #[test]
+            fn no_credential_survives_in_any_form(
+                credential in credential(),
+                position in position(),
+                cut in 1usize..200,
+            ) {
+                let redactor = credential.redactor();
+                let (mut stdout, mut stderr) = place(&credential, position, cut);
+                let needles = needles(&credential, position, cut);
+
+                // The outputs as a sink gets them: whole, after the
+                // child's chunks were joined; a split between the two
+                // streams is masked across them.
+                let (mut out, mut err) = (stdout.clone(), stderr.clone());
+                let mut counts = Redactions::new();
+                redactor.redact_across(&mut out, &mut err, &mut counts);
+                let raw = format!(
+                    "{}{}",
+                    redactor.redact_counting(&out, &mut counts),
+                    redactor.redact_counting(&err, &mut counts)
+                );
+                assert_masked(&needles, "the raw output", &raw);
+                prop_assert!(!counts.is_empty(), "nothing counted: {raw}");
+
+                // A tool's result, as the agent masks it before the model
+                // and every output see it.
+                let result = json!({"exit_code": 0, "stdout": stdout, "stderr": stderr, "timed_out": false});
+                let compact = redactor.redact(&result.to_string());
+                assert_masked(&needles, "a compact tool result", &compact);
+                let pretty = redactor.redact(&serde_json::to_string_pretty(&result).unwrap_or_default());
+                assert_masked(&needles, "a pretty tool result", &pretty);
+                let masked_result: Value = serde_json::from_str(&compact).unwrap_or_default();
+                prop_assert_eq!(&masked_result["exit_code"], &json!(0));
+                if !position.is_split() {
+                    let numbered: String = stdout
+                        .split('\n')
+                        .enumerate()
+                        .map(|(number, line)| format!("{:>3}\t{line}\n", number + 1))
+                        .collect();
+                    let read = json!({"path": "f.txt", "content": numbered, "total_lines": 9});
+                    let read = redactor.redact(&read.to_string());
+                    assert_masked(&needles, "a read_file result", &read);
+                }
+
+                // The result inside an event or message (a string of
+                // JSON in JSON), masked on structure: compact
+                // (events.jsonl, a request body) and pretty (the
+                // transcript, a cassette, state.json).
+                let mut event = json!({
+                    "type": "tool.completed",
+                    "output": result.to_string(),
+                    "message": {"role": "tool", "content": [json!({"text": result.to_string()}).to_string()]},
+                });
+                redactor.redact_value(&mut event);
+                assert_masked(&needles, "an event", &event.to_string());
+                assert_masked(&needles, "a pretty event", &serde_json::to_string_pretty(&event).unwrap_or_default());
+
+                // What the streams hold is left alone but for the masks.
+                redactor.redact_across(&mut stdout, &mut stderr, &mut Redactions::new());
+                prop_assert!(stdout.contains("finished") || stderr.contains("finished"));
+            }
+        }
+
+        #[test]
+        fn a_token_after_an_escape_or_a_colour_is_masked_but_not_inside_a_word() {
+            let token = "ghp_Zq8Tw2Lm5Rx9Vb3Nc7Kd1Hf6Jg4Ps0Ya2Ue8X";
+            for before in [
+                "",
+                "\\n",
+                "\\t",
+                "a\\r",
+                "\\u0009",
+                "\\x1b[32m",
+                "\\u001b[1;32m",
+                "\x1b[32m",
+                "\\033[0m",
+                "=",
+                "\"",
+            ] {
+                let text = format!("{before}{token}");
+                assert!(!redactor_masks_nothing(&text), "{text:?}");
+            }
+            // A word that runs into the token, or an escaped backslash
+            // before an `n`, is not a boundary.
+            for before in ["x", "token", "\\\\n", "[32m"] {
+                let text = format!("{before}{token}");
+                assert!(redactor_masks_nothing(&text), "{text:?}");
+            }
+        }
+
+        fn redactor_masks_nothing(text: &str) -> bool {
+            Redactor::new().redact(text) == text
+        }
+
+        #[test]
+        fn json_text_that_masks_nothing_stays_byte_for_byte() {
+            let redactor = Redactor::new();
+            for text in [
+                "{\"b\": 1,  \"a\": [1.50, \"x\"]}",
+                "  [1, 2]\n",
+                "{not json}",
+            ] {
+                assert_eq!(redactor.redact(text), text);
+            }
+        }
+
+        #[test]
+        fn a_secret_split_between_stdout_and_stderr_is_masked_in_both() {
+            let token = "AKIAQ3EXAMPLE7ZX2MPL";
+            let mut stdout = format!("id: {}", &token[..9]);
+            let mut stderr = format!("{}\nnext\n", &token[9..]);
+            let mut counts = Redactions::new();
+            Redactor::new().redact_across(&mut stdout, &mut stderr, &mut counts);
+            assert_eq!(stdout, "id: [REDACTED]");
+            assert_eq!(stderr, "[REDACTED]\nnext\n");
+            assert_eq!(counts.get("aws_access_key"), Some(&1));
+            // Apart, each is left alone.
+            let mut first = "id: AKIA".to_owned();
+            let mut second = "not a key".to_owned();
+            Redactor::new().redact_across(&mut first, &mut second, &mut counts);
+            assert_eq!((first.as_str(), second.as_str()), ("id: AKIA", "not a key"));
+        }
     }
 }

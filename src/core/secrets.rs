@@ -123,6 +123,29 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
+static KEY_BEGIN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+        .expect("private key marker compiles")
+});
+static KEY_END: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+        .expect("private key marker compiles")
+});
+
+/// Whether a private key block begins in `line` and does not end there:
+/// the lines after it, up to its end marker, are the key.
+pub fn opens_private_key(line: &str) -> bool {
+    KEY_BEGIN
+        .find_iter(line)
+        .last()
+        .is_some_and(|begin| !KEY_END.is_match(&line[begin.end()..]))
+}
+
+/// Whether a private key block's end marker is in `line`.
+pub fn closes_private_key(line: &str) -> bool {
+    KEY_END.is_match(line)
+}
+
 /// A credential found in a text: its kind and its byte range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {

@@ -3,11 +3,12 @@
 //! masked per task, and emits it (`task.redactions`) just before the
 //! task's `task.finished`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::core::Redactor;
 use crate::core::event::{Event, EventRecord, EventSink};
-use crate::core::redact::Redactions;
+use crate::core::redact::{MASK, Redactions};
+use crate::core::secrets::{closes_private_key, opens_private_key};
 
 /// Redacts each record, then hands it to the inner sinks.
 pub struct RedactingSink<'a> {
@@ -17,6 +18,10 @@ pub struct RedactingSink<'a> {
     /// Per task: what was masked here, plus what the agent masked before
     /// the conversation saw it (its `task.redactions` reports).
     counts: HashMap<String, Redactions>,
+    /// The tasks whose streamed text is inside a private key block: a
+    /// line shows only part of it, so each line is masked whole up to the
+    /// block's end marker.
+    in_key: HashSet<String>,
 }
 
 impl<'a> RedactingSink<'a> {
@@ -26,6 +31,7 @@ impl<'a> RedactingSink<'a> {
             sinks,
             error: None,
             counts: HashMap::new(),
+            in_key: HashSet::new(),
         }
     }
 
@@ -97,7 +103,17 @@ impl EventSink for RedactingSink<'_> {
         if self.redactor.has_multiline_secret() {
             return;
         }
-        let line = self.redactor.redact(line);
+        let line = if self.in_key.contains(task) {
+            if closes_private_key(line) {
+                self.in_key.remove(task);
+            }
+            MASK.to_owned()
+        } else {
+            if opens_private_key(line) {
+                self.in_key.insert(task.to_owned());
+            }
+            self.redactor.redact(line)
+        };
         for sink in &mut self.sinks {
             sink.text(task, &line);
         }
@@ -112,6 +128,91 @@ impl EventSink for RedactingSink<'_> {
         match self.error.take() {
             Some(error) => Err(error),
             None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::core::message::Message;
+    use crate::core::redact::testing::{assert_masked, credential, needles, place, position};
+
+    /// What the sinks behind the redacting one receive.
+    #[derive(Default)]
+    struct Collect {
+        records: Vec<EventRecord>,
+        lines: Vec<String>,
+    }
+
+    impl EventSink for Collect {
+        fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
+            self.records.push(record.clone());
+            Ok(())
+        }
+
+        fn text(&mut self, _task: &str, line: &str) {
+            self.lines.push(line.to_owned());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Issue 21, item 1: a tool's result (JSON text holding the
+        /// program's outputs), a tool message carrying it, a check's
+        /// output and a streamed line, with a credential of every shape
+        /// at every position, come out of the sink masked, as every
+        /// output writes them (compact JSON lines, pretty JSON).
+        #[test]
+        fn every_record_comes_out_masked(
+            credential in credential(),
+            position in position(),
+            cut in 1usize..200,
+        ) {
+            let (stdout, stderr) = place(&credential, position, cut);
+            let needles = needles(&credential, position, cut);
+            let result = json!({"exit_code": 1, "stdout": stdout, "stderr": stderr, "timed_out": false}).to_string();
+            let mut collect = Collect::default();
+            {
+                let mut sink = RedactingSink::new(credential.redactor(), vec![&mut collect]);
+                let record = |event| EventRecord { ts_ms: 1, task: "t".to_owned(), event };
+                sink.event(&record(Event::ToolCompleted {
+                    call_id: "c1".to_owned(),
+                    name: "run_shell".to_owned(),
+                    ok: true,
+                    ran: true,
+                    duration_ms: 1,
+                    truncated: false,
+                    output: result.clone(),
+                }))?;
+                sink.event(&record(Event::Message {
+                    message: Message::Tool {
+                        call_id: "c1".to_owned(),
+                        name: "run_shell".to_owned(),
+                        content: result.clone(),
+                        is_error: false,
+                    },
+                }))?;
+                if !position.is_split() {
+                    sink.event(&record(Event::Note { message: stdout.clone() }))?;
+                    for line in stdout.lines() {
+                        sink.text("t", line);
+                    }
+                }
+                sink.finish()?;
+            }
+            prop_assert!(collect.records.len() >= 2);
+            for record in &collect.records {
+                let line = serde_json::to_string(record).unwrap_or_default();
+                assert_masked(&needles, "a record", &line);
+                let pretty = serde_json::to_string_pretty(record).unwrap_or_default();
+                assert_masked(&needles, "a pretty record", &pretty);
+            }
+            assert_masked(&needles, "the streamed lines", &collect.lines.join("\n"));
         }
     }
 }

@@ -671,9 +671,9 @@ impl Server {
         };
         let text = shared.redactor.redact(&text);
         let (text, _) = truncate_middle(&text, shared.ctx.output_cap_bytes);
-        let structured: Value =
-            serde_json::from_str(&shared.redactor.redact(&envelope.to_string()))
-                .unwrap_or_else(|_| json!({"success": success}));
+        // Masked on its strings, never on its escaped text.
+        let mut structured = envelope.clone();
+        shared.redactor.redact_value(&mut structured);
         serde_json::from_value(json!({
             "content": [{"type": "text", "text": text}],
             "structuredContent": structured,
