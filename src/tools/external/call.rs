@@ -20,8 +20,8 @@ use super::discover::MODE_VAR;
 use super::entry::{Entry, Status};
 use super::metrics::{Metrics, Outcome};
 use super::schema::ToolSchema;
-use crate::core::ToolSpec;
 use crate::core::text::truncate_middle;
+use crate::core::{Redactor, ToolSpec};
 use crate::tools::process::{self, ProcessOutput, ProcessSpec};
 use crate::tools::{Target, Tool, ToolCtx, ToolError, ToolOutput};
 
@@ -246,7 +246,8 @@ fn interpret(name: &str, timeout: Duration, output: &ProcessOutput) -> (Outcome,
         return (Outcome::Failure, failure(message, stderr));
     }
     let Some(envelope) = parse_envelope(&output.stdout) else {
-        let quoted = truncate_middle(output.stdout.trim(), STDOUT_QUOTE_CHARS).0;
+        let stdout = Redactor::new().redact(&output.stdout);
+        let quoted = truncate_middle(stdout.trim(), STDOUT_QUOTE_CHARS).0;
         let message = if quoted.is_empty() {
             format!("`{name}` printed nothing on stdout (expected one JSON envelope)")
         } else {
@@ -289,6 +290,10 @@ fn parse_envelope(stdout: &str) -> Option<Value> {
 
 /// The last [`STDERR_TAIL_CHARS`] characters of stderr, if any.
 fn stderr_tail(stderr: &str) -> Option<String> {
+    // Credentials are masked before the cut, which could leave a part
+    // of one that no shape matches (known values are masked downstream,
+    // whole; docs/security.md S7).
+    let stderr = Redactor::new().redact(stderr);
     let trimmed = stderr.trim_end();
     if trimmed.is_empty() {
         return None;
@@ -315,5 +320,25 @@ fn failure(message: String, stderr: Option<String>) -> Value {
             "metadata": {"stderr_tail": tail},
         }),
         None => json!({"success": false, "error": message}),
+    }
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    /// A credential the tail would cut in two is masked before the cut:
+    /// no part of it is left for the model or an output.
+    #[test]
+    fn the_stderr_tail_never_holds_part_of_a_credential() {
+        let token = "ghp_Zq8Tw2Lm5Rx9Vb3Nc7Kd1Hf6Jg4Ps0Ya2Ue8X";
+        for keep in [5, 20, 30] {
+            let stderr = format!("{token}\n{}", "-".repeat(STDERR_TAIL_CHARS - keep - 1));
+            let tail = stderr_tail(&stderr).unwrap_or_default();
+            assert!(
+                !tail.contains(&token[token.len() - keep..]),
+                "{keep}: {tail}"
+            );
+        }
     }
 }
