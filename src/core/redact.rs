@@ -29,6 +29,19 @@ pub const KIND_VALUE_BASE64: &str = "secret_value_base64";
 /// How many secrets were masked, by kind ("github_token", "secret_value", …).
 pub type Redactions = BTreeMap<String, u64>;
 
+/// How much of each output on either side of their seam
+/// `Redactor::redact_across` looks at: more than any credential but a
+/// private key block is long.
+const SEAM_WINDOW: usize = 16 * 1024;
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    while at > 0 && !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
 /// A set of secret values to mask, plus the credential shapes.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
@@ -241,8 +254,13 @@ impl Redactor {
         if head.is_empty() || rest.is_empty() {
             return;
         }
-        let seam = head.len();
-        let joined = format!("{head}{rest}");
+        // Only the text near the seam can hold a secret that crosses it
+        // (a private key runs longer; its block is masked to the end of
+        // `head`, and `rest` up to its end marker, below).
+        let from = floor_boundary(head, head.len().saturating_sub(SEAM_WINDOW));
+        let to = floor_boundary(rest, SEAM_WINDOW.min(rest.len()));
+        let seam = head.len() - from;
+        let joined = format!("{}{}", &head[from..], &rest[..to]);
         let mut spans: Vec<(usize, usize, &'static str)> = find_credentials(&joined)
             .into_iter()
             .map(|hit| (hit.start, hit.end, hit.kind))
@@ -257,16 +275,27 @@ impl Redactor {
                 (found.start(), found.end(), kind)
             }));
         }
-        let Some(&(start, end, kind)) = spans
+        let crossing = spans
             .iter()
             .filter(|(start, end, _)| *start < seam && *end > seam)
             .max_by_key(|(start, end, _)| (end - start, std::cmp::Reverse(*start)))
-        else {
-            return;
+            .copied();
+        let (start, end, kind) = match crossing {
+            Some(span) => span,
+            // A private key block that `head` opens and `rest` goes on:
+            // `rest` up to its end marker is the key.
+            None if super::secrets::opens_private_key(head) => {
+                let end = super::secrets::private_key_end(rest).unwrap_or(rest.len());
+                *counts.entry("private_key".to_owned()).or_default() += 1;
+                rest.replace_range(..end, MASK);
+                return;
+            }
+            None => return,
         };
         *counts.entry(kind.to_owned()).or_default() += 1;
-        head.replace_range(start.., MASK);
-        rest.replace_range(..end - seam, MASK);
+        let end = (end - seam).min(rest.len());
+        head.replace_range(from + start.., MASK);
+        rest.replace_range(..end, MASK);
     }
 
     /// Masks every secret in every string of a JSON value, keys included.
@@ -544,6 +573,24 @@ mod tests {
             let mut second = "not a key".to_owned();
             Redactor::new().redact_across(&mut first, &mut second, &mut counts);
             assert_eq!((first.as_str(), second.as_str()), ("id: AKIA", "not a key"));
+            // Long outputs: only the text near the seam is looked at, and
+            // a private key longer than that is still masked in both.
+            let mut stdout = format!("{}\n{}", "a ".repeat(20_000), &token[..9]);
+            let mut stderr = format!("{}\n{}", &token[9..], "b ".repeat(20_000));
+            Redactor::new().redact_across(&mut stdout, &mut stderr, &mut counts);
+            assert!(stdout.ends_with("\n[REDACTED]") && stderr.starts_with("[REDACTED]\n"));
+            let body = "MIIEowIBAAKCAQEA0Zx7\n".repeat(2_000);
+            let mut stdout = format!("-----BEGIN RSA PRIVATE KEY-----\n{body}");
+            let mut stderr = format!("{body}-----END RSA PRIVATE KEY-----\nafter\n");
+            let mut counts = Redactions::new();
+            let redactor = Redactor::new();
+            redactor.redact_across(&mut stdout, &mut stderr, &mut counts);
+            let stdout = redactor.redact_counting(&stdout, &mut counts);
+            assert!(
+                !stdout.contains("MIIE") && !stderr.contains("MIIE"),
+                "{stderr}"
+            );
+            assert_eq!(stderr, "[REDACTED]\nafter\n");
         }
     }
 }

@@ -141,6 +141,11 @@ pub fn opens_private_key(line: &str) -> bool {
         .is_some_and(|begin| !KEY_END.is_match(&line[begin.end()..]))
 }
 
+/// The byte offset just past the first private key end marker in `text`.
+pub fn private_key_end(text: &str) -> Option<usize> {
+    KEY_END.find(text).map(|end| end.end())
+}
+
 /// Whether a private key block's end marker is in `line`.
 pub fn closes_private_key(line: &str) -> bool {
     KEY_END.is_match(line)
