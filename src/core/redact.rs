@@ -42,6 +42,32 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
+/// Masks a text that comes one line at a time (the model's text as it
+/// streams in). A private key block spans lines, and no one line shows it
+/// whole: from a line that opens one, each line is masked whole up to
+/// the line with its end marker.
+#[derive(Debug, Clone, Default)]
+pub struct LineMasker {
+    in_key: bool,
+}
+
+impl LineMasker {
+    /// `line`, masked.
+    pub fn line(&mut self, redactor: &Redactor, line: &str) -> String {
+        if self.in_key {
+            self.in_key = !super::secrets::closes_private_key(line);
+            return MASK.to_owned();
+        }
+        self.in_key = super::secrets::opens_private_key(line);
+        redactor.redact(line)
+    }
+
+    /// Whether the last line left a private key block open.
+    pub fn in_key(&self) -> bool {
+        self.in_key
+    }
+}
+
 /// A set of secret values to mask, plus the credential shapes.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {

@@ -3,12 +3,11 @@
 //! masked per task, and emits it (`task.redactions`) just before the
 //! task's `task.finished`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::core::Redactor;
 use crate::core::event::{Event, EventRecord, EventSink};
-use crate::core::redact::{MASK, Redactions};
-use crate::core::secrets::{closes_private_key, opens_private_key};
+use crate::core::redact::{LineMasker, Redactions};
 
 /// Redacts each record, then hands it to the inner sinks.
 pub struct RedactingSink<'a> {
@@ -21,7 +20,7 @@ pub struct RedactingSink<'a> {
     /// The tasks whose streamed text is inside a private key block: a
     /// line shows only part of it, so each line is masked whole up to the
     /// block's end marker.
-    in_key: HashSet<String>,
+    streams: HashMap<String, LineMasker>,
 }
 
 impl<'a> RedactingSink<'a> {
@@ -31,7 +30,7 @@ impl<'a> RedactingSink<'a> {
             sinks,
             error: None,
             counts: HashMap::new(),
-            in_key: HashSet::new(),
+            streams: HashMap::new(),
         }
     }
 
@@ -74,6 +73,10 @@ impl EventSink for RedactingSink<'_> {
             }
             return Ok(());
         }
+        // A turn's text has ended (or streams again from its start).
+        if matches!(record.event, Event::Message { .. } | Event::LlmRetry { .. }) {
+            self.streams.remove(&record.task);
+        }
         let mut masked = Redactions::new();
         let clean = self.clean(record, &mut masked);
         if !masked.is_empty() {
@@ -103,17 +106,11 @@ impl EventSink for RedactingSink<'_> {
         if self.redactor.has_multiline_secret() {
             return;
         }
-        let line = if self.in_key.contains(task) {
-            if closes_private_key(line) {
-                self.in_key.remove(task);
-            }
-            MASK.to_owned()
-        } else {
-            if opens_private_key(line) {
-                self.in_key.insert(task.to_owned());
-            }
-            self.redactor.redact(line)
-        };
+        let line = self
+            .streams
+            .entry(task.to_owned())
+            .or_default()
+            .line(&self.redactor, line);
         for sink in &mut self.sinks {
             sink.text(task, &line);
         }

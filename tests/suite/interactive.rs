@@ -463,3 +463,52 @@ fn chat_shows_the_answer_as_it_streams_in_and_once() {
         run.terminal
     );
 }
+
+/// Issue 21, item 1: the model's text streams to the terminal one line at
+/// a time; a private key it writes spans lines, none of which shows the
+/// block whole. Every line of the block is masked, wherever the stream's
+/// pieces cut it.
+#[test]
+fn chat_masks_a_private_key_streamed_line_by_line() {
+    let body = [
+        "MIIEowIBAAKCAQEA0Zx7examplebodyQ1w2e3r4t5y6",
+        "u7i8o9p0Zq8Tw2Lm5Rx9Vb3Nc7Kd1Hf6Jg4Ps0Ya2Ue",
+    ];
+    let end = json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+    let reply = Reply::new(200, "text/event-stream")
+        .send(text_chunk("Here it is:\n-----BEGIN RSA PRIVATE KEY-----\n"))
+        .send(text_chunk(&format!("{}\n{}", body[0], &body[1][..10])))
+        .send(text_chunk(&format!(
+            "{}\n-----END RSA PRIVATE KEY-----\n",
+            &body[1][10..]
+        )))
+        .send(text_chunk("That was all.\n"))
+        .send(format!("data: {end}\n\ndata: [DONE]\n\n"));
+    let server = Server::start(vec![reply]);
+    let ybs = Ybs::new();
+    let endpoint = format!("{}/v1", server.url);
+    let args = [
+        "chat",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--endpoint",
+        endpoint.as_str(),
+    ];
+    let run = on_tty(&ybs, &args, b"show me a key\n/exit\n", true);
+    assert_eq!(run.code, 0, "{}", run.terminal);
+    assert!(run.terminal.contains("That was all."), "{}", run.terminal);
+    for part in body {
+        assert!(
+            !run.terminal.contains(&part[..16]),
+            "{part}:\n{}",
+            run.terminal
+        );
+        assert!(
+            !run.terminal.contains(&part[part.len() - 16..]),
+            "{part}:\n{}",
+            run.terminal
+        );
+    }
+}

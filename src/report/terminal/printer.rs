@@ -24,6 +24,7 @@ use super::lines::human_line;
 use super::view::LogView;
 use crate::core::Redactor;
 use crate::core::event::{Event, EventRecord, EventSink};
+use crate::core::redact::{LineMasker, MASK};
 use crate::report::log::{AnnotationKind, github_annotation, neutralize, neutralize_chars};
 
 /// How much to print.
@@ -53,6 +54,8 @@ struct ChatStream {
     turn: usize,
     /// Lines printed during its last complete turn.
     last_turn: usize,
+    /// Masks the streamed lines (a private key spans several).
+    masker: LineMasker,
 }
 
 /// The live view of a run.
@@ -291,7 +294,10 @@ impl EventSink for Printer {
         if let Some(chat) = &mut self.chat {
             match record.event {
                 // A retried turn streams again from its start.
-                Event::LlmRetry { .. } => chat.turn = 0,
+                Event::LlmRetry { .. } => {
+                    chat.turn = 0;
+                    chat.masker = LineMasker::default();
+                }
                 Event::LlmResponse { .. } => chat.last_turn = std::mem::take(&mut chat.turn),
                 _ => {}
             }
@@ -316,9 +322,10 @@ impl EventSink for Printer {
             return;
         }
         if let Some(chat) = &mut self.chat {
+            let line = chat.masker.line(&self.redactor, line);
             if self.level != Level::Quiet {
                 chat.turn += 1;
-                self.out(line);
+                self.out(&line);
             }
             return;
         }
@@ -363,18 +370,24 @@ impl super::Console for Printer {
         Printer::result(self, text);
     }
     fn answer(&mut self, text: &str) {
-        let shown = self
-            .chat
-            .as_mut()
-            .map_or(0, |chat| std::mem::take(&mut chat.last_turn));
+        let (shown, in_key) = self.chat.as_mut().map_or((0, false), |chat| {
+            let in_key = std::mem::take(&mut chat.masker).in_key();
+            (std::mem::take(&mut chat.last_turn), in_key)
+        });
         if shown == 0 {
             return Printer::result(self, text);
         }
         // The lines that streamed in were printed as they came (`-q`
-        // printed none); the rest of the last line was not.
+        // printed none); the rest of the last line was not. Inside a
+        // private key block, the rest is the key.
         let rest: Vec<&str> = text.lines().skip(shown).collect();
         if !rest.is_empty() {
-            Printer::result(self, &rest.join("\n"));
+            let rest = if in_key {
+                MASK.to_owned()
+            } else {
+                rest.join("\n")
+            };
+            Printer::result(self, &rest);
         }
     }
     fn error(&self, text: &str) {
