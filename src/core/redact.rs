@@ -550,6 +550,8 @@ mod tests {
                 "",
                 "\\n",
                 "\\t",
+                "\\\\n",
+                "\\\\\\\\t",
                 "a\\r",
                 "\\u0009",
                 "\\x1b[32m",
@@ -562,9 +564,9 @@ mod tests {
                 let text = format!("{before}{token}");
                 assert!(!redactor_masks_nothing(&text), "{text:?}");
             }
-            // A word that runs into the token, or an escaped backslash
-            // before an `n`, is not a boundary.
-            for before in ["x", "token", "\\\\n", "[32m"] {
+            // A word that runs into the token, or a colour code's tail
+            // without its escape, is not a boundary.
+            for before in ["x", "token", "n", "[32m"] {
                 let text = format!("{before}{token}");
                 assert!(redactor_masks_nothing(&text), "{text:?}");
             }

@@ -258,16 +258,11 @@ pub(crate) fn starts_a_word(text: &str, start: usize) -> bool {
     }
 }
 
-/// Whether an odd run of backslashes ends at `end` (so the character at
-/// `end` is escaped).
+/// Whether a backslash comes before the character at `end`. Any run of
+/// them counts, odd or even: text escaped twice (JSON in a JSON string, a
+/// log of a string literal) spells a line break `\\n`.
 fn escaped_at(bytes: &[u8], end: usize) -> bool {
-    bytes[..end]
-        .iter()
-        .rev()
-        .take_while(|b| **b == b'\\')
-        .count()
-        % 2
-        == 1
+    end > 0 && bytes[end - 1] == b'\\'
 }
 
 /// `…\n`, `…\t`, `…\u00XX`, `…\x1b`, `…\033`: an escape ends `bytes`.
