@@ -38,9 +38,14 @@ pub enum WorkEntry {
     /// A symbolic link, with its target (never followed).
     Symlink(Vec<u8>),
     /// A regular file's bytes, read once.
-    File { bytes: Vec<u8>, executable: bool },
+    File {
+        bytes: Vec<u8>,
+        executable: bool,
+    },
     /// A regular file larger than the limit the caller gave (not read).
-    TooLarge { size: u64 },
+    TooLarge {
+        size: u64,
+    },
     /// A FIFO, socket or device: never opened.
     Special,
 }
@@ -89,10 +94,15 @@ impl WorkRoot {
         let parent = match self.parent(&components) {
             Ok(Some(parent)) => parent,
             Ok(None) => return Ok(WorkEntry::Absent),
-            Err(errno) => return Err(GitError::io("cannot open the directory of", &full)(errno.into())),
+            Err(errno) => {
+                return Err(GitError::io("cannot open the directory of", &full)(
+                    errno.into(),
+                ));
+            }
         };
         let dir = parent.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
-        read_entry(dir, name, max_bytes).map_err(|(context, cause)| GitError::io(context, &full)(cause))
+        read_entry(dir, name, max_bytes)
+            .map_err(|(context, cause)| GitError::io(context, &full)(cause))
     }
 
     /// The directory holding a path with these parent components: `None`

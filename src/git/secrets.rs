@@ -119,7 +119,11 @@ mod tests {
             Some("github_token")
         );
         assert_eq!(
-            credential_in("link", &WorkEntry::Symlink(token.as_bytes().to_vec()), &none),
+            credential_in(
+                "link",
+                &WorkEntry::Symlink(token.as_bytes().to_vec()),
+                &none
+            ),
             Some("github_token")
         );
         assert_eq!(
@@ -133,7 +137,10 @@ mod tests {
     fn allowed_globs_skip_files() {
         let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
         let allow = allowed(&["fixtures/**".to_owned()]);
-        assert_eq!(credential_in("fixtures/fake.txt", &file(token), &allow), None);
+        assert_eq!(
+            credential_in("fixtures/fake.txt", &file(token), &allow),
+            None
+        );
         assert_eq!(
             credential_in("real.txt", &file(token), &allow),
             Some("github_token")

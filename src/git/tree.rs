@@ -16,10 +16,10 @@ use std::path::Path;
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
 use globset::GlobSet;
 
+use super::GitError;
 use super::beneath::{WorkEntry, WorkRoot};
 use super::secrets::{self, SecretFile};
 use super::status::MAX_FILE_BYTES;
-use super::GitError;
 use crate::core::Redactor;
 
 /// `git`'s file modes.

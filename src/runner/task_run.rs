@@ -185,8 +185,15 @@ pub async fn run_or_resume(
     let (reason, message, answer) = match early {
         Some(stop) => stopped(stop, &mut pending),
         None => {
-            work_and_follow_up(&mut agent, run, prepared, &tools.mcp, &mut emitter, &mut pending)
-                .await
+            work_and_follow_up(
+                &mut agent,
+                run,
+                prepared,
+                &tools.mcp,
+                &mut emitter,
+                &mut pending,
+            )
+            .await
         }
     };
     // Nothing of the task runs while its work is read: every MCP server

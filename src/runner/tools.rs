@@ -228,7 +228,10 @@ async fn start_mcp(
 /// Stops every MCP server of the task and its process tree (a later call
 /// of one of its tools starts it again). The names of the servers that
 /// could not be seen stopped: nothing may be committed then.
-pub async fn stop_mcp(servers: &[std::sync::Arc<McpServer>], emitter: &mut Emitter<'_>) -> Vec<String> {
+pub async fn stop_mcp(
+    servers: &[std::sync::Arc<McpServer>],
+    emitter: &mut Emitter<'_>,
+) -> Vec<String> {
     let mut stuck = Vec::new();
     for server in servers {
         if !server.stop().await {

@@ -11,6 +11,7 @@ mod git_trust;
 mod interactive;
 mod jobs;
 mod mcp;
+mod moving_tree;
 mod otel;
 mod outputs;
 mod pipeline;
