@@ -10,6 +10,7 @@ mod git;
 mod git_trust;
 mod interactive;
 mod jobs;
+mod left_behind;
 mod mcp;
 mod moving_tree;
 mod otel;
