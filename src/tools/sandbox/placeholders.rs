@@ -310,7 +310,12 @@ mod tests {
         let first = Placeholders::create_recorded(&work, &paths, Some(&records));
         assert_eq!(
             first.made,
-            [".github", ".github/workflows", ".github/actions", ".ybs.json"]
+            [
+                ".github",
+                ".github/workflows",
+                ".github/actions",
+                ".ybs.json"
+            ]
         );
         // While its run lives, a second run leaves its record alone.
         let second = Placeholders::create_recorded(&work, &[], Some(&records));
