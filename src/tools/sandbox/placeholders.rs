@@ -123,8 +123,23 @@ impl Drop for Placeholders {
         if let Some((path, file)) = self.record.take() {
             let _ = std::fs::remove_file(path);
             drop(file);
+            // The state directories this process made for records go too
+            // once empty (another task's record keeps them).
+            let mut made = made_state_dirs();
+            for index in (0..made.len()).rev() {
+                if std::fs::remove_dir(&made[index]).is_ok() || !made[index].exists() {
+                    made.remove(index);
+                }
+            }
         }
     }
+}
+
+/// The directories this process made to hold records, deepest last.
+fn made_state_dirs() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    static MADE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    MADE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Removes, deepest first, those of `made` that are still empty
@@ -178,10 +193,19 @@ fn sweep(dir: &Path) {
 /// final name: a sweeper never sees a record half written or unlocked.
 fn write_record(dir: &Path, workdir: &Path, made: &[String]) -> Option<(PathBuf, File)> {
     use std::os::unix::fs::DirBuilderExt as _;
-    let _ = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir);
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|ancestor| ancestor.symlink_metadata().is_err())
+        .collect();
+    for ancestor in missing.iter().rev() {
+        if std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(ancestor)
+            .is_ok()
+        {
+            made_state_dirs().push(ancestor.to_path_buf());
+        }
+    }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_nanos());
