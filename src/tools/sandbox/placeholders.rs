@@ -197,13 +197,16 @@ fn write_record(dir: &Path, workdir: &Path, made: &[String]) -> Option<(PathBuf,
         .ancestors()
         .take_while(|ancestor| ancestor.symlink_metadata().is_err())
         .collect();
+    // Held until the record exists: another task's drop removes empty
+    // state directories under the same lock.
+    let mut made_dirs = made_state_dirs();
     for ancestor in missing.iter().rev() {
         if std::fs::DirBuilder::new()
             .mode(0o700)
             .create(ancestor)
             .is_ok()
         {
-            made_state_dirs().push(ancestor.to_path_buf());
+            made_dirs.push(ancestor.to_path_buf());
         }
     }
     let nanos = std::time::SystemTime::now()
@@ -217,6 +220,7 @@ fn write_record(dir: &Path, workdir: &Path, made: &[String]) -> Option<(PathBuf,
         .create_new(true)
         .open(&temp)
         .ok()?;
+    drop(made_dirs);
     let written = file.lock().is_ok()
         && serde_json::to_vec(&Record {
             workdir: workdir.to_owned(),
@@ -317,7 +321,8 @@ mod tests {
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
         drop(placeholders);
         assert!(!work.join(".ybs.json").exists());
-        assert_eq!(std::fs::read_dir(&records).unwrap().count(), 0);
+        // The record went, and so did the directory made for it.
+        assert!(!records.exists());
     }
 
     #[test]
