@@ -179,3 +179,63 @@ fn a_task_files_mcp_server_is_stopped_before_the_checks_and_the_commit() {
     assert!(Path::new(&ybs.path().join("d")).is_dir());
     repo.fsck();
 }
+
+/// A FastMCP server with one tool, `hello`.
+const HELLO: &str = r#"
+from mcp.server.fastmcp import FastMCP
+mcp = FastMCP("greeter")
+@mcp.tool()
+def hello() -> str:
+    """Says hello."""
+    return "hello from the server"
+mcp.run()
+"#;
+
+#[test]
+fn a_fix_attempt_starts_the_stopped_server_again() {
+    let Some(venv_python) = python() else { return };
+    let ybs = Ybs::new();
+    ybs.file("hello.py", HELLO);
+    let script = ybs.path().join("hello.py");
+    ybs.file("a.txt", "a\n");
+    ybs.file(
+        "t.yaml",
+        &task_yaml(&format!(
+            "fix_attempts: 1\ntools:\n  mcp:\n    - {{name: greeter, command: '{}', args: ['{}'], timeout_seconds: 60}}\nchecks:\n  - name: fixed\n    run: test -f fixed.txt\n",
+            venv_python.display(),
+            script.display()
+        )),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            answer("done"),
+            calls(&[("greeter__hello", json!({}))]),
+            calls(&[(
+                "write_file",
+                json!({"path": "fixed.txt", "content": "fixed\n"}),
+            )]),
+            answer("fixed"),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    let run = ybs.run(["run", "t.yaml"]);
+    let transcript = transcript(&run, "t");
+    assert_eq!(transcript["status"], "passed", "{transcript:#}");
+    run.expect_code(0);
+    let calls = transcript["tool_calls"].as_array().unwrap();
+    let hello = calls
+        .iter()
+        .find(|call| call["name"] == "greeter__hello")
+        .unwrap_or_else(|| panic!("{calls:?}"));
+    assert_eq!(
+        hello["result"]["output"], "hello from the server",
+        "{hello}"
+    );
+    let events = serde_json::to_string(&run.events("t")).unwrap();
+    assert!(
+        events.contains("MCP server `greeter` was started again"),
+        "{events}"
+    );
+    assert_eq!(repo.git(&["show", "HEAD:fixed.txt"]), "fixed");
+}
