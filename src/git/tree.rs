@@ -357,3 +357,66 @@ pub(crate) fn files(count: usize) -> String {
         format!("{count} files")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git2::ObjectType;
+
+    const TOKEN: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+
+    #[test]
+    fn the_bytes_scanned_are_the_bytes_stored_and_a_secret_is_never_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        std::fs::write(dir.path().join("clean.txt"), "hello\n").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), format!("{TOKEN}\n")).unwrap();
+        std::os::unix::fs::symlink("clean.txt", dir.path().join("link")).unwrap();
+        let paths = [
+            "clean.txt".to_owned(),
+            "secret.txt".to_owned(),
+            "link".to_owned(),
+        ];
+        let allow = secrets::allowed(&[]);
+        let read = stage_from_workdir(&repo, dir.path(), &paths, None, Some(&allow)).unwrap();
+        assert_eq!(
+            read.secrets,
+            [SecretFile {
+                path: "secret.txt".into(),
+                kind: "github_token"
+            }]
+        );
+        let stored: Vec<(String, Vec<u8>, u32)> = read
+            .staged
+            .iter()
+            .map(|item| {
+                let (oid, mode) = item.blob.unwrap();
+                let blob = repo.find_blob(oid).unwrap();
+                (item.path.clone(), blob.content().to_vec(), mode)
+            })
+            .collect();
+        assert_eq!(
+            stored,
+            [
+                ("clean.txt".to_owned(), b"hello\n".to_vec(), MODE_FILE),
+                ("link".to_owned(), b"clean.txt".to_vec(), MODE_SYMLINK),
+            ]
+        );
+        let secret = Oid::hash_object(ObjectType::Blob, format!("{TOKEN}\n").as_bytes()).unwrap();
+        assert!(repo.find_blob(secret).is_err(), "the secret's blob exists");
+    }
+
+    #[test]
+    fn a_fifo_to_commit_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        nix::unistd::mkfifo(
+            &dir.path().join("pipe"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        let error =
+            stage_from_workdir(&repo, dir.path(), &["pipe".to_owned()], None, None).unwrap_err();
+        assert!(error.to_string().contains("pipe"), "{error}");
+    }
+}
