@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 use git2::{AttrCheckFlags, AttrValue, Repository};
 use serde::{Deserialize, Serialize};
 
+use super::beneath::WorkRoot;
 use super::commit::push_skips;
 use super::ignore::{IgnoreRules, Matcher};
 use super::status::{Change, Content, DirtyPath, MAX_FILE_BYTES, content_of, dirty};
@@ -197,11 +198,12 @@ impl Workspace {
         };
 
         // Rule 1: the user's paths.
+        let work = WorkRoot::open(self.root())?;
         for before in &snapshot.dirty {
             // `Other` has no hash to compare: only a report counts.
             let touched = is_reported(&before.path, &reported)
                 || (before.content != Content::Other
-                    && content_of(&self.root().join(&before.path))? != before.content);
+                    && content_of(&work, &before.path)? != before.content);
             if touched {
                 user.insert(before.path.clone());
             }

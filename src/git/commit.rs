@@ -149,16 +149,22 @@ impl Workspace {
             outcome.note = nothing_to_commit(&changes, "the task changed no files");
             return Ok(outcome);
         }
+        // 2. Objects: each file read once, scanned, and only then stored.
         let allow = secrets::allowed(request.allow_secret_paths);
-        let found = secrets::scan(self.root(), &changes.files, &allow)?;
-        if !found.is_empty() {
-            return Err(GitError::SecretInCommit { found });
-        }
-
-        // 2. Objects.
         let (head_commit, head_tree) = head_commit_and_tree(&repo, &head)?;
-        let staged =
-            tree::stage_from_workdir(&repo, self.root(), &changes.files, head_tree.as_ref())?;
+        let read = tree::stage_from_workdir(
+            &repo,
+            self.root(),
+            &changes.files,
+            head_tree.as_ref(),
+            Some(&allow),
+        )?;
+        if !read.secrets.is_empty() {
+            return Err(GitError::SecretInCommit {
+                found: read.secrets,
+            });
+        }
+        let staged = read.staged;
         let tree_oid = tree::write_tree(&repo, head_tree.as_ref(), &staged)?;
         outcome.files = tree::changed_paths(head_tree.as_ref(), &staged);
         outcome

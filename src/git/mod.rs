@@ -62,6 +62,7 @@
 //! - Paths in outcomes are relative to the repository root and
 //!   `/`-separated, as `git show --stat` prints them.
 
+mod beneath;
 mod changes;
 mod commit;
 mod error;
@@ -78,6 +79,7 @@ mod worktree;
 #[cfg(test)]
 mod tests;
 
+pub use beneath::{WorkEntry, WorkRoot};
 pub use changes::{SkipReason, SkippedPath, TaskChanges};
 pub use commit::{CommitOutcome, CommitRequest};
 pub use error::GitError;

@@ -65,7 +65,15 @@ impl Workspace {
         let mut changes = self.classify(&repo, request.paths, request.snapshot)?;
         // A salvage ref is a commit like any other: no credential in it.
         let allow = secrets::allowed(request.allow_secret_paths);
-        for secret in secrets::scan(self.root(), &changes.files, &allow)? {
+        let (head_commit, head_tree) = super::commit::head_commit_and_tree(&repo, &head)?;
+        let read = tree::stage_from_workdir(
+            &repo,
+            self.root(),
+            &changes.files,
+            head_tree.as_ref(),
+            Some(&allow),
+        )?;
+        for secret in read.secrets {
             changes.files.retain(|path| *path != secret.path);
             changes.unreported.retain(|path| *path != secret.path);
             changes.skipped.push(SkippedPath {
@@ -76,9 +84,7 @@ impl Workspace {
         if changes.is_empty() {
             return Ok(None);
         }
-        let (head_commit, head_tree) = super::commit::head_commit_and_tree(&repo, &head)?;
-        let staged =
-            tree::stage_from_workdir(&repo, self.root(), &changes.files, head_tree.as_ref())?;
+        let staged = read.staged;
         let tree_oid = tree::write_tree(&repo, head_tree.as_ref(), &staged)?;
         let saved = tree::changed_paths(head_tree.as_ref(), &staged);
         if head_tree.as_ref().map(git2::Tree::id) == Some(tree_oid) {

@@ -83,7 +83,8 @@ impl Workspace {
         let paths: Vec<String> = paths.into_iter().map(|dirty| dirty.path.clone()).collect();
         let head = read_head(&repo)?;
         let (head_commit, head_tree) = super::commit::head_commit_and_tree(&repo, &head)?;
-        let staged = tree::stage_from_workdir(&repo, self.root(), &paths, head_tree.as_ref())?;
+        let staged =
+            tree::stage_from_workdir(&repo, self.root(), &paths, head_tree.as_ref(), None)?.staged;
         let tree_oid = tree::write_tree(&repo, head_tree.as_ref(), &staged)?;
         let new_tree = repo
             .find_tree(tree_oid)

@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use git2::{ErrorCode, ObjectType, Oid, Repository, Status, StatusOptions};
 use serde::{Deserialize, Serialize};
 
+use super::beneath::{WorkEntry, WorkRoot};
 use super::ignore::IgnoreRules;
 use super::{GitError, Workspace};
 
@@ -253,6 +253,7 @@ pub(crate) fn dirty(
             path: path.to_string_lossy().into_owned(),
         });
     }
+    let work = WorkRoot::open(root)?;
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)
@@ -274,7 +275,7 @@ pub(crate) fn dirty(
         }
         let (path, content) = match std::str::from_utf8(entry.path_bytes()) {
             Ok(path) if workspace.is_excluded(path) => continue,
-            Ok(path) => (path.to_owned(), content_of(&root.join(path))?),
+            Ok(path) => (path.to_owned(), content_of(&work, path)?),
             Err(_) => (
                 String::from_utf8_lossy(entry.path_bytes()).into_owned(),
                 Content::Other,
@@ -366,55 +367,32 @@ fn change_of(status: Status) -> Change {
     }
 }
 
-/// Hashes what is at `path` now, without following a final symlink.
 /// The largest file ybs hashes or commits (GitHub refuses larger ones).
 /// A bigger one, which a task can make in an instant (`truncate -s 1T`),
 /// would take hours to read: it counts as [`Content::Other`], is never
 /// read, and is skipped as `too_large`.
 pub(crate) const MAX_FILE_BYTES: u64 = 100 << 20;
 
-pub(crate) fn content_of(path: &Path) -> Result<Content, GitError> {
-    let metadata = match std::fs::symlink_metadata(path) {
-        Ok(metadata) => metadata,
-        Err(error) if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-            return Ok(Content::Absent);
-        }
-        Err(error) => return Err(GitError::io("cannot inspect", path)(error)),
+/// Hashes what is at `path` now, read beneath the work tree and never
+/// through a symlink ([`WorkRoot::read`]).
+pub(crate) fn content_of(work: &WorkRoot, path: &str) -> Result<Content, GitError> {
+    let hash = |bytes: &[u8], what: &str| {
+        Oid::hash_object(ObjectType::Blob, bytes)
+            .map(|blob| blob.to_string())
+            .map_err(GitError::git(format!("cannot hash {what}")))
     };
-    let file_type = metadata.file_type();
-    if file_type.is_symlink() {
-        let target =
-            std::fs::read_link(path).map_err(GitError::io("cannot read the symlink", path))?;
-        let blob = Oid::hash_object(ObjectType::Blob, target.as_os_str().as_encoded_bytes())
-            .map_err(GitError::git("cannot hash a symlink target"))?;
-        Ok(Content::Symlink {
-            blob: blob.to_string(),
-        })
-    } else if file_type.is_file() && metadata.len() > MAX_FILE_BYTES {
-        Ok(Content::Other)
-    } else if file_type.is_file() {
-        let blob = Oid::hash_file(ObjectType::Blob, path)
-            .map_err(GitError::git(format!("cannot hash {}", path.display())))?;
-        Ok(Content::File {
-            blob: blob.to_string(),
-            executable: is_executable(&metadata),
-        })
-    } else if file_type.is_dir() {
-        Ok(Content::Directory)
-    } else {
-        Ok(Content::Other)
-    }
-}
-
-#[cfg(unix)]
-pub(crate) fn is_executable(metadata: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    metadata.permissions().mode() & 0o111 != 0
-}
-
-#[cfg(not(unix))]
-pub(crate) fn is_executable(_metadata: &std::fs::Metadata) -> bool {
-    false
+    Ok(match work.read(path, MAX_FILE_BYTES)? {
+        WorkEntry::Absent => Content::Absent,
+        WorkEntry::Symlink(target) => Content::Symlink {
+            blob: hash(&target, "a symlink target")?,
+        },
+        WorkEntry::File { bytes, executable } => Content::File {
+            blob: hash(&bytes, path)?,
+            executable,
+        },
+        WorkEntry::Directory => Content::Directory,
+        WorkEntry::TooLarge { .. } | WorkEntry::Special => Content::Other,
+    })
 }
 
 /// The 7-character abbreviation of a SHA, as `git log --oneline` shows it.

@@ -10,14 +10,16 @@
 //! filters registered through `git_filter_register`, and ybs registers
 //! none (tested with a marker-writing filter).
 
-use std::fs::File;
-use std::io::ErrorKind;
+use std::io::Write;
 use std::path::Path;
 
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
+use globset::GlobSet;
 
 use super::GitError;
-use super::status::is_executable;
+use super::beneath::{WorkEntry, WorkRoot};
+use super::secrets::{self, SecretFile};
+use super::status::MAX_FILE_BYTES;
 use crate::core::Redactor;
 
 /// `git`'s file modes.
@@ -32,91 +34,99 @@ pub(crate) struct Staged {
     pub blob: Option<(Oid, u32)>,
 }
 
+/// What [`stage_from_workdir`] made of the paths: their new states, and
+/// the files it did not store because they hold a credential.
+#[derive(Debug, Default)]
+pub(crate) struct StagedFiles {
+    pub staged: Vec<Staged>,
+    pub secrets: Vec<SecretFile>,
+}
+
 /// Writes a blob for each path's current work tree content (or marks it
-/// deleted). Writes objects only; the index is not touched.
+/// deleted). Writes objects only; the index is not touched. Each file is
+/// read once, beneath the root and never through a link
+/// ([`WorkRoot::read`]); with `scan`, those bytes are scanned for a
+/// credential first, and a file that holds one (its path not allowed by
+/// `scan`) is listed in `secrets` and never written.
 pub(crate) fn stage_from_workdir(
     repo: &Repository,
     root: &Path,
     paths: &[String],
     head_tree: Option<&Tree<'_>>,
-) -> Result<Vec<Staged>, GitError> {
+    scan: Option<&GlobSet>,
+) -> Result<StagedFiles, GitError> {
     let config = repo
         .config()
         .map_err(GitError::git("cannot read the git config"))?;
     // `core.filemode = false` (set by git on filesystems without an
     // executable bit): keep the mode git already records, as `git add` does.
     let trust_mode = config.get_bool("core.filemode").unwrap_or(true);
-    let mut staged = Vec::with_capacity(paths.len());
+    let work = WorkRoot::open(root)?;
+    let mut out = StagedFiles::default();
     for path in paths {
-        let absolute = root.join(path);
-        let metadata = match std::fs::symlink_metadata(&absolute) {
-            // A tracked file replaced by a directory: the file is deleted
-            // (the directory's files are paths of their own).
-            Ok(metadata) if metadata.is_dir() => {
-                staged.push(Staged {
-                    path: path.clone(),
-                    blob: None,
-                });
-                continue;
-            }
-            Ok(metadata) => metadata,
-            Err(error)
-                if matches!(error.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) =>
-            {
-                staged.push(Staged {
-                    path: path.clone(),
-                    blob: None,
-                });
-                continue;
-            }
-            Err(error) => return Err(GitError::io("cannot inspect", absolute)(error)),
-        };
-        let file_type = metadata.file_type();
-        let blob = if file_type.is_symlink() {
-            let target = std::fs::read_link(&absolute)
-                .map_err(GitError::io("cannot read the symlink", &absolute))?;
-            let oid = repo
-                .blob(target.as_os_str().as_encoded_bytes())
-                .map_err(GitError::git(format!("cannot store {path}")))?;
-            (oid, MODE_SYMLINK)
-        } else if file_type.is_file() {
-            let mut writer = repo
-                .blob_writer(Some(Path::new(path)))
-                .map_err(GitError::git(format!("cannot store {path}")))?;
-            let mut file = File::open(&absolute).map_err(GitError::io("cannot read", &absolute))?;
-            std::io::copy(&mut file, &mut writer)
-                .map_err(GitError::io("cannot store", &absolute))?;
-            let oid = writer
-                .commit()
-                .map_err(GitError::git(format!("cannot store {path}")))?;
-            let executable = if trust_mode {
-                is_executable(&metadata)
-            } else {
-                head_tree
-                    .and_then(|tree| tree.get_path(Path::new(path)).ok())
-                    .is_some_and(|entry| entry.filemode() == MODE_EXECUTABLE as i32)
-            };
-            (
-                oid,
-                if executable {
-                    MODE_EXECUTABLE
-                } else {
-                    MODE_FILE
-                },
-            )
-        } else {
-            return Err(GitError::Io {
-                context: "changed into a directory or special file while committing",
-                path: absolute,
-                cause: std::io::Error::other("not a regular file"),
+        let entry = work.read(path, MAX_FILE_BYTES)?;
+        if let Some(allow) = scan
+            && let Some(kind) = secrets::credential_in(path, &entry, allow)
+        {
+            out.secrets.push(SecretFile {
+                path: path.clone(),
+                kind,
             });
+            continue;
+        }
+        let blob = match entry {
+            // A tracked file replaced by a directory: the file is deleted
+            // (the directory's files are paths of their own). Below a
+            // symlinked directory there is nothing either, as for git.
+            WorkEntry::Absent | WorkEntry::Directory => None,
+            WorkEntry::Symlink(target) => {
+                let oid = repo
+                    .blob(&target)
+                    .map_err(GitError::git(format!("cannot store {path}")))?;
+                Some((oid, MODE_SYMLINK))
+            }
+            WorkEntry::File { bytes, executable } => {
+                // The blob writer applies git's own `crlf`/`ident` filters
+                // to these bytes, the ones just scanned.
+                let mut writer = repo
+                    .blob_writer(Some(Path::new(path)))
+                    .map_err(GitError::git(format!("cannot store {path}")))?;
+                writer
+                    .write_all(&bytes)
+                    .map_err(GitError::io("cannot store", root.join(path)))?;
+                let oid = writer
+                    .commit()
+                    .map_err(GitError::git(format!("cannot store {path}")))?;
+                let executable = if trust_mode {
+                    executable
+                } else {
+                    head_tree
+                        .and_then(|tree| tree.get_path(Path::new(path)).ok())
+                        .is_some_and(|entry| entry.filemode() == MODE_EXECUTABLE as i32)
+                };
+                Some((
+                    oid,
+                    if executable {
+                        MODE_EXECUTABLE
+                    } else {
+                        MODE_FILE
+                    },
+                ))
+            }
+            WorkEntry::TooLarge { .. } | WorkEntry::Special => {
+                return Err(GitError::Io {
+                    context: "changed into a special or too large file while committing",
+                    path: root.join(path),
+                    cause: std::io::Error::other("not a regular file ybs stores"),
+                });
+            }
         };
-        staged.push(Staged {
+        out.staged.push(Staged {
             path: path.clone(),
-            blob: Some(blob),
+            blob,
         });
     }
-    Ok(staged)
+    Ok(out)
 }
 
 /// The staged paths whose new state differs from HEAD's (content or mode):
@@ -345,5 +355,68 @@ pub(crate) fn files(count: usize) -> String {
         "1 file".into()
     } else {
         format!("{count} files")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git2::ObjectType;
+
+    const TOKEN: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+
+    #[test]
+    fn the_bytes_scanned_are_the_bytes_stored_and_a_secret_is_never_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        std::fs::write(dir.path().join("clean.txt"), "hello\n").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), format!("{TOKEN}\n")).unwrap();
+        std::os::unix::fs::symlink("clean.txt", dir.path().join("link")).unwrap();
+        let paths = [
+            "clean.txt".to_owned(),
+            "secret.txt".to_owned(),
+            "link".to_owned(),
+        ];
+        let allow = secrets::allowed(&[]);
+        let read = stage_from_workdir(&repo, dir.path(), &paths, None, Some(&allow)).unwrap();
+        assert_eq!(
+            read.secrets,
+            [SecretFile {
+                path: "secret.txt".into(),
+                kind: "github_token"
+            }]
+        );
+        let stored: Vec<(String, Vec<u8>, u32)> = read
+            .staged
+            .iter()
+            .map(|item| {
+                let (oid, mode) = item.blob.unwrap();
+                let blob = repo.find_blob(oid).unwrap();
+                (item.path.clone(), blob.content().to_vec(), mode)
+            })
+            .collect();
+        assert_eq!(
+            stored,
+            [
+                ("clean.txt".to_owned(), b"hello\n".to_vec(), MODE_FILE),
+                ("link".to_owned(), b"clean.txt".to_vec(), MODE_SYMLINK),
+            ]
+        );
+        let secret = Oid::hash_object(ObjectType::Blob, format!("{TOKEN}\n").as_bytes()).unwrap();
+        assert!(repo.find_blob(secret).is_err(), "the secret's blob exists");
+    }
+
+    #[test]
+    fn a_fifo_to_commit_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        nix::unistd::mkfifo(
+            &dir.path().join("pipe"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        let error =
+            stage_from_workdir(&repo, dir.path(), &["pipe".to_owned()], None, None).unwrap_err();
+        assert!(error.to_string().contains("pipe"), "{error}");
     }
 }

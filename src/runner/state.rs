@@ -24,7 +24,7 @@ use sha2::{Digest as _, Sha256};
 use crate::agent::loop_guard::LoopGuard;
 use crate::core::event::PendingCall;
 use crate::core::{Cost, Message, Usage};
-use crate::git::{Snapshot, Workspace};
+use crate::git::{Snapshot, WorkEntry, WorkRoot, Workspace};
 
 /// The state file inside `OUT/<task>/`.
 pub const STATE_FILE: &str = "state.json";
@@ -413,25 +413,24 @@ pub fn inside(base: &Path, relative: &str) -> Result<PathBuf, StateError> {
 /// the start excluded), to carry in the state.
 pub fn capture(workspace: &Workspace, snapshot: &Snapshot) -> Result<Vec<CarriedFile>, String> {
     let dirty = workspace.dirty_paths().map_err(|error| error.to_string())?;
+    let work = WorkRoot::open(workspace.root()).map_err(|error| error.to_string())?;
     let mut files = Vec::new();
     let mut total = 0usize;
     for path in dirty {
         if snapshot.dirty.iter().any(|user| user.path == path.path) {
             continue;
         }
-        let full = workspace.root().join(&path.path);
-        let content = match fs::symlink_metadata(&full) {
-            Err(_) => Carried::Deleted,
-            Ok(meta) if meta.file_type().is_symlink() => Carried::Symlink {
-                target: fs::read_link(&full)
-                    .map_err(|error| format!("{}: {error}", path.path))?
-                    .to_string_lossy()
-                    .into_owned(),
+        // Read once, beneath the work tree, never through a link.
+        let entry = work
+            .read(&path.path, MAX_CARRIED_BYTES as u64)
+            .map_err(|error| error.to_string())?;
+        let content = match entry {
+            WorkEntry::Absent => Carried::Deleted,
+            WorkEntry::Symlink(target) => Carried::Symlink {
+                target: String::from_utf8_lossy(&target).into_owned(),
             },
-            Ok(meta) if meta.is_file() => {
-                let bytes = fs::read(&full).map_err(|error| format!("{}: {error}", path.path))?;
+            WorkEntry::File { bytes, executable } => {
                 total += bytes.len();
-                let executable = meta.permissions().mode() & 0o111 != 0;
                 match String::from_utf8(bytes) {
                     Ok(text) => Carried::File {
                         text: Some(text),
@@ -446,13 +445,19 @@ pub fn capture(workspace: &Workspace, snapshot: &Snapshot) -> Result<Vec<Carried
                 }
             }
             // A directory (an untracked one is listed whole) or a special file.
-            Ok(meta) if meta.is_dir() => {
+            WorkEntry::Directory => {
                 return Err(format!(
                     "{} is an untracked directory; the paused state carries files only",
                     path.path
                 ));
             }
-            Ok(_) => return Err(format!("{} is not a regular file", path.path)),
+            WorkEntry::TooLarge { .. } => {
+                return Err(format!(
+                    "the work tree changes pass {} MiB, more than a paused state carries",
+                    MAX_CARRIED_BYTES >> 20
+                ));
+            }
+            WorkEntry::Special => return Err(format!("{} is not a regular file", path.path)),
         };
         if total > MAX_CARRIED_BYTES {
             return Err(format!(

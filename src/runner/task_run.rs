@@ -2,6 +2,7 @@
 //! `expect`, and the final event. Every stop writes its outputs.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::RunContext;
@@ -17,6 +18,7 @@ use crate::core::{Reason, Status};
 use crate::git::{GitError, SavedWork, TaskWorktree};
 use crate::report::OutDir;
 use crate::task::{Expect, TaskSpec};
+use crate::tools::mcp::McpServer;
 
 impl PreparedTask {
     /// The agent's setup for this task: the one place an [`AgentSetup`] is
@@ -182,8 +184,23 @@ pub async fn run_or_resume(
     let mut pending = Vec::new();
     let (reason, message, answer) = match early {
         Some(stop) => stopped(stop, &mut pending),
-        None => work_and_follow_up(&mut agent, run, prepared, &mut emitter, &mut pending).await,
+        None => {
+            work_and_follow_up(
+                &mut agent,
+                run,
+                prepared,
+                &tools.mcp,
+                &mut emitter,
+                &mut pending,
+            )
+            .await
+        }
     };
+    // Nothing of the task runs while its work is read: every MCP server
+    // (and its process tree) is stopped before the commit, the salvage or
+    // the pause state reads the work tree. `run_shell`, checks and
+    // external tools end with their call.
+    let stuck = super::tools::stop_mcp(&tools.mcp, &mut emitter).await;
     if !pending.is_empty() {
         return pause(
             run,
@@ -197,6 +214,17 @@ pub async fn run_or_resume(
         );
     }
     let (reason, message) = match &git {
+        Ok(_) if !stuck.is_empty() && commit_off.is_none() => (
+            Reason::GitError,
+            Some(format!(
+                "git: nothing committed: MCP server {} could not be stopped, so the work tree could still change",
+                stuck
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ),
         Ok(git) => settle_git(
             run,
             prepared,
@@ -210,7 +238,6 @@ pub async fn run_or_resume(
         ),
         Err(_) => (reason, message),
     };
-    super::tools::stop_mcp(&tools, &mut emitter).await;
     super::tools::finish(&tools, run, &mut emitter);
     let message = if run.dry_run {
         Some(dry_run_message(task, message))
@@ -375,12 +402,13 @@ async fn work_and_follow_up(
     agent: &mut Agent<'_>,
     run: &RunContext,
     prepared: &PreparedTask,
+    mcp: &[Arc<McpServer>],
     emitter: &mut Emitter<'_>,
     pending: &mut Vec<PendingCall>,
 ) -> (Reason, Option<String>, Option<String>) {
     loop {
         let (reason, message, answer) =
-            work_and_check(agent, run, prepared, emitter, pending).await;
+            work_and_check(agent, run, prepared, mcp, emitter, pending).await;
         let Some(human) = run.approver.as_deref() else {
             return (reason, message, answer);
         };
@@ -406,6 +434,7 @@ async fn work_and_check(
     agent: &mut Agent<'_>,
     run: &RunContext,
     prepared: &PreparedTask,
+    mcp: &[Arc<McpServer>],
     emitter: &mut Emitter<'_>,
     pending: &mut Vec<PendingCall>,
 ) -> (Reason, Option<String>, Option<String>) {
@@ -434,6 +463,13 @@ async fn work_and_check(
                 return (Reason::Completed, None, Some(content));
             }
             Stop::Answered { content } => {
+                // Any check attempt may be the one whose result decides
+                // the commit: the task's MCP servers are stopped first,
+                // so nothing of the task changes the tree while the
+                // checks judge it. A fix attempt's first call of a
+                // server's tool starts it again. A server that cannot be
+                // stopped keeps the task from committing (after the loop).
+                super::tools::stop_mcp(mcp, emitter).await;
                 let setting = CheckEnv {
                     workdir: &prepared.tool_ctx.workdir,
                     env: &prepared.tool_ctx.env,

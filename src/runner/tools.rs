@@ -225,13 +225,23 @@ async fn start_mcp(
 
 /// Stops the task's MCP servers (each whole process tree) and emits what
 /// they noted during the task (failures, restarts).
-pub async fn stop_mcp(tools: &TaskTools, emitter: &mut Emitter<'_>) {
-    for server in &tools.mcp {
-        server.stop().await;
+/// Stops every MCP server of the task and its process tree (a later call
+/// of one of its tools starts it again). The names of the servers that
+/// could not be seen stopped: nothing may be committed then.
+pub async fn stop_mcp(
+    servers: &[std::sync::Arc<McpServer>],
+    emitter: &mut Emitter<'_>,
+) -> Vec<String> {
+    let mut stuck = Vec::new();
+    for server in servers {
+        if !server.stop().await {
+            stuck.push(server.name().to_owned());
+        }
         for note in server.take_notes() {
             emitter.note(note);
         }
     }
+    stuck
 }
 
 /// The note naming the built-in tools not offered because the policy can

@@ -83,6 +83,9 @@ pub struct McpServer {
     output_cap: usize,
     state: tokio::sync::Mutex<State>,
     notes: StdMutex<Vec<String>>,
+    /// Set once a process of the server could not be seen gone after
+    /// `SIGKILL`: from then on [`McpServer::stop`] says so.
+    unstoppable: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -117,6 +120,7 @@ impl McpServer {
             output_cap: ctx.output_cap_bytes,
             state: tokio::sync::Mutex::new(State::default()),
             notes: StdMutex::new(Vec::new()),
+            unstoppable: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -137,7 +141,7 @@ impl McpServer {
             Ok(Ok(tools)) => tools,
             Ok(Err(error)) => {
                 let message = self.with_stderr(format!("`tools/list` failed: {error}"), &running);
-                running.process.stop().await;
+                self.reap(running.process).await;
                 return Err(message);
             }
             Err(_) => {
@@ -148,7 +152,7 @@ impl McpServer {
                     ),
                     &running,
                 );
-                running.process.stop().await;
+                self.reap(running.process).await;
                 return Err(message);
             }
         };
@@ -187,7 +191,7 @@ impl McpServer {
             process.child.stdout.take(),
             process.child.stderr.take(),
         ) else {
-            process.stop().await;
+            self.reap(process).await;
             return Err("could not be started: its pipes are missing".to_owned());
         };
         let tail = Arc::new(StdMutex::new(Vec::new()));
@@ -217,7 +221,7 @@ impl McpServer {
         let _ = tokio::time::timeout(Duration::from_millis(200), process.child.wait()).await;
         let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
         let message = append_stderr(failure, &tail);
-        process.stop().await;
+        self.reap(process).await;
         Err(message)
     }
 
@@ -285,21 +289,32 @@ impl McpServer {
         {
             message.push_str("; the server was stopped (the next call starts it again)");
             message = append_stderr(message, &running.stderr);
-            running.process.stop().await;
+            self.reap(running.process).await;
         }
         self.note(message.clone());
         message
     }
 
-    /// Stops the server and its whole process tree.
-    pub async fn stop(&self) {
+    /// Stops the server and its whole process tree; `false` when a
+    /// process of it (now or earlier) could not be seen gone. A later
+    /// call starts it again.
+    pub async fn stop(&self) -> bool {
         let running = self.state.lock().await.running.take();
         if let Some(running) = running {
             let Running {
                 client, process, ..
             } = running;
             drop(client);
-            process.stop().await;
+            self.reap(process).await;
+        }
+        !self.unstoppable.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stops `process`, remembering when it would not go.
+    async fn reap(&self, process: Service) {
+        if !process.stop().await {
+            self.unstoppable
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
 

@@ -386,14 +386,20 @@ impl Service {
     }
 
     /// Kills the whole process group now, waits for the child, and reaps
-    /// anything of it that escaped the group.
-    pub async fn stop(mut self) {
+    /// anything of it that escaped the group. `false` when the child was
+    /// still not gone after the wait (a process in uninterruptible sleep):
+    /// then nothing says its tree is stopped.
+    pub async fn stop(mut self) -> bool {
         self.group.kill();
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        let gone = matches!(
+            tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await,
+            Ok(Ok(_))
+        );
         drop(self);
         if SUBREAPER.load(Ordering::Relaxed) {
             reap_escapees().await;
         }
+        gone
     }
 }
 

@@ -41,8 +41,10 @@ use crate::core::event::SandboxInfo;
 pub mod filter;
 #[cfg(target_os = "linux")]
 mod helper;
+mod placeholders;
 pub mod spec;
 
+use placeholders::Placeholders;
 pub use spec::HelperSpec;
 
 /// The name of the full confinement in outputs.
@@ -423,44 +425,6 @@ fn run_probe() -> Probe {
         namespaces: Err(reason.clone()),
         landlock: Err(reason.clone()),
         seccomp: Err(reason),
-    }
-}
-
-/// Empty directories ybs made at missing read-only paths (and their
-/// missing parents), removed on drop when still empty.
-#[derive(Debug, Default)]
-struct Placeholders {
-    made: Vec<PathBuf>,
-}
-
-impl Placeholders {
-    fn create(workdir: &Path, paths: &[PathBuf]) -> Self {
-        let mut made = Vec::new();
-        for path in paths {
-            if path.symlink_metadata().is_ok() || !path.starts_with(workdir) {
-                continue;
-            }
-            let mut missing: Vec<&Path> = path
-                .ancestors()
-                .take_while(|ancestor| *ancestor != workdir && ancestor.symlink_metadata().is_err())
-                .collect();
-            missing.reverse();
-            for dir in missing {
-                if std::fs::create_dir(dir).is_ok() {
-                    made.push(dir.to_owned());
-                }
-            }
-        }
-        Self { made }
-    }
-}
-
-impl Drop for Placeholders {
-    fn drop(&mut self) {
-        for dir in self.made.iter().rev() {
-            // Fails, as it should, when something was put inside.
-            let _ = std::fs::remove_dir(dir);
-        }
     }
 }
 

@@ -1,3 +1,4 @@
+#[cfg(feature = "script")]
 mod adversarial;
 mod adversarial_faults;
 mod architecture;
@@ -10,8 +11,10 @@ mod git;
 mod git_trust;
 mod interactive;
 mod jobs;
+mod left_behind;
 mod masking;
 mod mcp;
+mod moving_tree;
 mod otel;
 mod outputs;
 mod pipeline;
@@ -22,7 +25,6 @@ mod resume;
 mod run;
 mod sandbox;
 mod schema;
-#[cfg(feature = "script")]
 mod script;
 mod secrets;
 mod security;

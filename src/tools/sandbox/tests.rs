@@ -58,7 +58,7 @@ fn placeholders_appear_and_go_when_empty() {
         work.join("deep/a/b"),
         PathBuf::from("/elsewhere/x"),
     ];
-    let placeholders = Placeholders::create(&work, &paths);
+    let placeholders = Placeholders::create_recorded(&work, &paths, None);
     assert!(work.join(".github/workflows").is_dir());
     assert!(work.join(".ybs.json").is_dir());
     assert!(work.join("deep/a/b").is_dir());
