@@ -1,4 +1,3 @@
-#[cfg(feature = "script")]
 mod adversarial;
 mod adversarial_faults;
 mod architecture;
@@ -25,6 +24,7 @@ mod resume;
 mod run;
 mod sandbox;
 mod schema;
+#[cfg(feature = "script")]
 mod script;
 mod secrets;
 mod security;
