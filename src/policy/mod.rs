@@ -73,6 +73,7 @@ pub mod decide;
 pub mod examples;
 pub mod explain;
 pub mod guards;
+pub mod opaque;
 mod pathshape;
 pub mod rule;
 pub mod shell;

@@ -425,7 +425,13 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
             cmd,
             &["-e", "--eval", "-p", "--print"],
             &[],
-            &["-r", "--require"],
+            &[
+                "-r",
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+            ],
             &mut analysis,
         ),
         "deno" if argv.get(1).is_some_and(|w| w == "eval") => {
@@ -711,6 +717,15 @@ fn shell(cmd: &SimpleCommand, program: &str, analysis: &mut Analysis) {
         analysis.hazard(
             HazardKind::NestedShell,
             &format!("{program} reading commands from stdin"),
+        );
+        if argv[1..index].iter().any(|w| w == "-") {
+            analysis.hazard(HazardKind::StdinProgram, &format!("{program} -"));
+        }
+    } else if programs::is_stdin_path(&argv[index]) {
+        // `bash /dev/stdin <<< …`, `sh /dev/fd/0`, `bash /proc/self/fd/0`.
+        analysis.hazard(
+            HazardKind::StdinProgram,
+            &format!("{program} {}", argv[index]),
         );
     }
 }
