@@ -15,6 +15,7 @@ mod otel;
 mod outputs;
 mod pipeline;
 mod policy;
+mod policy_bypass;
 mod progress;
 mod providers;
 mod resume;
