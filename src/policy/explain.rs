@@ -28,6 +28,10 @@ pub struct Explanation {
 pub struct PartExplanation {
     /// Assignments and argv, joined.
     pub text: String,
+    /// The argv alone, as the policy parsed it (quotes removed): what it
+    /// believes this part runs (tests/suite/differential.rs compares it
+    /// with what bash runs).
+    pub argv: Vec<String>,
     /// How a nested command is reached (`$(…)`, `bash -c`, `env` …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
@@ -66,6 +70,7 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
                 };
                 PartExplanation {
                     text: part.text(),
+                    argv: part.argv.clone(),
                     via: part.via.clone(),
                     verdict,
                     rule,

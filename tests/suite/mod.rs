@@ -4,6 +4,7 @@ mod architecture;
 mod config_trust;
 mod confinement;
 mod context;
+mod differential;
 mod docs;
 mod external;
 mod git;
