@@ -17,7 +17,9 @@
 //!
 //! Shells running a script file (`bash scripts/test.sh`) are not a hazard:
 //! like `python x.py` or `make`, what they run is the operator's choice
-//! when they allow it. Shells reading code from `-c` or stdin are.
+//! when they allow it by name (under a wildcard while a deny rule exists
+//! they are opaque, see `policy/opaque.rs`). Shells reading code from
+//! `-c`, stdin or a descriptor (`bash /dev/stdin`) are.
 
 use super::execs::{self, abbreviates};
 use super::{HazardKind, SimpleCommand};
