@@ -174,6 +174,9 @@ pub struct Policy {
     pub(crate) settings: GuardSettings,
     pub(crate) specs: (Option<PolicySpec>, Vec<PolicySpec>),
     examples: Examples,
+    /// The programs `deny` and `ask` rules on `run_shell` name, with their
+    /// identity on `GuardSettings::program_path` (empty without one).
+    denied_programs: Vec<(String, opaque::Identity)>,
 }
 
 /// A `run_shell` command as the rules see it.
@@ -203,7 +206,26 @@ impl Policy {
             examples.deny.extend(spec.examples.deny.iter().cloned());
             examples.ask.extend(spec.examples.ask.iter().cloned());
         }
+        let mut denied_programs: Vec<(String, opaque::Identity)> = Vec::new();
+        if let Some(path) = guards.program_path.as_deref() {
+            for set in operator_set.iter().chain(std::iter::once(&task)) {
+                for rule in set.deny.iter().chain(&set.ask) {
+                    if !rule.tool_matches("run_shell") {
+                        continue;
+                    }
+                    for glob in &rule.rule.commands {
+                        if let Some(name) = opaque::glob_program(glob)
+                            && !denied_programs.iter().any(|(known, _)| known == name)
+                            && let Some(identity) = opaque::identity_on_path(name, path)
+                        {
+                            denied_programs.push((name.to_owned(), identity));
+                        }
+                    }
+                }
+            }
+        }
         Ok(Self {
+            denied_programs,
             task,
             operator: operator_set,
             guards: Guards::new(&guards)?,
@@ -389,7 +411,33 @@ impl Policy {
         if self.opaque_of(layer) == Verdict::Allow || !self.shell_rules_to_dodge() {
             return None;
         }
-        opaque::find(part, &self.settings.workdir, cwd)
+        opaque::find(part, &self.settings.workdir, cwd).or_else(|| self.same_file(part))
+    }
+
+    /// A bare program name that is, on `PATH`, the same file as a program
+    /// a `deny` or `ask` rule names under another name (`cc` for `gcc`, a
+    /// busybox applet).
+    fn same_file(&self, part: &SimpleCommand) -> Option<Opaque> {
+        let path = self.settings.program_path.as_deref()?;
+        let name = part.argv.first()?;
+        if self
+            .denied_programs
+            .iter()
+            .any(|(denied, _)| denied == name)
+        {
+            return None;
+        }
+        let identity = opaque::identity_on_path(name, path)?;
+        let (denied, _) = self
+            .denied_programs
+            .iter()
+            .find(|(_, id)| *id == identity)?;
+        Some(Opaque {
+            kind: opaque::OpaqueKind::RenamedProgram,
+            word: 0,
+            text: name.clone(),
+            same_as: Some(denied.clone()),
+        })
     }
 
     /// The default of a side: the task's own, else the operator's, else

@@ -3,7 +3,9 @@
 //!
 //! Pure and synchronous: it reads nothing (paths are compared lexically,
 //! the caller passes the workdir and home in [`GuardSettings`]) and never
-//! prompts. The agent turns `ask` into deny, pause or fail per
+//! prompts — except, when the caller passes a `PATH` in
+//! [`GuardSettings::program_path`], the `stat` of programs on it, to know
+//! a denied program under another name ([`opaque`]). The agent turns `ask` into deny, pause or fail per
 //! [`Policy::on_ask`].
 //!
 //! # Using it

@@ -57,18 +57,27 @@ pub struct Opaque {
     pub word: usize,
     /// That word.
     pub text: String,
+    /// A renamed program found on `PATH`: the denied program it is the
+    /// same file as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<String>,
 }
 
 impl std::fmt::Display for Opaque {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.kind {
-            OpaqueKind::RenamedProgram => write!(
+        match (self.kind, &self.same_as) {
+            (OpaqueKind::RenamedProgram, Some(name)) => write!(
+                f,
+                "renamed program `{}` (the same file as `{name}`, which a deny or ask rule names)",
+                self.text
+            ),
+            (OpaqueKind::RenamedProgram, None) => write!(
                 f,
                 "renamed program `{}` (a program path outside the system directories may be a \
                  copy or link of a denied one)",
                 self.text
             ),
-            OpaqueKind::OpaqueProgram => write!(
+            (OpaqueKind::OpaqueProgram, _) => write!(
                 f,
                 "opaque program `{}` (a script or module policy cannot read)",
                 self.text
@@ -200,6 +209,7 @@ fn find_any(part: &SimpleCommand, workdir: &Path, cwd: Option<&str>) -> Option<O
                 kind: OpaqueKind::RenamedProgram,
                 word: 0,
                 text: program.clone(),
+                same_as: None,
             });
         }
     }
@@ -217,6 +227,7 @@ fn find_any(part: &SimpleCommand, workdir: &Path, cwd: Option<&str>) -> Option<O
             kind: OpaqueKind::OpaqueProgram,
             word: 1,
             text: part.argv[1..].join(" "),
+            same_as: None,
         });
     }
     let spec = INTERPRETERS.iter().find(|i| i.names.contains(&family))?;
@@ -255,6 +266,7 @@ fn shell_script(part: &SimpleCommand) -> Option<Opaque> {
         kind: OpaqueKind::OpaqueProgram,
         word: index,
         text: script.clone(),
+        same_as: None,
     })
 }
 
@@ -266,6 +278,7 @@ fn interpreter_script(part: &SimpleCommand, spec: &Interpreter) -> Option<Opaque
             kind: OpaqueKind::OpaqueProgram,
             word,
             text: text.to_owned(),
+            same_as: None,
         })
     };
     let mut index = 1;
@@ -349,4 +362,41 @@ pub(crate) fn wildcard_over(
         *word = "\u{1}opaque\u{1}".to_owned();
     }
     rule_matches(&other.text())
+}
+
+/// A file's identity: device and inode.
+pub(crate) type Identity = (u64, u64);
+
+/// Multi-call binaries pick what to do by the name they are run as: two
+/// names for one of them are two programs.
+const MULTI_CALL: &[&str] = &["busybox", "toybox", "coreutils"];
+
+/// The file `name` runs as, found on `path` (absolute entries only), by
+/// identity (following symlinks); `None` for a multi-call binary.
+pub(crate) fn identity_on_path(name: &str, path: &std::ffi::OsStr) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt as _;
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    let file = std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|file| file.is_file())?;
+    let real = std::fs::canonicalize(&file).ok()?;
+    let real_name = real.file_name()?.to_str()?;
+    if MULTI_CALL.contains(&real_name) {
+        return None;
+    }
+    let meta = std::fs::metadata(&real).ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
+/// The program a command glob starts with, when it is a literal name:
+/// `touch*` → `touch`, `git push*` → `git`, `*` → none.
+pub(crate) fn glob_program(glob: &str) -> Option<&str> {
+    let end = glob
+        .find(|c: char| c.is_whitespace() || matches!(c, '*' | '?' | '[' | '{' | '\\'))
+        .unwrap_or(glob.len());
+    let name = &glob[..end];
+    (!name.is_empty() && !name.contains('/') && !name.contains('=')).then_some(name)
 }

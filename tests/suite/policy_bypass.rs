@@ -277,3 +277,47 @@ fn explain_names_the_case_that_applied() {
     assert_eq!(explained["parts"][1]["opaque"]["kind"], "renamed_program");
     assert_eq!(explained["parts"][1]["rule"]["kind"], "opaque");
 }
+
+/// A bare name on `PATH` that is the same file as a program a deny rule
+/// names (a symlink under another name, as `cc` is for `gcc`) is a
+/// renamed program: refused under the wildcard, and explained so.
+#[test]
+fn a_denied_program_under_another_name_on_path_is_a_renamed_program() {
+    let aliases = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/usr/bin/touch", aliases.path().join("tt")).unwrap();
+    let path = format!(
+        "{}:{}",
+        aliases.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let ybs = Ybs::new().env("PATH", &path);
+    ybs.file("t.yaml", WILDCARD_WITH_DENY);
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[
+                ("run_shell", json!({"command": "tt made-by-alias"})),
+                ("run_shell", json!({"command": "echo ran > control.txt"})),
+            ]),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(&["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(ybs.read("control.txt"), "ran\n");
+    assert!(!ybs.exists("made-by-alias"));
+    let seen = outputs(&transcript(&run, "t"));
+    let (_, verdict, told) = &seen[0];
+    assert_eq!(verdict, "ask", "{told}");
+    assert!(
+        told.contains("renamed program `tt` (the same file as `touch`"),
+        "{told}"
+    );
+    let run = ybs.run(&["policy", "explain", "--task", "t.yaml", "run_shell(tt x)"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("same file as `touch`"),
+        "{}",
+        run.stdout
+    );
+}
