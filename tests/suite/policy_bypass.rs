@@ -161,7 +161,7 @@ fn what_the_analysis_cannot_see_through_is_refused_with_its_reason() {
     )]));
     turns.push(answer("done"));
     ybs.cassette("t.cassette.json", turns);
-    let run = ybs.run(&["run", "t.yaml"]);
+    let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
     assert_eq!(ybs.read("control.txt"), "ran\n");
     assert!(ybs.exists("early"), "the plain copy ran");
@@ -222,18 +222,18 @@ fn opaque_allow_and_naming_rules_restore_what_the_operator_wants() {
         ]
     };
     ybs.cassette("t.cassette.json", script("s.sh", "a.txt"));
-    ybs.run(&["run", "t.yaml"]).expect_code(0);
+    ybs.run(["run", "t.yaml"]).expect_code(0);
     assert_eq!(ybs.read("a.txt"), "ran\n");
 
     let mut named = script("s.sh", "b.txt");
     named.insert(1, calls(&[("run_shell", json!({"command": "./build.sh"}))]));
     ybs.cassette("named.cassette.json", named);
-    ybs.run(&["run", "named.yaml"]).expect_code(0);
+    ybs.run(["run", "named.yaml"]).expect_code(0);
     assert_eq!(ybs.read("b.txt"), "ran\n");
     assert_eq!(ybs.read("built.txt"), "built\n");
 
     ybs.cassette("nodeny.cassette.json", script("n.sh", "c.txt"));
-    ybs.run(&["run", "nodeny.yaml"]).expect_code(0);
+    ybs.run(["run", "nodeny.yaml"]).expect_code(0);
     assert_eq!(ybs.read("c.txt"), "ran\n");
 }
 
@@ -252,13 +252,13 @@ fn explain_names_the_case_that_applied() {
         ("run_shell(python3 -m code)", "stdin program"),
         ("run_shell(awk -f - x)", "stdin program"),
     ] {
-        let run = ybs.run(&["policy", "explain", "--task", "t.yaml", call]);
+        let run = ybs.run(["policy", "explain", "--task", "t.yaml", call]);
         run.expect_code(0);
         let out = &run.stdout;
         assert!(out.contains(case), "{call}: {out}");
         assert!(!out.contains("verdict: allow"), "{call}: {out}");
     }
-    let run = ybs.run(&[
+    let run = ybs.run([
         "policy",
         "explain",
         "--json",
@@ -302,7 +302,7 @@ fn a_denied_program_under_another_name_on_path_is_a_renamed_program() {
             answer("done"),
         ],
     );
-    let run = ybs.run(&["run", "t.yaml"]);
+    let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
     assert_eq!(ybs.read("control.txt"), "ran\n");
     assert!(!ybs.exists("made-by-alias"));
@@ -313,7 +313,7 @@ fn a_denied_program_under_another_name_on_path_is_a_renamed_program() {
         told.contains("renamed program `tt` (the same file as `touch`"),
         "{told}"
     );
-    let run = ybs.run(&["policy", "explain", "--task", "t.yaml", "run_shell(tt x)"]);
+    let run = ybs.run(["policy", "explain", "--task", "t.yaml", "run_shell(tt x)"]);
     run.expect_code(0);
     assert!(
         run.stdout.contains("same file as `touch`"),
