@@ -1122,3 +1122,28 @@ fn programs_read_from_stdin_are_hazards() {
         assert!(detail.contains("stdin program"), "{command}: {detail}");
     }
 }
+
+/// Found by the differential test (tests/suite/differential.rs): bash
+/// reads `{v}> f` as a redirection to a descriptor it stores in `v`, not
+/// as an argument `{v}`.
+#[test]
+fn a_named_descriptor_is_a_redirection_not_an_argument() {
+    let parsed = super::shell::parse("grep {v}> f9 x");
+    assert_eq!(parsed.parts[0].argv, vec!["grep", "x"]);
+    assert_eq!(parsed.parts[0].redirections[0].target, "f9");
+    assert!(
+        parsed
+            .hazards
+            .iter()
+            .any(|h| h.kind == super::shell::HazardKind::ChangesShell)
+    );
+    // Quoted, or not a name, it stays a word.
+    assert_eq!(
+        super::shell::parse("grep '{v}'> f").parts[0].argv,
+        vec!["grep", "{v}"]
+    );
+    assert_eq!(
+        super::shell::parse("grep {1v}> f").parts[0].argv,
+        vec!["grep", "{1v}"]
+    );
+}

@@ -157,6 +157,20 @@ fn argument(rng: &mut Rng) -> String {
         11 => "\"a'b\"".to_owned(),
         12 => "'a\"b'".to_owned(),
         13 => "\\$X".to_owned(),
+        14 => "\"\\\\\"".to_owned(),
+        15 => "\"\\\"\"".to_owned(),
+        16 => "\"\\$X\"".to_owned(),
+        17 => "\"a\\b\"".to_owned(),
+        18 => "'a'\\''b'".to_owned(),
+        19 => "$\"x\"".to_owned(),
+        20 => "a\\\nb".to_owned(),
+        21 => "\"a\nb\"".to_owned(),
+        22 => "a\tb".to_owned(),
+        23 => "x==y".to_owned(),
+        24 => "!".to_owned(),
+        25 => "a}b".to_owned(),
+        26 => "\\\n".to_owned(),
+        27 => "'\\'".to_owned(),
         _ => {
             let word = rng.pick(&plain);
             quoted(rng, word)
@@ -177,6 +191,11 @@ fn redirection(rng: &mut Rng) -> String {
         8 => "3> f6".to_owned(),
         9 => "<&-".to_owned(),
         10 => "> \"f 7\"".to_owned(),
+        11 if rng.chance(50) => rng
+            .pick(&[
+                "{v}> f9", "&>> f10", ">&2", "2>&-", "10> f11", "1>&2", "0< seed", "<> f12",
+            ])
+            .to_owned(),
         _ => ">| f8".to_owned(),
     }
 }
@@ -234,6 +253,20 @@ fn wrapped(rng: &mut Rng, depth: usize) -> String {
         18 => format!("env -S '{leaf} a'"),
         19 => format!("{leaf} a | xargs -I{{}} {leaf} {{}}"),
         20 => format!("bash <<< '{leaf} a'"),
+        21 if rng.chance(50) => rng
+            .pick(&[
+                "coproc touch a",
+                "function f { touch a; }; f",
+                "[[ -n a ]] && touch a",
+                "(( 1 )) && touch a",
+                "select x in a; do touch a; done",
+                "case a in a) touch a;; esac",
+                "until true; do touch a; done",
+                "time -p touch a",
+                "exec -a x touch a",
+                "declare -f x; touch a",
+            ])
+            .to_owned(),
         _ => format!(". ./{leaf}"),
     }
 }
@@ -405,6 +438,9 @@ struct Outcome {
     allowed: usize,
     /// (command, program that ran outside the policy's picture).
     findings: Vec<(String, String)>,
+    /// (command, an argv that ran whose program is in the picture but
+    /// whose words differ from every part's).
+    argv_differs: Vec<(String, Vec<String>)>,
 }
 
 fn pass(seed: u64, count: usize) -> Outcome {
@@ -436,10 +472,29 @@ fn pass(seed: u64, count: usize) -> Outcome {
                 .filter_map(|part| part["argv"][0].as_str())
                 .map(|word| word.rsplit('/').next().unwrap_or(word).to_owned())
                 .collect();
+            let argvs: Vec<Vec<String>> = explanation["parts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|part| {
+                    let mut argv: Vec<String> = part["argv"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|w| w.as_str().map(str::to_owned))
+                        .collect();
+                    if let Some(first) = argv.first_mut() {
+                        *first = first.rsplit('/').next().unwrap_or(first).to_owned();
+                    }
+                    argv
+                })
+                .collect();
             for argv in scratch.run(command) {
                 let name = argv.first().cloned().unwrap_or_default();
                 if !picture.contains(&name) {
                     outcome.findings.push((command.clone(), name));
+                } else if !argvs.contains(&argv) {
+                    outcome.argv_differs.push((command.clone(), argv));
                 }
             }
         }
@@ -458,6 +513,13 @@ fn report(outcome: &Outcome) -> String {
         text.push_str(&format!(
             "\n  `{program}` ran outside the picture of: {command:?}"
         ));
+    }
+    text.push_str(&format!(
+        "\n{} argvs ran with other words than the policy saw",
+        outcome.argv_differs.len()
+    ));
+    for (command, argv) in outcome.argv_differs.iter().take(20) {
+        text.push_str(&format!("\n  {argv:?} ran for: {command:?}"));
     }
     text
 }
