@@ -22,7 +22,7 @@
 //!
 //! The short pass (fixed seed, a few hundred commands) runs with the
 //! suite; `YBS_DIFFERENTIAL=N` (and `YBS_DIFFERENTIAL_SEED`) makes a long
-//! one: `tools/policy-differential 100000`.
+//! one: `sh tools/policy-differential 100000`.
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
