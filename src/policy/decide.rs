@@ -418,6 +418,9 @@ impl Policy {
     /// a `deny` or `ask` rule names under another name (`cc` for `gcc`, a
     /// busybox applet).
     fn same_file(&self, part: &SimpleCommand) -> Option<Opaque> {
+        if self.denied_programs.is_empty() {
+            return None;
+        }
         let path = self.settings.program_path.as_deref()?;
         let name = part.argv.first()?;
         if self
