@@ -406,8 +406,13 @@ pub enum PolicyCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct ExplainArgs {
-    /// The call in string form: `tool(argument)`, e.g. `edit_file(src/lib.rs)`.
+    /// The call in string form: `tool(argument)`, e.g. `edit_file(src/lib.rs)`;
+    /// `-` reads calls from stdin, one JSON string a line.
     pub call: String,
+    /// Print the explanation as one JSON object (a line per call), with
+    /// the parsed argv of every simple command.
+    #[arg(long)]
+    pub json: bool,
     /// Decide with this task's policy: `FILE` (single-task file) or `FILE#TASK-ID`.
     #[arg(long, value_name = "FILE#ID")]
     pub task: Option<String>,

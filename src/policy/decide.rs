@@ -7,6 +7,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::Serialize;
 
 use super::guards::{GuardError, GuardHit, GuardSettings, Guards};
+use super::opaque::{self, Opaque};
 use super::rule::{Examples, OnAsk, PolicySpec, Rule, Verdict};
 use super::shell::{self, Hazard, ParsedCommand, SimpleCommand};
 
@@ -77,6 +78,10 @@ pub enum RuleRef {
     },
     /// No rule matched: the layer's `default`.
     Default { layer: Layer },
+    /// A wildcard allowed a part the analysis cannot see through while a
+    /// `deny` or `ask` rule on `run_shell` exists: the layer's
+    /// `policy.opaque` (docs/policy.md).
+    Opaque { layer: Layer },
 }
 
 impl std::fmt::Display for RuleRef {
@@ -94,6 +99,7 @@ impl std::fmt::Display for RuleRef {
                 text,
             } => write!(f, "{}{list}[{index}] {text}", prefix(layer)),
             Self::Default { layer } => write!(f, "{}default", prefix(layer)),
+            Self::Opaque { layer } => write!(f, "{}opaque", prefix(layer)),
         }
     }
 }
@@ -156,6 +162,7 @@ pub(crate) struct RuleSet {
     pub ask: Vec<CompiledRule>,
     pub default: Option<Verdict>,
     pub on_ask: Option<OnAsk>,
+    pub opaque: Option<Verdict>,
 }
 
 /// A merged, compiled policy.
@@ -167,6 +174,9 @@ pub struct Policy {
     pub(crate) settings: GuardSettings,
     pub(crate) specs: (Option<PolicySpec>, Vec<PolicySpec>),
     examples: Examples,
+    /// The programs `deny` and `ask` rules on `run_shell` name, with their
+    /// identity on `GuardSettings::program_path` (empty without one).
+    denied_programs: Vec<(String, opaque::Identity)>,
 }
 
 /// A `run_shell` command as the rules see it.
@@ -196,7 +206,26 @@ impl Policy {
             examples.deny.extend(spec.examples.deny.iter().cloned());
             examples.ask.extend(spec.examples.ask.iter().cloned());
         }
+        let mut denied_programs: Vec<(String, opaque::Identity)> = Vec::new();
+        if let Some(path) = guards.program_path.as_deref() {
+            for set in operator_set.iter().chain(std::iter::once(&task)) {
+                for rule in set.deny.iter().chain(&set.ask) {
+                    if !rule.tool_matches("run_shell") {
+                        continue;
+                    }
+                    for glob in &rule.rule.commands {
+                        if let Some(name) = opaque::glob_program(glob)
+                            && !denied_programs.iter().any(|(known, _)| known == name)
+                            && let Some(identity) = opaque::identity_on_path(name, path)
+                        {
+                            denied_programs.push((name.to_owned(), identity));
+                        }
+                    }
+                }
+            }
+        }
         Ok(Self {
+            denied_programs,
             task,
             operator: operator_set,
             guards: Guards::new(&guards)?,
@@ -351,6 +380,69 @@ impl Policy {
             .chain(std::iter::once((Layer::Task, &self.task)))
     }
 
+    /// `policy.opaque` of a side, like [`Self::default_of`]; `ask` unless set.
+    pub(crate) fn opaque_of(&self, layer: Layer) -> Verdict {
+        let operator = self.operator.as_ref().and_then(|o| o.opaque);
+        match layer {
+            Layer::Task => self.task.opaque.or(operator).unwrap_or(Verdict::Ask),
+            Layer::Operator => operator.unwrap_or(Verdict::Ask),
+        }
+    }
+
+    /// True if and only if some `deny` or `ask` rule, of any layer,
+    /// names `run_shell` commands: a part the analysis cannot see through
+    /// could dodge it.
+    pub(crate) fn shell_rules_to_dodge(&self) -> bool {
+        self.layers().any(|(_, set)| {
+            set.deny.iter().chain(&set.ask).any(|rule| {
+                rule.tool_matches("run_shell") && rule.paths.is_empty() && !rule.commands.is_empty()
+            })
+        })
+    }
+
+    /// The part's opaque word, if a `deny`/`ask` rule exists it could
+    /// dodge and the side does not say `opaque: allow`.
+    pub(crate) fn opaque_part(
+        &self,
+        layer: Layer,
+        part: &SimpleCommand,
+        cwd: Option<&str>,
+    ) -> Option<Opaque> {
+        if self.opaque_of(layer) == Verdict::Allow || !self.shell_rules_to_dodge() {
+            return None;
+        }
+        opaque::find(part, &self.settings.workdir, cwd).or_else(|| self.same_file(part))
+    }
+
+    /// A bare program name that is, on `PATH`, the same file as a program
+    /// a `deny` or `ask` rule names under another name (`cc` for `gcc`, a
+    /// busybox applet).
+    fn same_file(&self, part: &SimpleCommand) -> Option<Opaque> {
+        if self.denied_programs.is_empty() {
+            return None;
+        }
+        let path = self.settings.program_path.as_deref()?;
+        let name = part.argv.first()?;
+        if self
+            .denied_programs
+            .iter()
+            .any(|(denied, _)| denied == name)
+        {
+            return None;
+        }
+        let identity = opaque::identity_on_path(name, path)?;
+        let (denied, _) = self
+            .denied_programs
+            .iter()
+            .find(|(_, id)| *id == identity)?;
+        Some(Opaque {
+            kind: opaque::OpaqueKind::RenamedProgram,
+            word: 0,
+            text: name.clone(),
+            same_as: Some(denied.clone()),
+        })
+    }
+
     /// The default of a side: the task's own, else the operator's, else
     /// `deny`; the operator's, else `deny`.
     pub(crate) fn default_of(&self, layer: Layer) -> Verdict {
@@ -401,7 +493,10 @@ impl Policy {
             return fallback(hazard_detail(&view.hazards));
         }
         let mut first = None;
+        let mut unseen = None;
+        let mut unmatched = None;
         for part in &view.parsed.parts {
+            let opaque = self.opaque_part(layer, part, call.cwd);
             match set
                 .allow
                 .iter()
@@ -410,14 +505,48 @@ impl Policy {
             {
                 Some((index, rule)) => {
                     first.get_or_insert_with(|| rule.listed(layer, Verdict::Allow, index));
+                    if let Some(opaque) = opaque
+                        && rule.vouches_not_for(call.tool, part, &opaque)
+                    {
+                        unseen.get_or_insert((opaque, rule.rule.to_string(), part.text()));
+                    }
                 }
-                None => return fallback(format!("`{}` matches no allow rule", part.text())),
+                None => {
+                    let detail = format!("`{}` matches no allow rule", part.text());
+                    if default != Verdict::Allow {
+                        return fallback(detail);
+                    }
+                    // `default: allow` is the widest wildcard of all.
+                    unmatched.get_or_insert(detail);
+                    if let Some(opaque) = opaque {
+                        unseen.get_or_insert((opaque, "default: allow".to_owned(), part.text()));
+                    }
+                }
             }
         }
-        match first {
-            Some(rule) => Decision::new(Verdict::Allow, rule, None),
-            None => fallback("empty command".to_owned()),
+        if let Some((opaque, rule, text)) = unseen {
+            return self.opaque_decision(layer, &opaque, &rule, &text);
         }
+        match (unmatched, first) {
+            (Some(detail), _) => fallback(detail),
+            (None, Some(rule)) => Decision::new(Verdict::Allow, rule, None),
+            (None, None) => fallback("empty command".to_owned()),
+        }
+    }
+
+    /// `ask` (the side's `policy.opaque`) for a part a wildcard allowed:
+    /// says which case applied and what rule to write.
+    fn opaque_decision(&self, layer: Layer, opaque: &Opaque, by: &str, part: &str) -> Decision {
+        let detail = format!(
+            "not auto-allowed: {opaque}; `{by}` allows it only as a wildcard while a deny or ask \
+             rule on run_shell exists; to allow it, name it in an allow rule \
+             (`run_shell({part})`) or set `policy.opaque: allow`"
+        );
+        Decision::new(
+            self.opaque_of(layer),
+            RuleRef::Opaque { layer },
+            Some(detail),
+        )
     }
 }
 
@@ -482,6 +611,7 @@ impl RuleSet {
             }
             set.default = layer.default.or(set.default);
             set.on_ask = layer.on_ask.or(set.on_ask);
+            set.opaque = layer.opaque.or(set.opaque);
         }
         Ok(set)
     }
@@ -554,6 +684,24 @@ impl CompiledRule {
         };
         self.commands.iter().any(|g| g.is_match(raw.trim()))
             || view.parsed.parts.iter().any(|part| self.hits_part(part))
+    }
+
+    /// True if and only if this allow rule matches `part` only as a
+    /// wildcard over its opaque word (`run_shell(*)` for `./t x`), not
+    /// by naming it (`run_shell(./build.sh*)`).
+    pub(crate) fn vouches_not_for(
+        &self,
+        tool: &str,
+        part: &SimpleCommand,
+        opaque: &Opaque,
+    ) -> bool {
+        if !self.tool_matches(tool) {
+            return false;
+        }
+        self.commands.is_empty()
+            || opaque::wildcard_over(part, opaque, |text| {
+                self.commands.iter().any(|g| g.is_match(text))
+            })
     }
 
     pub(crate) fn hits_part(&self, part: &SimpleCommand) -> bool {

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::decide::{Decision, Layer, Policy, RuleRef, strictness};
 use super::examples::{CallParseError, parse_call, view};
+use super::opaque::Opaque;
 use super::rule::Verdict;
 use super::shell::{Hazard, ParsedCommand, SimpleCommand};
 
@@ -27,11 +28,19 @@ pub struct Explanation {
 pub struct PartExplanation {
     /// Assignments and argv, joined.
     pub text: String,
+    /// The argv alone, as the policy parsed it (quotes removed): what it
+    /// believes this part runs (tests/suite/differential.rs compares it
+    /// with what bash runs).
+    pub argv: Vec<String>,
     /// How a nested command is reached (`$(…)`, `bash -c`, `env` …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
     pub verdict: Verdict,
     pub rule: RuleRef,
+    /// What the analysis cannot see through in this part, when a `deny`
+    /// or `ask` rule on `run_shell` makes it matter (docs/policy.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opaque: Option<Opaque>,
 }
 
 /// Explains how `policy` decides `call_text` (`run_shell(cargo test)`,
@@ -61,9 +70,16 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
                 };
                 PartExplanation {
                     text: part.text(),
+                    argv: part.argv.clone(),
                     via: part.via.clone(),
                     verdict,
                     rule,
+                    opaque: policy.opaque_part(Layer::Task, part, None).or_else(|| {
+                        policy
+                            .operator
+                            .as_ref()
+                            .and_then(|_| policy.opaque_part(Layer::Operator, part, None))
+                    }),
                 }
             })
             .collect();
@@ -127,7 +143,15 @@ impl Policy {
                     .enumerate()
                     .find(|(_, rule)| rule.allows(tool, None, Some(part)))
             };
+            let opaque = self.opaque_part(layer, part, None);
             match allowed {
+                Some((_, rule))
+                    if opaque
+                        .as_ref()
+                        .is_some_and(|o| rule.vouches_not_for(tool, part, o)) =>
+                {
+                    (self.opaque_of(layer), RuleRef::Opaque { layer })
+                }
                 Some((index, rule)) => (
                     Verdict::Allow,
                     RuleRef::Listed {
@@ -144,7 +168,11 @@ impl Policy {
                     } else {
                         default
                     };
-                    (verdict, RuleRef::Default { layer })
+                    if verdict == Verdict::Allow && opaque.is_some() {
+                        (self.opaque_of(layer), RuleRef::Opaque { layer })
+                    } else {
+                        (verdict, RuleRef::Default { layer })
+                    }
                 }
             }
         };
@@ -205,6 +233,17 @@ impl std::fmt::Display for Explanation {
                     part.verdict.as_str(),
                     part.rule
                 )?;
+            }
+        }
+        let opaque: Vec<&Opaque> = self
+            .parts
+            .iter()
+            .filter_map(|p| p.opaque.as_ref())
+            .collect();
+        if !opaque.is_empty() {
+            writeln!(f, "  opaque:")?;
+            for item in opaque {
+                writeln!(f, "    - {item}")?;
             }
         }
         if !self.hazards.is_empty() {

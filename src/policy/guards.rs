@@ -139,6 +139,12 @@ pub struct GuardSettings {
     /// `GITHUB_ENV`, `GITHUB_PATH`, `GITHUB_OUTPUT`: absolute, or
     /// relative to the workdir.
     pub protected_paths: Vec<PathBuf>,
+    /// The `PATH` shell commands run with: a bare program name found on
+    /// it that is the same file (device and inode) as a program a `deny`
+    /// or `ask` rule names is a renamed program (docs/policy.md, "Opaque
+    /// programs"). `None`: names are compared as written, and the policy
+    /// reads nothing.
+    pub program_path: Option<std::ffi::OsString>,
 }
 
 impl GuardSettings {
@@ -157,6 +163,7 @@ impl GuardSettings {
                 .map(|s| (*s).to_owned())
                 .collect(),
             protected_paths: Vec::new(),
+            program_path: None,
         }
     }
 }

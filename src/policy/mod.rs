@@ -3,7 +3,9 @@
 //!
 //! Pure and synchronous: it reads nothing (paths are compared lexically,
 //! the caller passes the workdir and home in [`GuardSettings`]) and never
-//! prompts. The agent turns `ask` into deny, pause or fail per
+//! prompts — except, when the caller passes a `PATH` in
+//! [`GuardSettings::program_path`], the `stat` of programs on it, to know
+//! a denied program under another name ([`opaque`]). The agent turns `ask` into deny, pause or fail per
 //! [`Policy::on_ask`].
 //!
 //! # Using it
@@ -38,8 +40,15 @@
 //!    prefixes included) by some allow rule, and no hazard at all
 //!    ([`shell::HazardKind`]; substitutions, `eval`, `sh -c`, wrappers,
 //!    redirections outside the workdir, unparseable input …).
+//!    While any `deny` or `ask` rule names `run_shell` commands, a part
+//!    the analysis cannot see through ([`opaque`]: a program run by a
+//!    path that may be a copy or link, a script or module given to an
+//!    interpreter) is not allowed by a wildcard rule (one that would match
+//!    with any other word in that place): it gets `policy.opaque`,
+//!    `ask` unless set.
 //! 5. **`default`**: `deny` unless set. A default of `allow` never lets a
-//!    command with hazards through: it becomes `ask`.
+//!    command with hazards through: it becomes `ask`; nor an opaque part
+//!    while a rule to dodge exists: it gets `policy.opaque`.
 //!
 //! Rules: `"*"` matches any tool. Path globs match the path relative to
 //! the workdir (absolute when outside it), `*` staying inside one
@@ -73,6 +82,7 @@ pub mod decide;
 pub mod examples;
 pub mod explain;
 pub mod guards;
+pub mod opaque;
 mod pathshape;
 pub mod rule;
 pub mod shell;

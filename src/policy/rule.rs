@@ -174,6 +174,12 @@ pub struct PolicySpec {
     pub default: Option<Verdict>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_ask: Option<OnAsk>,
+    /// What a wildcard allow gives a part the analysis cannot see through
+    /// (a renamed program, a script or module) while a `deny` or `ask`
+    /// rule on `run_shell` exists: `ask` (unset), `deny`, or `allow` (the
+    /// behaviour before; docs/policy.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opaque: Option<Verdict>,
     #[serde(default)]
     pub examples: Examples,
 }

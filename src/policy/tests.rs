@@ -965,3 +965,185 @@ fn may_allow_says_which_tools_can_ever_run() {
     let policy = build(Some(operator), spec(&["*"], &[], &[], None));
     assert_eq!(tools(&policy), ["read_file", "list_files"]);
 }
+
+/// Issue 27: what the analysis cannot see through, under a wildcard
+/// allow with a deny rule on `run_shell` (docs/policy.md, "Opaque
+/// programs").
+#[test]
+fn opaque_programs_are_not_allowed_by_a_wildcard_while_a_deny_rule_exists() {
+    let build = |operator: Option<PolicySpec>, task: PolicySpec| {
+        Policy::build(operator.as_ref(), &[task], settings()).unwrap()
+    };
+    let wildcard = || spec(&["run_shell(*)"], &["run_shell(touch*)"], &[], None);
+    let policy = build(None, wildcard());
+    let verdict = |policy: &Policy, command: &str| {
+        let decision = policy.decide(&CallView::shell(command));
+        (decision.verdict, decision.rule.to_string())
+    };
+    for command in [
+        "./t x",
+        "t2/t x",
+        "/tmp/t x",
+        "/home/u/w/bin/t x",
+        "../w/t x",
+        "bash s.sh",
+        "sh -e s.sh",
+        "bash -- s.sh",
+        "python3 s.py",
+        "python3 -m evil",
+        "perl s.pl",
+        "node -r ./m.js app.js",
+        "node --import=./m.mjs app.js",
+        "awk -f p.awk x",
+        "awk --file=p.awk x",
+        "printf 'touch x' > s.sh; bash s.sh",
+        "ls && ./t x",
+    ] {
+        assert_eq!(
+            verdict(&policy, command),
+            (Verdict::Ask, "opaque".to_owned()),
+            "{command}"
+        );
+    }
+    for command in [
+        "ls -la",
+        "/usr/bin/ls -la",
+        "/bin/ls",
+        "awk '{print}' x",
+        "python3 --version",
+        "cargo test",
+        "make",
+    ] {
+        assert_eq!(verdict(&policy, command).0, Verdict::Allow, "{command}");
+    }
+    // Without a deny or ask rule on run_shell there is nothing to dodge;
+    // a deny rule on a file tool does not count.
+    let nodeny = build(None, spec(&["run_shell(*)"], &["write_file(x)"], &[], None));
+    assert_eq!(verdict(&nodeny, "./t x").0, Verdict::Allow);
+    // An ask rule counts.
+    let asks = build(
+        None,
+        spec(&["run_shell(*)"], &[], &["run_shell(curl*)"], None),
+    );
+    assert_eq!(verdict(&asks, "bash s.sh").0, Verdict::Ask);
+    // A rule naming the path vouches for it; one that is a wildcard over
+    // the program's place does not.
+    let named = build(
+        None,
+        spec(
+            &[
+                "run_shell(bash s.sh)",
+                "run_shell(./build.sh*)",
+                "run_shell(bash *)",
+            ],
+            &["run_shell(touch*)"],
+            &[],
+            None,
+        ),
+    );
+    assert_eq!(verdict(&named, "bash s.sh").0, Verdict::Allow);
+    assert_eq!(verdict(&named, "./build.sh --release").0, Verdict::Allow);
+    assert_eq!(verdict(&named, "bash other.sh").0, Verdict::Ask);
+    // `default: allow` is a wildcard too, whichever part is opaque.
+    let default_allow = build(
+        None,
+        spec(&[], &["run_shell(touch*)"], &[], Some(Verdict::Allow)),
+    );
+    assert_eq!(verdict(&default_allow, "ls; ./t x").0, Verdict::Ask);
+    assert_eq!(verdict(&default_allow, "ls").0, Verdict::Allow);
+    // `opaque: allow` restores the behaviour before; `deny` refuses.
+    let mut trusting = wildcard();
+    trusting.opaque = Some(Verdict::Allow);
+    assert_eq!(
+        verdict(&build(None, trusting.clone()), "./t x").0,
+        Verdict::Allow
+    );
+    let mut strict = wildcard();
+    strict.opaque = Some(Verdict::Deny);
+    assert_eq!(verdict(&build(None, strict), "./t x").0, Verdict::Deny);
+    // A task's `opaque: allow` does not loosen the operator's ceiling.
+    let operator = spec(&["run_shell(*)"], &["run_shell(touch*)"], &[], None);
+    assert_eq!(
+        verdict(&build(Some(operator), trusting), "./t x"),
+        (Verdict::Ask, "operator opaque".to_owned())
+    );
+    // The working directory counts: a path under the workdir is opaque
+    // from anywhere.
+    let decision = policy.decide(&CallView {
+        cwd: Some("sub"),
+        ..CallView::shell("../t x")
+    });
+    assert_eq!(decision.verdict, Verdict::Ask);
+}
+
+/// Issue 21 item 4: a program read from stdin or a descriptor is never
+/// auto-allowed, whatever the rules, like code on stdin.
+#[test]
+fn programs_read_from_stdin_are_hazards() {
+    let policy =
+        Policy::build(None, &[spec(&["run_shell(*)"], &[], &[], None)], settings()).unwrap();
+    for command in [
+        "bash /dev/stdin <<< 'touch x'",
+        "sh /dev/fd/0 <<< 'touch x'",
+        "bash - <<< 'touch x'",
+        "bash /proc/self/fd/0",
+        "bash /proc/42/fd/3",
+        "bash //dev/./stdin",
+        "bash /dev/fd/../fd/0",
+        "python3 /dev/stdin",
+        "python3 -- /dev/stdin",
+        "python3 --",
+        "python3 -m code",
+        "python3 -m asyncio",
+        "perl /dev/stdin",
+        "ruby /dev/fd/0",
+        "ruby -r /dev/stdin x.rb",
+        "php /dev/stdin",
+        "php -f /dev/stdin",
+        "node /dev/stdin",
+        "node --import /dev/stdin app.js",
+        "node --import=/dev/stdin app.js",
+        "node --loader /dev/fd/0 app.js",
+        "node --experimental-loader=/proc/self/fd/0 app.js",
+        "node -r /dev/stdin app.js",
+        "node --require /dev/stdin app.js",
+        "tclsh /dev/stdin",
+        "awk -f - x",
+        "awk -f /dev/stdin x",
+        "awk -f/dev/stdin x",
+        "awk --file=- x",
+        "sed -f - x",
+        "sed -f /dev/stdin x",
+        "sed --file=/dev/stdin x",
+    ] {
+        let decision = policy.decide(&CallView::shell(command));
+        assert_eq!(decision.verdict, Verdict::Deny, "{command}");
+        let detail = decision.detail.unwrap_or_default();
+        assert!(detail.contains("stdin program"), "{command}: {detail}");
+    }
+}
+
+/// Found by the differential test (tests/suite/differential.rs): bash
+/// reads `{v}> f` as a redirection to a descriptor it stores in `v`, not
+/// as an argument `{v}`.
+#[test]
+fn a_named_descriptor_is_a_redirection_not_an_argument() {
+    let parsed = super::shell::parse("grep {v}> f9 x");
+    assert_eq!(parsed.parts[0].argv, vec!["grep", "x"]);
+    assert_eq!(parsed.parts[0].redirections[0].target, "f9");
+    assert!(
+        parsed
+            .hazards
+            .iter()
+            .any(|h| h.kind == super::shell::HazardKind::ChangesShell)
+    );
+    // Quoted, or not a name, it stays a word.
+    assert_eq!(
+        super::shell::parse("grep '{v}'> f").parts[0].argv,
+        vec!["grep", "{v}"]
+    );
+    assert_eq!(
+        super::shell::parse("grep {1v}> f").parts[0].argv,
+        vec!["grep", "{1v}"]
+    );
+}

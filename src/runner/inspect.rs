@@ -76,14 +76,16 @@ pub fn validate(loaded: &Loaded, policy_file: Option<&Path>) -> Result<Validated
     })
 }
 
-/// `ybs policy explain`: the explanation of `call` under the policy of
-/// `task_id` (or of the only task loaded, or of the operator's policy
-/// alone when no task file was given).
+/// `ybs policy explain`: the explanation of each call under the policy
+/// of `task_id` (or of the only task loaded, or of the operator's policy
+/// alone when no task file was given); with `json`, one JSON object a
+/// line (docs/policy.md).
 pub fn explain(
     loaded: &Loaded,
     task_id: Option<&str>,
     policy_file: Option<&Path>,
-    call: &str,
+    calls: &[String],
+    json: bool,
 ) -> Result<String, RunError> {
     let tasks: Vec<&TaskSpec> = loaded.files.iter().flat_map(|f| f.tasks.iter()).collect();
     let task = match (task_id, tasks.as_slice()) {
@@ -109,15 +111,25 @@ pub fn explain(
     let workdir = workdir(loaded, task);
     let policy = policy_of(loaded, task, policy_file, &workdir)
         .map_err(|error| RunError::usage(error.to_string(), error.hint_text()))?;
-    match policy::explain(&policy, call) {
-        Ok(explanation) => Ok(explanation.to_string().trim_end().to_owned()),
-        Err(error) => Err(RunError::usage(
-            error.to_string(),
-            Some(
-                "write the call as tool(argument), e.g. 'run_shell(cargo test)' or 'edit_file(src/lib.rs)'",
+    let mut out = Vec::with_capacity(calls.len());
+    for call in calls {
+        match policy::explain(&policy, call) {
+            Ok(explanation) if json => out.push(
+                serde_json::to_string(&explanation)
+                    .map_err(|error| RunError::usage(error.to_string(), None))?,
             ),
-        )),
+            Ok(explanation) => out.push(explanation.to_string().trim_end().to_owned()),
+            Err(error) => {
+                return Err(RunError::usage(
+                    error.to_string(),
+                    Some(
+                        "write the call as tool(argument), e.g. 'run_shell(cargo test)' or 'edit_file(src/lib.rs)'",
+                    ),
+                ));
+            }
+        }
     }
+    Ok(out.join("\n"))
 }
 
 fn home() -> Option<PathBuf> {

@@ -778,6 +778,7 @@ pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
         .blocked_paths
         .clone_from(&inputs.config.safety.blocked_paths);
     guards.protected_paths.clone_from(&inputs.protected);
+    guards.program_path = std::env::var_os("PATH");
     let policy =
         Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| SetupError::Policy {
             message: e.to_string(),

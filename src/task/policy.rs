@@ -15,7 +15,9 @@ use crate::core::decode::{Decoder, Spanned};
 use crate::core::decode::{Diagnostic, Diagnostics};
 
 /// The keys of a policy mapping.
-pub const POLICY_FIELDS: &[&str] = &["allow", "deny", "ask", "default", "on_ask", "examples"];
+pub const POLICY_FIELDS: &[&str] = &[
+    "allow", "deny", "ask", "default", "on_ask", "opaque", "examples",
+];
 
 const RULE_SHAPE: &str =
     "a rule like `read_file`, `run_shell(cargo test*)` or `edit_file: { path: \"src/**\" }`";
@@ -40,6 +42,9 @@ pub fn decode_policy(decoder: &mut Decoder<'_>, node: &Node, context: &str) -> O
     }
     if let Some(node) = fields.node("on_ask") {
         spec.on_ask = decode_on_ask(decoder, node);
+    }
+    if let Some(node) = fields.node("opaque") {
+        spec.opaque = decode_verdict(decoder, node, "opaque");
     }
     if let Some(node) = fields.node("examples") {
         spec.examples = decode_examples(decoder, node);
@@ -203,6 +208,17 @@ fn decode_default(decoder: &mut Decoder<'_>, node: &Node) -> Option<Verdict> {
     };
     if verdict.is_none() {
         decoder.expected_one_of(node, "default", &["allow", "deny", "ask"]);
+    }
+    verdict
+}
+
+fn decode_verdict(decoder: &mut Decoder<'_>, node: &Node, key: &str) -> Option<Verdict> {
+    let verdict = match &node.kind {
+        NodeKind::Str(text) => Verdict::parse(text),
+        _ => None,
+    };
+    if verdict.is_none() {
+        decoder.expected_one_of(node, key, &["ask", "deny", "allow"]);
     }
     verdict
 }

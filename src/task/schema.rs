@@ -298,6 +298,10 @@ fn policy() -> Value {
                 "description": "How `ask` resolves without a human: `deny` (the model is told), `fail` (the task fails) or `pause` (the task pauses until `ybs resume` approves or denies; docs/resume.md).",
                 "enum": ["deny", "fail", "pause"]
             },
+            "opaque": {
+                "description": "What a wildcard allow rule (or `default: allow`) gives a shell command the policy cannot see through (a program run by a path outside the system directories, a script or module given to a shell or interpreter) while a `deny` or `ask` rule on run_shell exists: `ask` (the default), `deny`, or `allow` (trust the wildcard). docs/policy.md.",
+                "enum": ["ask", "deny", "allow"]
+            },
             "examples": {
                 "description": "Calls in string form the policy must decide as listed (checked by `ybs validate`).",
                 "type": ["object", "null"],

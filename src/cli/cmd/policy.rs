@@ -25,7 +25,28 @@ pub fn explain(args: &ExplainArgs) -> u8 {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    match inspect::explain(&loaded, task_id, policy_file, &args.call) {
+    let calls = if args.call == "-" {
+        let mut calls = Vec::new();
+        for (number, line) in std::io::stdin().lines().enumerate() {
+            let parsed = line
+                .map_err(|error| error.to_string())
+                .and_then(|line| serde_json::from_str::<String>(&line).map_err(|e| e.to_string()));
+            match parsed {
+                Ok(call) => calls.push(call),
+                Err(error) => {
+                    printer.error(&format!(
+                        "error: <stdin>:{}: {error}\n  hint: give one call a line as a JSON string, e.g. \"run_shell(cargo test)\"",
+                        number + 1
+                    ));
+                    return exit::USAGE;
+                }
+            }
+        }
+        calls
+    } else {
+        vec![args.call.clone()]
+    };
+    match inspect::explain(&loaded, task_id, policy_file, &calls, args.json) {
         Ok(explanation) => {
             printer.result(&explanation);
             exit::OK

@@ -30,6 +30,7 @@
 mod execs;
 mod lexer;
 mod programs;
+pub(crate) use programs::is_stdin_path;
 mod runners;
 mod sed;
 
@@ -238,6 +239,10 @@ pub enum HazardKind {
     Exec,
     /// `sh -c`, `bash -lc`, a shell reading stdin.
     NestedShell,
+    /// A shell or interpreter given its program as a path to stdin or an
+    /// inherited descriptor: `bash /dev/stdin`, `python3 /dev/fd/0`,
+    /// `awk -f -`, `node --import /proc/self/fd/0`, `python3 -m code`.
+    StdinProgram,
     /// `python -c`, `perl -e`, `node -e`, awk `system()`, sed `e` …
     InlineCode,
     /// `env`, `xargs`, `find -exec`, `git -c`, `rg --pre`, `timeout` …
@@ -285,6 +290,7 @@ impl HazardKind {
             Self::Eval => "eval",
             Self::Exec => "exec",
             Self::NestedShell => "nested shell",
+            Self::StdinProgram => "stdin program (code read from stdin or a descriptor)",
             Self::InlineCode => "inline code for an interpreter",
             Self::RunsProgram => "runs another program",
             Self::ChangesShell => "changes how the shell runs later commands",

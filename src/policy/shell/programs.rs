@@ -25,11 +25,32 @@ pub(super) fn interpreter(
         .collect();
     let mut index = 1;
     while let Some(word) = cmd.argv.get(index) {
-        if stop.contains(&word.as_str()) || word == "--" {
+        if word == "--" {
+            match cmd.argv.get(index + 1) {
+                Some(script) if is_stdin_path(script) => {
+                    analysis.hazard(HazardKind::StdinProgram, &format!("{program} {script}"));
+                }
+                Some(_) => {}
+                None => analysis.hazard(
+                    HazardKind::StdinProgram,
+                    &format!("{program} reading code from stdin"),
+                ),
+            }
             return;
         }
-        if word == "-" {
-            break;
+        if stop.contains(&word.as_str()) {
+            // `python3 -m code` (and other REPL modules) read their
+            // program from stdin.
+            if let Some(module) = cmd.argv.get(index + 1)
+                && STDIN_MODULES.contains(&module.as_str())
+            {
+                analysis.hazard(HazardKind::StdinProgram, &format!("{program} -m {module}"));
+            }
+            return;
+        }
+        if is_stdin_path(word) {
+            analysis.hazard(HazardKind::StdinProgram, &format!("{program} {word}"));
+            return;
         }
         if code.iter().any(|flag| {
             word == flag || (flag.starts_with("--") && word.starts_with(&format!("{flag}=")))
@@ -43,11 +64,26 @@ pub(super) fn interpreter(
         if !word.starts_with('-') {
             return;
         }
-        index += if valued.contains(&word.as_str()) {
-            2
+        if let Some((flag, value)) = word.split_once('=')
+            && valued.contains(&flag)
+            && is_stdin_path(value)
+        {
+            analysis.hazard(HazardKind::StdinProgram, &format!("{program} {word}"));
+            return;
+        }
+        if valued.contains(&word.as_str()) {
+            // `node -r /dev/stdin app.js`, `ruby -r /dev/fd/0 x.rb`.
+            if let Some(value) = cmd.argv.get(index + 1).filter(|w| is_stdin_path(w)) {
+                analysis.hazard(
+                    HazardKind::StdinProgram,
+                    &format!("{program} {word} {value}"),
+                );
+                return;
+            }
+            index += 2;
         } else {
-            1
-        };
+            index += 1;
+        }
     }
     let asks_about_itself = cmd.argv[1..]
         .iter()
@@ -59,6 +95,36 @@ pub(super) fn interpreter(
         HazardKind::InlineCode,
         &format!("{program} reading code from stdin"),
     );
+}
+
+/// Python modules that read their program from stdin (REPLs).
+const STDIN_MODULES: &[&str] = &[
+    "code", "asyncio", "pdb", "IPython", "ptpython", "bpython", "idlelib", "pyrepl", "_pyrepl",
+];
+
+/// True if and only if a script operand names stdin or an inherited
+/// descriptor rather than a file: `-`, `/dev/stdin`, `/dev/fd/N`,
+/// `/proc/self/fd/N`, `/proc/PID/fd/N`, `/dev/tty` (also with `//`, `./`
+/// or `..` in them). Such a program is whatever the here-string, pipe or
+/// redirection feeds it, which policy does not read as code.
+pub(crate) fn is_stdin_path(word: &str) -> bool {
+    if word == "-" {
+        return true;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in word.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    matches!(
+        parts.as_slice(),
+        [.., "dev", "stdin" | "tty" | "console"] | [.., "fd", _] | [.., "dev", "pts", _]
+    )
 }
 
 /// awk programs may run commands: `system(…)`, `print | "cmd"`,
@@ -76,6 +142,9 @@ pub(super) fn awk(cmd: &SimpleCommand, analysis: &mut Analysis) {
         match word.as_str() {
             "-f" | "--file" | "-E" | "--exec" | "-i" | "--include" => {
                 from_file = true;
+                if let Some(file) = argv.get(index).filter(|w| is_stdin_path(w)) {
+                    analysis.hazard(HazardKind::StdinProgram, &format!("awk {word} {file}"));
+                }
                 index += 1;
             }
             "-e" | "--source" => {
@@ -104,7 +173,21 @@ pub(super) fn awk(cmd: &SimpleCommand, analysis: &mut Analysis) {
                 );
             }
             _ if word.starts_with("-e") && word.len() > 2 => programs.push(&word[2..]),
-            _ if word.starts_with("-f") && word.len() > 2 => from_file = true,
+            _ if word.starts_with("-f") && word.len() > 2 => {
+                from_file = true;
+                if is_stdin_path(&word[2..]) {
+                    analysis.hazard(HazardKind::StdinProgram, &format!("awk {word}"));
+                }
+            }
+            _ if word.starts_with("--file=")
+                || word.starts_with("--exec=")
+                || word.starts_with("--include=") =>
+            {
+                from_file = true;
+                if word.split_once('=').is_some_and(|(_, v)| is_stdin_path(v)) {
+                    analysis.hazard(HazardKind::StdinProgram, &format!("awk {word}"));
+                }
+            }
             _ if word.starts_with('-') && word.len() > 1 => {}
             _ => {
                 if programs.is_empty() && !from_file {

@@ -17,7 +17,9 @@
 //!
 //! Shells running a script file (`bash scripts/test.sh`) are not a hazard:
 //! like `python x.py` or `make`, what they run is the operator's choice
-//! when they allow it. Shells reading code from `-c` or stdin are.
+//! when they allow it by name (under a wildcard while a deny rule exists
+//! they are opaque, see `policy/opaque.rs`). Shells reading code from
+//! `-c`, stdin or a descriptor (`bash /dev/stdin`) are.
 
 use super::execs::{self, abbreviates};
 use super::{HazardKind, SimpleCommand};
@@ -425,7 +427,13 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
             cmd,
             &["-e", "--eval", "-p", "--print"],
             &[],
-            &["-r", "--require"],
+            &[
+                "-r",
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+            ],
             &mut analysis,
         ),
         "deno" if argv.get(1).is_some_and(|w| w == "eval") => {
@@ -711,6 +719,15 @@ fn shell(cmd: &SimpleCommand, program: &str, analysis: &mut Analysis) {
         analysis.hazard(
             HazardKind::NestedShell,
             &format!("{program} reading commands from stdin"),
+        );
+        if argv[1..index].iter().any(|w| w == "-") {
+            analysis.hazard(HazardKind::StdinProgram, &format!("{program} -"));
+        }
+    } else if programs::is_stdin_path(&argv[index]) {
+        // `bash /dev/stdin <<< …`, `sh /dev/fd/0`, `bash /proc/self/fd/0`.
+        analysis.hazard(
+            HazardKind::StdinProgram,
+            &format!("{program} {}", argv[index]),
         );
     }
 }

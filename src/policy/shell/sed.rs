@@ -52,6 +52,13 @@ pub(super) fn sed(cmd: &SimpleCommand, analysis: &mut Analysis) {
                     }
                 }
             } else if abbreviates(word, "--file", 4) {
+                let file = value.or_else(|| argv.get(index).map(String::as_str));
+                if file.is_some_and(super::programs::is_stdin_path) {
+                    analysis.hazard(
+                        HazardKind::StdinProgram,
+                        "sed --file - (a script from stdin)",
+                    );
+                }
                 analysis.hazard(
                     HazardKind::InlineCode,
                     "sed --file (a script policy cannot read)",
@@ -82,6 +89,14 @@ pub(super) fn sed(cmd: &SimpleCommand, analysis: &mut Analysis) {
                     break;
                 }
                 'f' => {
+                    let file = if rest.is_empty() {
+                        argv.get(index).map(String::as_str)
+                    } else {
+                        Some(rest)
+                    };
+                    if file.is_some_and(super::programs::is_stdin_path) {
+                        analysis.hazard(HazardKind::StdinProgram, "sed -f - (a script from stdin)");
+                    }
                     analysis.hazard(
                         HazardKind::InlineCode,
                         "sed -f (a script policy cannot read)",
