@@ -83,6 +83,8 @@ pub struct CheckLayer {
     pub expect_exit: i32,
     /// The check runs with the network (default: false).
     pub network: bool,
+    /// Where `network: true` was written.
+    pub network_span: Option<Span>,
 }
 
 impl TaskLayer {
@@ -532,6 +534,7 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
             timeout: None,
             expect_exit: 0,
             network: false,
+            network_span: None,
         });
     }
     let fields = decoder.fields(node, "a check", CHECK_FIELDS)?;
@@ -540,7 +543,7 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
     let run: Option<Spanned<String>> = fields.get(decoder, "run");
     let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout");
     let expect_exit: Option<i32> = fields.get(decoder, "expect_exit");
-    let network: Option<bool> = fields.get(decoder, "network");
+    let network: Option<Spanned<bool>> = fields.get(decoder, "network");
     if run.is_none() && !fields.has("run") && !fields.has_typo_of("run", CHECK_FIELDS) {
         decoder.error(fields.span, "missing required field `run` in a check");
     }
@@ -557,7 +560,8 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
         run: run?,
         timeout,
         expect_exit: expect_exit.unwrap_or(0),
-        network: network.unwrap_or(false),
+        network: network.as_ref().is_some_and(|network| network.value),
+        network_span: network.map(|network| network.span),
     })
 }
 

@@ -480,6 +480,7 @@ fn build_check(
         timeout: check.timeout,
         expect_exit: check.expect_exit,
         network: check.network,
+        network_span: check.network_span,
     })
 }
 

@@ -120,8 +120,12 @@ pub struct CheckSpec {
     pub timeout: Option<Duration>,
     pub expect_exit: i32,
     /// The check runs with the network (sandboxed children have none
-    /// otherwise), unless the operator forbids it.
+    /// otherwise) when the operator grants it (docs/security.md).
     pub network: bool,
+    /// Where `network` was written, for the message when the operator
+    /// has not granted it.
+    #[serde(skip)]
+    pub network_span: Option<Span>,
 }
 
 /// `commit:` — `true`, `false` or `{message, branch}`.

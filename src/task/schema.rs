@@ -357,7 +357,7 @@ fn check() -> Value {
                         "type": "integer", "minimum": i32::MIN, "maximum": i32::MAX
                     },
                     "network": {
-                        "description": "Run the check with the network (unless the operator forbids it with safety.sandbox_check_network: false). Default: false.",
+                        "description": "Run the check with the network. The operator grants it (safety.sandbox_check_network: true in the operator config); without the grant the task file is refused at load. Default: false.",
                         "type": "boolean"
                     }
                 },
