@@ -70,6 +70,9 @@ pub struct ToolsSpec {
     pub builtin: Option<Vec<String>>,
     /// `external:` names or paths.
     pub external: Vec<String>,
+    /// The `external` entries marked `required: true`: one that cannot be
+    /// offered makes the task an error.
+    pub required_external: Vec<String>,
     /// `script: true`: the `script` tool is offered too (docs/tools.md).
     pub script: bool,
     /// `caller:`: tools the caller runs; calling one pauses the task
