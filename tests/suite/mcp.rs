@@ -305,7 +305,9 @@ fn failing_servers_end_in_error_results_within_their_timeouts_and_leave_no_proce
         assert!(
             notes
                 .iter()
-                .any(|note| note.contains("is not offered") && note.contains(expected)),
+                .any(|note| note.starts_with("warning: MCP server")
+                    && note.contains("could not start")
+                    && note.contains(expected)),
             "{task}: {notes:?}"
         );
         let calls = tool_calls(&ybs, task);
