@@ -330,10 +330,14 @@ impl<'a> Agent<'a> {
             let crate::llm::ChatResponse {
                 content,
                 tool_calls,
+                finish_reason,
                 ..
             } = response;
             let count = tool_calls.len();
-            let answer = tool_calls.is_empty().then(|| content.clone());
+            // A paused turn (`pause_turn`) is no answer: the next request
+            // sends it back and the model goes on (within the budget).
+            let paused = finish_reason == FinishReason::Paused;
+            let answer = (tool_calls.is_empty() && !paused).then(|| content.clone());
             self.push(
                 Message::Assistant {
                     content,

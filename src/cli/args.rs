@@ -256,6 +256,10 @@ pub struct ResumeArgs {
     /// Resume even though the task file or the policy changed since the pause.
     #[arg(long)]
     pub allow_changed: bool,
+    /// Print each paused task's pending calls (id, kind, tool, arguments
+    /// with secrets masked, rule) and exit 0, resuming nothing.
+    #[arg(long, conflicts_with_all = ["results", "approve", "deny"])]
+    pub list: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
     #[command(flatten)]

@@ -181,9 +181,18 @@ pub struct SafetySettings {
     /// `all` (namespaces, Landlock, seccomp) or `landlock` (Landlock and
     /// seccomp accepted without namespaces; operator config only).
     pub sandbox_require: String,
-    /// A check that asks for the network (`network: true`) gets it;
-    /// the operator may forbid it (false).
+    /// A check that asks for the network (`network: true`) gets it
+    /// (operator config only; default false: such a check is an error at
+    /// load).
     pub sandbox_check_network: bool,
+}
+
+impl SafetySettings {
+    /// Whether a check's `network: true` is granted: the operator allows
+    /// checks the network, or every sandboxed child has it.
+    pub fn check_network_granted(&self) -> bool {
+        self.sandbox_check_network || self.sandbox_network
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -369,7 +378,7 @@ impl Config {
                 allowed_workdirs: safety.allowed_workdirs.unwrap_or_default(),
                 sandbox_unix_sockets: safety.sandbox_unix_sockets.unwrap_or(false),
                 sandbox_require: safety.sandbox_require.unwrap_or_else(|| "all".to_owned()),
-                sandbox_check_network: safety.sandbox_check_network.unwrap_or(true),
+                sandbox_check_network: safety.sandbox_check_network.unwrap_or(false),
             },
             tools: ToolsSettings {
                 builtin,
@@ -520,6 +529,25 @@ impl Config {
                     );
                     problems.push(wider(&task.file, task.span, &what, ceiling));
                 }
+            }
+        }
+        // docs/security.md: the network is the operator's to grant; a
+        // task file (repository content) only asks for it.
+        if self.safety.sandbox_enabled && !self.safety.check_network_granted() {
+            for check in task.checks.iter().filter(|check| check.network) {
+                problems.push(
+                    Diagnostic::new(
+                        &task.file,
+                        check.network_span.unwrap_or(task.span),
+                        format!(
+                            "check `{}` of task `{}` asks for the network (`network: true`), which the operator has not granted",
+                            check.name, task.id
+                        ),
+                    )
+                    .with_hint(
+                        "set `safety.sandbox_check_network: true` in the operator config (~/.config/ybs/config.json or --config), or remove `network: true`",
+                    ),
+                );
             }
         }
         for name in task.tools.builtin.iter().flatten() {

@@ -31,6 +31,11 @@ pub struct EventRecord {
 /// a hint about the configuration the user should see.
 pub const HINT: &str = "hint: ";
 
+/// How a `task.note` begins that the console shows without `--verbose`
+/// and the summary lists: something the task declared that it goes on
+/// without (a tool or MCP server that could not start).
+pub const WARNING: &str = "warning: ";
+
 /// Everything that can happen during a task, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type")]

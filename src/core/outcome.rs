@@ -61,6 +61,9 @@ pub enum Reason {
     ContentFilter,
     /// ybs's own output files were tampered with while the task ran.
     OutputTampered,
+    /// A tool or MCP server the task marks `required: true` could not be
+    /// started or offered.
+    ToolUnavailable,
 }
 
 impl Reason {
@@ -86,6 +89,7 @@ impl Reason {
             Self::Refusal => "refusal",
             Self::ContentFilter => "content_filter",
             Self::OutputTampered => "output_tampered",
+            Self::ToolUnavailable => "tool_unavailable",
         }
     }
 
@@ -108,9 +112,11 @@ impl Reason {
     pub fn status(self) -> Status {
         match self {
             Self::Completed => Status::Passed,
-            Self::ProviderError | Self::AuthError | Self::GitError | Self::InternalError => {
-                Status::Error
-            }
+            Self::ProviderError
+            | Self::AuthError
+            | Self::GitError
+            | Self::InternalError
+            | Self::ToolUnavailable => Status::Error,
             Self::AwaitingInput => Status::Paused,
             Self::ChecksFailed
             | Self::MaxIterations

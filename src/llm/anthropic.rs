@@ -95,6 +95,22 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
             ),
         }
     }
+    // A paused turn (`pause_turn`) goes on from the assistant message
+    // sent last, whose text the API takes without trailing whitespace.
+    if let Some(("assistant", blocks)) = messages.last_mut()
+        && let Some(last) = blocks.last_mut()
+        && let Some(text) = last.get("text").and_then(Value::as_str)
+    {
+        let trimmed = text.trim_end().to_owned();
+        if trimmed.is_empty() {
+            blocks.pop();
+            if blocks.is_empty() {
+                messages.pop();
+            }
+        } else {
+            last["text"] = json!(trimmed);
+        }
+    }
     let messages: Vec<Value> = messages
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
@@ -322,6 +338,7 @@ impl stream::Turn for Assembly {
             Some("tool_use") => FinishReason::ToolCalls,
             Some("max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
             Some("refusal") => FinishReason::Refusal,
+            Some("pause_turn") => FinishReason::Paused,
             Some(_) => FinishReason::Other,
         };
         let mut texts = Vec::new();

@@ -555,11 +555,17 @@ fn says_quota_exhausted(body: &Value) -> bool {
         return true;
     }
     let message = error_message(body).unwrap_or_default().to_ascii_lowercase();
+    // Anthropic says a spend limit in a 429: "You have reached your
+    // specified workspace API usage limits".
     [
         "insufficient_quota",
         "exceeded your current quota",
         "credit balance",
         "billing",
+        "usage limit",
+        "spend limit",
+        "spending limit",
+        "out of credits",
     ]
     .iter()
     .any(|phrase| message.contains(phrase))

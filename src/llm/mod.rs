@@ -93,6 +93,10 @@ pub enum FinishReason {
     /// The request's deadline (the task's time) passed while the turn
     /// streamed: the text so far, no tool calls.
     Interrupted,
+    /// The provider paused a long turn (Anthropic `stop_reason:
+    /// pause_turn`): not an answer; the turn goes on when its content is
+    /// sent back as the last assistant message.
+    Paused,
 }
 
 /// One complete model turn.

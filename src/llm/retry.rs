@@ -128,7 +128,12 @@ pub async fn complete_live(
                 ),
             });
         }
-        let delay = requested.unwrap_or(backoff).min(settings.max_delay);
+        // A server's wait below the backoff's first delay (`Retry-After:
+        // 0`) is raised to it, as the vendors' SDKs do: a retry never
+        // comes at once.
+        let delay = requested
+            .map_or(backoff, |wait| wait.max(settings.base_delay))
+            .min(settings.max_delay);
         if let Some(deadline) = settings.deadline {
             let left = deadline.saturating_duration_since(Instant::now());
             if delay >= left {

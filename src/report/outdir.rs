@@ -164,10 +164,17 @@ impl OutDir {
             fd,
             state: Mutex::new(State::default()),
         };
-        // Digests of transcripts an earlier run left here stay valid.
+        // Digests of transcripts an earlier run left here stay valid,
+        // but only of transcripts that are here and match: an entry with
+        // no transcript (planted, or left by a task directory since
+        // removed) would otherwise be carried into this run's
+        // `digests.json` and vouch for whatever is put there later.
         if let Ok(bytes) = dir.read(None, DIGESTS_FILE)
-            && let Ok(digests) = serde_json::from_slice::<Digests>(&bytes)
+            && let Ok(mut digests) = serde_json::from_slice::<Digests>(&bytes)
         {
+            digests
+                .transcripts
+                .retain(|task, digest| dir.earlier_transcript(task).as_ref() == Some(digest));
             dir.lock().digests = digests;
         }
         Ok(Arc::new(dir))
@@ -462,6 +469,27 @@ impl OutDir {
         }
         self.lock().written.remove(&key(Some(task), name));
         Ok(())
+    }
+
+    /// The digest of `OUT/task/transcript.json` as it is now, read without
+    /// following links and without opening the task's directory for
+    /// writing; `None` when there is none.
+    fn earlier_transcript(&self, task: &str) -> Option<String> {
+        plain_name(task).ok()?;
+        if task.starts_with('.') {
+            return None;
+        }
+        let dir = enter_dir(&self.fd, std::ffi::OsStr::new(task)).ok()?;
+        let fd = open_beneath(
+            dir.as_fd(),
+            super::TRANSCRIPT_FILE,
+            OFlag::O_RDONLY,
+            Mode::empty(),
+        )
+        .ok()?;
+        let mut bytes = Vec::new();
+        File::from(fd).read_to_end(&mut bytes).ok()?;
+        Some(Digests::of(&bytes))
     }
 
     /// Reads `OUT/task/name` without following links.

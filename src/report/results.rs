@@ -36,6 +36,9 @@ pub struct TaskResult {
     pub finished: bool,
     /// `--dry-run`: tool calls were decided, not executed.
     pub dry_run: bool,
+    /// The task's `warning: ` notes (a declared tool or MCP server that
+    /// could not start), for the summary.
+    pub warnings: Vec<String>,
 }
 
 /// A check that did not pass.
@@ -185,6 +188,7 @@ impl Pending {
                 git: None,
                 finished: false,
                 dry_run: false,
+                warnings: Vec::new(),
             },
             checks: Vec::new(),
             last_ms: ts_ms,
@@ -247,6 +251,11 @@ impl Pending {
                 },
             )),
             Event::Git { outcome } => result.git = Some(outcome.clone()),
+            Event::Note { message } => {
+                if let Some(warning) = message.strip_prefix(crate::core::event::WARNING) {
+                    result.warnings.push(warning.to_owned());
+                }
+            }
             // `ybs resume`: the paused half's `task.finished` was not the
             // end; what follows adds to its totals.
             Event::TaskResumed { .. } => result.finished = false,

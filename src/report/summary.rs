@@ -171,6 +171,7 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
         )?;
     }
     write_sandbox(out, results)?;
+    write_warnings(out, results)?;
     write_failures(out, results)?;
     write_git(out, results)
 }
@@ -223,6 +224,26 @@ fn write_sandbox(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
             escape_inline(&result.task),
             escape_inline(&sandbox.describe())
         )?;
+    }
+    Ok(())
+}
+
+/// What tasks declared and went on without (a tool or MCP server that
+/// could not start): always said, never only in the transcript.
+fn write_warnings(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+    if results.iter().all(|result| result.warnings.is_empty()) {
+        return Ok(());
+    }
+    writeln!(out, "\n## Warnings\n")?;
+    for result in results {
+        for warning in &result.warnings {
+            writeln!(
+                out,
+                "- ⚠ {}: {}",
+                escape_inline(&result.task),
+                escape_inline(&truncate_middle(warning, MESSAGE_CHARS).0)
+            )?;
+        }
     }
     Ok(())
 }

@@ -467,6 +467,16 @@ pub fn task_sandbox(
         .iter()
         .map(|tool| expand_home(&tool.path, home))
         .collect();
+    // Their directories stay visible wherever they are, under the host's
+    // `/tmp` too (read-only, with an install prefix): the operator put
+    // them there, and a `--schema` probe that cannot reach its program
+    // would leave the task without the tool.
+    visible.extend(
+        programs
+            .iter()
+            .filter_map(|program| program.parent())
+            .flat_map(with_prefix),
+    );
     let blocked = sandbox_blocked(config, home, &[&visible, &writable, &programs]);
     let settings = SandboxSettings {
         writable,

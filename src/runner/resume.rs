@@ -35,11 +35,15 @@ pub struct Resumed {
     /// Who approved or denied, in the records of those calls.
     pub approver: String,
     pub summary: Vec<PendingAnswer>,
+    /// `sha256:<hex>` of the state's bytes: its id, used up at resume.
+    pub state_id: String,
 }
 
 /// A task whose state was found and verified.
 pub struct PausedTask {
     pub state: State,
+    /// `sha256:<hex>` of `state.json`: the state's id (single-use).
+    pub state_id: String,
     /// The task file, relative to the directory ybs runs in.
     pub file: PathBuf,
 }
@@ -66,6 +70,30 @@ pub struct ResumeFlags {
     pub cassette: Option<PathBuf>,
     pub policy_file: Option<PathBuf>,
     pub junit: Option<PathBuf>,
+}
+
+/// Masks what ybs knows to be secret before the config is read: every
+/// secret-looking variable of ybs's environment and the API keys (and
+/// the credential shapes every redactor knows).
+pub fn env_redactor() -> crate::core::Redactor {
+    super::redactor(&crate::tools::ChildEnv::scrubbed(&[]))
+}
+
+/// One pending call, for `ybs resume --list` and before an approval is
+/// given: `ID  KIND  TOOL ARGUMENTS  (rule RULE)`, the arguments masked
+/// and cut to 500 characters.
+pub fn describe_pending(call: &PendingCall, redactor: &crate::core::Redactor) -> String {
+    let mut arguments = call.arguments.clone();
+    redactor.redact_value(&mut arguments);
+    let arguments = crate::core::text::truncate_middle(&arguments.to_string(), 500).0;
+    format!(
+        "{}  {}  {} {}  (rule {})",
+        call.id,
+        call.kind.as_str(),
+        call.name,
+        redactor.redact(&arguments),
+        call.rule
+    )
 }
 
 fn usage(error: StateError) -> RunError {
@@ -206,9 +234,18 @@ fn read_state(
         return Err(tampered("it names another task"));
     }
     state::inside(Path::new("."), &state.task.file).map_err(usage)?;
+    let state_id = state::sha256(&bytes);
+    if state::was_used(&state_id, env) {
+        let used = state::already_used(&state_id);
+        return Err(RunError::usage(
+            format!("{}: {}", shown.display(), used.message),
+            used.hint.as_deref(),
+        ));
+    }
     Ok(PausedTask {
         file: PathBuf::from(&state.task.file),
         state,
+        state_id,
     })
 }
 
@@ -387,6 +424,7 @@ pub fn gather_answers(
                 resumed_by: by.join(" "),
                 approver: approver.clone(),
                 summary,
+                state_id: task.state_id.clone(),
             })
         })
         .collect()
@@ -752,6 +790,18 @@ pub fn resume(
             })
             .collect::<Result<Vec<EventRecord>, RunError>>()?;
         earlier.push(records);
+    }
+    // Everything checked: each state is used up now, before anything
+    // runs (docs/resume.md: single-use).
+    let env = |name: &str| std::env::var(name).ok();
+    for item in &resumed {
+        if let Err(error) = state::mark_used(&item.state_id, &item.state.run_id, &env) {
+            super::discard(&prepared);
+            return Err(RunError::usage(
+                format!("{}/{STATE_FILE}: {}", item.state.task.id, error.message),
+                error.hint.as_deref(),
+            ));
+        }
     }
     let runtime = super::runtime()?;
     let report = runtime.block_on(execute(

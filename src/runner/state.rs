@@ -256,6 +256,85 @@ pub fn key_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     Some(base.join("ybs").join("resume-keys"))
 }
 
+/// Where the ids of states already resumed are recorded, beside the
+/// keys: `<key dir>/.used/` (a name no run id can take).
+fn used_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    key_dir(env).map(|dir| dir.join(".used"))
+}
+
+/// The file recording `state_id` (`sha256:<hex>` of a `state.json`) as used.
+fn used_name(state_id: &str) -> String {
+    state_id
+        .strip_prefix("sha256:")
+        .unwrap_or(state_id)
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .collect()
+}
+
+/// Whether the state `state_id` was resumed already on this machine and
+/// user (docs/resume.md: a state is single-use).
+pub fn was_used(state_id: &str, env: &dyn Fn(&str) -> Option<String>) -> bool {
+    used_dir(env).is_some_and(|dir| dir.join(used_name(state_id)).exists())
+}
+
+/// Records the state `state_id` as used, once: a second record (a
+/// restored copy resumed again, or two resumes at once) is an error.
+/// Also with `$YBS_RESUME_KEY`, when no key file is kept.
+pub fn mark_used(
+    state_id: &str,
+    run_id: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), StateError> {
+    let dir = used_dir(env).ok_or_else(|| {
+        StateError::new(
+            "cannot record the paused state as resumed: neither XDG_STATE_HOME nor HOME is set",
+            Some("set HOME or XDG_STATE_HOME: a paused state is resumed once, and ybs records it there"),
+        )
+    })?;
+    let failed = |error: std::io::Error| {
+        StateError::new(
+            format!(
+                "cannot record the paused state as resumed in {}: {error}",
+                dir.display()
+            ),
+            Some("make the state directory writable"),
+        )
+    };
+    fs::create_dir_all(&dir).map_err(failed)?;
+    if let Some(keys) = dir.parent() {
+        let _ = fs::set_permissions(keys, fs::Permissions::from_mode(0o700));
+    }
+    let path = dir.join(used_name(state_id));
+    let mut file = match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(already_used(state_id));
+        }
+        Err(error) => return Err(failed(error)),
+    };
+    file.write_all(format!("{run_id}\n").as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(failed)
+}
+
+/// The error for a state resumed before.
+pub fn already_used(state_id: &str) -> StateError {
+    StateError::new(
+        format!(
+            "this paused state ({state_id}) was resumed already; a state is resumed once, and a copy of it is refused"
+        ),
+        Some(
+            "resume the state the last resume left (if the task paused again), or run the task again",
+        ),
+    )
+}
+
 /// The key a paused run signs with: `$YBS_RESUME_KEY`, else the run's own
 /// key, made now (32 random bytes, mode 0600) if it does not exist.
 pub fn signing_key(run_id: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Key, StateError> {

@@ -141,6 +141,21 @@ pub async fn run_or_resume(
             (agent, early)
         }
     };
+    // A tool or server the task requires could not start: an error, not
+    // a task run without it (docs/tools.md).
+    if let Some(missing) = tools.missing_required() {
+        let message = format!("{missing} (the task marks it `required: true`)");
+        super::tools::stop_mcp(&tools, &mut emitter).await;
+        return finish(
+            &mut emitter,
+            out,
+            task,
+            &agent,
+            started,
+            Reason::ToolUnavailable,
+            Some(message),
+        );
+    }
     // `--allow-dirty`: the user's work was saved before the run; the file
     // tools leave those files alone (in a worktree they are not there).
     let saved = match (&git, run.allow_dirty) {

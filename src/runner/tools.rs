@@ -26,6 +26,20 @@ pub struct TaskTools {
     pub notes: Vec<String>,
     /// The task's running MCP servers, stopped by [`stop_mcp`].
     pub mcp: Vec<std::sync::Arc<McpServer>>,
+    /// Declared tools and servers that could not start or be offered:
+    /// `(message, required)`. Each is a `warning: ` note (console and
+    /// summary); a required one makes the task an error.
+    pub unavailable: Vec<(String, bool)>,
+}
+
+impl TaskTools {
+    /// The first tool or server the task requires that is not there.
+    pub fn missing_required(&self) -> Option<&str> {
+        self.unavailable
+            .iter()
+            .find(|(_, required)| *required)
+            .map(|(message, _)| message.as_str())
+    }
 }
 
 /// Where external tools are looked for, from the `tools` settings, the
@@ -114,6 +128,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
             metrics,
             notes,
             mcp: Vec::new(),
+            unavailable: Vec::new(),
         };
     }
     let mut settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
@@ -125,26 +140,38 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     } else {
         external::discover(&settings, &enable, &prepared.tool_ctx.env).await
     };
+    let mut unavailable = Vec::new();
+    let names_entry = |name: &String, entry: &external::Entry| {
+        name == &entry.name
+            || (name.contains('/')
+                && external::discover::tool_name(Path::new(name)).as_deref()
+                    == Some(entry.name.as_str()))
+    };
     for entry in &catalog.entries {
-        let named = names.iter().any(|name| {
-            name == &entry.name
-                || (name.contains('/')
-                    && external::discover::tool_name(Path::new(name)).as_deref()
-                        == Some(entry.name.as_str()))
-        });
+        let named = names.iter().any(|name| names_entry(name, entry));
+        let required = prepared
+            .task
+            .tools
+            .required_external
+            .iter()
+            .any(|name| names_entry(name, entry));
+        // The operator declared it (`tools.external`) and did not turn it
+        // off: it is meant to be there.
+        let declared = entry.source == Source::Config && entry.enabled_by == Some("operator");
         if builtin::NAMES.contains(&entry.name.as_str()) {
             if named {
-                notes.push(format!(
+                let message = format!(
                     "external tool `{}` is not offered: a built-in tool has that name",
                     entry.name
-                ));
+                );
+                unavailable.push((message, required));
             }
             continue;
         }
         let offered = entry.status == Status::Ready && entry.enabled_by.is_some();
         if offered && let Some(tool) = ExternalTool::new(entry, metrics.clone()) {
             registry.add(std::sync::Arc::new(tool));
-        } else if named {
+        } else if named || declared {
             let why = match entry.status {
                 Status::SchemaUnknown => "its schema is unknown (no sidecar, no usable `--schema`)",
                 status => status.as_str(),
@@ -154,18 +181,41 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
                 .as_deref()
                 .map(|detail| format!(": {detail}"))
                 .unwrap_or_default();
-            notes.push(format!(
+            let message = format!(
                 "external tool `{}` is not offered to the model: {why}{detail}",
                 entry.name
+            );
+            unavailable.push((message, required));
+        }
+    }
+    // A required tool nothing found at all.
+    for name in &prepared.task.tools.required_external {
+        if !catalog.entries.iter().any(|entry| names_entry(name, entry)) {
+            unavailable.push((
+                format!("external tool `{name}` is not offered to the model: it was not found"),
+                true,
             ));
         }
     }
-    let servers = start_mcp(run, prepared, &mut registry, &mut notes).await;
+    let servers = start_mcp(run, prepared, &mut registry, &mut notes, &mut unavailable).await;
+    // Said on the console and in the summary, not only in the transcript.
+    for (message, required) in &unavailable {
+        notes.push(format!(
+            "{}{message}{}",
+            crate::core::event::WARNING,
+            if *required {
+                " (the task marks it `required: true`)"
+            } else {
+                ""
+            }
+        ));
+    }
     TaskTools {
         registry: with_script(registry, prepared),
         metrics,
         notes,
         mcp: servers,
+        unavailable,
     }
 }
 
@@ -199,6 +249,7 @@ async fn start_mcp(
     prepared: &PreparedTask,
     registry: &mut Registry,
     notes: &mut Vec<String>,
+    unavailable: &mut Vec<(String, bool)>,
 ) -> Vec<std::sync::Arc<McpServer>> {
     let specs = mcp_specs(run, prepared, notes);
     if specs.is_empty() {
@@ -208,8 +259,16 @@ async fn start_mcp(
         notes.push("MCP servers are not started under --dry-run".to_owned());
         return Vec::new();
     }
-    let (servers, tools, mut started_notes) = mcp::start_all(&specs, &prepared.tool_ctx).await;
+    let mcp::Started {
+        servers,
+        tools,
+        notes: mut started_notes,
+        failed,
+    } = mcp::start_all(&specs, &prepared.tool_ctx).await;
     notes.append(&mut started_notes);
+    for (spec, message) in failed {
+        unavailable.push((message, spec.required));
+    }
     for tool in tools {
         let name = crate::tools::Tool::spec(&tool).name.clone();
         if registry.get(&name).is_some() {

@@ -60,6 +60,8 @@ pub struct TaskLayer {
     pub llm: LlmSpec,
     pub builtin_tools: Option<Vec<String>>,
     pub external_tools: Option<Vec<String>>,
+    /// The `external_tools` marked `required: true`.
+    pub required_external: Vec<String>,
     /// `tools.script`.
     pub script_tool: Option<bool>,
     /// `tools.caller`.
@@ -83,6 +85,8 @@ pub struct CheckLayer {
     pub expect_exit: i32,
     /// The check runs with the network (default: false).
     pub network: bool,
+    /// Where `network: true` was written.
+    pub network_span: Option<Span>,
 }
 
 impl TaskLayer {
@@ -104,6 +108,7 @@ impl TaskLayer {
         if let Some(node) = fields.node("tools") {
             (layer.builtin_tools, layer.external_tools, layer.script_tool) =
                 decode_tools(decoder, node);
+            layer.required_external = decode_required_external(decoder, node);
             layer.caller_tools = decode_caller_tools(decoder, node);
             if let Some(mcp) = node.get("mcp") {
                 layer.mcp_servers = Some(decode_mcp_servers(decoder, mcp, "tools.mcp"));
@@ -147,6 +152,11 @@ impl TaskLayer {
                 max_tokens: self.llm.max_tokens.or(lower.llm.max_tokens),
             },
             builtin_tools: self.builtin_tools.or_else(|| lower.builtin_tools.clone()),
+            required_external: if self.external_tools.is_some() {
+                self.required_external
+            } else {
+                lower.required_external.clone()
+            },
             external_tools: self.external_tools.or_else(|| lower.external_tools.clone()),
             script_tool: self.script_tool.or(lower.script_tool),
             caller_tools: self.caller_tools.or_else(|| lower.caller_tools.clone()),
@@ -347,14 +357,58 @@ fn decode_tools(
             .filter_map(|name| check_builtin_tool(decoder, name))
             .collect()
     });
-    let external: Option<Vec<Spanned<String>>> = fields.get(decoder, "external");
-    let external = external.map(|names| {
-        names
-            .into_iter()
-            .filter_map(|name| non_empty(decoder, name, "external"))
-            .collect()
+    let external = fields.node("external").and_then(|node| match &node.kind {
+        NodeKind::Null => Some(Vec::new()),
+        NodeKind::Seq(items) => Some(
+            items
+                .iter()
+                .filter_map(|item| external_entry(decoder, item))
+                .map(|(name, _)| name)
+                .collect(),
+        ),
+        _ => {
+            decoder.expected(node, "external", "a list of tool names or paths");
+            None
+        }
     });
     (builtin, external, script)
+}
+
+const EXTERNAL_FIELDS: &[&str] = &["name", "required"];
+
+/// One `tools.external` entry: a name or path, or `{name, required}`.
+/// Reports its errors; `(name, required)`.
+fn external_entry(decoder: &mut Decoder<'_>, item: &Node) -> Option<(String, bool)> {
+    if let NodeKind::Str(name) = &item.kind {
+        return non_empty(decoder, Spanned::new(name.clone(), item.span), "external")
+            .map(|name| (name, false));
+    }
+    let fields = decoder.fields(item, "a `tools.external` entry", EXTERNAL_FIELDS)?;
+    let name: Option<Spanned<String>> = fields.get(decoder, "name");
+    let required: Option<bool> = fields.get(decoder, "required");
+    if name.is_none() && !fields.has("name") {
+        decoder.error(
+            fields.span,
+            "missing required field `name` in a `tools.external` entry",
+        );
+    }
+    let name = non_empty(decoder, name?, "name")?;
+    Some((name, required.unwrap_or(false)))
+}
+
+/// The `tools.external` entries marked `required: true` (their errors
+/// are reported by [`decode_tools`]).
+fn decode_required_external(decoder: &mut Decoder<'_>, node: &Node) -> Vec<String> {
+    let Some(NodeKind::Seq(items)) = node.get("external").map(|node| &node.kind) else {
+        return Vec::new();
+    };
+    let mut quiet = Decoder::new(decoder.path());
+    items
+        .iter()
+        .filter_map(|item| external_entry(&mut quiet, item))
+        .filter(|(_, required)| *required)
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// `tools.caller`: a list of `{name, description, parameters}`; names are
@@ -532,6 +586,7 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
             timeout: None,
             expect_exit: 0,
             network: false,
+            network_span: None,
         });
     }
     let fields = decoder.fields(node, "a check", CHECK_FIELDS)?;
@@ -540,7 +595,7 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
     let run: Option<Spanned<String>> = fields.get(decoder, "run");
     let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout");
     let expect_exit: Option<i32> = fields.get(decoder, "expect_exit");
-    let network: Option<bool> = fields.get(decoder, "network");
+    let network: Option<Spanned<bool>> = fields.get(decoder, "network");
     if run.is_none() && !fields.has("run") && !fields.has_typo_of("run", CHECK_FIELDS) {
         decoder.error(fields.span, "missing required field `run` in a check");
     }
@@ -557,7 +612,8 @@ fn decode_check(decoder: &mut Decoder<'_>, node: &Node) -> Option<CheckLayer> {
         run: run?,
         timeout,
         expect_exit: expect_exit.unwrap_or(0),
-        network: network.unwrap_or(false),
+        network: network.as_ref().is_some_and(|network| network.value),
+        network_span: network.map(|network| network.span),
     })
 }
 
@@ -604,7 +660,14 @@ pub fn defaults_fields() -> Vec<&'static str> {
         .collect()
 }
 
-const MCP_FIELDS: &[&str] = &["name", "command", "args", "env", "timeout_seconds"];
+const MCP_FIELDS: &[&str] = &[
+    "name",
+    "command",
+    "args",
+    "env",
+    "timeout_seconds",
+    "required",
+];
 
 /// A `tools.mcp` list (task files and operator config): `name`,
 /// `command`, `args`, `env`, `timeout_seconds` (docs/mcp.md).
@@ -645,6 +708,7 @@ pub fn decode_mcp_servers(
             .unwrap_or_default();
         let timeout: Option<Spanned<Duration>> = fields.get(decoder, "timeout_seconds");
         let timeout = timeout.and_then(|t| positive_duration(decoder, t, "timeout_seconds"));
+        let required: Option<bool> = fields.get(decoder, "required");
         if let Some(name) = &name {
             if !valid_server_name(&name.value) {
                 decoder.error_with_hint(
@@ -673,6 +737,7 @@ pub fn decode_mcp_servers(
             args: args.unwrap_or_default(),
             env,
             timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
+            required: required.unwrap_or(false),
         });
     }
     servers

@@ -446,6 +446,7 @@ fn build_task(
         tools: ToolsSpec {
             builtin: merged.builtin_tools,
             external: merged.external_tools.unwrap_or_default(),
+            required_external: merged.required_external,
             script: merged.script_tool.unwrap_or(false),
             caller: merged.caller_tools.unwrap_or_default(),
             mcp: merged.mcp_servers.unwrap_or_default(),
@@ -480,6 +481,7 @@ fn build_check(
         timeout: check.timeout,
         expect_exit: check.expect_exit,
         network: check.network,
+        network_span: check.network_span,
     })
 }
 

@@ -70,6 +70,9 @@ pub struct ToolsSpec {
     pub builtin: Option<Vec<String>>,
     /// `external:` names or paths.
     pub external: Vec<String>,
+    /// The `external` entries marked `required: true`: one that cannot be
+    /// offered makes the task an error.
+    pub required_external: Vec<String>,
     /// `script: true`: the `script` tool is offered too (docs/tools.md).
     pub script: bool,
     /// `caller:`: tools the caller runs; calling one pauses the task
@@ -120,8 +123,12 @@ pub struct CheckSpec {
     pub timeout: Option<Duration>,
     pub expect_exit: i32,
     /// The check runs with the network (sandboxed children have none
-    /// otherwise), unless the operator forbids it.
+    /// otherwise) when the operator grants it (docs/security.md).
     pub network: bool,
+    /// Where `network` was written, for the message when the operator
+    /// has not granted it.
+    #[serde(skip)]
+    pub network_span: Option<Span>,
 }
 
 /// `commit:` — `true`, `false` or `{message, branch}`.

@@ -171,9 +171,22 @@ fn task_fields() -> Map<String, Value> {
                     "items": { "enum": BUILTIN_TOOLS }
                 },
                 "external": {
-                    "description": "External tools, by name or path.",
+                    "description": "External tools, by name or path; `{name, required: true}` makes the task an error when the tool cannot be offered (else the task goes on without it, saying so on the console and in the summary).",
                     "type": ["array", "null"],
-                    "items": { "type": "string", "pattern": NOT_BLANK }
+                    "items": {
+                        "oneOf": [
+                            { "type": "string", "pattern": NOT_BLANK },
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "name": { "type": "string", "pattern": NOT_BLANK },
+                                    "required": { "type": "boolean" }
+                                },
+                                "required": ["name"],
+                                "additionalProperties": false
+                            }
+                        ]
+                    }
                 },
                 "caller": {
                     "description": "Tools the caller runs: a call pauses the task (exit 3) until `ybs resume` brings the result. See docs/resume.md.",
@@ -202,7 +215,11 @@ fn task_fields() -> Map<String, Value> {
                             "command": { "type": "string", "pattern": NOT_BLANK },
                             "args": { "type": ["array", "null"], "items": { "type": "string" } },
                             "env": { "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } },
-                            "timeout_seconds": { "$ref": "#/$defs/duration" }
+                            "timeout_seconds": { "$ref": "#/$defs/duration" },
+                            "required": {
+                                "description": "A server that cannot start makes the task an error (reason tool_unavailable). Default: false: the task goes on without its tools, saying so on the console and in the summary.",
+                                "type": "boolean"
+                            }
                         },
                         "required": ["name", "command"],
                         "additionalProperties": false
@@ -361,7 +378,7 @@ fn check() -> Value {
                         "type": "integer", "minimum": i32::MIN, "maximum": i32::MAX
                     },
                     "network": {
-                        "description": "Run the check with the network (unless the operator forbids it with safety.sandbox_check_network: false). Default: false.",
+                        "description": "Run the check with the network. The operator grants it (safety.sandbox_check_network: true in the operator config); without the grant the task file is refused at load. Default: false.",
                         "type": "boolean"
                     }
                 },

@@ -143,14 +143,16 @@ expect: fail
                 run: "cargo test".into(),
                 timeout: None,
                 expect_exit: 0,
-                network: false
+                network: false,
+                network_span: None
             },
             CheckSpec {
                 name: "lint".into(),
                 run: "cargo clippy".into(),
                 timeout: Some(Duration::from_secs(90)),
                 expect_exit: 1,
-                network: false
+                network: false,
+                network_span: None
             },
         ]
     );

@@ -61,6 +61,9 @@ pub struct ServerSpec {
     pub env: BTreeMap<String, String>,
     /// Per call, and for the start.
     pub timeout: Duration,
+    /// A server that cannot start makes the task an error (else the task
+    /// goes on without its tools, saying so).
+    pub required: bool,
 }
 
 /// Returns true if `name` may name a server: letters, digits, `-` and
@@ -475,12 +478,20 @@ impl Tool for McpTool {
     }
 }
 
+/// What [`start_all`] started, and what it could not.
+pub struct Started {
+    pub servers: Vec<Arc<McpServer>>,
+    pub tools: Vec<McpTool>,
+    /// A note per tool that is not offered.
+    pub notes: Vec<String>,
+    /// Each server that could not start, with the message saying why.
+    pub failed: Vec<(ServerSpec, String)>,
+}
+
 /// Starts every server (concurrently); returns the servers that started,
-/// their tools, and a note per server or tool that is not offered.
-pub async fn start_all(
-    specs: &[ServerSpec],
-    ctx: &ToolCtx,
-) -> (Vec<Arc<McpServer>>, Vec<McpTool>, Vec<String>) {
+/// their tools, a note per tool that is not offered, and the servers
+/// that could not start.
+pub async fn start_all(specs: &[ServerSpec], ctx: &ToolCtx) -> Started {
     let servers: Vec<Arc<McpServer>> = specs
         .iter()
         .map(|spec| Arc::new(McpServer::new(spec.clone(), ctx)))
@@ -489,6 +500,7 @@ pub async fn start_all(
     let mut tools = Vec::new();
     let mut notes = Vec::new();
     let mut running = Vec::new();
+    let mut failed = Vec::new();
     for (server, result) in servers.into_iter().zip(started) {
         match result {
             Ok(listed) => {
@@ -500,13 +512,21 @@ pub async fn start_all(
                 }
                 running.push(server);
             }
-            Err(error) => notes.push(format!(
-                "MCP server `{}` is not offered: it {error}",
-                server.name()
+            Err(error) => failed.push((
+                server.spec.clone(),
+                format!(
+                    "MCP server `{}` could not start; the task goes on without its tools: it {error}",
+                    server.name()
+                ),
             )),
         }
     }
-    (running, tools, notes)
+    Started {
+        servers: running,
+        tools,
+        notes,
+        failed,
+    }
 }
 
 #[cfg(test)]
@@ -521,6 +541,7 @@ mod tests {
             args: args.iter().map(|arg| (*arg).to_owned()).collect(),
             env: BTreeMap::from([("MARK".to_owned(), "declared".to_owned())]),
             timeout: Duration::from_secs(2),
+            required: false,
         };
         Arc::new(McpServer::new(spec, &fixture.ctx))
     }

@@ -121,6 +121,9 @@ pub struct ProcessOutput {
     pub timed_out: bool,
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
+    /// How many bytes each stream printed in all (kept or not).
+    pub stdout_bytes: usize,
+    pub stderr_bytes: usize,
     pub duration: Duration,
 }
 
@@ -353,6 +356,7 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
         reap_escapees().await;
     }
 
+    let (stdout_bytes, stderr_bytes) = (out.total, err.total);
     let (stdout, stdout_truncated) = out.finish();
     let (stderr, stderr_truncated) = err.finish();
     Ok(ProcessOutput {
@@ -363,6 +367,8 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
         timed_out,
         stdout_truncated,
         stderr_truncated,
+        stdout_bytes,
+        stderr_bytes,
         duration: started.elapsed(),
     })
 }
@@ -503,7 +509,10 @@ impl Capture {
             .count();
         let omitted = self.total - self.head.len() - self.tail.len() + skip;
         let mut text = String::from_utf8_lossy(&self.head).into_owned();
-        text.push_str(&format!("\n[... {omitted} bytes of output omitted ...]\n"));
+        text.push_str(&format!(
+            "\n[... {omitted} of {} bytes of output omitted ...]\n",
+            self.total
+        ));
         text.push_str(&String::from_utf8_lossy(&self.tail[skip..]));
         (text, true)
     }

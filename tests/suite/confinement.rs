@@ -219,9 +219,12 @@ fn the_fsmonitor_chain_is_stopped_and_checks_are_confined() {
     assert_no_canary(&all_outputs(&run, ybs.path()));
 }
 
-/// A check that asks for the network gets it; the operator may forbid it.
+/// A check that asks for the network gets it only when the operator grants
+/// it: without the grant the task file is refused at load (exit 2, located,
+/// naming the key), by `run` and by `validate`; the repository's own config
+/// cannot grant it.
 #[test]
-fn a_check_gets_the_network_only_when_it_asks_and_the_operator_allows() {
+fn a_check_gets_the_network_only_when_it_asks_and_the_operator_grants_it() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let ybs = Ybs::new();
@@ -245,31 +248,45 @@ fn a_check_gets_the_network_only_when_it_asks_and_the_operator_allows() {
             .map(|e| e["output_tail"].as_str().unwrap().to_owned())
             .unwrap()
     };
-    let run = ybs.run(["run", "t.yaml"]);
-    run.expect_code(0);
-    assert!(output_of(&run, "closed").starts_with("connect=denied"));
-    assert!(output_of(&run, "open").starts_with("connect=ok"));
+    for args in [vec!["run", "t.yaml"], vec!["validate", "t.yaml"]] {
+        let run = ybs.run(args);
+        run.expect_code(2);
+        assert!(run.stderr.contains("t.yaml:9:"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("asks for the network")
+                && run.stderr.contains("safety.sandbox_check_network: true"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(!ybs.path().join("ybs-out").exists());
 
-    ybs.file(
-        "operator.json",
-        r#"{"safety": {"sandbox_check_network": false}}"#,
-    );
-    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
-    run.expect_code(0);
-    assert!(output_of(&run, "open").starts_with("connect=denied"));
-
-    // The repository cannot grant it back.
+    // The repository cannot grant it.
     ybs.file(
         ".ybs.json",
         r#"{"safety": {"sandbox_check_network": true}}"#,
     );
-    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(2);
     assert!(
-        run.stderr.contains("sandbox_check_network"),
+        run.stderr
+            .contains("cannot be set in the repository's config"),
         "{}",
         run.stderr
     );
+    std::fs::remove_file(ybs.path().join(".ybs.json")).unwrap();
+
+    // The operator grants it: only the check that asks has it.
+    ybs.file(
+        "operator.json",
+        r#"{"safety": {"sandbox_check_network": true}}"#,
+    );
+    ybs.run(["validate", "t.yaml", "--config", "operator.json"])
+        .expect_code(0);
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    assert!(output_of(&run, "closed").starts_with("connect=denied"));
+    assert!(output_of(&run, "open").starts_with("connect=ok"));
 }
 
 // ---------------------------------------------------------------------------

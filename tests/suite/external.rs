@@ -160,7 +160,8 @@ fn schema_cache_spares_unchanged_tools_across_runs() {
         assert_eq!(by_name(&tools, "plain")["status"], "schema-unknown");
     }
     assert_eq!(lines(&ybs, "echo.schema-runs"), 1);
-    assert_eq!(lines(&ybs, "plain.schema-runs"), 1);
+    // A failed probe is never cached (issue 21): asked again each time.
+    assert_eq!(lines(&ybs, "plain.schema-runs"), 3);
     // Touching the file (new mtime) makes it probe again.
     let path = ybs.home().join(".ybs/tools/echo");
     std::fs::write(&path, echo_tool("echo") + "# edited\n").unwrap();
@@ -562,4 +563,96 @@ fn example_todo_scan_finds_markers_and_stays_inside() {
     assert_eq!(matches[0]["marker"], "TODO");
     let outside = invoke_expecting(&ybs, "todo-scan", r#"{"path": "/etc"}"#, 1);
     assert_eq!(outside["success"], false);
+}
+
+/// Issue 21 item 9: an operator's tool under the host's `/tmp` is
+/// reachable from the sandbox (its `--schema` probe and its calls); a
+/// probe that fails is said on the console and in the summary, is not
+/// cached, and makes a task that marks the tool `required: true` an error.
+#[test]
+fn an_operators_tool_anywhere_is_offered_and_a_failed_probe_is_said_and_not_cached() {
+    let outside = tempfile::Builder::new()
+        .prefix("ybs-operator-tool")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hello = outside.path().join("hello");
+    executable(&hello, &echo_tool("hello"));
+    // Fails its `--schema` while `fail-schema` is in the workdir.
+    let flaky = outside.path().join("flaky");
+    executable(
+        &flaky,
+        &echo_tool("flaky").replacen(
+            "if [ \"$1\" = \"--schema\" ]; then\n",
+            "if [ \"$1\" = \"--schema\" ]; then\n  if [ -e fail-schema ]; then exit 1; fi\n",
+            1,
+        ),
+    );
+    let ybs = ybs();
+    ybs.file(
+        "op.json",
+        &json!({"tools": {"external": [
+            {"name": "hello", "path": hello},
+            {"name": "flaky", "path": flaky},
+        ]}})
+        .to_string(),
+    );
+    ybs.file(
+        "t.yaml",
+        "prompt: echo it\ncommit: false\npolicy: { allow: [hello, flaky] }\n",
+    );
+    ybs.file("fail-schema", "");
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("hello", json!({"message": "hi"})), answer("done")],
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "op.json"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let calls = transcript["tool_calls"].as_array().unwrap();
+    assert_eq!(calls[0]["result"]["ok"], true, "{:?}", calls[0]);
+    let offered = transcript["manifest"]["tools"].as_array().unwrap().clone();
+    assert!(offered.contains(&json!("hello")), "{offered:?}");
+    assert!(!offered.contains(&json!("flaky")), "{offered:?}");
+    let said = "external tool `flaky` is not offered to the model";
+    let console = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        console.contains(&format!("warning: {said}")) && console.contains("--schema` exited"),
+        "{console}"
+    );
+    let summary = ybs.read("ybs-out/summary.md");
+    // Escaped for Markdown there.
+    assert!(
+        summary.contains("## Warnings")
+            && summary.contains("- ⚠ t: external tool \\`flaky\\` is not offered to the model"),
+        "{summary}"
+    );
+
+    // Required: the task is an error, and the model is never asked.
+    ybs.file(
+        "r.yaml",
+        "prompt: echo it\ncommit: false\ntools:\n  external: [{name: flaky, required: true}]\npolicy: { allow: [flaky] }\n",
+    );
+    ybs.cassette("r.cassette.json", vec![answer("done")]);
+    let run = ybs.run(["run", "r.yaml", "--config", "op.json"]);
+    run.expect_code(4);
+    let transcript = run.json("ybs-out/r/transcript.json");
+    assert_eq!(transcript["status"], "error", "{transcript}");
+    assert_eq!(transcript["reason"], "tool_unavailable", "{transcript}");
+    assert!(
+        transcript["message"].as_str().unwrap().contains(said),
+        "{transcript}"
+    );
+
+    // The failure was not cached: once the probe works, the tool is there.
+    std::fs::remove_file(ybs.path().join("fail-schema")).unwrap();
+    let run = ybs.run(["run", "r.yaml", "--config", "op.json"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/r/transcript.json");
+    assert!(
+        transcript["manifest"]["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("flaky")),
+        "{transcript}"
+    );
 }

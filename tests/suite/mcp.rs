@@ -305,7 +305,9 @@ fn failing_servers_end_in_error_results_within_their_timeouts_and_leave_no_proce
         assert!(
             notes
                 .iter()
-                .any(|note| note.contains("is not offered") && note.contains(expected)),
+                .any(|note| note.starts_with("warning: MCP server")
+                    && note.contains("could not start")
+                    && note.contains(expected)),
             "{task}: {notes:?}"
         );
         let calls = tool_calls(&ybs, task);
@@ -1034,4 +1036,44 @@ fn tools_serve_listens_on_loopback_only() {
         "{}",
         run.stderr
     );
+}
+
+/// Issue 21 item 9: a task file's MCP server that cannot start is said on
+/// the console and in the summary (the task goes on without it), and is an
+/// error (`tool_unavailable`) when the task marks it `required: true`.
+#[test]
+fn an_mcp_server_that_cannot_start_is_said_and_fails_a_task_that_requires_it() {
+    let ybs = Ybs::new();
+    for (id, required) in [("opt", false), ("req", true)] {
+        ybs.file(
+            &format!("{id}.yaml"),
+            &format!(
+                "id: {id}\nprompt: p\ncommit: false\ntools:\n  builtin: [read_file]\n  mcp:\n    - {{name: gone, command: /nonexistent/ybs-mcp-server, timeout_seconds: 5, required: {required}}}\npolicy: {{ allow: [read_file] }}\n"
+            ),
+        );
+        ybs.cassette(&format!("{id}.cassette.json"), vec![answer("done")]);
+    }
+    let said = "MCP server `gone` could not start";
+    let run = ybs.run(["run", "opt.yaml"]);
+    run.expect_code(0);
+    let console = format!("{}{}", run.stdout, run.stderr);
+    assert!(console.contains(&format!("warning: {said}")), "{console}");
+    let summary = ybs.read("ybs-out/summary.md");
+    // Escaped for Markdown there.
+    assert!(
+        summary.contains("## Warnings")
+            && summary.contains("- ⚠ opt: MCP server \\`gone\\` could not start"),
+        "{summary}"
+    );
+
+    let run = ybs.run(["run", "req.yaml"]);
+    run.expect_code(4);
+    let transcript = run.json("ybs-out/req/transcript.json");
+    assert_eq!(transcript["status"], "error", "{transcript}");
+    assert_eq!(transcript["reason"], "tool_unavailable", "{transcript}");
+    assert!(
+        transcript["message"].as_str().unwrap().contains(said),
+        "{transcript}"
+    );
+    assert!(ybs.read("ybs-out/summary.md").contains("tool_unavailable"));
 }

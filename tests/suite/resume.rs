@@ -1538,3 +1538,91 @@ fn interrupt_resume(ybs: &Ybs, second: &Path) -> Run {
     .unwrap();
     Run::from_output(child.wait_with_output().unwrap(), ybs.path())
 }
+
+/// Issue 21 item 12: `--list` shows the pending calls (tool, masked
+/// arguments, rule) and resumes nothing; `--approve` shows each call
+/// before it runs; a state is single-use, so a restored copy of it is
+/// refused, also when `YBS_RESUME_KEY` signed it (no local key file).
+#[test]
+fn a_paused_state_is_single_use_and_its_calls_are_shown_first() {
+    let token = format!("ghp_{}", "Q7".repeat(18));
+    for env_key in [false, true] {
+        let ybs = Ybs::new();
+        let path = fake_npm(&ybs);
+        let mut ybs = ybs.env("PATH", &path);
+        if env_key {
+            ybs = ybs.env("YBS_RESUME_KEY", "a-key-both-jobs-share-3f9c");
+        }
+        ybs.file("t.yaml", APPROVAL_TASK);
+        let first = cassette(
+            &ybs,
+            "c1.json",
+            vec![call(
+                "run_shell",
+                json!({"command": format!("npm publish --token {token}")}),
+            )],
+        );
+        let second = cassette(&ybs, "c2.json", vec![answer("finished")]);
+        ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+            .expect_code(3);
+        let id = state(&ybs, "t")["pending"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let backup = ybs.home().join("saved-out");
+        copy_tree(&ybs.path().join("ybs-out"), &backup);
+
+        let listed = resume(&ybs, &["--list"]);
+        listed.expect_code(0);
+        for part in [
+            id.as_str(),
+            "approval",
+            "run_shell",
+            "npm publish --token",
+            "ask[0] run_shell(npm publish*)",
+        ] {
+            assert!(listed.stdout.contains(part), "{part}: {}", listed.stdout);
+        }
+        assert!(!listed.stdout.contains(&token), "{}", listed.stdout);
+        assert!(ybs.exists("ybs-out/t/state.json"), "--list resumed");
+        assert!(!ybs.exists("published.txt"));
+
+        let run = resume(
+            &ybs,
+            &["--approve", "all", "--cassette", second.to_str().unwrap()],
+        );
+        run.expect_code(0);
+        let shown = run
+            .stderr
+            .lines()
+            .find(|line| line.starts_with("approving"))
+            .unwrap_or_else(|| panic!("{}", run.stderr));
+        for part in [
+            id.as_str(),
+            "run_shell",
+            "npm publish --token",
+            "ask[0] run_shell(npm publish*)",
+        ] {
+            assert!(shown.contains(part), "{part}: {shown}");
+        }
+        assert!(!run.stderr.contains(&token), "{}", run.stderr);
+        assert!(ybs.exists("published.txt"));
+
+        // The copy put back is the same state: refused, nothing runs.
+        std::fs::remove_file(ybs.path().join("published.txt")).unwrap();
+        std::fs::remove_dir_all(ybs.path().join("ybs-out")).unwrap();
+        copy_tree(&backup, &ybs.path().join("ybs-out"));
+        let again = resume(
+            &ybs,
+            &["--approve", "all", "--cassette", second.to_str().unwrap()],
+        );
+        again.expect_code(2);
+        assert!(
+            again.stderr.contains("was resumed already"),
+            "{}",
+            again.stderr
+        );
+        assert!(!ybs.exists("published.txt"), "the copy ran again");
+        resume(&ybs, &["--list"]).expect_code(2);
+    }
+}

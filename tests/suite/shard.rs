@@ -328,3 +328,44 @@ fn merge_refuses_a_transcript_changed_after_the_run() {
         merge.stderr
     );
 }
+
+/// Issue 21 item 12: a `digests.json` entry planted in the output
+/// directory before a run, naming a task that has no transcript, is not
+/// carried into the run's `digests.json`; a transcript put there after
+/// the run is then refused by the merge, never counted.
+#[test]
+fn a_planted_digest_without_a_transcript_is_never_counted() {
+    let ybs = Ybs::new();
+    batch(&ybs);
+    // A passing transcript, forged from a real one of another run.
+    ybs.run(["run", "tasks", "--filter", "t1", "--out", "model"])
+        .expect_code(0);
+    let forged = ybs
+        .read("model/t1/transcript.json")
+        .replace("\"t1\"", "\"ghost\"");
+    let digest = {
+        use sha2::Digest as _;
+        let hash = sha2::Sha256::digest(forged.as_bytes());
+        let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256:{hex}")
+    };
+    ybs.file(
+        "out/digests.json",
+        &json!({"transcripts": {"ghost": digest}}).to_string(),
+    );
+    ybs.run(["run", "tasks", "--filter", "t2", "--out", "out"])
+        .expect_code(0);
+    let recorded: Value = ybs.json("out/digests.json");
+    assert!(recorded["transcripts"].get("ghost").is_none(), "{recorded}");
+    assert!(recorded["transcripts"].get("t2").is_some(), "{recorded}");
+
+    ybs.file("out/ghost/transcript.json", &forged);
+    let merge = ybs.run(["report", "merge", "out", "--out", "merged"]);
+    merge.expect_code(2);
+    assert!(
+        merge.stderr.contains("ghost/transcript.json") && merge.stderr.contains("no digest"),
+        "{}",
+        merge.stderr
+    );
+    assert!(!ybs.exists("merged"));
+}

@@ -104,3 +104,70 @@ fn paths_outside_the_workdir_are_refused_and_explained() {
         assert!(!text.contains("top secret"));
     }
 }
+
+/// A pattern too large to compile (or to search with) is an error the
+/// model is told, never an empty success (issue 21 item 10).
+#[test]
+fn a_search_pattern_too_large_is_an_error_to_the_model() {
+    let ybs = Ybs::new();
+    ybs.file("src/lib.rs", "fn needle() {}\n");
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { allow: [search_files] }\n",
+    );
+    let patterns = [r"(a{1000}){1000}", r"\w{100000}"];
+    let requested: Vec<(&str, serde_json::Value)> = patterns
+        .iter()
+        .map(|pattern| ("search_files", json!({ "pattern": pattern })))
+        .collect();
+    ybs.cassette(
+        "t.cassette.json",
+        vec![calls(&requested), answer("could not search")],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    for (index, pattern) in patterns.iter().enumerate() {
+        let result = &transcript["tool_calls"][index]["result"];
+        let output = result["output"].as_str().unwrap();
+        assert_eq!(result["ok"], false, "{pattern}: {result}");
+        assert!(
+            output.contains("`pattern` is too large to compile"),
+            "{pattern}: {output}"
+        );
+        assert!(!output.contains("total_matches"), "{pattern}: {output}");
+    }
+}
+
+/// A shell output past the capture cap tells the model how much there
+/// was in all (issue 21 item 10).
+#[test]
+fn a_truncated_shell_output_says_its_whole_size() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { allow: [run_shell] }\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            calls(&[(
+                "run_shell",
+                json!({"command": "head -c 3000000 /dev/zero | tr '\\0' a; head -c 1500000 /dev/zero | tr '\\0' b >&2"}),
+            )]),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let result = &transcript["tool_calls"][0]["result"];
+    assert_eq!(result["truncated"], true, "{result}");
+    let output = result["output"].as_str().unwrap();
+    assert!(output.contains("\"stdout_bytes\":3000000"), "{output}");
+    assert!(output.contains("\"stderr_bytes\":1500000"), "{output}");
+    assert!(
+        output.contains("[... truncated ") && output.contains(" characters ...]"),
+        "{output}"
+    );
+}

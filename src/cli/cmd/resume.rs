@@ -42,6 +42,29 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         junit: args.junit.clone(),
     };
     let env = |name: &str| std::env::var(name).ok();
+    let redactor = resume::env_redactor();
+    printer.set_redactor(redactor.clone());
+    if args.list {
+        // The pending calls, nothing resumed, nothing written.
+        return match resume::find_paused(&cwd, &args.out, args.task.as_deref()) {
+            Ok(paused) => {
+                for task in &paused {
+                    let count = task.state.pending.len();
+                    printer.result(&format!(
+                        "{}: {count} pending call{} ({})",
+                        task.state.task.id,
+                        if count == 1 { "" } else { "s" },
+                        task.file.display()
+                    ));
+                    for call in &task.state.pending {
+                        printer.result(&format!("  {}", resume::describe_pending(call, &redactor)));
+                    }
+                }
+                exit::OK
+            }
+            Err(error) => diagnostics::fail(&printer, &error),
+        };
+    }
     // Everything is checked before anything runs or is written.
     let prepared = resume::find_paused(&cwd, &args.out, args.task.as_deref())
         .and_then(|paused| Ok((resume::gather_answers(&paused, &flags, &env)?, paused)));
@@ -49,6 +72,27 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         Ok(found) => found,
         Err(error) => return diagnostics::fail(&printer, &error),
     };
+    // What is approved or denied is shown before it runs (stderr).
+    for item in &resumed {
+        for answer in &item.summary {
+            let Some(call) = item.state.pending.iter().find(|call| call.id == answer.id) else {
+                continue;
+            };
+            if call.kind == crate::core::event::PendingKind::Approval {
+                let verb = if answer.answer == "approved" {
+                    "approving"
+                } else {
+                    "denying"
+                };
+                printer.error(&format!(
+                    "{verb} (by {}) {}: {}",
+                    item.approver,
+                    item.state.task.id,
+                    resume::describe_pending(call, &redactor)
+                ));
+            }
+        }
+    }
     let overrides = common::overrides(
         &args.config,
         &args.provider,

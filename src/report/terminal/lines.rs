@@ -78,7 +78,11 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
                 neutralize(name)
             ))
         }
-        Event::Note { message } if verbose || message.starts_with(crate::core::event::HINT) => {
+        Event::Note { message }
+            if verbose
+                || message.starts_with(crate::core::event::HINT)
+                || message.starts_with(crate::core::event::WARNING) =>
+        {
             line(format!("  note: {}", neutralize(message)))
         }
         Event::Git { outcome } if verbose => line(format!("  git: {}", neutralize(&outcome.note))),

@@ -214,9 +214,12 @@ impl LogView {
                     inline(name)
                 ))]
             }
-            // A hint (e.g. the option a model needs) shows without -v.
+            // A hint (e.g. the option a model needs) or a warning (a
+            // declared tool that could not start) shows without -v.
             Event::Note { message }
-                if self.verbose || message.starts_with(crate::core::event::HINT) =>
+                if self.verbose
+                    || message.starts_with(crate::core::event::HINT)
+                    || message.starts_with(crate::core::event::WARNING) =>
             {
                 vec![line(format!("  {task} · note: {}", inline(message)))]
             }

@@ -94,6 +94,10 @@ async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     }
     if output.stdout_truncated || output.stderr_truncated {
         result["truncated"] = json!(true);
+        // Last, where a cut of the whole result for the model keeps them:
+        // how much each stream printed in all.
+        result["stdout_bytes"] = json!(output.stdout_bytes);
+        result["stderr_bytes"] = json!(output.stderr_bytes);
     }
     Ok(ToolOutput::json(&result))
 }

@@ -77,13 +77,31 @@ struct Query {
     max: usize,
 }
 
+/// The most memory a pattern may compile to (and its lazy DFA use): a
+/// pattern past it is an error the model is told, not a search that
+/// crawls through every file with a huge automaton and finds nothing.
+const PATTERN_SIZE_LIMIT: usize = 16 << 20;
+
 async fn search(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
     let parsed = Args::new(&args, &SPEC)?;
     let pattern = parsed.string("pattern")?;
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
+        .size_limit(PATTERN_SIZE_LIMIT)
+        .dfa_size_limit(PATTERN_SIZE_LIMIT)
         .build(pattern)
-        .map_err(|error| ToolError::Model(format!("`pattern` is not a valid regex: {error}")))?;
+        .map_err(|error| {
+            let error = error.to_string();
+            ToolError::Model(if error.contains("size limit") {
+                format!(
+                    "`pattern` is too large to compile: its compiled form passes the limit of {} MiB; \
+                     search for a shorter pattern (fewer or smaller repetitions)",
+                    PATTERN_SIZE_LIMIT >> 20
+                )
+            } else {
+                format!("`pattern` is not a valid regex: {error}")
+            })
+        })?;
     let file_pattern = parsed
         .opt_string("file_pattern")?
         .filter(|glob| !glob.is_empty())
@@ -399,7 +417,11 @@ fn line_text(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     match text.char_indices().nth(MAX_LINE_CHARS) {
         None => text.into_owned(),
-        Some((cut, _)) => format!("{} [... line cut]", &text[..cut]),
+        Some((cut, _)) => format!(
+            "{} [... line cut, {} characters in all]",
+            &text[..cut],
+            text.chars().count()
+        ),
     }
 }
 

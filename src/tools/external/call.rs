@@ -302,7 +302,7 @@ fn stderr_tail(stderr: &str) -> Option<String> {
     Some(if count > STDERR_TAIL_CHARS {
         let tail: String = trimmed.chars().skip(count - STDERR_TAIL_CHARS).collect();
         format!(
-            "[... {} characters cut ...]{tail}",
+            "[... {} of {count} characters cut ...]{tail}",
             count - STDERR_TAIL_CHARS
         )
     } else {

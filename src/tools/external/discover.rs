@@ -109,9 +109,11 @@ pub async fn discover(
             continue;
         }
         let Some(stamp) = entry.stamp else { continue };
+        // Only a schema is cached: a probe that failed (a program the
+        // sandbox could not reach, a busy machine) is tried again.
         match cache.get(&entry.canonical, stamp) {
-            Some(probe) => apply_probe(entry, probe.clone()),
-            None => pending.push(index),
+            Some(probe @ SchemaProbe::Printed { .. }) => apply_probe(entry, probe.clone()),
+            _ => pending.push(index),
         }
     }
     let probes = join_all(pending.iter().map(|&index| {
@@ -125,7 +127,9 @@ pub async fn discover(
     .await;
     for (index, probe) in pending.into_iter().zip(probes) {
         let entry = &mut catalog.entries[index];
-        if let Some(stamp) = entry.stamp {
+        if let Some(stamp) = entry.stamp
+            && matches!(probe, SchemaProbe::Printed { .. })
+        {
             cache.put(&entry.canonical, stamp, probe.clone());
         }
         apply_probe(entry, probe);

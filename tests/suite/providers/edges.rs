@@ -254,6 +254,16 @@ fn billing_and_quota_errors_are_never_retried() {
         ),
         (
             "anthropic",
+            // A spend limit said in a 429 (issue 21 item 10).
+            Reply::json(
+                429,
+                &json!({"type": "error", "error": {"type": "rate_limit_error",
+                        "message": "You have reached your specified workspace API usage limits. You will regain access on 2026-12-01 at 00:00 UTC."}}),
+            ),
+            "workspace API usage limits",
+        ),
+        (
+            "anthropic",
             Reply::json(
                 402,
                 &json!({"type": "error", "error": {"type": "billing_error", "message": "Billing problem."}}),
@@ -697,4 +707,95 @@ fn refusals_and_content_filters_fail_the_task() {
         assert!(!ybs.exists("hello.txt"));
         assert_no_secrets(&ybs, &run, &keys);
     }
+}
+
+// ---- Issue 21 item 10: pause_turn, Retry-After: 0. ----
+
+/// Anthropic: a streamed turn the API paused (`stop_reason: pause_turn`).
+fn anthropic_paused(text: &str) -> Reply {
+    Reply::sse(&wire::sse_events(&[
+        json!({"type": "message_start", "message": {"id": "msg_p", "type": "message", "role": "assistant",
+               "content": [], "model": "m", "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "pause_turn"}, "usage": {"output_tokens": 3}}),
+        json!({"type": "message_stop"}),
+    ]))
+}
+
+/// A paused turn is no answer: ybs sends its content back as the last
+/// assistant message and asks again; out of iterations, it is a limit,
+/// never a pass.
+#[test]
+fn an_anthropic_pause_turn_goes_on_and_is_never_the_answer() {
+    let server = Server::start(vec![
+        anthropic_paused("Looking it up. "),
+        wire::anthropic_sse_answer("done"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "anthropic", &server.url, &[]);
+    run.expect_code(0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the paused turn goes on");
+    let second = requests[1].json();
+    let last = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "assistant", "{second}");
+    assert_eq!(
+        last["content"],
+        json!([{"type": "text", "text": "Looking it up."}]),
+        "{second}"
+    );
+    let transcript = transcript(&run);
+    assert_eq!(transcript["status"], "passed", "{transcript}");
+    assert_no_secrets(&ybs, &run, &keys);
+
+    // Paused at the last iteration: a limit, not a pass.
+    let server = Server::start(vec![
+        anthropic_paused("Looking it up."),
+        wire::anthropic_sse_answer("done"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml("limits: { max_iterations: 1 }\n"));
+    let run = run_task(&ybs, "anthropic", &server.url, &[]);
+    failed(&ybs, &run, "max_iterations");
+    assert_eq!(server.requests().len(), 1);
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+/// `Retry-After: 0` waits the backoff's first delay, as the SDKs do.
+#[test]
+fn a_retry_after_of_zero_keeps_the_backoff_floor() {
+    let server = Server::start(vec![
+        Reply::json(
+            429,
+            &json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}),
+        )
+        .header("retry-after", "0"),
+        answer("openai"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    ybs.file("op.json", r#"{"agent": {"retry_backoff_base_ms": 200}}"#);
+    let run = run_task(
+        &ybs,
+        "openai",
+        &base("openai", &server),
+        &["--config", "op.json"],
+    );
+    run.expect_code(0);
+    let delays: Vec<u64> = run
+        .events("t")
+        .iter()
+        .filter(|event| event["type"] == "llm.retry")
+        .map(|event| event["delay_ms"].as_u64().unwrap())
+        .collect();
+    assert_eq!(delays, [200], "{delays:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].at - requests[0].at >= Duration::from_millis(200));
+    assert_no_secrets(&ybs, &run, &keys);
 }
