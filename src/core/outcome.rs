@@ -61,6 +61,9 @@ pub enum Reason {
     ContentFilter,
     /// ybs's own output files were tampered with while the task ran.
     OutputTampered,
+    /// The task has an output contract (`output.schema`) and the model's
+    /// final answer never met it.
+    OutputInvalid,
 }
 
 impl Reason {
@@ -86,6 +89,7 @@ impl Reason {
             Self::Refusal => "refusal",
             Self::ContentFilter => "content_filter",
             Self::OutputTampered => "output_tampered",
+            Self::OutputInvalid => "output_invalid",
         }
     }
 
@@ -125,7 +129,8 @@ impl Reason {
             | Self::ResponseTooLarge
             | Self::Refusal
             | Self::ContentFilter
-            | Self::OutputTampered => Status::Failed,
+            | Self::OutputTampered
+            | Self::OutputInvalid => Status::Failed,
         }
     }
 }

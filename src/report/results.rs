@@ -36,6 +36,10 @@ pub struct TaskResult {
     pub finished: bool,
     /// `--dry-run`: tool calls were decided, not executed.
     pub dry_run: bool,
+    /// The model's final answer (`task.output`), when it gave one.
+    pub output: Option<String>,
+    /// Its JSON value, under an output contract it met.
+    pub output_json: Option<serde_json::Value>,
 }
 
 /// A check that did not pass.
@@ -185,6 +189,8 @@ impl Pending {
                 git: None,
                 finished: false,
                 dry_run: false,
+                output: None,
+                output_json: None,
             },
             checks: Vec::new(),
             last_ms: ts_ms,
@@ -247,6 +253,10 @@ impl Pending {
                 },
             )),
             Event::Git { outcome } => result.git = Some(outcome.clone()),
+            Event::TaskOutput { text, json } => {
+                result.output = Some(text.clone());
+                result.output_json.clone_from(json);
+            }
             // `ybs resume`: the paused half's `task.finished` was not the
             // end; what follows adds to its totals.
             Event::TaskResumed { .. } => result.finished = false,
