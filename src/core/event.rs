@@ -183,7 +183,7 @@ pub enum Event {
     /// (`OUT/<task>/output.json`). See docs/outputs.md.
     #[serde(rename = "task.output")]
     TaskOutput {
-        text: String,
+        content: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         json: Option<Value>,
     },

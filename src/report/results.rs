@@ -253,7 +253,10 @@ impl Pending {
                 },
             )),
             Event::Git { outcome } => result.git = Some(outcome.clone()),
-            Event::TaskOutput { text, json } => {
+            Event::TaskOutput {
+                content: text,
+                json,
+            } => {
                 result.output = Some(text.clone());
                 result.output_json.clone_from(json);
             }

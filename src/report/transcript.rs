@@ -306,7 +306,7 @@ impl Transcript {
             records.push(record(
                 last_ms,
                 Event::TaskOutput {
-                    text: text.clone(),
+                    content: text.clone(),
                     json: self.output_json.clone(),
                 },
             ));
@@ -603,7 +603,10 @@ impl TranscriptBuilder {
                 attempt: *attempt,
             }),
             Event::Git { outcome } => self.git = Some(outcome.clone()),
-            Event::TaskOutput { text, json } => self.output = Some((text.clone(), json.clone())),
+            Event::TaskOutput {
+                content: text,
+                json,
+            } => self.output = Some((text.clone(), json.clone())),
             Event::TaskPaused { pending } => self.pauses.push(Pause {
                 paused_at: rfc3339(record.ts_ms),
                 pending: pending.clone(),
@@ -772,7 +775,11 @@ impl EventSink for TranscriptSink {
             self.out.remove(&record.task, OUTPUT_FILE)?;
             self.out.remove(&record.task, OUTPUT_JSON_FILE)?;
         }
-        if let Event::TaskOutput { text, json } = &record.event {
+        if let Event::TaskOutput {
+            content: text,
+            json,
+        } = &record.event
+        {
             self.write_output(&record.task, text, json.as_ref())?;
         }
         let builder = self.tasks.entry(record.task.clone()).or_default();

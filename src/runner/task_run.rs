@@ -221,7 +221,10 @@ pub async fn run_or_resume(
     };
     if let Some(text) = answer {
         let json = super::answer::valid_value(task, &text, reason);
-        emitter.emit(Event::TaskOutput { text, json });
+        emitter.emit(Event::TaskOutput {
+            content: text,
+            json,
+        });
     }
     finish(&mut emitter, out, task, &agent, started, reason, message)
 }

@@ -325,7 +325,8 @@ fn paint(text: &str, color: bool) -> String {
 
 impl EventSink for Printer {
     fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
-        if let (Some(answers), Event::TaskOutput { text, .. }) = (&mut self.answers, &record.event)
+        if let (Some(answers), Event::TaskOutput { content: text, .. }) =
+            (&mut self.answers, &record.event)
         {
             answers.push((record.task.clone(), text.clone()));
         }
