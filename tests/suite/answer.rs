@@ -64,7 +64,7 @@ fn the_answer_is_in_output_md_the_summary_junit_and_on_stdout() {
     // The event and the transcript have it too.
     assert!(run.events("t").iter().any(|event| {
         event["type"] == "task.output"
-            && event["text"]
+            && event["content"]
                 .as_str()
                 .unwrap()
                 .contains("The change is fine.")
