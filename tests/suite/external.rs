@@ -563,3 +563,38 @@ fn example_todo_scan_finds_markers_and_stays_inside() {
     let outside = invoke_expecting(&ybs, "todo-scan", r#"{"path": "/etc"}"#, 1);
     assert_eq!(outside["success"], false);
 }
+
+#[test]
+fn json_schema_keywords_beyond_the_subset_are_enforced_before_the_tool_runs() {
+    let ybs = ybs();
+    tool(
+        &ybs,
+        "tools/count",
+        "#!/bin/sh\necho x >> count.calls\ncat > /dev/null\necho '{\"success\": true, \"result\": 1}'\n",
+    );
+    ybs.file(
+        "tools/count.tool.json",
+        r#"{"description": "Count", "parameters": {"type": "object", "required": ["count"], "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 5}, "label": {"type": "string", "pattern": "^[a-z]+$"}}}}"#,
+    );
+    for (input, expected) in [
+        (
+            r#"{"count": 0}"#,
+            "parameter `count`: 0 is less than the minimum of 1",
+        ),
+        (r#"{"count": 2, "label": "A1"}"#, "parameter `label`"),
+    ] {
+        let run = ybs.run(["tools", "invoke", "count", "--input", input]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(expected), "{input}: {}", run.stderr);
+    }
+    assert_eq!(lines(&ybs, "count.calls"), 0, "bad input never spawned");
+    ybs.run([
+        "tools",
+        "invoke",
+        "count",
+        "--input",
+        r#"{"count": 3, "label": "ok"}"#,
+    ])
+    .expect_code(0);
+    assert_eq!(lines(&ybs, "count.calls"), 1);
+}
