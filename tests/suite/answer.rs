@@ -212,6 +212,14 @@ fn the_schema_is_checked_when_the_file_is_loaded() {
     run.expect_code(2);
     assert!(run.stderr.contains("t.yaml:3:"), "{}", run.stderr);
     assert!(run.stderr.contains("invalid JSON Schema"), "{}", run.stderr);
+    // A schema is never a way to read a file or fetch a URL.
+    ybs.file(
+        "t.yaml",
+        "prompt: review\noutput:\n  schema: {$ref: 'file:///etc/hostname'}\n",
+    );
+    let run = ybs.run(["validate", "t.yaml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("t.yaml:3:"), "{}", run.stderr);
     ybs.file("t.yaml", "prompt: review\noutput:\n  schemas: {}\n");
     let run = ybs.run(["validate", "t.yaml"]);
     run.expect_code(2);
