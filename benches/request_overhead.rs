@@ -36,7 +36,7 @@ fn overhead(name: &str, spec: &PolicySpec) -> u64 {
         .iter()
         .map(|tool| builtin::get(tool).unwrap().spec().clone())
         .collect();
-    let prompt = system_prompt(Path::new(workdir), &offered, &policy.summary(), None);
+    let prompt = system_prompt(Path::new(workdir), &offered, &policy.summary(), None, None);
     let total = fixed_tokens(&prompt, &specs);
     let system = tokens::count(&prompt);
     println!(

@@ -208,8 +208,8 @@ run() {
     "$binary" "$@"
     code=$?
     output exit-code "$code"
-    # ybs writes status, passed, failed, errors, paused, junit, summary and
-    # out to $GITHUB_OUTPUT itself once tasks ran; when it stopped before
+    # ybs writes status, passed, failed, errors, paused, junit, summary,
+    # out and output to $GITHUB_OUTPUT itself once tasks ran; when it stopped before
     # (invalid inputs: exit 2), they come from here.
     if [ -n "${GITHUB_OUTPUT-}" ] && grep -q '^status[=<]' "$GITHUB_OUTPUT" 2> /dev/null; then
         echo "ybs: exit $code"
@@ -227,6 +227,7 @@ run() {
         output out "$out"
         output junit "$junit"
         output summary "$out/summary.md"
+        output output ""
         echo "ybs: $status (exit $code): $passed passed, $failed failed, $errors errors, $paused paused"
     fi
     if [ "$code" = 2 ] && [ -n "${GITHUB_STEP_SUMMARY-}" ]; then

@@ -1,4 +1,6 @@
-//! The system prompt: role, workdir, tools, policy, the task's `system`.
+//! The system prompt: role, workdir, tools, policy, the repository's
+//! `AGENTS.md` instructions (read and bounded by the runner), the task's
+//! `system`.
 //! Short on purpose: the fixed part of every request stays under 1,500
 //! tokens with the six tool schemas (docs/performance.md).
 
@@ -15,12 +17,14 @@ fn sentence(text: &str) -> String {
     }
 }
 
-/// Builds the system prompt.
+/// Builds the system prompt. `instructions` is the text of the
+/// repository's `AGENTS.md` files, already masked and bounded.
 pub fn system_prompt(
     workdir: &Path,
     tools: &[String],
     policy_summary: &str,
     task_system: Option<&str>,
+    instructions: Option<&str>,
 ) -> String {
     let mut prompt = format!(
         "You are ybs, a coding agent running unattended in CI. Work in the repository at {}. \
@@ -33,6 +37,12 @@ Tools: {}.\n\
         tools.join(", "),
         sentence(policy_summary)
     );
+    if let Some(text) = instructions.filter(|s| !s.trim().is_empty()) {
+        prompt.push_str(
+            "\n\nThe repository's instructions for agents (AGENTS.md); the task and the policy above take precedence:\n\n",
+        );
+        prompt.push_str(text.trim_end());
+    }
     if let Some(extra) = task_system.filter(|s| !s.trim().is_empty()) {
         prompt.push_str("\n\n");
         prompt.push_str(extra.trim());

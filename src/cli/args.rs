@@ -216,6 +216,11 @@ pub struct RunArgs {
     /// Print JSONL events on stdout and nothing else.
     #[arg(long)]
     pub json: bool,
+    /// After the run, print each task's final answer (OUT/<task>/output.md)
+    /// on stdout; the progress and result lines go to stderr instead.
+    /// With --json the answers are in the `task.output` events.
+    #[arg(long, conflicts_with = "json")]
+    pub print_output: bool,
     /// Run shell commands and external tools without kernel confinement (namespaces, Landlock, seccomp); every output says so.
     #[arg(long)]
     pub no_sandbox: bool,

@@ -64,6 +64,10 @@ pub enum Event {
         /// (docs/security.md S1). Absent in transcripts of older versions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sandbox: Option<SandboxInfo>,
+        /// The `AGENTS.md` files read into the system prompt, relative to
+        /// the repository root (docs/task-files.md, `context`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        context_files: Vec<String>,
     },
     /// A message was appended to the conversation.
     #[serde(rename = "message")]
@@ -177,6 +181,16 @@ pub enum Event {
         /// (`--by`, else `$GITHUB_ACTOR`, else `cli`).
         resumed_by: String,
         answers: Vec<PendingAnswer>,
+    },
+    /// The model's final answer (its last message without a tool call),
+    /// just before `task.finished`: `OUT/<task>/output.md`, and with an
+    /// output contract (`output.schema`) the valid JSON value
+    /// (`OUT/<task>/output.json`). See docs/outputs.md.
+    #[serde(rename = "task.output")]
+    TaskOutput {
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        json: Option<Value>,
     },
     /// The task ended. Always the last event of a task.
     #[serde(rename = "task.finished")]

@@ -64,6 +64,9 @@ pub enum Reason {
     /// A tool or MCP server the task marks `required: true` could not be
     /// started or offered.
     ToolUnavailable,
+    /// The task has an output contract (`output.schema`) and the model's
+    /// final answer never met it.
+    OutputInvalid,
 }
 
 impl Reason {
@@ -90,6 +93,7 @@ impl Reason {
             Self::ContentFilter => "content_filter",
             Self::OutputTampered => "output_tampered",
             Self::ToolUnavailable => "tool_unavailable",
+            Self::OutputInvalid => "output_invalid",
         }
     }
 
@@ -131,7 +135,8 @@ impl Reason {
             | Self::ResponseTooLarge
             | Self::Refusal
             | Self::ContentFilter
-            | Self::OutputTampered => Status::Failed,
+            | Self::OutputTampered
+            | Self::OutputInvalid => Status::Failed,
         }
     }
 }

@@ -173,6 +173,18 @@ fn test_case(result: &TaskResult) -> TestCase {
     if let Some(git) = &result.git {
         out.push_str(&format!("git: {}\n", git.note));
     }
+    // The answer, as `OUT/<task>/output.md` holds it.
+    if let Some(answer) = result
+        .output
+        .as_deref()
+        .filter(|text| !text.trim().is_empty())
+    {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(answer.trim_end());
+        out.push('\n');
+    }
     if !out.is_empty() {
         case.set_system_out(clean(&out));
     }

@@ -47,6 +47,7 @@ pub use sinks::{JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
 pub use summary::{SummarySink, summary_markdown};
 pub use terminal::{Console, Level, PlannedTask, Printer};
 pub use transcript::{
-    CheckEntry, Decision, LlmCall, Manifest, Pause, Retry, TRANSCRIPT_FILE, TaskInfo, Timings,
-    ToolCallEntry, ToolResult, Transcript, TranscriptBuilder, TranscriptSink, build_transcript,
+    CheckEntry, Decision, LlmCall, Manifest, OUTPUT_FILE, OUTPUT_JSON_FILE, Pause, Retry,
+    TRANSCRIPT_FILE, TaskInfo, Timings, ToolCallEntry, ToolResult, Transcript, TranscriptBuilder,
+    TranscriptSink, build_transcript,
 };

@@ -685,7 +685,10 @@ impl OtelSink {
                 }
                 self.export(span);
             }
-            Event::Message { .. } | Event::Note { .. } | Event::ToolMetrics { .. } => {}
+            Event::Message { .. }
+            | Event::Note { .. }
+            | Event::ToolMetrics { .. }
+            | Event::TaskOutput { .. } => {}
         }
     }
 }

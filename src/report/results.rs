@@ -39,6 +39,10 @@ pub struct TaskResult {
     /// The task's `warning: ` notes (a declared tool or MCP server that
     /// could not start), for the summary.
     pub warnings: Vec<String>,
+    /// The model's final answer (`task.output`), when it gave one.
+    pub output: Option<String>,
+    /// Its JSON value, under an output contract it met.
+    pub output_json: Option<serde_json::Value>,
 }
 
 /// A check that did not pass.
@@ -189,6 +193,8 @@ impl Pending {
                 finished: false,
                 dry_run: false,
                 warnings: Vec::new(),
+                output: None,
+                output_json: None,
             },
             checks: Vec::new(),
             last_ms: ts_ms,
@@ -255,6 +261,13 @@ impl Pending {
                 if let Some(warning) = message.strip_prefix(crate::core::event::WARNING) {
                     result.warnings.push(warning.to_owned());
                 }
+            }
+            Event::TaskOutput {
+                content: text,
+                json,
+            } => {
+                result.output = Some(text.clone());
+                result.output_json.clone_from(json);
             }
             // `ybs resume`: the paused half's `task.finished` was not the
             // end; what follows adds to its totals.

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{
-    DIGESTS_FILE, EVENTS_FILE, EventsSink, JunitSink, OpenError, OtelSink, OutDir, RunScope,
-    SHARD_FILE, SummarySink, TRANSCRIPT_FILE, TranscriptSink,
+    DIGESTS_FILE, EVENTS_FILE, EventsSink, JunitSink, OUTPUT_FILE, OUTPUT_JSON_FILE, OpenError,
+    OtelSink, OutDir, RunScope, SHARD_FILE, SummarySink, TRANSCRIPT_FILE, TranscriptSink,
 };
 use crate::core::event::{EventRecord, EventSink};
 
@@ -40,7 +40,7 @@ pub struct OpenOutputs {
 
 impl OutputLayout {
     /// Per-task files, in `OUT/<task-id>/`.
-    pub const TASK_FILES: &[&str] = &[EVENTS_FILE, TRANSCRIPT_FILE];
+    pub const TASK_FILES: &[&str] = &[EVENTS_FILE, TRANSCRIPT_FILE, OUTPUT_FILE, OUTPUT_JSON_FILE];
     /// Files of the run, in `OUT/` (the JUnit file by default).
     pub const RUN_FILES: &[&str] = &[SUMMARY_FILE, JUNIT_FILE, SHARD_FILE, DIGESTS_FILE];
 
@@ -243,7 +243,7 @@ mod tests {
             .collect();
         all.sort_unstable();
         all.dedup();
-        assert_eq!(all.len(), 6);
+        assert_eq!(all.len(), 8);
     }
 
     #[test]

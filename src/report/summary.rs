@@ -29,6 +29,10 @@ use super::scope::RunScope;
 const CHECK_TAIL_BYTES: usize = 2 * 1024;
 /// How much of a task's message the summary shows, in characters.
 const MESSAGE_CHARS: usize = 2000;
+/// How much of a task's answer the summary shows, in characters.
+const ANSWER_CHARS: usize = 16_000;
+/// Answers longer than this many lines are folded in `<details>`.
+const ANSWER_LINES: usize = 20;
 
 /// Collects every task's result; writes the summary at `finish()`.
 #[derive(Debug)]
@@ -172,6 +176,7 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
     }
     write_sandbox(out, results)?;
     write_warnings(out, results)?;
+    write_answers(out, results)?;
     write_failures(out, results)?;
     write_git(out, results)
 }
@@ -243,6 +248,49 @@ fn write_warnings(out: &mut String, results: &[TaskResult]) -> std::fmt::Result 
                 escape_inline(&result.task),
                 escape_inline(&truncate_middle(warning, MESSAGE_CHARS).0)
             )?;
+        }
+    }
+    Ok(())
+}
+
+/// Each task's final answer (`OUT/<task>/output.md`), fenced so model
+/// text cannot become markup; a long one is folded in `<details>`, and
+/// one longer than [`ANSWER_CHARS`] is cut in the middle (the file has it
+/// whole). Under an output contract the JSON value is shown instead.
+fn write_answers(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+    let answered: Vec<_> = results
+        .iter()
+        .filter_map(|result| Some((result, result.output.as_deref()?)))
+        .filter(|(_, text)| !text.trim().is_empty())
+        .collect();
+    if answered.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n## Answers")?;
+    for (result, text) in answered {
+        writeln!(out, "\n### {}\n", escape_inline(&result.task))?;
+        let (shown, info) = match &result.output_json {
+            Some(value) => (
+                serde_json::to_string_pretty(value).unwrap_or_else(|_| text.to_owned()),
+                "json",
+            ),
+            None => (text.to_owned(), "text"),
+        };
+        let (cut, was_cut) = truncate_middle(shown.trim_end(), ANSWER_CHARS);
+        let block = fenced_as(&cut, info);
+        let lines = shown.lines().count();
+        if lines > ANSWER_LINES || was_cut {
+            writeln!(
+                out,
+                "<details><summary>{lines} lines{}</summary>\n\n{block}\n\n</details>",
+                if was_cut {
+                    ", cut in the middle: the whole answer is in output.md"
+                } else {
+                    ""
+                }
+            )?;
+        } else {
+            writeln!(out, "{block}")?;
         }
     }
     Ok(())
@@ -367,9 +415,14 @@ fn code_span(text: &str) -> String {
 
 /// A fenced code block that `text` cannot close.
 fn fenced(text: &str) -> String {
+    fenced_as(text, "text")
+}
+
+/// [`fenced`] with another info string (`json`).
+fn fenced_as(text: &str, info: &str) -> String {
     let text = neutralize_chars(text);
     let fence = "`".repeat((longest_run(&text, '`') + 1).max(3));
-    format!("{fence}text\n{}\n{fence}", text.trim_end())
+    format!("{fence}{info}\n{}\n{fence}", text.trim_end())
 }
 
 fn longest_run(text: &str, wanted: char) -> usize {

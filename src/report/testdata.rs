@@ -42,6 +42,7 @@ pub(crate) fn started(task: &str, file: &str, ts_ms: u64) -> EventRecord {
             tools: vec!["read_file".to_owned(), "run_shell".to_owned()],
             dry_run: false,
             sandbox: None,
+            context_files: Vec::new(),
         },
     )
 }

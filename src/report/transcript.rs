@@ -23,6 +23,11 @@ use super::outdir::OutDir;
 
 /// The file name of a task's transcript inside `OUT/<task>/`.
 pub const TRANSCRIPT_FILE: &str = "transcript.json";
+/// `OUT/<task>/output.md`: the model's final answer, as text.
+pub const OUTPUT_FILE: &str = "output.md";
+/// `OUT/<task>/output.json`: the answer's JSON value, when the task has an
+/// output contract and the answer met it.
+pub const OUTPUT_JSON_FILE: &str = "output.json";
 
 /// The whole run of one task. Fields are always present; what was not
 /// known is `null` (never omitted), so consumers see one shape.
@@ -59,6 +64,14 @@ pub struct Transcript {
     /// answered; empty when it never paused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pauses: Vec<Pause>,
+    /// The model's final answer (`OUT/<task>/output.md`); absent when it
+    /// gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The answer's JSON value when the task has an output contract
+    /// (`output.schema`) and the answer met it (`OUT/<task>/output.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_json: Option<Value>,
 }
 
 /// One pause of the task and its resumption.
@@ -93,6 +106,10 @@ pub struct Manifest {
     /// How shell commands and external tools were confined (docs/security.md S1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
+    /// The `AGENTS.md` files read into the system prompt, relative to the
+    /// repository root; absent when none was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -240,6 +257,7 @@ impl Transcript {
                 tools: manifest.tools.clone(),
                 dry_run: manifest.dry_run,
                 sandbox: manifest.sandbox.clone(),
+                context_files: manifest.context_files.clone(),
             },
         )];
         let last_ms = started_ms.saturating_add(self.timings.duration_ms);
@@ -281,6 +299,15 @@ impl Transcript {
                 started_ms,
                 Event::Git {
                     outcome: outcome.clone(),
+                },
+            ));
+        }
+        if let Some(text) = &self.output {
+            records.push(record(
+                last_ms,
+                Event::TaskOutput {
+                    content: text.clone(),
+                    json: self.output_json.clone(),
                 },
             ));
         }
@@ -346,6 +373,7 @@ pub struct TranscriptBuilder {
     notes: Vec<String>,
     git: Option<GitOutcome>,
     pauses: Vec<Pause>,
+    output: Option<(String, Option<Value>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -401,6 +429,7 @@ impl TranscriptBuilder {
                 tools,
                 dry_run,
                 sandbox,
+                context_files,
             } => {
                 self.started_ms = Some(record.ts_ms);
                 self.task = TaskInfo {
@@ -422,6 +451,7 @@ impl TranscriptBuilder {
                     dry_run: *dry_run,
                     tools: tools.clone(),
                     sandbox: sandbox.clone(),
+                    context_files: context_files.clone(),
                 };
                 self.system_prompt.clone_from(system_prompt);
             }
@@ -573,6 +603,10 @@ impl TranscriptBuilder {
                 attempt: *attempt,
             }),
             Event::Git { outcome } => self.git = Some(outcome.clone()),
+            Event::TaskOutput {
+                content: text,
+                json,
+            } => self.output = Some((text.clone(), json.clone())),
             Event::TaskPaused { pending } => self.pauses.push(Pause {
                 paused_at: rfc3339(record.ts_ms),
                 pending: pending.clone(),
@@ -673,6 +707,8 @@ impl TranscriptBuilder {
             notes: self.notes.clone(),
             git: self.git.clone(),
             pauses: self.pauses.clone(),
+            output: self.output.as_ref().map(|(text, _)| text.clone()),
+            output_json: self.output.as_ref().and_then(|(_, json)| json.clone()),
         }
     }
 
@@ -713,12 +749,38 @@ impl TranscriptSink {
         json.push(b'\n');
         self.out.write_transcript(task, TRANSCRIPT_FILE, &json)
     }
+
+    /// `OUT/<task>/output.md` (and `output.json`) from the task's
+    /// `task.output`, masked like every record the sink is fed.
+    fn write_output(&self, task: &str, text: &str, json: Option<&Value>) -> io::Result<()> {
+        let mut markdown = text.trim_end().to_owned();
+        markdown.push('\n');
+        self.out
+            .write_atomic(Some(task), OUTPUT_FILE, markdown.as_bytes())?;
+        if let Some(value) = json {
+            let mut bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+            bytes.push(b'\n');
+            self.out
+                .write_atomic(Some(task), OUTPUT_JSON_FILE, &bytes)?;
+        }
+        Ok(())
+    }
 }
 
 impl EventSink for TranscriptSink {
     fn event(&mut self, record: &EventRecord) -> io::Result<()> {
         if matches!(record.event, Event::TaskStarted { .. }) {
             self.tasks.remove(&record.task);
+            // An answer an earlier run left here is not this run's.
+            self.out.remove(&record.task, OUTPUT_FILE)?;
+            self.out.remove(&record.task, OUTPUT_JSON_FILE)?;
+        }
+        if let Event::TaskOutput {
+            content: text,
+            json,
+        } = &record.event
+        {
+            self.write_output(&record.task, text, json.as_ref())?;
         }
         let builder = self.tasks.entry(record.task.clone()).or_default();
         builder.push(record);

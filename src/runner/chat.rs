@@ -117,6 +117,7 @@ impl Session {
             &registry.names(),
             &prepared.policy.summary(),
             None,
+            prepared.agents_md.text.as_deref(),
         );
         let setup = prepared.agent_setup(&self.context, registry, system_prompt);
         let mut agent = Agent::resume(setup, std::mem::take(&mut self.messages));

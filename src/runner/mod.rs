@@ -1,6 +1,8 @@
 //! L4 runner: one run of many tasks: selection, preparation, execution
 //! with checks, git and outputs, interrupts.
 
+pub mod agents_md;
+mod answer;
 pub mod approve;
 pub mod chat;
 pub mod checks;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::RunContext;
+use super::agents_md::{self, AgentsMd};
 use super::workspace::TaskGit;
 use crate::agent::{ContextWindow, Limits};
 use crate::config::{Config, GitAuthor, Origin, TaskSettings};
@@ -45,6 +46,9 @@ pub struct PreparedTask {
     /// `--jobs N` (N > 1) and a workdir in a repository with commits on:
     /// the task's own worktree, which `tool_ctx.workdir` is inside.
     pub worktree: Option<TaskWorktree>,
+    /// The repository's `AGENTS.md` instructions for the system prompt,
+    /// read, masked and bounded here (docs/task-files.md, `context`).
+    pub agents_md: AgentsMd,
 }
 
 /// Why a task cannot run.
@@ -230,6 +234,13 @@ fn prepare_in(
         hint: hint.map(str::to_owned),
     };
     let setup = |error: SetupError| fail(error.to_string(), error.hint_text());
+    // Before the sandbox is set up: it may place a `.git` of its own in
+    // the workdir, which would end the walk to the repository root there.
+    let agents_md = if task.context.agents_md {
+        agents_md::read(&workdir, &run.redactor)
+    } else {
+        AgentsMd::default()
+    };
     let mut protected = protected_paths(run, task);
     if let Some(worktree) = &worktree {
         // The worktree's copies of the task and policy files are as
@@ -356,6 +367,7 @@ fn prepare_in(
         sandbox: sandbox_info,
         check_network: run.config.safety.sandbox_check_network,
         worktree,
+        agents_md,
     })
 }
 

@@ -64,6 +64,19 @@ impl RunReport {
             _ => "error",
         };
         let summary = layout.out_dir.join(crate::report::SUMMARY_FILE);
+        // A one-task run's answer, for the next step; empty otherwise.
+        let answer = match self.results.as_slice() {
+            [only] => Some(
+                layout
+                    .out_dir
+                    .join(&only.id)
+                    .join(crate::report::OUTPUT_FILE),
+            )
+            .filter(|path| path.is_file())
+            .map(|path| path.display().to_string())
+            .unwrap_or_default(),
+            _ => String::new(),
+        };
         vec![
             ("status", status.to_owned()),
             ("passed", self.count(Status::Passed).to_string()),
@@ -73,6 +86,7 @@ impl RunReport {
             ("junit", layout.junit.display().to_string()),
             ("summary", summary.display().to_string()),
             ("out", layout.out_dir.display().to_string()),
+            ("output", answer),
         ]
     }
 

@@ -92,6 +92,7 @@ pub async fn run_or_resume(
         &tool_names,
         &prepared.policy.summary(),
         task.system.as_deref(),
+        prepared.agents_md.text.as_deref(),
     );
     if resumed.is_none() {
         emitter.emit(Event::TaskStarted {
@@ -110,11 +111,12 @@ pub async fn run_or_resume(
             tools: tool_names,
             dry_run: run.dry_run,
             sandbox: Some(prepared.sandbox.clone()),
+            context_files: prepared.agents_md.files.clone(),
         });
     }
     // A resumed task's events go on after its `task.resumed`.
     if resumed.is_none() {
-        for note in &tools.notes {
+        for note in tools.notes.iter().chain(&prepared.agents_md.notes) {
             emitter.note(note.clone());
         }
     }
@@ -259,6 +261,13 @@ pub async fn run_or_resume(
     } else {
         message
     };
+    if let Some(text) = answer {
+        let json = super::answer::valid_value(task, &text, reason);
+        emitter.emit(Event::TaskOutput {
+            content: text,
+            json,
+        });
+    }
     finish(&mut emitter, out, task, &agent, started, reason, message)
 }
 
@@ -455,8 +464,35 @@ async fn work_and_check(
 ) -> (Reason, Option<String>, Option<String>) {
     let task = &prepared.task;
     let mut attempt = 0;
+    let mut output_attempt = 0;
     loop {
-        match agent.run(emitter).await {
+        let stop = agent.run(emitter).await;
+        // An output contract is checked before the checks run: a broken
+        // answer goes back like a failing check (`output.attempts`, else
+        // `fix_attempts`), and ends the task when none are left.
+        if let (Stop::Answered { content }, Some(spec)) = (&stop, &task.output)
+            && let Err(messages) = super::answer::check(spec, content)
+        {
+            let allowed = super::answer::attempts(task);
+            if output_attempt < allowed {
+                output_attempt += 1;
+                emitter.note(format!(
+                    "the answer does not match the output schema; attempt {output_attempt} of {allowed}: {}",
+                    messages.join("; ")
+                ));
+                agent.push_user(&super::answer::feedback(&messages), emitter);
+                continue;
+            }
+            return (
+                Reason::OutputInvalid,
+                Some(format!(
+                    "the answer does not match the output schema: {}",
+                    messages.join("; ")
+                )),
+                Some(content.clone()),
+            );
+        }
+        match stop {
             Stop::Answered { content } if task.checks.is_empty() => {
                 return (Reason::Completed, None, Some(content));
             }
@@ -518,7 +554,8 @@ async fn work_and_check(
                     .failures
                     .first()
                     .map(|f| f.lines().next().unwrap_or_default().to_owned());
-                return (Reason::ChecksFailed, summary, None);
+                // The answer stays the task's output, failed or not.
+                return (Reason::ChecksFailed, summary, Some(content));
             }
             stop @ (Stop::Limit { .. }
             | Stop::Failed { .. }

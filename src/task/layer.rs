@@ -10,7 +10,8 @@ use crate::core::text::{closest, list};
 use crate::policy::PolicySpec;
 
 use super::model::{
-    BUILTIN_TOOLS, CallerToolSpec, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS,
+    BUILTIN_TOOLS, CallerToolSpec, CommitSpec, ContextSpec, Expect, LimitSpans, LimitsSpec,
+    LlmSpec, OutputSpec, PROVIDERS,
 };
 use super::policy::decode_policy;
 use super::vars::is_var_name;
@@ -37,6 +38,8 @@ pub const TASK_FIELDS: &[&str] = &[
     "fix_attempts",
     "commit",
     "expect",
+    "context",
+    "output",
 ];
 
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "caller", "mcp", "script"];
@@ -74,6 +77,8 @@ pub struct TaskLayer {
     pub fix_attempts: Option<u32>,
     pub commit: Option<CommitSpec>,
     pub expect: Option<Expect>,
+    pub context: Option<ContextSpec>,
+    pub output: Option<OutputSpec>,
 }
 
 /// A check before placeholders are substituted.
@@ -129,6 +134,12 @@ impl TaskLayer {
         if let Some(node) = fields.node("expect") {
             layer.expect = decode_expect(decoder, node);
         }
+        if let Some(node) = fields.node("context") {
+            layer.context = decode_context(decoder, node);
+        }
+        if let Some(node) = fields.node("output") {
+            layer.output = decode_output(decoder, node);
+        }
         layer
     }
 
@@ -167,6 +178,8 @@ impl TaskLayer {
             fix_attempts: self.fix_attempts.or(lower.fix_attempts),
             commit: self.commit.or_else(|| lower.commit.clone()),
             expect: self.expect.or(lower.expect),
+            context: self.context.or_else(|| lower.context.clone()),
+            output: self.output.or_else(|| lower.output.clone()),
         }
     }
 }
@@ -646,6 +659,110 @@ fn decode_expect(decoder: &mut Decoder<'_>, node: &Node) -> Option<Expect> {
         NodeKind::Str(text) if text == "fail" => Some(Expect::Fail),
         _ => {
             decoder.expected_one_of(node, "expect", &["pass", "fail"]);
+            None
+        }
+    }
+}
+
+const CONTEXT_FIELDS: &[&str] = &["agents_md"];
+pub const OUTPUT_FIELDS: &[&str] = &["schema", "schema_file", "attempts"];
+
+/// `context: {agents_md}`.
+fn decode_context(decoder: &mut Decoder<'_>, node: &Node) -> Option<ContextSpec> {
+    let fields = decoder.fields(node, "`context`", CONTEXT_FIELDS)?;
+    let agents_md: Option<bool> = fields.get(decoder, "agents_md");
+    Some(ContextSpec {
+        agents_md: agents_md.unwrap_or(true),
+    })
+}
+
+/// `output: {schema | schema_file, attempts}`: exactly one schema, which
+/// must be a valid JSON Schema (draft 2020-12 unless it names another).
+fn decode_output(decoder: &mut Decoder<'_>, node: &Node) -> Option<OutputSpec> {
+    let fields = decoder.fields(node, "`output`", OUTPUT_FIELDS)?;
+    let attempts: Option<u32> = fields.get(decoder, "attempts");
+    let file: Option<Spanned<String>> = fields.get(decoder, "schema_file");
+    let (schema, span, schema_file) = match (fields.entry("schema"), file) {
+        (Some((key, _)), Some(_)) => {
+            decoder.error_with_hint(
+                key.span,
+                "`output` has both `schema` and `schema_file`",
+                "keep one of them",
+            );
+            return None;
+        }
+        (Some((key, schema)), None) => {
+            if !matches!(schema.kind, NodeKind::Map(_) | NodeKind::Bool(_)) {
+                decoder.expected(schema, "schema", "a JSON Schema (a mapping)");
+                return None;
+            }
+            (schema.to_json(), key.span, None)
+        }
+        (None, Some(file)) => {
+            let path = non_empty(decoder, file.clone(), "schema_file")?;
+            let schema = read_schema_file(decoder, &path, file.span)?;
+            (schema, file.span, Some(std::path::PathBuf::from(path)))
+        }
+        (None, None) => {
+            decoder.error_with_hint(
+                fields.span,
+                "`output` needs a JSON Schema",
+                "add `schema:` (inline) or `schema_file:` (a JSON or YAML file, relative to the task file)",
+            );
+            return None;
+        }
+    };
+    if let Err(error) = jsonschema::validator_for(&schema) {
+        decoder.error_with_hint(
+            span,
+            format!("invalid JSON Schema in `output`: {error}"),
+            "see https://json-schema.org/understanding-json-schema",
+        );
+        return None;
+    }
+    Some(OutputSpec {
+        schema,
+        schema_file,
+        attempts,
+    })
+}
+
+/// Reads `output.schema_file`, relative to the task file's directory: a
+/// JSON file, or YAML when it is not JSON.
+fn read_schema_file(
+    decoder: &mut Decoder<'_>,
+    path: &str,
+    span: Span,
+) -> Option<serde_json::Value> {
+    let base = decoder
+        .path()
+        .parent()
+        .unwrap_or_else(|| std::path::Path::new(""));
+    let full = base.join(path);
+    let text = match std::fs::read_to_string(&full) {
+        Ok(text) => text,
+        Err(error) => {
+            decoder.error_with_hint(
+                span,
+                format!("cannot read `schema_file` `{}`: {error}", full.display()),
+                "the path is relative to the task file's directory",
+            );
+            return None;
+        }
+    };
+    if let Ok(value) = serde_json::from_str(&text) {
+        return Some(value);
+    }
+    match crate::core::decode::yaml::parse(&text) {
+        (Some(node), errors) if errors.is_empty() => Some(node.to_json()),
+        _ => {
+            decoder.error(
+                span,
+                format!(
+                    "`schema_file` `{}` is neither JSON nor YAML",
+                    full.display()
+                ),
+            );
             None
         }
     }

@@ -462,6 +462,8 @@ fn build_task(
         fix_attempts: merged.fix_attempts.unwrap_or(0),
         commit: merged.commit.unwrap_or_default(),
         expect: merged.expect.unwrap_or_default(),
+        context: merged.context.unwrap_or_default(),
+        output: merged.output,
     })
 }
 

@@ -19,8 +19,8 @@ pub use layer::{
 };
 pub use loader::{API_KEY_MESSAGE, load, load_str};
 pub use model::{
-    BUILTIN_TOOLS, CheckSpec, CommitSpec, Expect, LimitSpans, LimitsSpec, LlmSpec, PROVIDERS,
-    TaskFile, TaskSpec, ToolsSpec,
+    BUILTIN_TOOLS, CheckSpec, CommitSpec, ContextSpec, Expect, LimitSpans, LimitsSpec, LlmSpec,
+    OutputSpec, PROVIDERS, TaskFile, TaskSpec, ToolsSpec,
 };
 pub use policy::{decode_policy, load_policy_str};
 

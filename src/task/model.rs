@@ -51,6 +51,37 @@ pub struct TaskSpec {
     pub fix_attempts: u32,
     pub commit: CommitSpec,
     pub expect: Expect,
+    /// `context:`: what ybs adds to the system prompt from the repository.
+    pub context: ContextSpec,
+    /// `output:`: the JSON answer the task asks for, if any.
+    pub output: Option<OutputSpec>,
+}
+
+/// `context:`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextSpec {
+    /// `agents_md`: the `AGENTS.md` files of the workdir and its parents
+    /// up to the repository root go into the system prompt (default).
+    pub agents_md: bool,
+}
+
+impl Default for ContextSpec {
+    fn default() -> Self {
+        Self { agents_md: true }
+    }
+}
+
+/// `output:`: an output contract. The final answer must be a JSON value
+/// (bare or in one fenced block) that `schema` accepts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputSpec {
+    /// The JSON Schema, inline or read from `schema_file`.
+    pub schema: serde_json::Value,
+    /// `schema_file:` as written, relative to the task file's directory.
+    pub schema_file: Option<PathBuf>,
+    /// How many times an invalid answer goes back to the model; `None`:
+    /// the task's `fix_attempts`.
+    pub attempts: Option<u32>,
 }
 
 /// `provider`, `model`, `endpoint`, `temperature`, `max_tokens`.

@@ -277,6 +277,40 @@ fn task_fields() -> Map<String, Value> {
         "expect": {
             "description": "`fail` makes a negative test: the task passes when the run fails.",
             "enum": ["pass", "fail"]
+        },
+        "context": {
+            "description": "What ybs adds to the system prompt from the repository.",
+            "type": ["object", "null"],
+            "properties": {
+                "agents_md": {
+                    "description": "Read the AGENTS.md files of the workdir and its parents up to the repository root into the system prompt (masked, at most 8 KB in all). Default: true.",
+                    "type": "boolean"
+                }
+            },
+            "additionalProperties": false
+        },
+        "output": {
+            "description": "An output contract: the final answer must be a JSON value (bare or in one fenced block) that the schema accepts; it is written to OUT/<task>/output.json. A violation goes back to the model; a task that never answers validly fails with reason `output_invalid`.",
+            "type": "object",
+            "properties": {
+                "schema": {
+                    "description": "The JSON Schema, inline (draft 2020-12 unless `$schema` names another).",
+                    "type": ["object", "boolean"]
+                },
+                "schema_file": {
+                    "description": "A JSON or YAML file holding the JSON Schema, relative to the task file.",
+                    "type": "string", "pattern": NOT_BLANK
+                },
+                "attempts": {
+                    "description": "How many times an invalid answer goes back to the model. Default: `fix_attempts`.",
+                    "type": "integer", "minimum": 0, "maximum": u32::MAX
+                }
+            },
+            "oneOf": [
+                { "required": ["schema"] },
+                { "required": ["schema_file"] }
+            ],
+            "additionalProperties": false
         }
     });
     let Value::Object(mut fields) = fields else {

@@ -32,7 +32,7 @@ fn misspelt_field_names_line_col_and_suggests() {
         "{message}"
     );
     assert!(
-        message.ends_with("`commit`, `expect`, `version`, `name`"),
+        message.ends_with("`commit`, `expect`, `context`, `output`, `version`, `name`"),
         "{message}"
     );
     assert_eq!(got[0].hint.as_deref(), Some("did you mean `prompt`?"));

@@ -467,6 +467,20 @@ impl Tool for McpTool {
                 Value::Object(map) => map,
                 _ => Map::new(),
             };
+            // The server's `inputSchema`, checked here: a call that breaks
+            // it goes back to the model with the validator's message, and
+            // the server is not asked.
+            let value = Value::Object(arguments);
+            if let Some(why) = super::external::schema::violations(&self.spec.parameters, &value) {
+                return Err(ToolError::Model(format!(
+                    "the arguments do not match the tool's input schema: {why}"
+                )));
+            }
+            let Value::Object(arguments) = value else {
+                return Err(ToolError::Model(
+                    "the arguments must be a JSON object".to_owned(),
+                ));
+            };
             match self.server.call(&self.remote, arguments).await {
                 Ok(content) => Ok(ToolOutput {
                     content,

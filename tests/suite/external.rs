@@ -656,3 +656,38 @@ fn an_operators_tool_anywhere_is_offered_and_a_failed_probe_is_said_and_not_cach
         "{transcript}"
     );
 }
+
+#[test]
+fn json_schema_keywords_beyond_the_subset_are_enforced_before_the_tool_runs() {
+    let ybs = ybs();
+    tool(
+        &ybs,
+        "tools/count",
+        "#!/bin/sh\necho x >> count.calls\ncat > /dev/null\necho '{\"success\": true, \"result\": 1}'\n",
+    );
+    ybs.file(
+        "tools/count.tool.json",
+        r#"{"description": "Count", "parameters": {"type": "object", "required": ["count"], "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 5}, "label": {"type": "string", "pattern": "^[a-z]+$"}}}}"#,
+    );
+    for (input, expected) in [
+        (
+            r#"{"count": 0}"#,
+            "parameter `count`: 0 is less than the minimum of 1",
+        ),
+        (r#"{"count": 2, "label": "A1"}"#, "parameter `label`"),
+    ] {
+        let run = ybs.run(["tools", "invoke", "count", "--input", input]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(expected), "{input}: {}", run.stderr);
+    }
+    assert_eq!(lines(&ybs, "count.calls"), 0, "bad input never spawned");
+    ybs.run([
+        "tools",
+        "invoke",
+        "count",
+        "--input",
+        r#"{"count": 3, "label": "ok"}"#,
+    ])
+    .expect_code(0);
+    assert_eq!(lines(&ybs, "count.calls"), 1);
+}

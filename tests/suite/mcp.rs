@@ -1077,3 +1077,39 @@ fn an_mcp_server_that_cannot_start_is_said_and_fails_a_task_that_requires_it() {
     );
     assert!(ybs.read("ybs-out/summary.md").contains("tool_unavailable"));
 }
+
+#[test]
+fn a_call_that_breaks_the_servers_input_schema_is_refused_before_the_server_is_asked() {
+    let Some(venv_python) = python() else { return };
+    let ybs = with_venv_on_path(&venv_python);
+    let python = PathBuf::from("python");
+    let script = with_server(&ybs);
+    ybs.file("notes.txt", "the notes\n");
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: read the notes\ncommit: false\ntools:\n  builtin: [read_file]\n  mcp:\n    - {}\npolicy:\n  allow: [files__read_file]\n",
+            server_entry("files", &python, &script, "ok", 30)
+        ),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("files__read_file", json!({"path": 5})),
+            call("files__read_file", json!({"path": "notes.txt"})),
+            answer("done"),
+        ],
+    );
+    ybs.run(["run", "t.yaml"]).expect_code(0);
+    let calls = tool_calls(&ybs, "t");
+    let refused = calls[0]["result"]["output"].as_str().unwrap();
+    assert_eq!(calls[0]["result"]["ok"], false, "{:?}", calls[0]);
+    assert!(
+        refused.contains("do not match the tool's input schema")
+            && refused.contains("parameter `path`: 5 is not of type \"string\""),
+        "{refused}"
+    );
+    assert_eq!(calls[1]["result"]["output"], "the notes\n");
+    assert_eq!(ybs.read("calls.log"), "read_file\n");
+    assert_eq!(survivors(&script), Vec::<String>::new());
+}

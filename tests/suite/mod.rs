@@ -1,5 +1,6 @@
 mod adversarial;
 mod adversarial_faults;
+mod answer;
 mod architecture;
 mod config_trust;
 mod confinement;

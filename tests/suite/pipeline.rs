@@ -614,6 +614,8 @@ fn the_action_runs_every_example_with_a_local_binary() {
         ("out", "results"),
         ("junit", "results/junit.xml"),
         ("summary", "results/summary.md"),
+        // Seven tasks: no one answer to name.
+        ("output", ""),
     ];
     for (name, value) in expected {
         assert_eq!(run.outputs[name], value, "output {name}\n{}", run.log);
@@ -690,6 +692,16 @@ fn the_action_reports_a_failing_run_and_fails_after_the_upload() {
     ] {
         assert_eq!(run.outputs[name], value, "output {name}\n{}", run.log);
     }
+    // One task: `output` is its answer's file, for the next step.
+    let answer = &run.outputs["output"];
+    assert!(
+        answer.starts_with("ybs-out/") && answer.ends_with("/output.md"),
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ybs.path().join(answer)).unwrap(),
+        "Really.\n"
+    );
 }
 
 #[test]
@@ -913,7 +925,7 @@ fn action_yml_is_a_composite_action_with_the_promised_interface() {
     }
     let outputs = action["outputs"].as_object().unwrap();
     for name in [
-        "status", "passed", "failed", "errors", "paused", "junit", "summary", "out",
+        "status", "passed", "failed", "errors", "paused", "junit", "summary", "out", "output",
     ] {
         assert!(outputs.contains_key(name), "output {name} missing");
     }

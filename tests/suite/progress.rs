@@ -272,6 +272,8 @@ fn under_github_actions_each_task_is_a_group_and_the_results_are_step_outputs() 
         ("junit", "ybs-out/junit.xml"),
         ("summary", "ybs-out/summary.md"),
         ("out", "ybs-out"),
+        // Two tasks: no one answer to name.
+        ("output", ""),
     ];
     assert_eq!(
         values,

@@ -15,6 +15,10 @@ pub fn run(args: &RunArgs) -> u8 {
     let mut printer = Printer::new(level, args.json);
     // Progress bars would fight `--interactive`'s prompts for the terminal.
     printer.live(!args.interactive);
+    // `--print-output`: stdout holds the answers, printed after the run.
+    if args.print_output {
+        printer.collect_answers();
+    }
     if args.interactive && args.jobs > 1 {
         let error = RunError::usage(
             "--interactive answers one task at a time and cannot be combined with --jobs above 1",
@@ -70,7 +74,10 @@ pub fn run(args: &RunArgs) -> u8 {
     let env = |name: &str| std::env::var(name).ok();
     let options = RunOptions::resolve(flags, &loaded.config, &env);
     match runner::run(loaded, options, &mut printer) {
-        Ok(report) => report.exit_code(),
+        Ok(report) => {
+            printer.print_answers();
+            report.exit_code()
+        }
         Err(error) => diagnostics::fail(&printer, &error),
     }
 }

@@ -192,6 +192,7 @@ fn started(task: &str, ts_ms: u64) -> EventRecord {
                 mode: "none".into(),
                 ..SandboxInfo::default()
             }),
+            context_files: vec![],
         },
     )
 }

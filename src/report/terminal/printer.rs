@@ -44,6 +44,10 @@ pub struct Printer {
     live: Option<Live>,
     /// `ybs chat`: the model's text is printed as it streams in.
     chat: Option<ChatStream>,
+    /// `ybs run --print-output`: each task's answer (`task.output`, as
+    /// masked by the run), printed to stdout after the run; the human
+    /// view goes to stderr then, so stdout holds the answers alone.
+    answers: Option<Vec<(String, String)>>,
 }
 
 /// What `ybs chat` printed of the model's streamed text, so that an
@@ -79,6 +83,45 @@ impl Printer {
             redactor: Redactor::new(),
             live: None,
             chat: None,
+            answers: None,
+        }
+    }
+
+    /// `ybs run --print-output`: keep each task's answer for
+    /// [`Self::print_answers`], and write the human view to stderr.
+    pub fn collect_answers(&mut self) {
+        self.answers = Some(Vec::new());
+    }
+
+    /// After the run: each task's answer on stdout, masked and made inert
+    /// for CI logs like every line; with several, a `--- task ---` line
+    /// before each. Nothing without [`Self::collect_answers`].
+    pub fn print_answers(&self) {
+        let Some(answers) = &self.answers else {
+            return;
+        };
+        let mut stdout = std::io::stdout().lock();
+        for (task, text) in answers {
+            let text = neutralize(&self.redactor.redact(text.trim_end()));
+            if answers.len() > 1 {
+                let _ = writeln!(
+                    stdout,
+                    "--- {} ---",
+                    neutralize_chars(task).replace('\n', " ")
+                );
+            }
+            let _ = writeln!(stdout, "{text}");
+        }
+        let _ = stdout.flush();
+    }
+
+    /// Writes a line of the human view: stdout, or stderr when stdout
+    /// is kept for the answers (`--print-output`).
+    fn write_human(&self, line: &str) {
+        if self.answers.is_some() {
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        } else {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
         }
     }
 
@@ -132,10 +175,7 @@ impl Printer {
     /// Writes `text` without neutralising it: only for lines ybs built to
     /// be read by the CI runner (annotations), already escaped.
     fn out_raw(&self, text: &str) {
-        let write = || {
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{}", self.redactor.redact(text));
-        };
+        let write = || self.write_human(&self.redactor.redact(text));
         match self.live.as_ref().and_then(|live| live.bars.as_ref()) {
             Some(bars) => bars.suspend(write),
             None => write(),
@@ -238,10 +278,7 @@ impl Printer {
 
     /// Writes a task's lines where the live view puts them.
     fn write_live(&self, live: &mut Live, task: &str, printed: Vec<String>, finished: bool) {
-        let write = |line: &str| {
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{line}");
-        };
+        let write = |line: &str| self.write_human(line);
         if let Some(groups) = &mut live.groups {
             // The group's title: the task id on one line, inert.
             let title = neutralize_chars(task).replace('\n', " ");
@@ -291,6 +328,11 @@ fn paint(text: &str, color: bool) -> String {
 
 impl EventSink for Printer {
     fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
+        if let (Some(answers), Event::TaskOutput { content: text, .. }) =
+            (&mut self.answers, &record.event)
+        {
+            answers.push((record.task.clone(), text.clone()));
+        }
         if let Some(chat) = &mut self.chat {
             match record.event {
                 // A retried turn streams again from its start.
@@ -345,9 +387,13 @@ impl EventSink for Printer {
                 bars.clear();
             }
             if let Some(groups) = &mut live.groups {
+                let to_stderr = self.answers.is_some();
                 groups.flush(&mut |line: &str| {
-                    let mut stdout = std::io::stdout().lock();
-                    let _ = writeln!(stdout, "{line}");
+                    if to_stderr {
+                        let _ = writeln!(std::io::stderr().lock(), "{line}");
+                    } else {
+                        let _ = writeln!(std::io::stdout().lock(), "{line}");
+                    }
                 });
             }
         }

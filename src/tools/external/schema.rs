@@ -12,6 +12,10 @@
 //! `number`, `boolean`, `array` and `object`. Checking is deliberately
 //! strict: a parameter the schema does not name, or of the wrong type, is
 //! an error naming the parameter, returned before any process starts.
+//! A JSON Schema is also kept whole, and a call's parameters are checked
+//! against it with the `jsonschema` crate, so the keywords the subset
+//! above does not model (`minimum`, `pattern`, `maxLength`, nested
+//! `properties`, …) hold too ([`violations`]; MCP tools use it as well).
 
 use std::time::Duration;
 
@@ -109,6 +113,48 @@ pub struct ToolSchema {
     pub params: Vec<Param>,
     /// `timeout_seconds`, when the tool suggests its own timeout.
     pub timeout: Option<Duration>,
+    /// The parameters as declared, when they are a JSON Schema: checked
+    /// whole after the subset above.
+    pub declared: Option<Value>,
+}
+
+/// Why `value` breaks the JSON Schema `schema`, in one line (at most a few
+/// of the validator's messages, each naming the path it concerns); `None`
+/// when it does not, or when `schema` is not one the validator accepts
+/// (what it declares is then not enforced beyond the checks above).
+pub fn violations(schema: &Value, value: &Value) -> Option<String> {
+    const SHOWN: usize = 3;
+    let validator = jsonschema::validator_for(schema).ok()?;
+    let messages: Vec<String> = validator
+        .iter_errors(value)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            let name = path.trim_start_matches('/').replace('/', ".");
+            if name.is_empty() {
+                error.to_string()
+            } else {
+                format!("parameter `{name}`: {error}")
+            }
+        })
+        .collect();
+    match messages.len() {
+        0 => None,
+        n if n > SHOWN => Some(format!(
+            "{}; and {} more",
+            messages[..SHOWN].join("; "),
+            n - SHOWN
+        )),
+        _ => Some(messages.join("; ")),
+    }
+}
+
+/// The declared `parameters` when they are a JSON Schema (not the seed
+/// format).
+fn declared_schema(parameters: &Value) -> Option<Value> {
+    let object = parameters.as_object()?;
+    let json_schema = object.get("type").and_then(Value::as_str) == Some("object")
+        && object.get("properties").is_none_or(Value::is_object);
+    json_schema.then(|| parameters.clone())
 }
 
 impl ToolSchema {
@@ -125,9 +171,9 @@ impl ToolSchema {
             Some(Value::String(text)) => text.clone(),
             Some(_) => return Err("`description` is not a string".to_owned()),
         };
-        let params = match object.get("parameters") {
+        let (params, declared) = match object.get("parameters") {
             None => return Err("`parameters` is missing".to_owned()),
-            Some(parameters) => parse_parameters(parameters)?,
+            Some(parameters) => (parse_parameters(parameters)?, declared_schema(parameters)),
         };
         let timeout = match object.get("timeout_seconds") {
             None | Some(Value::Null) => None,
@@ -143,6 +189,7 @@ impl ToolSchema {
             description,
             params,
             timeout,
+            declared,
         })
     }
 
@@ -154,6 +201,7 @@ impl ToolSchema {
             description: description.unwrap_or_default().to_owned(),
             params: parse_parameters(parameters)?,
             timeout: None,
+            declared: declared_schema(parameters),
         })
     }
 
@@ -231,6 +279,16 @@ impl ToolSchema {
             };
             check_value(param, value)?;
             checked.insert(param.name.clone(), value.clone());
+        }
+        if let Some(schema) = &self.declared {
+            let value = Value::Object(checked);
+            if let Some(why) = violations(schema, &value) {
+                return Err(why);
+            }
+            let Value::Object(checked) = value else {
+                return Err("the arguments must be a JSON object".to_owned());
+            };
+            return Ok(checked);
         }
         Ok(checked)
     }
@@ -438,6 +496,31 @@ mod tests {
             }
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn keywords_the_subset_does_not_model_are_checked_with_the_validator() {
+        let schema = ToolSchema::parse(&json!({
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 1, "maximum": 10},
+                    "name": {"type": "string", "pattern": "^[a-z]+$"}
+                },
+                "required": ["count"]
+            }
+        }))
+        .unwrap();
+        assert!(schema.validate(&json!({"count": 3, "name": "abc"})).is_ok());
+        let error = schema.validate(&json!({"count": 0})).unwrap_err();
+        assert!(error.starts_with("parameter `count`:"), "{error}");
+        assert!(error.contains("minimum"), "{error}");
+        let error = schema
+            .validate(&json!({"count": 2, "name": "A1"}))
+            .unwrap_err();
+        assert!(error.contains("parameter `name`"), "{error}");
+        // The seed format keeps no JSON Schema of its own.
+        assert!(seed().declared.is_none());
     }
 
     #[test]
