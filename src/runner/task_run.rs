@@ -147,7 +147,7 @@ pub async fn run_or_resume(
     // a task run without it (docs/tools.md).
     if let Some(missing) = tools.missing_required() {
         let message = format!("{missing} (the task marks it `required: true`)");
-        super::tools::stop_mcp(&tools, &mut emitter).await;
+        super::tools::stop_mcp(&tools.mcp, &mut emitter).await;
         return finish(
             &mut emitter,
             out,
