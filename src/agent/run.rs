@@ -29,6 +29,9 @@ mod request;
 /// Runs `script` calls: each tool command is decided like a direct call.
 #[cfg(feature = "script")]
 mod script;
+/// The admission table, and the loop with a scripted provider.
+#[cfg(test)]
+mod tests;
 
 use admission::Admitted;
 pub use answers::Answer;
