@@ -405,7 +405,7 @@ impl Named {
             .iter()
             .zip(&self.lines)
             .find(|(segment, _)| !matches!(segment.as_str(), "crate" | "self" | "super"))
-            .or_else(|| self.segments.iter().zip(&self.lines).last())
+            .or_else(|| self.segments.iter().zip(&self.lines).next_back())
             .map_or(0, |(_, line)| *line)
     }
 }
@@ -429,7 +429,7 @@ fn resolve(named: &Named, children: &BTreeSet<String>) -> Option<Vec<String>> {
             }
             path
         }
-        Some(first) if named.module.len() >= 1 && children.contains(first) => named.module.clone(),
+        Some(first) if !named.module.is_empty() && children.contains(first) => named.module.clone(),
         _ => return None,
     };
     path.extend(segments.filter(|s| *s != "self").cloned());
@@ -581,14 +581,14 @@ fn room_violations(files: &[(PathBuf, String)]) -> Vec<String> {
             let Some(path) = resolve(&named, &source.children) else {
                 continue;
             };
-            if let Some(used) = room_of(&path, &reexports) {
-                if RUNNER_DOORS.contains(&used.as_str()) {
-                    violations.push(format!(
-                        "{}:{}: the engine room `{room}` uses the door `{used}`",
-                        source.file.display(),
-                        named.line()
-                    ));
-                }
+            if let Some(used) = room_of(&path, &reexports)
+                && RUNNER_DOORS.contains(&used.as_str())
+            {
+                violations.push(format!(
+                    "{}:{}: the engine room `{room}` uses the door `{used}`",
+                    source.file.display(),
+                    named.line()
+                ));
             }
         }
     }
