@@ -597,3 +597,67 @@ async fn calls_past_the_turns_limit_are_refused() {
         Event::ToolDecided { call_id, rule, .. } if call_id == "c2" && rule == "limit:tool_calls_per_turn"
     )));
 }
+
+/// Answers the one open call `c1` of the fake caller tool as `ybs resume`
+/// would, and returns what the agent said and the call's result.
+async fn answer_caller(answer: Option<Answer>) -> (Option<Stop>, Option<Message>) {
+    let world = World::new(
+        Case {
+            caller: true,
+            ..BASE
+        },
+        Vec::new(),
+    );
+    let mut sink = Sink::default();
+    let mut emitter = Emitter::new("t", &mut sink);
+    let mut agent = world.agent();
+    agent.messages.push(Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![call("c1", json!({"path": "allow/x"}))],
+    });
+    let answers: HashMap<String, Answer> = answer
+        .map(|answer| ("c1".to_owned(), answer))
+        .into_iter()
+        .collect();
+    let stop = agent.answer(&answers, "ci-bot", &mut emitter).await;
+    assert_eq!(world.runs(), 0, "a caller tool never runs here");
+    let last = agent.messages.last().cloned();
+    (stop, last.filter(|m| matches!(m, Message::Tool { .. })))
+}
+
+#[tokio::test]
+async fn a_caller_tools_output_becomes_its_result() {
+    let (stop, result) = answer_caller(Some(Answer::Output(json!({"n": 1})))).await;
+    assert_eq!(stop, None);
+    let Some(Message::Tool {
+        content, is_error, ..
+    }) = result
+    else {
+        panic!("no result");
+    };
+    assert_eq!((content.as_str(), is_error), (r#"{"n":1}"#, false));
+}
+
+#[tokio::test]
+async fn a_caller_tools_error_becomes_a_failed_result() {
+    let (stop, result) = answer_caller(Some(Answer::Error("no disk".to_owned()))).await;
+    assert_eq!(stop, None);
+    let Some(Message::Tool {
+        content, is_error, ..
+    }) = result
+    else {
+        panic!("no result");
+    };
+    assert_eq!((content.as_str(), is_error), ("error: no disk", true));
+}
+
+#[tokio::test]
+async fn an_unanswered_pending_call_is_an_internal_error() {
+    let (stop, result) = answer_caller(None).await;
+    let Some(Stop::Error { reason, message }) = stop else {
+        panic!("not an error: {stop:?}");
+    };
+    assert_eq!(reason, Reason::InternalError);
+    assert!(message.contains("`c1` was not answered"), "{message}");
+    assert!(result.is_none());
+}
