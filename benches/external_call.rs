@@ -1,3 +1,7 @@
+#![allow(
+    clippy::expect_used,
+    reason = "a benchmark: a panic is the failure report"
+)]
 //! End-to-end latency of a trivial external tool call (docs/performance.md: under
 //! 5 ms). Not a timed test: run it and read the figures.
 //!

@@ -1,3 +1,7 @@
+#![allow(
+    clippy::expect_used,
+    reason = "a benchmark: a panic is the failure report"
+)]
 //! Latency of a trivial MCP tool call through `ybs tools serve` (issue
 //! 13; goal: at most 5 ms beyond the tool's own time). Not a timed test:
 //! run it and read the figures (docs/mcp.md quotes them).

@@ -1,5 +1,6 @@
 #![allow(
     clippy::unwrap_used,
+    clippy::expect_used,
     clippy::print_stdout,
     clippy::cast_precision_loss,
     reason = "a benchmark: a panic is the failure report, stdout is its output"

@@ -1,5 +1,6 @@
 #![allow(
     clippy::unwrap_used,
+    clippy::expect_used,
     reason = "test code: a panic is the failure report"
 )]
 //! One integration-test binary: every suite drives the

@@ -111,6 +111,10 @@ struct Compiled {
     each: Vec<Regex>,
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "the patterns are constants, and the tests compile each of them"
+)]
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns: Vec<&str> = SHAPES.iter().map(|shape| shape.pattern).collect();
     Compiled {

@@ -65,6 +65,7 @@ impl Command {
         if !params.is_object() {
             params = Value::Object(Map::new());
         }
+        #[expect(clippy::expect_used, reason = "`params` was made an object just above")]
         let object = params.as_object_mut().expect("made an object above");
         let raw = matches!(object.remove(JSON_FLAG), Some(Value::Bool(true)));
         if let (Some(param), Some(stdin)) = (&self.stdin_param, stdin)
