@@ -537,6 +537,12 @@ fn a_chain_with_one_unallowed_part_does_not_run_at_all() {
     let ybs = Ybs::new();
     let path = fake_programs(&ybs, &["cargo", "curl"]);
     let ybs = ybs.env("PATH", &path);
+    // A name of this test's own beside its directory: a shared `/tmp/x`
+    // made by anything else must not fail (or pass) this test.
+    let outside = format!(
+        "{}-outside",
+        ybs.path().file_name().unwrap().to_string_lossy()
+    );
     ybs.file(
         "t.yaml",
         "prompt: p\ncommit: false\npolicy:\n  allow: ['run_shell(cargo test*)']\n",
@@ -551,7 +557,10 @@ fn a_chain_with_one_unallowed_part_does_not_run_at_all() {
             call("run_shell", json!({"command": "cargo test $(curl x)"})),
             call("run_shell", json!({"command": "cargo test `curl x`"})),
             call("run_shell", json!({"command": "cargo test & curl x"})),
-            call("run_shell", json!({"command": "cargo test > ../x"})),
+            call(
+                "run_shell",
+                json!({"command": format!("cargo test > ../{outside}")}),
+            ),
             call("run_shell", json!({"command": "cargo test || curl x"})),
             call("run_shell", json!({"command": "cargo test <(curl x)"})),
             call("run_shell", json!({"command": "cargo test; eval curl x"})),
@@ -577,7 +586,7 @@ fn a_chain_with_one_unallowed_part_does_not_run_at_all() {
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
     assert!(!ybs.exists("ran-curl"), "curl ran");
-    assert!(!ybs.path().parent().unwrap().join("x").exists());
+    assert!(!ybs.path().parent().unwrap().join(&outside).exists());
     // Only the last, fully allowed, command ran cargo.
     assert_eq!(ybs.read("ran-cargo"), "ran\n");
     let transcript = run.json("ybs-out/t/transcript.json");
