@@ -225,7 +225,35 @@ pub struct RunArgs {
     #[arg(long)]
     pub interactive: bool,
     #[command(flatten)]
+    pub adhoc: AdHocArgs,
+    #[command(flatten)]
     pub verbosity: Verbosity,
+}
+
+/// `ybs run --prompt TEXT`: one task without a task file
+/// (docs/task-files.md, "Ad-hoc runs").
+#[derive(Debug, Clone, Args)]
+pub struct AdHocArgs {
+    /// Run one task with this prompt instead of task files (`-` reads it
+    /// from stdin); it runs as the task file `--save` writes would.
+    #[arg(short = 'p', long, value_name = "TEXT", conflicts_with = "paths")]
+    pub prompt: Option<String>,
+    /// The ad-hoc task's id (default `prompt`).
+    #[arg(long, value_name = "ID", requires = "prompt")]
+    pub id: Option<String>,
+    /// Allow calls matching RULE, e.g. 'run_shell(cargo test*)' (repeatable).
+    #[arg(long, value_name = "RULE", requires = "prompt")]
+    pub allow: Vec<String>,
+    /// Deny calls matching RULE, e.g. 'run_shell(git push*)' (repeatable).
+    #[arg(long, value_name = "RULE", requires = "prompt")]
+    pub deny: Vec<String>,
+    /// A check: a command that must exit 0 after the agent stops (repeatable).
+    #[arg(long = "check", value_name = "CMD", requires = "prompt")]
+    pub checks: Vec<String>,
+    /// Write the equivalent task file to FILE and exit without running it
+    /// (`ybs run FILE` then runs the same task).
+    #[arg(long, value_name = "FILE", requires = "prompt")]
+    pub save: Option<PathBuf>,
 }
 
 /// `ybs resume OUT`: answers every pending call of the paused tasks in

@@ -40,6 +40,32 @@ pub fn load(
     paths: Option<&[PathBuf]>,
     vars: &[(String, String)],
 ) -> Result<Loaded, Box<LoadErrors>> {
+    load_with(overrides, policy_file, |cwd, max_bytes| match paths {
+        Some(paths) => task::load(&default_paths(cwd, paths), vars, max_bytes),
+        None => Ok(Vec::new()),
+    })
+}
+
+/// [`load`] with the one task file given as text (`ybs run --prompt`):
+/// `path`, relative to the directory ybs runs in, is where the file is
+/// considered to be (see [`super::adhoc`]).
+pub fn load_text(
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+    path: &Path,
+    text: &str,
+    vars: &[(String, String)],
+) -> Result<Loaded, Box<LoadErrors>> {
+    load_with(overrides, policy_file, |_, _| {
+        task::load_str(path, text, vars).map(|file| vec![file])
+    })
+}
+
+fn load_with(
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+    task_files: impl FnOnce(&Path, u64) -> Result<Vec<TaskFile>, task::Diagnostics>,
+) -> Result<Loaded, Box<LoadErrors>> {
     let cwd = std::env::current_dir().map_err(|error| {
         Box::new(LoadErrors {
             cwd: Some(error),
@@ -60,10 +86,7 @@ pub fn load(
         .map_or(config::defaults::MAX_TASK_FILE_BYTES, |config| {
             config.safety.max_task_file_bytes
         });
-    let mut files = match paths {
-        Some(paths) => task::load(&default_paths(&cwd, paths), vars, max_bytes),
-        None => Ok(Vec::new()),
-    };
+    let mut files = task_files(&cwd, max_bytes);
     // docs/security.md S5: a task may narrow the operator's settings, never widen
     // them; and a cost limit needs a known price.
     if let (Ok(config), Ok(loaded)) = (&config, &files) {

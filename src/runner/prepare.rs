@@ -948,7 +948,7 @@ pub fn build_provider(
 }
 
 /// `tasks/x.yaml` → `tasks/x.cassette.json`, if it exists.
-fn sibling_cassette(cwd: &Path, task_file: &Path) -> Option<PathBuf> {
+pub(super) fn sibling_cassette(cwd: &Path, task_file: &Path) -> Option<PathBuf> {
     let stem = task_file.file_stem()?.to_string_lossy().to_string();
     let path = cwd
         .join(task_file)

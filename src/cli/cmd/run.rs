@@ -5,7 +5,8 @@ use std::sync::Arc;
 use super::super::args::RunArgs;
 use super::super::diagnostics;
 use super::super::repl;
-use super::common;
+use super::{adhoc, common};
+use crate::core::exit;
 use crate::report::Printer;
 use crate::runner::approve::TerminalApprover;
 use crate::runner::{self, RunError, RunFlags, RunOptions};
@@ -36,15 +37,22 @@ pub fn run(args: &RunArgs) -> u8 {
         args.no_sandbox,
         args.out.clone(),
     );
-    let loaded = match common::load(
-        &printer,
-        &overrides,
-        args.config.policy.as_deref(),
-        Some(&args.paths),
-        &args.vars,
-    ) {
-        Ok(loaded) => loaded,
-        Err(code) => return code,
+    let loaded = match &args.adhoc.prompt {
+        Some(prompt) => match adhoc::load(args, prompt, &overrides, &printer) {
+            Ok(adhoc::Loaded::Run(loaded)) => *loaded,
+            Ok(adhoc::Loaded::Saved) => return exit::OK,
+            Err(code) => return code,
+        },
+        None => match common::load(
+            &printer,
+            &overrides,
+            args.config.policy.as_deref(),
+            Some(&args.paths),
+            &args.vars,
+        ) {
+            Ok(loaded) => loaded,
+            Err(code) => return code,
+        },
     };
     let json = args.json;
     let flags = RunFlags {
