@@ -139,3 +139,27 @@ fn the_readme_opens_with_the_demo_and_the_test_command_ci_runs() {
         );
     }
 }
+
+/// The release binaries (which the Action downloads) carry the `script`
+/// tool; the tokenizer stays opt-in.
+#[test]
+fn release_binaries_are_built_with_the_script_tool() {
+    let workflow = read(&root().join(".github/workflows/release.yml"));
+    let builds: Vec<&str> = workflow
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("cargo build") || line.starts_with("cargo zigbuild"))
+        .collect();
+    assert_eq!(builds.len(), 2, "{builds:?}");
+    for line in builds {
+        assert!(line.contains("--features script "), "{line}");
+        assert!(!line.contains("tokenizer"), "{line}");
+    }
+    let readme = read(&root().join("README.md"));
+    let install = readme
+        .split("## Install")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap();
+    assert!(install.contains("`script` tool"), "{install}");
+}

@@ -263,3 +263,29 @@ fn every_widening_and_every_unknown_key_is_reported_where_it_is_written() {
         );
     }
 }
+
+/// A build without the `script` tool (the test binary's default) says
+/// where to get one that has it, for the command line and for the Action.
+#[cfg(not(feature = "script"))]
+#[test]
+fn a_script_task_in_a_build_without_it_says_how_to_get_one() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", "prompt: p\ntools: {script: true}\n");
+    for command in ["run", "validate"] {
+        let run = ybs.run([command, "t.yaml"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr
+                .contains("t.yaml:2:9: `tools.script` is not available in this build of ybs"),
+            "{}",
+            run.stderr
+        );
+        for needle in [
+            "the release binaries",
+            "--features script",
+            "ybs-binary: target/release/ybs",
+        ] {
+            assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+        }
+    }
+}
