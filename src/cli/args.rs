@@ -207,6 +207,11 @@ pub struct RunArgs {
     /// Never commit: leave every change in the work tree.
     #[arg(long)]
     pub no_commit: bool,
+    /// Run in a temporary copy of the current directory (its files as git
+    /// sees them, without `.git`), removed afterwards: the checkout stays
+    /// as it is and nothing is committed; the outputs go to --out as usual.
+    #[arg(long)]
+    pub scratch: bool,
     /// Run even if the work tree has uncommitted changes; they stay out of the task's commit.
     #[arg(long)]
     pub allow_dirty: bool,

@@ -15,6 +15,7 @@ pub mod redacting;
 pub mod results;
 pub mod resume;
 pub mod schemas;
+pub mod scratch;
 pub mod serve;
 pub mod state;
 pub mod subject;

@@ -131,6 +131,14 @@ fn the_readme_opens_with_the_demo_and_the_test_command_ci_runs() {
         "two indented commands at the top: {commands:?}"
     );
     assert!(commands[0].contains("cargo run") && commands[0].contains("tasks/demo.yaml"));
+    // One command a newcomer runs as is: no setup chain in front.
+    assert!(
+        !["&&", ";", "rm ", "mkdir ", "cp "]
+            .iter()
+            .any(|part| commands[0].contains(part)),
+        "{}",
+        commands[0]
+    );
     let ci = read(&root().join(".ci/run"));
     for part in commands[1].split(" && ") {
         assert!(
