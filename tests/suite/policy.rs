@@ -742,3 +742,32 @@ fn a_program_run_through_an_option_never_runs_under_a_prefix_rule() {
         "sort ran once, for the plain form"
     );
 }
+
+/// `fs__*` names every tool of the MCP server `fs` (its tools are offered
+/// as `fs__<tool>`), in a task file and in `--policy FILE` alike.
+#[test]
+fn a_rule_for_every_tool_of_an_mcp_server_is_accepted_and_matches_them() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\npolicy:\n  allow: [\"fs__*\", read_file]\n  deny: [\"fs__write*\"]\n",
+    );
+    ybs.run(["validate", "t.yaml"]).expect_code(0);
+    let (verdict, rule, _) = explain(&ybs, &["--task", "t.yaml"], "fs__read_file(a.txt)");
+    assert_eq!(
+        (verdict.as_str(), rule.as_str()),
+        ("allow", "allow[0] fs__*")
+    );
+    let (verdict, rule, _) = explain(&ybs, &["--task", "t.yaml"], "fs__write_file(a.txt)");
+    assert_eq!(
+        (verdict.as_str(), rule.as_str()),
+        ("deny", "deny[0] fs__write*")
+    );
+    let (verdict, _, _) = explain(&ybs, &["--task", "t.yaml"], "git__log");
+    assert_eq!(verdict, "deny");
+    // A character that is in no tool name is still refused.
+    ybs.file("bad.yaml", "prompt: p\npolicy:\n  allow: [\"fs/*\"]\n");
+    let run = ybs.run(["validate", "bad.yaml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("`fs__*`"), "{}", run.stderr);
+}

@@ -588,3 +588,20 @@ fn token_budget_stops_the_task() {
         "token_budget"
     );
 }
+
+#[test]
+fn a_mistyped_command_suggests_the_one_meant() {
+    let ybs = Ybs::new();
+    let run = ybs.run(["rn", "tasks/"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("tip: a similar subcommand exists: 'run'"),
+        "{}",
+        run.stderr
+    );
+    // Only a top-level command is suggested for a top-level typo.
+    let run = ybs.run(["tools", "rn"]);
+    run.expect_code(2);
+    assert!(!run.stderr.contains("'run'"), "{}", run.stderr);
+}
