@@ -315,6 +315,14 @@ pub struct ValidateArgs {
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// The provider flags `ybs run` would get: a task with no model to run
+    /// with (no provider, no cassette) is an error, as it is for `run`.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Check what `ybs run` would refuse only for the tasks whose id
+    /// matches this glob, as `run --filter` (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Vec<String>,
     /// Set a task variable (repeatable), as for `run`.
     #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,

@@ -129,16 +129,13 @@ pub fn missing_model(
     let chosen = task.llm.provider.is_some() || config.provider_override().is_some();
     let message = if chosen {
         format!(
-            "task `{}`: provider `replay` needs a cassette, and `{}` has none beside it",
-            task.id,
+            "provider `replay` needs a cassette, and `{}` has none beside it",
             task.file.display()
         )
     } else {
-        format!(
-            "task `{}` has no model to run with: no provider is set (by `--provider`, \
-             `YBS_PROVIDER`, the config's `llm.provider` or the task's `provider:`)",
-            task.id
-        )
+        "no model to run with: no provider is set (by `--provider`, `YBS_PROVIDER`, \
+         the config's `llm.provider` or the task's `provider:`)"
+            .to_owned()
     };
     Some((
         message,

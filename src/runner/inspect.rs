@@ -32,15 +32,42 @@ impl std::fmt::Display for Validated {
     }
 }
 
-/// Checks every task's workdir and policy (the files themselves were
-/// checked by [`super::load`]); every problem is in the error.
-pub fn validate(loaded: &Loaded, policy_file: Option<&Path>) -> Result<Validated, RunError> {
+/// Which tasks `ybs validate` checks as `ybs run` would run them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Selection<'a> {
+    /// `--filter`: only the tasks it selects (empty: every task).
+    pub filter: &'a [String],
+    /// `--cassette`.
+    pub cassette: Option<&'a Path>,
+}
+
+/// Checks the workdir, the policy and the model of every task `selection`
+/// selects (the files themselves were checked by [`super::load`]); every
+/// problem is in the error.
+pub fn validate(
+    loaded: &Loaded,
+    policy_file: Option<&Path>,
+    selection: &Selection<'_>,
+) -> Result<Validated, RunError> {
     let home = home();
     let mut errors: Vec<PrepareError> = Vec::new();
-    let mut tasks = 0;
+    let selected = super::select(&loaded.files, selection.filter)
+        .map_err(|message| RunError::usage(message, None))?;
+    let tasks = selected.len();
     for file in &loaded.files {
-        for task in &file.tasks {
-            tasks += 1;
+        for task in file.tasks.iter().filter(|task| selected.contains(task)) {
+            // What `ybs run` refuses when it prepares the task.
+            if let Some((message, hint)) =
+                super::adhoc::missing_model(&loaded.config, &loaded.cwd, task, selection.cassette)
+            {
+                errors.push(PrepareError {
+                    file: file.path.clone(),
+                    span: None,
+                    task: task.id.clone(),
+                    message,
+                    hint: Some(hint),
+                });
+            }
             let workdir = workdir(loaded, Some(task));
             // A workdir that does not exist yet is found by `ybs run`; one
             // outside the task file's repository is an error here too.

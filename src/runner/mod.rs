@@ -49,7 +49,8 @@ use crate::tools::ChildEnv;
 pub use error::RunError;
 pub use front::run;
 pub use options::{
-    LoadErrors, Loaded, RunFlags, RunOptions, harden, load, load_text, redactor, run_context,
+    LoadErrors, Loaded, RunFlags, RunOptions, harden, load, load_selected, load_text, redactor,
+    run_context,
 };
 pub use prepare::{
     Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, SetupError, build_provider,

@@ -40,10 +40,28 @@ pub fn load(
     paths: Option<&[PathBuf]>,
     vars: &[(String, String)],
 ) -> Result<Loaded, Box<LoadErrors>> {
-    load_with(overrides, policy_file, |cwd, max_bytes| match paths {
-        Some(paths) => task::load(&default_paths(cwd, paths), vars, max_bytes),
-        None => Ok(Vec::new()),
-    })
+    load_selected(overrides, policy_file, paths, vars, &[])
+}
+
+/// [`load`] for a run of the tasks `filter` selects (`--filter`; empty:
+/// all): what the config refuses in a task (a limit above the operator's,
+/// a cost limit with no known price) is an error only for those.
+pub fn load_selected(
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+    paths: Option<&[PathBuf]>,
+    vars: &[(String, String)],
+    filter: &[String],
+) -> Result<Loaded, Box<LoadErrors>> {
+    load_with(
+        overrides,
+        policy_file,
+        filter,
+        |cwd, max_bytes| match paths {
+            Some(paths) => task::load(&default_paths(cwd, paths), vars, max_bytes),
+            None => Ok(Vec::new()),
+        },
+    )
 }
 
 /// [`load`] with the one task file given as text (`ybs run --prompt`):
@@ -56,7 +74,7 @@ pub fn load_text(
     text: &str,
     vars: &[(String, String)],
 ) -> Result<Loaded, Box<LoadErrors>> {
-    load_with(overrides, policy_file, |_, _| {
+    load_with(overrides, policy_file, &[], |_, _| {
         task::load_str(path, text, vars).map(|file| vec![file])
     })
 }
@@ -64,6 +82,7 @@ pub fn load_text(
 fn load_with(
     overrides: &Overrides,
     policy_file: Option<&Path>,
+    filter: &[String],
     task_files: impl FnOnce(&Path, u64) -> Result<Vec<TaskFile>, task::Diagnostics>,
 ) -> Result<Loaded, Box<LoadErrors>> {
     let cwd = std::env::current_dir().map_err(|error| {
@@ -90,9 +109,15 @@ fn load_with(
     // docs/security.md S5: a task may narrow the operator's settings, never widen
     // them; and a cost limit needs a known price.
     if let (Ok(config), Ok(loaded)) = (&config, &files) {
-        let problems: Vec<task::Diagnostic> = loaded
+        // An invalid glob selects every task here; `select` says why later.
+        let selected = super::select(loaded, filter).unwrap_or_else(|_| {
+            loaded
+                .iter()
+                .flat_map(|file| file.tasks.iter().cloned())
+                .collect()
+        });
+        let problems: Vec<task::Diagnostic> = selected
             .iter()
-            .flat_map(|file| &file.tasks)
             .flat_map(|task| config.check_task(task))
             .collect();
         if !problems.is_empty() {

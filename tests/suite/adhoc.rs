@@ -143,7 +143,7 @@ fn a_prompt_run_without_a_provider_says_which_flag_is_missing() {
     run.expect_code(2);
     assert!(
         run.stderr
-            .contains("task `prompt` has no model to run with: no provider is set"),
+            .contains("error: --prompt: no model to run with: no provider is set"),
         "{}",
         run.stderr
     );

@@ -752,7 +752,8 @@ fn a_rule_for_every_tool_of_an_mcp_server_is_accepted_and_matches_them() {
         "t.yaml",
         "prompt: p\npolicy:\n  allow: [\"fs__*\", read_file]\n  deny: [\"fs__write*\"]\n",
     );
-    ybs.run(["validate", "t.yaml"]).expect_code(0);
+    ybs.run(["validate", "t.yaml", "--provider", "ollama"])
+        .expect_code(0);
     let (verdict, rule, _) = explain(&ybs, &["--task", "t.yaml"], "fs__read_file(a.txt)");
     assert_eq!(
         (verdict.as_str(), rule.as_str()),

@@ -64,7 +64,8 @@ fn every_error_of_every_file_is_reported() {
 fn a_valid_file_validates() {
     let ybs = Ybs::new();
     ybs.file("t.yaml", "prompt: hello {{name}}\nvars: { name: world }\npolicy:\n  allow: [read_file, \"run_shell(cargo test*)\"]\n");
-    ybs.run(["validate", "t.yaml"]).expect_code(0);
+    ybs.run(["validate", "t.yaml", "--provider", "ollama"])
+        .expect_code(0);
 }
 
 #[test]
@@ -288,4 +289,63 @@ fn a_script_task_in_a_build_without_it_says_how_to_get_one() {
             assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
         }
     }
+}
+
+/// `ybs validate` refuses what `ybs run` would refuse before running: a
+/// task with no model (no provider, no cassette) and a cost limit with no
+/// price, and only for the tasks `--filter` selects, with the provider
+/// flags `run` would get.
+#[test]
+fn validate_refuses_what_run_would_for_the_selected_tasks() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "two.yaml",
+        "tasks:\n  - id: a\n    prompt: p\n    provider: openai\n    model: gpt-4.1\n  - id: b\n    prompt: p\n    limits: {max_cost_usd: 1}\n",
+    );
+    let run = ybs.run(["validate", "two.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "two.yaml:8:28: task `b` has max_cost_usd 1, but the price of model `replay` is not known"
+        ),
+        "{}",
+        run.stderr
+    );
+    // Task `a` alone is fine, as `run --filter a` runs it.
+    let run = ybs.run(["validate", "two.yaml", "--filter", "a"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("ok: 1 file, 1 task valid"),
+        "{}",
+        run.stdout
+    );
+    // With the model `run` would be given, `b` has a price and a model.
+    ybs.run([
+        "validate",
+        "two.yaml",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4.1",
+    ])
+    .expect_code(0);
+
+    // No provider and no cassette: `run` stops at this task, so does validate.
+    ybs.file("t.yaml", "prompt: p\n");
+    let run = ybs.run(["validate", "t.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("t.yaml: task `t`: no model to run with: no provider is set"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: pass --provider"),
+        "{}",
+        run.stderr
+    );
+    // A cassette beside the file, or --cassette, is a model.
+    ybs.file("t.cassette.json", "{\"version\": 1, \"interactions\": []}");
+    ybs.run(["validate", "t.yaml"]).expect_code(0);
 }

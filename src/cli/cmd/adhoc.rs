@@ -71,7 +71,7 @@ pub fn load(
             args.provider.cassette.as_deref(),
         )
     {
-        let error = RunError::usage(message, Some(&hint));
+        let error = RunError::usage(format!("--prompt: {message}"), Some(&hint));
         return Err(diagnostics::fail(printer, &error));
     }
     Ok(Loaded::Run(Box::new(loaded)))

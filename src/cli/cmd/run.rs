@@ -102,12 +102,13 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             Ok(adhoc::Loaded::Saved) => return exit::OK,
             Err(code) => return code,
         },
-        None => match common::load(
+        None => match common::load_selected(
             &printer,
             &overrides,
             args.config.policy.as_deref(),
-            Some(&args.paths),
+            &args.paths,
             &args.vars,
+            &args.filter,
         ) {
             Ok(loaded) => loaded,
             Err(code) => return code,

@@ -11,16 +11,21 @@ use crate::runner::inspect;
 
 pub fn validate(args: &ValidateArgs) -> u8 {
     let printer = Printer::new(common::level(&args.verbosity), false);
-    let overrides = common::config_overrides(&args.config, false);
+    let overrides = common::overrides(&args.config, &args.provider, false, None);
     let policy_file = args.config.policy.as_deref();
-    let loaded = common::load(
+    let loaded = common::load_selected(
         &printer,
         &overrides,
         policy_file,
-        Some(&args.paths),
+        &args.paths,
         &args.vars,
+        &args.filter,
     );
-    match loaded.map(|loaded| inspect::validate(&loaded, policy_file)) {
+    let selection = inspect::Selection {
+        filter: &args.filter,
+        cassette: args.provider.cassette.as_deref(),
+    };
+    match loaded.map(|loaded| inspect::validate(&loaded, policy_file, &selection)) {
         Ok(Ok(validated)) => {
             printer.result(&validated.to_string());
             exit::OK
