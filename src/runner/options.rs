@@ -14,6 +14,7 @@ use crate::tools::ChildEnv;
 use super::RunContext;
 
 /// Config and task files, loaded and checked.
+#[derive(Debug)]
 pub struct Loaded {
     pub config: Config,
     pub files: Vec<TaskFile>,
@@ -30,6 +31,9 @@ pub struct LoadErrors {
     pub policy: Option<ConfigError>,
     pub config: Option<ConfigError>,
     pub files: Option<task::Diagnostics>,
+    /// With only task-file errors: the files that did load, with the
+    /// config and policy (`ybs validate` checks their policies too).
+    pub partial: Option<Box<Loaded>>,
 }
 
 /// Loads config, `--policy FILE` and the task files (`None`: no task
@@ -58,8 +62,8 @@ pub fn load_selected(
         policy_file,
         filter,
         |cwd, max_bytes| match paths {
-            Some(paths) => task::load(&default_paths(cwd, paths), vars, max_bytes),
-            None => Ok(Vec::new()),
+            Some(paths) => task::load_each(&default_paths(cwd, paths), vars, max_bytes),
+            None => (Vec::new(), Vec::new()),
         },
     )
 }
@@ -75,7 +79,10 @@ pub fn load_text(
     vars: &[(String, String)],
 ) -> Result<Loaded, Box<LoadErrors>> {
     load_with(overrides, policy_file, &[], |_, _| {
-        task::load_str(path, text, vars).map(|file| vec![file])
+        match task::load_str(path, text, vars) {
+            Ok(file) => (vec![file], Vec::new()),
+            Err(diagnostics) => (Vec::new(), diagnostics.0),
+        }
     })
 }
 
@@ -83,7 +90,7 @@ fn load_with(
     overrides: &Overrides,
     policy_file: Option<&Path>,
     filter: &[String],
-    task_files: impl FnOnce(&Path, u64) -> Result<Vec<TaskFile>, task::Diagnostics>,
+    task_files: impl FnOnce(&Path, u64) -> (Vec<TaskFile>, Vec<task::Diagnostic>),
 ) -> Result<Loaded, Box<LoadErrors>> {
     let cwd = std::env::current_dir().map_err(|error| {
         Box::new(LoadErrors {
@@ -105,7 +112,14 @@ fn load_with(
         .map_or(config::defaults::MAX_TASK_FILE_BYTES, |config| {
             config.safety.max_task_file_bytes
         });
-    let mut files = task_files(&cwd, max_bytes);
+    let (loaded_files, diagnostics) = task_files(&cwd, max_bytes);
+    let mut partial_files = Vec::new();
+    let mut files = if diagnostics.is_empty() {
+        Ok(loaded_files)
+    } else {
+        partial_files = loaded_files;
+        Err(task::Diagnostics(diagnostics))
+    };
     // docs/security.md S5: a task may narrow the operator's settings, never widen
     // them; and a cost limit needs a known price.
     if let (Ok(config), Ok(loaded)) = (&config, &files) {
@@ -132,11 +146,27 @@ fn load_with(
             cwd,
             operator_policy,
         }),
+        (Ok(config), Err(files), Ok(operator_policy)) => {
+            let partial = (!partial_files.is_empty()).then(|| {
+                Box::new(Loaded {
+                    config,
+                    files: partial_files,
+                    cwd,
+                    operator_policy,
+                })
+            });
+            Err(Box::new(LoadErrors {
+                files: Some(files),
+                partial,
+                ..LoadErrors::default()
+            }))
+        }
         (config, files, policy) => Err(Box::new(LoadErrors {
             cwd: None,
             policy: policy.err(),
             config: config.err(),
             files: files.err(),
+            partial: None,
         })),
     }
 }

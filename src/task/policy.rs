@@ -288,7 +288,9 @@ fn decode_examples(decoder: &mut Decoder<'_>, node: &Node) -> Examples {
     ] {
         let calls: Vec<Spanned<String>> = fields.get(decoder, key).unwrap_or_default();
         for call in calls {
-            match Rule::parse(&call.value) {
+            // A call, as `ybs policy explain` reads one (no `*` in its
+            // tool name, whatever its argument holds).
+            match crate::policy::parse_call(&call.value) {
                 Ok(_) => list.push(call.value),
                 Err(error) => decoder.error(
                     call.span,

@@ -349,3 +349,31 @@ fn validate_refuses_what_run_would_for_the_selected_tasks() {
     ybs.file("t.cassette.json", "{\"version\": 1, \"interactions\": []}");
     ybs.run(["validate", "t.yaml"]).expect_code(0);
 }
+
+/// A failing policy example is reported at its `line:col` (in the task
+/// file, or in the `--policy` file that holds it), one line each, and
+/// another file's errors do not hide it.
+#[test]
+fn policy_example_failures_name_their_place_and_survive_other_files_errors() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "a.yaml",
+        "prompt: p\nprovider: ollama\npolicy:\n  allow: [read_file]\n  examples:\n    allow:\n      - write_file(a)\n    deny: [read_file(x), \"run_shell(ls)\"]\n",
+    );
+    ybs.file("bad.yaml", "prompt: p\nbogus: 1\n");
+    ybs.file(
+        "policy.yaml",
+        "allow: [read_file, list_files]\nexamples:\n  deny: [read_file(src)]\n",
+    );
+    let run = ybs.run(["validate", "a.yaml", "bad.yaml", "--policy", "policy.yaml"]);
+    run.expect_code(2);
+    for expected in [
+        "bad.yaml:2:1: unknown field `bogus`",
+        "a.yaml:7:9: task `a`: policy example fails: example `write_file(a)` should be allow but is deny",
+        "a.yaml:8:12: task `a`: policy example fails: example `read_file(x)` should be deny but is allow",
+        "policy.yaml:3:10: task `a`: policy example fails: example `read_file(src)` should be deny but is allow",
+    ] {
+        assert!(run.stderr.contains(expected), "{expected}:\n{}", run.stderr);
+    }
+    assert!(run.stderr.contains("hint: fix the rules or the examples"));
+}
