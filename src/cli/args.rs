@@ -207,6 +207,11 @@ pub struct RunArgs {
     /// Never commit: leave every change in the work tree.
     #[arg(long)]
     pub no_commit: bool,
+    /// Run in a temporary copy of the current directory (its files as git
+    /// sees them, without `.git`), removed afterwards: the checkout stays
+    /// as it is and nothing is committed; the outputs go to --out as usual.
+    #[arg(long)]
+    pub scratch: bool,
     /// Run even if the work tree has uncommitted changes; they stay out of the task's commit.
     #[arg(long)]
     pub allow_dirty: bool,
@@ -230,7 +235,35 @@ pub struct RunArgs {
     #[arg(long)]
     pub interactive: bool,
     #[command(flatten)]
+    pub adhoc: AdHocArgs,
+    #[command(flatten)]
     pub verbosity: Verbosity,
+}
+
+/// `ybs run --prompt TEXT`: one task without a task file
+/// (docs/task-files.md, "Ad-hoc runs").
+#[derive(Debug, Clone, Args)]
+pub struct AdHocArgs {
+    /// Run one task with this prompt instead of task files (`-` reads it
+    /// from stdin); it runs as the task file `--save` writes would.
+    #[arg(short = 'p', long, value_name = "TEXT", conflicts_with = "paths")]
+    pub prompt: Option<String>,
+    /// The ad-hoc task's id (default `prompt`).
+    #[arg(long, value_name = "ID", requires = "prompt")]
+    pub id: Option<String>,
+    /// Allow calls matching RULE, e.g. 'run_shell(cargo test*)' (repeatable).
+    #[arg(long, value_name = "RULE", requires = "prompt")]
+    pub allow: Vec<String>,
+    /// Deny calls matching RULE, e.g. 'run_shell(git push*)' (repeatable).
+    #[arg(long, value_name = "RULE", requires = "prompt")]
+    pub deny: Vec<String>,
+    /// A check: a command that must exit 0 after the agent stops (repeatable).
+    #[arg(long = "check", value_name = "CMD", requires = "prompt")]
+    pub checks: Vec<String>,
+    /// Write the equivalent task file to FILE and exit without running it
+    /// (`ybs run FILE` then runs the same task).
+    #[arg(long, value_name = "FILE", requires = "prompt")]
+    pub save: Option<PathBuf>,
 }
 
 /// `ybs resume OUT`: answers every pending call of the paused tasks in
@@ -291,6 +324,14 @@ pub struct ValidateArgs {
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// The provider flags `ybs run` would get: a task with no model to run
+    /// with (no provider, no cassette) is an error, as it is for `run`.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    /// Check what `ybs run` would refuse only for the tasks whose id
+    /// matches this glob, as `run --filter` (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Vec<String>,
     /// Set a task variable (repeatable), as for `run`.
     #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,

@@ -408,6 +408,12 @@ impl Config {
         self.resolve_task(&task.llm, &task.limits)
     }
 
+    /// The provider the config layers (flags, `YBS_PROVIDER`, files) name,
+    /// over every task's own `provider:`; `None` when none does.
+    pub fn provider_override(&self) -> Option<&str> {
+        self.over_tasks.llm.provider.as_deref()
+    }
+
     /// The settings of a session with no task file (`ybs chat`).
     pub fn session_settings(&self) -> TaskSettings {
         self.resolve_task(&LlmSpec::default(), &LimitsSpec::default())

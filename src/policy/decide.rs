@@ -657,7 +657,7 @@ impl CompiledRule {
     }
 
     fn tool_matches(&self, tool: &str) -> bool {
-        self.rule.tool == "*" || self.rule.tool == tool
+        self.rule.matches_tool(tool)
     }
 
     fn path_matches(&self, path: Option<&str>) -> bool {

@@ -118,7 +118,7 @@ impl Policy {
                     &set.ask
                 };
                 if let Some((index, rule)) = rules.iter().enumerate().find(|(_, rule)| {
-                    (rule.rule.tool == "*" || rule.rule.tool == tool)
+                    rule.rule.matches_tool(tool)
                         && rule.rule.paths.is_empty()
                         && rule.hits_part(part)
                 }) {

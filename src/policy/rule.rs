@@ -110,13 +110,12 @@ impl Rule {
         if tool.is_empty() {
             return Err(error("missing tool name"));
         }
-        if tool != "*"
-            && !tool
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        if !tool
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*'))
         {
             return Err(error(
-                "a tool name is letters, digits, `_`, `-`, `.` or `*`",
+                "a tool name is letters, digits, `_`, `-` and `.`, with `*` for any characters (`fs__*`: every tool of the MCP server `fs`)",
             ));
         }
         let mut rule = Self::tool(tool);
@@ -132,6 +131,36 @@ impl Rule {
         }
         Ok(rule)
     }
+}
+
+impl Rule {
+    /// Whether the rule's tool name (where `*` stands for any characters:
+    /// `*` every tool, `fs__*` every tool of the MCP server `fs`) names
+    /// `tool`.
+    pub fn matches_tool(&self, tool: &str) -> bool {
+        tool_pattern_matches(&self.tool, tool)
+    }
+}
+
+/// `pattern` with `*` for any run of characters, against `name`.
+pub fn tool_pattern_matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        // No `*`: the whole name.
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 impl std::fmt::Display for Rule {
@@ -198,5 +227,30 @@ mod tests {
         assert!(Rule::parse("run_shell(cargo").is_err());
         assert!(Rule::parse("(x)").is_err());
         assert!(Rule::parse("bad name").is_err());
+        assert_eq!(Rule::parse("fs__*").unwrap(), Rule::tool("fs__*"));
+    }
+
+    #[test]
+    fn a_star_in_a_tool_name_stands_for_any_characters() {
+        for (pattern, name, matches) in [
+            ("*", "read_file", true),
+            ("read_file", "read_file", true),
+            ("read_file", "read_files", false),
+            ("fs__*", "fs__read_file", true),
+            ("fs__*", "fs__", true),
+            ("fs__*", "git__log", false),
+            ("*_file", "edit_file", true),
+            ("*_file", "run_shell", false),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "aXbYc", true),
+            ("a*b*c", "ac", false),
+            ("ab*ba", "aba", false),
+        ] {
+            assert_eq!(
+                tool_pattern_matches(pattern, name),
+                matches,
+                "{pattern} {name}"
+            );
+        }
     }
 }

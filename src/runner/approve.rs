@@ -101,19 +101,72 @@ impl Approver for TerminalApprover {
                 return None;
             }
             self.printer.error(
-                "ybs: continue the conversation? (an empty line or /exit finishes the task)",
+                "ybs: continue the conversation? (an empty line or /exit finishes the task; /help lists the commands)",
             );
-            self.printer.prompt("> ");
-            let Some(line) = read_line().await else {
-                self.closed.store(true, Ordering::Relaxed);
-                self.printer.error("");
-                return None;
-            };
-            match line.trim() {
-                "" | "/exit" => None,
-                text => Some(text.to_owned()),
+            loop {
+                self.printer.prompt("> ");
+                let Some(line) = read_line().await else {
+                    self.closed.store(true, Ordering::Relaxed);
+                    self.printer.error("");
+                    return None;
+                };
+                match follow_up_input(&line) {
+                    FollowUp::Finish => return None,
+                    FollowUp::Message(text) => return Some(text),
+                    FollowUp::Reply(lines) => {
+                        for line in lines {
+                            self.printer.error(&line);
+                        }
+                    }
+                }
             }
         })
+    }
+}
+
+/// What a line typed at the follow-up prompt is.
+#[derive(Debug, PartialEq, Eq)]
+enum FollowUp {
+    /// Finish the task: an empty line, `/exit`.
+    Finish,
+    /// The next message to the model.
+    Message(String),
+    /// A command answered here (`/help`, `/model`, an unknown one): these
+    /// lines are printed and the prompt comes again.
+    Reply(Vec<String>),
+}
+
+/// Commands are a `/` and a word (`/help`, `/model gpt-4.1`); a line like
+/// `/src/lib.rs fails` is a message.
+fn follow_up_input(line: &str) -> FollowUp {
+    let text = line.trim();
+    if text.is_empty() {
+        return FollowUp::Finish;
+    }
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let Some(command) = first.strip_prefix('/') else {
+        return FollowUp::Message(text.to_owned());
+    };
+    if command.is_empty() || !command.chars().all(|c| c.is_ascii_alphabetic()) {
+        return FollowUp::Message(text.to_owned());
+    }
+    match command {
+        "exit" | "quit" => FollowUp::Finish,
+        "help" => FollowUp::Reply(vec![
+            "  TEXT        send TEXT to the model; the task goes on".to_owned(),
+            "  /exit       finish the task (so does an empty line)".to_owned(),
+            "  /help       this list".to_owned(),
+            "  a message starting with `/` and a word is a command; write `./path` for a path"
+                .to_owned(),
+        ]),
+        "model" => FollowUp::Reply(vec![
+            "ybs: a task keeps the model it started with; run it again with --model NAME, \
+             or use `ybs chat`, where /model NAME switches"
+                .to_owned(),
+        ]),
+        _ => FollowUp::Reply(vec![format!(
+            "ybs: unknown command /{command}; /help lists the commands"
+        )]),
     }
 }
 
@@ -162,6 +215,26 @@ async fn read_line() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn follow_up_commands_are_a_slash_and_a_word() {
+        assert_eq!(follow_up_input("\n"), FollowUp::Finish);
+        assert_eq!(follow_up_input("/exit\n"), FollowUp::Finish);
+        assert!(matches!(follow_up_input("/help"), FollowUp::Reply(_)));
+        assert!(matches!(
+            follow_up_input("/model gpt-4.1"),
+            FollowUp::Reply(_)
+        ));
+        assert!(matches!(follow_up_input("/tools"), FollowUp::Reply(_)));
+        assert_eq!(
+            follow_up_input("/src/lib.rs fails\n"),
+            FollowUp::Message("/src/lib.rs fails".to_owned())
+        );
+        assert_eq!(
+            follow_up_input("now write c"),
+            FollowUp::Message("now write c".to_owned())
+        );
+    }
 
     #[test]
     fn answers_parse_in_any_case_and_nothing_else_counts() {

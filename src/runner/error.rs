@@ -139,6 +139,7 @@ mod tests {
     fn load_errors_print_every_problem_with_hints_and_a_count() {
         let errors = LoadErrors {
             cwd: None,
+            partial: None,
             policy: None,
             config: Some(ConfigError::Env(EnvError {
                 name: "YBS_JOBS".into(),

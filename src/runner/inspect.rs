@@ -32,15 +32,42 @@ impl std::fmt::Display for Validated {
     }
 }
 
-/// Checks every task's workdir and policy (the files themselves were
-/// checked by [`super::load`]); every problem is in the error.
-pub fn validate(loaded: &Loaded, policy_file: Option<&Path>) -> Result<Validated, RunError> {
+/// Which tasks `ybs validate` checks as `ybs run` would run them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Selection<'a> {
+    /// `--filter`: only the tasks it selects (empty: every task).
+    pub filter: &'a [String],
+    /// `--cassette`.
+    pub cassette: Option<&'a Path>,
+}
+
+/// Checks the workdir, the policy and the model of every task `selection`
+/// selects (the files themselves were checked by [`super::load`]); every
+/// problem is in the error.
+pub fn validate(
+    loaded: &Loaded,
+    policy_file: Option<&Path>,
+    selection: &Selection<'_>,
+) -> Result<Validated, RunError> {
     let home = home();
     let mut errors: Vec<PrepareError> = Vec::new();
-    let mut tasks = 0;
+    let selected = super::select(&loaded.files, selection.filter)
+        .map_err(|message| RunError::usage(message, None))?;
+    let tasks = selected.len();
     for file in &loaded.files {
-        for task in &file.tasks {
-            tasks += 1;
+        for task in file.tasks.iter().filter(|task| selected.contains(task)) {
+            // What `ybs run` refuses when it prepares the task.
+            if let Some((message, hint)) =
+                super::adhoc::missing_model(&loaded.config, &loaded.cwd, task, selection.cassette)
+            {
+                errors.push(PrepareError {
+                    file: file.path.clone(),
+                    span: None,
+                    task: task.id.clone(),
+                    message,
+                    hint: Some(hint),
+                });
+            }
             let workdir = workdir(loaded, Some(task));
             // A workdir that does not exist yet is found by `ybs run`; one
             // outside the task file's repository is an error here too.
@@ -56,14 +83,29 @@ pub fn validate(loaded: &Loaded, policy_file: Option<&Path>) -> Result<Validated
                 errors.push(error);
                 continue;
             }
-            if let Err(error) = policy_of(loaded, Some(task), policy_file, &workdir) {
-                errors.push(PrepareError {
+            match built_policy(loaded, Some(task), policy_file, &workdir) {
+                Err(error) => errors.push(PrepareError {
                     file: file.path.clone(),
                     span: None,
                     task: task.id.clone(),
                     message: error.to_string(),
                     hint: error.hint_text().map(str::to_owned),
-                });
+                }),
+                // Each failing example on its own line, at the place it is
+                // written (the task file, else the `--policy` file).
+                Ok(policy) => {
+                    for failure in policy.check_examples(policy.examples()) {
+                        let (file, span) =
+                            example_place(&loaded.cwd, &file.path, policy_file, &failure.call);
+                        errors.push(PrepareError {
+                            file,
+                            span,
+                            task: task.id.clone(),
+                            message: format!("policy example fails: {failure}"),
+                            hint: Some(super::prepare::EXAMPLES_HINT.to_owned()),
+                        });
+                    }
+                }
             }
         }
     }
@@ -141,6 +183,66 @@ fn workdir(loaded: &Loaded, task: Option<&TaskSpec>) -> PathBuf {
         task.and_then(|t| t.workdir.as_deref())
             .unwrap_or(Path::new(".")),
     )
+}
+
+/// Where the example `call` is written: the first line of the task file
+/// holding it (quoted or not), else of the `--policy` file; the task file
+/// with no position when neither holds it verbatim.
+fn example_place(
+    cwd: &Path,
+    task_file: &Path,
+    policy_file: Option<&Path>,
+    call: &str,
+) -> (PathBuf, Option<crate::core::span::Span>) {
+    let candidates = std::iter::once(task_file).chain(policy_file);
+    for file in candidates {
+        let Ok(text) = std::fs::read_to_string(cwd.join(file)) else {
+            continue;
+        };
+        for (number, line) in text.lines().enumerate() {
+            // After `#`, a comment; an example lies after a `[`, `-`, `,` or quote.
+            let code = line.split(" #").next().unwrap_or(line);
+            if let Some(at) = code.find(call) {
+                let before = code[..at].trim_end();
+                if before.ends_with(['[', '-', ',', '"', '\'', ':']) {
+                    let column = code[..at].chars().count() + 1;
+                    let column = if before.ends_with(['"', '\'']) {
+                        column - 1
+                    } else {
+                        column
+                    };
+                    let line = u32::try_from(number + 1).unwrap_or(u32::MAX);
+                    let column = u32::try_from(column).unwrap_or(u32::MAX);
+                    return (
+                        file.to_owned(),
+                        Some(crate::core::span::Span::new(line, column)),
+                    );
+                }
+            }
+        }
+    }
+    (task_file.to_owned(), None)
+}
+
+/// [`policy_of`] without checking the examples.
+fn built_policy(
+    loaded: &Loaded,
+    task: Option<&TaskSpec>,
+    policy_file: Option<&Path>,
+    workdir: &Path,
+) -> Result<Policy, super::SetupError> {
+    let home = home();
+    let empty: Vec<PolicySpec> = Vec::new();
+    super::prepare::build_policy(&PolicyInputs {
+        config: &loaded.config,
+        home: home.as_deref(),
+        operator: loaded.operator_policy.as_ref(),
+        workdir,
+        protected: task.map_or_else(Vec::new, |t| {
+            protected_files(&loaded.cwd, &t.file, policy_file)
+        }),
+        layers: task.map_or(&empty, |t| &t.policy),
+    })
 }
 
 /// The task's policy as `ybs run` would build it (the operator's alone

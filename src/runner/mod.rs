@@ -1,6 +1,7 @@
 //! L4 runner: one run of many tasks: selection, preparation, execution
 //! with checks, git and outputs, interrupts.
 
+pub mod adhoc;
 pub mod agents_md;
 mod answer;
 pub mod approve;
@@ -16,6 +17,7 @@ pub mod redacting;
 pub mod results;
 pub mod resume;
 pub mod schemas;
+pub mod scratch;
 pub mod serve;
 pub mod state;
 pub mod subject;
@@ -48,7 +50,10 @@ use crate::tools::ChildEnv;
 
 pub use error::RunError;
 pub use front::run;
-pub use options::{LoadErrors, Loaded, RunFlags, RunOptions, harden, load, redactor, run_context};
+pub use options::{
+    LoadErrors, Loaded, RunFlags, RunOptions, harden, load, load_selected, load_text, redactor,
+    run_context,
+};
 pub use prepare::{
     Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, SetupError, build_provider,
     check_workdir_root, child_env_for, prepare, protected_files, task_policy, task_sandbox,

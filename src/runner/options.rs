@@ -14,6 +14,7 @@ use crate::tools::ChildEnv;
 use super::RunContext;
 
 /// Config and task files, loaded and checked.
+#[derive(Debug)]
 pub struct Loaded {
     pub config: Config,
     pub files: Vec<TaskFile>,
@@ -30,6 +31,9 @@ pub struct LoadErrors {
     pub policy: Option<ConfigError>,
     pub config: Option<ConfigError>,
     pub files: Option<task::Diagnostics>,
+    /// With only task-file errors: the files that did load, with the
+    /// config and policy (`ybs validate` checks their policies too).
+    pub partial: Option<Box<Loaded>>,
 }
 
 /// Loads config, `--policy FILE` and the task files (`None`: no task
@@ -39,6 +43,54 @@ pub fn load(
     policy_file: Option<&Path>,
     paths: Option<&[PathBuf]>,
     vars: &[(String, String)],
+) -> Result<Loaded, Box<LoadErrors>> {
+    load_selected(overrides, policy_file, paths, vars, &[])
+}
+
+/// [`load`] for a run of the tasks `filter` selects (`--filter`; empty:
+/// all): what the config refuses in a task (a limit above the operator's,
+/// a cost limit with no known price) is an error only for those.
+pub fn load_selected(
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+    paths: Option<&[PathBuf]>,
+    vars: &[(String, String)],
+    filter: &[String],
+) -> Result<Loaded, Box<LoadErrors>> {
+    load_with(
+        overrides,
+        policy_file,
+        filter,
+        |cwd, max_bytes| match paths {
+            Some(paths) => task::load_each(&default_paths(cwd, paths), vars, max_bytes),
+            None => (Vec::new(), Vec::new()),
+        },
+    )
+}
+
+/// [`load`] with the one task file given as text (`ybs run --prompt`):
+/// `path`, relative to the directory ybs runs in, is where the file is
+/// considered to be (see [`super::adhoc`]).
+pub fn load_text(
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+    path: &Path,
+    text: &str,
+    vars: &[(String, String)],
+) -> Result<Loaded, Box<LoadErrors>> {
+    load_with(overrides, policy_file, &[], |_, _| {
+        match task::load_str(path, text, vars) {
+            Ok(file) => (vec![file], Vec::new()),
+            Err(diagnostics) => (Vec::new(), diagnostics.0),
+        }
+    })
+}
+
+fn load_with(
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+    filter: &[String],
+    task_files: impl FnOnce(&Path, u64) -> (Vec<TaskFile>, Vec<task::Diagnostic>),
 ) -> Result<Loaded, Box<LoadErrors>> {
     let cwd = std::env::current_dir().map_err(|error| {
         Box::new(LoadErrors {
@@ -60,16 +112,26 @@ pub fn load(
         .map_or(config::defaults::MAX_TASK_FILE_BYTES, |config| {
             config.safety.max_task_file_bytes
         });
-    let mut files = match paths {
-        Some(paths) => task::load(&default_paths(&cwd, paths), vars, max_bytes),
-        None => Ok(Vec::new()),
+    let (loaded_files, diagnostics) = task_files(&cwd, max_bytes);
+    let mut partial_files = Vec::new();
+    let mut files = if diagnostics.is_empty() {
+        Ok(loaded_files)
+    } else {
+        partial_files = loaded_files;
+        Err(task::Diagnostics(diagnostics))
     };
     // docs/security.md S5: a task may narrow the operator's settings, never widen
     // them; and a cost limit needs a known price.
     if let (Ok(config), Ok(loaded)) = (&config, &files) {
-        let problems: Vec<task::Diagnostic> = loaded
+        // An invalid glob selects every task here; `select` says why later.
+        let selected = super::select(loaded, filter).unwrap_or_else(|_| {
+            loaded
+                .iter()
+                .flat_map(|file| file.tasks.iter().cloned())
+                .collect()
+        });
+        let problems: Vec<task::Diagnostic> = selected
             .iter()
-            .flat_map(|file| &file.tasks)
             .flat_map(|task| config.check_task(task))
             .collect();
         if !problems.is_empty() {
@@ -84,11 +146,27 @@ pub fn load(
             cwd,
             operator_policy,
         }),
+        (Ok(config), Err(files), Ok(operator_policy)) => {
+            let partial = (!partial_files.is_empty()).then(|| {
+                Box::new(Loaded {
+                    config,
+                    files: partial_files,
+                    cwd,
+                    operator_policy,
+                })
+            });
+            Err(Box::new(LoadErrors {
+                files: Some(files),
+                partial,
+                ..LoadErrors::default()
+            }))
+        }
         (config, files, policy) => Err(Box::new(LoadErrors {
             cwd: None,
             policy: policy.err(),
             config: config.err(),
             files: files.err(),
+            partial: None,
         })),
     }
 }

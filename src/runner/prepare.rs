@@ -791,6 +791,24 @@ pub struct PolicyInputs<'a> {
 /// the task's layers) and checks its `examples`. Shared by `run`,
 /// `validate` and `policy explain`.
 pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
+    let policy = build_policy(inputs)?;
+    let failures = policy.check_examples(policy.examples());
+    if !failures.is_empty() {
+        let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
+        return Err(SetupError::Policy {
+            message: format!("policy examples fail: {}", listed.join("; ")),
+            hint: Some(EXAMPLES_HINT),
+        });
+    }
+    Ok(policy)
+}
+
+/// Said with failing policy examples.
+pub const EXAMPLES_HINT: &str =
+    "fix the rules or the examples; `ybs policy explain 'CALL'` shows how a call is decided";
+
+/// [`task_policy`] without checking the examples.
+pub fn build_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
     let mut guards = GuardSettings::new(inputs.workdir.to_owned(), inputs.home.map(Path::to_owned));
     guards.allowed_roots = allowed_roots(inputs.config, inputs.home);
     guards
@@ -801,22 +819,10 @@ pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
         .clone_from(&inputs.config.safety.blocked_paths);
     guards.protected_paths.clone_from(&inputs.protected);
     guards.program_path = std::env::var_os("PATH");
-    let policy =
-        Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| SetupError::Policy {
-            message: e.to_string(),
-            hint: None,
-        })?;
-    let failures = policy.check_examples(policy.examples());
-    if !failures.is_empty() {
-        let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
-        return Err(SetupError::Policy {
-            message: format!("policy examples fail: {}", listed.join("; ")),
-            hint: Some(
-                "fix the rules or the examples; `ybs policy explain 'CALL'` shows how a call is decided",
-            ),
-        });
-    }
-    Ok(policy)
+    Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| SetupError::Policy {
+        message: e.to_string(),
+        hint: None,
+    })
 }
 
 /// `safety.allowed_paths`, expanded and canonical; missing ones dropped.
@@ -971,7 +977,7 @@ pub fn build_provider(
 }
 
 /// `tasks/x.yaml` → `tasks/x.cassette.json`, if it exists.
-fn sibling_cassette(cwd: &Path, task_file: &Path) -> Option<PathBuf> {
+pub(super) fn sibling_cassette(cwd: &Path, task_file: &Path) -> Option<PathBuf> {
     let stem = task_file.file_stem()?.to_string_lossy().to_string();
     let path = cwd
         .join(task_file)

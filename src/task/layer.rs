@@ -508,7 +508,9 @@ fn decode_script_tool(decoder: &mut Decoder<'_>, fields: &Fields<'_>) -> Option<
         decoder.error_with_hint(
             span,
             "`tools.script` is not available in this build of ybs",
-            "the `script` tool needs ybs built with `--features script`",
+            "the `script` tool needs a build that has it: the release binaries (and so the GitHub \
+             Action's download) have it, or build one with `cargo build --release --features \
+             script` and give it to the Action with `ybs-binary: target/release/ybs`",
         );
         return None;
     }

@@ -36,6 +36,22 @@ pub fn load(
     cli_vars: &[(String, String)],
     max_bytes: u64,
 ) -> Result<Vec<TaskFile>, Diagnostics> {
+    let (loaded, diagnostics) = load_each(paths, cli_vars, max_bytes);
+    if diagnostics.is_empty() {
+        Ok(loaded)
+    } else {
+        Err(Diagnostics(diagnostics))
+    }
+}
+
+/// [`load`], keeping the files that loaded when others did not (so
+/// `ybs validate` can check their policies too): those files, and every
+/// diagnostic.
+pub fn load_each(
+    paths: &[PathBuf],
+    cli_vars: &[(String, String)],
+    max_bytes: u64,
+) -> (Vec<TaskFile>, Vec<Diagnostic>) {
     let (files, mut diagnostics) = discover(paths);
     let mut loaded = Vec::new();
     for path in files {
@@ -52,11 +68,7 @@ pub fn load(
         }
     }
     diagnostics.extend(duplicate_ids_across_files(&loaded));
-    if diagnostics.is_empty() {
-        Ok(loaded)
-    } else {
-        Err(Diagnostics(diagnostics))
-    }
+    (loaded, diagnostics)
 }
 
 /// The file's text, refused when it is longer than `max_bytes` (reading

@@ -92,7 +92,8 @@ fn decode_rules(decoder: &mut Decoder<'_>, node: &Node, list: &str) -> Vec<Rule>
 fn decode_rule(decoder: &mut Decoder<'_>, node: &Node, list: &str) -> Option<Rule> {
     match &node.kind {
         NodeKind::Str(text) => match Rule::parse(text) {
-            Ok(rule) => check_globs(decoder, node, rule),
+            Ok(rule) => check_globs(decoder, node, rule)
+                .and_then(|rule| check_allowed_commands(decoder, node, list, rule)),
             Err(error) => {
                 decoder.error_with_hint(
                     node.span,
@@ -121,7 +122,9 @@ fn decode_rule(decoder: &mut Decoder<'_>, node: &Node, list: &str) -> Option<Rul
                     return None;
                 }
             };
-            decode_matchers(decoder, value, rule).and_then(|rule| check_globs(decoder, node, rule))
+            decode_matchers(decoder, value, rule)
+                .and_then(|rule| check_globs(decoder, node, rule))
+                .and_then(|rule| check_allowed_commands(decoder, node, list, rule))
         }
         NodeKind::Map(_) => {
             decoder.error_with_hint(
@@ -187,6 +190,61 @@ fn decode_matchers(decoder: &mut Decoder<'_>, node: &Node, mut rule: Rule) -> Op
     (decoder.error_count() == before).then_some(rule)
 }
 
+/// An `allow` command glob holding `;`, `&&`, `||` or `|` (outside
+/// quotes) can never match: `allow` needs every simple command of a call
+/// to match, and no simple command holds one of those.
+fn check_allowed_commands(
+    decoder: &mut Decoder<'_>,
+    node: &Node,
+    list: &str,
+    rule: Rule,
+) -> Option<Rule> {
+    if list != "allow" {
+        return Some(rule);
+    }
+    for glob in &rule.commands {
+        if let Some(operator) = shell_operator(glob) {
+            decoder.error_with_hint(
+                node.span,
+                format!(
+                    "`allow` rule `{rule}` can never match: a command is allowed part by part, \
+                     split on `;`, `&&`, `||` and `|`, and no part holds `{operator}`"
+                ),
+                "allow each command on its own, like `run_shell(cargo build*)` and `run_shell(cargo test*)`",
+            );
+            return None;
+        }
+    }
+    Some(rule)
+}
+
+/// The first shell list or pipe operator in `text` outside quotes.
+fn shell_operator(text: &str) -> Option<&'static str> {
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    let mut escaped = false;
+    while let Some(c) = chars.next() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') => escaped = true,
+            (Some('"'), '"') => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, ';') => return Some(";"),
+            (None, '&') if chars.peek() == Some(&'&') => return Some("&&"),
+            (None, '|') if chars.peek() == Some(&'|') => return Some("||"),
+            (None, '|') => return Some("|"),
+            _ => {}
+        }
+    }
+    None
+}
+
 fn check_globs(decoder: &mut Decoder<'_>, node: &Node, rule: Rule) -> Option<Rule> {
     let mut ok = true;
     for glob in rule.paths.iter().chain(&rule.commands) {
@@ -246,7 +304,9 @@ fn decode_examples(decoder: &mut Decoder<'_>, node: &Node) -> Examples {
     ] {
         let calls: Vec<Spanned<String>> = fields.get(decoder, key).unwrap_or_default();
         for call in calls {
-            match Rule::parse(&call.value) {
+            // A call, as `ybs policy explain` reads one (no `*` in its
+            // tool name, whatever its argument holds).
+            match crate::policy::parse_call(&call.value) {
                 Ok(_) => list.push(call.value),
                 Err(error) => decoder.error(
                     call.span,

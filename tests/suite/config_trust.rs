@@ -516,7 +516,8 @@ fn custom_yaml_tags_are_errors_in_task_policy_and_config_files() {
     );
     // Core-schema tags are fine.
     ybs.file("t.yaml", "prompt: !!str 42\n");
-    ybs.run(["validate", "t.yaml"]).expect_code(0);
+    ybs.run(["validate", "t.yaml", "--provider", "ollama"])
+        .expect_code(0);
     ybs.file("policy.yaml", "allow: !custom [read_file]\n");
     let run = ybs.run(["validate", "t.yaml", "--policy", "policy.yaml"]);
     run.expect_code(2);
@@ -559,7 +560,8 @@ fn an_oversized_task_file_is_refused_before_parsing() {
     // The operator may raise it; the repository may only lower it.
     ybs.file("t.yaml", &format!("prompt: p\n# {}\n", "x".repeat(2 << 20)));
     operator_config(&ybs, r#"{"safety": {"max_task_file_bytes": 4194304}}"#);
-    ybs.run(["validate", "t.yaml"]).expect_code(0);
+    ybs.run(["validate", "t.yaml", "--provider", "ollama"])
+        .expect_code(0);
     ybs.file(".ybs.json", r#"{"safety": {"max_task_file_bytes": 100}}"#);
     let run = ybs.run(["validate", "t.yaml"]);
     run.expect_code(2);

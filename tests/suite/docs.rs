@@ -131,6 +131,14 @@ fn the_readme_opens_with_the_demo_and_the_test_command_ci_runs() {
         "two indented commands at the top: {commands:?}"
     );
     assert!(commands[0].contains("cargo run") && commands[0].contains("tasks/demo.yaml"));
+    // One command a newcomer runs as is: no setup chain in front.
+    assert!(
+        !["&&", ";", "rm ", "mkdir ", "cp "]
+            .iter()
+            .any(|part| commands[0].contains(part)),
+        "{}",
+        commands[0]
+    );
     let ci = read(&root().join(".ci/run"));
     for part in commands[1].split(" && ") {
         assert!(
@@ -138,4 +146,28 @@ fn the_readme_opens_with_the_demo_and_the_test_command_ci_runs() {
             "`.ci/run` does not run `{part}` from the README"
         );
     }
+}
+
+/// The release binaries (which the Action downloads) carry the `script`
+/// tool; the tokenizer stays opt-in.
+#[test]
+fn release_binaries_are_built_with_the_script_tool() {
+    let workflow = read(&root().join(".github/workflows/release.yml"));
+    let builds: Vec<&str> = workflow
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("cargo build") || line.starts_with("cargo zigbuild"))
+        .collect();
+    assert_eq!(builds.len(), 2, "{builds:?}");
+    for line in builds {
+        assert!(line.contains("--features script "), "{line}");
+        assert!(!line.contains("tokenizer"), "{line}");
+    }
+    let readme = read(&root().join("README.md"));
+    let install = readme
+        .split("## Install")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap();
+    assert!(install.contains("`script` tool"), "{install}");
 }

@@ -316,6 +316,42 @@ fn exit_at_the_follow_up_prompt_finishes_the_task() {
     assert!(!ybs.exists("c.txt"));
 }
 
+/// `/help` and `/model` at the follow-up prompt are answered there, not
+/// sent to the model; the prompt comes again and the next plain line is
+/// the message.
+#[test]
+fn help_and_model_at_the_follow_up_prompt_are_commands() {
+    let ybs = answers_then_writes();
+    let run = run_on_tty(
+        &ybs,
+        &["run", "--interactive", "t.yaml"],
+        b"/help\n/model gpt-4.1\n/tools\nnow write c\n/exit\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.terminal);
+    for expected in [
+        "/exit       finish the task",
+        "a task keeps the model it started with",
+        "unknown command /tools; /help lists the commands",
+        "second answer",
+    ] {
+        assert!(
+            run.terminal.contains(expected),
+            "{expected}:\n{}",
+            run.terminal
+        );
+    }
+    assert_eq!(ybs.read("c.txt"), "z");
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    let said: Vec<&str> = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(said, ["p", "now write c"], "{transcript}");
+}
+
 // ---------------------------------------------------------------------------
 // ybs chat
 

@@ -1,3 +1,4 @@
+mod adhoc;
 mod adversarial;
 mod adversarial_faults;
 mod answer;

@@ -156,7 +156,14 @@ fn the_operator_allows_more_roots_and_the_repository_cannot() {
         transcript["manifest"]["workdir"],
         outside.path().canonicalize().unwrap().display().to_string()
     );
-    let validate = ybs.run(["validate", "t.yaml", "--config", "ops.json"]);
+    let validate = ybs.run([
+        "validate",
+        "t.yaml",
+        "--config",
+        "ops.json",
+        "--provider",
+        "ollama",
+    ]);
     validate.expect_code(0);
 }
 

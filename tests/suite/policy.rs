@@ -742,3 +742,68 @@ fn a_program_run_through_an_option_never_runs_under_a_prefix_rule() {
         "sort ran once, for the plain form"
     );
 }
+
+/// `fs__*` names every tool of the MCP server `fs` (its tools are offered
+/// as `fs__<tool>`), in a task file and in `--policy FILE` alike.
+#[test]
+fn a_rule_for_every_tool_of_an_mcp_server_is_accepted_and_matches_them() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\npolicy:\n  allow: [\"fs__*\", read_file]\n  deny: [\"fs__write*\"]\n",
+    );
+    ybs.run(["validate", "t.yaml", "--provider", "ollama"])
+        .expect_code(0);
+    let (verdict, rule, _) = explain(&ybs, &["--task", "t.yaml"], "fs__read_file(a.txt)");
+    assert_eq!(
+        (verdict.as_str(), rule.as_str()),
+        ("allow", "allow[0] fs__*")
+    );
+    let (verdict, rule, _) = explain(&ybs, &["--task", "t.yaml"], "fs__write_file(a.txt)");
+    assert_eq!(
+        (verdict.as_str(), rule.as_str()),
+        ("deny", "deny[0] fs__write*")
+    );
+    let (verdict, _, _) = explain(&ybs, &["--task", "t.yaml"], "git__log");
+    assert_eq!(verdict, "deny");
+    // A character that is in no tool name is still refused.
+    ybs.file("bad.yaml", "prompt: p\npolicy:\n  allow: [\"fs/*\"]\n");
+    let run = ybs.run(["validate", "bad.yaml"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("`fs__*`"), "{}", run.stderr);
+}
+
+/// An `allow` command glob with `;`, `&&`, `||` or `|` outside quotes can
+/// never match (every part of a command must be allowed on its own), so
+/// it is an error where it is written; in `deny` it matches the whole
+/// text, and inside quotes it is an argument.
+#[test]
+fn an_allow_rule_joining_commands_is_flagged_where_it_is_written() {
+    let ybs = Ybs::new();
+    for (rule, operator) in [
+        ("run_shell(cargo test && curl x)", "&&"),
+        ("run_shell(cargo test; curl x)", ";"),
+        ("run_shell(cat x | sh)", "|"),
+        ("run_shell(make || true)", "||"),
+    ] {
+        ybs.file(
+            "t.yaml",
+            &format!("prompt: p\nprovider: ollama\npolicy:\n  allow: [read_file, \"{rule}\"]\n"),
+        );
+        let run = ybs.run(["validate", "t.yaml"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains(&format!(
+                "t.yaml:4:22: `allow` rule `{rule}` can never match: a command is allowed part by part"
+            )) && run.stderr.contains(&format!("no part holds `{operator}`")),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("hint: allow each command on its own"));
+    }
+    ybs.file(
+        "t.yaml",
+        "prompt: p\nprovider: ollama\npolicy:\n  allow: ['run_shell(grep \"a|b\" *)']\n  deny: [\"run_shell(a; b)\"]\n",
+    );
+    ybs.run(["validate", "t.yaml"]).expect_code(0);
+}

@@ -72,6 +72,81 @@ fn demo_task_from_the_repository_passes() {
     assert!(ybs.exists("ybs-out/summary.md"));
 }
 
+/// A git command in `dir` with no user or system config; its stdout.
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The README's demo command, run as is (its `ybs` part) in a fresh
+/// clone-like checkout holding the repository's tasks/: it passes twice
+/// in a row and leaves the checkout as it was.
+#[test]
+fn the_readme_demo_runs_twice_in_a_clean_checkout_and_leaves_it_clean() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let demo = readme
+        .lines()
+        .find_map(|line| line.strip_prefix("    cargo run -q -- "))
+        .expect("the README's demo line");
+    let args: Vec<&str> = demo.split_whitespace().collect();
+    let ybs = Ybs::new();
+    copy_tree(&repo.join("tasks"), &ybs.path().join("tasks"));
+    std::fs::copy(repo.join(".gitignore"), ybs.path().join(".gitignore")).unwrap();
+    git(ybs.path(), &["init", "-q", "-b", "main"]);
+    git(ybs.path(), &["add", "-A"]);
+    git(
+        ybs.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "clone",
+        ],
+    );
+    for attempt in 1..=2 {
+        let run = ybs.run(&args);
+        run.expect_code(0);
+        let transcript = run.json("ybs-out/fix-greeting/transcript.json");
+        assert_eq!(transcript["status"], "passed", "run {attempt}");
+        assert_eq!(
+            git(
+                ybs.path(),
+                &["status", "--porcelain", "--untracked-files=all"]
+            ),
+            "",
+            "run {attempt} left the checkout dirty"
+        );
+    }
+    assert_eq!(
+        ybs.read("tasks/demo/hello.sh"),
+        std::fs::read_to_string(repo.join("tasks/demo/hello.sh")).unwrap()
+    );
+}
+
 #[test]
 fn passing_task_records_every_tool_call() {
     let ybs = Ybs::new();
@@ -512,4 +587,21 @@ fn token_budget_stops_the_task() {
         run.json("ybs-out/t/transcript.json")["reason"],
         "token_budget"
     );
+}
+
+#[test]
+fn a_mistyped_command_suggests_the_one_meant() {
+    let ybs = Ybs::new();
+    let run = ybs.run(["rn", "tasks/"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("tip: a similar subcommand exists: 'run'"),
+        "{}",
+        run.stderr
+    );
+    // Only a top-level command is suggested for a top-level typo.
+    let run = ybs.run(["tools", "rn"]);
+    run.expect_code(2);
+    assert!(!run.stderr.contains("'run'"), "{}", run.stderr);
 }

@@ -64,7 +64,8 @@ fn every_error_of_every_file_is_reported() {
 fn a_valid_file_validates() {
     let ybs = Ybs::new();
     ybs.file("t.yaml", "prompt: hello {{name}}\nvars: { name: world }\npolicy:\n  allow: [read_file, \"run_shell(cargo test*)\"]\n");
-    ybs.run(["validate", "t.yaml"]).expect_code(0);
+    ybs.run(["validate", "t.yaml", "--provider", "ollama"])
+        .expect_code(0);
 }
 
 #[test]
@@ -262,4 +263,117 @@ fn every_widening_and_every_unknown_key_is_reported_where_it_is_written() {
             run.stderr
         );
     }
+}
+
+/// A build without the `script` tool (the test binary's default) says
+/// where to get one that has it, for the command line and for the Action.
+#[cfg(not(feature = "script"))]
+#[test]
+fn a_script_task_in_a_build_without_it_says_how_to_get_one() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", "prompt: p\ntools: {script: true}\n");
+    for command in ["run", "validate"] {
+        let run = ybs.run([command, "t.yaml"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr
+                .contains("t.yaml:2:9: `tools.script` is not available in this build of ybs"),
+            "{}",
+            run.stderr
+        );
+        for needle in [
+            "the release binaries",
+            "--features script",
+            "ybs-binary: target/release/ybs",
+        ] {
+            assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+        }
+    }
+}
+
+/// `ybs validate` refuses what `ybs run` would refuse before running: a
+/// task with no model (no provider, no cassette) and a cost limit with no
+/// price, and only for the tasks `--filter` selects, with the provider
+/// flags `run` would get.
+#[test]
+fn validate_refuses_what_run_would_for_the_selected_tasks() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "two.yaml",
+        "tasks:\n  - id: a\n    prompt: p\n    provider: openai\n    model: gpt-4.1\n  - id: b\n    prompt: p\n    limits: {max_cost_usd: 1}\n",
+    );
+    let run = ybs.run(["validate", "two.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "two.yaml:8:28: task `b` has max_cost_usd 1, but the price of model `replay` is not known"
+        ),
+        "{}",
+        run.stderr
+    );
+    // Task `a` alone is fine, as `run --filter a` runs it.
+    let run = ybs.run(["validate", "two.yaml", "--filter", "a"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("ok: 1 file, 1 task valid"),
+        "{}",
+        run.stdout
+    );
+    // With the model `run` would be given, `b` has a price and a model.
+    ybs.run([
+        "validate",
+        "two.yaml",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4.1",
+    ])
+    .expect_code(0);
+
+    // No provider and no cassette: `run` stops at this task, so does validate.
+    ybs.file("t.yaml", "prompt: p\n");
+    let run = ybs.run(["validate", "t.yaml"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("t.yaml: task `t`: no model to run with: no provider is set"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: pass --provider"),
+        "{}",
+        run.stderr
+    );
+    // A cassette beside the file, or --cassette, is a model.
+    ybs.file("t.cassette.json", "{\"version\": 1, \"interactions\": []}");
+    ybs.run(["validate", "t.yaml"]).expect_code(0);
+}
+
+/// A failing policy example is reported at its `line:col` (in the task
+/// file, or in the `--policy` file that holds it), one line each, and
+/// another file's errors do not hide it.
+#[test]
+fn policy_example_failures_name_their_place_and_survive_other_files_errors() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "a.yaml",
+        "prompt: p\nprovider: ollama\npolicy:\n  allow: [read_file]\n  examples:\n    allow:\n      - write_file(a)\n    deny: [read_file(x), \"run_shell(ls)\"]\n",
+    );
+    ybs.file("bad.yaml", "prompt: p\nbogus: 1\n");
+    ybs.file(
+        "policy.yaml",
+        "allow: [read_file, list_files]\nexamples:\n  deny: [read_file(src)]\n",
+    );
+    let run = ybs.run(["validate", "a.yaml", "bad.yaml", "--policy", "policy.yaml"]);
+    run.expect_code(2);
+    for expected in [
+        "bad.yaml:2:1: unknown field `bogus`",
+        "a.yaml:7:9: task `a`: policy example fails: example `write_file(a)` should be allow but is deny",
+        "a.yaml:8:12: task `a`: policy example fails: example `read_file(x)` should be deny but is allow",
+        "policy.yaml:3:10: task `a`: policy example fails: example `read_file(src)` should be deny but is allow",
+    ] {
+        assert!(run.stderr.contains(expected), "{expected}:\n{}", run.stderr);
+    }
+    assert!(run.stderr.contains("hint: fix the rules or the examples"));
 }

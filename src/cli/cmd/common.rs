@@ -60,3 +60,17 @@ pub fn load(
     crate::runner::load(overrides, policy_file, paths, vars)
         .map_err(|errors| diagnostics::fail(printer, &*errors))
 }
+
+/// [`crate::runner::load_selected`]: [`load`] for the tasks `--filter`
+/// selects.
+pub fn load_selected(
+    printer: &Printer,
+    overrides: &Overrides,
+    policy_file: Option<&Path>,
+    paths: &[PathBuf],
+    vars: &[(String, String)],
+    filter: &[String],
+) -> Result<Loaded, u8> {
+    crate::runner::load_selected(overrides, policy_file, Some(paths), vars, filter)
+        .map_err(|errors| diagnostics::fail(printer, &*errors))
+}

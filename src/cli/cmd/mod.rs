@@ -1,5 +1,6 @@
 //! One module per subcommand. Each returns the process exit code.
 
+pub mod adhoc;
 pub mod chat;
 pub mod common;
 pub mod completions;

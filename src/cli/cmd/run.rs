@@ -1,16 +1,76 @@
 //! `ybs run`: flags → options → [`runner::run`] → exit code.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::super::args::RunArgs;
 use super::super::diagnostics;
 use super::super::repl;
-use super::common;
+use super::{adhoc, common};
+use crate::core::exit;
 use crate::report::Printer;
 use crate::runner::approve::TerminalApprover;
 use crate::runner::{self, RunError, RunFlags, RunOptions};
 
 pub fn run(args: &RunArgs) -> u8 {
+    if args.scratch {
+        return in_scratch(args);
+    }
+    run_in(args, None)
+}
+
+/// `--scratch`: the same run in a temporary copy of the current
+/// directory, with the paths of the flags (and the outputs) still where
+/// the user meant them; nothing is committed.
+fn in_scratch(args: &RunArgs) -> u8 {
+    let printer = Printer::new(common::level(&args.verbosity), args.json);
+    let original = match std::env::current_dir() {
+        Ok(dir) => dir,
+        Err(error) => {
+            let error =
+                RunError::usage(format!("cannot read the current directory: {error}"), None);
+            return diagnostics::fail(&printer, &error);
+        }
+    };
+    let mut args = args.clone();
+    let absolute = |path: &mut Option<PathBuf>| {
+        if let Some(path) = path {
+            *path = original.join(&*path);
+        }
+    };
+    absolute(&mut args.config.config);
+    absolute(&mut args.config.policy);
+    absolute(&mut args.provider.cassette);
+    absolute(&mut args.record);
+    absolute(&mut args.junit);
+    absolute(&mut args.adhoc.save);
+    let mut skip = vec![PathBuf::from(crate::config::defaults::OUT)];
+    skip.extend(args.out.iter().cloned());
+    absolute(&mut args.out);
+    args.no_commit = true;
+    let scratch = match runner::scratch::Scratch::copy_of(&original, &skip) {
+        Ok(scratch) => scratch,
+        Err(message) => {
+            let error = RunError::usage(
+                format!("--scratch: {message}"),
+                Some("run without --scratch, or free space in the temp dir ($TMPDIR)"),
+            );
+            return diagnostics::fail(&printer, &error);
+        }
+    };
+    if let Err(error) = std::env::set_current_dir(scratch.path()) {
+        let error = RunError::usage(format!("--scratch: cannot enter the copy: {error}"), None);
+        return diagnostics::fail(&printer, &error);
+    }
+    let code = run_in(&args, Some(&original));
+    let _ = std::env::set_current_dir(&original);
+    drop(scratch);
+    code
+}
+
+/// The run, in the current directory; `origin`: the directory the
+/// outputs belong in when that is not it (`--scratch`).
+fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
     let level = common::level(&args.verbosity);
     let mut printer = Printer::new(level, args.json);
     // Progress bars would fight `--interactive`'s prompts for the terminal.
@@ -40,16 +100,28 @@ pub fn run(args: &RunArgs) -> u8 {
         args.no_sandbox,
         args.out.clone(),
     );
-    let loaded = match common::load(
-        &printer,
-        &overrides,
-        args.config.policy.as_deref(),
-        Some(&args.paths),
-        &args.vars,
-    ) {
-        Ok(loaded) => loaded,
-        Err(code) => return code,
+    let loaded = match &args.adhoc.prompt {
+        Some(prompt) => match adhoc::load(args, prompt, &overrides, &printer) {
+            Ok(adhoc::Loaded::Run(loaded)) => *loaded,
+            Ok(adhoc::Loaded::Saved) => return exit::OK,
+            Err(code) => return code,
+        },
+        None => match common::load_selected(
+            &printer,
+            &overrides,
+            args.config.policy.as_deref(),
+            &args.paths,
+            &args.vars,
+            &args.filter,
+        ) {
+            Ok(loaded) => loaded,
+            Err(code) => return code,
+        },
     };
+    let mut loaded = loaded;
+    if let Some(origin) = origin {
+        loaded.config.out = origin.join(&loaded.config.out);
+    }
     let json = args.json;
     let flags = RunFlags {
         filter: args.filter.clone(),

@@ -11,21 +11,37 @@ use crate::runner::inspect;
 
 pub fn validate(args: &ValidateArgs) -> u8 {
     let printer = Printer::new(common::level(&args.verbosity), false);
-    let overrides = common::config_overrides(&args.config, false);
+    let overrides = common::overrides(&args.config, &args.provider, false, None);
     let policy_file = args.config.policy.as_deref();
-    let loaded = common::load(
-        &printer,
+    let loaded = crate::runner::load_selected(
         &overrides,
         policy_file,
         Some(&args.paths),
         &args.vars,
+        &args.filter,
     );
-    match loaded.map(|loaded| inspect::validate(&loaded, policy_file)) {
-        Ok(Ok(validated)) => {
-            printer.result(&validated.to_string());
-            exit::OK
+    let selection = inspect::Selection {
+        filter: &args.filter,
+        cassette: args.provider.cassette.as_deref(),
+    };
+    match loaded {
+        Ok(loaded) => match inspect::validate(&loaded, policy_file, &selection) {
+            Ok(validated) => {
+                printer.result(&validated.to_string());
+                exit::OK
+            }
+            Err(error) => diagnostics::fail(&printer, &error),
+        },
+        Err(errors) => {
+            let code = diagnostics::fail(&printer, &*errors);
+            // The files that did load are checked all the same: one bad
+            // file does not hide another's failing policy examples.
+            if let Some(partial) = &errors.partial
+                && let Err(error) = inspect::validate(partial, policy_file, &selection)
+            {
+                diagnostics::fail(&printer, &error);
+            }
+            code
         }
-        Ok(Err(error)) => diagnostics::fail(&printer, &error),
-        Err(code) => code,
     }
 }
