@@ -241,7 +241,7 @@ fn pause(
     let env = |name: &str| std::env::var(name).ok();
     // The key first: without one the state could not be trusted, and the
     // task must not look paused.
-    let key = match super::state::signing_key(&run.run_id, &env) {
+    let key = match super::state::signing_key(&run.run_id, &env, run.resume_key.as_deref()) {
         Ok(key) => key,
         Err(error) => {
             super::tools::finish(tools, run, emitter);

@@ -72,3 +72,171 @@ fn every_child_gets_the_non_interactive_environment() {
         assert!(lines.contains(&"CI=1"), "{output}");
     }
 }
+
+/// A home outside `/tmp` (the host's `/tmp` is private in the sandbox
+/// anyway), as on a CI runner.
+fn home_outside_tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("ybs-home-")
+        .tempdir_in("/var/tmp")
+        .expect("a directory under /var/tmp")
+}
+
+/// Files under a home a confined program must not read: ybs's own state
+/// and cache, and credentials of the default blocked list.
+const HOME_SECRETS: &[&str] = &[
+    ".local/state/ybs/resume-keys/run-earlier",
+    ".cache/ybs/tools/schema.json",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".terraform.d/credentials.tfrc.json",
+    ".azure/accessTokens.json",
+    ".gnupg/private-keys-v1.d/k.key",
+    ".password-store/ci/token.gpg",
+    ".local/share/keyrings/login.keyring",
+];
+
+/// ybs's state and cache directories and the credential files a machine
+/// holds are hidden from a confined `cat` (default `blocked_paths`); ybs's
+/// own directories stay hidden, also from `read_file`, when the operator's
+/// `blocked_paths` names none of them and `allowed_paths` holds the home.
+#[test]
+fn ybs_state_and_machine_credentials_are_hidden_from_confined_programs() {
+    let home_dir = home_outside_tmp();
+    let home = home_dir.path().to_path_buf();
+    let mut canaries = Vec::new();
+    for (n, relative) in HOME_SECRETS.iter().enumerate() {
+        let path = home.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let canary = format!("canary{n}x7q");
+        std::fs::write(&path, &canary).unwrap();
+        canaries.push(canary);
+    }
+    let ybs = Ybs::new().env("HOME", home.to_str().unwrap());
+    let cat: Vec<String> = HOME_SECRETS
+        .iter()
+        .map(|relative| format!("cat '{}'", home.join(relative).display()))
+        .collect();
+    ybs.file("probe.sh", &format!("{}\necho probed\n", cat.join("\n")));
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, read_file]\n",
+    );
+    let key = home.join(HOME_SECRETS[0]).display().to_string();
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": "sh probe.sh"})),
+            call("read_file", json!({"path": key})),
+            answer("done"),
+        ],
+    );
+    let everything = |run: &Run| {
+        let mut text = format!("{}{}", run.stdout, run.stderr);
+        for name in ["transcript.json", "events.jsonl"] {
+            text.push_str(&run.read(&format!("ybs-out/t/{name}")));
+        }
+        text
+    };
+
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let shell = &tool_results(&run)[0];
+    assert!(
+        shell["stdout"].as_str().unwrap().ends_with("probed\n"),
+        "{shell}"
+    );
+    let seen = everything(&run);
+    for (relative, canary) in HOME_SECRETS.iter().zip(&canaries) {
+        assert!(!seen.contains(canary.as_str()), "{relative} leaked");
+    }
+
+    // The operator's list names none of them, and allows the home: ybs's
+    // own directories stay hidden from both the shell and read_file.
+    ybs.file(
+        "operator.json",
+        &json!({"safety": {"blocked_paths": ["~/.ssh"], "allowed_paths": [home]}}).to_string(),
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    let results = tool_results(&run);
+    let read = results[1].to_string();
+    assert!(read.contains("blocked path"), "{read}");
+    let seen = everything(&run);
+    for (relative, canary) in HOME_SECRETS.iter().zip(&canaries).take(2) {
+        assert!(!seen.contains(canary.as_str()), "{relative} leaked");
+    }
+    // Credentials the operator no longer lists are theirs to expose.
+    assert!(seen.contains(canaries[2].as_str()), "{seen}");
+    for (relative, canary) in HOME_SECRETS.iter().zip(&canaries) {
+        assert_eq!(
+            &std::fs::read_to_string(home.join(relative)).unwrap(),
+            canary
+        );
+    }
+}
+
+/// The run's resume key is masked like any secret: a task that pauses
+/// writes it, and a later task of the run that reads it (unconfined,
+/// where nothing hides it) shows `[REDACTED]`.
+#[test]
+fn the_runs_resume_key_is_masked_in_every_output() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "\
+defaults:
+  commit: false
+  tools:
+    caller:
+      - name: deploy_preview
+        description: Deploy
+  policy:
+    allow: [run_shell, deploy_preview]
+tasks:
+  - id: pauses
+    prompt: deploy
+  - id: reads
+    prompt: read
+",
+    );
+    ybs.file(
+        "read.sh",
+        "for f in \"$HOME\"/.local/state/ybs/resume-keys/*; do echo \"key=$(cat \"$f\")\"; done\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            json!({"task": "pauses", "response": {"content": "", "tool_calls": [{"id": "call_0", "name": "deploy_preview", "arguments": {}}], "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+            json!({"task": "reads", "response": {"content": "", "tool_calls": [{"id": "call_0", "name": "run_shell", "arguments": {"command": "sh read.sh"}}], "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+            json!({"task": "reads", "response": {"content": "read", "usage": {"input_tokens": 10, "output_tokens": 2}}}),
+        ],
+    );
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--no-sandbox",
+        "--cassette",
+        "t.cassette.json",
+    ]);
+    run.expect_code(3);
+    let keys = ybs.home().join(".local/state/ybs/resume-keys");
+    let key = std::fs::read_dir(&keys)
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .next()
+        .expect("the paused task wrote its key");
+    let key = key.trim();
+    assert_eq!(key.len(), 64);
+    let transcript = run.read("ybs-out/reads/transcript.json");
+    assert!(transcript.contains("key=[REDACTED]"), "{transcript}");
+    let mut seen = format!("{}{}{transcript}", run.stdout, run.stderr);
+    for task in ["pauses", "reads"] {
+        seen.push_str(&run.read(&format!("ybs-out/{task}/events.jsonl")));
+    }
+    seen.push_str(&run.read("ybs-out/pauses/state.json"));
+    seen.push_str(&run.read("ybs-out/summary.md"));
+    assert!(!seen.contains(key), "the resume key leaked");
+}
