@@ -240,3 +240,61 @@ tasks:
     seen.push_str(&run.read("ybs-out/summary.md"));
     assert!(!seen.contains(key), "the resume key leaked");
 }
+
+/// `--record` with the cassette inside the repository: the model plants
+/// links where ybs writes (the old fixed temporary name, the cassette
+/// itself) and tries to write the cassette. The file outside stays as it
+/// was, the cassette holds every interaction, and the confined program
+/// cannot write it.
+#[test]
+fn record_never_writes_through_a_planted_link() {
+    use crate::support::server::Server;
+    use crate::support::wire;
+    let ybs = Ybs::new().env("OPENAI_API_KEY", "sk-test-record-key");
+    std::fs::create_dir(ybs.path().join("fixtures")).unwrap();
+    let victim = ybs.home().join("victim.txt");
+    std::fs::write(&victim, "keep\n").unwrap();
+    let plant = format!(
+        "ln -s '{v}' fixtures/rec.json.tmp; ln -s '{v}' fixtures/.rec.json.tmp; ln -sf '{v}' fixtures/rec.json; echo hijacked > fixtures/rec.json\n",
+        v = victim.display()
+    );
+    // A script, so that the kernel, not the policy's guard, has to stop it.
+    ybs.file("plant.sh", &plant);
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell]\n",
+    );
+    let server = Server::start(vec![
+        wire::openai_sse_call("c1", "run_shell", &json!({"command": "sh plant.sh"})),
+        wire::openai_sse_call("c2", "run_shell", &json!({"command": "true"})),
+        wire::openai_sse_answer("done"),
+    ]);
+    let endpoint = format!("{}/v1", server.url);
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--provider",
+        "openai",
+        "--endpoint",
+        &endpoint,
+        "--model",
+        "m",
+        "--record",
+        "fixtures/rec.json",
+    ]);
+    run.expect_code(0);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
+    let shell = &tool_results(&run)[0];
+    let stderr = shell["stderr"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{shell}"));
+    assert!(
+        stderr.contains("rec.json") && stderr.contains("Read-only"),
+        "{shell}"
+    );
+    let recorded = std::fs::symlink_metadata(ybs.path().join("fixtures/rec.json")).unwrap();
+    assert!(recorded.is_file());
+    let cassette: Value =
+        serde_json::from_str(&ybs.read("fixtures/rec.json")).expect("the cassette is JSON");
+    assert_eq!(cassette["interactions"].as_array().unwrap().len(), 3);
+}
