@@ -250,6 +250,14 @@ pub struct SandboxInfo {
     /// `layer: reason`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The bound on the task's processes in force (`safety.max_processes`):
+    /// `pids cgroup v1: 1024`, `RLIMIT_NPROC: 1024`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<String>,
+    /// Bounds the operator set that ybs could not apply, with why:
+    /// `max_processes: …`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_bounds: Vec<String>,
 }
 
 impl SandboxInfo {
@@ -260,7 +268,7 @@ impl SandboxInfo {
 
     /// True if children run confined by every layer.
     pub fn complete(&self) -> bool {
-        self.confined() && self.missing.is_empty()
+        self.confined() && self.missing.is_empty() && self.missing_bounds.is_empty()
     }
 
     /// One line for humans: `landlock+seccomp (no network)` or
@@ -271,6 +279,14 @@ impl SandboxInfo {
                 String::new()
             } else {
                 format!("; missing layer: {}", self.missing.join("; "))
+            };
+            let missing = if self.missing_bounds.is_empty() {
+                missing
+            } else {
+                format!(
+                    "{missing}; missing bound: {}",
+                    self.missing_bounds.join("; ")
+                )
             };
             format!(
                 "{}{}{missing}",

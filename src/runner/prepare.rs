@@ -487,6 +487,7 @@ pub fn task_sandbox(
         hidden: paths.hidden.clone(),
         blocked,
         visible,
+        max_processes: config.safety.max_processes,
     };
     match Sandbox::prepare(workdir, &settings) {
         Ok(sandbox) => {

@@ -298,3 +298,83 @@ fn record_never_writes_through_a_planted_link() {
         serde_json::from_str(&ybs.read("fixtures/rec.json")).expect("the cassette is JSON");
     assert_eq!(cassette["interactions"].as_array().unwrap().len(), 3);
 }
+
+/// The marker argument of the bomb's processes: none may be alive after
+/// the run.
+const BOMB_MARK: &str = "4321.25";
+
+/// Processes on the machine whose command line holds `mark`.
+fn alive_with(mark: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(mark))
+        })
+        .count()
+}
+
+/// A program that forks as long as it may (300 at most, so an unbounded
+/// machine survives the test), each child a long `sleep`: under
+/// `safety.max_processes: 64` the forks are refused short of 64, the
+/// call ends, the next call and the check work, and nothing of it is left
+/// after the run. The manifest names the bound.
+#[test]
+fn max_processes_bounds_a_fork_bomb_and_nothing_survives_the_task() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "bomb.py",
+        &format!(
+            "import os\n\
+             started = 0\n\
+             try:\n\
+             \x20   for _ in range(300):\n\
+             \x20       if os.fork() == 0:\n\
+             \x20           os.execvp('sleep', ['sleep', '{BOMB_MARK}'])\n\
+             \x20       started += 1\n\
+             except OSError as error:\n\
+             \x20   print('refused', error.errno)\n\
+             print('started', started)\n"
+        ),
+    );
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell]\nchecks:\n  - run: echo check-ran\n    name: after\n",
+    );
+    ybs.file("operator.json", r#"{"safety": {"max_processes": 64}}"#);
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "run_shell",
+                json!({"command": "python3 bomb.py", "timeout_seconds": 60}),
+            ),
+            call("run_shell", json!({"command": "echo still-here"})),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
+    run.expect_code(0);
+    let results = tool_results(&run);
+    let bomb = results[0]["stdout"].as_str().unwrap_or_default().to_owned();
+    assert!(bomb.contains("refused 11"), "{}", results[0]);
+    let started: usize = bomb
+        .lines()
+        .find_map(|line| line.strip_prefix("started "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{bomb}"));
+    assert!(started < 64, "{bomb}");
+    assert_eq!(results[0]["timed_out"], false, "{}", results[0]);
+    assert_eq!(results[1]["stdout"], "still-here\n", "{}", results[1]);
+    assert!(check_output(&run, "after").contains("check-ran"));
+    assert_eq!(alive_with(BOMB_MARK), 0);
+    let sandbox = &run.json("ybs-out/t/transcript.json")["manifest"]["sandbox"];
+    assert!(
+        sandbox["processes"]
+            .as_str()
+            .is_some_and(|bound| bound.ends_with(": 64")),
+        "{sandbox}"
+    );
+    assert!(sandbox.get("missing_bounds").is_none(), "{sandbox}");
+}
