@@ -239,7 +239,7 @@ impl Transcript {
                 system_prompt: self.system_prompt.clone(),
                 tools: manifest.tools.clone(),
                 dry_run: manifest.dry_run,
-                sandbox: manifest.sandbox.clone(),
+                sandbox: manifest.sandbox.clone().map(Box::new),
             },
         )];
         let last_ms = started_ms.saturating_add(self.timings.duration_ms);
@@ -421,7 +421,7 @@ impl TranscriptBuilder {
                     workdir: workdir.clone(),
                     dry_run: *dry_run,
                     tools: tools.clone(),
-                    sandbox: sandbox.clone(),
+                    sandbox: sandbox.as_deref().cloned(),
                 };
                 self.system_prompt.clone_from(system_prompt);
             }

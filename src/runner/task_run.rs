@@ -107,7 +107,7 @@ pub async fn run_or_resume(
             system_prompt: system_prompt.clone(),
             tools: tool_names,
             dry_run: run.dry_run,
-            sandbox: Some(prepared.sandbox.clone()),
+            sandbox: Some(Box::new(prepared.sandbox.clone())),
         });
     }
     // A resumed task's events go on after its `task.resumed`.
