@@ -57,7 +57,7 @@ pub enum Event {
         dry_run: bool,
         /// How the task's shell commands and external tools are confined
         /// (docs/security.md S1). Absent in transcripts of older versions.
-        /// Boxed: the largest part of the largest event.
+        // Boxed: the largest part of the largest event.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sandbox: Option<Box<SandboxInfo>>,
     },
