@@ -378,3 +378,73 @@ fn max_processes_bounds_a_fork_bomb_and_nothing_survives_the_task() {
     );
     assert!(sandbox.get("missing_bounds").is_none(), "{sandbox}");
 }
+
+/// The same bomb run by an unprivileged ybs (`nobody`, through
+/// `setpriv`): no cgroup to make, so `RLIMIT_NPROC` bounds it. Needs root
+/// to become `nobody` (the tests run as root in CI).
+#[test]
+fn max_processes_binds_an_unprivileged_ybs_through_rlimit_nproc() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    if std::fs::metadata("/proc/self").unwrap().uid() != 0 {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("ybs-nobody-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let root = dir.path();
+    let mark = "4321.75";
+    let write = |name: &str, text: &str| std::fs::write(root.join(name), text).unwrap();
+    write(
+        "bomb.py",
+        &format!(
+            "import os\nstarted = 0\ntry:\n    for _ in range(300):\n        if os.fork() == 0:\n            os.execvp('sleep', ['sleep', '{mark}'])\n        started += 1\nexcept OSError as error:\n    print('refused', error.errno)\nprint('started', started)\n"
+        ),
+    );
+    write(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell]\n",
+    );
+    write("operator.json", r#"{"safety": {"max_processes": 64}}"#);
+    write(
+        "t.cassette.json",
+        &json!({"version": 1, "interactions": [
+            call("run_shell", json!({"command": "python3 bomb.py"})),
+            answer("done"),
+        ]})
+        .to_string(),
+    );
+    std::fs::create_dir(root.join("home")).unwrap();
+    for path in [root.to_path_buf(), root.join("home")] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(assert_cmd::cargo::cargo_bin("ybs"))
+        .args([
+            "run",
+            "t.yaml",
+            "--config",
+            "operator.json",
+            "--cassette",
+            "t.cassette.json",
+        ])
+        .current_dir(root)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("setpriv runs");
+    let run = Run::from_output(output, root);
+    run.expect_code(0);
+    let bomb = tool_results(&run)[0]["stdout"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(bomb.contains("refused 11"), "{bomb}");
+    let sandbox = &run.json("ybs-out/t/transcript.json")["manifest"]["sandbox"];
+    assert_eq!(sandbox["processes"], "RLIMIT_NPROC: 64", "{sandbox}");
+    assert_eq!(alive_with(mark), 0);
+}
