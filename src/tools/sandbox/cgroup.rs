@@ -46,6 +46,7 @@ impl TaskCgroup {
 
     fn make(parent: &Path, kind: &'static str, max: u32) -> Result<Self, String> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
+        remove_stale(parent);
         let dir = parent.join(format!(
             "ybs-{}-{}",
             std::process::id(),
@@ -96,6 +97,29 @@ impl Drop for TaskCgroup {
                 }
                 _ => return,
             }
+        }
+    }
+}
+
+/// Removes the empty cgroups an earlier ybs left under `parent` (killed
+/// with `kill -9`, it could not remove them): `ybs-<pid>-<n>` whose
+/// process is gone. One still holding processes is left alone.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("ybs-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir(entry.path());
         }
     }
 }
