@@ -309,6 +309,11 @@ fn prepare_in(
     // `tools.builtin.run_shell.timeout_seconds`: the default, and the
     // longest a call may ask for.
     let shell = &run.config.tools.builtin["run_shell"];
+    // ybs's own directories, unless the task works inside one.
+    let own: Vec<PathBuf> = own_dirs(run.home.as_deref())
+        .into_iter()
+        .filter(|dir| !workdir.starts_with(dir))
+        .collect();
     let tool_ctx = ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
             .chain(allowed_roots(&run.config, run.home.as_deref()))
@@ -320,7 +325,7 @@ fn prepare_in(
             .blocked_paths
             .iter()
             .map(|p| expand_home(Path::new(p), run.home.as_deref()))
-            .chain(own_dirs(run.home.as_deref()))
+            .chain(own)
             .map(|p| p.display().to_string())
             .collect(),
         protected_paths: guarded,
