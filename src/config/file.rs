@@ -72,6 +72,7 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_unix_sockets",
     "sandbox_require",
     "sandbox_check_network",
+    "max_processes",
 ];
 const PRICE_FIELDS: &[&str] = &["input_per_mtok", "output_per_mtok", "cached_input_per_mtok"];
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths", "mcp"];
@@ -376,6 +377,9 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         sandbox_unix_sockets: fields.get(decoder, "sandbox_unix_sockets"),
         sandbox_require: fields.get(decoder, "sandbox_require"),
         sandbox_check_network: fields.get(decoder, "sandbox_check_network"),
+        max_processes: fields
+            .get::<Spanned<u32>>(decoder, "max_processes")
+            .and_then(|m| positive(decoder, m, "max_processes")),
         ..SafetyLayer::default()
     };
     if let Some(require) = &layer.sandbox_require

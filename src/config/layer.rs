@@ -142,6 +142,9 @@ pub struct SafetyLayer {
     pub sandbox_unix_sockets: Option<bool>,
     pub sandbox_require: Option<String>,
     pub sandbox_check_network: Option<bool>,
+    /// At most this many processes of a task's confined programs at once
+    /// (at least 1). A repository may lower it, not raise it.
+    pub max_processes: Option<u32>,
     /// From the repository's `./.ybs.json`, which may only add to the
     /// blocked lists (docs/security.md S5).
     pub extra_blocked_paths: Vec<String>,
@@ -192,6 +195,7 @@ combine_fields! {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
         sandbox_writable_paths, sandbox_network, sandbox_unix_sockets, sandbox_require, sandbox_check_network,
         max_task_file_bytes, extra_blocked_paths, extra_blocked_commands, allowed_workdirs,
+        max_processes,
     }
     ToolsLayer { builtin, external, search_paths, shadowed, mcp }
     BuiltinToolLayer { enabled, timeout }

@@ -337,6 +337,7 @@ fn apply_ceilings(
     ceiling!("llm.max_response_bytes", llm.max_response_bytes);
     ceiling!("git.auto_commit", git.auto_commit);
     ceiling!("safety.max_task_file_bytes", safety.max_task_file_bytes);
+    ceiling!("safety.max_processes", safety.max_processes);
     for name in BUILTIN_TOOLS {
         let tool = |layer: &ConfigLayer| layer.tools.builtin.get(name).cloned();
         apply(

@@ -35,6 +35,7 @@ pub mod defaults {
     /// local server cannot generate for minutes.
     pub const MAX_OUTPUT_TOKENS: u32 = 4096;
     pub const MAX_TASK_FILE_BYTES: u64 = 1 << 20;
+    pub const MAX_PROCESSES: u32 = 1024;
     pub const SHELL_TIMEOUT: Duration = Duration::from_secs(30);
     pub const EXTERNAL_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
     pub const OUT: &str = "ybs-out";
@@ -172,6 +173,9 @@ pub struct SafetySettings {
     /// The largest task file ybs reads (`safety.max_task_file_bytes`,
     /// default 1 MiB).
     pub max_task_file_bytes: u64,
+    /// At most this many processes of a task's confined programs at once
+    /// (`safety.max_processes`, default 1024).
+    pub max_processes: u32,
     /// Roots outside the task file's repository a task's `workdir` may
     /// resolve into (operator config only; `~` not yet expanded).
     pub allowed_workdirs: Vec<String>,
@@ -375,6 +379,7 @@ impl Config {
                 max_task_file_bytes: safety
                     .max_task_file_bytes
                     .unwrap_or(defaults::MAX_TASK_FILE_BYTES),
+                max_processes: safety.max_processes.unwrap_or(defaults::MAX_PROCESSES),
                 allowed_workdirs: safety.allowed_workdirs.unwrap_or_default(),
                 sandbox_unix_sockets: safety.sandbox_unix_sockets.unwrap_or(false),
                 sandbox_require: safety.sandbox_require.unwrap_or_else(|| "all".to_owned()),

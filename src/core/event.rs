@@ -62,8 +62,9 @@ pub enum Event {
         dry_run: bool,
         /// How the task's shell commands and external tools are confined
         /// (docs/security.md S1). Absent in transcripts of older versions.
+        // Boxed: the largest part of the largest event.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        sandbox: Option<SandboxInfo>,
+        sandbox: Option<Box<SandboxInfo>>,
         /// The `AGENTS.md` files read into the system prompt, relative to
         /// the repository root (docs/task-files.md, `context`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -269,6 +270,14 @@ pub struct SandboxInfo {
     /// `layer: reason`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The bound on the task's processes in force (`safety.max_processes`):
+    /// `pids cgroup v1: 1024`, `RLIMIT_NPROC: 1024`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<String>,
+    /// Bounds the operator set that ybs could not apply, with why:
+    /// `max_processes: …`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_bounds: Vec<String>,
 }
 
 impl SandboxInfo {
@@ -279,7 +288,7 @@ impl SandboxInfo {
 
     /// True if children run confined by every layer.
     pub fn complete(&self) -> bool {
-        self.confined() && self.missing.is_empty()
+        self.confined() && self.missing.is_empty() && self.missing_bounds.is_empty()
     }
 
     /// One line for humans: `landlock+seccomp (no network)` or
@@ -290,6 +299,14 @@ impl SandboxInfo {
                 String::new()
             } else {
                 format!("; missing layer: {}", self.missing.join("; "))
+            };
+            let missing = if self.missing_bounds.is_empty() {
+                missing
+            } else {
+                format!(
+                    "{missing}; missing bound: {}",
+                    self.missing_bounds.join("; ")
+                )
             };
             format!(
                 "{}{}{missing}",

@@ -3,6 +3,7 @@
 //! `decode` reads YAML/JSON text into spanned values with diagnostics;
 //! `task` and `config` both read their files with it.
 
+pub mod beneath;
 pub mod decode;
 pub mod event;
 pub mod exit;

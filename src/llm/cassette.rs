@@ -14,6 +14,7 @@
 //! optional: when any interaction names a task, each task is answered only
 //! by the interactions naming it.
 
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -250,17 +251,46 @@ impl Cassette {
 /// one, so a crash loses nothing already answered. A cassette is an output
 /// like any other: every secret the redactor knows is masked in it, even
 /// one a server or model sent back in a response (docs/security.md S7).
+///
+/// The file is written beneath its directory, opened once when the run
+/// starts (before any task, as the operator named it), never through a
+/// link: a new exclusively created temporary name beside it, then a
+/// rename over it ([`crate::core::beneath`]). A link planted at the file
+/// or at a temporary name is replaced or skipped, never followed
+/// (docs/security.md S8).
 #[derive(Debug)]
 pub struct CassetteWriter {
     path: PathBuf,
+    dir: std::os::fd::OwnedFd,
+    name: String,
     file: Mutex<CassetteFile>,
     redactor: Redactor,
 }
 
 impl CassetteWriter {
     pub fn create(path: &Path, redactor: Redactor) -> Result<Arc<Self>, String> {
+        let failed = |error: &dyn std::fmt::Display| {
+            format!("{}: cannot write cassette: {error}", path.display())
+        };
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .filter(|name| !name.is_empty() && *name != "..")
+            .ok_or_else(|| failed(&"not a file name"))?
+            .to_owned();
+        let parent = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_CLOEXEC)
+            .open(parent)
+            .map_err(|error| failed(&error))?;
         let writer = Self {
             path: path.to_owned(),
+            dir: dir.into(),
+            name,
             redactor,
             file: Mutex::new(CassetteFile {
                 version: CASSETTE_VERSION,
@@ -302,9 +332,17 @@ impl CassetteWriter {
         let mut value = serde_json::to_value(&*file).map_err(std::io::Error::other)?;
         self.redactor.redact_value(&mut value);
         let text = serde_json::to_string_pretty(&value).map_err(std::io::Error::other)?;
-        let tmp = self.path.with_extension("json.tmp");
-        std::fs::write(&tmp, text + "\n")?;
-        std::fs::rename(&tmp, &self.path)
+        crate::core::beneath::replace_file(
+            std::os::fd::AsFd::as_fd(&self.dir),
+            &self.name,
+            (text + "\n").as_bytes(),
+        )
+        .map(drop)
+    }
+
+    /// The file as the operator named it.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 }
 

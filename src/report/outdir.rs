@@ -24,9 +24,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use nix::errno::Errno;
@@ -36,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use super::fsutil::with_path;
+use crate::core::beneath::{is_link_error, open_beneath, replace_file, temp_file};
 
 /// The owner of a finding about the output directory itself: it concerns
 /// every task running when it is found.
@@ -408,22 +407,8 @@ impl OutDir {
         let shown = self.display(task, name);
         let dir = self.dir(task)?;
         self.note_planted(dir.as_fd(), task, name)?;
-        let (temp, mut file) =
-            temp_file(dir.as_fd(), name).map_err(|err| with_path(err, &shown))?;
-        let result = (|| {
-            file.write_all(contents)?;
-            file.sync_all()?;
-            nix::fcntl::renameat(dir.as_fd(), temp.as_str(), dir.as_fd(), name)?;
-            Ok::<_, io::Error>(())
-        })();
-        if let Err(err) = result {
-            let _ = nix::unistd::unlinkat(
-                dir.as_fd(),
-                temp.as_str(),
-                nix::unistd::UnlinkatFlags::NoRemoveDir,
-            );
-            return Err(with_path(err, &shown));
-        }
+        let file =
+            replace_file(dir.as_fd(), name, contents).map_err(|err| with_path(err, &shown))?;
         let stat = fstat(&file).map_err(io::Error::from)?;
         let sha256 = Digests::of(contents);
         self.lock().written.insert(
@@ -833,70 +818,12 @@ fn enter_dir(dir: &OwnedFd, name: &OsStr) -> Result<OwnedFd, EnterError> {
     }
 }
 
-fn is_link_error(err: &io::Error) -> bool {
-    matches!(
-        err.raw_os_error(),
-        Some(code) if code == Errno::ELOOP as i32 || code == Errno::EXDEV as i32
-    )
-}
-
 fn link_error(err: io::Error) -> io::Error {
     if is_link_error(&err) {
         io::Error::other("is a symbolic link; ybs does not write through links")
     } else {
         err
     }
-}
-
-/// Opens the single component `name` below `dir` without following a
-/// link: `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` where the
-/// kernel has it, `openat` with `O_NOFOLLOW` otherwise.
-fn open_beneath<P: AsRef<OsStr> + ?Sized>(
-    dir: BorrowedFd<'_>,
-    name: &P,
-    flags: OFlag,
-    mode: Mode,
-) -> io::Result<OwnedFd> {
-    let name = name.as_ref();
-    let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    #[cfg(target_os = "linux")]
-    {
-        use nix::fcntl::{OpenHow, ResolveFlag, openat2};
-        let how = OpenHow::new()
-            .flags(flags)
-            .mode(mode)
-            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
-        match openat2(dir, name.as_bytes(), how) {
-            // No openat2 (old kernel, or a seccomp filter refusing it):
-            // one component with O_NOFOLLOW is as safe.
-            Err(Errno::ENOSYS | Errno::EPERM | Errno::EAGAIN) => {}
-            other => return other.map_err(io::Error::from),
-        }
-    }
-    open_nofollow(dir, name, flags, mode)
-}
-
-/// The fallback of [`open_beneath`]: `openat` with `O_NOFOLLOW`, for one
-/// path component.
-fn open_nofollow(
-    dir: BorrowedFd<'_>,
-    name: &OsStr,
-    flags: OFlag,
-    mode: Mode,
-) -> io::Result<OwnedFd> {
-    if name.as_bytes().contains(&b'/') {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a single path component",
-        ));
-    }
-    nix::fcntl::openat(
-        dir,
-        name.as_bytes(),
-        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        mode,
-    )
-    .map_err(io::Error::from)
 }
 
 /// `fstatat(AT_SYMLINK_NOFOLLOW)`; `None` when nothing is there.
@@ -924,53 +851,11 @@ fn describe(dir: BorrowedFd<'_>, name: &str, kind: SFlag) -> String {
     }
 }
 
-/// A new file with a unique name beside `name`, created exclusively.
-fn temp_file(dir: BorrowedFd<'_>, name: &str) -> io::Result<(String, File)> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    loop {
-        let temp = format!(
-            ".{name}.{}.{}.tmp",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        match open_beneath(
-            dir,
-            temp.as_str(),
-            OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL,
-            Mode::from_bits_truncate(0o644),
-        ) {
-            Ok(fd) => return Ok((temp, File::from(fd))),
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(err) => return Err(err),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::symlink;
 
     use super::*;
-
-    #[test]
-    fn both_ways_of_opening_refuse_links() {
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(root.path().join("real"), "x").unwrap();
-        symlink(root.path().join("real"), root.path().join("link")).unwrap();
-        std::fs::create_dir(root.path().join("sub")).unwrap();
-        let dir = OwnedFd::from(File::open(root.path()).unwrap());
-        let read = OFlag::O_RDONLY;
-        let name = root.path().file_name().unwrap().to_string_lossy();
-        let escape = format!("../{name}/real");
-        for open in [open_beneath::<OsStr>, open_nofollow] {
-            let err = open(dir.as_fd(), OsStr::new("link"), read, Mode::empty()).unwrap_err();
-            assert!(is_link_error(&err), "{err}");
-            assert!(open(dir.as_fd(), OsStr::new("real"), read, Mode::empty()).is_ok());
-            // Out and back in again: not beneath.
-            let err = open(dir.as_fd(), OsStr::new(&escape), read, Mode::empty());
-            assert!(err.is_err(), "{escape}");
-        }
-    }
 
     #[test]
     fn creates_the_path_and_writes_beneath_it() {

@@ -216,7 +216,7 @@ impl Pending {
                 ..
             } => {
                 result.dry_run = *dry_run;
-                result.sandbox.clone_from(sandbox);
+                result.sandbox = sandbox.as_deref().cloned();
                 result.started_ms = record.ts_ms;
                 result.file.clone_from(file);
                 result.suite.clone_from(suite);

@@ -256,7 +256,7 @@ impl Transcript {
                 system_prompt: self.system_prompt.clone(),
                 tools: manifest.tools.clone(),
                 dry_run: manifest.dry_run,
-                sandbox: manifest.sandbox.clone(),
+                sandbox: manifest.sandbox.clone().map(Box::new),
                 context_files: manifest.context_files.clone(),
             },
         )];
@@ -450,7 +450,7 @@ impl TranscriptBuilder {
                     workdir: workdir.clone(),
                     dry_run: *dry_run,
                     tools: tools.clone(),
-                    sandbox: sandbox.clone(),
+                    sandbox: sandbox.as_deref().cloned(),
                     context_files: context_files.clone(),
                 };
                 self.system_prompt.clone_from(system_prompt);

@@ -155,4 +155,16 @@ fn warn_unconfined(console: &dyn Console, prepared: &[PreparedTask]) {
             missing.join("; ")
         ));
     }
+    let mut unbounded: Vec<String> = prepared
+        .iter()
+        .filter(|task| task.sandbox.confined())
+        .flat_map(|task| task.sandbox.missing_bounds.iter().cloned())
+        .collect();
+    unbounded.dedup();
+    if !unbounded.is_empty() {
+        console.error(&format!(
+            "warning: sandbox without a bound: {}",
+            unbounded.join("; ")
+        ));
+    }
 }

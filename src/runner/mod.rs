@@ -89,6 +89,10 @@ pub struct RunContext {
     pub outputs: Vec<PathBuf>,
     /// Masks secrets in commit messages.
     pub redactor: Redactor,
+    /// The run's local resume key, made at the start and masked by the
+    /// redactor; written to the state directory only if a task pauses
+    /// (`None`: `$YBS_RESUME_KEY` signs, docs/resume.md).
+    pub resume_key: Option<String>,
     /// Every task file the run loaded: read-only in every task's sandbox.
     pub task_files: Vec<PathBuf>,
     /// `--record FILE`: every provider answer is written here.

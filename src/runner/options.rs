@@ -266,6 +266,12 @@ pub fn run_context(
             }
         }
     }
+    // The run's resume key, masked like any secret (docs/security.md S7).
+    let run_id = ids::new_run_id();
+    let resume_key = super::state::fresh_key(&|name: &str| std::env::var(name).ok());
+    if let Some(key) = &resume_key {
+        redactor.add(key.clone());
+    }
     let context = RunContext {
         pricing: config.price_table(),
         retry: config.retry(),
@@ -284,7 +290,8 @@ pub fn run_context(
         policy_file: policy_file.map(|p| cwd.join(p)),
         operator_policy,
         home: std::env::var_os("HOME").map(PathBuf::from),
-        run_id: ids::new_run_id(),
+        run_id,
+        resume_key,
         dry_run,
         child_env,
         config,

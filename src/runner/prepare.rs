@@ -3,6 +3,7 @@
 //! usage error (exit 2) and no task starts.
 
 use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -319,6 +320,11 @@ fn prepare_in(
     // `tools.builtin.run_shell.timeout_seconds`: the default, and the
     // longest a call may ask for.
     let shell = &run.config.tools.builtin["run_shell"];
+    // ybs's own directories, unless the task works inside one.
+    let own: Vec<PathBuf> = own_dirs(run.home.as_deref())
+        .into_iter()
+        .filter(|dir| !workdir.starts_with(dir))
+        .collect();
     let tool_ctx = ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
             .chain(allowed_roots(&run.config, run.home.as_deref()))
@@ -329,11 +335,9 @@ fn prepare_in(
             .safety
             .blocked_paths
             .iter()
-            .map(|p| {
-                expand_home(Path::new(p), run.home.as_deref())
-                    .display()
-                    .to_string()
-            })
+            .map(|p| expand_home(Path::new(p), run.home.as_deref()))
+            .chain(own)
+            .map(|p| p.display().to_string())
             .collect(),
         protected_paths: guarded,
         env,
@@ -489,7 +493,18 @@ pub fn task_sandbox(
             .filter_map(|program| program.parent())
             .flat_map(with_prefix),
     );
-    let blocked = sandbox_blocked(config, home, &[&visible, &writable, &programs]);
+    let mut blocked = sandbox_blocked(config, home, &[&visible, &writable, &programs]);
+    // ybs's own state (the resume keys) and cache, whatever
+    // `safety.blocked_paths` says; made now when missing, so one made
+    // during the task (a paused task's key, with `--jobs`) is hidden too.
+    for dir in own_dirs(home) {
+        if std::fs::symlink_metadata(&dir).is_err() && std::fs::create_dir_all(&dir).is_ok() {
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        if !blocked.contains(&dir) {
+            blocked.push(dir);
+        }
+    }
     let settings = SandboxSettings {
         writable,
         network: config.safety.sandbox_network,
@@ -499,6 +514,7 @@ pub fn task_sandbox(
         hidden: paths.hidden.clone(),
         blocked,
         visible,
+        max_processes: config.safety.max_processes,
     };
     match Sandbox::prepare(workdir, &settings) {
         Ok(sandbox) => {
@@ -513,6 +529,24 @@ pub fn task_sandbox(
         }),
         Err(Unavailable(reason)) => Ok((None, sandbox::unconfined(&reason))),
     }
+}
+
+/// ybs's own directories, hidden from every confined program and blocked
+/// for the built-in file tools whatever `safety.blocked_paths` says
+/// (docs/sandbox.md): the state directory (`$XDG_STATE_HOME/ybs`, else
+/// `~/.local/state/ybs`: the resume keys) and the cache directory
+/// (`$XDG_CACHE_HOME/ybs`, else `~/.cache/ybs`: tool schemas, metrics).
+pub fn own_dirs(home: Option<&Path>) -> Vec<PathBuf> {
+    let home = home.map(|home| home.display().to_string());
+    let env = |name: &str| match name {
+        "HOME" => home.clone(),
+        _ => std::env::var(name).ok(),
+    };
+    super::state::key_dir(&env)
+        .and_then(|keys| keys.parent().map(Path::to_path_buf))
+        .into_iter()
+        .chain(super::tools::cache_dir(home.as_deref().map(Path::new)))
+        .collect()
 }
 
 /// `safety.blocked_paths` to hide from confined programs (docs/sandbox.md):

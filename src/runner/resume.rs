@@ -730,13 +730,21 @@ pub fn resume(
         }
         tasks.push(found);
     }
-    let (mut context, redactor) = run_context(
+    let (mut context, mut redactor) = run_context(
         loaded,
         false,
         flags.cassette.clone(),
         flags.policy_file.clone(),
     );
     context.resuming = true;
+    // The keys that signed the states are secrets of the run as well.
+    let env = |name: &str| std::env::var(name).ok();
+    for item in &resumed {
+        if let Some(key) = state::key_text(&item.state.run_id, &item.state.key, &env) {
+            redactor.add(key.clone());
+            context.redactor.add(key);
+        }
+    }
     for item in &resumed {
         if let Some(place) = InWorktree::of(&item.state)? {
             context

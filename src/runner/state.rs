@@ -335,9 +335,43 @@ pub fn already_used(state_id: &str) -> StateError {
     )
 }
 
+/// A new run key, hex (32 random bytes): made when the run starts, so
+/// the redactor masks it from the first output on (a confined program
+/// never sees the key file, but a `--no-sandbox` one could), and written
+/// only if a task pauses ([`signing_key`]). `None` when `$YBS_RESUME_KEY`
+/// signs instead (masked as a withheld variable) or no randomness is to
+/// be had (the key is then made at the pause).
+pub fn fresh_key(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if env_key(env).is_some() {
+        return None;
+    }
+    let mut random = [0u8; 32];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut file| file.read_exact(&mut random))
+        .ok()?;
+    Some(hex(&random))
+}
+
+/// The text of the key that checks a state signed by `signed_by` for
+/// `run_id`, when there is one: for the redactor of `ybs resume`.
+pub fn key_text(
+    run_id: &str,
+    signed_by: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    verifying_key(run_id, signed_by, env)
+        .ok()
+        .map(|key| String::from_utf8_lossy(&key.bytes).into_owned())
+}
+
 /// The key a paused run signs with: `$YBS_RESUME_KEY`, else the run's own
-/// key, made now (32 random bytes, mode 0600) if it does not exist.
-pub fn signing_key(run_id: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Key, StateError> {
+/// key, written now (`fresh`, the one [`fresh_key`] made when the run
+/// started, or 32 new random bytes; mode 0600) if it does not exist.
+pub fn signing_key(
+    run_id: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    fresh: Option<&str>,
+) -> Result<Key, StateError> {
     if let Some(key) = env_key(env) {
         return Ok(key);
     }
@@ -362,11 +396,16 @@ pub fn signing_key(run_id: &str, env: &dyn Fn(&str) -> Option<String>) -> Result
     };
     fs::create_dir_all(&dir).map_err(failed)?;
     let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
-    let mut random = [0u8; 32];
-    fs::File::open("/dev/urandom")
-        .and_then(|mut file| file.read_exact(&mut random))
-        .map_err(failed)?;
-    let text = hex(&random);
+    let text = match fresh {
+        Some(text) => text.to_owned(),
+        None => {
+            let mut random = [0u8; 32];
+            fs::File::open("/dev/urandom")
+                .and_then(|mut file| file.read_exact(&mut random))
+                .map_err(failed)?;
+            hex(&random)
+        }
+    };
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -716,7 +755,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().display().to_string();
         let env = move |name: &str| (name == "HOME").then(|| home.clone());
-        let key = signing_key("run-1", &env).unwrap();
+        let key = signing_key("run-1", &env, None).unwrap();
         let path = dir.path().join(".local/state/ybs/resume-keys/run-1");
         let mode = fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
@@ -724,7 +763,13 @@ mod tests {
         assert!(again.verify(b"x", &key.sign(b"x")));
         let missing = verifying_key("run-2", "local", &env).err().unwrap();
         assert!(missing.message.contains("cannot be read"), "{missing:?}");
-        assert!(signing_key("../x", &env).is_err());
+        assert!(signing_key("../x", &env, None).is_err());
+        // A key made when the run started is the one written.
+        let fresh = fresh_key(&env).unwrap();
+        assert_eq!(fresh.len(), 64);
+        let key = signing_key("run-3", &env, Some(&fresh)).unwrap();
+        assert_eq!(key.bytes, fresh.as_bytes());
+        assert_eq!(key_text("run-3", "local", &env), Some(fresh));
     }
 
     #[test]

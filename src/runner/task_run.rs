@@ -110,7 +110,7 @@ pub async fn run_or_resume(
             system_prompt: system_prompt.clone(),
             tools: tool_names,
             dry_run: run.dry_run,
-            sandbox: Some(prepared.sandbox.clone()),
+            sandbox: Some(Box::new(prepared.sandbox.clone())),
             context_files: prepared.agents_md.files.clone(),
         });
     }
@@ -292,7 +292,7 @@ fn pause(
     let env = |name: &str| std::env::var(name).ok();
     // The key first: without one the state could not be trusted, and the
     // task must not look paused.
-    let key = match super::state::signing_key(&run.run_id, &env) {
+    let key = match super::state::signing_key(&run.run_id, &env, run.resume_key.as_deref()) {
         Ok(key) => key,
         Err(error) => {
             super::tools::finish(tools, run, emitter);

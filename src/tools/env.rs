@@ -6,7 +6,8 @@
 //! private empty directory per task unless the operator passes `HOME`),
 //! `LANG`, `LC_*`, `TZ`, `TERM=dumb`, `CI` (`1` when unset), `TMPDIR`,
 //! and the variables the operator names in `safety.env_passthrough`;
-//! nothing else.
+//! nothing else, except the [`NON_INTERACTIVE`] settings, which every
+//! child gets whatever else is set.
 //!
 //! Every value withheld is handed to the redactor, so it never surfaces in
 //! an output, except values that cannot be secret and would only mask
@@ -17,6 +18,17 @@
 
 /// Variables passed through by exact name.
 const ALLOWED: &[&str] = &["PATH", "HOME", "LANG", "TZ", "TERM", "CI", "TMPDIR"];
+
+/// Set for every child, over any passed-through or declared value: no
+/// prompt for credentials (git), no interactive installer question
+/// (apt/dpkg), no pager waiting for a key (git, man, systemctl…). A child
+/// has no terminal; a prompt would only hang it until its timeout.
+pub const NON_INTERACTIVE: &[(&str, &str)] = &[
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("GIT_PAGER", "cat"),
+    ("PAGER", "cat"),
+];
 
 /// Environment variables for child processes, with what was withheld.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,7 +55,9 @@ impl ChildEnv {
     }
 
     /// `vars` filtered by the allowlist plus `passthrough`, then
-    /// `TERM=dumb` and `CI` set.
+    /// `TERM=dumb`, `CI` (`1` when unset or empty) and [`NON_INTERACTIVE`]
+    /// set. A withheld value of a [`NON_INTERACTIVE`] name is not masked
+    /// (`noninteractive` is no secret).
     pub fn scrubbed_from(
         vars: impl Iterator<Item = (String, String)>,
         passthrough: &[String],
@@ -61,17 +75,29 @@ impl ChildEnv {
                 };
                 env.vars.push((name, value));
             } else {
-                if is_redactable(&name, &value) && !env.secret_values.contains(&value) {
+                if is_redactable(&name, &value)
+                    && !NON_INTERACTIVE.iter().any(|(fixed, _)| *fixed == name)
+                    && !env.secret_values.contains(&value)
+                {
                     env.secret_values.push(value);
                 }
                 env.removed.push(name);
             }
         }
         env.set("TERM", "dumb");
-        if env.get("CI").is_none() {
+        if env.get("CI").is_none_or(str::is_empty) {
             env.set("CI", "1");
         }
+        env.set_non_interactive();
         env
+    }
+
+    /// Sets [`NON_INTERACTIVE`] over whatever is there (the process
+    /// runner calls it again after a server's declared `env`).
+    pub fn set_non_interactive(&mut self) {
+        for (name, value) in NON_INTERACTIVE {
+            self.set(name, value);
+        }
     }
 
     /// Drops the `PATH` entries at or under `workdir` (a program the
@@ -252,9 +278,21 @@ mod tests {
         assert_eq!(
             names,
             [
-                "CI", "HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR", "TZ"
+                "CI",
+                "DEBIAN_FRONTEND",
+                "GIT_PAGER",
+                "GIT_TERMINAL_PROMPT",
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "PAGER",
+                "PATH",
+                "TERM",
+                "TMPDIR",
+                "TZ"
             ]
         );
+        assert_eq!(env.get("PAGER"), Some("cat"));
         for canary in [
             "canary-api-key-1",
             "canary-deploy-2",
@@ -371,6 +409,9 @@ mod tests {
     fn scrubbed_reads_the_process_environment() {
         let env = ChildEnv::scrubbed(&[]);
         assert_eq!(env.get("TERM"), Some("dumb"));
-        assert!(env.vars.iter().all(|(name, _)| is_allowed(name)));
+        assert!(
+            env.vars.iter().all(|(name, _)| is_allowed(name)
+                || NON_INTERACTIVE.iter().any(|(fixed, _)| fixed == name))
+        );
     }
 }

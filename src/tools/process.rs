@@ -286,6 +286,7 @@ fn spawn_grouped(
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.vars.iter().map(|(name, value)| (name, value)))
+        .envs(super::env::NON_INTERACTIVE.iter().copied())
         .env("PWD", &spec.cwd)
         .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())

@@ -38,6 +38,8 @@ use std::sync::{Arc, OnceLock};
 use crate::core::event::SandboxInfo;
 
 #[cfg(target_os = "linux")]
+pub mod cgroup;
+#[cfg(target_os = "linux")]
 pub mod filter;
 #[cfg(target_os = "linux")]
 mod helper;
@@ -123,6 +125,9 @@ pub struct SandboxSettings {
     pub blocked: Vec<PathBuf>,
     /// Host paths that stay visible (read-only) under the private `/tmp`.
     pub visible: Vec<PathBuf>,
+    /// At most this many processes of the task's confined programs at
+    /// once (`safety.max_processes`); 0: no bound.
+    pub max_processes: u32,
 }
 
 /// Why confinement cannot be applied.
@@ -170,6 +175,10 @@ pub struct Sandbox {
     landlock: &'static str,
     /// Layers missing but not required, `layer: reason`.
     missing: Vec<String>,
+    /// The process bound in force, or why there is none.
+    processes: Result<Option<String>, String>,
+    #[cfg(target_os = "linux")]
+    _cgroup: Option<Arc<cgroup::TaskCgroup>>,
     _placeholders: Arc<Placeholders>,
 }
 
@@ -249,12 +258,19 @@ impl Sandbox {
                 .collect(),
             network: settings.network,
             unix_sockets: settings.unix_sockets,
+            cgroup: None,
+            max_processes: None,
         };
+        let mut spec = spec;
+        let (processes, task_cgroup) = process_bound(settings.max_processes, &mut spec);
         Ok(Self {
             temp: Arc::new(temp),
             spec,
             landlock,
             missing,
+            processes,
+            #[cfg(target_os = "linux")]
+            _cgroup: task_cgroup,
             _placeholders: Arc::new(placeholders),
         })
     }
@@ -336,8 +352,66 @@ impl Sandbox {
             reason: None,
             layers,
             missing: self.missing.clone(),
+            processes: self.processes.clone().ok().flatten(),
+            missing_bounds: self
+                .processes
+                .as_ref()
+                .err()
+                .map(|why| format!("max_processes: {why}"))
+                .into_iter()
+                .collect(),
         }
     }
+}
+
+/// The bound of `safety.max_processes` (docs/sandbox.md): a pids cgroup
+/// for the task when ybs can make one, else `RLIMIT_NPROC` when ybs does
+/// not run as root (root is exempt from it), else none, and why.
+#[cfg(target_os = "linux")]
+fn process_bound(
+    max: u32,
+    spec: &mut HelperSpec,
+) -> (
+    Result<Option<String>, String>,
+    Option<Arc<cgroup::TaskCgroup>>,
+) {
+    if max == 0 {
+        return (Ok(None), None);
+    }
+    match cgroup::TaskCgroup::create(max) {
+        Ok(task_cgroup) => {
+            spec.cgroup = Some(task_cgroup.dir.clone());
+            (
+                Ok(Some(format!("{}: {max}", task_cgroup.kind))),
+                Some(Arc::new(task_cgroup)),
+            )
+        }
+        Err(_) if !runs_as_root() => {
+            spec.max_processes = Some(u64::from(max));
+            (Ok(Some(format!("RLIMIT_NPROC: {max}"))), None)
+        }
+        Err(why) => (
+            Err(format!(
+                "no pids cgroup ({why}), and RLIMIT_NPROC does not bind root"
+            )),
+            None,
+        ),
+    }
+}
+
+/// The effective uid is 0 (`/proc/self` belongs to it).
+#[cfg(target_os = "linux")]
+fn runs_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_bound(
+    _max: u32,
+    _spec: &mut HelperSpec,
+) -> (Result<Option<String>, String>, Option<()>) {
+    (Ok(None), None)
 }
 
 /// The info of a run without confinement.
@@ -350,6 +424,8 @@ pub fn unconfined(reason: &str) -> SandboxInfo {
         reason: Some(reason.to_owned()),
         layers: Vec::new(),
         missing: Vec::new(),
+        processes: None,
+        missing_bounds: Vec::new(),
     }
 }
 

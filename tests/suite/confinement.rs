@@ -763,8 +763,21 @@ fn children_see_only_the_allowlist_and_canaries_appear_nowhere() {
         names
     };
     // PWD is the child's working directory, set by ybs, not inherited;
-    // LANG and LC_* pass when set (LC_TIME is).
-    let allowed = ["CI", "HOME", "PATH", "PWD", "TERM", "TMPDIR", "TZ"];
+    // LANG and LC_* pass when set (LC_TIME is); the non-interactive
+    // settings are always there.
+    let allowed = [
+        "CI",
+        "DEBIAN_FRONTEND",
+        "GIT_PAGER",
+        "GIT_TERMINAL_PROMPT",
+        "HOME",
+        "PAGER",
+        "PATH",
+        "PWD",
+        "TERM",
+        "TMPDIR",
+        "TZ",
+    ];
     let without_locale = |names: Vec<String>| -> Vec<String> {
         names
             .into_iter()

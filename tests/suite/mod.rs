@@ -27,6 +27,7 @@ mod providers;
 mod resume;
 mod run;
 mod sandbox;
+mod sandbox_limits;
 mod schema;
 #[cfg(feature = "script")]
 mod script;

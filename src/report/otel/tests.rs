@@ -188,10 +188,10 @@ fn started(task: &str, ts_ms: u64) -> EventRecord {
             system_prompt: "SYSTEM PROMPT TEXT".into(),
             tools: vec![],
             dry_run: false,
-            sandbox: Some(SandboxInfo {
+            sandbox: Some(Box::new(SandboxInfo {
                 mode: "none".into(),
                 ..SandboxInfo::default()
-            }),
+            })),
             context_files: vec![],
         },
     )

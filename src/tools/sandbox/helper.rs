@@ -88,6 +88,11 @@ fn parse(args: &[OsString]) -> Result<(HelperSpec, Vec<OsString>)> {
 fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
     let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
     close_inherited_on_exec()?;
+    // First, while the host's view is still there: every process of the
+    // program is counted in the task's pids cgroup.
+    if let Some(dir) = &spec.cgroup {
+        super::cgroup::join(dir)?;
+    }
     if !spec.namespaces {
         confine_process(spec, false)?;
         exec(argv, &cwd);
@@ -312,6 +317,10 @@ fn pid_one(
 
 /// Every capability set emptied, `no_new_privs`, Landlock, seccomp.
 fn confine_process(spec: &HelperSpec, namespaces: bool) -> Result<()> {
+    if let Some(max) = spec.max_processes {
+        nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NPROC, max, max)
+            .map_err(|e| format!("RLIMIT_NPROC: {e}"))?;
+    }
     drop_capabilities()?;
     #[allow(unsafe_code)]
     // SAFETY: a plain prctl.

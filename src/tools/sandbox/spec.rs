@@ -40,6 +40,14 @@ pub struct HelperSpec {
     pub blocked: Vec<PathBuf>,
     pub network: bool,
     pub unix_sockets: bool,
+    /// The task's pids cgroup, which the helper joins first
+    /// (`safety.max_processes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<PathBuf>,
+    /// `RLIMIT_NPROC` for the confined processes, when there is no cgroup
+    /// and ybs does not run as root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u64>,
 }
 
 impl HelperSpec {
