@@ -233,7 +233,8 @@ fn the_schema_is_checked_when_the_file_is_loaded() {
         "t.yaml",
         "prompt: review\ncommit: false\noutput:\n  schema_file: review.schema.json\n",
     );
-    ybs.run(["validate", "t.yaml"]).expect_code(0);
+    ybs.run(["validate", "t.yaml", "--provider", "ollama"])
+        .expect_code(0);
     let run = run_cassette(&ybs, &["{\"verdict\": \"approve\"}"], &[]);
     run.expect_code(0);
     assert_eq!(

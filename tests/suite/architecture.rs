@@ -48,7 +48,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
 /// `task_run` writes and the worktree reopening `prepare` uses; once those
 /// move to rooms of their own it becomes a door.
 const RUNNER_DOORS: &[&str] = &[
-    "front", "chat", "external", "serve", "inspect", "schemas", "approve",
+    "front", "chat", "external", "serve", "inspect", "schemas", "approve", "adhoc", "scratch",
 ];
 const RUNNER_ENGINE: &[&str] = &[
     "mod",
@@ -64,6 +64,8 @@ const RUNNER_ENGINE: &[&str] = &[
     "subject",
     "tools",
     "resume",
+    "agents_md",
+    "answer",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
