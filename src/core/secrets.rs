@@ -127,10 +127,18 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
+#[expect(
+    clippy::expect_used,
+    reason = "a constant pattern, compiled by the tests too"
+)]
 static KEY_BEGIN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
         .expect("private key marker compiles")
 });
+#[expect(
+    clippy::expect_used,
+    reason = "a constant pattern, compiled by the tests too"
+)]
 static KEY_END: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
         .expect("private key marker compiles")
