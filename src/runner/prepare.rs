@@ -376,23 +376,21 @@ fn prepare_in(
 }
 
 /// The per-task part of the children's environment: `PATH` without
-/// workdir entries, `TMPDIR` and `HOME` in the sandbox's private temp dir
-/// (`HOME` stays the operator's when `safety.env_passthrough` names it).
+/// workdir entries, `TMPDIR` in the sandbox's private temp dir. `HOME`
+/// stays the user's (read-only in the sandbox, its credentials hidden, its
+/// toolchain caches writable for the task only: docs/sandbox.md); an
+/// empty directory in the private temp dir stands in when there is none.
 pub fn child_env_for(
     env: &mut crate::tools::ChildEnv,
     sandbox: Option<&Sandbox>,
     workdir: &Path,
-    config: &Config,
+    _config: &Config,
 ) {
     env.confine_path(workdir);
     if let Some(sandbox) = sandbox {
         env.set("TMPDIR", &sandbox.child_tmpdir().display().to_string());
-        if !config
-            .safety
-            .env_passthrough
-            .iter()
-            .any(|name| name == "HOME")
-        {
+        let home = env.get("HOME").map(Path::new);
+        if !home.is_some_and(|home| home.is_absolute() && home.is_dir()) {
             env.set("HOME", &sandbox.child_home().display().to_string());
         }
     }
@@ -456,6 +454,9 @@ pub fn task_sandbox(
     );
     let mut visible = paths.visible.clone();
     if let Some(home) = home {
+        // The home itself (the children's `HOME`, read-only; under the
+        // host's `/tmp` it would be hidden otherwise) and the tools in it.
+        visible.push(home.to_path_buf());
         visible.push(home.join(".ybs"));
     }
     visible.extend(
@@ -514,6 +515,7 @@ pub fn task_sandbox(
         hidden: paths.hidden.clone(),
         blocked,
         visible,
+        scratch: toolchain_scratch(home),
         max_processes: config.safety.max_processes,
     };
     match Sandbox::prepare(workdir, &settings) {
@@ -546,6 +548,40 @@ pub fn own_dirs(home: Option<&Path>) -> Vec<PathBuf> {
         .and_then(|keys| keys.parent().map(Path::to_path_buf))
         .into_iter()
         .chain(super::tools::cache_dir(home.as_deref().map(Path::new)))
+        .collect()
+}
+
+/// The toolchain homes and caches under the user's home that confined
+/// programs may write to for the task only (docs/sandbox.md, "Toolchains
+/// and caches"): cargo's package-cache lock and registry, rustup's
+/// temp files, the package managers' caches. `CARGO_HOME` and
+/// `RUSTUP_HOME` (passed to the children) count when set. The sandbox
+/// skips the missing ones and those at or holding a writable root.
+pub const TOOLCHAIN_SCRATCH: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/pypoetry",
+    ".cache/go-build",
+    ".cache/yarn",
+    ".cache/pnpm",
+    ".local/share/pnpm",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+];
+
+fn toolchain_scratch(home: Option<&Path>) -> Vec<PathBuf> {
+    let own = ["CARGO_HOME", "RUSTUP_HOME"]
+        .iter()
+        .filter_map(|name| std::env::var_os(name))
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute());
+    home.into_iter()
+        .flat_map(|home| TOOLCHAIN_SCRATCH.iter().map(|dir| home.join(dir)))
+        .chain(own)
         .collect()
 }
 
