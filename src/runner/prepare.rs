@@ -494,7 +494,7 @@ pub fn task_sandbox(
             .filter_map(|program| program.parent())
             .flat_map(with_prefix),
     );
-    let mut blocked = sandbox_blocked(config, home, &[&visible, &writable, &programs]);
+    let mut blocked = sandbox_blocked(config, home, &visible, &[&visible, &writable, &programs]);
     // ybs's own state (the resume keys) and cache, whatever
     // `safety.blocked_paths` says; made now when missing, so one made
     // during the task (a paused task's key, with `--jobs`) is hidden too.
@@ -589,7 +589,12 @@ fn toolchain_scratch(home: Option<&Path>) -> Vec<PathBuf> {
 /// the plain paths (`~/.ssh`, not the `**/.env` or `/proc/*/environ`
 /// patterns), except one holding a path the children need (the workdir is
 /// checked by the sandbox; `keep`: visible and writable paths, programs).
-fn sandbox_blocked(config: &Config, home: Option<&Path>, keep: &[&[PathBuf]]) -> Vec<PathBuf> {
+fn sandbox_blocked(
+    config: &Config,
+    home: Option<&Path>,
+    shown: &[PathBuf],
+    keep: &[&[PathBuf]],
+) -> Vec<PathBuf> {
     config
         .safety
         .blocked_paths
@@ -597,11 +602,14 @@ fn sandbox_blocked(config: &Config, home: Option<&Path>, keep: &[&[PathBuf]]) ->
         .filter(|entry| !entry.contains(['*', '?', '[', '{']))
         .map(|entry| expand_home(Path::new(entry), home))
         .filter(|path| path.is_absolute())
-        // The sandbox makes its own `/tmp`, `/proc` and `/dev`.
+        // The sandbox makes its own `/tmp`, `/proc` and `/dev`; a host
+        // path under `/tmp` it shows again (a home there) keeps its
+        // blocked paths hidden.
         .filter(|path| {
             ["/tmp", "/proc", "/dev"]
                 .iter()
                 .all(|own| !path.starts_with(own) && !Path::new(own).starts_with(path))
+                || shown.iter().any(|dir| path.starts_with(dir) && path != dir)
         })
         .filter(|path| {
             let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
