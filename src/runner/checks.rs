@@ -226,3 +226,39 @@ fn not_found(output: &str) -> Option<&str> {
         PROGRAMS.contains(&name).then_some(name)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{not_found, toolchain_hint};
+
+    #[test]
+    fn known_toolchain_messages_get_the_setting_that_helps() {
+        let rustup = "error: rustup could not choose a version of cargo to run, because one wasn't specified explicitly, and no default is configured.";
+        assert!(toolchain_hint(rustup).is_some_and(|hint| hint.contains("RUSTUP_TOOLCHAIN")));
+        let pyenv = "pyenv: version `3.12.1' is not installed (set by /w/.python-version)";
+        assert!(toolchain_hint(pyenv).is_some_and(|hint| hint.contains("PYENV_ROOT")));
+        assert!(
+            toolchain_hint("No version is set for command node")
+                .is_some_and(|hint| hint.contains("ASDF_DIR"))
+        );
+        assert!(toolchain_hint("sh: 1: nvm: not found").is_some_and(|hint| hint.contains(".nvm")));
+        assert!(
+            toolchain_hint("touch: cannot touch '/home/u/x': Read-only file system")
+                .is_some_and(|hint| hint.contains("sandbox_writable_paths"))
+        );
+        assert_eq!(toolchain_hint("test tests::two ... FAILED"), None);
+    }
+
+    #[test]
+    fn a_missing_toolchain_program_is_named() {
+        assert_eq!(not_found("sh: 1: cargo: not found"), Some("cargo"));
+        assert_eq!(
+            not_found("bash: line 1: node: command not found"),
+            Some("node")
+        );
+        assert_eq!(not_found("sh: 1: frobnicate: not found"), None);
+        assert!(
+            toolchain_hint("sh: 1: cargo: not found").is_some_and(|hint| hint.contains("PATH"))
+        );
+    }
+}
