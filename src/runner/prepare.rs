@@ -554,19 +554,19 @@ pub fn own_dirs(home: Option<&Path>) -> Vec<PathBuf> {
 /// The toolchain homes and caches under the user's home that confined
 /// programs may write to for the task only (docs/sandbox.md, "Toolchains
 /// and caches"): cargo's package-cache lock and registry, rustup's
-/// temp files, the package managers' caches. `CARGO_HOME` and
+/// temp files, the package managers' caches (XDG's `~/.cache`, which ybs
+/// makes for its own cache anyway, so a tool that creates its cache dir
+/// there finds it writable). `CARGO_HOME` and
 /// `RUSTUP_HOME` (passed to the children) count when set. The sandbox
 /// skips the missing ones and those at or holding a writable root.
 pub const TOOLCHAIN_SCRATCH: &[&str] = &[
     ".cargo",
     ".rustup",
     ".npm",
-    ".cache/pip",
-    ".cache/uv",
-    ".cache/pypoetry",
-    ".cache/go-build",
-    ".cache/yarn",
-    ".cache/pnpm",
+    // pip, uv, poetry, go-build, yarn, pnpm… (ybs's own cache in it stays
+    // hidden: the blocked paths go on top).
+    ".cache",
+    "go/pkg/mod",
     ".local/share/pnpm",
     ".m2/repository",
     ".gradle/caches",
@@ -576,7 +576,7 @@ pub const TOOLCHAIN_SCRATCH: &[&str] = &[
 fn toolchain_scratch(home: Option<&Path>) -> Vec<PathBuf> {
     let own = ["CARGO_HOME", "RUSTUP_HOME"]
         .iter()
-        .filter_map(|name| std::env::var_os(name))
+        .filter_map(std::env::var_os)
         .map(PathBuf::from)
         .filter(|path| path.is_absolute());
     home.into_iter()

@@ -116,7 +116,7 @@ fn the_home_is_visible_read_only_with_credentials_hidden_and_toolchain_writes_ke
     std::fs::write(home.join(".cargo/config.toml"), "# visible-setting-5a1c\n").unwrap();
     ybs.file(
         "t.yaml",
-        "prompt: p\ncommit: false\nchecks:\n  - name: home\n    run: |\n      echo \"home=$HOME\"\n      cat \"$HOME/.cargo/config.toml\"\n      echo index > \"$HOME/.cargo/registry/new-index\" && cat \"$HOME/.cargo/registry/new-index\"\n      touch \"$HOME/.cargo/.package-cache\" && echo locked\n      cat \"$HOME/.cargo/credentials.toml\"\n      touch \"$HOME/elsewhere\" 2>/dev/null || echo home-read-only\n",
+        "prompt: p\ncommit: false\nchecks:\n  - name: home\n    run: |\n      echo \"home=$HOME\"\n      cat \"$HOME/.cargo/config.toml\"\n      echo index > \"$HOME/.cargo/registry/new-index\" && cat \"$HOME/.cargo/registry/new-index\"\n      touch \"$HOME/.cargo/.package-cache\" && echo locked\n      mkdir -p \"$HOME/.cache/pip/http\" && echo cached\n      cat \"$HOME/.cargo/credentials.toml\"\n      touch \"$HOME/elsewhere\" 2>/dev/null || echo home-read-only\n",
     )
     .cassette("t.cassette.json", vec![answer("done")]);
     let run = ybs.run(["run", "t.yaml", "--cassette", "t.cassette.json"]);
@@ -127,7 +127,7 @@ fn the_home_is_visible_read_only_with_credentials_hidden_and_toolchain_writes_ke
         "{output}"
     );
     assert!(output.contains("visible-setting-5a1c"), "{output}");
-    assert!(output.contains("index\nlocked\n"), "{output}");
+    assert!(output.contains("index\nlocked\ncached\n"), "{output}");
     assert!(output.contains("home-read-only"), "{output}");
     assert!(!output.contains("cio-canary-7f3e"), "{output}");
     assert!(!run.stdout.contains("cio-canary-7f3e"));
@@ -135,6 +135,7 @@ fn the_home_is_visible_read_only_with_credentials_hidden_and_toolchain_writes_ke
     assert!(!home.join(".cargo/registry/new-index").exists());
     assert!(!home.join(".cargo/.package-cache").exists());
     assert!(!home.join("elsewhere").exists());
+    assert!(!home.join(".cache/pip").exists());
 }
 
 /// A check that fails with rustup's own message says which setting helps.
