@@ -165,3 +165,91 @@ fn a_toolchain_failure_names_the_setting_that_helps() {
         run.stdout
     );
 }
+
+/// The same check run by an unprivileged ybs (`nobody`, through `setpriv`)
+/// whose home holds the machine's rustup install (bound there in a private
+/// mount namespace: `/root` is closed to `nobody`). Needs root to set that
+/// up (the tests run as root in CI).
+#[test]
+fn rustup_cargo_test_passes_for_an_unprivileged_user() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let Some(real_home) = rustup_home() else {
+        return;
+    };
+    if std::fs::metadata("/proc/self").unwrap().uid() != 0 {
+        println!("SKIPPED: becoming nobody needs root");
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("ybs-nobody-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let root = dir.path();
+    let (home, work) = (root.join("home"), root.join("work"));
+    for path in [home.join(".cargo"), home.join(".rustup"), work.join("src")] {
+        std::fs::create_dir_all(path).unwrap();
+    }
+    std::fs::write(
+        work.join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("src/lib.rs"),
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn two() {\n        assert_eq!(1 + 1, 2);\n    }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("t.yaml"),
+        "prompt: p\ncommit: false\nchecks:\n  - name: tests\n    run: cargo test --offline --quiet\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("t.cassette.json"),
+        serde_json::json!({"version": 1, "interactions": [answer("done")]}).to_string(),
+    )
+    .unwrap();
+    for entry in walk(root) {
+        std::os::unix::fs::chown(&entry, Some(65534), Some(65534)).unwrap();
+        let mode = if entry.is_dir() { 0o755 } else { 0o644 };
+        std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let ybs = assert_cmd::cargo::cargo_bin("ybs");
+    let script = format!(
+        "mount --make-rprivate / && mount --bind '{cargo}' '{home}/.cargo' && mount --bind '{rustup}' '{home}/.rustup' && exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH='{home}/.cargo/bin:/usr/bin:/bin' HOME='{home}' GIT_CONFIG_GLOBAL=/dev/null '{ybs}' run t.yaml --cassette t.cassette.json",
+        cargo = real_home.join(".cargo").display(),
+        rustup = real_home.join(".rustup").display(),
+        home = home.display(),
+        ybs = ybs.display(),
+    );
+    let Ok(output) = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .current_dir(&work)
+        .stdin(std::process::Stdio::null())
+        .output()
+    else {
+        println!("SKIPPED: no unshare");
+        return;
+    };
+    let run = Run::from_output(output, &work);
+    let output = check_output(&run, "tests");
+    run.expect_code(0);
+    assert!(output.contains("1 passed"), "{output}");
+}
+
+/// `root` and everything under it.
+fn walk(root: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![root.to_path_buf()];
+    let mut index = 0;
+    while index < paths.len() {
+        if paths[index].is_dir() {
+            let children: Vec<PathBuf> = std::fs::read_dir(&paths[index])
+                .unwrap()
+                .map(|entry| entry.unwrap().path())
+                .collect();
+            paths.extend(children);
+        }
+        index += 1;
+    }
+    paths
+}
