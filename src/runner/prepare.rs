@@ -454,9 +454,6 @@ pub fn task_sandbox(
     );
     let mut visible = paths.visible.clone();
     if let Some(home) = home {
-        // The home itself (the children's `HOME`, read-only; under the
-        // host's `/tmp` it would be hidden otherwise) and the tools in it.
-        visible.push(home.to_path_buf());
         visible.push(home.join(".ybs"));
     }
     visible.extend(
@@ -494,7 +491,16 @@ pub fn task_sandbox(
             .filter_map(|program| program.parent())
             .flat_map(with_prefix),
     );
-    let mut blocked = sandbox_blocked(config, home, &visible, &[&visible, &writable, &programs]);
+    // The home itself stays visible (the children's `HOME`, read-only;
+    // under the host's `/tmp` it would be hidden otherwise), its blocked
+    // paths hidden; an operator's blocked path that holds it still wins.
+    let shown: Vec<PathBuf> = visible
+        .iter()
+        .cloned()
+        .chain(home.map(Path::to_path_buf))
+        .collect();
+    let mut blocked = sandbox_blocked(config, home, &shown, &[&visible, &writable, &programs]);
+    visible.extend(home.map(Path::to_path_buf));
     // ybs's own state (the resume keys) and cache, whatever
     // `safety.blocked_paths` says; made now when missing, so one made
     // during the task (a paused task's key, with `--jobs`) is hidden too.
