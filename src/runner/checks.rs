@@ -155,8 +155,11 @@ pub async fn run_checks(
                     None => "was killed by a signal".to_owned(),
                 }
             };
+            let hint = toolchain_hint(&output)
+                .map(|hint| format!("; hint: {hint}"))
+                .unwrap_or_default();
             failures.push(format!(
-                "check `{}` {how}\n$ {}\n{}",
+                "check `{}` {how}{hint}\n$ {}\n{}",
                 check.name,
                 check.run,
                 output_tail.trim_end()
@@ -170,5 +173,92 @@ pub async fn run_checks(
         passed: failures.is_empty() && !out_of_time,
         out_of_time,
         failures,
+    }
+}
+
+/// Where the toolchain sections of the docs are, for the hints below.
+const TOOLCHAIN_DOCS: &str = "docs/sandbox.md#toolchains-and-caches";
+
+/// The setting that helps when a check's output shows a toolchain that
+/// could not find itself in the sandbox (a version manager's shim with no
+/// version, a program not on the `PATH`, a write outside the writable
+/// roots): the first known message wins.
+fn toolchain_hint(output: &str) -> Option<String> {
+    let has = |needle: &str| output.contains(needle);
+    let hint = if has("no default is configured")
+        || has("rustup could not choose a version")
+        || has("no default toolchain configured")
+        || (has("toolchain '") && has("is not installed"))
+    {
+        "rustup found no toolchain: run ybs with the HOME (or RUSTUP_HOME and CARGO_HOME) of your rustup install; a toolchain chosen by another variable needs it passed: `safety.env_passthrough: [RUSTUP_TOOLCHAIN]` in the operator config"
+    } else if has("pyenv: ") {
+        "a pyenv shim found no Python: pass what selects it with `safety.env_passthrough: [PYENV_ROOT, PYENV_VERSION]` in the operator config"
+    } else if has("No version is set for command")
+        || has("asdf: ")
+        || has("mise ") && has("not installed")
+    {
+        "a version manager's shim found no version: pass its settings with `safety.env_passthrough` (asdf: ASDF_DIR, ASDF_DATA_DIR; mise: MISE_DATA_DIR) in the operator config, or put a `.tool-versions` in the repository"
+    } else if has("nvm: command not found") || has("nvm: not found") {
+        "nvm is a function of your interactive shell, which checks do not load: put the node directory (`~/.nvm/versions/node/VERSION/bin`) on the PATH ybs runs with"
+    } else if not_found(output).is_some() {
+        "a program of the check is not on the children's PATH, which is the PATH ybs runs with (entries inside the workdir dropped): run ybs with the toolchain's `bin` directory on its PATH"
+    } else if has("Read-only file system") {
+        "outside the workdir and `/tmp` the sandbox is read-only (toolchain caches under your home are writable for the task only): a path that must stay writable needs `safety.sandbox_writable_paths` in the operator config"
+    } else {
+        return None;
+    };
+    Some(format!("{hint} ({TOOLCHAIN_DOCS})"))
+}
+
+/// The name of a toolchain program the shell could not find
+/// (`sh: 1: cargo: not found`, `bash: node: command not found`).
+fn not_found(output: &str) -> Option<&str> {
+    const PROGRAMS: &[&str] = &[
+        "cargo", "rustc", "rustup", "node", "npm", "npx", "pnpm", "yarn", "python", "python3",
+        "pip", "pip3", "uv", "poetry", "go", "java", "mvn", "gradle", "ruby", "bundle", "make",
+        "cmake", "gcc", "cc", "deno", "bun", "dotnet",
+    ];
+    output.lines().find_map(|line| {
+        let line = line
+            .strip_suffix(": command not found")
+            .or_else(|| line.strip_suffix(": not found"))?;
+        let name = line.rsplit(": ").next()?.trim();
+        PROGRAMS.contains(&name).then_some(name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{not_found, toolchain_hint};
+
+    #[test]
+    fn known_toolchain_messages_get_the_setting_that_helps() {
+        let rustup = "error: rustup could not choose a version of cargo to run, because one wasn't specified explicitly, and no default is configured.";
+        assert!(toolchain_hint(rustup).is_some_and(|hint| hint.contains("RUSTUP_TOOLCHAIN")));
+        let pyenv = "pyenv: version `3.12.1' is not installed (set by /w/.python-version)";
+        assert!(toolchain_hint(pyenv).is_some_and(|hint| hint.contains("PYENV_ROOT")));
+        assert!(
+            toolchain_hint("No version is set for command node")
+                .is_some_and(|hint| hint.contains("ASDF_DIR"))
+        );
+        assert!(toolchain_hint("sh: 1: nvm: not found").is_some_and(|hint| hint.contains(".nvm")));
+        assert!(
+            toolchain_hint("touch: cannot touch '/home/u/x': Read-only file system")
+                .is_some_and(|hint| hint.contains("sandbox_writable_paths"))
+        );
+        assert_eq!(toolchain_hint("test tests::two ... FAILED"), None);
+    }
+
+    #[test]
+    fn a_missing_toolchain_program_is_named() {
+        assert_eq!(not_found("sh: 1: cargo: not found"), Some("cargo"));
+        assert_eq!(
+            not_found("bash: line 1: node: command not found"),
+            Some("node")
+        );
+        assert_eq!(not_found("sh: 1: frobnicate: not found"), None);
+        assert!(
+            toolchain_hint("sh: 1: cargo: not found").is_some_and(|hint| hint.contains("PATH"))
+        );
     }
 }

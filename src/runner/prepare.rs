@@ -376,23 +376,21 @@ fn prepare_in(
 }
 
 /// The per-task part of the children's environment: `PATH` without
-/// workdir entries, `TMPDIR` and `HOME` in the sandbox's private temp dir
-/// (`HOME` stays the operator's when `safety.env_passthrough` names it).
+/// workdir entries, `TMPDIR` in the sandbox's private temp dir. `HOME`
+/// stays the user's (read-only in the sandbox, its credentials hidden, its
+/// toolchain caches writable for the task only: docs/sandbox.md); an
+/// empty directory in the private temp dir stands in when there is none.
 pub fn child_env_for(
     env: &mut crate::tools::ChildEnv,
     sandbox: Option<&Sandbox>,
     workdir: &Path,
-    config: &Config,
+    _config: &Config,
 ) {
     env.confine_path(workdir);
     if let Some(sandbox) = sandbox {
         env.set("TMPDIR", &sandbox.child_tmpdir().display().to_string());
-        if !config
-            .safety
-            .env_passthrough
-            .iter()
-            .any(|name| name == "HOME")
-        {
+        let home = env.get("HOME").map(Path::new);
+        if !home.is_some_and(|home| home.is_absolute() && home.is_dir()) {
             env.set("HOME", &sandbox.child_home().display().to_string());
         }
     }
@@ -493,7 +491,16 @@ pub fn task_sandbox(
             .filter_map(|program| program.parent())
             .flat_map(with_prefix),
     );
-    let mut blocked = sandbox_blocked(config, home, &[&visible, &writable, &programs]);
+    // The home itself stays visible (the children's `HOME`, read-only;
+    // under the host's `/tmp` it would be hidden otherwise), its blocked
+    // paths hidden; an operator's blocked path that holds it still wins.
+    let shown: Vec<PathBuf> = visible
+        .iter()
+        .cloned()
+        .chain(home.map(Path::to_path_buf))
+        .collect();
+    let mut blocked = sandbox_blocked(config, home, &shown, &[&visible, &writable, &programs]);
+    visible.extend(home.map(Path::to_path_buf));
     // ybs's own state (the resume keys) and cache, whatever
     // `safety.blocked_paths` says; made now when missing, so one made
     // during the task (a paused task's key, with `--jobs`) is hidden too.
@@ -514,6 +521,7 @@ pub fn task_sandbox(
         hidden: paths.hidden.clone(),
         blocked,
         visible,
+        scratch: toolchain_scratch(home),
         max_processes: config.safety.max_processes,
     };
     match Sandbox::prepare(workdir, &settings) {
@@ -549,11 +557,50 @@ pub fn own_dirs(home: Option<&Path>) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The toolchain homes and caches under the user's home that confined
+/// programs may write to for the task only (docs/sandbox.md, "Toolchains
+/// and caches"): cargo's package-cache lock and registry, rustup's
+/// temp files, the package managers' caches (XDG's `~/.cache`, which ybs
+/// makes for its own cache anyway, so a tool that creates its cache dir
+/// there finds it writable). `CARGO_HOME` and
+/// `RUSTUP_HOME` (passed to the children) count when set. The sandbox
+/// skips the missing ones and those at or holding a writable root.
+pub const TOOLCHAIN_SCRATCH: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".npm",
+    // pip, uv, poetry, go-build, yarn, pnpm… (ybs's own cache in it stays
+    // hidden: the blocked paths go on top).
+    ".cache",
+    "go/pkg/mod",
+    ".local/share/pnpm",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+];
+
+fn toolchain_scratch(home: Option<&Path>) -> Vec<PathBuf> {
+    let own = ["CARGO_HOME", "RUSTUP_HOME"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute());
+    home.into_iter()
+        .flat_map(|home| TOOLCHAIN_SCRATCH.iter().map(|dir| home.join(dir)))
+        .chain(own)
+        .collect()
+}
+
 /// `safety.blocked_paths` to hide from confined programs (docs/sandbox.md):
 /// the plain paths (`~/.ssh`, not the `**/.env` or `/proc/*/environ`
 /// patterns), except one holding a path the children need (the workdir is
 /// checked by the sandbox; `keep`: visible and writable paths, programs).
-fn sandbox_blocked(config: &Config, home: Option<&Path>, keep: &[&[PathBuf]]) -> Vec<PathBuf> {
+fn sandbox_blocked(
+    config: &Config,
+    home: Option<&Path>,
+    shown: &[PathBuf],
+    keep: &[&[PathBuf]],
+) -> Vec<PathBuf> {
     config
         .safety
         .blocked_paths
@@ -561,11 +608,14 @@ fn sandbox_blocked(config: &Config, home: Option<&Path>, keep: &[&[PathBuf]]) ->
         .filter(|entry| !entry.contains(['*', '?', '[', '{']))
         .map(|entry| expand_home(Path::new(entry), home))
         .filter(|path| path.is_absolute())
-        // The sandbox makes its own `/tmp`, `/proc` and `/dev`.
+        // The sandbox makes its own `/tmp`, `/proc` and `/dev`; a host
+        // path under `/tmp` it shows again (a home there) keeps its
+        // blocked paths hidden.
         .filter(|path| {
             ["/tmp", "/proc", "/dev"]
                 .iter()
                 .all(|own| !path.starts_with(own) && !Path::new(own).starts_with(path))
+                || shown.iter().any(|dir| path.starts_with(dir) && path != dir)
         })
         .filter(|path| {
             let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());

@@ -17,7 +17,19 @@
 //! ids — unless the name looks secret ([`is_redactable`]).
 
 /// Variables passed through by exact name.
-const ALLOWED: &[&str] = &["PATH", "HOME", "LANG", "TZ", "TERM", "CI", "TMPDIR"];
+/// `CARGO_HOME` and `RUSTUP_HOME` locate a toolchain installed outside
+/// `~` (the Rust container images), where rustup's `cargo` finds nothing.
+const ALLOWED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "TZ",
+    "TERM",
+    "CI",
+    "TMPDIR",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+];
 
 /// Set for every child, over any passed-through or declared value: no
 /// prompt for credentials (git), no interactive installer question

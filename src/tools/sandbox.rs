@@ -125,6 +125,12 @@ pub struct SandboxSettings {
     pub blocked: Vec<PathBuf>,
     /// Host paths that stay visible (read-only) under the private `/tmp`.
     pub visible: Vec<PathBuf>,
+    /// Directories outside the workdir that children may write to without
+    /// the writes reaching the host (toolchain homes and caches: `~/.cargo`,
+    /// `~/.npm`…): an overlay whose upper layer lives in the private temp
+    /// dir, so it goes with the task. Missing ones, and ones holding the
+    /// workdir or a writable root, are skipped.
+    pub scratch: Vec<PathBuf>,
     /// At most this many processes of the task's confined programs at
     /// once (`safety.max_processes`); 0: no bound.
     pub max_processes: u32,
@@ -237,8 +243,23 @@ impl Sandbox {
                 !path.starts_with(workdir) && !writable.iter().any(|root| path.starts_with(root))
             })
             .collect();
+        let mut scratch: Vec<PathBuf> = Vec::new();
+        for path in &settings.scratch {
+            if let Ok(path) = path.canonicalize()
+                && path.is_dir()
+                && !path.starts_with(workdir)
+                && !workdir.starts_with(&path)
+                && !writable
+                    .iter()
+                    .any(|root| path.starts_with(root) || root.starts_with(&path))
+                && !scratch.contains(&path)
+            {
+                scratch.push(path);
+            }
+        }
         let spec = HelperSpec {
             namespaces,
+            scratch,
             workdir: workdir.to_owned(),
             temp: temp.path.clone(),
             writable,

@@ -35,5 +35,6 @@ mod secrets;
 mod security;
 mod shard;
 mod small_models;
+mod toolchain;
 mod tools;
 mod validate;

@@ -334,6 +334,7 @@ fn confine_process(spec: &HelperSpec, namespaces: bool) -> Result<()> {
             PathBuf::from("/dev/shm"),
         ];
         roots.extend(spec.writable.iter().cloned());
+        roots.extend(spec.scratch.iter().cloned());
         roots
     } else {
         spec.landlock_roots()

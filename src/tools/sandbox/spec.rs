@@ -38,6 +38,11 @@ pub struct HelperSpec {
     /// operator's `safety.blocked_paths` (`~/.ssh`, `~/.aws`…).
     #[serde(default)]
     pub blocked: Vec<PathBuf>,
+    /// Directories outside the workdir made writable for the task only:
+    /// an overlay each, its upper layer under the private `/tmp`
+    /// (toolchain homes and caches).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scratch: Vec<PathBuf>,
     pub network: bool,
     pub unix_sockets: bool,
     /// The task's pids cgroup, which the helper joins first

@@ -253,6 +253,12 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
         }
     }
 
+    // Toolchain homes and caches writable for the task only (before the
+    // blocked paths, so `~/.cargo/credentials.toml` is hidden on top).
+    for (index, path) in spec.scratch.iter().enumerate() {
+        scratch_overlay(path, &tmp.join(SCRATCH_DIR).join(index.to_string()));
+    }
+
     // Protected paths read-only, outputs hidden.
     for path in &spec.read_only {
         if path.symlink_metadata().is_err() {
@@ -328,6 +334,39 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
     )?;
     remount_ro(dev).map_err(|e| format!("remount /dev read-only: {e}"))?;
     Ok(())
+}
+
+/// Where, under the private `/tmp`, the scratch overlays keep what the
+/// task's programs wrote.
+pub const SCRATCH_DIR: &str = ".ybs-scratch";
+
+/// An overlay over the directory `path` whose upper layer is in `layers`
+/// (under the private `/tmp`, removed with it): the programs read what is
+/// there and write without changing it. Best effort: where the kernel
+/// refuses the overlay (a path overlayfs cannot take as an option, an
+/// upper file system without user xattrs), `path` stays read-only, as
+/// every path outside the writable roots is.
+fn scratch_overlay(path: &Path, layers: &Path) {
+    let text = path.to_string_lossy();
+    if text.contains([',', ':', '\\']) {
+        return;
+    }
+    let (upper, work) = (layers.join("upper"), layers.join("work"));
+    if std::fs::create_dir_all(&upper).is_err() || std::fs::create_dir_all(&work).is_err() {
+        return;
+    }
+    let options = format!(
+        "lowerdir={text},upperdir={},workdir={},userxattr",
+        upper.display(),
+        work.display()
+    );
+    let _ = mount_raw(
+        Some(Path::new("overlay")),
+        path,
+        Some("overlay"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(&options),
+    );
 }
 
 /// The longest of `roots` that `path` is at or under.
