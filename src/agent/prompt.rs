@@ -54,3 +54,24 @@ Tools: {}.\n\
     }
     prompt
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_names_no_absolute_path() {
+        let tools = ["read_file".to_owned()];
+        let here = system_prompt(
+            Path::new("/home/ci/a/repo"),
+            &tools,
+            "Policy: x.",
+            None,
+            None,
+        );
+        let there = system_prompt(Path::new("/srv/b/repo"), &tools, "Policy: x.", None, None);
+        assert_eq!(here, there);
+        assert!(!here.contains("/home") && !here.contains("repo."), "{here}");
+        assert!(here.contains("current directory"), "{here}");
+    }
+}
