@@ -19,21 +19,26 @@ fn sentence(text: &str) -> String {
 
 /// Builds the system prompt. `instructions` is the text of the
 /// repository's `AGENTS.md` files, already masked and bounded.
+///
+/// The prompt names no absolute path: the workdir is "the current
+/// directory" and every path the model sees is relative to it, so the
+/// same task from two checkouts at different places is the same prompt
+/// (the same answer at temperature 0, and a warm provider prompt cache).
+/// `_workdir` stays in the signature for the callers; it is not said.
 pub fn system_prompt(
-    workdir: &Path,
+    _workdir: &Path,
     tools: &[String],
     policy_summary: &str,
     task_system: Option<&str>,
     instructions: Option<&str>,
 ) -> String {
     let mut prompt = format!(
-        "You are ybs, a coding agent running unattended in CI. Work in the repository at {}. \
+        "You are ybs, a coding agent running unattended in CI. Work in the repository in the current directory. \
 Use the tools to inspect and change files; paths are relative to that directory. \
 Nobody can answer questions: decide, act, and verify your work. \
 When the task is done, reply with a short summary and no tool call.\n\
 Tools: {}.\n\
 {} A denied call returns an explanation; do not retry it, find another way.",
-        workdir.display(),
         tools.join(", "),
         sentence(policy_summary)
     );
@@ -48,4 +53,25 @@ Tools: {}.\n\
         prompt.push_str(extra.trim());
     }
     prompt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_names_no_absolute_path() {
+        let tools = ["read_file".to_owned()];
+        let here = system_prompt(
+            Path::new("/home/ci/a/repo"),
+            &tools,
+            "Policy: x.",
+            None,
+            None,
+        );
+        let there = system_prompt(Path::new("/srv/b/repo"), &tools, "Policy: x.", None, None);
+        assert_eq!(here, there);
+        assert!(!here.contains("/home") && !here.contains("repo."), "{here}");
+        assert!(here.contains("current directory"), "{here}");
+    }
 }

@@ -92,16 +92,15 @@ pub fn policy_enables(policy: &Policy, name: &str) -> bool {
 }
 
 /// Discovers the external tools for `prepared` now and builds its
-/// registry: the built-ins plus every ready, enabled external tool. A tool
-/// the task names that cannot be offered is explained in a note.
+/// registry: the built-ins plus every ready, enabled external tool and
+/// every MCP server's tools. A tool the task names that cannot be offered
+/// is explained in a note. A tool, built-in, external or MCP, every call
+/// of which the policy would refuse is not offered (kept as withheld) and
+/// one note names them all.
 pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools {
     let mut registry = prepared.registry.clone();
     let metrics = Metrics::new();
     let mut notes = Vec::new();
-    let withheld = registry.withheld_names();
-    if !withheld.is_empty() {
-        notes.push(withheld_note(&withheld));
-    }
     let names = &prepared.task.tools.external;
     let policy = |name: &str| policy_enables(&prepared.policy, name);
     let enable = Enable {
@@ -123,6 +122,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
                     .to_owned(),
             );
         }
+        push_withheld_note(&registry, &mut notes);
         return TaskTools {
             registry: with_script(registry, prepared),
             metrics,
@@ -170,7 +170,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
         }
         let offered = entry.status == Status::Ready && entry.enabled_by.is_some();
         if offered && let Some(tool) = ExternalTool::new(entry, metrics.clone()) {
-            registry.add(std::sync::Arc::new(tool));
+            offer(run, prepared, &mut registry, std::sync::Arc::new(tool));
         } else if named || declared {
             let why = match entry.status {
                 Status::SchemaUnknown => "its schema is unknown (no sidecar, no usable `--schema`)",
@@ -198,6 +198,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
         }
     }
     let servers = start_mcp(run, prepared, &mut registry, &mut notes, &mut unavailable).await;
+    push_withheld_note(&registry, &mut notes);
     // Said on the console and in the summary, not only in the transcript.
     for (message, required) in &unavailable {
         notes.push(format!(
@@ -271,13 +272,13 @@ async fn start_mcp(
     }
     for tool in tools {
         let name = crate::tools::Tool::spec(&tool).name.clone();
-        if registry.get(&name).is_some() {
+        if registry.get(&name).is_some() || registry.withheld(&name).is_some() {
             notes.push(format!(
                 "MCP tool `{name}` is not offered: another tool has that name"
             ));
             continue;
         }
-        registry.add(std::sync::Arc::new(tool));
+        offer(run, prepared, registry, std::sync::Arc::new(tool));
     }
     servers
 }
@@ -303,8 +304,34 @@ pub async fn stop_mcp(
     stuck
 }
 
-/// The note naming the built-in tools not offered because the policy can
-/// allow none of their calls.
+/// Adds `tool` to the offer when the policy may allow a call of it, else
+/// keeps it as withheld: its schema would only cost tokens and invite
+/// calls that are refused (a call to it is still decided by the policy,
+/// and refused, like any other).
+fn offer(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    registry: &mut Registry,
+    tool: std::sync::Arc<dyn crate::tools::Tool>,
+) {
+    let name = crate::tools::Tool::spec(tool.as_ref()).name.clone();
+    if prepared.policy.may_allow(&name, run.approver.is_some()) {
+        registry.add(tool);
+    } else {
+        registry.withhold(tool);
+    }
+}
+
+/// Adds the note naming every tool of the task not offered, when any is.
+fn push_withheld_note(registry: &Registry, notes: &mut Vec<String>) {
+    let withheld = registry.withheld_names();
+    if !withheld.is_empty() {
+        notes.push(withheld_note(&withheld));
+    }
+}
+
+/// The note naming the tools not offered because the policy can allow
+/// none of their calls.
 pub fn withheld_note(withheld: &[String]) -> String {
     let names: Vec<String> = withheld.iter().map(|name| format!("`{name}`")).collect();
     format!(

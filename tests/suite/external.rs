@@ -658,6 +658,60 @@ fn an_operators_tool_anywhere_is_offered_and_a_failed_probe_is_said_and_not_cach
 }
 
 #[test]
+fn an_operators_tool_the_policy_can_never_allow_is_not_offered_and_a_note_says_so() {
+    let outside = tempfile::Builder::new()
+        .prefix("ybs-operator-tool")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hello = outside.path().join("hello");
+    executable(&hello, &echo_tool("hello"));
+    let bye = outside.path().join("bye");
+    executable(&bye, &echo_tool("bye"));
+    let ybs = ybs();
+    ybs.file(
+        "op.json",
+        &json!({"tools": {"external": [
+            {"name": "hello", "path": hello},
+            {"name": "bye", "path": bye},
+        ]}})
+        .to_string(),
+    );
+    // Both are declared (enabled); the policy can allow only `hello`.
+    ybs.file(
+        "t.yaml",
+        "prompt: echo it\ncommit: false\ntools: { builtin: [read_file] }\npolicy: { allow: [hello] }\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![call("bye", json!({"message": "hi"})), answer("done")],
+    );
+    let run = ybs.run(["run", "t.yaml", "--config", "op.json"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    assert_eq!(transcript["manifest"]["tools"], json!(["hello"]));
+    let notes: Vec<String> = run
+        .events("t")
+        .iter()
+        .filter(|event| event["type"] == "task.note")
+        .map(|event| event["message"].as_str().unwrap().to_owned())
+        .collect();
+    let withheld = notes
+        .iter()
+        .find(|note| note.starts_with("not offered to the model"))
+        .unwrap_or_else(|| panic!("a note naming the tools not offered: {notes:?}"));
+    assert!(
+        withheld.contains("`bye`") && withheld.contains("`read_file`"),
+        "{withheld}"
+    );
+    assert!(!withheld.contains("`hello`"), "{withheld}");
+    // A call to it anyway is decided by the policy, and refused.
+    let entry = &transcript["tool_calls"][0];
+    assert_eq!(entry["decision"]["verdict"], "deny", "{entry}");
+    assert_eq!(entry["result"]["ran"], false, "{entry}");
+    assert_eq!(lines(&ybs, "bye.calls"), 0);
+}
+
+#[test]
 fn json_schema_keywords_beyond_the_subset_are_enforced_before_the_tool_runs() {
     let ybs = ybs();
     tool(

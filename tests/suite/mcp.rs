@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::cassette::{answer, call, calls};
-use crate::support::{Run, Ybs};
+use crate::support::server::Server;
+use crate::support::{Run, Ybs, wire};
 
 /// The venv's python, with `mcp<2` installed; `None` (after saying so on
 /// stderr) when the package registry is unreachable.
@@ -226,9 +227,11 @@ fn a_task_lists_and_reads_through_an_mcp_server_and_a_denied_tool_never_reaches_
     run.expect_code(0);
     let transcript = ybs.json("ybs-out/t/transcript.json");
     let offered = transcript["manifest"]["tools"].as_array().unwrap();
-    for name in ["files__list_dir", "files__read_file", "files__delete_file"] {
+    for name in ["files__list_dir", "files__read_file"] {
         assert!(offered.contains(&json!(name)), "{name} in {offered:?}");
     }
+    // No rule can allow it: not offered, yet a call is decided (below).
+    assert!(!offered.contains(&json!("files__delete_file")));
     let calls = tool_calls(&ybs, "t");
     assert_eq!(calls[0]["result"]["ok"], true, "{:?}", calls[0]);
     let listing = calls[0]["result"]["output"].as_str().unwrap();
@@ -247,6 +250,61 @@ fn a_task_lists_and_reads_through_an_mcp_server_and_a_denied_tool_never_reaches_
     assert_eq!(calls[3]["decision"]["verdict"], "deny", "{:?}", calls[3]);
     assert!(ybs.path().join("notes.txt").exists());
     assert_eq!(ybs.read("calls.log"), "list_dir\nread_file\n");
+    assert_eq!(survivors(&script), Vec::<String>::new());
+}
+
+#[test]
+fn only_the_mcp_tools_the_policy_may_allow_are_offered_and_a_note_names_the_others() {
+    // The server declares five tools; the policy can allow two. The
+    // model is offered those two only (the others' schemas would cost
+    // tokens and invite refused calls), and a note says which were not.
+    let Some(venv_python) = python() else { return };
+    let ybs = with_venv_on_path(&venv_python).env("OPENAI_API_KEY", "sk-test");
+    let script = with_server(&ybs);
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "prompt: list the files\ncommit: false\ntools:\n  mcp:\n    - {}\npolicy:\n  allow: [files__list_dir, {{files__read_file: {{path: '*.txt'}}}}]\n",
+            server_entry("files", Path::new("python"), &script, "ok", 30)
+        ),
+    );
+    let server = Server::start(vec![wire::openai_sse_answer("nothing to do")]);
+    let endpoint = format!("{}/v1", server.url);
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--provider",
+        "openai",
+        "--endpoint",
+        &endpoint,
+        "--model",
+        "m",
+    ]);
+    run.expect_code(0);
+    let request = server.requests()[0].json();
+    let offered: Vec<&str> = request["tools"]
+        .as_array()
+        .expect("tools in the request")
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["files__list_dir", "files__read_file"]);
+    let transcript = ybs.json("ybs-out/t/transcript.json");
+    assert_eq!(
+        transcript["manifest"]["tools"],
+        json!(["files__list_dir", "files__read_file"])
+    );
+    let notes = notes(&run, "t");
+    let withheld = notes
+        .iter()
+        .find(|note| note.starts_with("not offered to the model"))
+        .unwrap_or_else(|| panic!("a note naming the tools not offered: {notes:?}"));
+    for name in ["files__delete_file", "files__getenv", "files__hang"] {
+        assert!(withheld.contains(&format!("`{name}`")), "{withheld}");
+    }
+    for name in ["files__list_dir", "files__read_file"] {
+        assert!(!withheld.contains(&format!("`{name}`")), "{withheld}");
+    }
     assert_eq!(survivors(&script), Vec::<String>::new());
 }
 

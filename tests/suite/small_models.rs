@@ -143,6 +143,52 @@ fn a_policy_allowing_only_read_file_offers_one_tool() {
 }
 
 #[test]
+fn the_first_request_is_the_same_from_two_checkouts_at_different_paths() {
+    // The same task in two checkouts at different absolute paths: the
+    // system prompt, the tool descriptions and the task say no absolute
+    // path, so the first request is the same byte for byte (and a
+    // provider's prompt cache serves both).
+    let checkouts: Vec<Ybs> = (0..2)
+        .map(|_| {
+            let ybs = Ybs::new().env("OPENAI_API_KEY", "sk-the-same-in-both");
+            ybs.file(
+                "t.yaml",
+                "prompt: Fix the greeting in src/hello.sh.\nsystem: Keep it short.\npolicy:\n  default: deny\n  allow:\n    - read_file\n    - write_file: { path: 'src/**' }\n    - run_shell: { command: 'sh src/*' }\n",
+            );
+            ybs.file("AGENTS.md", "Run `sh src/hello.sh` to check a change.\n");
+            ybs.file("src/AGENTS.md", "Scripts here are POSIX sh.\n");
+            ybs.file("src/hello.sh", "echo helo\n");
+            let status = std::process::Command::new("git")
+                .args(["init", "-q"])
+                .current_dir(ybs.path())
+                .status()
+                .unwrap();
+            assert!(status.success());
+            ybs
+        })
+        .collect();
+    assert_ne!(checkouts[0].path(), checkouts[1].path());
+    let mut bodies = Vec::new();
+    for ybs in &checkouts {
+        let server = Server::start(vec![wire::openai_sse_answer("done")]);
+        let run = run_task(ybs, "openai", &format!("{}/v1", server.url), &[]);
+        run.expect_code(0);
+        let body = String::from_utf8_lossy(&server.requests()[0].body).into_owned();
+        let canonical = ybs.path().canonicalize().unwrap();
+        for dir in [ybs.path(), canonical.as_path()] {
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                !body.contains(&name),
+                "the checkout's path `{}` is in the first request:\n{body}",
+                dir.display()
+            );
+        }
+        bodies.push(body);
+    }
+    assert_eq!(bodies[0], bodies[1]);
+}
+
+#[test]
 fn a_stream_cut_by_the_task_timeout_keeps_its_text_and_usage() {
     let chunk = |text: &str| {
         format!(

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::support::Ybs;
-use crate::support::cassette::{answer, calls};
+use crate::support::cassette::{answer, call, calls};
 
 fn git(ybs: &Ybs, args: &[&str]) {
     let status = std::process::Command::new("git")
@@ -105,6 +105,97 @@ fn paths_outside_the_workdir_are_refused_and_explained() {
     }
 }
 
+/// A path with glob characters is taken literally: the error says paths
+/// are not expanded and names the files the glob matches (ten at most),
+/// and a missing path names the nearest existing ones (issue 26 item 5).
+#[test]
+fn a_glob_or_a_missing_path_is_explained_with_the_files_that_exist() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy: { default: allow }\n",
+    );
+    ybs.file("lib/a.sh", "echo a\n");
+    ybs.file("lib/b.sh", "echo b\n");
+    ybs.file("lib/notes.txt", "notes\n");
+    for n in 0..12 {
+        ybs.file(&format!("many/f{n:02}.txt"), "x\n");
+    }
+    ybs.file("src/tools/utils.py", "pass\n");
+    ybs.file("src/main.py", "pass\n");
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call(
+                "edit_file",
+                json!({"path": "lib/*.sh", "old_text": "echo", "new_text": "printf"}),
+            ),
+            call("read_file", json!({"path": "many/f?[0-9].txt"})),
+            call("list_files", json!({"pattern": "*", "path": "lib/*"})),
+            call("read_file", json!({"path": "lib/*.rs"})),
+            call("read_file", json!({"path": "utils.py"})),
+            call("read_file", json!({"path": "src/mian.py"})),
+            call(
+                "search_files",
+                json!({"pattern": "x", "path": "source/tools"}),
+            ),
+            // A literal name with brackets (Next.js routes) is a file
+            // like any other.
+            call(
+                "write_file",
+                json!({"path": "pages/[id].tsx", "content": "x\n"}),
+            ),
+            call("read_file", json!({"path": "pages/[id].tsx"})),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let entries = transcript["tool_calls"].as_array().unwrap();
+    let told = |index: usize| {
+        let entry = &entries[index];
+        assert_eq!(entry["result"]["ok"], false, "{entry}");
+        entry["result"]["output"].as_str().unwrap().to_owned()
+    };
+    // Nothing was edited through the glob.
+    assert_eq!(ybs.read("lib/a.sh"), "echo a\n");
+    let text = told(0);
+    assert!(text.contains("not expanded"), "{text}");
+    assert!(
+        text.contains("`lib/a.sh`") && text.contains("`lib/b.sh`"),
+        "{text}"
+    );
+    assert!(!text.contains("notes.txt"), "{text}");
+    let text = told(1);
+    assert!(text.contains("not expanded"), "{text}");
+    for n in 0..10 {
+        assert!(text.contains(&format!("`many/f{n:02}.txt`")), "{text}");
+    }
+    assert!(
+        !text.contains("f10.txt") && text.contains("2 more"),
+        "{text}"
+    );
+    let text = told(2);
+    assert!(text.contains("not expanded"), "{text}");
+    assert!(text.contains("`lib/a.sh`"), "{text}");
+    let text = told(3);
+    assert!(
+        text.contains("not expanded") && text.contains("no file matches"),
+        "{text}"
+    );
+    let text = told(4);
+    assert!(text.contains("`utils.py` does not exist"), "{text}");
+    assert!(text.contains("`src/tools/utils.py`"), "{text}");
+    let text = told(5);
+    assert!(text.contains("`src/main.py`"), "{text}");
+    let text = told(6);
+    assert!(text.contains("`source/tools` does not exist"), "{text}");
+    assert!(text.contains("`src/tools`"), "{text}");
+    assert_eq!(entries[7]["result"]["ok"], true, "{}", entries[7]);
+    assert_eq!(entries[8]["result"]["ok"], true, "{}", entries[8]);
+    assert_eq!(ybs.read("pages/[id].tsx"), "x\n");
+}
 /// A pattern too large to compile (or to search with) is an error the
 /// model is told, never an empty success (issue 21 item 10).
 #[test]

@@ -32,7 +32,7 @@ static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
 });
 
 impl PathTool for EditFile {
-    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write);
+    const PATH: PathArg = PathArg::path(&SPEC, Reach::Write).existing();
 
     async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         edit(&args, ctx)
@@ -241,6 +241,9 @@ mod tests {
     async fn refuses_empty_identical_missing_and_binary() {
         let fx = Fixture::new();
         std::fs::write(fx.work().join("bin"), b"a\0b").unwrap();
+        // The argument checks are about an existing file: a missing one
+        // is said first (with the nearest existing paths).
+        fx.file("f", "a\n");
         let cases = [
             (
                 json!({"path": "f", "old_text": "", "new_text": "x"}),

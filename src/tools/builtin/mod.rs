@@ -7,6 +7,7 @@
 mod args;
 mod edit_file;
 mod list_files;
+mod missing;
 mod path_tool;
 mod read_file;
 mod run_shell;

@@ -33,6 +33,9 @@ pub(super) struct PathArg {
     /// The value when the argument is optional.
     pub default: Option<&'static str>,
     pub reach: Reach,
+    /// The tool needs the path to exist: when it does not, the error
+    /// names the nearest existing paths (see `super::missing`).
+    pub must_exist: bool,
 }
 
 impl PathArg {
@@ -43,6 +46,7 @@ impl PathArg {
             name: "path",
             default: None,
             reach,
+            must_exist: !matches!(reach, Reach::Write),
         }
     }
 
@@ -53,6 +57,16 @@ impl PathArg {
             name: "path",
             default: Some("."),
             reach,
+            must_exist: !matches!(reach, Reach::Write),
+        }
+    }
+
+    /// The same argument, which must name something that exists (a
+    /// path to change in place).
+    pub const fn existing(self) -> Self {
+        Self {
+            must_exist: true,
+            ..self
         }
     }
 }
@@ -80,7 +94,16 @@ pub(super) fn path_target(args: &Value, ctx: &ToolCtx, path: PathArg) -> Result<
     let resolved = match path.reach {
         Reach::Read => paths::resolve(ctx, raw, Access::Read)?,
         Reach::Write => paths::resolve(ctx, raw, Access::Write)?,
-        Reach::Dir => paths::resolve_dir(ctx, raw)?,
+        Reach::Dir => {
+            // A directory that is not there is the call's error (which
+            // names what is there instead), decided after the policy.
+            let resolved = paths::resolve(ctx, raw, Access::Read)?;
+            if resolved.kind.is_some() {
+                paths::resolve_dir(ctx, raw)?
+            } else {
+                resolved
+            }
+        }
     };
     Ok(Target {
         path: Some(resolved.display),
@@ -106,6 +129,13 @@ impl<T: PathTool> Tool for T {
         args: Value,
         ctx: &'a ToolCtx,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(T::run(args, ctx))
+        Box::pin(async move {
+            // A glob, or a path that names nothing the tool can act on:
+            // an error that says what exists instead.
+            if let Some(error) = super::missing::explain(&args, ctx, T::PATH).await {
+                return Err(error);
+            }
+            T::run(args, ctx).await
+        })
     }
 }

@@ -190,6 +190,13 @@ pub(super) struct PathGlob {
 
 impl PathGlob {
     pub(super) fn new(parameter: &str, pattern: &str) -> Result<Self, ToolError> {
+        let mut glob = Self::path(parameter, pattern)?;
+        glob.by_name = !pattern.contains('/');
+        Ok(glob)
+    }
+
+    /// A glob matched against the whole path, with or without a `/`.
+    pub(super) fn path(parameter: &str, pattern: &str) -> Result<Self, ToolError> {
         let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
         let glob = GlobBuilder::new(pattern)
             .literal_separator(true)
@@ -200,7 +207,7 @@ impl PathGlob {
             })?;
         Ok(Self {
             matcher: glob.compile_matcher(),
-            by_name: !pattern.contains('/'),
+            by_name: false,
         })
     }
 

@@ -6,7 +6,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
@@ -35,7 +35,11 @@ pub fn not_found(resolved: &Resolved) -> ToolError {
             crate::core::text::closest(name, siblings.iter().map(String::as_str)).map(str::to_owned)
         });
     if let Some(hint) = hint {
-        message.push_str(&format!("; did you mean `{hint}`?"));
+        // Spelled like the path asked for, not as a bare file name.
+        let hint = Path::new(&resolved.display)
+            .parent()
+            .map_or_else(|| PathBuf::from(&hint), |parent| parent.join(&hint));
+        message.push_str(&format!("; did you mean `{}`?", hint.display()));
     }
     ToolError::Model(message)
 }

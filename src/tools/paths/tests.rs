@@ -215,7 +215,7 @@ fn reads_refuse_directories_missing_files_and_huge_files() {
     let resolved = resolve(&fx.ctx, "src/mian.rs", Access::Read).unwrap();
     assert_eq!(
         model_error(read_bytes(&resolved, MAX_READ_BYTES)),
-        "`src/mian.rs` does not exist; did you mean `main.rs`?"
+        "`src/mian.rs` does not exist; did you mean `src/main.rs`?"
     );
     let big = File::create(fx.work().join("big.bin")).unwrap();
     big.set_len(MAX_READ_BYTES + 1).unwrap();
