@@ -288,9 +288,7 @@ fn call_problem(object: &Map<String, Value>, tools: &[ToolSpec]) -> String {
         .get("name")
         .and_then(Value::as_str)
         .and_then(|name| tools.iter().find(|tool| tool.name == name));
-    let arguments = object
-        .get("arguments")
-        .or_else(|| object.get("parameters"));
+    let arguments = object.get("arguments").or_else(|| object.get("parameters"));
     let fields = match arguments {
         Some(Value::Object(fields)) => Some(fields.clone()),
         Some(Value::String(text)) => match parse_arguments(text) {
@@ -671,13 +669,22 @@ mod tests {
         assert!(two.contains("2 tool calls"), "{two}");
         assert!(two.contains("exactly one call"), "{two}");
         for (content, why) in [
-            (r#"{"name": "read_file", "arguments": {}}"#, "missing required argument `path`"),
-            (r#"{"name": "read_file", "arguments": {"path": 3}}"#, "`path` must be of type string"),
+            (
+                r#"{"name": "read_file", "arguments": {}}"#,
+                "missing required argument `path`",
+            ),
+            (
+                r#"{"name": "read_file", "arguments": {"path": 3}}"#,
+                "`path` must be of type string",
+            ),
             (
                 r#"{"name": "read_file", "arguments": {"path": "a", "max_lines": "3"}}"#,
                 "`max_lines`",
             ),
-            (r#"{"name": "read_file", "arguments": ["a"]}"#, "not a JSON object"),
+            (
+                r#"{"name": "read_file", "arguments": ["a"]}"#,
+                "not a JSON object",
+            ),
             (
                 r#"Here: {"name": "read_file", "arguments": {"path": "a"}, "why": "x"}"#,
                 "keys besides",
