@@ -372,8 +372,8 @@ impl<'a> Agent<'a> {
 /// `llm.text_tool_calls` is off: the task ends on it as an answer.
 pub fn text_call_hint(tool: &str) -> String {
     format!(
-        "{}the model's answer is a `{tool}` tool call written as JSON text, not a structured call, \
-         so it was taken as the answer; models that write calls as text need \
+        "{}the model's answer holds a `{tool}` tool call written as JSON text, not a structured call, \
+         so it was not run and the text was taken as the answer; models that write calls as text need \
          `llm.text_tool_calls: true` in a config file",
         crate::core::event::HINT
     )

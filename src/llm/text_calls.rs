@@ -432,19 +432,14 @@ fn whole_call(object: &Map<String, Value>, tools: &[ToolSpec], id: String) -> Op
     Some(call)
 }
 
-/// The call `content` is when read as one: exactly one
-/// `{"name": ..., "arguments": {...}}` object, bare or in one code fence,
-/// naming a tool of `tools` with arguments valid for its schema. What
-/// `text_tool_calls` would recover; with the option off, the agent tells
-/// the user about it.
+/// The first call written in `content` (bare or fenced, alone or in
+/// prose) that names a tool of `tools` with arguments valid for its
+/// schema: what `text_tool_calls` would run; with the option off, the
+/// agent tells the user about it.
 pub fn as_call(content: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
-    let text = strip_fence(content.trim()).trim();
-    match parse_repaired(text) {
-        Ok(Value::Object(object)) if text.starts_with('{') => {
-            whole_call(&object, tools, "text_call".to_owned())
-        }
-        _ => None,
-    }
+    embedded_calls(content, tools)
+        .iter()
+        .find_map(|found| whole_call(&found.object, tools, "text_call".to_owned()))
 }
 
 /// A content that is an unterminated `{"name": "<offered tool>",

@@ -271,6 +271,22 @@ fn a_json_call_answer_with_the_option_off_names_the_option() {
     let console = format!("{}{}", run.stdout, run.stderr);
     assert!(console.contains("llm.text_tool_calls"), "{console}");
 
+    // A call inside prose is pointed out too.
+    let server = Server::start(vec![wire::openai_sse_content(&format!(
+        "I will write it now: {}",
+        json!({"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi"}})
+    ))]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]);
+    run.expect_code(0);
+    assert!(
+        notes(&run)
+            .iter()
+            .any(|note| note.contains("llm.text_tool_calls: true") && note.contains("`write_file`")),
+        "{:?}",
+        notes(&run)
+    );
+
     // Prose is no call: no note.
     let server = Server::start(vec![wire::openai_sse_content("All done.")]);
     let (ybs, _keys) = scratch(&task_yaml(""));
