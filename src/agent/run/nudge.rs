@@ -63,16 +63,17 @@ impl Agent<'_> {
             self.push(Message::user(EMPTY), emitter);
             return Some(None);
         }
-        if !self.told.made_up {
-            if let Some(marker) = made_up_result(content, &self.setup.tools.specs()) {
-                self.told.made_up = true;
-                emitter.note(format!(
-                    "the model's answer holds a tool result it wrote itself ({marker}); \
-                     it was told that results come only from calling the tool"
-                ));
-                self.push(Message::user(MADE_UP), emitter);
-                return Some(None);
-            }
+        let made_up = (!self.told.made_up)
+            .then(|| made_up_result(content, &self.setup.tools.specs()))
+            .flatten();
+        if let Some(marker) = made_up {
+            self.told.made_up = true;
+            emitter.note(format!(
+                "the model's answer holds a tool result it wrote itself ({marker}); \
+                 it was told that results come only from calling the tool"
+            ));
+            self.push(Message::user(MADE_UP), emitter);
+            return Some(None);
         }
         None
     }
