@@ -681,3 +681,45 @@ fn a_made_up_tool_response_is_no_answer_and_the_model_is_told_once() {
     );
     assert_no_secrets(&ybs, &run, &keys);
 }
+
+#[test]
+fn anthropic_max_tokens_and_ollama_length_are_cut_replies_too() {
+    let cut = Reply::json(
+        200,
+        &json!({"id": "msg_c", "type": "message", "role": "assistant", "model": "m",
+                "content": [{"type": "text", "text": "The plan is"}],
+                "stop_reason": "max_tokens", "stop_sequence": null,
+                "usage": {"input_tokens": 100, "output_tokens": 512}}),
+    );
+    let server = Server::start(vec![cut, wire::anthropic_json_answer("done")]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file("nostream.json", r#"{"llm": {"stream": false}}"#);
+    let run = run_task(
+        &ybs,
+        "anthropic",
+        &server.url,
+        &["--config", "nostream.json"],
+    );
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 2);
+    let calls = transcript(&run)["llm_calls"].clone();
+    assert_eq!(calls[0]["finish_reason"], "length", "{calls:#}");
+    assert_eq!(calls[1]["finish_reason"], "stop", "{calls:#}");
+    let body = server.requests()[1].text();
+    assert!(body.contains("cut off at the output token limit"), "{body}");
+
+    let cut = Reply::ndjson(&[
+        json!({"model": "m", "message": {"role": "assistant", "content": "The plan is"}, "done": false}),
+        json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true,
+               "done_reason": "length", "prompt_eval_count": 100, "eval_count": 512}),
+    ]);
+    let server = Server::start(vec![cut, wire::ollama_answer("done")]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "ollama", &server.url, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 2);
+    let calls = transcript(&run)["llm_calls"].clone();
+    assert_eq!(calls[0]["finish_reason"], "length", "{calls:#}");
+    let body = server.requests()[1].text();
+    assert!(body.contains("cut off at the output token limit"), "{body}");
+}
