@@ -22,6 +22,8 @@ use crate::tools::{Registry, ToolCtx};
 mod admission;
 /// `ybs resume`'s answers and the state a paused half carries.
 mod answers;
+/// Replies that are no final answer: empty, cut, or with a made-up result.
+mod nudge;
 /// Running an admitted call and recording each call's result.
 mod outcome;
 /// One request to the model.
@@ -107,6 +109,8 @@ pub struct Agent<'a> {
     /// and who gave them.
     resumed: std::collections::HashMap<String, bool>,
     resumed_by: String,
+    /// What the model was told once about replies that are no answer.
+    told: nudge::Told,
 }
 
 impl<'a> Agent<'a> {
@@ -141,6 +145,7 @@ impl<'a> Agent<'a> {
             parent: None,
             resumed: std::collections::HashMap::new(),
             resumed_by: String::new(),
+            told: nudge::Told::default(),
         }
     }
 
@@ -238,6 +243,11 @@ impl<'a> Agent<'a> {
                 return stop;
             }
             if let Some(content) = answer {
+                match self.not_an_answer(&content, finish_reason, emitter) {
+                    Some(None) => continue,
+                    Some(Some(stop)) => return stop,
+                    None => {}
+                }
                 if let Some(call) =
                     crate::llm::text_calls::as_call(&content, &self.setup.tools.specs())
                 {
@@ -246,6 +256,7 @@ impl<'a> Agent<'a> {
                 return Stop::Answered { content };
             }
             let turn_at = self.messages.len() - 1;
+            self.note_unrun_text_calls(turn_at, emitter);
             let max_calls = self.setup.limits.max_tool_calls_per_turn;
             let mut pending = Vec::new();
             for index in 0..count {
@@ -289,6 +300,22 @@ impl<'a> Agent<'a> {
             }
             if !pending.is_empty() {
                 return Stop::Paused { pending };
+            }
+        }
+    }
+
+    /// A reply that looked like a call written as text and was not run
+    /// is a note (docs/providers.md).
+    fn note_unrun_text_calls(&self, at: usize, emitter: &mut Emitter<'_>) {
+        let Some(Message::Assistant { tool_calls, .. }) = self.messages.get(at) else {
+            return;
+        };
+        for call in tool_calls {
+            if let (true, Some(problem)) = (call.from_text, &call.invalid_arguments) {
+                emitter.note(format!(
+                    "the model wrote a `{}` call as text that was not run: {problem}",
+                    call.name
+                ));
             }
         }
     }
@@ -345,8 +372,8 @@ impl<'a> Agent<'a> {
 /// `llm.text_tool_calls` is off: the task ends on it as an answer.
 pub fn text_call_hint(tool: &str) -> String {
     format!(
-        "{}the model's answer is a `{tool}` tool call written as JSON text, not a structured call, \
-         so it was taken as the answer; models that write calls as text need \
+        "{}the model's answer holds a `{tool}` tool call written as JSON text, not a structured call, \
+         so it was not run and the text was taken as the answer; models that write calls as text need \
          `llm.text_tool_calls: true` in a config file",
         crate::core::event::HINT
     )

@@ -103,6 +103,12 @@ pub enum Event {
         /// the assistant message; or the request's error).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         incomplete: Option<String>,
+        /// Why the model stopped this turn: `stop`, `tool_calls`, `length`
+        /// (the output token limit), `refusal`, `content_filter`, `paused`,
+        /// `interrupted` or `other`. Absent when no turn came back, and in
+        /// events of older versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<String>,
     },
     /// A request failed and will be retried.
     #[serde(rename = "llm.retry")]

@@ -67,6 +67,9 @@ pub enum Reason {
     /// The task has an output contract (`output.schema`) and the model's
     /// final answer never met it.
     OutputInvalid,
+    /// The model gave an empty reply (no text, no call) again after it
+    /// was told to call a tool or give its answer.
+    EmptyAnswer,
 }
 
 impl Reason {
@@ -94,6 +97,7 @@ impl Reason {
             Self::OutputTampered => "output_tampered",
             Self::ToolUnavailable => "tool_unavailable",
             Self::OutputInvalid => "output_invalid",
+            Self::EmptyAnswer => "empty_answer",
         }
     }
 
@@ -136,7 +140,8 @@ impl Reason {
             | Self::Refusal
             | Self::ContentFilter
             | Self::OutputTampered
-            | Self::OutputInvalid => Status::Failed,
+            | Self::OutputInvalid
+            | Self::EmptyAnswer => Status::Failed,
         }
     }
 }

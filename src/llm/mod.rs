@@ -99,6 +99,22 @@ pub enum FinishReason {
     Paused,
 }
 
+impl FinishReason {
+    /// The wire name, as `llm_calls[].finish_reason` records it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::ToolCalls => "tool_calls",
+            Self::Length => "length",
+            Self::Refusal => "refusal",
+            Self::ContentFilter => "content_filter",
+            Self::Other => "other",
+            Self::Interrupted => "interrupted",
+            Self::Paused => "paused",
+        }
+    }
+}
+
 /// One complete model turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {

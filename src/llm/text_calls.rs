@@ -6,10 +6,14 @@
 //! model sees the error (docs/providers.md).
 //!
 //! With `text_tool_calls: true` (off by default), a turn with no
-//! structured call whose whole content is exactly one
-//! `{"name": ..., "arguments": {...}}` object, bare or in one code fence,
-//! naming an offered tool with arguments valid for its schema, becomes that
-//! call, marked `from_text`. Anything else stays an answer.
+//! structured call whose content holds exactly one
+//! `{"name": ..., "arguments": {...}}` object naming an offered tool, bare
+//! or in a code fence, anywhere in the text, with arguments valid for the
+//! tool's schema, becomes that call, marked `from_text`; the text around
+//! it stays the turn's content. Two or more such objects, or one whose
+//! arguments do not validate, become one call that is not run: its result
+//! tells the model to send exactly one call as JSON. A text with no object
+//! naming an offered tool stays an answer.
 
 use std::sync::LazyLock;
 
@@ -151,31 +155,25 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// With the option on: turns a turn whose whole content is one JSON tool
-/// call for an offered tool into that call (see the module docs). `id` is
+/// With the option on: turns a turn with a tool call written as JSON in
+/// its text into that call (see the module docs). `id` is
 /// the id to give the call. Returns true if and only if it did.
 pub fn recover(response: &mut ChatResponse, tools: &[ToolSpec], id: String) -> bool {
     if !response.tool_calls.is_empty() {
         return false;
     }
     let content = response.content.trim();
+    // The whole text is a call cut off before its end (bare, or in a
+    // fence that never closed): the model is told, nothing is completed.
     let text = strip_fence(content).trim();
-    let call = match parse_repaired(text) {
-        _ if !text.starts_with('{') => {
-            // A fence opened and never closed: the turn may have been cut
-            // off inside the call.
-            let opened = strip_open_fence(content).trim();
-            let cut = opened.starts_with('{')
-                && parse_repaired(opened).is_err_and(|error| error.is_eof());
-            cut.then(|| cut_off_call(opened, tools, id)).flatten()
-        }
-        Ok(Value::Object(object)) => whole_call(&object, tools, id),
-        Ok(_) => None,
-        Err(error) if error.is_eof() => cut_off_call(text, tools, id),
-        Err(_) => None,
-    };
+    let opened = strip_open_fence(content).trim();
+    let cut = [text, opened]
+        .into_iter()
+        .find(|text| text.starts_with('{'))
+        .filter(|text| parse_repaired(text).is_err_and(|error| error.is_eof()));
+    let call = cut.and_then(|text| cut_off_call(text, tools, id.clone()));
     let Some(mut call) = call else {
-        return false;
+        return recover_embedded(response, tools, id);
     };
     if response.finish_reason == FinishReason::Length && call.invalid_arguments.is_some() {
         call.invalid_arguments = Some(format!(
@@ -189,6 +187,223 @@ pub fn recover(response: &mut ChatResponse, tools: &[ToolSpec], id: String) -> b
         response.finish_reason = FinishReason::ToolCalls;
     }
     true
+}
+
+/// A call-like JSON object found in a text: where it sits (its code fence
+/// included) and what it says.
+struct Embedded {
+    span: std::ops::Range<usize>,
+    object: Map<String, Value>,
+}
+
+/// The call objects written anywhere in the content (see the module
+/// docs): one valid call is taken out of the text and becomes the turn's
+/// call; several, or one that does not validate, become one call that is
+/// not run and says why. Returns true if the turn got a call.
+fn recover_embedded(response: &mut ChatResponse, tools: &[ToolSpec], id: String) -> bool {
+    let found = embedded_calls(&response.content, tools);
+    let [first, ..] = found.as_slice() else {
+        return false;
+    };
+    let name = first
+        .object
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let call = if found.len() == 1 {
+        match whole_call(&first.object, tools, id.clone()) {
+            Some(call) => {
+                let content = &response.content;
+                let before = content[..first.span.start].trim_end();
+                let after = content[first.span.end..].trim_start();
+                response.content = match (before.is_empty(), after.is_empty()) {
+                    (true, _) => after.to_owned(),
+                    (false, true) => before.to_owned(),
+                    (false, false) => format!("{before}\n\n{after}"),
+                };
+                call
+            }
+            None => {
+                let problem = call_problem(&first.object, tools);
+                not_one_call(
+                    &id,
+                    &name,
+                    &response.content[first.span.clone()],
+                    format!(
+                        "it was written as JSON text and {problem}; send it again as exactly one \
+                         JSON object {{\"name\": \"{name}\", \"arguments\": {{...}}}} with valid arguments"
+                    ),
+                )
+            }
+        }
+    } else {
+        let names: Vec<String> = found
+            .iter()
+            .filter_map(|call| call.object.get("name").and_then(Value::as_str))
+            .map(|name| format!("`{name}`"))
+            .collect();
+        not_one_call(
+            &id,
+            &name,
+            &response.content,
+            format!(
+                "the reply holds {} tool calls written as JSON text ({}) and none was run; \
+                 send exactly one call, as one JSON object {{\"name\": ..., \"arguments\": {{...}}}}",
+                found.len(),
+                names.join(", ")
+            ),
+        )
+    };
+    response.tool_calls.push(call);
+    if response.finish_reason == FinishReason::Stop {
+        response.finish_reason = FinishReason::ToolCalls;
+    }
+    true
+}
+
+/// A call recovered from text that is not run: `problem` is what the
+/// model is told (after "the `name` call was not run: ").
+fn not_one_call(id: &str, name: &str, text: &str, problem: String) -> ToolCall {
+    let mut call = ToolCall::new(id, name, Value::String(text.to_owned()));
+    call.invalid_arguments = Some(problem);
+    call.from_text = true;
+    call
+}
+
+/// Why a call-like object is not a valid call.
+fn call_problem(object: &Map<String, Value>, tools: &[ToolSpec]) -> String {
+    let extra: Vec<&str> = object
+        .keys()
+        .map(String::as_str)
+        .filter(|key| !matches!(*key, "name" | "arguments" | "parameters"))
+        .collect();
+    if !extra.is_empty() {
+        return format!(
+            "it has keys besides `name` and `arguments` ({})",
+            extra.join(", ")
+        );
+    }
+    let tool = object
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(|name| tools.iter().find(|tool| tool.name == name));
+    let arguments = object.get("arguments").or_else(|| object.get("parameters"));
+    let fields = match arguments {
+        Some(Value::Object(fields)) => Some(fields.clone()),
+        Some(Value::String(text)) => match parse_arguments(text) {
+            Ok(Value::Object(fields)) => Some(fields),
+            _ => None,
+        },
+        _ => None,
+    };
+    match (tool, fields) {
+        (Some(tool), Some(fields)) => match validate(&fields, &tool.parameters) {
+            Err(error) => error,
+            Ok(()) => "it is not a valid call".to_owned(),
+        },
+        _ => "its `arguments` is not a JSON object".to_owned(),
+    }
+}
+
+/// Every top-level JSON object in `content` that names an offered tool
+/// and has `arguments` (or `parameters`), in order, each with its span
+/// widened to a code fence that holds only it.
+fn embedded_calls(content: &str, tools: &[ToolSpec]) -> Vec<Embedded> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = content[at..].find('{') {
+        let start = at + offset;
+        let Some((object, end)) = object_at(content, start) else {
+            at = start + 1;
+            continue;
+        };
+        // A JSON object that is no call is skipped whole, calls nested
+        // in it too.
+        at = end;
+        let names_tool = object
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|name| tools.iter().any(|tool| tool.name == name));
+        let has_arguments = object.contains_key("arguments") || object.contains_key("parameters");
+        if names_tool && has_arguments {
+            found.push(Embedded {
+                span: fenced(content, start..end),
+                object,
+            });
+        }
+    }
+    found
+}
+
+/// The JSON object that starts at `start` in `content`, and where it
+/// ends; trailing commas are forgiven, as in a whole-text call.
+fn object_at(content: &str, start: usize) -> Option<(Map<String, Value>, usize)> {
+    let rest = &content[start..];
+    let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+    match stream.next()? {
+        Ok(Value::Object(object)) => Some((object, start + stream.byte_offset())),
+        Ok(_) => None,
+        Err(_) => {
+            let length = closing_brace(rest)?;
+            match parse_repaired(&rest[..length]) {
+                Ok(Value::Object(object)) => Some((object, start + length)),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The length of the `{...}` block that starts `text`, braces inside
+/// strings ignored; `None` when it never closes.
+fn closing_brace(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (index, ch) in text.char_indices() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if ch == '\\' {
+                escaped = true;
+            } else if ch == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match ch {
+            '"' => in_string = true,
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(index + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `span` widened to the code fence around it, when a fence (bare or
+/// `json`) opens just before it and closes just after it (or the text
+/// ends there).
+fn fenced(content: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let before = content[..span.start].trim_end();
+    let opened = ["```json", "```JSON", "```"]
+        .iter()
+        .find_map(|fence| before.strip_suffix(fence));
+    let after = &content[span.end..];
+    let rest = after.trim_start();
+    match opened {
+        Some(prefix) if rest.starts_with("```") => {
+            prefix.len()..span.end + (after.len() - rest.len()) + 3
+        }
+        // A fence the turn never closed, the call last in it.
+        Some(prefix) if rest.is_empty() => prefix.len()..content.len(),
+        _ => span,
+    }
 }
 
 /// `{"name": ..., "arguments": {...}}` (or `parameters`, as Llama models
@@ -217,19 +432,14 @@ fn whole_call(object: &Map<String, Value>, tools: &[ToolSpec], id: String) -> Op
     Some(call)
 }
 
-/// The call `content` is when read as one: exactly one
-/// `{"name": ..., "arguments": {...}}` object, bare or in one code fence,
-/// naming a tool of `tools` with arguments valid for its schema. What
-/// `text_tool_calls` would recover; with the option off, the agent tells
-/// the user about it.
+/// The first call written in `content` (bare or fenced, alone or in
+/// prose) that names a tool of `tools` with arguments valid for its
+/// schema: what `text_tool_calls` would run; with the option off, the
+/// agent tells the user about it.
 pub fn as_call(content: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
-    let text = strip_fence(content.trim()).trim();
-    match parse_repaired(text) {
-        Ok(Value::Object(object)) if text.starts_with('{') => {
-            whole_call(&object, tools, "text_call".to_owned())
-        }
-        _ => None,
-    }
+    embedded_calls(content, tools)
+        .iter()
+        .find_map(|found| whole_call(&found.object, tools, "text_call".to_owned()))
 }
 
 /// A content that is an unterminated `{"name": "<offered tool>",
@@ -333,15 +543,23 @@ mod tests {
     }
 
     fn recovered(content: &str) -> Option<ToolCall> {
+        let (call, rest) = recovered_in(content);
+        if call.is_some() {
+            assert!(rest.is_empty(), "{rest}");
+        }
+        call
+    }
+
+    /// The call recovered and the text left around it.
+    fn recovered_in(content: &str) -> (Option<ToolCall>, String) {
         let mut response = answer(content);
         if recover(&mut response, &tools(), "text_call_1".into()) {
-            assert!(response.content.is_empty());
             assert_eq!(response.finish_reason, FinishReason::ToolCalls);
-            Some(response.tool_calls.remove(0))
+            (Some(response.tool_calls.remove(0)), response.content)
         } else {
             assert_eq!(response.content, content);
             assert!(response.tool_calls.is_empty());
-            None
+            (None, response.content)
         }
     }
 
@@ -408,39 +626,85 @@ mod tests {
     }
 
     #[test]
+    fn a_call_inside_prose_is_recovered_and_the_prose_kept() {
+        let (call, rest) = recovered_in(
+            "I will read it first.\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```\nThen I fix it.",
+        );
+        let call = call.unwrap();
+        assert_eq!(call.arguments, json!({"path": "a"}));
+        assert!(call.invalid_arguments.is_none() && call.from_text);
+        assert_eq!(rest, "I will read it first.\n\nThen I fix it.");
+        let (call, rest) =
+            recovered_in("Calling: {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\",},}");
+        assert_eq!(call.unwrap().arguments, json!({"path": "a"}));
+        assert_eq!(rest, "Calling:");
+        // Braces in prose before the call are no obstacle.
+        let (call, rest) = recovered_in(
+            "A set {1, 2} and a map {\"k\": 1}; now {\"name\": \"read_file\", \"parameters\": {\"path\": \"b\"}} done",
+        );
+        assert_eq!(call.unwrap().arguments, json!({"path": "b"}));
+        assert_eq!(rest, "A set {1, 2} and a map {\"k\": 1}; now\n\ndone");
+    }
+
+    /// The call made of a text that holds calls but no valid single one:
+    /// not run, saying why.
+    fn refused(content: &str) -> String {
+        let (call, rest) = recovered_in(content);
+        let call = call.expect("a call that is not run");
+        assert!(call.from_text);
+        assert_eq!(rest, content, "the text is kept whole");
+        call.invalid_arguments.expect("a reason")
+    }
+
+    #[test]
+    fn several_calls_or_an_invalid_one_are_refused_with_a_reason() {
+        let two = refused(
+            "First {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} then {\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}",
+        );
+        assert!(two.contains("2 tool calls"), "{two}");
+        assert!(two.contains("exactly one call"), "{two}");
+        for (content, why) in [
+            (
+                r#"{"name": "read_file", "arguments": {}}"#,
+                "missing required argument `path`",
+            ),
+            (
+                r#"{"name": "read_file", "arguments": {"path": 3}}"#,
+                "`path` must be of type string",
+            ),
+            (
+                r#"{"name": "read_file", "arguments": {"path": "a", "max_lines": "3"}}"#,
+                "`max_lines`",
+            ),
+            (
+                r#"{"name": "read_file", "arguments": ["a"]}"#,
+                "not a JSON object",
+            ),
+            (
+                r#"Here: {"name": "read_file", "arguments": {"path": "a"}, "why": "x"}"#,
+                "keys besides",
+            ),
+        ] {
+            let problem = refused(content);
+            assert!(problem.contains(why), "{content}: {problem}");
+            assert!(problem.contains("exactly one"), "{problem}");
+        }
+    }
+
+    #[test]
     fn everything_else_stays_an_answer() {
         // Names no offered tool.
         assert!(recovered(r#"{"name": "delete_everything", "arguments": {}}"#).is_none());
-        // A JSON answer that is not a call.
-        assert!(recovered(r#"{"answer": 42}"#).is_none());
         assert!(
-            recovered(r#"{"name": "read_file", "arguments": {"path": "a"}, "why": "x"}"#).is_none()
-        );
-        // Prose around the JSON.
-        assert!(
-            recovered(
-                "I will call it: {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}"
-            )
-            .is_none()
-        );
-        assert!(
-            recovered(
-                "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```\nDone."
-            )
-            .is_none()
-        );
-        // Two calls are not one.
-        assert!(recovered("{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}").is_none());
-        // Arguments invalid for the schema.
-        assert!(recovered(r#"{"name": "read_file", "arguments": {}}"#).is_none());
-        assert!(recovered(r#"{"name": "read_file", "arguments": {"path": 3}}"#).is_none());
-        assert!(
-            recovered(r#"{"name": "read_file", "arguments": {"path": "a", "max_lines": "3"}}"#)
+            recovered("Try {\"name\": \"rm\", \"arguments\": {\"path\": \"a\"}} yourself.")
                 .is_none()
         );
-        assert!(recovered(r#"{"name": "read_file", "arguments": ["a"]}"#).is_none());
-        // Plain text.
+        // A JSON answer that is not a call.
+        assert!(recovered(r#"{"answer": 42}"#).is_none());
+        assert!(recovered(r#"{"name": "read_file", "size": 3}"#).is_none());
+        // Plain text, braces or not.
         assert!(recovered("The file says hello.").is_none());
+        assert!(recovered("fn main() { println!(\"{}\", 1); }").is_none());
         assert!(recovered("").is_none());
     }
 
@@ -467,11 +731,11 @@ mod tests {
             call.arguments.is_string(),
             "the raw text is kept, not completed"
         );
-        // Complete JSON, but the fence never closed: not a clean call.
-        assert!(
+        // Complete JSON, the fence never closed: the call is whole.
+        let call =
             recovered("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}")
-                .is_none()
-        );
+                .unwrap();
+        assert!(call.invalid_arguments.is_none());
         // Unterminated, naming no offered tool: an answer.
         assert!(recovered(r#"{"name": "rm", "arguments": {"path": "#).is_none());
     }

@@ -121,6 +121,7 @@ fn response(task: &str, ts_ms: u64, iteration: u32, cost: Cost) -> EventRecord {
             request_tokens_estimate: Some(700),
             request_tokens_method: Some("o200k".into()),
             incomplete: None,
+            finish_reason: None,
         },
     )
 }

@@ -195,6 +195,10 @@ pub struct LlmCall {
     /// request's error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    /// Why the model stopped this turn (`stop`, `tool_calls`, `length`
+    /// for the output token limit, ...); absent when no turn came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
 }
 
 /// One retried provider request (`llm.retry`).
@@ -275,6 +279,7 @@ impl Transcript {
                     request_tokens_estimate: call.request_tokens_estimate,
                     request_tokens_method: call.request_tokens_method.clone(),
                     incomplete: call.incomplete.clone(),
+                    finish_reason: call.finish_reason.clone(),
                 },
             )
         }));
@@ -467,6 +472,7 @@ impl TranscriptBuilder {
                 request_tokens_estimate,
                 request_tokens_method,
                 incomplete,
+                finish_reason,
             } => {
                 if let Some(id) = response_id {
                     self.manifest.response_ids.push(id.clone());
@@ -482,6 +488,7 @@ impl TranscriptBuilder {
                     request_tokens_estimate: *request_tokens_estimate,
                     request_tokens_method: request_tokens_method.clone(),
                     incomplete: incomplete.clone(),
+                    finish_reason: finish_reason.clone(),
                 });
             }
             Event::LlmRetry {

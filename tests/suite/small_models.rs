@@ -317,6 +317,22 @@ fn a_json_call_answer_with_the_option_off_names_the_option() {
     let console = format!("{}{}", run.stdout, run.stderr);
     assert!(console.contains("llm.text_tool_calls"), "{console}");
 
+    // A call inside prose is pointed out too.
+    let server = Server::start(vec![wire::openai_sse_content(&format!(
+        "I will write it now: {}",
+        json!({"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi"}})
+    ))]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "openai", &format!("{}/v1", server.url), &[]);
+    run.expect_code(0);
+    assert!(
+        notes(&run)
+            .iter()
+            .any(|note| note.contains("llm.text_tool_calls: true") && note.contains("`write_file`")),
+        "{:?}",
+        notes(&run)
+    );
+
     // Prose is no call: no note.
     let server = Server::start(vec![wire::openai_sse_content("All done.")]);
     let (ybs, _keys) = scratch(&task_yaml(""));
@@ -463,4 +479,293 @@ fn ollama_against_a_server_without_its_api_hints_at_openai_and_v1() {
     let run = run_task(&ybs, "ollama", &server.url, &[]);
     let message = transcript(&run)["message"].as_str().unwrap().to_owned();
     assert!(!message.contains("--provider openai"), "{message}");
+}
+
+/// The messages of request `index` the server received (OpenAI wire).
+fn request_messages(server: &Server, index: usize) -> Vec<Value> {
+    server.requests()[index].json()["messages"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The text of the last message of request `index`, and its role.
+fn last_message(server: &Server, index: usize) -> (String, String) {
+    let messages = request_messages(server, index);
+    let last = messages.last().unwrap();
+    (
+        last["role"].as_str().unwrap().to_owned(),
+        last["content"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+fn openai(ybs: &Ybs, server: &Server, extra: &[&str]) -> Run {
+    run_task(ybs, "openai", &format!("{}/v1", server.url), extra)
+}
+
+#[test]
+fn an_empty_reply_is_told_once_and_a_second_one_ends_the_task() {
+    // Empty, told, then the answer: the task passes.
+    let server = Server::start(vec![
+        wire::openai_sse_content(""),
+        wire::openai_sse_answer("done"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 2);
+    let (role, told) = last_message(&server, 1);
+    assert_eq!(role, "user");
+    assert!(
+        told.contains("Call a tool, or give your final answer"),
+        "{told}"
+    );
+    assert!(
+        notes(&run)
+            .iter()
+            .any(|note| note.contains("reply was empty")),
+        "{:?}",
+        notes(&run)
+    );
+    assert_eq!(transcript(&run)["reason"], "completed");
+    // The first request carries no such message: nothing for a model
+    // that answers.
+    let first = server.requests()[0].text();
+    assert!(!first.contains("Call a tool, or give"), "{first}");
+    assert_no_secrets(&ybs, &run, &keys);
+
+    // Empty twice: the task fails with `empty_answer`, after two requests.
+    let server = Server::start(vec![
+        wire::openai_sse_content(""),
+        wire::openai_sse_content(" \n"),
+        wire::openai_sse_answer("never asked"),
+    ]);
+    let (ybs, _keys) = scratch(&task_yaml(
+        "fix_attempts: 2\nchecks:\n  - name: never\n    run: \"false\"\n",
+    ));
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(1);
+    assert_eq!(server.requests().len(), 2);
+    let transcript = transcript(&run);
+    assert_eq!(transcript["status"], "failed");
+    assert_eq!(transcript["reason"], "empty_answer");
+    assert!(
+        transcript["message"].as_str().unwrap().contains("empty"),
+        "{transcript:#}"
+    );
+    let junit = ybs.read("ybs-out/junit.xml");
+    assert!(junit.contains("empty_answer"), "{junit}");
+}
+
+#[test]
+fn a_reply_cut_at_the_output_limit_is_no_answer_and_every_stop_reason_is_recorded() {
+    let cut = Reply::sse(&wire::sse_done(&[
+        json!({"id": "c1", "choices": [{"index": 0, "delta": {"content": "The fix is to change the"}, "finish_reason": null}]}),
+        json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+    ]));
+    let server = Server::start(vec![
+        cut,
+        wire::openai_sse_call(
+            "call_1",
+            "write_file",
+            &json!({"path": "hello.txt", "content": "hi\n"}),
+        ),
+        wire::openai_sse_answer("done"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(ybs.read("hello.txt"), "hi\n");
+    let (role, told) = last_message(&server, 1);
+    assert_eq!(role, "user");
+    assert!(told.contains("cut off at the output token limit"), "{told}");
+    // The cut text went back to the model before the request to go on.
+    let messages = request_messages(&server, 1);
+    assert_eq!(
+        messages[messages.len() - 2]["content"],
+        "The fix is to change the"
+    );
+    assert!(
+        notes(&run)
+            .iter()
+            .any(|note| note.contains("llm.max_output_tokens")),
+        "{:?}",
+        notes(&run)
+    );
+    let transcript = transcript(&run);
+    assert_eq!(transcript["reason"], "completed");
+    let reasons: Vec<&str> = transcript["llm_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["finish_reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["length", "tool_calls", "stop"]);
+    let events: Vec<String> = run
+        .events("t")
+        .iter()
+        .filter(|event| event["type"] == "llm.response")
+        .map(|event| event["finish_reason"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(events, ["length", "tool_calls", "stop"]);
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+const TEXT_CALLS: &str = r#"{"llm": {"text_tool_calls": true}}"#;
+
+#[test]
+fn a_call_inside_prose_runs_and_the_prose_is_kept() {
+    let call = json!({"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}});
+    let content =
+        format!("I will write the file now.\n```json\n{call:#}\n```\nThen I will check it.");
+    let server = Server::start(vec![
+        wire::openai_sse_content(&content),
+        wire::openai_sse_answer("done"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(ybs.read("hello.txt"), "hi\n");
+    let transcript = transcript(&run);
+    let calls = transcript["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["from_text"], true);
+    let turn = &transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "assistant")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        turn["content"],
+        "I will write the file now.\n\nThen I will check it."
+    );
+    assert_eq!(turn["tool_calls"][0]["name"], "write_file");
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+#[test]
+fn two_calls_in_prose_are_not_run_and_the_model_is_told_to_send_one() {
+    let call = |path: &str| {
+        json!({"name": "write_file", "arguments": {"path": path, "content": "hi\n"}}).to_string()
+    };
+    let content = format!("First {} and then {}.", call("a.txt"), call("b.txt"));
+    let server = Server::start(vec![
+        wire::openai_sse_content(&content),
+        wire::openai_sse_answer("gave up"),
+    ]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert!(!ybs.exists("a.txt") && !ybs.exists("b.txt"));
+    let told = second_tool_result(&server);
+    assert!(told.contains("exactly one call"), "{told}");
+    assert!(told.contains("2 tool calls"), "{told}");
+    assert!(
+        notes(&run)
+            .iter()
+            .any(|note| note.contains("was not run") && note.contains("`write_file`")),
+        "{:?}",
+        notes(&run)
+    );
+
+    // One call whose arguments do not validate: the same, saying what is wrong.
+    let content = format!(
+        "Writing: {}",
+        json!({"name": "write_file", "arguments": {"path": "a.txt"}})
+    );
+    let server = Server::start(vec![
+        wire::openai_sse_content(&content),
+        wire::openai_sse_answer("gave up"),
+    ]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    let told = second_tool_result(&server);
+    assert!(
+        told.contains("missing required argument `content`"),
+        "{told}"
+    );
+    assert!(told.contains("exactly one"), "{told}");
+}
+
+#[test]
+fn a_made_up_tool_response_is_no_answer_and_the_model_is_told_once() {
+    let made_up = "I wrote the file.\n<tool_response>\n{\"ok\": true}\n</tool_response>\nDone.";
+    let server = Server::start(vec![
+        wire::openai_sse_content(made_up),
+        wire::openai_sse_call(
+            "call_1",
+            "write_file",
+            &json!({"path": "hello.txt", "content": "hi\n"}),
+        ),
+        wire::openai_sse_content("Result:\n```tool_output\nwritten\n```"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(ybs.read("hello.txt"), "hi\n");
+    // Told once: the second made-up block is taken as the answer.
+    assert_eq!(server.requests().len(), 3);
+    let (role, told) = last_message(&server, 1);
+    assert_eq!(role, "user");
+    assert!(
+        told.contains("Tool results come only from calling the tool"),
+        "{told}"
+    );
+    assert!(
+        notes(&run)
+            .iter()
+            .any(|note| note.contains("<tool_response>")),
+        "{:?}",
+        notes(&run)
+    );
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+#[test]
+fn anthropic_max_tokens_and_ollama_length_are_cut_replies_too() {
+    let cut = Reply::json(
+        200,
+        &json!({"id": "msg_c", "type": "message", "role": "assistant", "model": "m",
+                "content": [{"type": "text", "text": "The plan is"}],
+                "stop_reason": "max_tokens", "stop_sequence": null,
+                "usage": {"input_tokens": 100, "output_tokens": 512}}),
+    );
+    let server = Server::start(vec![cut, wire::anthropic_json_answer("done")]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file("nostream.json", r#"{"llm": {"stream": false}}"#);
+    let run = run_task(
+        &ybs,
+        "anthropic",
+        &server.url,
+        &["--config", "nostream.json"],
+    );
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 2);
+    let calls = transcript(&run)["llm_calls"].clone();
+    assert_eq!(calls[0]["finish_reason"], "length", "{calls:#}");
+    assert_eq!(calls[1]["finish_reason"], "stop", "{calls:#}");
+    let body = server.requests()[1].text();
+    assert!(body.contains("cut off at the output token limit"), "{body}");
+
+    let cut = Reply::ndjson(&[
+        json!({"model": "m", "message": {"role": "assistant", "content": "The plan is"}, "done": false}),
+        json!({"model": "m", "message": {"role": "assistant", "content": ""}, "done": true,
+               "done_reason": "length", "prompt_eval_count": 100, "eval_count": 512}),
+    ]);
+    let server = Server::start(vec![cut, wire::ollama_answer("done")]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    let run = run_task(&ybs, "ollama", &server.url, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 2);
+    let calls = transcript(&run)["llm_calls"].clone();
+    assert_eq!(calls[0]["finish_reason"], "length", "{calls:#}");
+    let body = server.requests()[1].text();
+    assert!(body.contains("cut off at the output token limit"), "{body}");
 }

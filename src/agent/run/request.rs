@@ -35,6 +35,7 @@ impl Attempt {
             request_tokens_estimate: Some(self.estimate),
             request_tokens_method: Some(self.method.clone()),
             incomplete: Some(error.to_owned()),
+            finish_reason: None,
         }
     }
 }
@@ -191,6 +192,7 @@ impl Agent<'_> {
             request_tokens_estimate: Some(attempt.estimate),
             request_tokens_method: Some(attempt.method),
             incomplete,
+            finish_reason: Some(response.finish_reason.as_str().to_owned()),
         });
         if interrupted {
             self.push(

@@ -661,3 +661,74 @@ async fn an_unanswered_pending_call_is_an_internal_error() {
     assert!(message.contains("`c1` was not answered"), "{message}");
     assert!(result.is_none());
 }
+
+fn reply(content: &str, finish_reason: crate::llm::FinishReason) -> ChatResponse {
+    ChatResponse {
+        content: content.to_owned(),
+        finish_reason,
+        ..ChatResponse::default()
+    }
+}
+
+#[tokio::test]
+async fn an_empty_reply_is_told_once_per_task_fix_attempts_included() {
+    use crate::llm::FinishReason::Stop as Said;
+    let world = World::new(
+        BASE,
+        vec![
+            reply("", Said),
+            reply("first answer", Said),
+            reply("", Said),
+        ],
+    );
+    let mut sink = Sink::default();
+    let mut emitter = Emitter::new("t", &mut sink);
+    let mut agent = world.agent();
+    let stop = agent.run(&mut emitter).await;
+    assert_eq!(
+        stop,
+        Stop::Answered {
+            content: "first answer".to_owned()
+        }
+    );
+    assert_eq!(agent.iterations(), 2);
+    // A check failed: the fix attempt's empty reply ends the task.
+    agent.push_user("the check failed", &mut emitter);
+    let stop = agent.run(&mut emitter).await;
+    assert!(
+        matches!(
+            stop,
+            Stop::Failed {
+                reason: Reason::EmptyAnswer,
+                ..
+            }
+        ),
+        "{stop:?}"
+    );
+    assert_eq!(agent.iterations(), 3);
+}
+
+#[tokio::test]
+async fn a_cut_reply_is_followed_by_a_request_to_go_on_each_time() {
+    use crate::llm::FinishReason::Length as Cut;
+    let world = World::new(BASE, vec![reply("part", Cut), reply("", Cut)]);
+    let mut sink = Sink::default();
+    let mut emitter = Emitter::new("t", &mut sink);
+    let mut agent = world.agent();
+    let stop = agent.run(&mut emitter).await;
+    assert_eq!(
+        stop,
+        Stop::Answered {
+            content: "done".to_owned()
+        }
+    );
+    assert_eq!(agent.iterations(), 3);
+    let asked = agent
+        .messages()
+        .iter()
+        .filter(
+            |message| matches!(message, Message::User { content } if content == super::nudge::CUT),
+        )
+        .count();
+    assert_eq!(asked, 2);
+}

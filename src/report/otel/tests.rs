@@ -229,6 +229,7 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 request_tokens_estimate: None,
                 request_tokens_method: None,
                 incomplete: None,
+                finish_reason: None,
             },
         ),
         record(

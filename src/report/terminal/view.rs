@@ -389,6 +389,7 @@ mod tests {
             request_tokens_estimate: None,
             request_tokens_method: None,
             incomplete: None,
+            finish_reason: None,
         });
         activity.record(&decided("c1", "run_shell"));
         assert_eq!(

@@ -1,0 +1,145 @@
+//! Replies that are no final answer: an empty one, one the output token
+//! limit cut, one that makes up a tool's result. The model is told and the
+//! loop goes on, within the budget (docs/agent-loop.md).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Agent, Emitter, Stop};
+use crate::core::{Message, Reason, ToolSpec};
+use crate::llm::FinishReason;
+
+/// What ybs tells the model after a reply the output limit cut.
+pub(super) const CUT: &str = "Your reply was cut off at the output token limit. \
+     Continue where it stopped, or give a shorter answer.";
+/// What ybs tells the model after its first empty reply.
+pub(super) const EMPTY: &str = "Your reply was empty. Call a tool, or give your final answer.";
+/// What ybs tells the model after an answer with a made-up tool result.
+pub(super) const MADE_UP: &str = "Tool results come only from calling the tool; your reply \
+     contains a result you wrote yourself. Call the tool, or give your final answer without it.";
+
+/// Whether the model was told about an empty reply and a made-up result:
+/// each is said once per task.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Told {
+    empty: bool,
+    made_up: bool,
+}
+
+impl Agent<'_> {
+    /// `None` when the reply is the final answer. Otherwise the model has
+    /// been told why it is not (`Some(None)`: the loop goes on), or the
+    /// task ends (`Some(Some(stop))`).
+    pub(super) fn not_an_answer(
+        &mut self,
+        content: &str,
+        finish: FinishReason,
+        emitter: &mut Emitter<'_>,
+    ) -> Option<Option<Stop>> {
+        if finish == FinishReason::Length {
+            emitter.note(
+                "the model's reply was cut off at the output token limit \
+                 (llm.max_output_tokens); it was asked to continue or answer shorter"
+                    .to_owned(),
+            );
+            self.push(Message::user(CUT), emitter);
+            return Some(None);
+        }
+        if content.trim().is_empty() {
+            if self.told.empty {
+                return Some(Some(Stop::Failed {
+                    reason: Reason::EmptyAnswer,
+                    message: "the model's reply was empty again after it was asked to call \
+                              a tool or give its final answer"
+                        .to_owned(),
+                }));
+            }
+            self.told.empty = true;
+            emitter.note(
+                "the model's reply was empty; it was asked to call a tool or give its final answer"
+                    .to_owned(),
+            );
+            self.push(Message::user(EMPTY), emitter);
+            return Some(None);
+        }
+        let made_up = (!self.told.made_up)
+            .then(|| made_up_result(content, &self.setup.tools.specs()))
+            .flatten();
+        if let Some(marker) = made_up {
+            self.told.made_up = true;
+            emitter.note(format!(
+                "the model's answer holds a tool result it wrote itself ({marker}); \
+                 it was told that results come only from calling the tool"
+            ));
+            self.push(Message::user(MADE_UP), emitter);
+            return Some(None);
+        }
+        None
+    }
+}
+
+/// The mark of a tool result the model wrote into its text instead of
+/// calling the tool: a `<tool_response>`, `<tool_result>` or
+/// `<tool_output>` tag, or a code fence labelled as a tool's output
+/// (`tool_output`, `read_file_result`, ...).
+pub(super) fn made_up_result(content: &str, tools: &[ToolSpec]) -> Option<String> {
+    static TAG: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"(?i)<\|?tool_(?:response|result|output)s?\|?>").ok());
+    static FENCE: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"(?m)^[ \t]*```[ \t]*([A-Za-z0-9_. -]+?)[ \t]*$").ok());
+    if let Some(found) = TAG.as_ref().and_then(|tag| tag.find(content)) {
+        return Some(format!("`{}`", found.as_str()));
+    }
+    for label in FENCE.as_ref()?.captures_iter(content) {
+        let label = label.get(1)?.as_str();
+        let words = label.to_ascii_lowercase().replace([' ', '-', '.'], "_");
+        let Some(subject) = ["_output", "_outputs", "_result", "_results", "_response"]
+            .iter()
+            .find_map(|suffix| words.strip_suffix(suffix))
+        else {
+            continue;
+        };
+        if subject == "tool"
+            || subject == "tool_call"
+            || tools.iter().any(|tool| tool.name == subject)
+        {
+            return Some(format!("a code block labelled `{label}`"));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn made_up_results_are_told_from_answers() {
+        let tools = [ToolSpec {
+            name: "run_shell".into(),
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+        }];
+        for text in [
+            "I ran it.\n<tool_response>\nok\n</tool_response>\nAll passed.",
+            "<TOOL_RESULT>{\"ok\": true}</TOOL_RESULT>",
+            "Result:\n```tool_output\n3 passed\n```",
+            "```run_shell output\n$ make\n```",
+            "```Tool-Result\nfine\n```",
+        ] {
+            assert!(made_up_result(text, &tools).is_some(), "{text}");
+        }
+        for text in [
+            "All tests pass.",
+            "```rust\nfn main() {}\n```",
+            "```output\nreal output quoted\n```",
+            "```read_file_output\nno such tool offered\n```",
+            "The tool_response field is documented.",
+        ] {
+            assert!(made_up_result(text, &tools).is_none(), "{text}");
+        }
+    }
+}
