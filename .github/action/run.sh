@@ -175,7 +175,7 @@ status_of() {
 }
 
 count() { # STATUS JUNIT: testcases whose status property is STATUS
-    if [ -f "$2" ]; then
+    if [ -n "$2" ] && [ -f "$2" ]; then
         grep -c "<property name=\"status\" value=\"$1\"/>" "$2"
     else
         echo 0
@@ -204,9 +204,16 @@ run() {
     # shellcheck disable=SC2086
     set -- run --out "$out" "$@" ${INPUT_TASKS:-tasks/}
     set +f
+    # What this step writes is newer than this mark: a junit.xml left by
+    # an earlier step or run counts for nothing.
+    mark=$(mktemp "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ybs-step.XXXXXX") || mark=
     echo "+ $binary $*"
     "$binary" "$@"
     code=$?
+    if [ -z "$mark" ] || [ -z "$(find "$junit" -newer "$mark" 2> /dev/null)" ]; then
+        junit=
+    fi
+    if [ -n "$mark" ]; then rm -f "$mark"; fi
     output exit-code "$code"
     # ybs writes status, passed, failed, errors, paused, junit, summary,
     # out and output to $GITHUB_OUTPUT itself once tasks ran; when it stopped before

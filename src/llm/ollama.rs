@@ -380,7 +380,13 @@ mod tests {
         let error = provider.complete(&first_request()).await.unwrap_err();
         assert!(matches!(error, ProviderError::Stream(_)), "{error:?}");
         let error = provider.complete(&first_request()).await.unwrap_err();
-        assert_eq!(error.to_string(), "HTTP 404: model 'nope' not found");
+        let message = error.to_string();
+        assert!(message.starts_with("HTTP 404: model `"), "{message}");
+        assert!(
+            message.contains("not found at http://127.0.0.1:"),
+            "{message}"
+        );
+        assert!(message.contains("(model 'nope' not found)"), "{message}");
         assert!(!error.is_retryable());
     }
 

@@ -69,6 +69,22 @@ pub(super) trait Wire: Send + Sync + 'static {
     }
 }
 
+/// A 404's message: the model is unknown to the server (the usual case:
+/// a typo, or a model not pulled), or the endpoint has no such API (a
+/// base URL without its `/v1`), each with what to check.
+fn not_found(message: &str, model: &str, endpoint: &reqwest::Url) -> String {
+    let endpoint = endpoint.as_str().trim_end_matches('/');
+    if message.to_ascii_lowercase().contains("model") {
+        format!(
+            "model `{model}` not found at {endpoint} ({message}); hint: check `--model` (or `llm.model`) against the models the server has (an OpenAI-compatible server lists them at {endpoint}/models; Ollama: `ollama list`, `ollama pull {model}`)"
+        )
+    } else {
+        format!(
+            "{endpoint} has no such API ({message}); hint: check `--endpoint` (or `llm.endpoint`): the base URL as the provider's SDKs take it, e.g. `http://127.0.0.1:8080/v1` for an OpenAI-compatible server"
+        )
+    }
+}
+
 /// One frame parsed as JSON; `what` names it in the message (`chunk`,
 /// `event`, `line`).
 pub(super) fn parse(data: &str, what: &str, scrub: Scrub) -> Result<Value, ProviderError> {
@@ -106,6 +122,17 @@ impl<W: Wire> Streaming<W> {
                 if let (ProviderError::Status { message, .. }, Some(hint)) = (&mut error, hint) {
                     message.push_str("; hint: ");
                     message.push_str(hint);
+                } else if let ProviderError::Status {
+                    status: 404,
+                    message,
+                    ..
+                } = &mut error
+                {
+                    *message = not_found(
+                        message,
+                        self.endpoint.settings.model(request),
+                        &self.endpoint.settings.endpoint,
+                    );
                 }
                 return Err(error);
             }

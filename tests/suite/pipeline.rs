@@ -708,12 +708,19 @@ fn the_action_reports_a_failing_run_and_fails_after_the_upload() {
 fn the_action_says_when_nothing_ran() {
     let ybs = Ybs::new();
     ybs.file("tasks/bad.yaml", "version: 1\npromt: x\n");
+    // A junit.xml an earlier step (or an earlier run) left counts for
+    // nothing: only one this step wrote does.
+    ybs.file(
+        "ybs-out/junit.xml",
+        "<testsuites><testsuite name=\"old\"><testcase name=\"t\"><properties><property name=\"status\" value=\"passed\"/></properties></testcase></testsuite></testsuites>\n",
+    );
     let binary = ybs_binary();
     let run = run_action(ybs.path(), &[("ybs-binary", &binary)], &[]);
     assert!(!run.succeeded);
     assert_eq!(run.outputs["status"], "invalid", "{}", run.log);
     assert_eq!(run.outputs["exit-code"], "2");
-    assert_eq!(run.outputs["passed"], "0");
+    assert_eq!(run.outputs["passed"], "0", "{}", run.log);
+    assert_eq!(run.outputs["junit"], "", "{}", run.log);
     assert!(run.log.contains("bad.yaml:2:1:"), "{}", run.log);
     assert!(
         run.step_summary.contains("nothing ran"),

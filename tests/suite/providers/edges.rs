@@ -799,3 +799,39 @@ fn a_retry_after_of_zero_keeps_the_backoff_floor() {
     assert!(requests[1].at - requests[0].at >= Duration::from_millis(200));
     assert_no_secrets(&ybs, &run, &keys);
 }
+
+/// Issue 23 item 8: a 404 for an unknown model names the model and the
+/// endpoint, with a hint; a 404 from a base URL without the API says to
+/// check the endpoint.
+#[test]
+fn a_404_names_the_model_and_the_endpoint() {
+    let cases = [
+        (
+            Reply::json(
+                404,
+                &json!({"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error", "code": "model_not_found"}}),
+            ),
+            vec!["model `", "not found at http://127.0.0.1:", "--model"],
+        ),
+        (
+            Reply::json(404, &json!({"error": "Not Found"})),
+            vec!["has no such API", "--endpoint"],
+        ),
+    ];
+    for (reply, expected) in cases {
+        let server = Server::start(vec![reply]);
+        let (ybs, _) = fast("");
+        let run = run_task(
+            &ybs,
+            "openai",
+            &base("openai", &server),
+            &["--config", "op.json"],
+        );
+        run.expect_code(4);
+        let message = transcript(&run)["message"].as_str().unwrap().to_owned();
+        for part in expected {
+            assert!(message.contains(part), "{part}: {message}");
+        }
+        assert_eq!(server.requests().len(), 1, "{message}");
+    }
+}
