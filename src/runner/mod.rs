@@ -12,6 +12,7 @@ pub mod external;
 mod front;
 pub mod inspect;
 pub mod options;
+pub mod pause;
 pub mod prepare;
 pub mod redacting;
 pub mod results;
@@ -19,6 +20,7 @@ pub mod resume;
 pub mod schemas;
 pub mod scratch;
 pub mod serve;
+pub mod session;
 pub mod state;
 pub mod subject;
 pub mod task_run;
@@ -48,14 +50,14 @@ use crate::report;
 use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
-pub use error::RunError;
+pub use error::{RunError, SetupError};
 pub use front::run;
 pub use options::{
     LoadErrors, Loaded, RunFlags, RunOptions, harden, load, load_selected, load_text, redactor,
     run_context,
 };
 pub use prepare::{
-    Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, SetupError, build_provider,
+    Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, build_provider,
     check_workdir_root, child_env_for, prepare, protected_files, task_policy, task_sandbox,
     task_workdir,
 };
@@ -109,7 +111,7 @@ pub struct RunContext {
     pub resuming: bool,
     /// `ybs resume`: the tasks that paused in their own `--jobs`
     /// worktree, by task id; they go on there (docs/resume.md).
-    pub resume_worktrees: std::collections::HashMap<String, resume::InWorktree>,
+    pub resume_worktrees: std::collections::HashMap<String, workspace::InWorktree>,
 }
 
 /// The async runtime of a run or a chat: two worker threads.
@@ -263,13 +265,7 @@ pub async fn execute(
     }
     let scope = report::RunScope::shard(run.shard);
     // Only with an endpoint set does anything start (docs/observability.md).
-    let otel = report::OtelSink::from_env().unwrap_or_else(|error| {
-        report
-            .warnings
-            .push(format!("warning: OpenTelemetry disabled: {error}"));
-        None
-    });
-    let mut sinks = report::RunSinks::run(paths, outputs, scope).with_otel(otel);
+    let mut sinks = session::with_otel(report::RunSinks::run(paths, outputs, scope), &mut report);
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     let mut results: Vec<Option<TaskResult>> = prepared.iter().map(|_| None).collect();
     // What each task has done so far, read from its events: an interrupt

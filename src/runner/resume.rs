@@ -7,37 +7,23 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
 use serde_json::Value;
 
 use super::options::{Loaded, RunOptions, run_context};
-use super::state::{self, CarriedFile, Key, STATE_FILE, State, StateError, StateGit};
+use super::pause::{Resumed, remove_state};
+use super::state::{self, Key, STATE_FILE, State, StateError};
+use super::workspace::InWorktree;
 use super::{PreparedTask, RedactingSink, RunContext, RunError, RunReport};
-use crate::agent::{Agent, Answer};
+use crate::agent::Answer;
+use crate::core::Status;
 use crate::core::event::{EventRecord, EventSink, PendingAnswer, PendingCall, PendingKind};
-use crate::core::{Message, Status};
 use crate::git::{Snapshot, Workspace};
 use crate::report::Console;
 use crate::report::{self, EVENTS_FILE, OutDir};
 
 /// A results file or stdin is read up to this size.
 const MAX_RESULTS_BYTES: u64 = 16 << 20;
-
-/// What `ybs resume` brings to a paused task.
-pub struct Resumed {
-    pub state: State,
-    /// The repository at the task's start, from the state.
-    pub snapshot: Option<Snapshot>,
-    pub answers: HashMap<String, Answer>,
-    /// `results:sha256:…` and/or `approver:NAME`, for `task.resumed`.
-    pub resumed_by: String,
-    /// Who approved or denied, in the records of those calls.
-    pub approver: String,
-    pub summary: Vec<PendingAnswer>,
-    /// `sha256:<hex>` of the state's bytes: its id, used up at resume.
-    pub state_id: String,
-}
 
 /// A task whose state was found and verified.
 pub struct PausedTask {
@@ -492,204 +478,6 @@ fn parse_results(bytes: &[u8], name: &str) -> Result<Vec<(String, Answer)>, RunE
         .collect()
 }
 
-/// Where a task that paused in its own `--jobs` worktree goes on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InWorktree {
-    /// The run that made the worktree (`ybs/<run-id>/<task-id>`), which
-    /// may be an earlier one than the run that paused last.
-    pub run_id: String,
-    /// The commit the task started from: a worktree made again (a fresh
-    /// clone) starts there.
-    pub base: String,
-}
-
-impl InWorktree {
-    /// From a state that names a worktree: its branch must be
-    /// `ybs/<run-id>/<task-id>` and its path `.ybs-worktrees/<run-id>/<task-id>`.
-    fn of(state: &State) -> Result<Option<Self>, RunError> {
-        let Some(worktree) = &state.worktree else {
-            return Ok(None);
-        };
-        let task = &state.task.id;
-        let run_id = worktree
-            .branch
-            .strip_prefix("ybs/")
-            .and_then(|rest| rest.strip_suffix(&format!("/{task}")))
-            .filter(|run| {
-                !run.is_empty()
-                    && run
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            });
-        let bad = || {
-            RunError::usage(
-                format!(
-                    "task `{task}`: the state names an invalid worktree `{}` on `{}`",
-                    worktree.path, worktree.branch
-                ),
-                Some("resume with the ybs version that paused the task"),
-            )
-        };
-        let run_id = run_id.ok_or_else(bad)?;
-        if worktree.path != format!("{}/{run_id}/{task}", crate::git::WORKTREES_DIR) {
-            return Err(bad());
-        }
-        let base = state.base_commit.clone().ok_or_else(bad)?;
-        Ok(Some(Self {
-            run_id: run_id.to_owned(),
-            base,
-        }))
-    }
-}
-
-/// The worktree task `task` paused in, reopened, or made again at its
-/// base commit when it is gone (a fresh clone): the repository is the one
-/// around `workdir`, the task's workdir in the checkout.
-pub fn reopen_worktree(
-    workdir: &Path,
-    task: &str,
-    place: &InWorktree,
-) -> Result<crate::git::TaskWorktree, super::prepare::SetupError> {
-    let failed = |message: String| super::prepare::SetupError::Git {
-        message,
-        hint: "resume in the checkout the run paused in, or in a clone that holds the commit it started from",
-    };
-    let workspace = Workspace::open(workdir)
-        .map_err(|error| failed(format!("git: {error}")))?
-        .ok_or_else(|| {
-            failed(format!(
-                "task `{task}` paused in a worktree of a git repository; {} is not in one",
-                workdir.display()
-            ))
-        })?;
-    workspace
-        .resume_worktree(&place.run_id, task, &place.base)
-        .map_err(|error| failed(format!("task `{task}`: its worktree: {error}")))
-}
-
-/// The paused task that [`super::task_run::run_or_resume`] hands over.
-pub struct Paused<'a, 'b> {
-    pub agent: &'a Agent<'b>,
-    pub pending: Vec<PendingCall>,
-    pub carried: Option<(Snapshot, Vec<CarriedFile>)>,
-    /// Running time so far, earlier halves included.
-    pub elapsed: Duration,
-    pub pauses: u32,
-}
-
-/// Writes `OUT/<task>/state.json` and its signature, after the task's
-/// `task.finished`. The conversation and pending calls are masked like
-/// every output; paths are relative.
-pub fn write_state(
-    run: &RunContext,
-    prepared: &PreparedTask,
-    out: &OutDir,
-    key: &Key,
-    paused: Paused<'_, '_>,
-) -> Result<(), String> {
-    let task = &prepared.task;
-    let cwd = run.cwd.canonicalize().unwrap_or_else(|_| run.cwd.clone());
-    let file = state::relative(&cwd.join(&task.file), &cwd)
-        .or_else(|| state::relative(&run.cwd.join(&task.file), &run.cwd))
-        .ok_or_else(|| {
-            format!(
-                "the task file {} is outside the directory ybs runs in",
-                task.file.display()
-            )
-        })?;
-    let file_bytes = std::fs::read(run.cwd.join(&task.file))
-        .map_err(|error| format!("{}: {error}", task.file.display()))?;
-    // The workdir as in the checkout (not a `--jobs` worktree).
-    let workdir = super::task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)
-        .map_err(|error| error.to_string())?;
-    let workdir = state::relative(&workdir, &cwd).ok_or_else(|| {
-        format!(
-            "the workdir {} is outside the directory ybs runs in",
-            workdir.display()
-        )
-    })?;
-    let events = out
-        .read_file(Some(&task.id), EVENTS_FILE)
-        .map_err(|error| error.to_string())?;
-    let agent = paused.agent;
-    let mut messages = serde_json::to_value(agent.messages()).map_err(|error| error.to_string())?;
-    run.redactor.redact_value(&mut messages);
-    let messages: Vec<Message> =
-        serde_json::from_value(messages).map_err(|error| error.to_string())?;
-    let mut pending = serde_json::to_value(&paused.pending).map_err(|error| error.to_string())?;
-    run.redactor.redact_value(&mut pending);
-    let pending: Vec<PendingCall> =
-        serde_json::from_value(pending).map_err(|error| error.to_string())?;
-    let git = match paused.carried {
-        Some((snapshot, files)) => Some(StateGit {
-            snapshot: serde_json::to_value(snapshot).map_err(|error| error.to_string())?,
-            files,
-        }),
-        None => None,
-    };
-    let state = State {
-        schema_version: state::STATE_VERSION,
-        run_id: run.run_id.clone(),
-        task: state::StateTask {
-            id: task.id.clone(),
-            file,
-            file_sha256: state::sha256(&file_bytes),
-        },
-        policy_hash: prepared.policy_hash.clone(),
-        base_commit: git.as_ref().and_then(|git| {
-            git.snapshot
-                .get("base")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        }),
-        workdir,
-        key: key.source.to_owned(),
-        pauses: paused.pauses,
-        spent: state::Spent {
-            iterations: agent.iterations(),
-            usage: agent.usage(),
-            cost: agent.cost(),
-            elapsed_ms: u64::try_from(paused.elapsed.as_millis()).unwrap_or(u64::MAX),
-        },
-        messages,
-        pending,
-        changed: agent
-            .changed
-            .iter()
-            .map(|path| path.to_string_lossy().into_owned())
-            .collect(),
-        git,
-        events_sha256: state::sha256(&events),
-        loop_guard: agent.loop_guard().clone(),
-        wrap_up_warned: agent.wrap_up_warned(),
-        worktree: prepared
-            .worktree
-            .as_ref()
-            .map(|worktree| state::StateWorktree {
-                path: worktree.relative_root(),
-                branch: worktree.branch.clone(),
-            }),
-    };
-    let mut bytes = serde_json::to_vec_pretty(&state).map_err(|error| error.to_string())?;
-    bytes.push(b'\n');
-    let mac = key.sign(&bytes);
-    out.write_atomic(Some(&task.id), STATE_FILE, &bytes)
-        .map_err(|error| error.to_string())?;
-    out.write_atomic(
-        Some(&task.id),
-        state::MAC_FILE,
-        format!("{mac}\n").as_bytes(),
-    )
-    .map_err(|error| error.to_string())?;
-    Ok(())
-}
-
-/// A resumed task went on: its state is spent.
-pub fn remove_state(out: &OutDir, task: &str) {
-    let _ = out.remove(task, STATE_FILE);
-    let _ = out.remove(task, state::MAC_FILE);
-}
-
 /// Goes on with `resumed` tasks of `loaded` (their task files), writing
 /// into the output directory they paused in.
 pub fn resume(
@@ -811,18 +599,13 @@ pub fn resume(
             ));
         }
     }
+    super::session::warn_unconfined(console, &prepared);
     let runtime = super::runtime()?;
     let report = runtime.block_on(execute(
         &context, &prepared, &resumed, earlier, &layout, &outputs, redactor, console,
     ));
-    if let Some(error) = &report.output_error {
-        console.error(&format!("error: could not write all outputs: {error}"));
-    }
-    for finding in &report.tampering {
-        console.error(&format!("warning: output tampering: {finding}"));
-    }
     let total = report.results.len();
-    console.result(&format!(
+    let totals = format!(
         "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused — outputs in {}",
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
@@ -830,7 +613,18 @@ pub fn resume(
         report.count(Status::Error),
         report.count(Status::Paused),
         options.out_dir.display()
-    ));
+    );
+    super::session::finish(
+        console,
+        &report,
+        &super::session::Ending {
+            totals,
+            code: report.exit_code(),
+            layout: &layout,
+            github_output: options.github_output.as_deref(),
+            seed: &context.run_id,
+        },
+    );
     Ok(report)
 }
 
@@ -951,6 +745,9 @@ async fn execute(
             }
         }
     }
+    // Spans for the resumed halves only: the earlier ones were exported
+    // by the run that paused.
+    let mut sinks = super::session::with_otel(sinks, &mut report);
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     let mut interrupt = Box::pin(super::interrupted());
     for (task, item) in prepared.iter().zip(resumed) {
@@ -1005,6 +802,8 @@ async fn execute(
     if let Err(error) = sink.finish() {
         report.output_error.get_or_insert(error.to_string());
     }
+    drop(sink);
+    report.warnings.extend(sinks.take_otel_warning());
     out.check(None);
     report.tampering = out.findings();
     report

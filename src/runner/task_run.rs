@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::RunContext;
 use super::checks::{CheckEnv, run_checks};
+use super::pause::{self, Resumed};
 use super::prepare::PreparedTask;
 use super::results::TaskResult;
-use super::resume::Resumed;
 use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::config::GitAuthor;
@@ -352,12 +352,12 @@ fn pause(
         Reason::AwaitingInput,
         Some(message),
     );
-    let written = super::resume::write_state(
+    let written = pause::write_state(
         run,
         prepared,
         out,
         &key,
-        super::resume::Paused {
+        pause::Paused {
             agent,
             pending,
             carried,
