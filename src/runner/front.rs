@@ -78,7 +78,7 @@ pub fn run(
             .collect::<Vec<_>>(),
     );
     let report = runtime.block_on(super::execute(
-        &context, prepared, &layout, &outputs, redactor, console,
+        &context, prepared, None, &layout, &outputs, redactor, console,
     ));
     let total = report.results.len();
     let totals = format!(

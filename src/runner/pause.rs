@@ -153,3 +153,75 @@ pub fn remove_state(out: &OutDir, task: &str) {
     let _ = out.remove(task, STATE_FILE);
     let _ = out.remove(task, state::MAC_FILE);
 }
+
+/// What `ybs resume` hands [`super::execute`]: the resumed tasks, in the
+/// order of the prepared ones, and the events of each one's earlier halves
+/// (checked against its state).
+pub struct Resuming<'r> {
+    pub resumed: &'r [Resumed],
+    pub earlier: Vec<Vec<crate::core::event::EventRecord>>,
+}
+
+impl Resuming<'_> {
+    /// Primes the run's report sinks: the run's other tasks, as their
+    /// transcripts (checked against `OUT/digests.json`) say they ended, so
+    /// the reports list every task; then each resumed task's earlier
+    /// events, so its transcript goes on from them.
+    pub(crate) fn prime(
+        &self,
+        out: &OutDir,
+        sinks: &mut crate::report::RunSinks,
+        report: &mut super::RunReport,
+    ) {
+        let resumed_ids: Vec<&str> = self
+            .resumed
+            .iter()
+            .map(|item| item.state.task.id.as_str())
+            .collect();
+        let run_ids: Vec<&str> = self
+            .resumed
+            .iter()
+            .map(|item| item.state.run_id.as_str())
+            .collect();
+        let others = other_transcripts(out, &resumed_ids)
+            .into_iter()
+            .filter(|transcript| run_ids.contains(&transcript.manifest.run_id.as_str()));
+        for transcript in others {
+            for record in transcript.result_records() {
+                if let Err(error) = sinks.replay_report(&record) {
+                    report.output_error.get_or_insert(error.to_string());
+                }
+            }
+        }
+        for records in &self.earlier {
+            for record in records {
+                if let Err(error) = sinks.replay(record) {
+                    report.output_error.get_or_insert(error.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// The transcripts in `out` of tasks other than `resumed`, each whose
+/// digest `OUT/digests.json` records, in task order.
+fn other_transcripts(out: &OutDir, resumed: &[&str]) -> Vec<crate::report::Transcript> {
+    let digests: crate::report::Digests = out
+        .read_file(None, crate::report::DIGESTS_FILE)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    digests
+        .transcripts
+        .iter()
+        .filter(|(task, _)| !resumed.contains(&task.as_str()))
+        .filter_map(|(task, digest)| {
+            let bytes = out
+                .read_file(Some(task), crate::report::TRANSCRIPT_FILE)
+                .ok()?;
+            (crate::report::Digests::of(&bytes) == *digest)
+                .then(|| serde_json::from_slice(&bytes).ok())
+                .flatten()
+        })
+        .collect()
+}

@@ -1,26 +1,27 @@
 //! `ybs resume OUT` behind the CLI (docs/resume.md): find the paused
 //! tasks, check their signed state, gather the answers, read policy and
 //! config again, restore the work tree, and go on with each task through
-//! the same loop as `ybs run` ([`super::task_run::run_or_resume`]).
+//! the same [`super::execute`] as `ybs run`, primed with the earlier
+//! halves ([`super::pause::Resuming`]), and end as a run ends
+//! ([`super::session::finish`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
 use super::options::{Loaded, RunOptions, run_context};
-use super::pause::{Resumed, remove_state};
+use super::pause::Resumed;
 use super::state::{self, Key, STATE_FILE, State, StateError};
 use super::workspace::InWorktree;
-use super::{PreparedTask, RedactingSink, RunContext, RunError, RunReport};
+use super::{PreparedTask, RunContext, RunError, RunReport};
 use crate::agent::Answer;
 use crate::core::Status;
-use crate::core::event::{EventRecord, EventSink, PendingAnswer, PendingCall, PendingKind};
+use crate::core::event::{EventRecord, PendingAnswer, PendingCall, PendingKind};
 use crate::git::{Snapshot, Workspace};
 use crate::report::Console;
-use crate::report::{self, EVENTS_FILE, OutDir};
+use crate::report::EVENTS_FILE;
 
 /// A results file or stdin is read up to this size.
 const MAX_RESULTS_BYTES: u64 = 16 << 20;
@@ -601,8 +602,18 @@ pub fn resume(
     }
     super::session::warn_unconfined(console, &prepared);
     let runtime = super::runtime()?;
-    let report = runtime.block_on(execute(
-        &context, &prepared, &resumed, earlier, &layout, &outputs, redactor, console,
+    let resuming = super::pause::Resuming {
+        resumed: &resumed,
+        earlier,
+    };
+    let report = runtime.block_on(super::execute(
+        &context,
+        prepared,
+        Some(resuming),
+        &layout,
+        &outputs,
+        redactor,
+        console,
     ));
     let total = report.results.len();
     let totals = format!(
@@ -696,150 +707,6 @@ fn check_prepared(
         }
     }
     Ok(())
-}
-
-/// [`super::execute`] for resumed tasks: one at a time, each transcript
-/// and report primed with the task's earlier events; `events.jsonl` is
-/// appended to.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; the pieces are distinct"
-)]
-async fn execute(
-    run: &RunContext,
-    prepared: &[PreparedTask],
-    resumed: &[Resumed],
-    earlier: Vec<Vec<EventRecord>>,
-    paths: &report::OutputLayout,
-    outputs: &report::OpenOutputs,
-    redactor: crate::core::Redactor,
-    console: &mut dyn EventSink,
-) -> RunReport {
-    let mut report = RunReport::default();
-    let out = &outputs.out;
-    let mut sinks = report::RunSinks::run(paths, outputs, report::RunScope::shard(None));
-    // The run's other tasks, as their transcripts (checked against
-    // `OUT/digests.json`) say they ended: the reports list every task.
-    let resumed_ids: Vec<&str> = resumed
-        .iter()
-        .map(|item| item.state.task.id.as_str())
-        .collect();
-    let run_ids: Vec<&str> = resumed
-        .iter()
-        .map(|item| item.state.run_id.as_str())
-        .collect();
-    let others = other_transcripts(out, &resumed_ids)
-        .into_iter()
-        .filter(|transcript| run_ids.contains(&transcript.manifest.run_id.as_str()));
-    for transcript in others {
-        for record in transcript.result_records() {
-            if let Err(error) = sinks.replay_report(&record) {
-                report.output_error.get_or_insert(error.to_string());
-            }
-        }
-    }
-    for records in &earlier {
-        for record in records {
-            if let Err(error) = sinks.replay(record) {
-                report.output_error.get_or_insert(error.to_string());
-            }
-        }
-    }
-    // Spans for the resumed halves only: the earlier ones were exported
-    // by the run that paused.
-    let mut sinks = super::session::with_otel(sinks, &mut report);
-    let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
-    let mut interrupt = Box::pin(super::interrupted());
-    for (task, item) in prepared.iter().zip(resumed) {
-        let started = std::time::Instant::now();
-        let mut shared = LockedSink(&sink);
-        let work = super::task_run::run_or_resume(run, task, out, &mut shared, Some(item));
-        let signal = tokio::select! {
-            result = work => {
-                // Answered: the state is spent and cannot be resumed
-                // again (a task that paused again wrote a new one).
-                if result.status != Status::Paused {
-                    remove_state(out, &task.task.id);
-                }
-                report.results.push(result);
-                continue;
-            }
-            signal = &mut interrupt => signal,
-        };
-        // Its answers may have been acted on: the state is spent, and the
-        // task ends as an interrupted one does in `ybs run`.
-        remove_state(out, &task.task.id);
-        let spent = item.state.spent;
-        let message = format!("interrupted by {signal} after the resume");
-        let message = match &task.worktree {
-            Some(worktree) => super::interrupted_worktree(worktree, message),
-            None => message,
-        };
-        let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut emitter = crate::agent::Emitter::new(&task.task.id, &mut *sink);
-        emitter.emit(crate::core::event::Event::TaskFinished {
-            status: Status::Failed,
-            reason: crate::core::Reason::Interrupted,
-            message: Some(message.clone()),
-            expect: task.task.expect.as_str().to_owned(),
-            iterations: spent.iterations,
-            usage: spent.usage,
-            cost: spent.cost,
-            duration_ms: spent
-                .elapsed_ms
-                .saturating_add(u64::try_from(started.elapsed().as_millis()).unwrap_or(0)),
-        });
-        report.results.push(super::TaskResult {
-            id: task.task.id.clone(),
-            status: Status::Failed,
-            reason: crate::core::Reason::Interrupted,
-            message: Some(message),
-        });
-        report.interrupted = true;
-        break;
-    }
-    let mut sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
-    if let Err(error) = sink.finish() {
-        report.output_error.get_or_insert(error.to_string());
-    }
-    drop(sink);
-    report.warnings.extend(sinks.take_otel_warning());
-    out.check(None);
-    report.tampering = out.findings();
-    report
-}
-
-/// The transcripts in `out` of tasks other than `resumed`, each whose
-/// digest `OUT/digests.json` records, in task order.
-fn other_transcripts(out: &OutDir, resumed: &[&str]) -> Vec<report::Transcript> {
-    let digests: report::Digests = out
-        .read_file(None, report::DIGESTS_FILE)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
-    digests
-        .transcripts
-        .iter()
-        .filter(|(task, _)| !resumed.contains(&task.as_str()))
-        .filter_map(|(task, digest)| {
-            let bytes = out.read_file(Some(task), report::TRANSCRIPT_FILE).ok()?;
-            (report::Digests::of(&bytes) == *digest)
-                .then(|| serde_json::from_slice(&bytes).ok())
-                .flatten()
-        })
-        .collect()
-}
-
-/// One task's way into the shared sink.
-struct LockedSink<'s, 'a>(&'s Mutex<RedactingSink<'a>>);
-
-impl EventSink for LockedSink<'_, '_> {
-    fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .event(record)
-    }
 }
 
 #[cfg(test)]

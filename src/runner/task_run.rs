@@ -49,16 +49,6 @@ impl PreparedTask {
     }
 }
 
-/// Runs one prepared task; the last event it emits is `task.finished`.
-pub async fn run_task(
-    run: &RunContext,
-    prepared: &PreparedTask,
-    out: &OutDir,
-    sink: &mut dyn EventSink,
-) -> TaskResult {
-    run_or_resume(run, prepared, out, sink, None).await
-}
-
 /// Runs one prepared task, or goes on with a paused one (`ybs resume`):
 /// then the conversation, budgets and git snapshot come from its state,
 /// `task.resumed` replaces `task.started`, and the pending calls are
