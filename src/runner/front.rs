@@ -1,11 +1,10 @@
 //! `ybs run` behind the CLI: select, prepare, open the outputs, execute,
 //! and say how it went.
 
-use super::options::{Loaded, RunOptions, run_context};
+use super::options::{Entry, Loaded, RunOptions, run_context};
 use super::session::{self, Ending};
 use super::{RunError, RunReport};
 use crate::core::Status;
-use crate::llm::cassette::CassetteWriter;
 use crate::report::{Console, PlannedTask};
 
 /// Runs the selected tasks of `loaded` with `options`; every line for
@@ -29,27 +28,13 @@ pub fn run(
         },
         Err(message) => return Err(RunError::usage(message, None)),
     };
-    let (mut context, redactor) = run_context(
-        loaded,
-        flags.dry_run,
-        flags.cassette.clone(),
-        flags.policy_file.clone(),
-    );
-    context.no_commit = flags.no_commit;
-    context.shard = flags.shard;
-    context.jobs = usize::from(flags.jobs);
-    context.allow_dirty = flags.allow_dirty;
-    if let Some(path) = &flags.record {
-        context.recorder = Some(
-            CassetteWriter::create(path, redactor.clone())
-                .map_err(|message| RunError::usage(message, None))?,
-        );
-    }
+    let entry = Entry {
+        tasks: tasks.iter().map(|task| task.id.clone()).collect(),
+        resuming: None,
+    };
+    let (context, redactor) = run_context(loaded, &options, entry)?;
     console.set_redactor(redactor.clone());
-    context.approver = flags.approver.as_ref().map(|make| make(redactor.clone()));
     let layout = options.layout();
-    context.outputs = layout.own_paths(tasks.iter().map(|task| task.id.as_str()));
-    context.outputs.extend(flags.record.iter().cloned());
     let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
     // Held for the run; a symbolic link where outputs would go is refused
     // before anything runs.

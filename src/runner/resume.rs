@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::options::{Loaded, RunOptions, run_context};
+use super::options::{Entry, Loaded, ResumeEntry, RunOptions, run_context};
 use super::pause::Resumed;
 use super::state::{self, Key, STATE_FILE, State, StateError};
 use super::workspace::InWorktree;
@@ -54,9 +54,6 @@ pub struct ResumeFlags {
     pub by: Option<String>,
     /// Go on even though the task file or the policy changed.
     pub allow_changed: bool,
-    pub cassette: Option<PathBuf>,
-    pub policy_file: Option<PathBuf>,
-    pub junit: Option<PathBuf>,
 }
 
 /// Masks what ybs knows to be secret before the config is read: every
@@ -519,31 +516,24 @@ pub fn resume(
         }
         tasks.push(found);
     }
-    let (mut context, mut redactor) = run_context(
-        loaded,
-        false,
-        flags.cassette.clone(),
-        flags.policy_file.clone(),
-    );
-    context.resuming = true;
     // The keys that signed the states are secrets of the run as well.
     let env = |name: &str| std::env::var(name).ok();
+    let mut resuming = ResumeEntry::default();
     for item in &resumed {
-        if let Some(key) = state::key_text(&item.state.run_id, &item.state.key, &env) {
-            redactor.add(key.clone());
-            context.redactor.add(key);
-        }
-    }
-    for item in &resumed {
+        resuming
+            .keys
+            .extend(state::key_text(&item.state.run_id, &item.state.key, &env));
         if let Some(place) = InWorktree::of(&item.state)? {
-            context
-                .resume_worktrees
-                .insert(item.state.task.id.clone(), place);
+            resuming.worktrees.insert(item.state.task.id.clone(), place);
         }
     }
+    let entry = Entry {
+        tasks: tasks.iter().map(|task| task.id.clone()).collect(),
+        resuming: Some(resuming),
+    };
+    let (context, redactor) = run_context(loaded, &options, entry)?;
     console.set_redactor(redactor.clone());
     let layout = options.layout();
-    context.outputs = layout.own_paths(tasks.iter().map(|task| task.id.as_str()));
     let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
     let checked = check_prepared(&context, &prepared, &resumed, flags.allow_changed);
     if let Err(error) = checked {
