@@ -12,7 +12,7 @@
 //! The CLI parses argv, builds options and maps errors to exit codes: it
 //! reaches the agent, the providers, the tools, task files, policies and
 //! git only through the runner (`runner::run`, `runner::chat::Session`,
-//! `runner::inspect`, `runner::external::tools` for `ybs tools invoke`),
+//! `runner::inspect`, `runner::toolbox::tools` for `ybs tools`),
 //! and prints through `report::terminal`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,8 +49,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
 /// end every run shares (totals, step outputs, OpenTelemetry, the
 /// unconfined warning) in `session`.
 const RUNNER_DOORS: &[&str] = &[
-    "front", "resume", "chat", "external", "serve", "inspect", "schemas", "approve", "adhoc",
-    "scratch",
+    "front", "resume", "chat", "toolbox", "inspect", "schemas", "approve", "adhoc", "scratch",
 ];
 const RUNNER_ENGINE: &[&str] = &[
     "mod",

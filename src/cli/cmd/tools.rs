@@ -1,11 +1,12 @@
 //! `ybs tools list|schema|invoke|serve|status`: load config and `--policy`, then
-//! [`runner::external::tools`].
+//! [`runner::toolbox::tools`].
 
 use super::super::args::{ToolsArgs, ToolsCommand};
+use super::super::diagnostics;
 use super::common;
 use crate::report::Printer;
 use crate::runner;
-use crate::runner::external::ToolsAction;
+use crate::runner::toolbox::ToolsAction;
 
 pub fn tools(args: &ToolsArgs) -> u8 {
     let (common_args, action) = match &args.command {
@@ -25,7 +26,7 @@ pub fn tools(args: &ToolsArgs) -> u8 {
         ),
         ToolsCommand::Serve(args) => (
             &args.common,
-            ToolsAction::Serve(runner::serve::ServeOptions {
+            ToolsAction::Serve(runner::toolbox::serve::ServeOptions {
                 builtin: args.builtin,
                 on_call: None,
                 listen: args.listen,
@@ -46,5 +47,9 @@ pub fn tools(args: &ToolsArgs) -> u8 {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    runner::external::tools(loaded, &action, Box::new(printer))
+    let level = common::level(&common_args.verbosity);
+    match runner::toolbox::tools(loaded, &action, Box::new(printer)) {
+        Ok(code) => code,
+        Err(error) => diagnostics::fail(&Printer::new(level, false), &error),
+    }
 }

@@ -42,7 +42,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, Servi
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 
-use super::external::Session;
+use super::Session;
 use crate::core::exit;
 use crate::core::redact::Redactor;
 use crate::core::text::truncate_middle;
@@ -185,9 +185,9 @@ fn serve_with(session: &Session, options: &ServeOptions, on_call: Option<CallHoo
         tools: RwLock::new(BTreeMap::new()),
         fingerprint: Mutex::new(Vec::new()),
         policy: session.policy.clone(),
-        ctx: super::external::tool_ctx(session),
+        ctx: super::tool_ctx(session),
         metrics: Metrics::new(),
-        redactor: super::redactor(&session.env),
+        redactor: crate::runner::redactor(&session.env),
         peers: Mutex::new(Vec::new()),
         status_file: session.cache_dir().map(|dir| status_path(&dir)),
         status_written: Mutex::new(None),

@@ -1,4 +1,5 @@
-//! `ybs tools list|schema|invoke`: external tools outside any task.
+//! `ybs tools`: the tools outside any task. `list|schema|invoke` here,
+//! `serve|status` (an MCP server over the same registry) in [`serve`].
 //!
 //! The operator at the prompt stands where a task would: naming a tool
 //! (`schema NAME`, `invoke NAME`) enables it as a task's `tools.external`
@@ -12,11 +13,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub mod serve;
+
 use super::RunError;
 use super::options::Loaded;
 use crate::config::Config;
 use crate::core::exit;
-use crate::core::exit::Failure;
 use crate::policy::{CallView, Policy, Verdict};
 use crate::report::Console;
 use crate::report::log::neutralize;
@@ -39,24 +41,34 @@ pub enum ToolsAction {
     /// `invoke NAME --input JSON` (`-`: stdin).
     Invoke { name: String, input: String },
     /// `serve [--builtin]`: the registry as an MCP server on stdio.
-    Serve(super::serve::ServeOptions),
+    Serve(serve::ServeOptions),
     /// `status [--json]`: metrics of the running `serve`s.
     Status { json: bool },
 }
 
 /// Runs `action` with the loaded config and `--policy`; returns the exit
-/// code. Every line goes to `console`.
-pub fn tools(loaded: Loaded, action: &ToolsAction, console: Box<dyn Console>) -> u8 {
-    let session = match Session::open(loaded, console) {
-        Ok(session) => session,
-        Err(code) => return code,
-    };
-    match action {
+/// code. Every line goes to `console`; a session that cannot open (the
+/// policy, the sandbox, the runtime) is an error for the CLI to print.
+pub fn tools(
+    loaded: Loaded,
+    action: &ToolsAction,
+    console: Box<dyn Console>,
+) -> Result<u8, RunError> {
+    let session = Session::open(loaded, console)?;
+    Ok(match action {
         ToolsAction::List { json } => list(&session, *json),
         ToolsAction::Schema { name } => schema(&session, name),
         ToolsAction::Invoke { name, input } => invoke(&session, name, input),
-        ToolsAction::Serve(options) => super::serve::serve(&session, options),
-        ToolsAction::Status { json } => super::serve::status(&session, *json),
+        ToolsAction::Serve(options) => serve::serve(&session, options),
+        ToolsAction::Status { json } => serve::status(&session, *json),
+    })
+}
+
+/// A setup step's error, as the CLI prints it.
+fn setup(error: runner::SetupError) -> RunError {
+    RunError::Usage {
+        message: error.to_string(),
+        hint: error.hint_text().map(str::to_owned),
     }
 }
 
@@ -74,7 +86,7 @@ pub(super) struct Session {
 }
 
 impl Session {
-    fn open(loaded: Loaded, mut printer: Box<dyn Console>) -> Result<Self, u8> {
+    fn open(loaded: Loaded, mut printer: Box<dyn Console>) -> Result<Self, RunError> {
         let Loaded {
             config,
             cwd,
@@ -94,10 +106,7 @@ impl Session {
                     protected: Vec::new(),
                     layers: std::slice::from_ref(spec),
                 })
-                .map_err(|error| {
-                    printer.error_with_hint(&format!("error: {error}"), error.hint_text());
-                    exit::USAGE
-                })?,
+                .map_err(setup)?,
             ),
             None => None,
         };
@@ -113,10 +122,7 @@ impl Session {
                 ..SandboxPaths::default()
             },
         )
-        .map_err(|error| {
-            printer.error_with_hint(&format!("error: {error}"), error.hint_text());
-            exit::USAGE
-        })?;
+        .map_err(setup)?;
         child_env_for(&mut env, sandbox.as_deref(), &workdir, &config);
         match &sandbox {
             Some(_) => {}
@@ -131,11 +137,7 @@ impl Session {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|error| {
-                let error = RunError::Infra(format!("cannot start the async runtime: {error}"));
-                printer.error(&format!("error: {error}"));
-                error.exit_code()
-            })?;
+            .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))?;
         Ok(Self {
             printer,
             config,
