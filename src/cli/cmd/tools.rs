@@ -4,9 +4,10 @@
 use super::super::args::{ToolsArgs, ToolsCommand};
 use super::super::diagnostics;
 use super::common;
+use crate::core::exit;
 use crate::report::Printer;
 use crate::runner;
-use crate::runner::toolbox::ToolsAction;
+use crate::runner::toolbox::{ToolsAction, ToolsOutcome};
 
 pub fn tools(args: &ToolsArgs) -> u8 {
     let (common_args, action) = match &args.command {
@@ -49,7 +50,13 @@ pub fn tools(args: &ToolsArgs) -> u8 {
     };
     let level = common::level(&common_args.verbosity);
     match runner::toolbox::tools(loaded, &action, Box::new(printer)) {
-        Ok(code) => code,
-        Err(error) => diagnostics::fail(&Printer::new(level, false), &error),
+        Ok(ToolsOutcome::Done) => exit::OK,
+        Ok(ToolsOutcome::ToolFailed) => exit::TASK_FAILED,
+        Err(error) => {
+            // Masked as the session's own lines were.
+            let mut printer = Printer::new(level, false);
+            printer.set_redactor(runner::resume::env_redactor());
+            diagnostics::fail(&printer, &error)
+        }
     }
 }
