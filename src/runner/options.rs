@@ -22,6 +22,9 @@ pub struct Loaded {
     pub config: Config,
     pub files: Vec<TaskFile>,
     pub cwd: PathBuf,
+    /// `$HOME` as the config was read with it: the one read of it for
+    /// the whole run (`~/.ybs`, `~` in policies, the sandbox).
+    pub home: Option<PathBuf>,
     /// `--policy FILE`, parsed.
     pub operator_policy: Option<PolicySpec>,
 }
@@ -147,6 +150,7 @@ fn load_with(
             config,
             files,
             cwd,
+            home,
             operator_policy,
         }),
         (Ok(config), Err(files), Ok(operator_policy)) => {
@@ -155,6 +159,7 @@ fn load_with(
                     config,
                     files: partial_files,
                     cwd,
+                    home,
                     operator_policy,
                 })
             });
@@ -287,6 +292,7 @@ pub fn run_context(
     let Loaded {
         config,
         cwd,
+        home,
         operator_policy,
         files,
     } = loaded;
@@ -345,7 +351,7 @@ pub fn run_context(
         cassette: flags.cassette.clone().or_else(|| config.cassette.clone()),
         policy_file: flags.policy_file.as_ref().map(|p| cwd.join(p)),
         operator_policy,
-        home: std::env::var_os("HOME").map(PathBuf::from),
+        home,
         run_id,
         resume_key,
         dry_run: flags.dry_run,

@@ -126,10 +126,10 @@ impl Session {
         let Loaded {
             config,
             cwd,
+            home,
             operator_policy,
             ..
         } = loaded;
-        let home = std::env::var_os("HOME").map(PathBuf::from);
         // The policy file decides as a task's policy would, with the
         // built-in guards of a task whose workdir is the current directory.
         let policy = match &operator_policy {
