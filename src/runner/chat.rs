@@ -45,9 +45,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// Prepares the chat task in `context` (never committing).
-    pub fn start(mut context: RunContext) -> Result<Self, RunError> {
-        context.no_commit = true;
+    /// Prepares the chat task in `context`, which never commits (the
+    /// CLI builds it with `no_commit`).
+    pub fn start(context: RunContext) -> Result<Self, RunError> {
+        if !context.no_commit {
+            return Err(RunError::Infra(
+                "internal: a chat's context must not commit".to_owned(),
+            ));
+        }
         let task = match crate::task::load_str(&context.cwd.join("chat"), CHAT_TASK, &[]) {
             Ok(mut file) if !file.tasks.is_empty() => file.tasks.remove(0),
             _ => {

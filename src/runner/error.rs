@@ -126,6 +126,57 @@ impl Failure for LoadErrors {
     }
 }
 
+/// Why a step of preparing a task failed, before the task and its file
+/// are attached ([`PrepareError`]): each a usage or config error (exit 2,
+/// nothing was run), with the hint that helps fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    /// The kernel confinement the task needs is unavailable.
+    #[error("{message}")]
+    Sandbox { message: String, hint: &'static str },
+    /// The repository cannot take the task's commit (docs/git.md).
+    #[error("{message}")]
+    Git { message: String, hint: &'static str },
+    /// The task's `workdir` cannot be used.
+    #[error("{message}")]
+    Workdir { message: String },
+    /// The task's policy does not build or its examples fail.
+    #[error("{message}")]
+    Policy {
+        message: String,
+        hint: Option<&'static str>,
+    },
+    /// The task names a tool that can never work.
+    #[error("{message}")]
+    Tools { message: String },
+    /// The task's provider cannot be built.
+    #[error("{message}")]
+    Provider {
+        message: String,
+        hint: Option<&'static str>,
+    },
+}
+
+impl SetupError {
+    /// The hint, as a static string.
+    pub fn hint_text(&self) -> Option<&'static str> {
+        match self {
+            Self::Sandbox { hint, .. } | Self::Git { hint, .. } => Some(hint),
+            Self::Policy { hint, .. } | Self::Provider { hint, .. } => *hint,
+            Self::Workdir { .. } | Self::Tools { .. } => None,
+        }
+    }
+}
+
+impl Failure for SetupError {
+    fn exit_code(&self) -> u8 {
+        exit::USAGE
+    }
+    fn hint(&self) -> Option<String> {
+        self.hint_text().map(str::to_owned)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -49,7 +49,7 @@ pub fn validate(
     policy_file: Option<&Path>,
     selection: &Selection<'_>,
 ) -> Result<Validated, RunError> {
-    let home = home();
+    let home = loaded.home.clone();
     let mut errors: Vec<PrepareError> = Vec::new();
     let selected = super::select(&loaded.files, selection.filter)
         .map_err(|message| RunError::usage(message, None))?;
@@ -174,10 +174,6 @@ pub fn explain(
     Ok(out.join("\n"))
 }
 
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME").map(PathBuf::from)
-}
-
 fn workdir(loaded: &Loaded, task: Option<&TaskSpec>) -> PathBuf {
     loaded.cwd.join(
         task.and_then(|t| t.workdir.as_deref())
@@ -231,7 +227,7 @@ fn built_policy(
     policy_file: Option<&Path>,
     workdir: &Path,
 ) -> Result<Policy, super::SetupError> {
-    let home = home();
+    let home = loaded.home.clone();
     let empty: Vec<PolicySpec> = Vec::new();
     super::prepare::build_policy(&PolicyInputs {
         config: &loaded.config,
@@ -253,7 +249,7 @@ fn policy_of(
     policy_file: Option<&Path>,
     workdir: &Path,
 ) -> Result<Policy, super::SetupError> {
-    let home = home();
+    let home = loaded.home.clone();
     let empty: Vec<PolicySpec> = Vec::new();
     task_policy(&PolicyInputs {
         config: &loaded.config,

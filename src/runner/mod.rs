@@ -8,20 +8,21 @@ pub mod approve;
 pub mod chat;
 pub mod checks;
 mod error;
-pub mod external;
 mod front;
 pub mod inspect;
 pub mod options;
+pub mod pause;
 pub mod prepare;
 pub mod redacting;
 pub mod results;
 pub mod resume;
 pub mod schemas;
 pub mod scratch;
-pub mod serve;
+pub mod session;
 pub mod state;
 pub mod subject;
 pub mod task_run;
+pub mod toolbox;
 pub mod tools;
 pub mod workspace;
 
@@ -48,14 +49,14 @@ use crate::report;
 use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 
-pub use error::RunError;
+pub use error::{RunError, SetupError};
 pub use front::run;
 pub use options::{
     LoadErrors, Loaded, RunFlags, RunOptions, harden, load, load_selected, load_text, redactor,
     run_context,
 };
 pub use prepare::{
-    Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, SetupError, build_provider,
+    Cassettes, PolicyInputs, PrepareError, PreparedTask, SandboxPaths, build_provider,
     check_workdir_root, child_env_for, prepare, protected_files, task_policy, task_sandbox,
     task_workdir,
 };
@@ -109,7 +110,7 @@ pub struct RunContext {
     pub resuming: bool,
     /// `ybs resume`: the tasks that paused in their own `--jobs`
     /// worktree, by task id; they go on there (docs/resume.md).
-    pub resume_worktrees: std::collections::HashMap<String, resume::InWorktree>,
+    pub resume_worktrees: std::collections::HashMap<String, workspace::InWorktree>,
 }
 
 /// The async runtime of a run or a chat: two worker threads.
@@ -238,9 +239,16 @@ pub fn discard(prepared: &[PreparedTask]) {
 /// (see [`report::OutDir::check`]). What it finds is reported on the
 /// console, in the transcript (a note) and the summary, and fails the
 /// task (reason `output_tampered`) that would otherwise pass.
+///
+/// `ybs resume` comes in here too, with [`pause::Resuming`]: each
+/// prepared task goes on from its state, its transcript and report primed
+/// with its earlier halves (and the run's other tasks as they ended);
+/// spans are exported for the resumed halves only, and a task that is
+/// answered spends its state.
 pub async fn execute(
     run: &RunContext,
     prepared: Vec<PreparedTask>,
+    resuming: Option<pause::Resuming<'_>>,
     paths: &report::OutputLayout,
     outputs: &report::OpenOutputs,
     redactor: Redactor,
@@ -263,20 +271,22 @@ pub async fn execute(
     }
     let scope = report::RunScope::shard(run.shard);
     // Only with an endpoint set does anything start (docs/observability.md).
-    let otel = report::OtelSink::from_env().unwrap_or_else(|error| {
-        report
-            .warnings
-            .push(format!("warning: OpenTelemetry disabled: {error}"));
-        None
-    });
-    let mut sinks = report::RunSinks::run(paths, outputs, scope).with_otel(otel);
+    let mut sinks = report::RunSinks::run(paths, outputs, scope);
+    let resumed: &[pause::Resumed] = match resuming {
+        Some(resuming) => {
+            resuming.prime(out, &mut sinks, &mut report);
+            resuming.resumed
+        }
+        None => &[],
+    };
+    let mut sinks = session::with_otel(sinks, &mut report);
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     let mut results: Vec<Option<TaskResult>> = prepared.iter().map(|_| None).collect();
     // What each task has done so far, read from its events: an interrupt
     // drops the task, and its `task.finished` still reports this.
-    let progress: Vec<Mutex<Progress>> = prepared
-        .iter()
-        .map(|_| Mutex::new(Progress::default()))
+    // A resumed task's earlier halves count too.
+    let progress: Vec<Mutex<Progress>> = (0..prepared.len())
+        .map(|index| Mutex::new(Progress::carried(resumed.get(index))))
         .collect();
     let mut running = FuturesUnordered::new();
     let mut active: Vec<usize> = Vec::new();
@@ -299,7 +309,14 @@ pub async fn execute(
                     .unwrap_or_else(PoisonError::into_inner)
                     .started = Some(std::time::Instant::now());
                 let mut shared = SharedSink { sink, progress };
-                (index, task_run::run_task(run, task, out, &mut shared).await)
+                let item = resumed.get(index);
+                let result = task_run::run_or_resume(run, task, out, &mut shared, item).await;
+                // Answered: the state is spent and cannot be resumed
+                // again (a task that paused again wrote a new one).
+                if item.is_some() && result.status != Status::Paused {
+                    pause::remove_state(out, &task.task.id);
+                }
+                (index, result)
             });
             active.push(index);
             next += 1;
@@ -314,11 +331,18 @@ pub async fn execute(
             }
             signal = &mut interrupt => {
                 running.clear();
-                let message = format!("interrupted by {signal}");
+                let message = format!(
+                    "interrupted by {signal}{}",
+                    if resumed.is_empty() { "" } else { " after the resume" }
+                );
                 active.sort_unstable();
                 let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
                 for index in active {
                     let task = &prepared[index];
+                    // Its answers may have been acted on: the state is spent.
+                    if resumed.get(index).is_some() {
+                        pause::remove_state(out, &task.task.id);
+                    }
                     let done = progress[index]
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
@@ -346,12 +370,9 @@ pub async fn execute(
                         message: Some(message),
                     });
                 }
-                // Tasks that never started leave nothing behind.
-                for task in &prepared[next..] {
-                    if let Some(worktree) = &task.worktree {
-                        let _ = worktree.discard();
-                    }
-                }
+                // Tasks that never started leave nothing behind (a
+                // reopened worktree holds a paused task's work: it stays).
+                discard(&prepared[next..]);
                 report.interrupted = true;
                 break;
             }
@@ -426,6 +447,8 @@ pub(crate) fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> 
 #[derive(Debug, Clone)]
 struct Progress {
     started: Option<std::time::Instant>,
+    /// The running time of a resumed task's earlier halves.
+    earlier_ms: u64,
     /// Provider requests answered.
     iterations: u32,
     usage: Usage,
@@ -437,6 +460,7 @@ impl Default for Progress {
     fn default() -> Self {
         Self {
             started: None,
+            earlier_ms: 0,
             iterations: 0,
             usage: Usage::default(),
             cost: Cost::Usd(0.0),
@@ -445,6 +469,21 @@ impl Default for Progress {
 }
 
 impl Progress {
+    /// A task's progress before it starts: what a resumed one's earlier
+    /// halves spent, else nothing.
+    fn carried(resumed: Option<&pause::Resumed>) -> Self {
+        resumed.map_or_else(Self::default, |item| {
+            let spent = item.state.spent;
+            Self {
+                started: None,
+                earlier_ms: spent.elapsed_ms,
+                iterations: spent.iterations,
+                usage: spent.usage,
+                cost: spent.cost,
+            }
+        })
+    }
+
     fn record(&mut self, event: &Event) {
         if let Event::LlmResponse {
             iteration,
@@ -460,9 +499,11 @@ impl Progress {
     }
 
     fn elapsed_ms(&self) -> u64 {
-        self.started.map_or(0, |started| {
-            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
-        })
+        self.started
+            .map_or(0, |started| {
+                u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+            })
+            .saturating_add(self.earlier_ms)
     }
 
     /// `after 2 iterations, 240 tokens, $0.0012, 3.4s`.

@@ -1,6 +1,7 @@
 //! Loading a run's inputs and deciding its options: the one place flags,
 //! config and environment meet.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,7 +12,9 @@ use crate::policy::PolicySpec;
 use crate::task::{self, TaskFile};
 use crate::tools::ChildEnv;
 
-use super::RunContext;
+use super::workspace::InWorktree;
+use super::{RunContext, RunError};
+use crate::llm::cassette::CassetteWriter;
 
 /// Config and task files, loaded and checked.
 #[derive(Debug)]
@@ -19,6 +22,9 @@ pub struct Loaded {
     pub config: Config,
     pub files: Vec<TaskFile>,
     pub cwd: PathBuf,
+    /// `$HOME` as the config was read with it: the one read of it for
+    /// the whole run (`~/.ybs`, `~` in policies, the sandbox).
+    pub home: Option<PathBuf>,
     /// `--policy FILE`, parsed.
     pub operator_policy: Option<PolicySpec>,
 }
@@ -144,6 +150,7 @@ fn load_with(
             config,
             files,
             cwd,
+            home,
             operator_policy,
         }),
         (Ok(config), Err(files), Ok(operator_policy)) => {
@@ -152,6 +159,7 @@ fn load_with(
                     config,
                     files: partial_files,
                     cwd,
+                    home,
                     operator_policy,
                 })
             });
@@ -231,6 +239,20 @@ impl RunOptions {
         }
     }
 
+    /// `ybs resume OUT`: as [`Self::resolve`], the outputs going on in
+    /// `out_dir`, the output directory of the run that paused.
+    pub fn resume(
+        flags: RunFlags,
+        config: &Config,
+        env: &dyn Fn(&str) -> Option<String>,
+        out_dir: PathBuf,
+    ) -> Self {
+        Self {
+            out_dir,
+            ..Self::resolve(flags, config, env)
+        }
+    }
+
     /// Where the outputs go.
     pub fn layout(&self) -> crate::report::OutputLayout {
         crate::report::OutputLayout::new(
@@ -241,19 +263,40 @@ impl RunOptions {
     }
 }
 
-/// Builds the run context and the redactor holding every secret value.
+/// What a door knows of its run beyond the options, once its tasks are
+/// picked: their ids (their outputs are ybs's own) and, for `ybs resume`,
+/// what the paused states bring.
+#[derive(Default)]
+pub struct Entry {
+    pub tasks: Vec<String>,
+    pub resuming: Option<ResumeEntry>,
+}
+
+/// What `ybs resume` adds to a run's context.
+#[derive(Default)]
+pub struct ResumeEntry {
+    /// The tasks that paused in their own `--jobs` worktree, by task id.
+    pub worktrees: HashMap<String, InWorktree>,
+    /// The keys that signed the states: secrets of the run as well.
+    pub keys: Vec<String>,
+}
+
+/// Builds the run context, in one piece, from the loaded inputs, the
+/// resolved options and the door's entry; and the redactor holding every
+/// secret value.
 pub fn run_context(
     loaded: Loaded,
-    dry_run: bool,
-    cassette: Option<PathBuf>,
-    policy_file: Option<PathBuf>,
-) -> (RunContext, Redactor) {
+    options: &RunOptions,
+    entry: Entry,
+) -> Result<(RunContext, Redactor), RunError> {
     let Loaded {
         config,
         cwd,
+        home,
         operator_policy,
         files,
     } = loaded;
+    let flags = &options.flags;
     let task_files = files.iter().map(|file| cwd.join(&file.path)).collect();
     let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
     let mut redactor = redactor(&child_env);
@@ -266,38 +309,57 @@ pub fn run_context(
             }
         }
     }
+    let (resuming, resume_worktrees) = match entry.resuming {
+        Some(resume) => {
+            for key in resume.keys {
+                redactor.add(key);
+            }
+            (true, resume.worktrees)
+        }
+        None => (false, HashMap::new()),
+    };
     // The run's resume key, masked like any secret (docs/security.md S7).
     let run_id = ids::new_run_id();
     let resume_key = super::state::fresh_key(&|name: &str| std::env::var(name).ok());
     if let Some(key) = &resume_key {
         redactor.add(key.clone());
     }
+    let recorder = flags
+        .record
+        .as_ref()
+        .map(|path| CassetteWriter::create(path, redactor.clone()))
+        .transpose()
+        .map_err(|message| RunError::usage(message, None))?;
+    let mut outputs = options
+        .layout()
+        .own_paths(entry.tasks.iter().map(String::as_str));
+    outputs.extend(flags.record.iter().cloned());
     let context = RunContext {
         pricing: config.price_table(),
         retry: config.retry(),
-        recorder: None,
-        shard: None,
-        jobs: 1,
-        approver: None,
-        resuming: false,
-        resume_worktrees: std::collections::HashMap::new(),
-        no_commit: false,
-        allow_dirty: false,
-        outputs: Vec::new(),
+        recorder,
+        shard: flags.shard,
+        jobs: usize::from(flags.jobs).max(1),
+        approver: flags.approver.as_ref().map(|make| make(redactor.clone())),
+        resuming,
+        resume_worktrees,
+        no_commit: flags.no_commit,
+        allow_dirty: flags.allow_dirty,
+        outputs,
         redactor: redactor.clone(),
         task_files,
-        cassette: cassette.or_else(|| config.cassette.clone()),
-        policy_file: policy_file.map(|p| cwd.join(p)),
+        cassette: flags.cassette.clone().or_else(|| config.cassette.clone()),
+        policy_file: flags.policy_file.as_ref().map(|p| cwd.join(p)),
         operator_policy,
-        home: std::env::var_os("HOME").map(PathBuf::from),
+        home,
         run_id,
         resume_key,
-        dry_run,
+        dry_run: flags.dry_run,
         child_env,
         config,
         cwd,
     };
-    (context, redactor)
+    Ok((context, redactor))
 }
 
 /// Every secret value ybs holds: the variables scrubbed from children's

@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use super::RunContext;
 use super::agents_md::{self, AgentsMd};
+use super::error::SetupError;
 use super::workspace::TaskGit;
 use crate::agent::{ContextWindow, Limits};
 use crate::config::{Config, GitAuthor, Origin, TaskSettings};
 use crate::core::event::SandboxInfo;
-use crate::core::exit::{self, Failure};
+use crate::core::exit::Failure;
 use crate::core::span::Span;
 use crate::git::{GitError, TaskWorktree, Workspace};
 use crate::llm::cassette::Cassette;
@@ -62,57 +63,6 @@ pub struct PrepareError {
     pub task: String,
     pub message: String,
     pub hint: Option<String>,
-}
-
-/// Why a step of preparing a task failed, before the task and its file
-/// are attached ([`PrepareError`]): each a usage or config error (exit 2,
-/// nothing was run), with the hint that helps fix it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SetupError {
-    /// The kernel confinement the task needs is unavailable.
-    #[error("{message}")]
-    Sandbox { message: String, hint: &'static str },
-    /// The repository cannot take the task's commit (docs/git.md).
-    #[error("{message}")]
-    Git { message: String, hint: &'static str },
-    /// The task's `workdir` cannot be used.
-    #[error("{message}")]
-    Workdir { message: String },
-    /// The task's policy does not build or its examples fail.
-    #[error("{message}")]
-    Policy {
-        message: String,
-        hint: Option<&'static str>,
-    },
-    /// The task names a tool that can never work.
-    #[error("{message}")]
-    Tools { message: String },
-    /// The task's provider cannot be built.
-    #[error("{message}")]
-    Provider {
-        message: String,
-        hint: Option<&'static str>,
-    },
-}
-
-impl SetupError {
-    /// The hint, as a static string.
-    pub fn hint_text(&self) -> Option<&'static str> {
-        match self {
-            Self::Sandbox { hint, .. } | Self::Git { hint, .. } => Some(hint),
-            Self::Policy { hint, .. } | Self::Provider { hint, .. } => *hint,
-            Self::Workdir { .. } | Self::Tools { .. } => None,
-        }
-    }
-}
-
-impl Failure for SetupError {
-    fn exit_code(&self) -> u8 {
-        exit::USAGE
-    }
-    fn hint(&self) -> Option<String> {
-        self.hint_text().map(str::to_owned)
-    }
 }
 
 /// Opened cassettes, shared by the tasks that replay them.
@@ -185,7 +135,8 @@ pub fn prepare(
         }
     }
     if let Some(place) = run.resume_worktrees.get(&task.id) {
-        worktree = Some(super::resume::reopen_worktree(&workdir, &task.id, place).map_err(setup)?);
+        worktree =
+            Some(super::workspace::reopen_worktree(&workdir, &task.id, place).map_err(setup)?);
     }
     // From here on a failure must discard the worktree: no task will run
     // in it (one reopened by `ybs resume` holds the paused task's work).
@@ -1072,6 +1023,7 @@ pub(super) fn sibling_cassette(cwd: &Path, task_file: &Path) -> Option<PathBuf> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::exit;
 
     #[test]
     fn an_unusable_workdir_is_a_usage_error_with_its_message() {

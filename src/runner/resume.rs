@@ -1,43 +1,30 @@
 //! `ybs resume OUT` behind the CLI (docs/resume.md): find the paused
 //! tasks, check their signed state, gather the answers, read policy and
 //! config again, restore the work tree, and go on with each task through
-//! the same loop as `ybs run` ([`super::task_run::run_or_resume`]).
+//! the same [`super::execute`] as `ybs run`, primed with the earlier
+//! halves ([`super::pause::Resuming`]), and end as a run ends
+//! ([`super::session::finish`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
 use serde_json::Value;
 
-use super::options::{Loaded, RunOptions, run_context};
-use super::state::{self, CarriedFile, Key, STATE_FILE, State, StateError, StateGit};
-use super::{PreparedTask, RedactingSink, RunContext, RunError, RunReport};
-use crate::agent::{Agent, Answer};
-use crate::core::event::{EventRecord, EventSink, PendingAnswer, PendingCall, PendingKind};
-use crate::core::{Message, Status};
+use super::options::{Entry, Loaded, ResumeEntry, RunOptions, run_context};
+use super::pause::Resumed;
+use super::state::{self, Key, STATE_FILE, State, StateError};
+use super::workspace::InWorktree;
+use super::{PreparedTask, RunContext, RunError, RunReport};
+use crate::agent::Answer;
+use crate::core::Status;
+use crate::core::event::{EventRecord, PendingAnswer, PendingCall, PendingKind};
 use crate::git::{Snapshot, Workspace};
 use crate::report::Console;
-use crate::report::{self, EVENTS_FILE, OutDir};
+use crate::report::EVENTS_FILE;
 
 /// A results file or stdin is read up to this size.
 const MAX_RESULTS_BYTES: u64 = 16 << 20;
-
-/// What `ybs resume` brings to a paused task.
-pub struct Resumed {
-    pub state: State,
-    /// The repository at the task's start, from the state.
-    pub snapshot: Option<Snapshot>,
-    pub answers: HashMap<String, Answer>,
-    /// `results:sha256:…` and/or `approver:NAME`, for `task.resumed`.
-    pub resumed_by: String,
-    /// Who approved or denied, in the records of those calls.
-    pub approver: String,
-    pub summary: Vec<PendingAnswer>,
-    /// `sha256:<hex>` of the state's bytes: its id, used up at resume.
-    pub state_id: String,
-}
 
 /// A task whose state was found and verified.
 pub struct PausedTask {
@@ -67,9 +54,6 @@ pub struct ResumeFlags {
     pub by: Option<String>,
     /// Go on even though the task file or the policy changed.
     pub allow_changed: bool,
-    pub cassette: Option<PathBuf>,
-    pub policy_file: Option<PathBuf>,
-    pub junit: Option<PathBuf>,
 }
 
 /// Masks what ybs knows to be secret before the config is read: every
@@ -492,204 +476,6 @@ fn parse_results(bytes: &[u8], name: &str) -> Result<Vec<(String, Answer)>, RunE
         .collect()
 }
 
-/// Where a task that paused in its own `--jobs` worktree goes on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InWorktree {
-    /// The run that made the worktree (`ybs/<run-id>/<task-id>`), which
-    /// may be an earlier one than the run that paused last.
-    pub run_id: String,
-    /// The commit the task started from: a worktree made again (a fresh
-    /// clone) starts there.
-    pub base: String,
-}
-
-impl InWorktree {
-    /// From a state that names a worktree: its branch must be
-    /// `ybs/<run-id>/<task-id>` and its path `.ybs-worktrees/<run-id>/<task-id>`.
-    fn of(state: &State) -> Result<Option<Self>, RunError> {
-        let Some(worktree) = &state.worktree else {
-            return Ok(None);
-        };
-        let task = &state.task.id;
-        let run_id = worktree
-            .branch
-            .strip_prefix("ybs/")
-            .and_then(|rest| rest.strip_suffix(&format!("/{task}")))
-            .filter(|run| {
-                !run.is_empty()
-                    && run
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            });
-        let bad = || {
-            RunError::usage(
-                format!(
-                    "task `{task}`: the state names an invalid worktree `{}` on `{}`",
-                    worktree.path, worktree.branch
-                ),
-                Some("resume with the ybs version that paused the task"),
-            )
-        };
-        let run_id = run_id.ok_or_else(bad)?;
-        if worktree.path != format!("{}/{run_id}/{task}", crate::git::WORKTREES_DIR) {
-            return Err(bad());
-        }
-        let base = state.base_commit.clone().ok_or_else(bad)?;
-        Ok(Some(Self {
-            run_id: run_id.to_owned(),
-            base,
-        }))
-    }
-}
-
-/// The worktree task `task` paused in, reopened, or made again at its
-/// base commit when it is gone (a fresh clone): the repository is the one
-/// around `workdir`, the task's workdir in the checkout.
-pub fn reopen_worktree(
-    workdir: &Path,
-    task: &str,
-    place: &InWorktree,
-) -> Result<crate::git::TaskWorktree, super::prepare::SetupError> {
-    let failed = |message: String| super::prepare::SetupError::Git {
-        message,
-        hint: "resume in the checkout the run paused in, or in a clone that holds the commit it started from",
-    };
-    let workspace = Workspace::open(workdir)
-        .map_err(|error| failed(format!("git: {error}")))?
-        .ok_or_else(|| {
-            failed(format!(
-                "task `{task}` paused in a worktree of a git repository; {} is not in one",
-                workdir.display()
-            ))
-        })?;
-    workspace
-        .resume_worktree(&place.run_id, task, &place.base)
-        .map_err(|error| failed(format!("task `{task}`: its worktree: {error}")))
-}
-
-/// The paused task that [`super::task_run::run_or_resume`] hands over.
-pub struct Paused<'a, 'b> {
-    pub agent: &'a Agent<'b>,
-    pub pending: Vec<PendingCall>,
-    pub carried: Option<(Snapshot, Vec<CarriedFile>)>,
-    /// Running time so far, earlier halves included.
-    pub elapsed: Duration,
-    pub pauses: u32,
-}
-
-/// Writes `OUT/<task>/state.json` and its signature, after the task's
-/// `task.finished`. The conversation and pending calls are masked like
-/// every output; paths are relative.
-pub fn write_state(
-    run: &RunContext,
-    prepared: &PreparedTask,
-    out: &OutDir,
-    key: &Key,
-    paused: Paused<'_, '_>,
-) -> Result<(), String> {
-    let task = &prepared.task;
-    let cwd = run.cwd.canonicalize().unwrap_or_else(|_| run.cwd.clone());
-    let file = state::relative(&cwd.join(&task.file), &cwd)
-        .or_else(|| state::relative(&run.cwd.join(&task.file), &run.cwd))
-        .ok_or_else(|| {
-            format!(
-                "the task file {} is outside the directory ybs runs in",
-                task.file.display()
-            )
-        })?;
-    let file_bytes = std::fs::read(run.cwd.join(&task.file))
-        .map_err(|error| format!("{}: {error}", task.file.display()))?;
-    // The workdir as in the checkout (not a `--jobs` worktree).
-    let workdir = super::task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)
-        .map_err(|error| error.to_string())?;
-    let workdir = state::relative(&workdir, &cwd).ok_or_else(|| {
-        format!(
-            "the workdir {} is outside the directory ybs runs in",
-            workdir.display()
-        )
-    })?;
-    let events = out
-        .read_file(Some(&task.id), EVENTS_FILE)
-        .map_err(|error| error.to_string())?;
-    let agent = paused.agent;
-    let mut messages = serde_json::to_value(agent.messages()).map_err(|error| error.to_string())?;
-    run.redactor.redact_value(&mut messages);
-    let messages: Vec<Message> =
-        serde_json::from_value(messages).map_err(|error| error.to_string())?;
-    let mut pending = serde_json::to_value(&paused.pending).map_err(|error| error.to_string())?;
-    run.redactor.redact_value(&mut pending);
-    let pending: Vec<PendingCall> =
-        serde_json::from_value(pending).map_err(|error| error.to_string())?;
-    let git = match paused.carried {
-        Some((snapshot, files)) => Some(StateGit {
-            snapshot: serde_json::to_value(snapshot).map_err(|error| error.to_string())?,
-            files,
-        }),
-        None => None,
-    };
-    let state = State {
-        schema_version: state::STATE_VERSION,
-        run_id: run.run_id.clone(),
-        task: state::StateTask {
-            id: task.id.clone(),
-            file,
-            file_sha256: state::sha256(&file_bytes),
-        },
-        policy_hash: prepared.policy_hash.clone(),
-        base_commit: git.as_ref().and_then(|git| {
-            git.snapshot
-                .get("base")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        }),
-        workdir,
-        key: key.source.to_owned(),
-        pauses: paused.pauses,
-        spent: state::Spent {
-            iterations: agent.iterations(),
-            usage: agent.usage(),
-            cost: agent.cost(),
-            elapsed_ms: u64::try_from(paused.elapsed.as_millis()).unwrap_or(u64::MAX),
-        },
-        messages,
-        pending,
-        changed: agent
-            .changed
-            .iter()
-            .map(|path| path.to_string_lossy().into_owned())
-            .collect(),
-        git,
-        events_sha256: state::sha256(&events),
-        loop_guard: agent.loop_guard().clone(),
-        wrap_up_warned: agent.wrap_up_warned(),
-        worktree: prepared
-            .worktree
-            .as_ref()
-            .map(|worktree| state::StateWorktree {
-                path: worktree.relative_root(),
-                branch: worktree.branch.clone(),
-            }),
-    };
-    let mut bytes = serde_json::to_vec_pretty(&state).map_err(|error| error.to_string())?;
-    bytes.push(b'\n');
-    let mac = key.sign(&bytes);
-    out.write_atomic(Some(&task.id), STATE_FILE, &bytes)
-        .map_err(|error| error.to_string())?;
-    out.write_atomic(
-        Some(&task.id),
-        state::MAC_FILE,
-        format!("{mac}\n").as_bytes(),
-    )
-    .map_err(|error| error.to_string())?;
-    Ok(())
-}
-
-/// A resumed task went on: its state is spent.
-pub fn remove_state(out: &OutDir, task: &str) {
-    let _ = out.remove(task, STATE_FILE);
-    let _ = out.remove(task, state::MAC_FILE);
-}
-
 /// Goes on with `resumed` tasks of `loaded` (their task files), writing
 /// into the output directory they paused in.
 pub fn resume(
@@ -730,31 +516,24 @@ pub fn resume(
         }
         tasks.push(found);
     }
-    let (mut context, mut redactor) = run_context(
-        loaded,
-        false,
-        flags.cassette.clone(),
-        flags.policy_file.clone(),
-    );
-    context.resuming = true;
     // The keys that signed the states are secrets of the run as well.
     let env = |name: &str| std::env::var(name).ok();
+    let mut resuming = ResumeEntry::default();
     for item in &resumed {
-        if let Some(key) = state::key_text(&item.state.run_id, &item.state.key, &env) {
-            redactor.add(key.clone());
-            context.redactor.add(key);
-        }
-    }
-    for item in &resumed {
+        resuming
+            .keys
+            .extend(state::key_text(&item.state.run_id, &item.state.key, &env));
         if let Some(place) = InWorktree::of(&item.state)? {
-            context
-                .resume_worktrees
-                .insert(item.state.task.id.clone(), place);
+            resuming.worktrees.insert(item.state.task.id.clone(), place);
         }
     }
+    let entry = Entry {
+        tasks: tasks.iter().map(|task| task.id.clone()).collect(),
+        resuming: Some(resuming),
+    };
+    let (context, redactor) = run_context(loaded, &options, entry)?;
     console.set_redactor(redactor.clone());
     let layout = options.layout();
-    context.outputs = layout.own_paths(tasks.iter().map(|task| task.id.as_str()));
     let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
     let checked = check_prepared(&context, &prepared, &resumed, flags.allow_changed);
     if let Err(error) = checked {
@@ -811,18 +590,23 @@ pub fn resume(
             ));
         }
     }
+    super::session::warn_unconfined(console, &prepared);
     let runtime = super::runtime()?;
-    let report = runtime.block_on(execute(
-        &context, &prepared, &resumed, earlier, &layout, &outputs, redactor, console,
+    let resuming = super::pause::Resuming {
+        resumed: &resumed,
+        earlier,
+    };
+    let report = runtime.block_on(super::execute(
+        &context,
+        prepared,
+        Some(resuming),
+        &layout,
+        &outputs,
+        redactor,
+        console,
     ));
-    if let Some(error) = &report.output_error {
-        console.error(&format!("error: could not write all outputs: {error}"));
-    }
-    for finding in &report.tampering {
-        console.error(&format!("warning: output tampering: {finding}"));
-    }
     let total = report.results.len();
-    console.result(&format!(
+    let totals = format!(
         "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused — outputs in {}",
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
@@ -830,7 +614,18 @@ pub fn resume(
         report.count(Status::Error),
         report.count(Status::Paused),
         options.out_dir.display()
-    ));
+    );
+    super::session::finish(
+        console,
+        &report,
+        &super::session::Ending {
+            totals,
+            code: report.exit_code(),
+            layout: &layout,
+            github_output: options.github_output.as_deref(),
+            seed: &context.run_id,
+        },
+    );
     Ok(report)
 }
 
@@ -902,145 +697,6 @@ fn check_prepared(
         }
     }
     Ok(())
-}
-
-/// [`super::execute`] for resumed tasks: one at a time, each transcript
-/// and report primed with the task's earlier events; `events.jsonl` is
-/// appended to.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; the pieces are distinct"
-)]
-async fn execute(
-    run: &RunContext,
-    prepared: &[PreparedTask],
-    resumed: &[Resumed],
-    earlier: Vec<Vec<EventRecord>>,
-    paths: &report::OutputLayout,
-    outputs: &report::OpenOutputs,
-    redactor: crate::core::Redactor,
-    console: &mut dyn EventSink,
-) -> RunReport {
-    let mut report = RunReport::default();
-    let out = &outputs.out;
-    let mut sinks = report::RunSinks::run(paths, outputs, report::RunScope::shard(None));
-    // The run's other tasks, as their transcripts (checked against
-    // `OUT/digests.json`) say they ended: the reports list every task.
-    let resumed_ids: Vec<&str> = resumed
-        .iter()
-        .map(|item| item.state.task.id.as_str())
-        .collect();
-    let run_ids: Vec<&str> = resumed
-        .iter()
-        .map(|item| item.state.run_id.as_str())
-        .collect();
-    let others = other_transcripts(out, &resumed_ids)
-        .into_iter()
-        .filter(|transcript| run_ids.contains(&transcript.manifest.run_id.as_str()));
-    for transcript in others {
-        for record in transcript.result_records() {
-            if let Err(error) = sinks.replay_report(&record) {
-                report.output_error.get_or_insert(error.to_string());
-            }
-        }
-    }
-    for records in &earlier {
-        for record in records {
-            if let Err(error) = sinks.replay(record) {
-                report.output_error.get_or_insert(error.to_string());
-            }
-        }
-    }
-    let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
-    let mut interrupt = Box::pin(super::interrupted());
-    for (task, item) in prepared.iter().zip(resumed) {
-        let started = std::time::Instant::now();
-        let mut shared = LockedSink(&sink);
-        let work = super::task_run::run_or_resume(run, task, out, &mut shared, Some(item));
-        let signal = tokio::select! {
-            result = work => {
-                // Answered: the state is spent and cannot be resumed
-                // again (a task that paused again wrote a new one).
-                if result.status != Status::Paused {
-                    remove_state(out, &task.task.id);
-                }
-                report.results.push(result);
-                continue;
-            }
-            signal = &mut interrupt => signal,
-        };
-        // Its answers may have been acted on: the state is spent, and the
-        // task ends as an interrupted one does in `ybs run`.
-        remove_state(out, &task.task.id);
-        let spent = item.state.spent;
-        let message = format!("interrupted by {signal} after the resume");
-        let message = match &task.worktree {
-            Some(worktree) => super::interrupted_worktree(worktree, message),
-            None => message,
-        };
-        let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut emitter = crate::agent::Emitter::new(&task.task.id, &mut *sink);
-        emitter.emit(crate::core::event::Event::TaskFinished {
-            status: Status::Failed,
-            reason: crate::core::Reason::Interrupted,
-            message: Some(message.clone()),
-            expect: task.task.expect.as_str().to_owned(),
-            iterations: spent.iterations,
-            usage: spent.usage,
-            cost: spent.cost,
-            duration_ms: spent
-                .elapsed_ms
-                .saturating_add(u64::try_from(started.elapsed().as_millis()).unwrap_or(0)),
-        });
-        report.results.push(super::TaskResult {
-            id: task.task.id.clone(),
-            status: Status::Failed,
-            reason: crate::core::Reason::Interrupted,
-            message: Some(message),
-        });
-        report.interrupted = true;
-        break;
-    }
-    let mut sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
-    if let Err(error) = sink.finish() {
-        report.output_error.get_or_insert(error.to_string());
-    }
-    out.check(None);
-    report.tampering = out.findings();
-    report
-}
-
-/// The transcripts in `out` of tasks other than `resumed`, each whose
-/// digest `OUT/digests.json` records, in task order.
-fn other_transcripts(out: &OutDir, resumed: &[&str]) -> Vec<report::Transcript> {
-    let digests: report::Digests = out
-        .read_file(None, report::DIGESTS_FILE)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
-    digests
-        .transcripts
-        .iter()
-        .filter(|(task, _)| !resumed.contains(&task.as_str()))
-        .filter_map(|(task, digest)| {
-            let bytes = out.read_file(Some(task), report::TRANSCRIPT_FILE).ok()?;
-            (report::Digests::of(&bytes) == *digest)
-                .then(|| serde_json::from_slice(&bytes).ok())
-                .flatten()
-        })
-        .collect()
-}
-
-/// One task's way into the shared sink.
-struct LockedSink<'s, 'a>(&'s Mutex<RedactingSink<'a>>);
-
-impl EventSink for LockedSink<'_, '_> {
-    fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .event(record)
-    }
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::RunContext;
 use super::checks::{CheckEnv, run_checks};
+use super::pause::{self, Resumed};
 use super::prepare::PreparedTask;
 use super::results::TaskResult;
-use super::resume::Resumed;
 use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::config::GitAuthor;
@@ -47,16 +47,6 @@ impl PreparedTask {
             approver: run.approver.as_deref(),
         }
     }
-}
-
-/// Runs one prepared task; the last event it emits is `task.finished`.
-pub async fn run_task(
-    run: &RunContext,
-    prepared: &PreparedTask,
-    out: &OutDir,
-    sink: &mut dyn EventSink,
-) -> TaskResult {
-    run_or_resume(run, prepared, out, sink, None).await
 }
 
 /// Runs one prepared task, or goes on with a paused one (`ybs resume`):
@@ -352,12 +342,12 @@ fn pause(
         Reason::AwaitingInput,
         Some(message),
     );
-    let written = super::resume::write_state(
+    let written = pause::write_state(
         run,
         prepared,
         out,
         &key,
-        super::resume::Paused {
+        pause::Paused {
             agent,
             pending,
             carried,

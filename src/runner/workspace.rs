@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::state::State;
 use crate::core::Reason;
 use crate::core::event::GitOutcome;
 use crate::git::{self, CommitRequest, GitError, SavedWork, Snapshot, Workspace};
@@ -213,4 +214,79 @@ pub fn save_users_work(
             "commit or stash them first, or drop --allow-dirty",
         )
     })
+}
+
+/// Where a task that paused in its own `--jobs` worktree goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InWorktree {
+    /// The run that made the worktree (`ybs/<run-id>/<task-id>`), which
+    /// may be an earlier one than the run that paused last.
+    pub run_id: String,
+    /// The commit the task started from: a worktree made again (a fresh
+    /// clone) starts there.
+    pub base: String,
+}
+
+impl InWorktree {
+    /// From a state that names a worktree: its branch must be
+    /// `ybs/<run-id>/<task-id>` and its path `.ybs-worktrees/<run-id>/<task-id>`.
+    pub fn of(state: &State) -> Result<Option<Self>, super::RunError> {
+        let Some(worktree) = &state.worktree else {
+            return Ok(None);
+        };
+        let task = &state.task.id;
+        let run_id = worktree
+            .branch
+            .strip_prefix("ybs/")
+            .and_then(|rest| rest.strip_suffix(&format!("/{task}")))
+            .filter(|run| {
+                !run.is_empty()
+                    && run
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            });
+        let bad = || {
+            super::RunError::usage(
+                format!(
+                    "task `{task}`: the state names an invalid worktree `{}` on `{}`",
+                    worktree.path, worktree.branch
+                ),
+                Some("resume with the ybs version that paused the task"),
+            )
+        };
+        let run_id = run_id.ok_or_else(bad)?;
+        if worktree.path != format!("{}/{run_id}/{task}", git::WORKTREES_DIR) {
+            return Err(bad());
+        }
+        let base = state.base_commit.clone().ok_or_else(bad)?;
+        Ok(Some(Self {
+            run_id: run_id.to_owned(),
+            base,
+        }))
+    }
+}
+
+/// The worktree task `task` paused in, reopened, or made again at its
+/// base commit when it is gone (a fresh clone): the repository is the one
+/// around `workdir`, the task's workdir in the checkout.
+pub fn reopen_worktree(
+    workdir: &Path,
+    task: &str,
+    place: &InWorktree,
+) -> Result<git::TaskWorktree, super::error::SetupError> {
+    let failed = |message: String| super::error::SetupError::Git {
+        message,
+        hint: "resume in the checkout the run paused in, or in a clone that holds the commit it started from",
+    };
+    let workspace = Workspace::open(workdir)
+        .map_err(|error| failed(format!("git: {error}")))?
+        .ok_or_else(|| {
+            failed(format!(
+                "task `{task}` paused in a worktree of a git repository; {} is not in one",
+                workdir.display()
+            ))
+        })?;
+    workspace
+        .resume_worktree(&place.run_id, task, &place.base)
+        .map_err(|error| failed(format!("task `{task}`: its worktree: {error}")))
 }

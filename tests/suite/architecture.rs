@@ -12,7 +12,7 @@
 //! The CLI parses argv, builds options and maps errors to exit codes: it
 //! reaches the agent, the providers, the tools, task files, policies and
 //! git only through the runner (`runner::run`, `runner::chat::Session`,
-//! `runner::inspect`, `runner::external::tools` for `ybs tools invoke`),
+//! `runner::inspect`, `runner::toolbox::tools` for `ybs tools`),
 //! and prints through `report::terminal`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,11 +44,12 @@ const MAY_USE: &[(&str, &[&str])] = &[
 /// engine; the engine never uses a door. `mod.rs` is the room's root: it
 /// may re-export a door (`pub use front::run`), but its code is engine.
 ///
-/// `resume` is engine for now: it still holds the pause state that
-/// `task_run` writes and the worktree reopening `prepare` uses; once those
-/// move to rooms of their own it becomes a door.
+/// `resume` is a door: the pause state that `task_run` writes lives in
+/// `pause`, the worktree reopening `prepare` uses in `workspace`, and the
+/// end every run shares (totals, step outputs, OpenTelemetry, the
+/// unconfined warning) in `session`.
 const RUNNER_DOORS: &[&str] = &[
-    "front", "chat", "external", "serve", "inspect", "schemas", "approve", "adhoc", "scratch",
+    "front", "resume", "chat", "toolbox", "inspect", "schemas", "approve", "adhoc", "scratch",
 ];
 const RUNNER_ENGINE: &[&str] = &[
     "mod",
@@ -63,7 +64,8 @@ const RUNNER_ENGINE: &[&str] = &[
     "redacting",
     "subject",
     "tools",
-    "resume",
+    "pause",
+    "session",
     "agents_md",
     "answer",
 ];

@@ -1626,3 +1626,110 @@ fn a_paused_state_is_single_use_and_its_calls_are_shown_first() {
         resume(&ybs, &["--list"]).expect_code(2);
     }
 }
+
+/// `ybs resume` ends a run as `ybs run` does (issue 22): the same step
+/// outputs in `$GITHUB_OUTPUT`, the step summary, the OpenTelemetry spans
+/// of the resumed half, and the "no sandbox" warning when children run
+/// unconfined.
+#[test]
+fn a_resume_ends_like_a_run_with_step_outputs_summary_spans_and_warnings() {
+    let collector = Server::start(
+        (0..20)
+            .map(|_| crate::support::server::Reply::json(200, &json!({})))
+            .collect(),
+    );
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools:\n  caller: [{ name: deploy_preview, description: d }]\npolicy: { default: allow }\n",
+    );
+    let first = cassette(
+        &ybs,
+        "c1.json",
+        vec![call("deploy_preview", json!({"service": "web"}))],
+    );
+    let second = cassette(&ybs, "c2.json", vec![answer("deployed")]);
+    ybs.run(["run", "t.yaml", "--cassette", first.to_str().unwrap()])
+        .expect_code(3);
+    let answers = results(
+        &ybs,
+        "r.json",
+        &json!({"results": [{"id": "call_0", "output": {"url": "https://preview"}}]}),
+    );
+    let github_output = ybs.home().join("github_output");
+    let step_summary = ybs.home().join("step_summary.md");
+    let endpoint = collector.url.clone();
+    let output = ybs
+        .command()
+        .args([
+            "resume",
+            "ybs-out",
+            "--no-sandbox",
+            "--results",
+            answers.to_str().unwrap(),
+            "--cassette",
+            second.to_str().unwrap(),
+        ])
+        .env("GITHUB_OUTPUT", &github_output)
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env_remove("OTEL_SDK_DISABLED")
+        .env_remove("OTEL_TRACES_EXPORTER")
+        .output()
+        .unwrap();
+    let run = Run::from_output(output, ybs.path());
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains("warning: no sandbox") && run.stderr.contains("UNCONFINED"),
+        "{}",
+        run.stderr
+    );
+    let text = std::fs::read_to_string(&github_output).unwrap_or_default();
+    for line in [
+        "status=passed",
+        "passed=1",
+        "failed=0",
+        "errors=0",
+        "paused=0",
+        "summary=ybs-out/summary.md",
+        "out=ybs-out",
+        "output=ybs-out/t/output.md",
+    ] {
+        assert!(text.lines().any(|got| got == line), "{line} in {text:?}");
+    }
+    let summary = std::fs::read_to_string(&step_summary).unwrap_or_default();
+    assert!(summary.contains("passed"), "{summary:?}");
+    let spans: Vec<Value> = collector
+        .requests()
+        .iter()
+        .flat_map(|request| {
+            assert_eq!(request.path, "/v1/traces");
+            request.json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    // The resumed half is a task span of its own, with its model call
+    // under it; the first half's spans were the paused run's.
+    let task: Vec<&Value> = spans
+        .iter()
+        .filter(|span| span["name"] == "invoke_agent t")
+        .collect();
+    assert_eq!(task.len(), 1, "{spans:#?}");
+    assert!(
+        task[0]["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|attribute| attribute["key"] == "ybs.resumed_by"),
+        "{spans:#?}"
+    );
+    assert!(
+        spans.iter().any(|span| span["name"]
+            .as_str()
+            .is_some_and(|name| name.starts_with("chat"))),
+        "{spans:#?}"
+    );
+}

@@ -16,7 +16,7 @@ use crate::core::exit;
 use crate::report::{Level, Printer};
 use crate::runner::approve::TerminalApprover;
 use crate::runner::chat::{Flow, Session};
-use crate::runner::{self, RunError};
+use crate::runner::{self, RunError, RunFlags, RunOptions};
 
 pub fn chat(args: &ChatArgs) -> u8 {
     // Tool calls are shown as they happen unless -q.
@@ -41,16 +41,28 @@ pub fn chat(args: &ChatArgs) -> u8 {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let (mut context, redactor) = runner::run_context(
-        loaded,
-        false,
-        args.provider.cassette.clone(),
-        args.config.policy.clone(),
-    );
-    printer.set_redactor(redactor.clone());
-    let mut prompts = Printer::new(level, false);
-    prompts.set_redactor(redactor);
-    context.approver = Some(Arc::new(TerminalApprover::new(Box::new(prompts))));
+    // A chat never commits; `ask` decisions are answered on the terminal.
+    let flags = RunFlags {
+        no_commit: true,
+        cassette: args.provider.cassette.clone(),
+        policy_file: args.config.policy.clone(),
+        no_sandbox: args.no_sandbox,
+        jobs: 1,
+        approver: Some(Box::new(move |redactor| {
+            let mut prompts = Printer::new(level, false);
+            prompts.set_redactor(redactor);
+            Arc::new(TerminalApprover::new(Box::new(prompts)))
+        })),
+        ..RunFlags::default()
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let options = RunOptions::resolve(flags, &loaded.config, &env);
+    let (context, redactor) =
+        match runner::run_context(loaded, &options, runner::options::Entry::default()) {
+            Ok(built) => built,
+            Err(error) => return diagnostics::fail(&printer, &error),
+        };
+    printer.set_redactor(redactor);
     let mut session = match Session::start(context) {
         Ok(session) => session,
         Err(error) => return diagnostics::fail(&printer, &error),

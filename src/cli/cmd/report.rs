@@ -8,6 +8,7 @@ use super::common;
 use crate::core::exit;
 use crate::report::Printer;
 use crate::report::{self, OutputLayout, RunTotals};
+use crate::runner::session::{self, Ending};
 use crate::runner::{RunReport, TaskResult};
 
 /// Merges, prints one line of totals, and exits as `run` would have over
@@ -23,16 +24,6 @@ pub fn merge(args: &MergeArgs) -> u8 {
         Ok(merged) => merged,
         Err(error) => return diagnostics::fail(&printer, &error),
     };
-    for warning in &merged.scope.warnings {
-        printer.error(&format!("warning: {warning}"));
-    }
-    printer.result(&format!(
-        "ybs: merged {} director{}: {} — outputs in {}",
-        args.dirs.len(),
-        if args.dirs.len() == 1 { "y" } else { "ies" },
-        RunTotals::of(&merged.results),
-        args.out.display()
-    ));
     let report = RunReport {
         results: merged
             .results
@@ -44,6 +35,12 @@ pub fn merge(args: &MergeArgs) -> u8 {
                 message: result.message.clone(),
             })
             .collect(),
+        warnings: merged
+            .scope
+            .warnings
+            .iter()
+            .map(|warning| format!("warning: {warning}"))
+            .collect(),
         ..RunReport::default()
     };
     let code = report.exit_code();
@@ -52,13 +49,26 @@ pub fn merge(args: &MergeArgs) -> u8 {
     } else {
         code
     };
-    // The merged run's step outputs, as `run` writes them (docs/progress.md).
-    if let Some(path) = std::env::var_os("GITHUB_OUTPUT").filter(|path| !path.is_empty()) {
-        let outputs = report.github_outputs(code, &outputs);
-        let text = report::github_output_text(&outputs, &crate::core::ids::new_run_id());
-        if let Err(error) = report::append_github_output(std::path::Path::new(&path), &text) {
-            printer.error(&format!("error: could not write the step outputs: {error}"));
-        }
-    }
+    // The merged run ends as `run` does, its step outputs too (docs/progress.md).
+    let github_output = std::env::var_os("GITHUB_OUTPUT")
+        .filter(|path| !path.is_empty())
+        .map(PathBuf::from);
+    session::finish(
+        &printer,
+        &report,
+        &Ending {
+            totals: format!(
+                "ybs: merged {} director{}: {} — outputs in {}",
+                args.dirs.len(),
+                if args.dirs.len() == 1 { "y" } else { "ies" },
+                RunTotals::of(&merged.results),
+                args.out.display()
+            ),
+            code,
+            layout: &outputs,
+            github_output: github_output.as_deref(),
+            seed: &crate::core::ids::new_run_id(),
+        },
+    );
     code
 }

@@ -37,9 +37,6 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         deny: args.deny.clone(),
         by: args.by.clone(),
         allow_changed: args.allow_changed,
-        cassette: args.provider.cassette.clone(),
-        policy_file: args.config.policy.clone(),
-        junit: args.junit.clone(),
     };
     let env = |name: &str| std::env::var(name).ok();
     let redactor = resume::env_redactor();
@@ -112,10 +109,13 @@ pub fn resume(args: &ResumeArgs) -> u8 {
     };
     let run_flags = RunFlags {
         junit: args.junit.clone(),
+        cassette: args.provider.cassette.clone(),
+        policy_file: args.config.policy.clone(),
+        no_sandbox: args.no_sandbox,
+        jobs: 1,
         ..RunFlags::default()
     };
-    let mut options = RunOptions::resolve(run_flags, &loaded.config, &env);
-    options.out_dir.clone_from(&args.out);
+    let options = RunOptions::resume(run_flags, &loaded.config, &env, args.out.clone());
     match resume::resume(loaded, resumed, options, &flags, &mut printer) {
         Ok(report) => report.exit_code(),
         Err(error) => diagnostics::fail(&printer, &error),

@@ -1,11 +1,13 @@
 //! `ybs tools list|schema|invoke|serve|status`: load config and `--policy`, then
-//! [`runner::external::tools`].
+//! [`runner::toolbox::tools`].
 
 use super::super::args::{ToolsArgs, ToolsCommand};
+use super::super::diagnostics;
 use super::common;
+use crate::core::exit;
 use crate::report::Printer;
 use crate::runner;
-use crate::runner::external::ToolsAction;
+use crate::runner::toolbox::{ToolsAction, ToolsOutcome};
 
 pub fn tools(args: &ToolsArgs) -> u8 {
     let (common_args, action) = match &args.command {
@@ -25,7 +27,7 @@ pub fn tools(args: &ToolsArgs) -> u8 {
         ),
         ToolsCommand::Serve(args) => (
             &args.common,
-            ToolsAction::Serve(runner::serve::ServeOptions {
+            ToolsAction::Serve(runner::toolbox::serve::ServeOptions {
                 builtin: args.builtin,
                 on_call: None,
                 listen: args.listen,
@@ -46,5 +48,15 @@ pub fn tools(args: &ToolsArgs) -> u8 {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    runner::external::tools(loaded, &action, Box::new(printer))
+    let level = common::level(&common_args.verbosity);
+    match runner::toolbox::tools(loaded, &action, Box::new(printer)) {
+        Ok(ToolsOutcome::Done) => exit::OK,
+        Ok(ToolsOutcome::ToolFailed) => exit::TASK_FAILED,
+        Err(error) => {
+            // Masked as the session's own lines were.
+            let mut printer = Printer::new(level, false);
+            printer.set_redactor(runner::resume::env_redactor());
+            diagnostics::fail(&printer, &error)
+        }
+    }
 }

@@ -42,11 +42,11 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, Servi
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 
-use super::external::Session;
-use crate::core::exit;
+use super::{Session, ToolsError, ToolsOutcome};
 use crate::core::redact::Redactor;
 use crate::core::text::truncate_middle;
 use crate::policy::{CallView, Policy, Verdict};
+use crate::runner::RunError;
 use crate::tools::external::{Catalog, Entry, ExternalTool, Metrics, Outcome};
 use crate::tools::{Tool, ToolCtx, ToolError, builtin};
 
@@ -136,7 +136,7 @@ struct Shared {
 struct Server(Arc<Shared>);
 
 /// Runs the server until stdin ends or SIGTERM; returns the exit code.
-pub(super) fn serve(session: &Session, options: &ServeOptions) -> u8 {
+pub(super) fn serve(session: &Session, options: &ServeOptions) -> Result<ToolsOutcome, ToolsError> {
     let exporter = otel_exporter(session);
     let on_call = options.on_call.clone().or_else(|| {
         let exporter = exporter.clone()?;
@@ -180,14 +180,18 @@ fn otel_exporter(session: &Session) -> Option<Arc<crate::report::otel::Exporter>
     }
 }
 
-fn serve_with(session: &Session, options: &ServeOptions, on_call: Option<CallHook>) -> u8 {
+fn serve_with(
+    session: &Session,
+    options: &ServeOptions,
+    on_call: Option<CallHook>,
+) -> Result<ToolsOutcome, ToolsError> {
     let shared = Arc::new(Shared {
         tools: RwLock::new(BTreeMap::new()),
         fingerprint: Mutex::new(Vec::new()),
         policy: session.policy.clone(),
-        ctx: super::external::tool_ctx(session),
+        ctx: super::tool_ctx(session),
         metrics: Metrics::new(),
-        redactor: super::redactor(&session.env),
+        redactor: crate::runner::redactor(&session.env),
         peers: Mutex::new(Vec::new()),
         status_file: session.cache_dir().map(|dir| status_path(&dir)),
         status_written: Mutex::new(None),
@@ -204,11 +208,11 @@ fn serve_with(session: &Session, options: &ServeOptions, on_call: Option<CallHoo
     if let Some(addr) = options.listen
         && !addr.ip().is_loopback()
     {
-        session.printer.error_with_hint(
-            &format!("error: --listen {addr}: not a loopback address"),
+        return Err(RunError::usage(
+            format!("--listen {addr}: not a loopback address"),
             Some("the server runs programs for whoever connects: listen on 127.0.0.1:PORT or [::1]:PORT"),
-        );
-        return exit::USAGE;
+        )
+        .into());
     }
     let code = session.runtime.block_on(async {
         let catalog = session.discover_async(&[]).await;
@@ -241,13 +245,9 @@ fn serve_with(session: &Session, options: &ServeOptions, on_call: Option<CallHoo
             Some(addr) => serve_http(session, &shared, addr, rescan, stopped).await,
             None => serve_stdio(&shared, rescan, stopped).await,
         };
-        match served {
-            Ok(()) => exit::OK,
-            Err(error) => {
-                session.printer.error(&format!("error: {error}"));
-                exit::USAGE
-            }
-        }
+        served
+            .map(|()| ToolsOutcome::Done)
+            .map_err(|error| ToolsError::from(RunError::usage(error.to_string(), None)))
     });
     finish(&shared, session);
     code
@@ -834,7 +834,7 @@ impl ServerHandler for Server {
 
 /// `ybs tools status`: the metrics of every `ybs tools serve` running
 /// for this user (their status files), as a table or JSON.
-pub(super) fn status(session: &Session, json_output: bool) -> u8 {
+pub(super) fn status(session: &Session, json_output: bool) -> ToolsOutcome {
     let mut servers = Vec::new();
     if let Some(dir) = session.cache_dir().map(|dir| dir.join("serve"))
         && let Ok(entries) = std::fs::read_dir(&dir)
@@ -866,13 +866,13 @@ pub(super) fn status(session: &Session, json_output: bool) -> u8 {
         session
             .printer
             .result(&json!({ "servers": servers }).to_string());
-        return exit::OK;
+        return ToolsOutcome::Done;
     }
     if servers.is_empty() {
         session
             .printer
             .result("no `ybs tools serve` is running (totals of past calls: `ybs tools list`)");
-        return exit::OK;
+        return ToolsOutcome::Done;
     }
     let mut lines = Vec::new();
     for server in &servers {
@@ -896,5 +896,5 @@ pub(super) fn status(session: &Session, json_output: bool) -> u8 {
         }
     }
     session.printer.result(&lines.join("\n"));
-    exit::OK
+    ToolsOutcome::Done
 }

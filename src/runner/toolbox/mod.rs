@@ -1,4 +1,5 @@
-//! `ybs tools list|schema|invoke`: external tools outside any task.
+//! `ybs tools`: the tools outside any task. `list|schema|invoke` here,
+//! `serve|status` (an MCP server over the same registry) in [`serve`].
 //!
 //! The operator at the prompt stands where a task would: naming a tool
 //! (`schema NAME`, `invoke NAME`) enables it as a task's `tools.external`
@@ -12,11 +13,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub mod serve;
+
 use super::RunError;
 use super::options::Loaded;
 use crate::config::Config;
-use crate::core::exit;
-use crate::core::exit::Failure;
+use crate::core::exit::{self, Failure};
 use crate::policy::{CallView, Policy, Verdict};
 use crate::report::Console;
 use crate::report::log::neutralize;
@@ -39,24 +41,70 @@ pub enum ToolsAction {
     /// `invoke NAME --input JSON` (`-`: stdin).
     Invoke { name: String, input: String },
     /// `serve [--builtin]`: the registry as an MCP server on stdio.
-    Serve(super::serve::ServeOptions),
+    Serve(serve::ServeOptions),
     /// `status [--json]`: metrics of the running `serve`s.
     Status { json: bool },
 }
 
-/// Runs `action` with the loaded config and `--policy`; returns the exit
-/// code. Every line goes to `console`.
-pub fn tools(loaded: Loaded, action: &ToolsAction, console: Box<dyn Console>) -> u8 {
-    let session = match Session::open(loaded, console) {
-        Ok(session) => session,
-        Err(code) => return code,
-    };
+/// Runs `action` with the loaded config and `--policy`. Every line of
+/// its output goes to `console`; what stops it (the session cannot open,
+/// bad flags, no such tool) is an error for the CLI to print.
+pub fn tools(
+    loaded: Loaded,
+    action: &ToolsAction,
+    console: Box<dyn Console>,
+) -> Result<ToolsOutcome, ToolsError> {
+    let session = Session::open(loaded, console)?;
     match action {
         ToolsAction::List { json } => list(&session, *json),
         ToolsAction::Schema { name } => schema(&session, name),
         ToolsAction::Invoke { name, input } => invoke(&session, name, input),
-        ToolsAction::Serve(options) => super::serve::serve(&session, options),
-        ToolsAction::Status { json } => super::serve::status(&session, *json),
+        ToolsAction::Serve(options) => serve::serve(&session, options),
+        ToolsAction::Status { json } => Ok(serve::status(&session, *json)),
+    }
+}
+
+/// How a `ybs tools` command ended when nothing stopped it; the CLI
+/// turns it into the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolsOutcome {
+    Done,
+    /// `invoke`: the call failed, or was refused, and said so on stdout.
+    ToolFailed,
+}
+
+/// Why a `ybs tools` command stopped (printed by the CLI).
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsError {
+    /// The session, the flags or the tool named: a usage error.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The tool is there but cannot give what was asked (`schema` of a
+    /// tool with no usable schema).
+    #[error("{0}")]
+    Unusable(String),
+}
+
+impl Failure for ToolsError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Self::Run(error) => error.exit_code(),
+            Self::Unusable(_) => exit::TASK_FAILED,
+        }
+    }
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::Run(error) => error.hint(),
+            Self::Unusable(_) => None,
+        }
+    }
+}
+
+/// A setup step's error, as the CLI prints it.
+fn setup(error: runner::SetupError) -> RunError {
+    RunError::Usage {
+        message: error.to_string(),
+        hint: error.hint_text().map(str::to_owned),
     }
 }
 
@@ -74,14 +122,14 @@ pub(super) struct Session {
 }
 
 impl Session {
-    fn open(loaded: Loaded, mut printer: Box<dyn Console>) -> Result<Self, u8> {
+    fn open(loaded: Loaded, mut printer: Box<dyn Console>) -> Result<Self, RunError> {
         let Loaded {
             config,
             cwd,
+            home,
             operator_policy,
             ..
         } = loaded;
-        let home = std::env::var_os("HOME").map(PathBuf::from);
         // The policy file decides as a task's policy would, with the
         // built-in guards of a task whose workdir is the current directory.
         let policy = match &operator_policy {
@@ -94,10 +142,7 @@ impl Session {
                     protected: Vec::new(),
                     layers: std::slice::from_ref(spec),
                 })
-                .map_err(|error| {
-                    printer.error_with_hint(&format!("error: {error}"), error.hint_text());
-                    exit::USAGE
-                })?,
+                .map_err(setup)?,
             ),
             None => None,
         };
@@ -113,10 +158,7 @@ impl Session {
                 ..SandboxPaths::default()
             },
         )
-        .map_err(|error| {
-            printer.error_with_hint(&format!("error: {error}"), error.hint_text());
-            exit::USAGE
-        })?;
+        .map_err(setup)?;
         child_env_for(&mut env, sandbox.as_deref(), &workdir, &config);
         match &sandbox {
             Some(_) => {}
@@ -131,11 +173,7 @@ impl Session {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|error| {
-                let error = RunError::Infra(format!("cannot start the async runtime: {error}"));
-                printer.error(&format!("error: {error}"));
-                error.exit_code()
-            })?;
+            .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))?;
         Ok(Self {
             printer,
             config,
@@ -175,7 +213,7 @@ impl Session {
     }
 
     /// The entry called `name`, or the usage error saying it does not exist.
-    fn find<'c>(&self, catalog: &'c Catalog, name: &str) -> Result<&'c Entry, u8> {
+    fn find<'c>(&self, catalog: &'c Catalog, name: &str) -> Result<&'c Entry, RunError> {
         catalog.get(name).filter(|entry| entry.source != crate::tools::external::Source::Task || entry.status != Status::MissingBinary).ok_or_else(|| {
             let known: Vec<&str> = catalog
                 .entries
@@ -186,18 +224,17 @@ impl Session {
             let hint = crate::core::text::closest(name, known.iter().copied())
                 .map(|close| format!("did you mean `{close}`?"))
                 .unwrap_or_else(|| "see `ybs tools list`".to_owned());
-            self.printer.error_with_hint(
-                &format!(
-                    "error: no external tool named `{name}` in ./tools, ~/.ybs/tools, tools.search_paths or tools.external"
+            RunError::Usage {
+                message: format!(
+                    "no external tool named `{name}` in ./tools, ~/.ybs/tools, tools.search_paths or tools.external"
                 ),
-                Some(&hint),
-            );
-            exit::USAGE
+                hint: Some(hint),
+            }
         })
     }
 }
 
-fn list(session: &Session, json: bool) -> u8 {
+fn list(session: &Session, json: bool) -> Result<ToolsOutcome, ToolsError> {
     let catalog = session.discover(&[]);
     let persisted = session
         .cache_dir()
@@ -245,13 +282,13 @@ fn list(session: &Session, json: bool) -> u8 {
         session
             .printer
             .result(&safe_json(&json!({ "tools": tools }), false));
-        return exit::OK;
+        return Ok(ToolsOutcome::Done);
     }
     if catalog.entries.is_empty() {
         session.printer.result(
             "no external tools: put executables in ./tools or ~/.ybs/tools, or list them under tools.external",
         );
-        return exit::OK;
+        return Ok(ToolsOutcome::Done);
     }
     let mut rows = vec![
         [
@@ -296,7 +333,7 @@ fn list(session: &Session, json: bool) -> u8 {
         ]);
     }
     session.printer.result(&table(&rows));
-    exit::OK
+    Ok(ToolsOutcome::Done)
 }
 
 /// Left-aligned columns separated by two spaces; the last is not padded.
@@ -336,12 +373,9 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-fn schema(session: &Session, name: &str) -> u8 {
+fn schema(session: &Session, name: &str) -> Result<ToolsOutcome, ToolsError> {
     let catalog = session.discover(&[name.to_owned()]);
-    let entry = match session.find(&catalog, name) {
-        Ok(entry) => entry,
-        Err(code) => return code,
-    };
+    let entry = session.find(&catalog, name)?;
     match (&entry.schema, entry.status) {
         (Some(schema), Status::Ready | Status::Disabled) => {
             let spec = json!({
@@ -350,16 +384,13 @@ fn schema(session: &Session, name: &str) -> u8 {
                 "parameters": schema.json_schema(),
             });
             session.printer.result(&safe_json(&spec, true));
-            exit::OK
+            Ok(ToolsOutcome::Done)
         }
-        _ => {
-            session.printer.error(&format!(
-                "error: `{}` has no usable schema: {}",
-                entry.name,
-                status_text(entry)
-            ));
-            exit::TASK_FAILED
-        }
+        _ => Err(ToolsError::Unusable(format!(
+            "`{}` has no usable schema: {}",
+            entry.name,
+            status_text(entry)
+        ))),
     }
 }
 
@@ -371,15 +402,14 @@ fn status_text(entry: &Entry) -> String {
     }
 }
 
-fn invoke(session: &Session, name: &str, input: &str) -> u8 {
+fn invoke(session: &Session, name: &str, input: &str) -> Result<ToolsOutcome, ToolsError> {
     let pretty = std::io::stdout().is_terminal();
     let input = if input == "-" {
         let mut text = String::new();
         if let Err(error) = std::io::stdin().read_to_string(&mut text) {
-            session
-                .printer
-                .error(&format!("error: cannot read --input from stdin: {error}"));
-            return exit::USAGE;
+            return Err(
+                RunError::usage(format!("cannot read --input from stdin: {error}"), None).into(),
+            );
         }
         text
     } else {
@@ -388,23 +418,20 @@ fn invoke(session: &Session, name: &str, input: &str) -> u8 {
     let arguments: Value = match serde_json::from_str(&input) {
         Ok(value @ Value::Object(_)) => value,
         Ok(_) => {
-            session
-                .printer
-                .error("error: --input must be one JSON object, like '{\"path\": \"src\"}'");
-            return exit::USAGE;
+            return Err(RunError::usage(
+                "--input must be one JSON object, like '{\"path\": \"src\"}'",
+                None,
+            )
+            .into());
         }
         Err(error) => {
-            session
-                .printer
-                .error(&format!("error: --input is not valid JSON: {error}"));
-            return exit::USAGE;
+            return Err(
+                RunError::usage(format!("--input is not valid JSON: {error}"), None).into(),
+            );
         }
     };
     let catalog = session.discover(&[name.to_owned()]);
-    let entry = match session.find(&catalog, name) {
-        Ok(entry) => entry,
-        Err(code) => return code,
-    };
+    let entry = session.find(&catalog, name)?;
     let metrics = Metrics::new();
     let Some(tool) = ExternalTool::new(entry, metrics.clone()) else {
         let message = format!("`{}` cannot run: {}", entry.name, status_text(entry));
@@ -412,12 +439,11 @@ fn invoke(session: &Session, name: &str, input: &str) -> u8 {
             &json!({"success": false, "error": message}),
             pretty,
         ));
-        return exit::TASK_FAILED;
+        return Ok(ToolsOutcome::ToolFailed);
     };
     let ctx = tool_ctx(session);
     if let Err(error) = tool.target(&arguments, &ctx) {
-        session.printer.error(&format!("error: {error}"));
-        return exit::USAGE;
+        return Err(RunError::usage(error.to_string(), None).into());
     }
     if let Some(policy) = &session.policy {
         let decision = policy.decide(&CallView {
@@ -438,14 +464,13 @@ fn invoke(session: &Session, name: &str, input: &str) -> u8 {
                 &json!({"success": false, "error": error}),
                 pretty,
             ));
-            return exit::TASK_FAILED;
+            return Ok(ToolsOutcome::ToolFailed);
         }
     }
     let params = match tool.check(&arguments) {
         Ok(params) => params,
         Err(message) => {
-            session.printer.error(&format!("error: {message}"));
-            return exit::USAGE;
+            return Err(RunError::usage(message.to_string(), None).into());
         }
     };
     let invocation = session.runtime.block_on(tool.invoke(params, &ctx));
@@ -455,11 +480,11 @@ fn invoke(session: &Session, name: &str, input: &str) -> u8 {
     if let Some(dir) = session.cache_dir() {
         let _ = cache::record_metrics(&dir, &metrics.snapshot());
     }
-    if invocation.succeeded() {
-        exit::OK
+    Ok(if invocation.succeeded() {
+        ToolsOutcome::Done
     } else {
-        exit::TASK_FAILED
-    }
+        ToolsOutcome::ToolFailed
+    })
 }
 
 /// The context of a call made from the command line: the current
