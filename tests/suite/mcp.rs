@@ -172,7 +172,7 @@ fn server_entry(name: &str, python: &Path, script: &str, mode: &str, timeout: u6
 /// the way a CI job that made a virtualenv runs it: a task file's server
 /// named `python` is found there, and the venv stays visible inside the
 /// sandbox even when it lives under the host's `/tmp` (a clone there).
-fn with_venv_on_path(python: &Path) -> Ybs {
+pub(super) fn with_venv_on_path(python: &Path) -> Ybs {
     let bin = python.parent().expect("the venv's bin/");
     let path = format!(
         "{}:{}",

@@ -145,7 +145,7 @@ print("SERVER-ALIVE: swapped")
 #[test]
 fn a_task_files_mcp_server_is_stopped_before_the_checks_and_the_commit() {
     let Some(venv_python) = python() else { return };
-    let ybs = Ybs::new();
+    let ybs = super::mcp::with_venv_on_path(&venv_python);
     let dir = outside(&ybs);
     ybs.file("swapper.py", SWAPPER);
     ybs.file("check.py", CHECK);
@@ -194,7 +194,7 @@ mcp.run()
 #[test]
 fn a_fix_attempt_starts_the_stopped_server_again() {
     let Some(venv_python) = python() else { return };
-    let ybs = Ybs::new();
+    let ybs = super::mcp::with_venv_on_path(&venv_python);
     ybs.file("hello.py", HELLO);
     let script = ybs.path().join("hello.py");
     ybs.file("a.txt", "a\n");

@@ -209,12 +209,19 @@ fn rustup_cargo_test_passes_for_an_unprivileged_user() {
         serde_json::json!({"version": 1, "interactions": [answer("done")]}).to_string(),
     )
     .unwrap();
+    // A copy of the binary `nobody` can reach: the build's own may sit
+    // in a directory only root may enter (a clone in a `mktemp -d`).
+    let ybs = root.join("ybs");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("ybs"), &ybs).unwrap();
     for entry in walk(root) {
         std::os::unix::fs::chown(&entry, Some(65534), Some(65534)).unwrap();
-        let mode = if entry.is_dir() { 0o755 } else { 0o644 };
+        let mode = if entry.is_dir() || entry == ybs {
+            0o755
+        } else {
+            0o644
+        };
         std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(mode)).unwrap();
     }
-    let ybs = assert_cmd::cargo::cargo_bin("ybs");
     let script = format!(
         "mount --make-rprivate / && mount --bind '{cargo}' '{home}/.cargo' && mount --bind '{rustup}' '{home}/.rustup' && exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH='{home}/.cargo/bin:/usr/bin:/bin' HOME='{home}' GIT_CONFIG_GLOBAL=/dev/null '{ybs}' run t.yaml --cassette t.cassette.json",
         cargo = real_home.join(".cargo").display(),
