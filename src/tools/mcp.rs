@@ -190,9 +190,9 @@ impl McpServer {
         let mut process =
             Service::spawn(&spec).map_err(|error| format!("could not be started: {error}"))?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (
-            process.child.stdin.take(),
-            process.child.stdout.take(),
-            process.child.stderr.take(),
+            process.stdin.take(),
+            process.stdout.take(),
+            process.stderr.take(),
         ) else {
             self.reap(process).await;
             return Err("could not be started: its pipes are missing".to_owned());
@@ -221,7 +221,7 @@ impl McpServer {
             ),
         };
         // Let the last words of a dying server reach the tail.
-        let _ = tokio::time::timeout(Duration::from_millis(200), process.child.wait()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(200), process.wait()).await;
         let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
         let message = append_stderr(failure, &tail);
         self.reap(process).await;
@@ -371,7 +371,7 @@ fn seconds(duration: Duration) -> String {
 }
 
 /// Reads `stderr` to its end, keeping the last [`STDERR_KEEP`] bytes.
-async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<StdMutex<Vec<u8>>>) {
+async fn keep_tail(mut stderr: impl tokio::io::AsyncRead + Unpin, tail: Arc<StdMutex<Vec<u8>>>) {
     let mut buffer = vec![0u8; 4096];
     loop {
         match stderr.read(&mut buffer).await {

@@ -41,8 +41,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStdin, Command};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::Command;
 
 use super::ChildEnv;
 use super::sandbox::Sandbox;
@@ -267,15 +267,79 @@ enum Failure {
     Wait(io::Error),
 }
 
-/// Spawns `spec` (through the sandbox helper when it has one) in a process
+/// A started child: its pipes, its end, and how to kill it with all it
+/// started. Either a child of ybs (unconfined, or through the per-program
+/// sandbox helper) in a process group of its own, or a program started in
+/// the task's resident sandbox.
+struct Spawned {
+    stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
+    stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    end: End,
+    killer: Killer,
+}
+
+/// How a [`Spawned`] child's end is awaited.
+enum End {
+    Host(tokio::process::Child),
+    #[cfg(target_os = "linux")]
+    Resident(super::sandbox::resident::Status),
+}
+
+impl End {
+    async fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Self::Host(child) => child.wait().await,
+            #[cfg(target_os = "linux")]
+            Self::Resident(status) => status.wait().await,
+        }
+    }
+}
+
+/// Kills a [`Spawned`] child and everything it started, on demand and
+/// when dropped.
+enum Killer {
+    Group(GroupGuard),
+    #[cfg(target_os = "linux")]
+    Resident(super::sandbox::resident::Control),
+}
+
+impl Killer {
+    fn kill(&self) {
+        match self {
+            Self::Group(group) => group.kill(),
+            #[cfg(target_os = "linux")]
+            Self::Resident(control) => control.kill(),
+        }
+    }
+}
+
+/// Starts `spec`: in the task's resident sandbox when it has one, else
+/// (through the per-program sandbox helper when confined) in a process
 /// group of its own, with the scrubbed environment and piped stdout and
-/// stderr; stdin piped or `/dev/null`. The guard kills the group and
-/// forgets it on every way out, cancellation included. An error says
+/// stderr; stdin piped or `/dev/null`. The killer kills the child and
+/// all it started on every way out, cancellation included. An error says
 /// whether the child had been spawned.
-fn spawn_grouped(
-    spec: &ProcessSpec<'_>,
-    stdin: bool,
-) -> Result<(tokio::process::Child, GroupGuard), (bool, io::Error)> {
+fn spawn_grouped(spec: &ProcessSpec<'_>, stdin: bool) -> Result<Spawned, (bool, io::Error)> {
+    #[cfg(target_os = "linux")]
+    if let Some(sandbox) = &spec.sandbox
+        && let Some(running) = sandbox.start(&resident_request(spec), stdin)
+    {
+        let super::sandbox::resident::Running {
+            stdin,
+            stdout,
+            stderr,
+            status,
+            control,
+        } = running;
+        return Ok(Spawned {
+            stdin: stdin.map(|pipe| Box::new(pipe) as Box<dyn AsyncWrite + Send + Unpin>),
+            stdout: stdout.map(|pipe| Box::new(pipe) as Box<dyn AsyncRead + Send + Unpin>),
+            stderr: stderr.map(|pipe| Box::new(pipe) as Box<dyn AsyncRead + Send + Unpin>),
+            end: End::Resident(status),
+            killer: Killer::Resident(control),
+        });
+    }
     let (program, args) = match &spec.sandbox {
         Some(sandbox) => sandbox.command(&spec.program, &spec.args),
         None => (spec.program.clone(), spec.args.clone()),
@@ -292,8 +356,8 @@ fn spawn_grouped(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    detach(&mut command);
-    let child = spawn_registered(&mut command).map_err(|error| (false, error))?;
+    detach_std(command.as_std_mut());
+    let mut child = spawn_registered(&mut command).map_err(|error| (false, error))?;
     let pid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
@@ -303,23 +367,65 @@ fn spawn_grouped(
                 io::Error::other("child exited before its id was read"),
             )
         })?;
-    Ok((child, GroupGuard(Pid::from_raw(pid))))
+    Ok(Spawned {
+        stdin: child
+            .stdin
+            .take()
+            .map(|pipe| Box::new(pipe) as Box<dyn AsyncWrite + Send + Unpin>),
+        stdout: child
+            .stdout
+            .take()
+            .map(|pipe| Box::new(pipe) as Box<dyn AsyncRead + Send + Unpin>),
+        stderr: child
+            .stderr
+            .take()
+            .map(|pipe| Box::new(pipe) as Box<dyn AsyncRead + Send + Unpin>),
+        end: End::Host(child),
+        killer: Killer::Group(GroupGuard(Pid::from_raw(pid))),
+    })
+}
+
+/// What the resident sandbox runs for `spec`: the same argument vector,
+/// working directory and environment a child of ybs gets.
+#[cfg(target_os = "linux")]
+fn resident_request(spec: &ProcessSpec<'_>) -> super::sandbox::spec::Request {
+    let mut argv = vec![spec.program.clone()];
+    argv.extend(spec.args.iter().cloned());
+    let mut env: Vec<(OsString, OsString)> = spec
+        .env
+        .vars
+        .iter()
+        .map(|(name, value)| (OsString::from(name), OsString::from(value)))
+        .collect();
+    env.extend(
+        super::env::NON_INTERACTIVE
+            .iter()
+            .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+    );
+    env.push((OsString::from("PWD"), spec.cwd.clone().into_os_string()));
+    super::sandbox::spec::Request {
+        argv,
+        cwd: spec.cwd.clone(),
+        env,
+    }
 }
 
 async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
     let started = Instant::now();
-    let (mut child, group) =
-        spawn_grouped(&spec, spec.stdin.is_some()).map_err(|(spawned, error)| {
-            if spawned {
-                Failure::Wait(error)
-            } else {
-                Failure::Spawn(error)
-            }
-        })?;
+    let Spawned {
+        stdin,
+        stdout,
+        stderr,
+        mut end,
+        killer,
+    } = spawn_grouped(&spec, spec.stdin.is_some()).map_err(|(spawned, error)| {
+        if spawned {
+            Failure::Wait(error)
+        } else {
+            Failure::Spawn(error)
+        }
+    })?;
 
-    let stdin = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
     let mut out = Capture::new(spec.output_cap);
     let mut err = Capture::new(spec.output_cap);
     let mut timed_out = false;
@@ -339,20 +445,20 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
         status = loop {
             tokio::select! {
                 biased;
-                result = child.wait() => break result.map_err(Failure::Wait)?,
+                result = end.wait() => break result.map_err(Failure::Wait)?,
                 () = &mut io, if !io_done => io_done = true,
                 () = &mut deadline, if !timed_out => {
                     timed_out = true;
-                    group.kill();
+                    killer.kill();
                 }
             }
         };
         if !io_done && tokio::time::timeout(DRAIN_GRACE, &mut io).await.is_err() {
-            group.kill();
+            killer.kill();
             let _ = tokio::time::timeout(DRAIN_AFTER_KILL, &mut io).await;
         }
     }
-    drop(group);
+    drop(killer);
     if SUBREAPER.load(Ordering::Relaxed) {
         reap_escapees().await;
     }
@@ -375,12 +481,15 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
 }
 
 /// A long-lived child speaking on its stdin and stdout (an MCP server):
-/// started like every subprocess (own session and group, scrubbed
-/// environment, death signal, the sandbox), with all three streams piped.
-/// Dropping it kills its whole process group.
+/// started like every subprocess (own session and group or the resident
+/// sandbox, scrubbed environment, death signal, the sandbox), with all
+/// three streams piped. Dropping it kills it and all it started.
 pub struct Service {
-    pub child: tokio::process::Child,
-    group: GroupGuard,
+    pub stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
+    pub stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    pub stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    end: End,
+    killer: Killer,
 }
 
 impl Service {
@@ -388,18 +497,29 @@ impl Service {
     /// `spec.output_cap` are not used (the caller owns the pipes and
     /// bounds each exchange).
     pub fn spawn(spec: &ProcessSpec<'_>) -> io::Result<Self> {
-        let (child, group) = spawn_grouped(spec, true).map_err(|(_, error)| error)?;
-        Ok(Self { child, group })
+        let spawned = spawn_grouped(spec, true).map_err(|(_, error)| error)?;
+        Ok(Self {
+            stdin: spawned.stdin,
+            stdout: spawned.stdout,
+            stderr: spawned.stderr,
+            end: spawned.end,
+            killer: spawned.killer,
+        })
     }
 
-    /// Kills the whole process group now, waits for the child, and reaps
-    /// anything of it that escaped the group. `false` when the child was
+    /// Waits for the child to end (cancel-safe).
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.end.wait().await
+    }
+
+    /// Kills the child and all it started now, waits for the child, and
+    /// reaps anything of it that escaped the group. `false` when the child was
     /// still not gone after the wait (a process in uninterruptible sleep):
     /// then nothing says its tree is stopped.
     pub async fn stop(mut self) -> bool {
-        self.group.kill();
+        self.killer.kill();
         let gone = matches!(
-            tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await,
+            tokio::time::timeout(Duration::from_secs(2), self.end.wait()).await,
             Ok(Ok(_))
         );
         drop(self);
@@ -412,7 +532,7 @@ impl Service {
 
 /// Writes `bytes` to the child's stdin, then closes it. A child that does
 /// not read (broken pipe) is not an error.
-async fn feed(stdin: Option<ChildStdin>, bytes: Option<Vec<u8>>) {
+async fn feed<W: AsyncWrite + Unpin>(stdin: Option<W>, bytes: Option<Vec<u8>>) {
     if let (Some(mut stdin), Some(bytes)) = (stdin, bytes) {
         let _ = stdin.write_all(&bytes).await;
         let _ = stdin.shutdown().await;
@@ -550,7 +670,8 @@ impl Drop for GroupGuard {
 /// between fork and that call. The kernel confinement is applied by the
 /// sandbox helper the child then becomes ([`Sandbox::command`]).
 #[allow(unsafe_code)]
-fn detach(command: &mut Command) {
+pub(crate) fn detach_std(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
     #[cfg(target_os = "linux")]
     let parent = nix::unistd::getpid();
     // SAFETY: the closure runs in the forked child before exec. It makes
@@ -585,6 +706,30 @@ static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 fn live_children() -> std::sync::MutexGuard<'static, Vec<i32>> {
     LIVE.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A child ybs keeps for a task (a resident sandbox), spawned under the
+/// registry lock like [`spawn_registered`]: never taken for an orphan.
+/// [`forget_live`] when it is gone.
+pub(crate) fn spawn_registered_std(
+    command: &mut std::process::Command,
+) -> io::Result<std::process::Child> {
+    if !SUBREAPER.load(Ordering::Relaxed) {
+        return command.spawn();
+    }
+    let mut live = live_children();
+    let child = command.spawn()?;
+    if let Ok(pid) = i32::try_from(child.id()) {
+        live.push(pid);
+    }
+    Ok(child)
+}
+
+/// Forgets a child registered by [`spawn_registered_std`] once reaped.
+pub(crate) fn forget_live(pid: u32) {
+    if SUBREAPER.load(Ordering::Relaxed) {
+        live_children().retain(|live| i32::try_from(pid).ok() != Some(*live));
+    }
 }
 
 /// Spawns under the registry lock, so [`reap_escapees`] never mistakes a

@@ -44,6 +44,8 @@ pub mod filter;
 #[cfg(target_os = "linux")]
 mod helper;
 mod placeholders;
+#[cfg(target_os = "linux")]
+pub mod resident;
 pub mod spec;
 
 use placeholders::Placeholders;
@@ -78,6 +80,11 @@ pub fn helper_entry() {
         }
         #[cfg(target_os = "linux")]
         Some(spec::PROBE_ARG) => helper::probe_main(),
+        #[cfg(target_os = "linux")]
+        Some(spec::INIT_ARG) => {
+            let args: Vec<OsString> = std::env::args_os().collect();
+            helper::init::main(&args)
+        }
         _ => HELPER.store(true, Ordering::Relaxed),
     }
 }
@@ -176,6 +183,10 @@ impl Probe {
 /// One task's confinement, ready for children. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
+    /// First, so that it is dropped first: the resident sandboxes end
+    /// before the cgroup, the temp dir and the placeholders go.
+    #[cfg(target_os = "linux")]
+    residents: Arc<resident::Residents>,
     temp: Arc<PrivateTemp>,
     spec: HelperSpec,
     landlock: &'static str,
@@ -285,6 +296,8 @@ impl Sandbox {
         let mut spec = spec;
         let (processes, task_cgroup) = process_bound(settings.max_processes, &mut spec);
         Ok(Self {
+            #[cfg(target_os = "linux")]
+            residents: Arc::default(),
             temp: Arc::new(temp),
             spec,
             landlock,
@@ -346,6 +359,25 @@ impl Sandbox {
     /// The program and arguments that run `program args` confined.
     pub fn command(&self, program: &OsString, args: &[OsString]) -> (OsString, Vec<OsString>) {
         (OsString::from(SELF_EXE), self.spec.argv(program, args))
+    }
+
+    /// Starts `request` in the task's resident sandbox (namespaces and
+    /// view built once per task, see [`resident`]); `None` when there is
+    /// none to be had (no namespaces, or it could not be started): then
+    /// [`Sandbox::command`] runs the program through the per-program
+    /// helper.
+    #[cfg(target_os = "linux")]
+    pub fn start(&self, request: &spec::Request, stdin: bool) -> Option<resident::Running> {
+        if !self.spec.namespaces || !HELPER.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.residents.start(&self.spec, request, stdin)
+    }
+
+    /// Ends the task's resident sandboxes and everything running in them.
+    pub fn stop_residents(&self) {
+        #[cfg(target_os = "linux")]
+        self.residents.stop();
     }
 
     /// What outputs say about this sandbox.

@@ -515,4 +515,5 @@ fn probe_namespaces() -> Result<()> {
     }
 }
 
+pub mod init;
 mod mounts;

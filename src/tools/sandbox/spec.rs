@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 pub const HELPER_ARG: &str = "__sandbox";
 /// The first argument that makes `ybs` probe the layers.
 pub const PROBE_ARG: &str = "__sandbox-probe";
+/// The first argument that makes `ybs` a task's resident sandbox: the
+/// namespaces and the file system view built once, one program started
+/// in them per request ([`Request`]).
+pub const INIT_ARG: &str = "__sandbox-init";
 
 /// Everything the helper needs to confine one program.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,5 +77,70 @@ impl HelperSpec {
         ];
         argv.extend(args.iter().cloned());
         argv
+    }
+}
+
+/// One program for the resident sandbox to start: its argument vector
+/// (`argv[0]` looked up in the `PATH` of `env`), working directory and
+/// whole environment. Sent in a sealed memory file beside the program's
+/// descriptors, never on a command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Request {
+    pub argv: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// `NAME`, `VALUE` pairs, applied in order (a later one wins).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl Request {
+    /// Length-prefixed byte strings: argc, argv, envc, the env pairs, cwd.
+    pub fn encode(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+            out.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        let mut out = Vec::new();
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+        out.extend_from_slice(&count(self.argv.len()));
+        for arg in &self.argv {
+            put(&mut out, arg.as_bytes());
+        }
+        out.extend_from_slice(&count(self.env.len()));
+        for (name, value) in &self.env {
+            put(&mut out, name.as_bytes());
+            put(&mut out, value.as_bytes());
+        }
+        put(&mut out, self.cwd.as_os_str().as_bytes());
+        out
+    }
+
+    /// The inverse of [`Request::encode`]; `None` for anything malformed.
+    pub fn decode(mut bytes: &[u8]) -> Option<Self> {
+        use std::os::unix::ffi::OsStringExt;
+        fn number(bytes: &mut &[u8]) -> Option<usize> {
+            let (head, rest) = bytes.split_first_chunk::<4>()?;
+            *bytes = rest;
+            usize::try_from(u32::from_le_bytes(*head)).ok()
+        }
+        fn take(bytes: &mut &[u8]) -> Option<OsString> {
+            let length = number(bytes)?;
+            if bytes.len() < length {
+                return None;
+            }
+            let (head, rest) = bytes.split_at(length);
+            *bytes = rest;
+            Some(OsString::from_vec(head.to_vec()))
+        }
+        let argc = number(&mut bytes)?;
+        let argv = (0..argc)
+            .map(|_| take(&mut bytes))
+            .collect::<Option<Vec<_>>>()?;
+        let envc = number(&mut bytes)?;
+        let env = (0..envc)
+            .map(|_| Some((take(&mut bytes)?, take(&mut bytes)?)))
+            .collect::<Option<Vec<_>>>()?;
+        let cwd = PathBuf::from(take(&mut bytes)?);
+        (bytes.is_empty() && !argv.is_empty()).then_some(Self { argv, cwd, env })
     }
 }

@@ -419,6 +419,18 @@ pub fn unescape(field: &str) -> Vec<u8> {
     out
 }
 
+/// A `/proc` of the calling process's PID namespace over `/proc` (in a
+/// mount namespace of its own).
+pub fn private_proc() -> Result<()> {
+    mount(
+        Some(Path::new("proc")),
+        Path::new("/proc"),
+        Some("proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )
+}
+
 /// What the probe needs: a private mount tree, a new `/proc`, a tmpfs.
 pub fn probe() -> Result<()> {
     mount(
