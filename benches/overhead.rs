@@ -22,8 +22,12 @@ use std::time::{Duration, Instant};
 const RUNS: usize = 20;
 const STEPS: usize = 50;
 
+/// The binary measured: this build's, or `YBS_BENCH_BIN` (to compare two
+/// builds on one machine, run after run).
 fn ybs() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ybs"));
+    let binary = std::env::var_os("YBS_BENCH_BIN")
+        .unwrap_or_else(|| std::ffi::OsString::from(env!("CARGO_BIN_EXE_ybs")));
+    let mut command = Command::new(binary);
     command.stdout(std::process::Stdio::null());
     command.stderr(std::process::Stdio::null());
     command
@@ -135,6 +139,20 @@ fn main() {
     println!(
         "  ybs's own time per agent step           {:>8.2} ms   (target < 3 ms)",
         ms(per_step)
+    );
+    // What one step cannot beat: spawning the command itself.
+    let bare = time_command(|| {
+        let mut command = Command::new("sh");
+        command
+            .current_dir(dir.path())
+            .args(["-c", "cat data.txt"])
+            .stdout(std::process::Stdio::null());
+        command
+    });
+    println!(
+        "  a bare `sh -c 'cat data.txt'` spawn     {:>8.2} ms   (step / spawn = {:.2}; target <= 2)",
+        ms(bare),
+        ms(per_step) / ms(bare)
     );
     let unconfined = time_command(|| {
         let mut command = ybs();

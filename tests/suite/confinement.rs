@@ -926,3 +926,79 @@ fn as_an_unprivileged_user_the_same_holds() {
     );
     assert_eq!(wait_for_none(&marker), 0);
 }
+
+// ---------------------------------------------------------------------------
+// The resident sandbox: one per task, each program still on its own.
+
+/// Three programs of one task in the task's resident sandbox: the first
+/// leaves a daemon (own session, double fork) writing a heartbeat in
+/// `/tmp`; the next ones see none of the first's processes (their `/proc`
+/// holds only their own namespace) and the heartbeat has stopped; every program
+/// gets its own session, no capability, and the same view (`/tmp` is the
+/// task's). After the task nothing with the marker is left.
+#[test]
+fn programs_of_one_task_share_the_view_but_nothing_alive() {
+    let marker = format!("ybs-resident-{}", std::process::id());
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
+    );
+    let first = format!(
+        "import os\n\
+         if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execvp('sh', ['sh', '-c', 'while :; do date +%s%N > /tmp/beat; sleep 0.05; done; : {marker}'])\n    os._exit(0)\n\
+         os.wait()\n\
+         import time\n\
+         while not os.path.exists('/tmp/beat'): time.sleep(0.01)\n\
+         open('/tmp/left-by-first', 'w').write('1')\n\
+         print('first=' + str(os.getpid()) + ',' + str(os.getsid(0)))\n"
+    );
+    let second = format!(
+        "import os, time\n\
+         beat = open('/tmp/beat').read()\n\
+         time.sleep(0.5)\n\
+         print('beating=' + str(open('/tmp/beat').read() != beat))\n\
+         pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n\
+         seen = 0\n\
+         for p in pids:\n    try:\n        seen += b'{marker}' in open(f'/proc/{{p}}/cmdline', 'rb').read()\n    except Exception: pass\n\
+         caps = [l for l in open('/proc/self/status') if l.startswith('CapEff')][0].split()[1]\n\
+         print('pids=' + ','.join(map(str, pids)))\n\
+         print('seen=' + str(seen))\n\
+         print('tmp=' + str(os.path.exists('/tmp/left-by-first')))\n\
+         print('session=' + str(os.getsid(0) == os.getpid()))\n\
+         print('caps=' + caps)\n\
+         print('host=' + os.uname().nodename)\n"
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("write_file", json!({"path": "first.py", "content": first})),
+            call(
+                "write_file",
+                json!({"path": "second.py", "content": second}),
+            ),
+            call("run_shell", json!({"command": "python3 first.py"})),
+            call("run_shell", json!({"command": "python3 second.py"})),
+            call("run_shell", json!({"command": "python3 second.py"})),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let result = shell_result(&run, "ybs-out/t/transcript.json");
+    let verdicts = verdicts(&result);
+    let pids: Vec<u32> = verdicts["pids"]
+        .split(',')
+        .map(|pid| pid.parse().unwrap())
+        .collect();
+    // PID 1 of the program's namespace and the program itself.
+    assert!(pids.len() <= 3 && pids.contains(&1), "{result}");
+    assert_eq!(verdicts["seen"], "0", "{result}");
+    // The first program's daemon ended with it.
+    assert_eq!(verdicts["beating"], "False", "{result}");
+    assert_eq!(verdicts["tmp"], "True", "{result}");
+    assert_eq!(verdicts["session"], "True", "{result}");
+    assert_eq!(verdicts["caps"], "0000000000000000", "{result}");
+    assert_eq!(verdicts["host"], "ybs-sandbox", "{result}");
+    assert_eq!(wait_for_none(&marker), 0);
+}
