@@ -208,6 +208,11 @@ pub async fn run_or_resume(
     // the pause state reads the work tree. `run_shell`, checks and
     // external tools end with their call.
     let stuck = super::tools::stop_mcp(&tools.mcp, &mut emitter).await;
+    // And the task's resident sandboxes with them: no process of the task
+    // is left (a final check attempt starts a new one).
+    if let Some(sandbox) = &prepared.tool_ctx.sandbox {
+        sandbox.stop_residents();
+    }
     if !pending.is_empty() {
         return pause(
             run,

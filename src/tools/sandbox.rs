@@ -19,6 +19,12 @@
 //! the program as the child of the namespace's PID 1, which reaps
 //! everything and takes every descendant down with it.
 //!
+//! With namespaces, that setup is done once per task instead of once per
+//! program: a [`resident`] sandbox (`ybs __sandbox-init SPEC`) builds the
+//! namespaces and the view at the task's first program and starts each
+//! program in a PID and mount namespace of its own, with its own `/proc`,
+//! session, Landlock domain and seccomp filter (docs/sandbox.md).
+//!
 //! Which layers work is [`probe`]d once per process (by running
 //! `ybs __sandbox-probe`). By default all are required; operator config
 //! may accept Landlock and seccomp without namespaces

@@ -137,3 +137,35 @@ mod seccomp {
         }
     }
 }
+
+#[test]
+fn a_request_travels_whole_and_nothing_malformed_is_read() {
+    use std::os::unix::ffi::OsStringExt;
+    let request = spec::Request {
+        argv: vec![
+            OsString::from("sh"),
+            OsString::from("-c"),
+            OsString::from_vec(b"printf '\xff\0'".to_vec()),
+        ],
+        cwd: PathBuf::from("/work dir/x"),
+        env: vec![
+            (OsString::from("PATH"), OsString::from("/usr/bin:/bin")),
+            (OsString::from("EMPTY"), OsString::new()),
+        ],
+    };
+    let bytes = request.encode();
+    assert_eq!(spec::Request::decode(&bytes), Some(request.clone()));
+    // Cut anywhere, or with a byte too many, it is refused.
+    for cut in 0..bytes.len() {
+        assert_eq!(spec::Request::decode(&bytes[..cut]), None, "cut at {cut}");
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert_eq!(spec::Request::decode(&longer), None);
+    // No program, no request.
+    let empty = spec::Request {
+        argv: Vec::new(),
+        ..request
+    };
+    assert_eq!(spec::Request::decode(&empty.encode()), None);
+}
