@@ -669,28 +669,8 @@ impl Drop for GroupGuard {
 /// `PR_SET_PDEATHSIG(SIGKILL)`, refusing to start if ybs already died
 /// between fork and that call. The kernel confinement is applied by the
 /// sandbox helper the child then becomes ([`Sandbox::command`]).
-#[allow(unsafe_code)]
 pub(crate) fn detach_std(command: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt as _;
-    #[cfg(target_os = "linux")]
-    let parent = nix::unistd::getpid();
-    // SAFETY: the closure runs in the forked child before exec. It makes
-    // only raw system calls (setsid, prctl, getppid), all
-    // async-signal-safe; it neither allocates nor takes a lock, and its
-    // errors are built from raw errnos, which do not allocate either.
-    unsafe {
-        command.pre_exec(move || {
-            nix::unistd::setsid().map_err(io::Error::from)?;
-            #[cfg(target_os = "linux")]
-            {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
-                if nix::unistd::getppid() != parent {
-                    return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
-                }
-            }
-            Ok(())
-        });
-    }
+    super::sandbox::sys::detach_in_child(command);
 }
 
 // ---------------------------------------------------------------------------

@@ -53,6 +53,7 @@ mod placeholders;
 #[cfg(target_os = "linux")]
 pub mod resident;
 pub mod spec;
+pub(crate) mod sys;
 
 use placeholders::Placeholders;
 pub use spec::HelperSpec;

@@ -15,6 +15,34 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Why a cgroup could not be made or joined.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    /// A file of the cgroup hierarchy could not be read or written.
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// No candidate worked: each one's kind and why.
+    #[error("{}", reasons.join("; "))]
+    Unavailable { reasons: Vec<String> },
+    #[error("join the task's pids cgroup {}: {source}", dir.display())]
+    Join {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> CgroupError + '_ {
+    move |source| CgroupError::File {
+        path: path.to_owned(),
+        source,
+    }
+}
+
 /// A pids cgroup made for one task, removed (its processes killed) when
 /// dropped.
 #[derive(Debug)]
@@ -26,11 +54,11 @@ pub struct TaskCgroup {
 
 impl TaskCgroup {
     /// A new cgroup bounding its processes to `max`, or why there is none.
-    pub fn create(max: u32) -> Result<Self, String> {
+    pub fn create(max: u32) -> Result<Self, CgroupError> {
         let cgroups = std::fs::read_to_string("/proc/self/cgroup")
-            .map_err(|error| format!("/proc/self/cgroup: {error}"))?;
+            .map_err(file_error(Path::new("/proc/self/cgroup")))?;
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-            .map_err(|error| format!("/proc/self/mountinfo: {error}"))?;
+            .map_err(file_error(Path::new("/proc/self/mountinfo")))?;
         let mut reasons = Vec::new();
         for (kind, parent) in candidates(&cgroups, &mountinfo) {
             match Self::make(&parent, kind, max) {
@@ -41,10 +69,10 @@ impl TaskCgroup {
         if reasons.is_empty() {
             reasons.push("no pids cgroup controller is mounted".to_owned());
         }
-        Err(reasons.join("; "))
+        Err(CgroupError::Unavailable { reasons })
     }
 
-    fn make(parent: &Path, kind: &'static str, max: u32) -> Result<Self, String> {
+    fn make(parent: &Path, kind: &'static str, max: u32) -> Result<Self, CgroupError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         remove_stale(parent);
         let dir = parent.join(format!(
@@ -52,7 +80,7 @@ impl TaskCgroup {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+        std::fs::create_dir(&dir).map_err(file_error(&dir))?;
         let cgroup = Self { dir, kind };
         let limit = cgroup.dir.join("pids.max");
         if !limit.exists() && kind == KIND_V2 {
@@ -60,8 +88,7 @@ impl TaskCgroup {
             // parent; refused when the parent holds processes itself.
             let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+pids");
         }
-        std::fs::write(&limit, max.to_string())
-            .map_err(|error| format!("{}: {error}", limit.display()))?;
+        std::fs::write(&limit, max.to_string()).map_err(file_error(&limit))?;
         Ok(cgroup)
     }
 
@@ -175,9 +202,13 @@ fn mount_of(mountinfo: &str, fstype: &str, option: Option<&str>) -> Option<PathB
 
 /// Moves this process into the cgroup `dir` (the helper, before it
 /// confines its program: every descendant is counted there).
-pub fn join(dir: &Path) -> Result<(), String> {
-    std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string())
-        .map_err(|error| format!("join the task's pids cgroup {}: {error}", dir.display()))
+pub fn join(dir: &Path) -> Result<(), CgroupError> {
+    std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()).map_err(|source| {
+        CgroupError::Join {
+            dir: dir.to_owned(),
+            source,
+        }
+    })
 }
 
 #[cfg(test)]

@@ -38,6 +38,23 @@ use seccompiler::{
     SeccompRule, TargetArch, sock_filter,
 };
 
+/// Why a filter could not be built or applied.
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    #[error("seccomp: no filter for the {0} architecture")]
+    Architecture(&'static str),
+    #[error("seccomp: {0}")]
+    Seccomp(#[from] seccompiler::Error),
+    #[error("seccomp: {0}")]
+    Compile(#[from] seccompiler::BackendError),
+    #[error("Landlock: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[error("Landlock: {0}")]
+    LandlockPath(#[from] landlock::PathFdError),
+    #[error("Landlock: Landlock is not supported or not enabled by this kernel")]
+    NotEnforced,
+}
+
 /// Device files every child may write.
 pub const WRITABLE_DEVICES: &[&str] = &[
     "/dev/null",
@@ -101,28 +118,33 @@ const REFUSED: &[i64] = &[
     libc::SYS_mount_setattr,
 ];
 
-fn arch() -> Result<TargetArch, String> {
+fn arch() -> Result<TargetArch, FilterError> {
     std::env::consts::ARCH
         .try_into()
-        .map_err(|_| format!("no filter for the {} architecture", std::env::consts::ARCH))
+        .map_err(|_| FilterError::Architecture(std::env::consts::ARCH))
 }
 
 /// `AUDIT_ARCH_*` of the native architecture.
-fn audit_arch() -> Result<u32, String> {
+fn audit_arch() -> Result<u32, FilterError> {
     match std::env::consts::ARCH {
         "x86_64" => Ok(62 | 0x8000_0000 | 0x4000_0000),
         "aarch64" => Ok(183 | 0x8000_0000 | 0x4000_0000),
         "riscv64" => Ok(243 | 0x8000_0000 | 0x4000_0000),
-        other => Err(format!("no filter for the {other} architecture")),
+        other => Err(FilterError::Architecture(other)),
     }
 }
 
-fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, FilterError> {
+    Ok(SeccompCondition::new(
+        arg,
+        SeccompCmpArgLen::Dword,
+        op,
+        value,
+    )?)
 }
 
-fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
-    SeccompRule::new(conditions).map_err(|e| e.to_string())
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, FilterError> {
+    Ok(SeccompRule::new(conditions)?)
 }
 
 fn u64_of(value: i32) -> u64 {
@@ -152,9 +174,9 @@ fn errno(value: i32) -> u32 {
 }
 
 /// The hand-written prefix: foreign ABIs and `clone3`.
-fn prefix() -> Result<Vec<sock_filter>, String> {
+fn prefix() -> Result<Vec<sock_filter>, FilterError> {
     let native = audit_arch()?;
-    let clone3 = u32::try_from(libc::SYS_clone3).map_err(|e| e.to_string())?;
+    let clone3 = u32::try_from(libc::SYS_clone3).unwrap_or(u32::MAX);
     let mut program = vec![
         // arch = seccomp_data.arch (offset 4)
         stmt(BPF_LD_W_ABS, 4),
@@ -173,7 +195,7 @@ fn prefix() -> Result<Vec<sock_filter>, String> {
 }
 
 /// The whole seccomp program (see the module documentation).
-pub fn seccomp_program(settings: FilterSettings) -> Result<BpfProgram, String> {
+pub fn seccomp_program(settings: FilterSettings) -> Result<BpfProgram, FilterError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for &nr in REFUSED {
         rules.insert(nr, Vec::new());
@@ -199,7 +221,7 @@ pub fn seccomp_program(settings: FilterSettings) -> Result<BpfProgram, String> {
     }
     let file_type = u64_of(i32::try_from(libc::S_IFMT).unwrap_or(0o170_000));
     let devices = [libc::S_IFCHR, libc::S_IFBLK];
-    let device_rules = |arg: u8| -> Result<Vec<SeccompRule>, String> {
+    let device_rules = |arg: u8| -> Result<Vec<SeccompRule>, FilterError> {
         devices
             .iter()
             .map(|kind| {
@@ -217,18 +239,15 @@ pub fn seccomp_program(settings: FilterSettings) -> Result<BpfProgram, String> {
             let flag = u64_of(*flag);
             rule(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?])
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, FilterError>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(u32::try_from(libc::EPERM).unwrap_or(1)),
         arch()?,
-    )
-    .map_err(|e| e.to_string())?;
-    let compiled: BpfProgram = filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    )?;
+    let compiled: BpfProgram = filter.try_into()?;
     let mut program = prefix()?;
     program.extend(compiled);
     Ok(program)
@@ -237,7 +256,7 @@ pub fn seccomp_program(settings: FilterSettings) -> Result<BpfProgram, String> {
 /// The Landlock ruleset: read everywhere, write under `writable`, the
 /// device files writable, signals and abstract sockets scoped. Returns
 /// the ruleset, ready for `restrict_self`.
-pub fn landlock_ruleset(writable: &[PathBuf]) -> Result<landlock::RulesetCreated, String> {
+pub fn landlock_ruleset(writable: &[PathBuf]) -> Result<landlock::RulesetCreated, FilterError> {
     use landlock::{
         ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
         RulesetCreatedAttr, Scope,
@@ -248,40 +267,34 @@ pub fn landlock_ruleset(writable: &[PathBuf]) -> Result<landlock::RulesetCreated
     let file_write = AccessFs::WriteFile | AccessFs::Truncate | AccessFs::ReadFile;
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
-        .map_err(|e| e.to_string())?
-        .scope(Scope::AbstractUnixSocket | Scope::Signal)
-        .map_err(|e| e.to_string())?
-        .create()
-        .map_err(|e| e.to_string())?;
-    let root = PathFd::new("/").map_err(|e| e.to_string())?;
-    ruleset = ruleset
-        .add_rule(PathBeneath::new(root, read))
-        .map_err(|e| e.to_string())?;
+        .handle_access(all)?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)?
+        .create()?;
+    let root = PathFd::new("/")?;
+    ruleset = ruleset.add_rule(PathBeneath::new(root, read))?;
     for path in writable {
         let Ok(fd) = PathFd::new(path) else { continue };
-        ruleset = ruleset
-            .add_rule(PathBeneath::new(fd, all))
-            .map_err(|e| e.to_string())?;
+        ruleset = ruleset.add_rule(PathBeneath::new(fd, all))?;
     }
     for device in WRITABLE_DEVICES {
         if let Ok(fd) = PathFd::new(device) {
-            ruleset = ruleset
-                .add_rule(PathBeneath::new(fd, file_write | AccessFs::IoctlDev))
-                .map_err(|e| e.to_string())?;
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, file_write | AccessFs::IoctlDev))?;
         }
     }
     Ok(ruleset)
 }
 
+/// Applies the seccomp program to the calling thread.
+pub fn apply_seccomp(program: &BpfProgram) -> Result<(), FilterError> {
+    Ok(seccompiler::apply_filter(program)?)
+}
+
 /// Applies the ruleset to the calling thread; the Landlock status.
-pub fn restrict(ruleset: landlock::RulesetCreated) -> Result<&'static str, String> {
-    let status = ruleset.restrict_self().map_err(|e| e.to_string())?;
+pub fn restrict(ruleset: landlock::RulesetCreated) -> Result<&'static str, FilterError> {
+    let status = ruleset.restrict_self()?;
     match status.ruleset {
         landlock::RulesetStatus::FullyEnforced => Ok("fully_enforced"),
         landlock::RulesetStatus::PartiallyEnforced => Ok("partially_enforced"),
-        landlock::RulesetStatus::NotEnforced => {
-            Err("Landlock is not supported or not enabled by this kernel".to_owned())
-        }
+        landlock::RulesetStatus::NotEnforced => Err(FilterError::NotEnforced),
     }
 }

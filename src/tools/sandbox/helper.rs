@@ -22,29 +22,59 @@
 //!    every process until the grandchild ends, then exits with its status;
 //!    the kernel then kills what is left in the namespace.
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::libc;
 
-use super::filter::{self, FilterSettings};
+use super::cgroup::CgroupError;
+use super::filter::{self, FilterError, FilterSettings};
 use super::spec::HelperSpec;
+use crate::tools::sandbox::sys;
 
 /// The helper's exit code when the sandbox cannot be set up.
 pub const SETUP_FAILED: i32 = 125;
 
-type Result<T> = std::result::Result<T, String>;
-
-fn os_error(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
+/// Why the sandbox could not be set up: said on the program's stderr
+/// (`ybs sandbox: …`), and the helper exits [`SETUP_FAILED`].
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A system call or file operation failed: what was being done.
+    #[error("{what}: {source}")]
+    Os {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The command line or a request is not what ybs sends.
+    #[error("{0}")]
+    Protocol(&'static str),
+    #[error("bad spec: {0}")]
+    Spec(#[from] serde_json::Error),
+    #[error(transparent)]
+    Filter(#[from] FilterError),
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    /// What a child process of the helper reported.
+    #[error("{0}")]
+    Reported(String),
 }
 
-fn cstring(path: &Path) -> Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| format!("{}: a NUL byte in the path", path.display()))
+type Result<T> = std::result::Result<T, SetupError>;
+
+/// Maps an I/O error to [`SetupError::Os`] naming `what` failed.
+fn failed(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> SetupError {
+    move |source| SetupError::Os {
+        what: what.to_string(),
+        source,
+    }
+}
+
+/// The same for a `nix` error.
+fn failed_nix(what: impl std::fmt::Display) -> impl FnOnce(nix::errno::Errno) -> SetupError {
+    move |errno| failed(what)(std::io::Error::from(errno))
 }
 
 /// One line on stderr (the program's stderr, which ybs captures).
@@ -54,14 +84,8 @@ fn say(text: &str) {
 
 /// Entry point of `ybs __sandbox`: never returns.
 pub fn main(args: &[OsString]) -> ! {
-    let code = match parse(args) {
-        Ok((spec, argv)) => match run(&spec, &argv) {
-            Ok(code) => code,
-            Err(error) => {
-                say(&format!("ybs sandbox: {error}"));
-                SETUP_FAILED
-            }
-        },
+    let code = match parse(args).and_then(|(spec, argv)| run(&spec, &argv)) {
+        Ok(code) => code,
         Err(error) => {
             say(&format!("ybs sandbox: {error}"));
             SETUP_FAILED
@@ -75,10 +99,10 @@ fn parse(args: &[OsString]) -> Result<(HelperSpec, Vec<OsString>)> {
     let spec = args
         .get(2)
         .and_then(|spec| spec.to_str())
-        .ok_or("no spec")?;
-    let spec: HelperSpec = serde_json::from_str(spec).map_err(|e| format!("bad spec: {e}"))?;
+        .ok_or(SetupError::Protocol("no spec"))?;
+    let spec: HelperSpec = serde_json::from_str(spec)?;
     if args.get(3).map(OsString::as_os_str) != Some(std::ffi::OsStr::new("--")) || args.len() < 5 {
-        return Err("no program".to_owned());
+        return Err(SetupError::Protocol("no program"));
     }
     Ok((spec, args[4..].to_vec()))
 }
@@ -86,8 +110,8 @@ fn parse(args: &[OsString]) -> Result<(HelperSpec, Vec<OsString>)> {
 /// Confines and runs `argv`; the exit code to end with (a signal that
 /// killed the program is raised on this process instead).
 fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
-    let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
-    close_inherited_on_exec()?;
+    let cwd = std::env::current_dir().map_err(failed("current directory"))?;
+    sys::close_inherited_on_exec().map_err(failed("close-on-exec of inherited descriptors"))?;
     // First, while the host's view is still there: every process of the
     // program is counted in the task's pids cgroup.
     if let Some(dir) = &spec.cgroup {
@@ -105,15 +129,11 @@ fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
     enter_namespaces(!spec.network && spec.unix_sockets)?;
     let (status_read, status_write) = pipe()?;
     let (alive_read, alive_write) = pipe()?;
-    #[allow(unsafe_code)]
-    // SAFETY: this process is single-threaded (the helper never starts a
-    // thread), so the child may run any code.
-    let fork = unsafe { nix::unistd::fork() }.map_err(|e| format!("fork: {e}"))?;
-    match fork {
-        nix::unistd::ForkResult::Child => {
+    match sys::fork().map_err(failed("fork"))? {
+        sys::ForkResult::Child => {
             drop(status_read);
             drop(alive_write);
-            let code = match pid_one(spec, argv, &cwd, alive_read, status_write) {
+            let code = match pid_one(spec, argv, &cwd, &alive_read, status_write) {
                 Ok(code) => code,
                 Err(error) => {
                     say(&format!("ybs sandbox: {error}"));
@@ -122,10 +142,10 @@ fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
             };
             std::process::exit(code)
         }
-        nix::unistd::ForkResult::Parent { child } => {
+        sys::ForkResult::Parent { child } => {
             drop(status_write);
             drop(alive_read);
-            let status = wait_for(child.as_raw())?;
+            let (_, status) = sys::wait_raw(child.as_raw()).map_err(failed("waitpid"))?;
             let mut reported = [0u8; 4];
             let mut file = std::fs::File::from(status_read);
             let status = match file.read_exact(&mut reported) {
@@ -138,60 +158,8 @@ fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
     }
 }
 
-/// Marks every descriptor but stdin, stdout and stderr close-on-exec.
-/// ybs opens its own that way, but what ybs itself inherited from its
-/// parent (a socket connected to a daemon, a file outside the workdir
-/// open for writing) would otherwise reach the program, past the
-/// read-only tree and the socket filter (docs/sandbox.md).
-fn close_inherited_on_exec() -> Result<()> {
-    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
-        .map_err(|e| format!("/proc/self/fd: {e}"))?
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-        .filter(|fd| *fd > 2)
-        .collect();
-    for fd in fds {
-        #[allow(unsafe_code)]
-        // SAFETY: F_SETFD only sets the flags of descriptor `fd`; the one
-        // the listing itself used is closed by now and fails with EBADF,
-        // which is harmless.
-        let done = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        if done == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EBADF) {
-            return Err(os_error(&format!("close-on-exec of descriptor {fd}")));
-        }
-    }
-    Ok(())
-}
-
-fn no_core_dumps() {
-    let limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    #[allow(unsafe_code)]
-    // SAFETY: a valid rlimit pointer.
-    unsafe {
-        libc::setrlimit(libc::RLIMIT_CORE, &limit);
-    }
-}
-
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))
-}
-
-fn wait_for(pid: i32) -> Result<i32> {
-    let mut status = 0;
-    loop {
-        #[allow(unsafe_code)]
-        // SAFETY: a valid status pointer.
-        let waited = unsafe { libc::waitpid(pid, &raw mut status, 0) };
-        if waited == pid {
-            return Ok(status);
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err(os_error("waitpid"));
-        }
-    }
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(failed_nix("pipe"))
 }
 
 /// The exit code for a wait status; a terminating signal is raised on
@@ -203,32 +171,20 @@ fn end_like(status: i32) -> i32 {
     if libc::WIFSIGNALED(status) {
         let signal = libc::WTERMSIG(status);
         // The helper's own death must not leave a core file.
-        no_core_dumps();
-        #[allow(unsafe_code)]
-        // SAFETY: plain signal calls with valid arguments.
-        unsafe {
-            libc::signal(signal, libc::SIG_DFL);
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&raw mut set);
-            libc::sigaddset(&raw mut set, signal);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
-            libc::raise(signal);
-        }
+        sys::raise_default(signal);
         return 128 + signal;
     }
     SETUP_FAILED
 }
 
 fn write_file(path: &str, content: &str) -> Result<()> {
-    std::fs::write(path, content).map_err(|e| format!("{path}: {e}"))
+    std::fs::write(path, content).map_err(failed(path))
 }
 
 /// Step 1: the namespaces (a network namespace too when `new_net`) and
 /// the id maps.
 fn enter_namespaces(new_net: bool) -> Result<()> {
-    #[allow(unsafe_code)]
-    // SAFETY: plain system calls.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let (uid, gid) = sys::ids();
     let mut flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
         | libc::CLONE_NEWPID
@@ -237,14 +193,33 @@ fn enter_namespaces(new_net: bool) -> Result<()> {
     if new_net {
         flags |= libc::CLONE_NEWNET;
     }
-    #[allow(unsafe_code)]
-    // SAFETY: a plain system call; this process is single-threaded.
-    if unsafe { libc::unshare(flags) } != 0 {
-        return Err(os_error("unshare (user, mount, PID namespaces)"));
-    }
+    sys::unshare(flags).map_err(failed("unshare (user, mount, PID namespaces)"))?;
     write_file("/proc/self/setgroups", "deny")?;
     write_file("/proc/self/uid_map", &format!("{uid} {uid} 1\n"))?;
     write_file("/proc/self/gid_map", &format!("{gid} {gid} 1\n"))?;
+    Ok(())
+}
+
+/// In a PID 1: dies with its parent, which must still be there (`alive`
+/// is the read end of a pipe it holds: readable or closed means gone;
+/// `getppid()` is 0 in a new namespace).
+fn tie_to_parent(alive: &OwnedFd) -> Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(failed_nix("PR_SET_PDEATHSIG"))?;
+    if sys::ready_now(alive.as_fd()).map_err(failed("poll"))? {
+        return Err(SetupError::Protocol("the helper's parent is gone"));
+    }
+    Ok(())
+}
+
+/// The view, the hostname and the empty home.
+fn build_view(spec: &HelperSpec) -> Result<()> {
+    mounts::build(spec)?;
+    sys::sethostname(b"ybs-sandbox").map_err(failed("sethostname"))?;
+    let home = Path::new("/tmp/.home");
+    if !home.exists() {
+        let _ = std::fs::create_dir(home);
+    }
     Ok(())
 }
 
@@ -253,53 +228,22 @@ fn pid_one(
     spec: &HelperSpec,
     argv: &[OsString],
     cwd: &Path,
-    alive: OwnedFd,
+    alive: &OwnedFd,
     status: OwnedFd,
 ) -> Result<i32> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))?;
-    // The parent is outside the namespace (getppid() is 0): the pipe it
-    // holds tells whether it is still alive.
-    let mut poll = libc::pollfd {
-        fd: alive.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    #[allow(unsafe_code)]
-    // SAFETY: one valid pollfd.
-    let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
-    if ready != 0 {
-        return Err("the helper's parent is gone".to_owned());
-    }
-    mounts::build(spec)?;
-    let hostname = b"ybs-sandbox";
-    #[allow(unsafe_code)]
-    // SAFETY: a valid buffer and its length.
-    if unsafe { libc::sethostname(hostname.as_ptr().cast(), hostname.len()) } != 0 {
-        return Err(os_error("sethostname"));
-    }
-    let home = Path::new("/tmp/.home");
-    if !home.exists() {
-        let _ = std::fs::create_dir(home);
-    }
+    tie_to_parent(alive)?;
+    build_view(spec)?;
     confine_process(spec, true)?;
-    #[allow(unsafe_code)]
-    // SAFETY: single-threaded, as above.
-    let fork = unsafe { nix::unistd::fork() }.map_err(|e| format!("fork: {e}"))?;
-    let program = match fork {
-        nix::unistd::ForkResult::Child => {
+    let program = match sys::fork().map_err(failed("fork"))? {
+        sys::ForkResult::Child => {
             drop(status);
-            drop(alive);
             exec(argv, cwd)
         }
-        nix::unistd::ForkResult::Parent { child } => child.as_raw(),
+        sys::ForkResult::Parent { child } => child.as_raw(),
     };
     // Reap everything; end when the program ends.
     loop {
-        let mut raw = 0;
-        #[allow(unsafe_code)]
-        // SAFETY: a valid status pointer.
-        let pid = unsafe { libc::waitpid(-1, &raw mut raw, 0) };
+        let (pid, raw) = sys::wait_raw(-1).map_err(failed("waitpid"))?;
         if pid == program {
             let mut file = std::fs::File::from(status);
             let _ = file.write_all(&raw.to_ne_bytes());
@@ -309,99 +253,46 @@ fn pid_one(
                 128 + libc::WTERMSIG(raw)
             });
         }
-        if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err(os_error("waitpid"));
-        }
     }
+}
+
+/// The writable roots of Landlock: inside the namespaces the workdir,
+/// `/tmp`, `/dev/shm`, the operator's paths and the toolchain scratch
+/// overlays; without them the host's.
+fn landlock_roots(spec: &HelperSpec, namespaces: bool) -> Vec<PathBuf> {
+    if !namespaces {
+        return spec.landlock_roots();
+    }
+    let mut roots = vec![
+        spec.workdir.clone(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/dev/shm"),
+    ];
+    roots.extend(spec.writable.iter().cloned());
+    roots.extend(spec.scratch.iter().cloned());
+    roots
+}
+
+/// The process limit, every capability set emptied, `no_new_privs`.
+fn drop_privileges(spec: &HelperSpec) -> Result<()> {
+    if let Some(max) = spec.max_processes {
+        nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NPROC, max, max)
+            .map_err(failed_nix("RLIMIT_NPROC"))?;
+    }
+    sys::drop_capabilities().map_err(failed("drop the capabilities"))?;
+    sys::no_new_privs().map_err(failed("PR_SET_NO_NEW_PRIVS"))
 }
 
 /// Every capability set emptied, `no_new_privs`, Landlock, seccomp.
 fn confine_process(spec: &HelperSpec, namespaces: bool) -> Result<()> {
-    if let Some(max) = spec.max_processes {
-        nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NPROC, max, max)
-            .map_err(|e| format!("RLIMIT_NPROC: {e}"))?;
-    }
-    drop_capabilities()?;
-    #[allow(unsafe_code)]
-    // SAFETY: a plain prctl.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(os_error("PR_SET_NO_NEW_PRIVS"));
-    }
-    let roots = if namespaces {
-        let mut roots = vec![
-            spec.workdir.clone(),
-            PathBuf::from("/tmp"),
-            PathBuf::from("/dev/shm"),
-        ];
-        roots.extend(spec.writable.iter().cloned());
-        roots.extend(spec.scratch.iter().cloned());
-        roots
-    } else {
-        spec.landlock_roots()
-    };
-    let ruleset = filter::landlock_ruleset(&roots).map_err(|e| format!("Landlock: {e}"))?;
-    filter::restrict(ruleset).map_err(|e| format!("Landlock: {e}"))?;
+    drop_privileges(spec)?;
+    let ruleset = filter::landlock_ruleset(&landlock_roots(spec, namespaces))?;
+    filter::restrict(ruleset)?;
     let program = filter::seccomp_program(FilterSettings {
         network: spec.network,
         unix_sockets: spec.unix_sockets,
-    })
-    .map_err(|e| format!("seccomp: {e}"))?;
-    seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))?;
-    Ok(())
-}
-
-/// The capability sets: bounding (every capability dropped), ambient
-/// (cleared), permitted, effective, inheritable (zeroed).
-pub fn drop_capabilities() -> Result<()> {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const VERSION_3: u32 = 0x2008_0522;
-    #[allow(unsafe_code)]
-    // SAFETY: plain prctl and capset calls with valid pointers.
-    unsafe {
-        for cap in 0..64 {
-            if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) < 0 {
-                break;
-            }
-            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
-                && libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1
-            {
-                return Err(os_error("PR_CAPBSET_DROP"));
-            }
-        }
-        if libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        ) != 0
-        {
-            return Err(os_error("PR_CAP_AMBIENT_CLEAR_ALL"));
-        }
-        let mut header = Header {
-            version: VERSION_3,
-            pid: 0,
-        };
-        let data = [Data {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        }; 2];
-        if libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) != 0 {
-            return Err(os_error("capset"));
-        }
-    }
+    })?;
+    filter::apply_seccomp(&program)?;
     Ok(())
 }
 
@@ -414,7 +305,12 @@ fn exec(argv: &[OsString], cwd: &Path) -> ! {
     }
     use std::os::unix::process::CommandExt;
     let error = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
-    say(&format!("{}: {error}", argv[0].to_string_lossy()));
+    exec_failed(&argv[0], &error)
+}
+
+/// Says why `program` could not be exec'd and exits like a shell.
+fn exec_failed(program: &OsString, error: &std::io::Error) -> ! {
+    say(&format!("{}: {error}", program.to_string_lossy()));
     std::process::exit(if error.kind() == std::io::ErrorKind::NotFound {
         127
     } else {
@@ -426,93 +322,73 @@ fn exec(argv: &[OsString], cwd: &Path) -> ! {
 /// prints what works as one JSON line. Never returns.
 pub fn probe_main() -> ! {
     let mut report = serde_json::Map::new();
-    let namespaces = probe_namespaces();
+    let namespaces = probe_namespaces().map_err(|error| error.to_string());
     report.insert(
         "namespaces".to_owned(),
         namespaces.err().map_or(serde_json::Value::Null, Into::into),
     );
-    let landlock = filter::landlock_ruleset(&[std::env::temp_dir()])
-        .and_then(filter::restrict)
-        .map_err(|e| format!("Landlock: {e}"));
+    let landlock = filter::landlock_ruleset(&[std::env::temp_dir()]).and_then(filter::restrict);
     report.insert(
         "landlock".to_owned(),
         match landlock {
             Ok(status) => serde_json::json!({"status": status}),
-            Err(error) => serde_json::json!({"error": error}),
+            Err(error) => serde_json::json!({"error": error.to_string()}),
         },
     );
     let seccomp = filter::seccomp_program(FilterSettings {
         network: false,
         unix_sockets: false,
     })
-    .and_then(|program| seccompiler::apply_filter(&program).map_err(|e| e.to_string()))
-    .map_err(|e| format!("seccomp: {e}"));
+    .and_then(|program| filter::apply_seccomp(&program));
     report.insert(
         "seccomp".to_owned(),
-        seccomp.err().map_or(serde_json::Value::Null, Into::into),
+        seccomp
+            .err()
+            .map_or(serde_json::Value::Null, |error| error.to_string().into()),
     );
     let _ = writeln!(std::io::stdout(), "{}", serde_json::Value::Object(report));
     std::process::exit(0)
 }
 
-/// Namespaces, id maps, a private `/proc`, a tmpfs: in a child, so this
-/// process keeps its own view.
-fn probe_namespaces() -> Result<()> {
+/// Runs `work` in a child; `Ok` when it succeeded, else what it wrote on
+/// the pipe it is given (or `failure` when it wrote nothing).
+fn in_child(failure: &'static str, work: impl FnOnce() -> Result<()>) -> Result<()> {
     let (read, write) = pipe()?;
-    #[allow(unsafe_code)]
-    // SAFETY: the probe is single-threaded.
-    let fork = unsafe { nix::unistd::fork() }.map_err(|e| format!("fork: {e}"))?;
-    match fork {
-        nix::unistd::ForkResult::Child => {
+    match sys::fork().map_err(failed("fork"))? {
+        sys::ForkResult::Child => {
             drop(read);
-            let outcome = enter_namespaces(false).and_then(|()| {
-                #[allow(unsafe_code)]
-                // SAFETY: single-threaded.
-                let fork = unsafe { nix::unistd::fork() }.map_err(|e| format!("fork: {e}"))?;
-                match fork {
-                    nix::unistd::ForkResult::Child => {
-                        let code = match mounts::probe() {
-                            Ok(()) => 0,
-                            Err(error) => {
-                                let _ = nix::unistd::write(&write, error.as_bytes());
-                                1
-                            }
-                        };
-                        std::process::exit(code)
-                    }
-                    nix::unistd::ForkResult::Parent { child } => {
-                        let status = wait_for(child.as_raw())?;
-                        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-                            Ok(())
-                        } else {
-                            Err(String::new())
-                        }
-                    }
-                }
-            });
-            let code = match outcome {
+            let code = match work() {
                 Ok(()) => 0,
                 Err(error) => {
-                    let _ = nix::unistd::write(&write, error.as_bytes());
+                    let _ = nix::unistd::write(&write, error.to_string().as_bytes());
                     1
                 }
             };
             std::process::exit(code)
         }
-        nix::unistd::ForkResult::Parent { child } => {
+        sys::ForkResult::Parent { child } => {
             drop(write);
-            let status = wait_for(child.as_raw())?;
+            let (_, status) = sys::wait_raw(child.as_raw()).map_err(failed("waitpid"))?;
             let mut message = String::new();
             let _ = std::fs::File::from(read).read_to_string(&mut message);
             if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
                 Ok(())
             } else if message.is_empty() {
-                Err("namespaces: the probe failed".to_owned())
+                Err(SetupError::Protocol(failure))
             } else {
-                Err(message)
+                Err(SetupError::Reported(message))
             }
         }
     }
+}
+
+/// Namespaces, id maps, a private `/proc`, a tmpfs: in a child, so this
+/// process keeps its own view (and its PID 1 in a grandchild).
+fn probe_namespaces() -> Result<()> {
+    in_child("namespaces: the probe failed", || {
+        enter_namespaces(false)?;
+        in_child("namespaces: the probe failed", mounts::probe)
+    })
 }
 
 pub mod init;

@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 
 use nix::libc;
 
-use super::{Result, cstring};
+use super::{Result, SetupError, failed, failed_nix};
 use crate::tools::sandbox::spec::HelperSpec;
+use crate::tools::sandbox::sys;
 
 /// Host devices bound into the minimal `/dev`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
@@ -30,7 +31,7 @@ fn mount(
     data: Option<&str>,
 ) -> Result<()> {
     mount_raw(source, target, fstype, flags, data)
-        .map_err(|error| format!("mount {}: {error}", target.display()))
+        .map_err(failed(format_args!("mount {}", target.display())))
 }
 
 fn mount_raw(
@@ -40,27 +41,17 @@ fn mount_raw(
     flags: libc::c_ulong,
     data: Option<&str>,
 ) -> std::io::Result<()> {
-    let invalid = |_| std::io::Error::from_raw_os_error(libc::EINVAL);
-    let source = source.map(cstring).transpose().map_err(invalid)?;
-    let target_c = cstring(target).map_err(invalid)?;
+    let source = source.map(sys::c_path).transpose()?;
+    let target = sys::c_path(target)?;
     let fstype = fstype.map(|f| CString::new(f).unwrap_or_default());
     let data = data.map(|d| CString::new(d).unwrap_or_default());
-    #[allow(unsafe_code)]
-    // SAFETY: valid NUL-terminated strings or null pointers.
-    let result = unsafe {
-        libc::mount(
-            source.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-            target_c.as_ptr(),
-            fstype.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-            flags,
-            data.as_ref()
-                .map_or(std::ptr::null(), |s| s.as_ptr().cast()),
-        )
-    };
-    if result != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    sys::mount(
+        source.as_deref(),
+        &target,
+        fstype.as_deref(),
+        flags,
+        data.as_deref(),
+    )
 }
 
 /// An empty, read-only tmpfs over the directory `path`.
@@ -86,26 +77,18 @@ fn bind(source: &Path, target: &Path) -> Result<()> {
 
 /// The flags of the mount at `path` that a remount must keep.
 fn kept_flags(path: &Path) -> std::io::Result<libc::c_ulong> {
-    let path = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
-        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-    #[allow(unsafe_code)]
-    // SAFETY: a zeroed statvfs is a valid out-parameter.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    #[allow(unsafe_code)]
-    // SAFETY: valid pointers.
-    if unsafe { libc::statvfs(path.as_ptr(), &raw mut stat) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    use nix::sys::statvfs::FsFlags;
+    let stat = nix::sys::statvfs::statvfs(path)?;
     let mut flags = 0;
     for (st, ms) in [
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
+        (FsFlags::ST_NOSUID, libc::MS_NOSUID),
+        (FsFlags::ST_NODEV, libc::MS_NODEV),
+        (FsFlags::ST_NOEXEC, libc::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, libc::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, libc::MS_RELATIME),
     ] {
-        if stat.f_flag & st != 0 {
+        if stat.flags().contains(st) {
             flags |= ms;
         }
     }
@@ -130,7 +113,7 @@ fn open_path(path: &Path) -> Result<OwnedFd> {
         nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::empty(),
     )
-    .map_err(|e| format!("{}: {e}", path.display()))
+    .map_err(failed_nix(path.display()))
 }
 
 fn fd_path(fd: &OwnedFd) -> PathBuf {
@@ -153,7 +136,7 @@ fn mount_point(path: &Path, directory: bool) -> Result<()> {
                     .map(drop)
             })
     };
-    made.map_err(|e| format!("mount point {}: {e}", path.display()))
+    made.map_err(failed(format_args!("mount point {}", path.display())))
 }
 
 /// Builds the whole view (see the module documentation).
@@ -245,10 +228,10 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
                 .iter()
                 .any(|root| mount_point.starts_with(root));
             if !unreachable && !special {
-                return Err(format!(
-                    "remount {} read-only: {error}",
+                return Err(failed(format_args!(
+                    "remount {} read-only",
                     mount_point.display()
-                ));
+                ))(error));
             }
         }
     }
@@ -265,14 +248,15 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
             continue;
         }
         bind(path, path)?;
-        remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))?;
+        remount_ro(path).map_err(failed(format_args!("remount {} read-only", path.display())))?;
     }
     for path in &spec.hidden {
         if path.is_dir() {
             empty_read_only(path)?;
         } else if path.is_file() {
             bind(path, path)?;
-            remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))?;
+            remount_ro(path)
+                .map_err(failed(format_args!("remount {} read-only", path.display())))?;
         }
     }
     // Blocked paths (credentials) hidden outright, files too. One the
@@ -282,12 +266,14 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
             empty_read_only(path)
         } else if path.exists() {
             bind(Path::new("/dev/null"), path).and_then(|()| {
-                remount_ro(path).map_err(|e| format!("remount {} read-only: {e}", path.display()))
+                remount_ro(path)
+                    .map_err(failed(format_args!("remount {} read-only", path.display())))
             })
         } else {
             Ok(())
         };
-        hidden.map_err(|error| format!("hide {}: {error}", path.display()))?;
+        hidden
+            .map_err(|error| SetupError::Reported(format!("hide {}: {error}", path.display())))?;
     }
 
     // A private /proc: only the sandbox's processes.
@@ -321,10 +307,10 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
         ("stderr", "/proc/self/fd/2"),
     ] {
         std::os::unix::fs::symlink(target, dev.join(link))
-            .map_err(|e| format!("/dev/{link}: {e}"))?;
+            .map_err(failed(format_args!("/dev/{link}")))?;
     }
     let shm = dev.join("shm");
-    std::fs::create_dir(&shm).map_err(|e| format!("/dev/shm: {e}"))?;
+    std::fs::create_dir(&shm).map_err(failed("/dev/shm"))?;
     mount(
         Some(Path::new("tmpfs")),
         &shm,
@@ -332,7 +318,7 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
         libc::MS_NOSUID | libc::MS_NODEV,
         Some("mode=1777,size=64m"),
     )?;
-    remount_ro(dev).map_err(|e| format!("remount /dev read-only: {e}"))?;
+    remount_ro(dev).map_err(failed("remount /dev read-only"))?;
     Ok(())
 }
 
@@ -379,8 +365,8 @@ fn longest_root<'r>(path: &Path, roots: &'r [PathBuf]) -> Option<&'r PathBuf> {
 
 /// Mount points from `/proc/self/mountinfo`, octal escapes decoded.
 fn mount_points() -> Result<Vec<PathBuf>> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let text =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(failed("/proc/self/mountinfo"))?;
     let mut points: Vec<PathBuf> = text
         .lines()
         .filter_map(|line| line.split(' ').nth(4))

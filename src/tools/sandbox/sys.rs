@@ -1,0 +1,320 @@
+//! Every system call of the sandbox that Rust cannot check, behind a safe
+//! wrapper: the one place `unsafe` is allowed in ybs. Each block says why
+//! it is sound; each wrapper takes only what keeps it so (a fork checks
+//! that the process has one thread, a descriptor received from the kernel
+//! becomes owned where it arrives).
+#![expect(
+    unsafe_code,
+    reason = "the sandbox helper's system calls: fork, unshare, mount, capabilities, descriptor passing"
+)]
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use nix::libc;
+
+pub use nix::unistd::ForkResult;
+
+fn check(result: libc::c_int) -> io::Result<libc::c_int> {
+    if result == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(result)
+    }
+}
+
+/// The number of threads of this process, from `/proc/self/stat`.
+fn threads() -> Option<usize> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count after its `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_ascii_whitespace().nth(17)?.parse().ok()
+}
+
+/// The effective user and group ids.
+pub fn ids() -> (libc::uid_t, libc::gid_t) {
+    // SAFETY: plain system calls without arguments; they cannot fail.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// `fork(2)`, refused unless this process has a single thread (the
+/// helper's processes never start one): then the child may run any code.
+pub fn fork() -> io::Result<ForkResult> {
+    if threads() != Some(1) {
+        return Err(io::Error::other("fork refused: more than one thread"));
+    }
+    // SAFETY: single-threaded, checked above: no lock or allocator state
+    // of another thread is copied half-way.
+    unsafe { nix::unistd::fork() }.map_err(io::Error::from)
+}
+
+/// `waitpid(2)` with the raw wait status (retried on `EINTR`): the pid
+/// that ended (`pid` or, for -1, any child) and its status.
+pub fn wait_raw(pid: libc::pid_t) -> io::Result<(libc::pid_t, libc::c_int)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: a valid pointer to a local status word.
+        let waited = unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        if waited >= 0 {
+            return Ok((waited, status));
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// Marks every descriptor but stdin, stdout and stderr close-on-exec.
+pub fn close_inherited_on_exec() -> io::Result<()> {
+    let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_SETFD only sets the flags of descriptor `fd`; the one
+        // the listing itself used is closed by now and fails with EBADF,
+        // which is harmless.
+        let done = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        if done == -1 && io::Error::last_os_error().raw_os_error() != Some(libc::EBADF) {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+/// `unshare(2)` with `CLONE_*` flags.
+pub fn unshare(flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: a plain system call; the caller is single-threaded (a user
+    // namespace refuses a multi-threaded caller anyway).
+    check(unsafe { libc::unshare(flags) }).map(drop)
+}
+
+#[cfg(target_os = "linux")]
+/// `sethostname(2)`.
+pub fn sethostname(name: &[u8]) -> io::Result<()> {
+    // SAFETY: a valid buffer and its length.
+    check(unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) }).map(drop)
+}
+
+/// `poll(2)` on plain pollfd records (retried on `EINTR` when `timeout`
+/// is -1); the number ready.
+pub fn poll(fds: &mut [libc::pollfd], timeout: libc::c_int) -> io::Result<usize> {
+    let count = libc::nfds_t::try_from(fds.len()).map_err(io::Error::other)?;
+    loop {
+        // SAFETY: `fds` is a valid array of `count` pollfd records.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), count, timeout) };
+        if ready >= 0 {
+            return Ok(usize::try_from(ready).unwrap_or(0));
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) || timeout != -1 {
+            return Err(error);
+        }
+    }
+}
+
+/// True when `fd` is readable or closed, without waiting.
+pub fn ready_now(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    let mut record = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    Ok(poll(&mut record, 0)? != 0)
+}
+
+#[cfg(target_os = "linux")]
+/// `PR_SET_NO_NEW_PRIVS`.
+pub fn no_new_privs() -> io::Result<()> {
+    nix::sys::prctl::set_no_new_privs().map_err(io::Error::from)
+}
+
+#[cfg(target_os = "linux")]
+/// The capability sets: bounding (every capability dropped), ambient
+/// (cleared), permitted, effective, inheritable (zeroed).
+pub fn drop_capabilities() -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    // SAFETY: plain prctl and capset calls with valid pointers to local,
+    // correctly laid out records.
+    unsafe {
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) < 0 {
+                break;
+            }
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
+                && libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1
+            {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        check(libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        ))?;
+        let mut header = Header {
+            version: VERSION_3,
+            pid: 0,
+        };
+        let data = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Ends this process by `signal` with its default action (no core file),
+/// the way a program killed by it ended; returns only if the signal did
+/// not end it.
+pub fn raise_default(signal: libc::c_int) {
+    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+    // SAFETY: plain signal calls with a valid, local signal set.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
+}
+
+/// `SIGCHLD` ignored (children reaped by the kernel) or back to default.
+pub fn reap_children_automatically(yes: bool) {
+    let action = if yes { libc::SIG_IGN } else { libc::SIG_DFL };
+    // SAFETY: a plain disposition, no handler function.
+    unsafe {
+        libc::signal(libc::SIGCHLD, action);
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// `mount(2)`; `None` for a null argument.
+pub fn mount(
+    source: Option<&CStr>,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
+) -> io::Result<()> {
+    // SAFETY: valid NUL-terminated strings or null pointers.
+    check(unsafe {
+        libc::mount(
+            source.map_or(std::ptr::null(), CStr::as_ptr),
+            target.as_ptr(),
+            fstype.map_or(std::ptr::null(), CStr::as_ptr),
+            flags,
+            data.map_or(std::ptr::null(), |d| d.as_ptr().cast()),
+        )
+    })
+    .map(drop)
+}
+
+/// A path as a C string.
+pub fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// `dup2(2)` of `fd` onto one of the standard descriptors 0, 1, 2.
+pub fn dup_onto_standard(fd: BorrowedFd<'_>, standard: RawFd) -> io::Result<()> {
+    if !(0..=2).contains(&standard) {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: `fd` is open (borrowed); replacing 0, 1 or 2 closes no
+    // descriptor some Rust object owns in the helper (they are never
+    // wrapped there).
+    check(unsafe { libc::dup2(fd.as_raw_fd(), standard) }).map(drop)
+}
+
+#[cfg(target_os = "linux")]
+/// Receives one datagram of up to `N` descriptors on `socket` (retried
+/// on `EINTR`), each close-on-exec and owned. `None` at the end (the peer
+/// closed); a datagram with another number of descriptors gives them back
+/// to be dropped by the caller.
+pub fn receive_fds<const N: usize>(socket: BorrowedFd<'_>) -> io::Result<Option<Vec<OwnedFd>>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    loop {
+        let mut byte = [0u8; 1];
+        let mut iov = [io::IoSliceMut::new(&mut byte)];
+        let mut space = nix::cmsg_space!([RawFd; N]);
+        let message = match recvmsg::<()>(
+            socket.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Ok(message) => message,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(error) => return Err(error.into()),
+        };
+        let mut fds = Vec::new();
+        for cmsg in message.cmsgs().map_err(io::Error::from)? {
+            if let ControlMessageOwned::ScmRights(raw) = cmsg {
+                // SAFETY: the kernel just installed these descriptors in
+                // this process for this message; nothing else owns them.
+                fds.extend(
+                    raw.into_iter()
+                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+                );
+            }
+        }
+        if message.bytes == 0 && fds.is_empty() {
+            return Ok(None);
+        }
+        return Ok(Some(fds));
+    }
+}
+
+/// In the child of `command`, before exec: a new session (so a new
+/// process group with the child's pid as its id, and no controlling
+/// terminal) and `PR_SET_PDEATHSIG(SIGKILL)`, refusing to start if the
+/// parent already died between fork and that call.
+pub fn detach_in_child(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    #[cfg(target_os = "linux")]
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs in the forked child before exec. It makes
+    // only raw system calls (setsid, prctl, getppid), all
+    // async-signal-safe; it neither allocates nor takes a lock, and its
+    // errors are built from raw errnos, which do not allocate either.
+    unsafe {
+        command.pre_exec(move || {
+            nix::unistd::setsid().map_err(io::Error::from)?;
+            #[cfg(target_os = "linux")]
+            {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(io::Error::from)?;
+                if nix::unistd::getppid() != parent {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+            }
+            Ok(())
+        });
+    }
+}
