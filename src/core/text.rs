@@ -40,20 +40,20 @@ pub fn tail(text: &str, max_bytes: usize) -> &str {
     &text[start..]
 }
 
-/// Levenshtein distance, for "did you mean" hints.
+/// Levenshtein distance (in characters), for "did you mean" hints.
 pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b_chars: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b_chars.len()).collect();
-    let mut current = vec![0; b_chars.len() + 1];
-    for (i, a_char) in a.chars().enumerate() {
-        current[0] = i + 1;
-        for (j, b_char) in b_chars.iter().enumerate() {
-            let substitution = previous[j] + usize::from(a_char != *b_char);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        std::mem::swap(&mut previous, &mut current);
-    }
-    previous[b_chars.len()]
+    strsim::levenshtein(a, b)
+}
+
+/// Lowercase hexadecimal of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, byte| {
+            let _ = write!(out, "{byte:02x}");
+            out
+        })
 }
 
 /// The candidate closest to `found`, if it is close enough to be a typo.

@@ -17,6 +17,7 @@ use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Component, Path, PathBuf};
 
+use hmac::{Hmac, KeyInit, Mac as _};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -191,28 +192,19 @@ impl StateError {
 
 /// HMAC-SHA256 (RFC 2104).
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut block = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.map(|b| b ^ byte);
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
+    mac(key, message).finalize().into_bytes().into()
 }
 
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+/// The MAC of `message` under `key`, not finalized.
+fn mac(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
+    // HMAC takes a key of any length.
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key)
+        .unwrap_or_else(|_| <Hmac<Sha256> as KeyInit>::new(&Default::default()));
+    mac.update(message);
+    mac
 }
+
+pub use crate::core::text::hex;
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {
@@ -222,11 +214,6 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
         .collect()
-}
-
-/// Equal without an early exit on the first difference.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The signing key and where it came from.
@@ -241,8 +228,10 @@ impl Key {
     }
 
     /// True if and only if `mac` (hex) is this key's HMAC of `state`.
-    pub fn verify(&self, state: &[u8], mac: &str) -> bool {
-        unhex(mac.trim()).is_some_and(|mac| same(&mac, &hmac_sha256(&self.bytes, state)))
+    pub fn verify(&self, state: &[u8], signature: &str) -> bool {
+        // `verify_slice` compares in constant time (with `subtle`).
+        unhex(signature.trim())
+            .is_some_and(|expected| mac(&self.bytes, state).verify_slice(&expected).is_ok())
     }
 }
 

@@ -189,26 +189,9 @@ fn key_values(name: &str, text: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let decoded = (bytes[index] == b'%')
-            .then(|| text.get(index + 1..index + 3))
-            .flatten()
-            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
-        match decoded {
-            Some(byte) => {
-                out.push(byte);
-                index += 3;
-            }
-            None => {
-                out.push(bytes[index]);
-                index += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// `00-<trace id>-<span id>-<flags>` (W3C Trace Context).
