@@ -49,6 +49,9 @@ pub fn run(
         }
     };
     session::warn_unconfined(console, &prepared);
+    for note in super::parallel::serial_notes(&prepared) {
+        console.error(&note);
+    }
     for note in super::saved_work_notes(&context, &prepared) {
         console.error(&format!("ybs: {note}"));
     }

@@ -11,6 +11,7 @@ mod error;
 mod front;
 pub mod inspect;
 pub mod options;
+pub mod parallel;
 pub mod pause;
 pub mod prepare;
 pub mod redacting;
@@ -412,7 +413,7 @@ pub async fn execute(
 
 /// Whether two tasks would work in one directory: neither has its own
 /// worktree and one workdir is, or contains, the other.
-fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
+pub(crate) fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
     if a.worktree.is_some() || b.worktree.is_some() {
         return false;
     }
