@@ -104,6 +104,10 @@ pub fn prepare(
         return Err(fail(problem.message, problem.hint.as_deref()));
     }
     let mut settings = run.config.task_settings(task);
+    // `--models`: the copy's model, over the task's and the config's.
+    if let Some(model) = run.copies.model(&task.id) {
+        model.clone_into(&mut settings.model);
+    }
     if run.cassette.is_some() {
         // `--cassette FILE` (or YBS_CASSETTE) means the replay provider,
         // whatever the task file names: a recorded run reproduces offline

@@ -529,6 +529,7 @@ pub fn resume(
     }
     let entry = Entry {
         tasks: tasks.iter().map(|task| task.id.clone()).collect(),
+        copies: super::matrix::Copies::default(),
         resuming: Some(resuming),
     };
     let (context, redactor) = run_context(loaded, &options, entry)?;

@@ -16,6 +16,7 @@ mod interactive;
 mod jobs;
 mod left_behind;
 mod masking;
+mod matrix;
 mod mcp;
 mod moving_tree;
 mod otel;
