@@ -116,14 +116,17 @@ pub fn percent(rate: f64) -> String {
     format!("{:.0}%", rate * 100.0)
 }
 
+/// A task's runs being gathered: its key, whether the key is of runs of
+/// `--repeat`, and each run's index and status.
+type Group = (String, bool, Vec<(usize, Status)>);
+
 /// The runs of each task, grouped by [`group_key`] in the order each
 /// task's first run comes, with their verdict under `min_pass_rate`.
 pub fn rates<'a>(
     items: impl IntoIterator<Item = (&'a str, Status)>,
     min_pass_rate: Option<f64>,
 ) -> Vec<Rate> {
-    // (key, whether the key is of runs, the runs)
-    let mut groups: Vec<(String, bool, Vec<(usize, Status)>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for (index, (id, status)) in items.into_iter().enumerate() {
         let key = group_key(id);
         // Only runs of `--repeat` add up: a plain id is a task of its own.

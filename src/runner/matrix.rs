@@ -34,6 +34,9 @@ pub struct Copies {
     models: HashMap<String, String>,
     /// `--min-pass-rate R`.
     pub min_pass_rate: Option<f64>,
+    /// The tasks were copied: each copy runs in a worktree of its own
+    /// where it can, whatever `--jobs` is.
+    pub expanded: bool,
 }
 
 impl Copies {
@@ -77,10 +80,12 @@ pub fn expand(tasks: Vec<TaskSpec>, matrix: &Matrix) -> Result<(Vec<TaskSpec>, C
     let mut copies = Copies {
         models: HashMap::new(),
         min_pass_rate: matrix.min_pass_rate,
+        expanded: false,
     };
     if matrix.models.is_empty() && repeat == 1 {
         return Ok((tasks, copies));
     }
+    copies.expanded = true;
     let mut parts: Vec<(String, &str)> = Vec::new();
     for model in &matrix.models {
         let part = model_part(model);

@@ -16,6 +16,7 @@ use crate::core::event::GitOutcome;
 use crate::core::{Redactor, Status};
 use crate::git::TaskWorktree;
 use crate::report::OutDir;
+use crate::report::rates::{MODEL_MARK, RUN_MARK};
 use crate::task::TaskSpec;
 
 /// The file, in the task's output directory, that holds the changes of a
@@ -84,11 +85,19 @@ pub fn serial_notes(prepared: &[PreparedTask]) -> Vec<String> {
                     why.push(reason);
                 }
             }
+            // Copies of one task (`--repeat`, `--models`) are not isolated
+            // from each other then: say it.
+            let copies = ids.iter().any(|id| id.contains([MODEL_MARK, RUN_MARK]));
             format!(
-                "ybs: tasks {} share workdir {} and run one after another, not at once: {}",
+                "ybs: tasks {} share workdir {} and run one after another, not at once: {}{}",
                 ids.join(", "),
                 group[0].tool_ctx.workdir.display(),
-                why.join("; ")
+                why.join("; "),
+                if copies {
+                    "; each sees what the ones before it changed there"
+                } else {
+                    ""
+                }
             )
         })
         .collect()

@@ -136,17 +136,19 @@ pub fn prepare(
     }
     let setup = |error: SetupError| fail(error.to_string(), error.hint_text());
     // `--jobs`: why the task runs in its workdir rather than a worktree
-    // of its own, when it does (the console says it).
+    // of its own, when it does (the console says it). The copies of
+    // `--repeat` and `--models` get worktrees with `--jobs 1` too: each
+    // starts from the same tree, and none commits on the user's branch.
     let mut in_place = None;
     if commit_enabled {
         git_preflight(run, &workdir).map_err(setup)?;
-        if run.jobs > 1 {
+        if run.jobs > 1 || run.copies.expanded {
             worktree = isolate(run, task, &workdir).map_err(setup)?;
             if worktree.is_none() {
                 in_place = Some("the workdir is not in a git repository".to_owned());
             }
         }
-    } else if run.jobs > 1 && !run.resuming {
+    } else if (run.jobs > 1 || run.copies.expanded) && !run.resuming {
         match super::parallel::isolate_reader(run, task, &workdir) {
             Ok(made) => worktree = Some(made),
             Err(why) => in_place = Some(why),

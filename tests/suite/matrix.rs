@@ -243,3 +243,47 @@ fn models_run_every_task_once_per_model_at_once_and_are_compared() {
     let summary = ybs.read("merged/summary.md");
     assert!(summary.contains("| gamma | 2 | 2 | 100% |"), "{summary}");
 }
+
+#[test]
+fn the_runs_of_a_committing_task_start_from_the_same_tree_and_commit_on_their_own_branches() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: add x\nmodel: test-model\npolicy:\n  default: allow\nchecks:\n  - name: alone\n    run: test \"$(cat x.txt)\" = x\n",
+    );
+    let write = |id: &str| {
+        super::git::for_task(
+            id,
+            crate::support::cassette::call(
+                "write_file",
+                serde_json::json!({"path": "x.txt", "content": "x"}),
+            ),
+        )
+    };
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            write("t#1"),
+            super::git::for_task("t#1", crate::support::cassette::answer("added")),
+            write("t#2"),
+            super::git::for_task("t#2", crate::support::cassette::answer("added")),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    let base = repo.head();
+    // --jobs 1: the runs still get worktrees of their own.
+    let run = ybs.run(["run", "t.yaml", "--repeat", "2", "--no-sandbox"]);
+    run.expect_code(0);
+    assert_eq!(repo.head(), base, "no run committed on the user's branch");
+    assert_eq!(repo.status(), Vec::<String>::new());
+    let run_id = super::git::run_id(&run.json("ybs-out/t#1/transcript.json"));
+    for k in ["1", "2"] {
+        let branch = format!("ybs/{run_id}/t#{k}");
+        assert_eq!(
+            repo.git(&["rev-parse", &format!("{branch}^")]),
+            base,
+            "{branch}"
+        );
+        assert_eq!(repo.files_of(&branch), ["x.txt"]);
+    }
+}
