@@ -156,6 +156,10 @@ pub fn rates<'a>(
                 Verdict::Passed
             } else if passed == 0 {
                 worst
+            } else if worst == Verdict::Paused {
+                // Some runs passed and the others wait for `ybs resume`:
+                // the rate is not known yet.
+                Verdict::Paused
             } else {
                 match min_pass_rate {
                     Some(min) if ratio(passed, runs.len()) >= min => Verdict::Passed,
@@ -203,6 +207,8 @@ mod tests {
             ("b#2", Passed),
             ("c#1", Error),
             ("c#2", Failed),
+            ("e#1", Passed),
+            ("e#2", Status::Paused),
             ("d", Passed),
         ];
         let verdicts = |min| {
@@ -217,6 +223,7 @@ mod tests {
                 ("a".to_owned(), Verdict::Flaky, 1, 2),
                 ("b".to_owned(), Verdict::Passed, 2, 2),
                 ("c".to_owned(), Verdict::Failed, 0, 2),
+                ("e".to_owned(), Verdict::Paused, 1, 2),
                 ("d".to_owned(), Verdict::Passed, 1, 1),
             ]
         );

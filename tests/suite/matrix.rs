@@ -287,3 +287,83 @@ fn the_runs_of_a_committing_task_start_from_the_same_tree_and_commit_on_their_ow
         assert_eq!(repo.files_of(&branch), ["x.txt"]);
     }
 }
+
+#[test]
+fn a_run_of_repeat_that_paused_is_resumed_as_that_run() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "\
+id: t
+prompt: deploy a preview
+model: test-model
+commit: false
+tools:
+  caller:
+    - name: deploy_preview
+      description: Deploy a preview and return its URL
+      parameters:
+        type: object
+        properties: {service: {type: string}}
+        required: [service]
+policy:
+  allow: [deploy_preview]
+",
+    );
+    let tagged = |id: &str, value: serde_json::Value| super::git::for_task(id, value);
+    ybs.cassette(
+        "first.json",
+        vec![
+            tagged(
+                "t#1",
+                crate::support::cassette::call(
+                    "deploy_preview",
+                    serde_json::json!({"service": "web"}),
+                ),
+            ),
+            tagged("t#2", crate::support::cassette::answer("deployed")),
+        ],
+    );
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--repeat",
+        "2",
+        "--cassette",
+        "first.json",
+        "--no-sandbox",
+    ]);
+    // One run passed, the other waits: paused, not flaky.
+    run.expect_code(3);
+    let state = run.json("ybs-out/t#1/state.json");
+    assert_eq!(state["task"]["id"], "t#1");
+    let call = state["pending"][0]["id"].as_str().unwrap().to_owned();
+    ybs.cassette(
+        "second.json",
+        vec![tagged("t#1", crate::support::cassette::answer("deployed"))],
+    );
+    ybs.file(
+        "r.json",
+        &serde_json::json!({"results": [{"id": call, "output": "https://preview.example/1"}]})
+            .to_string(),
+    );
+    let resumed = ybs.run([
+        "resume",
+        "ybs-out",
+        "--results",
+        "r.json",
+        "--cassette",
+        "second.json",
+        "--no-sandbox",
+    ]);
+    resumed.expect_code(0);
+    assert_eq!(
+        resumed.json("ybs-out/t#1/transcript.json")["status"],
+        "passed"
+    );
+    let junit = ybs.read("ybs-out/junit.xml");
+    assert!(
+        junit.contains(r#"<property name="pass_rate" value="1.00"/>"#),
+        "{junit}"
+    );
+}
