@@ -191,3 +191,35 @@ fn tasks_that_must_wait_for_each_other_are_named_with_the_reason() {
     let value: Value = run.json("ybs-out/a/transcript.json");
     assert_eq!(value["status"], "passed");
 }
+
+#[test]
+fn a_secret_the_task_wrote_is_masked_in_its_patch() {
+    let secret = "tok-batch-patch-0123456789abcdef";
+    let ybs = Ybs::new().env("DEPLOY_TOKEN", secret);
+    ybs.file(
+        "t.yaml",
+        &tasks_yaml(&[("a", "commit: false\n"), ("b", "commit: false\n")]),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            for_task(
+                "a",
+                call(
+                    "write_file",
+                    json!({"path": "env.txt", "content": format!("TOKEN={secret}\n")}),
+                ),
+            ),
+            for_task("a", answer("done")),
+            for_task("b", answer("done")),
+        ],
+    );
+    Repo::init(&ybs, "");
+    let run = ybs.run(["run", "t.yaml", "--jobs", "2", "--no-sandbox"]);
+    run.expect_code(0);
+    let patch = ybs.read("ybs-out/a/changes.patch");
+    assert!(!patch.contains(secret), "{patch}");
+    assert!(patch.contains("+TOKEN=[REDACTED]"), "{patch}");
+    let note = git_note(&transcript(&run, "a"));
+    assert!(note.contains("secrets masked"), "{note}");
+}
