@@ -156,6 +156,13 @@ pub(super) fn settle_reader(
         }
     };
     match patch {
+        // Changed files, but none a patch holds (git ignores them): only
+        // the worktree keeps them.
+        None if !outcome.files.is_empty() => {
+            let kept =
+                format!("its changes are to files git ignores, so only {where_} holds them, kept");
+            (format!("{note}; {kept}"), Some(kept))
+        }
         None => remove(format!("{note}; nothing to keep")),
         Some(Ok(patch)) if status == Status::Passed => {
             remove(format!("{note}; its changes are in {patch}"))
