@@ -96,12 +96,14 @@ pub fn expand(tasks: Vec<TaskSpec>, matrix: &Matrix) -> Result<(Vec<TaskSpec>, C
             ));
         }
         if let Some((_, other)) = parts.iter().find(|(seen, _)| *seen == part) {
-            return Err(RunError::usage(
+            let message = if other == model {
+                format!("--models: `{model}` is named twice")
+            } else {
                 format!(
                     "--models: `{other}` and `{model}` give the same id part `{part}`: their outputs would be one"
-                ),
-                Some("name each model once"),
-            ));
+                )
+            };
+            return Err(RunError::usage(message, Some("name each model once")));
         }
         parts.push((part, model));
     }

@@ -367,3 +367,23 @@ policy:
         "{junit}"
     );
 }
+
+#[test]
+fn models_whose_outputs_would_be_one_are_refused_before_anything_runs() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", &tasks_yaml(&[("a", "")]));
+    let run = ybs.run(["run", "t.yaml", "--models", "vendor/m,vendor:m"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("`vendor/m` and `vendor:m` give the same id part `vendor-m`"),
+        "{}",
+        run.stderr
+    );
+    assert!(!ybs.exists("ybs-out"));
+    let run = ybs.run(["run", "t.yaml", "--models", "m,m"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("`m` is named twice"), "{}", run.stderr);
+    let run = ybs.run(["run", "t.yaml", "--models", "m", "--model", "n"]);
+    run.expect_code(2);
+}
