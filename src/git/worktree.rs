@@ -314,6 +314,29 @@ mod tests {
     use super::super::tests::{RUN, Repo};
 
     #[test]
+    fn a_worktrees_patch_holds_new_changed_and_deleted_files() {
+        let repo = Repo::new();
+        let made = repo.workspace().add_worktree(RUN, "p").unwrap();
+        assert_eq!(made.patch().unwrap(), None, "no change, no patch");
+        std::fs::write(made.root.join("a.txt"), "changed\n").unwrap();
+        std::fs::create_dir_all(made.root.join("new")).unwrap();
+        std::fs::write(made.root.join("new/n.txt"), "new\n").unwrap();
+        std::fs::remove_file(made.root.join("b.txt")).unwrap();
+        // Ignored: not in the patch.
+        std::fs::write(made.root.join("x.log"), "log\n").unwrap();
+        let patch = String::from_utf8(made.patch().unwrap().unwrap()).unwrap();
+        assert!(patch.contains("+changed"), "{patch}");
+        assert!(patch.contains("+++ b/new/n.txt"), "{patch}");
+        assert!(patch.contains("deleted file mode"), "{patch}");
+        assert!(!patch.contains("x.log"), "{patch}");
+        // It applies to the checkout the worktree was made from.
+        let file = repo.path("p.patch");
+        std::fs::write(&file, &patch).unwrap();
+        repo.git(&["apply", "--check", file.to_str().unwrap()]);
+        made.discard().unwrap();
+    }
+
+    #[test]
     fn a_paused_tasks_worktree_is_reopened_or_made_again_at_its_base() {
         let repo = Repo::new();
         let base = repo.head();
