@@ -70,7 +70,11 @@ pub fn run(
     let report = runtime.block_on(super::execute(
         &context, prepared, None, &layout, &outputs, redactor, console,
     ));
-    for line in super::matrix::console_lines(&report.results, report.min_pass_rate) {
+    let lines = super::matrix::model_lines(&report.results, &context.copies);
+    for line in lines.into_iter().chain(super::matrix::console_lines(
+        &report.results,
+        report.min_pass_rate,
+    )) {
         console.error(&line);
     }
     let flaky = super::matrix::flaky_count(&report.results, report.min_pass_rate);

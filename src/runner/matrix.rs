@@ -164,6 +164,34 @@ pub fn console_lines(results: &[super::TaskResult], min_pass_rate: Option<f64>) 
     .collect()
 }
 
+/// `--models`: one line per model for the console, in `--models` order:
+/// `ybs: model gpt-4o: 3/4 runs passed (75%)` (the summary has the rest).
+pub fn model_lines(results: &[super::TaskResult], copies: &Copies) -> Vec<String> {
+    let mut models: Vec<(&str, usize, usize)> = Vec::new();
+    for result in results {
+        let Some(model) = copies.model(&result.id) else {
+            continue;
+        };
+        let passed = usize::from(result.status == crate::core::Status::Passed);
+        match models.iter_mut().find(|(name, _, _)| *name == model) {
+            Some((_, runs, passes)) => {
+                *runs += 1;
+                *passes += passed;
+            }
+            None => models.push((model, 1, passed)),
+        }
+    }
+    models
+        .into_iter()
+        .map(|(model, runs, passed)| {
+            format!(
+                "ybs: model {model}: {passed}/{runs} runs passed ({})",
+                crate::report::rates::percent(crate::report::rates::ratio(passed, runs))
+            )
+        })
+        .collect()
+}
+
 /// How many tasks (runs counted as one) were flaky and left undecided.
 pub fn flaky_count(results: &[super::TaskResult], min_pass_rate: Option<f64>) -> usize {
     rates(

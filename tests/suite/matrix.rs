@@ -209,6 +209,12 @@ fn models_run_every_task_once_per_model_at_once_and_are_compared() {
             && junit.contains(r#"<property name="model" value="vendor/beta"/>"#),
         "{junit}"
     );
+    let console = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        console.contains("ybs: model alpha: 2/2 runs passed (100%)")
+            && console.contains("ybs: model vendor/beta: 2/2 runs passed (100%)"),
+        "{console}"
+    );
     let summary = ybs.read("ybs-out/summary.md");
     assert!(summary.contains("## Models"), "{summary}");
     assert!(summary.contains("| alpha | 2 | 2 | 100% |"), "{summary}");
