@@ -107,6 +107,10 @@ pub struct MergeArgs {
     /// Where the merged outputs go.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// As `run --min-pass-rate`: a task its `--repeat` runs found flaky
+    /// passes at a pass rate of at least R (0 to 1), fails below it.
+    #[arg(long, value_name = "R", value_parser = parse_rate)]
+    pub min_pass_rate: Option<f64>,
     #[command(flatten)]
     pub verbosity: Verbosity,
 }
@@ -201,6 +205,26 @@ pub struct RunArgs {
     /// commits runs in its own git worktree on branch `ybs/<run-id>/<task-id>`.
     #[arg(long, value_name = "N", env = "YBS_JOBS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
+    /// Run each task N times (each run in its own worktree under --jobs):
+    /// the reports give each task's pass rate, and a task that passed some
+    /// runs but not all is `flaky` (exit 5 unless --min-pass-rate decides).
+    /// Run k of task `t` is `t#k` in the outputs.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub repeat: u16,
+    /// With --repeat: a flaky task passes at a pass rate of at least R
+    /// (0 to 1) and fails below it.
+    #[arg(long, value_name = "R", value_parser = parse_rate)]
+    pub min_pass_rate: Option<f64>,
+    /// Run the tasks once per model, comma-separated: `--models a,b`. Task
+    /// `t` with model `a` is `t@a` in the outputs; JUnit has one suite per
+    /// model and the summary compares them.
+    #[arg(
+        long,
+        value_name = "MODEL,...",
+        value_delimiter = ',',
+        conflicts_with = "model"
+    )]
+    pub models: Vec<String>,
     /// Decide and record tool calls without executing them.
     #[arg(long)]
     pub dry_run: bool,
@@ -436,6 +460,16 @@ fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
 
 fn parse_shard(text: &str) -> Result<Shard, String> {
     text.parse()
+}
+
+/// A pass rate: a number from 0 to 1.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
+        _ => Err(format!(
+            "expected a pass rate from 0 to 1, e.g. 0.8, got `{text}`"
+        )),
+    }
 }
 
 fn parse_var(text: &str) -> Result<(String, String), String> {

@@ -10,6 +10,9 @@ pub const USAGE: u8 = 2;
 pub const PAUSED: u8 = 3;
 /// Infrastructure error (provider, auth, quota, git) and no task failed.
 pub const INFRA: u8 = 4;
+/// `--repeat`: no task failed or errored, but at least one passed some of
+/// its runs and not all (flaky) and no `--min-pass-rate` decided it.
+pub const FLAKY: u8 = 5;
 /// Interrupted by SIGINT/SIGTERM; outputs were still written.
 pub const INTERRUPTED: u8 = 130;
 

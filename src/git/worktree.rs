@@ -245,6 +245,42 @@ impl TaskWorktree {
         }
     }
 
+    /// The worktree's changes against the commit it was made at, as a
+    /// patch `git apply` takes (new and binary files included, ignored
+    /// files left out); `None` when it holds no change. For a task that
+    /// does not commit: its work stays where the user can get it.
+    pub fn patch(&self) -> Result<Option<Vec<u8>>, GitError> {
+        let repo = git2::Repository::open(&self.root).map_err(GitError::git(format!(
+            "cannot open worktree {}",
+            self.root.display()
+        )))?;
+        let tree = repo
+            .head()
+            .and_then(|head| head.peel_to_tree())
+            .map_err(GitError::git("cannot read the worktree's HEAD commit"))?;
+        let mut options = git2::DiffOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .show_untracked_content(true)
+            .show_binary(true);
+        let diff = repo
+            .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut options))
+            .map_err(GitError::git("cannot diff the worktree"))?;
+        let mut patch = Vec::new();
+        diff.print(git2::DiffFormat::Patch, |_, _, line| {
+            if let origin @ ('+' | '-' | ' ') = line.origin() {
+                patch.push(u8::try_from(origin).unwrap_or(b' '));
+            }
+            patch.extend_from_slice(line.content());
+            true
+        })
+        .map_err(GitError::git(
+            "cannot write the worktree's changes as a patch",
+        ))?;
+        Ok((!patch.is_empty()).then_some(patch))
+    }
+
     /// Where `path`, in the work tree the worktree was made from, is in the
     /// worktree; `None` when it is outside that work tree.
     pub fn map(&self, path: &Path) -> Option<PathBuf> {
@@ -276,6 +312,29 @@ impl TaskWorktree {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{RUN, Repo};
+
+    #[test]
+    fn a_worktrees_patch_holds_new_changed_and_deleted_files() {
+        let repo = Repo::new();
+        let made = repo.workspace().add_worktree(RUN, "p").unwrap();
+        assert_eq!(made.patch().unwrap(), None, "no change, no patch");
+        std::fs::write(made.root.join("a.txt"), "changed\n").unwrap();
+        std::fs::create_dir_all(made.root.join("new")).unwrap();
+        std::fs::write(made.root.join("new/n.txt"), "new\n").unwrap();
+        std::fs::remove_file(made.root.join("b.txt")).unwrap();
+        // Ignored: not in the patch.
+        std::fs::write(made.root.join("x.log"), "log\n").unwrap();
+        let patch = String::from_utf8(made.patch().unwrap().unwrap()).unwrap();
+        assert!(patch.contains("+changed"), "{patch}");
+        assert!(patch.contains("+++ b/new/n.txt"), "{patch}");
+        assert!(patch.contains("deleted file mode"), "{patch}");
+        assert!(!patch.contains("x.log"), "{patch}");
+        // It applies to the checkout the worktree was made from.
+        let file = repo.path("p.patch");
+        std::fs::write(&file, &patch).unwrap();
+        repo.git(&["apply", "--check", file.to_str().unwrap()]);
+        made.discard().unwrap();
+    }
 
     #[test]
     fn a_paused_tasks_worktree_is_reopened_or_made_again_at_its_base() {

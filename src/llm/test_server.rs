@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -150,6 +150,49 @@ struct Shared {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Request>>,
     stop: AtomicBool,
+    gate: Option<Gate>,
+}
+
+/// A barrier for the first `count` requests: each is held until all of
+/// them have arrived, so only clients that send them at the same time get
+/// their replies. One that waits `patience` in vain breaks the gate: it
+/// and every request held or still to come before `count` get a 400
+/// saying how many arrived.
+struct Gate {
+    count: usize,
+    patience: Duration,
+    /// Requests arrived so far, and whether the gate broke.
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+}
+
+impl Gate {
+    /// Waits at the gate; `Err` with the text of the 400 when it broke.
+    fn pass(&self) -> Result<(), String> {
+        let mut state = self.state.lock().unwrap();
+        state.0 += 1;
+        if state.0 > self.count {
+            return Ok(());
+        }
+        self.changed.notify_all();
+        let until = Instant::now() + self.patience;
+        while state.0 < self.count && !state.1 {
+            let now = Instant::now();
+            if now >= until {
+                state.1 = true;
+                self.changed.notify_all();
+                break;
+            }
+            state = self.changed.wait_timeout(state, until - now).unwrap().0;
+        }
+        if state.0 >= self.count {
+            return Ok(());
+        }
+        Err(format!(
+            "test server: only {} of {} requests arrived within {:?}: the clients did not send them at the same time",
+            state.0, self.count, self.patience
+        ))
+    }
 }
 
 /// The server. Once the scripted replies run out it answers 500.
@@ -162,12 +205,33 @@ pub struct Server {
 
 impl Server {
     pub fn start(replies: Vec<Reply>) -> Self {
+        Self::start_with(replies, None)
+    }
+
+    /// As [`Self::start`], the first `count` requests held until all
+    /// `count` are in (see [`Gate`]): the replies go out only to clients
+    /// that run at the same time. Waiting longer than `patience` answers
+    /// 400 `test server: only K of N requests arrived ...`.
+    pub fn start_gated(replies: Vec<Reply>, count: usize, patience: Duration) -> Self {
+        Self::start_with(
+            replies,
+            Some(Gate {
+                count,
+                patience,
+                state: Mutex::new((0, false)),
+                changed: Condvar::new(),
+            }),
+        )
+    }
+
+    fn start_with(replies: Vec<Reply>, gate: Option<Gate>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
             replies: Mutex::new(replies.into()),
             requests: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            gate,
         });
         let state = Arc::clone(&shared);
         let accept = std::thread::spawn(move || {
@@ -218,12 +282,26 @@ fn serve(mut socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let Some(request) = read_request(&mut socket)? else {
         return Ok(());
     };
+    if let Some(gate) = &shared.gate
+        && let Err(text) = gate.pass()
+    {
+        shared.requests.lock().unwrap().push(request);
+        return write_reply(
+            &mut socket,
+            &Reply::new(400, "text/plain").send(text),
+            shared,
+        );
+    }
     // Taken once the request is complete: replies follow request order.
     let reply = shared.replies.lock().unwrap().pop_front();
     shared.requests.lock().unwrap().push(request);
     let reply = reply.unwrap_or_else(|| {
         Reply::new(500, "text/plain").send("test server: no scripted reply left")
     });
+    write_reply(&mut socket, &reply, shared)
+}
+
+fn write_reply(socket: &mut TcpStream, reply: &Reply, shared: &Shared) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {} Scripted\r\n", reply.status);
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));

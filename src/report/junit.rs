@@ -10,7 +10,9 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{
+    NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
+};
 
 use crate::core::event::{EventRecord, EventSink};
 use crate::core::ids::rfc3339;
@@ -20,6 +22,7 @@ use crate::core::text::tail;
 use super::fsutil::with_path;
 use super::log::neutralize_chars;
 use super::outdir::OutDir;
+use super::rates;
 use super::results::{ResultCollector, TaskResult};
 use super::scope::RunScope;
 
@@ -82,18 +85,30 @@ pub fn junit_xml(
 /// each file's first task started. A shard's suites carry a `shard`
 /// property (`2/8`); a shard with no tasks gets one empty suite, `ybs`,
 /// that carries it, so the file still says which shard it is.
+///
+/// With `--models` the suites are one per model instead (property
+/// `model`); with `--repeat` the runs of a task are one test case with
+/// the verdict of them all and a `pass_rate` property (docs/outputs.md).
 pub fn junit_report(results: &[TaskResult], scope: &RunScope) -> Report {
+    let models = rates::has_models(results.iter().map(|result| result.task.as_str()));
+    let repeated = rates::has_runs(results.iter().map(|result| result.task.as_str()));
     let mut files: Vec<(&str, Vec<&TaskResult>)> = Vec::new();
     for result in results {
-        match files.iter_mut().find(|(file, _)| *file == result.file) {
+        let key = if models { &result.model } else { &result.file };
+        match files.iter_mut().find(|(file, _)| *file == key) {
             Some((_, members)) => members.push(result),
-            None => files.push((&result.file, vec![result])),
+            None => files.push((key, vec![result])),
         }
     }
     let mut report = Report::new("ybs");
     let mut total_ms = 0;
     for (file, members) in files {
-        let mut suite = TestSuite::new(clean(suite_name(file, &members)));
+        let name = if models {
+            file
+        } else {
+            suite_name(file, &members)
+        };
+        let mut suite = TestSuite::new(clean(name));
         let suite_ms: u64 = members.iter().map(|result| result.duration_ms).sum();
         total_ms += suite_ms;
         suite.set_time(Duration::from_millis(suite_ms));
@@ -102,11 +117,37 @@ pub fn junit_report(results: &[TaskResult], scope: &RunScope) -> Report {
                 .extra
                 .insert("timestamp".into(), rfc3339(started).into());
         }
-        suite.add_property(Property::new("file", clean(file)));
+        if models {
+            suite.add_property(Property::new("model", clean(file)));
+            let passed = members
+                .iter()
+                .filter(|result| result.status == Status::Passed)
+                .count();
+            suite.add_property(Property::new(
+                "pass_rate",
+                format!("{:.2}", rates::ratio(passed, members.len())),
+            ));
+        } else {
+            suite.add_property(Property::new("file", clean(file)));
+        }
         if let Some(shard) = scope.shard {
             suite.add_property(Property::new("shard", shard.to_string()));
         }
-        suite.add_test_cases(members.into_iter().map(test_case));
+        if repeated {
+            let runs = rates::rates(
+                members
+                    .iter()
+                    .map(|result| (result.task.as_str(), result.status)),
+                scope.min_pass_rate,
+            );
+            suite.add_test_cases(runs.iter().map(|rate| {
+                let runs: Vec<&TaskResult> =
+                    rate.members.iter().map(|&index| members[index]).collect();
+                repeated_case(rate, &runs, scope.min_pass_rate)
+            }));
+        } else {
+            suite.add_test_cases(members.into_iter().map(test_case));
+        }
         report.add_test_suite(suite);
     }
     if let (Some(shard), true) = (scope.shard, results.is_empty()) {
@@ -116,6 +157,93 @@ pub fn junit_report(results: &[TaskResult], scope: &RunScope) -> Report {
     }
     report.set_time(Duration::from_millis(total_ms));
     report
+}
+
+/// The runs of one task under `--repeat`, as one test case: passed,
+/// flaky (a success with a `<flakyFailure>` per run that did not pass),
+/// or the first run that did not pass; `pass_rate` and each run's end
+/// as properties.
+fn repeated_case(rate: &rates::Rate, runs: &[&TaskResult], min_pass_rate: Option<f64>) -> TestCase {
+    let first = runs[0];
+    let failing = runs.iter().find(|run| run.status != Status::Passed);
+    let status = match (rate.verdict, failing) {
+        (rates::Verdict::Passed | rates::Verdict::Flaky, _) | (_, None) => {
+            let mut status = TestCaseStatus::success();
+            for run in runs.iter().filter(|run| run.status != Status::Passed) {
+                let kind = if run.status == Status::Error {
+                    NonSuccessKind::Error
+                } else {
+                    NonSuccessKind::Failure
+                };
+                let mut rerun = TestRerun::new(kind);
+                rerun.set_message(clean(&format!("{}: {}", run.task, run.headline())));
+                rerun.set_type(run.reason.as_str());
+                rerun.set_time(Duration::from_millis(run.duration_ms));
+                status.add_rerun(rerun);
+            }
+            status
+        }
+        (_, Some(run)) => {
+            let mut status = self::status(run);
+            if rate.mixed {
+                let min = min_pass_rate.unwrap_or(1.0);
+                status.set_message(clean(&format!(
+                    "pass rate {} is below --min-pass-rate {min}",
+                    rate.describe()
+                )));
+            }
+            status
+        }
+    };
+    let mut case = TestCase::new(clean(&rate.key), status);
+    case.set_classname(clean(&first.suite));
+    let duration_ms: u64 = runs.iter().map(|run| run.duration_ms).sum();
+    case.set_time(Duration::from_millis(duration_ms));
+    let mut cost = crate::core::usage::Cost::Usd(0.0);
+    let mut input = 0u64;
+    let mut output = 0u64;
+    for run in runs {
+        cost = cost.plus(run.cost);
+        input = input.saturating_add(run.usage.input_tokens);
+        output = output.saturating_add(run.usage.output_tokens);
+    }
+    let mut properties = vec![
+        ("task", rates::base_id(&rate.key).to_owned()),
+        ("status", rate.verdict.to_string()),
+        ("pass_rate", format!("{:.2}", rate.rate())),
+        ("runs", rate.runs.to_string()),
+        ("passed", rate.passed.to_string()),
+        ("provider", first.provider.clone()),
+        ("model", first.model.clone()),
+        ("input_tokens", input.to_string()),
+        ("output_tokens", output.to_string()),
+        (
+            "cost",
+            cost.usd()
+                .map_or_else(|| "unknown".to_owned(), |usd| usd.to_string()),
+        ),
+        ("duration_ms", duration_ms.to_string()),
+    ];
+    if let Some(min) = min_pass_rate {
+        properties.push(("min_pass_rate", min.to_string()));
+    }
+    for run in runs {
+        properties.push((
+            "run",
+            format!("{}: {} ({})", run.task, run.status, run.reason),
+        ));
+    }
+    case.add_properties(
+        properties
+            .into_iter()
+            .map(|(name, value)| Property::new(name, clean(&value))),
+    );
+    let out: String = runs
+        .iter()
+        .map(|run| format!("{}: {} ({})\n", run.task, run.status, run.reason))
+        .collect();
+    case.set_system_out(clean(&out));
+    case
 }
 
 fn suite_name<'a>(file: &'a str, members: &[&'a TaskResult]) -> &'a str {

@@ -210,12 +210,23 @@ struct InputTask {
 /// Merges the output directories `dirs` into `outputs.out_dir`:
 /// `junit.xml`, `summary.md` and a copy of every task directory.
 pub fn merge(dirs: &[PathBuf], outputs: &OutputLayout) -> Result<Merged, MergeError> {
+    merge_with_rate(dirs, outputs, None)
+}
+
+/// [`merge`], the runs of `--repeat` decided by `--min-pass-rate`
+/// (`min_pass_rate`) as the run would have.
+pub fn merge_with_rate(
+    dirs: &[PathBuf],
+    outputs: &OutputLayout,
+    min_pass_rate: Option<f64>,
+) -> Result<Merged, MergeError> {
     let inputs = dirs
         .iter()
         .map(|dir| read_input(dir))
         .collect::<Result<Vec<_>, _>>()?;
     check_out_dir(&outputs.out_dir, dirs)?;
-    let scope = scope_of(&inputs)?;
+    let mut scope = scope_of(&inputs)?;
+    scope.min_pass_rate = min_pass_rate;
     let mut tasks: Vec<&InputTask> = Vec::new();
     let mut owner: HashMap<&str, &Path> = HashMap::new();
     for input in &inputs {

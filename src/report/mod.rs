@@ -25,6 +25,7 @@ pub mod log;
 pub mod merge;
 pub mod otel;
 mod outdir;
+pub mod rates;
 mod results;
 pub mod schema;
 mod scope;

@@ -14,6 +14,9 @@ pub struct RunScope {
     pub merged_shards: Vec<Shard>,
     /// Problems a reader must see, e.g. a shard missing from a merge.
     pub warnings: Vec<String>,
+    /// `--min-pass-rate R`: under `--repeat`, a task that passed some runs
+    /// passes at a rate of at least R and fails below it.
+    pub min_pass_rate: Option<f64>,
 }
 
 impl RunScope {

@@ -21,6 +21,7 @@ use crate::core::text::{tail, truncate_middle};
 use super::fsutil::with_path;
 use super::log::neutralize_chars;
 use super::outdir::OutDir;
+use super::rates;
 use super::results::{ResultCollector, RunTotals, TaskResult};
 use super::scope::RunScope;
 
@@ -174,6 +175,8 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
             commit,
         )?;
     }
+    write_models(out, results)?;
+    write_rates(out, results, scope)?;
     write_sandbox(out, results)?;
     write_warnings(out, results)?;
     write_answers(out, results)?;
@@ -206,6 +209,91 @@ fn write_scope(out: &mut String, results: &[TaskResult], scope: &RunScope) -> st
     }
     for warning in &scope.warnings {
         writeln!(out, "⚠ {}\n", escape_inline(warning))?;
+    }
+    Ok(())
+}
+
+/// `--models`: the models side by side: pass rate, tokens, cost and the
+/// time their tasks took.
+fn write_models(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+    if !rates::has_models(results.iter().map(|result| result.task.as_str())) {
+        return Ok(());
+    }
+    let mut models: Vec<(&str, Vec<TaskResult>)> = Vec::new();
+    for result in results {
+        match models.iter_mut().find(|(model, _)| *model == result.model) {
+            Some((_, members)) => members.push(result.clone()),
+            None => models.push((&result.model, vec![result.clone()])),
+        }
+    }
+    writeln!(out, "\n## Models\n")?;
+    writeln!(
+        out,
+        "| model | runs | passed | pass rate | tokens | cost | task time |"
+    )?;
+    writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")?;
+    for (model, members) in &models {
+        let passed = members
+            .iter()
+            .filter(|result| result.status == Status::Passed)
+            .count();
+        writeln!(
+            out,
+            "| {} | {} | {passed} | {} | {} | {} | {} |",
+            escape_inline(model),
+            members.len(),
+            rates::percent(rates::ratio(passed, members.len())),
+            thousands(
+                members
+                    .iter()
+                    .fold(0u64, |sum, r| sum.saturating_add(r.usage.total()))
+            ),
+            total_cost(members),
+            human_duration(
+                members
+                    .iter()
+                    .fold(0u64, |sum, r| sum.saturating_add(r.duration_ms))
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// `--repeat`: each task's runs, its pass rate and verdict (`flaky` when
+/// some runs passed and no `--min-pass-rate` decided it).
+fn write_rates(out: &mut String, results: &[TaskResult], scope: &RunScope) -> std::fmt::Result {
+    if !rates::has_runs(results.iter().map(|result| result.task.as_str())) {
+        return Ok(());
+    }
+    let rates = rates::rates(
+        results
+            .iter()
+            .map(|result| (result.task.as_str(), result.status)),
+        scope.min_pass_rate,
+    );
+    writeln!(out, "\n## Pass rates\n")?;
+    if let Some(min) = scope.min_pass_rate {
+        writeln!(
+            out,
+            "`--min-pass-rate {min}`: a task that passed some runs passes at this rate or above, and fails below it.\n"
+        )?;
+    }
+    writeln!(out, "| task | runs | passed | pass rate | status |")?;
+    writeln!(out, "| --- | ---: | ---: | ---: | --- |")?;
+    for rate in &rates {
+        let status = match (rate.verdict, rate.mixed) {
+            (rates::Verdict::Flaky, _) => "**flaky**".to_owned(),
+            (verdict, true) => format!("{verdict} (flaky)"),
+            (verdict, false) => verdict.to_string(),
+        };
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {status} |",
+            escape_inline(&rate.key),
+            rate.runs,
+            rate.passed,
+            rates::percent(rate.rate()),
+        )?;
     }
     Ok(())
 }

@@ -28,8 +28,10 @@ pub fn run(
         },
         Err(message) => return Err(RunError::usage(message, None)),
     };
+    let (tasks, copies) = super::matrix::expand(tasks, &flags.matrix)?;
     let entry = Entry {
         tasks: tasks.iter().map(|task| task.id.clone()).collect(),
+        copies,
         resuming: None,
     };
     let (context, redactor) = run_context(loaded, &options, entry)?;
@@ -49,6 +51,9 @@ pub fn run(
         }
     };
     session::warn_unconfined(console, &prepared);
+    for note in super::parallel::serial_notes(&prepared) {
+        console.error(&note);
+    }
     for note in super::saved_work_notes(&context, &prepared) {
         console.error(&format!("ybs: {note}"));
     }
@@ -65,9 +70,17 @@ pub fn run(
     let report = runtime.block_on(super::execute(
         &context, prepared, None, &layout, &outputs, redactor, console,
     ));
+    let lines = super::matrix::model_lines(&report.results, &context.copies);
+    for line in lines.into_iter().chain(super::matrix::console_lines(
+        &report.results,
+        report.min_pass_rate,
+    )) {
+        console.error(&line);
+    }
+    let flaky = super::matrix::flaky_count(&report.results, report.min_pass_rate);
     let total = report.results.len();
     let totals = format!(
-        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{}{} — outputs in {}",
+        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{}{}{} — outputs in {}",
         flags
             .shard
             .map(|shard| format!("shard {shard}: "))
@@ -76,6 +89,10 @@ pub fn run(
         report.count(Status::Passed),
         report.count(Status::Failed),
         report.count(Status::Error),
+        match flaky {
+            0 => String::new(),
+            flaky => format!(" ({flaky} flaky)"),
+        },
         match report.count(Status::Paused) {
             0 => String::new(),
             paused => format!(

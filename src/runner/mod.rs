@@ -10,7 +10,9 @@ pub mod checks;
 mod error;
 mod front;
 pub mod inspect;
+pub mod matrix;
 pub mod options;
+pub mod parallel;
 pub mod pause;
 pub mod prepare;
 pub mod redacting;
@@ -111,6 +113,8 @@ pub struct RunContext {
     /// `ybs resume`: the tasks that paused in their own `--jobs`
     /// worktree, by task id; they go on there (docs/resume.md).
     pub resume_worktrees: std::collections::HashMap<String, workspace::InWorktree>,
+    /// `--models`, `--repeat`: each copy's model, and `--min-pass-rate`.
+    pub copies: matrix::Copies,
 }
 
 /// The async runtime of a run or a chat: two worker threads.
@@ -269,7 +273,9 @@ pub async fn execute(
             report.output_error.get_or_insert(error.to_string());
         }
     }
-    let scope = report::RunScope::shard(run.shard);
+    let mut scope = report::RunScope::shard(run.shard);
+    scope.min_pass_rate = run.copies.min_pass_rate;
+    report.min_pass_rate = run.copies.min_pass_rate;
     // Only with an endpoint set does anything start (docs/observability.md).
     let mut sinks = report::RunSinks::run(paths, outputs, scope);
     let resumed: &[pause::Resumed] = match resuming {
@@ -412,7 +418,7 @@ pub async fn execute(
 
 /// Whether two tasks would work in one directory: neither has its own
 /// worktree and one workdir is, or contains, the other.
-fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
+pub(crate) fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
     if a.worktree.is_some() || b.worktree.is_some() {
         return false;
     }

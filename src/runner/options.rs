@@ -208,6 +208,8 @@ pub struct RunFlags {
     pub junit: Option<PathBuf>,
     pub policy_file: Option<PathBuf>,
     pub no_sandbox: bool,
+    /// `--repeat`, `--models`, `--min-pass-rate`.
+    pub matrix: super::matrix::Matrix,
     /// `--interactive`: makes the approver answering `ask` decisions,
     /// given the run's redactor.
     pub approver: Option<MakeApprover>,
@@ -269,6 +271,8 @@ impl RunOptions {
 #[derive(Default)]
 pub struct Entry {
     pub tasks: Vec<String>,
+    /// `--models`, `--repeat`: what the copies among `tasks` need.
+    pub copies: super::matrix::Copies,
     pub resuming: Option<ResumeEntry>,
 }
 
@@ -343,6 +347,7 @@ pub fn run_context(
         approver: flags.approver.as_ref().map(|make| make(redactor.clone())),
         resuming,
         resume_worktrees,
+        copies: entry.copies,
         no_commit: flags.no_commit,
         allow_dirty: flags.allow_dirty,
         outputs,

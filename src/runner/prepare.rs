@@ -48,6 +48,9 @@ pub struct PreparedTask {
     /// `--jobs N` (N > 1) and a workdir in a repository with commits on:
     /// the task's own worktree, which `tool_ctx.workdir` is inside.
     pub worktree: Option<TaskWorktree>,
+    /// `--jobs N` (N > 1) and no worktree: why the task runs in its
+    /// workdir (tasks sharing it then run one after another).
+    pub in_place: Option<String>,
     /// The repository's `AGENTS.md` instructions for the system prompt,
     /// read, masked and bounded here (docs/task-files.md, `context`).
     pub agents_md: AgentsMd,
@@ -101,6 +104,10 @@ pub fn prepare(
         return Err(fail(problem.message, problem.hint.as_deref()));
     }
     let mut settings = run.config.task_settings(task);
+    // `--models`: the copy's model, over the task's and the config's.
+    if let Some(model) = run.copies.model(&task.id) {
+        model.clone_into(&mut settings.model);
+    }
     if run.cassette.is_some() {
         // `--cassette FILE` (or YBS_CASSETTE) means the replay provider,
         // whatever the task file names: a recorded run reproduces offline
@@ -128,10 +135,23 @@ pub fn prepare(
             .map_err(|(message, hint)| fail(message, Some(hint)))?;
     }
     let setup = |error: SetupError| fail(error.to_string(), error.hint_text());
+    // `--jobs`: why the task runs in its workdir rather than a worktree
+    // of its own, when it does (the console says it). The copies of
+    // `--repeat` and `--models` get worktrees with `--jobs 1` too: each
+    // starts from the same tree, and none commits on the user's branch.
+    let mut in_place = None;
     if commit_enabled {
         git_preflight(run, &workdir).map_err(setup)?;
-        if run.jobs > 1 {
+        if run.jobs > 1 || run.copies.expanded {
             worktree = isolate(run, task, &workdir).map_err(setup)?;
+            if worktree.is_none() {
+                in_place = Some("the workdir is not in a git repository".to_owned());
+            }
+        }
+    } else if (run.jobs > 1 || run.copies.expanded) && !run.resuming {
+        match super::parallel::isolate_reader(run, task, &workdir) {
+            Ok(made) => worktree = Some(made),
+            Err(why) => in_place = Some(why),
         }
     }
     if let Some(place) = run.resume_worktrees.get(&task.id) {
@@ -149,11 +169,14 @@ pub fn prepare(
     if let Some(worktree) = &worktree {
         workdir.clone_from(&worktree.workdir);
     }
-    prepare_in(run, cassettes, task, settings, workdir, worktree.clone()).map_err(discard)
+    let mut prepared =
+        prepare_in(run, cassettes, task, settings, workdir, worktree.clone()).map_err(discard)?;
+    prepared.in_place = in_place;
+    Ok(prepared)
 }
 
 /// The task's own worktree when the workdir is in a repository.
-fn isolate(
+pub(super) fn isolate(
     run: &RunContext,
     task: &TaskSpec,
     workdir: &Path,
@@ -322,6 +345,7 @@ fn prepare_in(
         sandbox: sandbox_info,
         check_network: run.config.safety.sandbox_check_network,
         worktree,
+        in_place: None,
         agents_md,
     })
 }

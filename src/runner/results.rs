@@ -2,6 +2,7 @@
 
 use crate::core::exit;
 use crate::core::{Reason, Status};
+use crate::report::rates::{Verdict, rates};
 
 /// The end state of one task, after `expect` was applied.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +26,8 @@ pub struct RunReport {
     /// Lines to show after the run that change nothing in its outcome
     /// (spans not delivered to the OpenTelemetry collector).
     pub warnings: Vec<String>,
+    /// `--min-pass-rate R`: decides the tasks `--repeat` found flaky.
+    pub min_pass_rate: Option<f64>,
 }
 
 impl RunReport {
@@ -34,12 +37,20 @@ impl RunReport {
         if self.interrupted {
             return exit::INTERRUPTED;
         }
-        let any = |status| self.results.iter().any(|r| r.status == status);
-        if any(Status::Failed) || !self.tampering.is_empty() {
+        // Under `--repeat` the runs of a task count as one, by their
+        // verdict (docs/cli.md): a task without runs is its own verdict.
+        let verdicts = rates(
+            self.results.iter().map(|r| (r.id.as_str(), r.status)),
+            self.min_pass_rate,
+        );
+        let any = |verdict| verdicts.iter().any(|rate| rate.verdict == verdict);
+        if any(Verdict::Failed) || !self.tampering.is_empty() {
             exit::TASK_FAILED
-        } else if any(Status::Error) {
+        } else if any(Verdict::Error) {
             exit::INFRA
-        } else if any(Status::Paused) {
+        } else if any(Verdict::Flaky) {
+            exit::FLAKY
+        } else if any(Verdict::Paused) {
             exit::PAUSED
         } else if self.output_error.is_some() {
             exit::INFRA
@@ -60,6 +71,7 @@ impl RunReport {
             exit::OK => "passed",
             exit::TASK_FAILED => "failed",
             exit::PAUSED => "paused",
+            exit::FLAKY => "flaky",
             exit::INTERRUPTED => "interrupted",
             _ => "error",
         };
@@ -122,6 +134,30 @@ mod tests {
         );
         assert_eq!(report(&[Status::Passed, Status::Error]).exit_code(), 4);
         assert_eq!(report(&[Status::Paused]).exit_code(), 3);
+        // `--repeat`: the runs of a task count once, by their verdict.
+        let runs = |statuses: &[(&str, Status)], min| RunReport {
+            results: statuses
+                .iter()
+                .map(|(id, status)| TaskResult {
+                    id: (*id).to_owned(),
+                    ..result(*status)
+                })
+                .collect(),
+            min_pass_rate: min,
+            ..RunReport::default()
+        };
+        let flaky = [
+            ("a#1", Status::Passed),
+            ("a#2", Status::Failed),
+            ("b#1", Status::Passed),
+            ("b#2", Status::Passed),
+        ];
+        assert_eq!(runs(&flaky, None).exit_code(), 5);
+        assert_eq!(runs(&flaky, Some(0.5)).exit_code(), 0);
+        assert_eq!(runs(&flaky, Some(0.75)).exit_code(), 1);
+        let mut worse = flaky.to_vec();
+        worse.push(("c", Status::Error));
+        assert_eq!(runs(&worse, None).exit_code(), 4);
         let mut interrupted = report(&[Status::Failed]);
         interrupted.interrupted = true;
         assert_eq!(interrupted.exit_code(), 130);

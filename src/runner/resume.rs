@@ -488,12 +488,29 @@ pub fn resume(
     let mut tasks = Vec::new();
     for item in &resumed {
         let state = &item.state;
+        // A run of `--repeat` (`t#2`) goes on as a copy of its task; a
+        // copy of `--models` would need its model, which the state does
+        // not hold.
+        let base = crate::report::rates::base_id(&state.task.id);
+        if state.task.id.contains(crate::report::rates::MODEL_MARK) {
+            return Err(RunError::usage(
+                format!(
+                    "{}: task `{}` is a copy of `--models`, which `ybs resume` cannot go on with",
+                    state.task.file, state.task.id
+                ),
+                Some("run the task again with `ybs run --model MODEL`"),
+            ));
+        }
         let found = loaded
             .files
             .iter()
             .flat_map(|file| &file.tasks)
-            .find(|task| task.id == state.task.id)
+            .find(|task| task.id == base)
             .cloned()
+            .map(|mut task| {
+                task.id.clone_from(&state.task.id);
+                task
+            })
             .ok_or_else(|| {
                 RunError::usage(
                     format!(
@@ -529,6 +546,7 @@ pub fn resume(
     }
     let entry = Entry {
         tasks: tasks.iter().map(|task| task.id.clone()).collect(),
+        copies: super::matrix::Copies::default(),
         resuming: Some(resuming),
     };
     let (context, redactor) = run_context(loaded, &options, entry)?;

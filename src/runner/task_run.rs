@@ -13,7 +13,7 @@ use super::results::TaskResult;
 use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::config::GitAuthor;
-use crate::core::event::{Event, EventSink, GitOutcome, PendingCall};
+use crate::core::event::{Event, EventSink, GitOutcome, HINT, PendingCall};
 use crate::core::{Reason, Status};
 use crate::git::{GitError, SavedWork, TaskWorktree};
 use crate::report::OutDir;
@@ -239,7 +239,7 @@ pub async fn run_or_resume(
         ),
         Ok(git) => settle_git(
             run,
-            prepared,
+            (prepared, out),
             git,
             commit_off,
             &agent,
@@ -583,7 +583,7 @@ fn commit_off(run: &RunContext, task: &TaskSpec) -> Option<&'static str> {
 )]
 fn settle_git(
     run: &RunContext,
-    prepared: &PreparedTask,
+    (prepared, out): (&PreparedTask, &OutDir),
     git: &TaskGit,
     commit_off: Option<&'static str>,
     agent: &Agent<'_>,
@@ -629,7 +629,21 @@ fn settle_git(
     );
     match git.finish(action, &changed, &info) {
         Ok(mut outcome) => {
-            if let Some(worktree) = &prepared.worktree {
+            if let (Some(worktree), Some(_)) = (&prepared.worktree, commit_off) {
+                let status = apply_expect(task.expect, reason, None).0;
+                let (note, kept) = super::parallel::settle_reader(
+                    worktree,
+                    &outcome,
+                    out,
+                    &task.id,
+                    status,
+                    &run.redactor,
+                );
+                outcome.note = note;
+                if let Some(kept) = kept {
+                    emitter.note(format!("{HINT}{kept}"));
+                }
+            } else if let Some(worktree) = &prepared.worktree {
                 outcome.note = worktree_note(worktree, &outcome);
                 if let Some(branch) = &task.commit.branch {
                     outcome.note = format!(

@@ -68,6 +68,8 @@ const RUNNER_ENGINE: &[&str] = &[
     "session",
     "agents_md",
     "answer",
+    "parallel",
+    "matrix",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -20,7 +20,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
         None,
         std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
     );
-    let merged = match report::merge::merge(&args.dirs, &outputs) {
+    let merged = match report::merge::merge_with_rate(&args.dirs, &outputs, args.min_pass_rate) {
         Ok(merged) => merged,
         Err(error) => return diagnostics::fail(&printer, &error),
     };
@@ -41,6 +41,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
             .iter()
             .map(|warning| format!("warning: {warning}"))
             .collect(),
+        min_pass_rate: args.min_pass_rate,
         ..RunReport::default()
     };
     let code = report.exit_code();

@@ -135,6 +135,11 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         junit: args.junit.clone(),
         policy_file: args.config.policy.clone(),
         no_sandbox: args.no_sandbox,
+        matrix: runner::matrix::Matrix {
+            models: args.models.clone(),
+            repeat: args.repeat,
+            min_pass_rate: args.min_pass_rate,
+        },
         approver: args.interactive.then(|| -> runner::options::MakeApprover {
             Box::new(move |redactor| {
                 let mut prompts = Printer::new(level, json);
