@@ -201,6 +201,11 @@ pub struct RunArgs {
     /// commits runs in its own git worktree on branch `ybs/<run-id>/<task-id>`.
     #[arg(long, value_name = "N", env = "YBS_JOBS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
+    /// The whole run's budget in USD: once its spending reaches it, no
+    /// new task starts (running ones finish) and the rest are reported
+    /// as skipped. Needs the models' prices (`llm.price`).
+    #[arg(long, value_name = "USD", value_parser = parse_budget)]
+    pub max_cost_usd: Option<f64>,
     /// Decide and record tool calls without executing them.
     #[arg(long)]
     pub dry_run: bool,
@@ -432,6 +437,15 @@ fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     localhost
         .or_else(|| text.parse().ok())
         .ok_or_else(|| "expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT".to_owned())
+}
+
+fn parse_budget(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "expected an amount in USD above 0, like 2.50, got `{text}`"
+        )),
+    }
 }
 
 fn parse_shard(text: &str) -> Result<Shard, String> {

@@ -155,6 +155,10 @@ impl ProviderError {
             Self::MissingKey { .. } | Self::KeyWithheld { .. } | Self::Auth { .. } => {
                 Reason::AuthError
             }
+            Self::Status {
+                quota_exhausted: true,
+                ..
+            } => Reason::QuotaExhausted,
             Self::Status { .. }
             | Self::Connect { .. }
             | Self::Timeout(_)

@@ -319,6 +319,8 @@ pub struct RunTotals {
     pub failed: usize,
     pub error: usize,
     pub paused: usize,
+    /// Never started (docs/ci.md: the breaker, the budget, an interrupt).
+    pub skipped: usize,
 }
 
 impl RunTotals {
@@ -336,11 +338,12 @@ impl RunTotals {
             Status::Failed => self.failed += 1,
             Status::Error => self.error += 1,
             Status::Paused => self.paused += 1,
+            Status::Skipped => self.skipped += 1,
         }
     }
 
     pub fn total(&self) -> usize {
-        self.passed + self.failed + self.error + self.paused
+        self.passed + self.failed + self.error + self.paused + self.skipped
     }
 }
 
@@ -354,6 +357,7 @@ impl std::fmt::Display for RunTotals {
             (self.failed, "failed"),
             (self.error, "errored"),
             (self.paused, "paused"),
+            (self.skipped, "skipped"),
         ] {
             if count > 0 {
                 write!(f, ", {count} {word}")?;

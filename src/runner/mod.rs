@@ -5,6 +5,7 @@ pub mod adhoc;
 pub mod agents_md;
 mod answer;
 pub mod approve;
+mod breaker;
 pub mod chat;
 pub mod checks;
 mod error;
@@ -103,6 +104,9 @@ pub struct RunContext {
     /// `--jobs N`: tasks at once (at least 1). Above 1, a task that
     /// commits runs in its own git worktree.
     pub jobs: usize,
+    /// `--max-cost-usd`: once the run has spent this much, no new task
+    /// starts; the rest are skipped (docs/ci.md).
+    pub max_cost_usd: Option<f64>,
     /// `--interactive` on a TTY: answers `ask` decisions (docs/interactive.md).
     pub approver: Option<Arc<dyn Approver>>,
     /// `ybs resume`: the work tree holds the paused task's changes,
@@ -292,13 +296,24 @@ pub async fn execute(
     let mut active: Vec<usize> = Vec::new();
     let mut next = 0;
     let mut interrupt = Box::pin(interrupted());
+    // The quota breaker and the run's budget: whether the next task starts.
+    let mut gate = breaker::Gate::new(run.max_cost_usd);
     loop {
-        while next < prepared.len()
-            && active.len() < run.jobs.max(1)
-            && active
+        while next < prepared.len() && active.len() < run.jobs.max(1) {
+            if let Some((reason, message)) = gate.stop(&prepared[next], spent_usd(&progress)) {
+                let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                let result = breaker::skip(run, &prepared[next], reason, message, &mut *sink);
+                discard(&prepared[next..=next]);
+                results[next] = Some(result);
+                next += 1;
+                continue;
+            }
+            if active
                 .iter()
-                .all(|&other| !shares_workdir(&prepared[next], &prepared[other]))
-        {
+                .any(|&other| shares_workdir(&prepared[next], &prepared[other]))
+            {
+                break;
+            }
             let index = next;
             let task = &prepared[index];
             let sink = &sink;
@@ -327,6 +342,7 @@ pub async fn execute(
         tokio::select! {
             Some((index, result)) = running.next() => {
                 active.retain(|&other| other != index);
+                gate.record(&prepared[index], &result);
                 results[index] = Some(result);
             }
             signal = &mut interrupt => {
@@ -371,8 +387,15 @@ pub async fn execute(
                     });
                 }
                 // Tasks that never started leave nothing behind (a
-                // reopened worktree holds a paused task's work: it stays).
+                // reopened worktree holds a paused task's work: it stays),
+                // and are reported as skipped.
                 discard(&prepared[next..]);
+                for index in next..prepared.len() {
+                    let message = format!("not started: interrupted by {signal}");
+                    let result =
+                        breaker::skip(run, &prepared[index], Reason::Interrupted, message, &mut *sink);
+                    results[index] = Some(result);
+                }
                 report.interrupted = true;
                 break;
             }
@@ -408,6 +431,15 @@ pub async fn execute(
         report.tampering.extend(outputs.junit_dir.findings());
     }
     report
+}
+
+/// What the run has spent so far, in USD: every task's answers with a
+/// known price, the running ones' included.
+fn spent_usd(progress: &[Mutex<Progress>]) -> f64 {
+    progress
+        .iter()
+        .map(|task| task.lock().unwrap_or_else(PoisonError::into_inner).spent_usd)
+        .sum()
 }
 
 /// Whether two tasks would work in one directory: neither has its own
@@ -454,6 +486,8 @@ struct Progress {
     usage: Usage,
     /// As the agent counts it: unknown once one answer's price is.
     cost: Cost,
+    /// The answers with a known price, for the run's budget.
+    spent_usd: f64,
 }
 
 impl Default for Progress {
@@ -464,6 +498,7 @@ impl Default for Progress {
             iterations: 0,
             usage: Usage::default(),
             cost: Cost::Usd(0.0),
+            spent_usd: 0.0,
         }
     }
 }
@@ -480,6 +515,7 @@ impl Progress {
                 iterations: spent.iterations,
                 usage: spent.usage,
                 cost: spent.cost,
+                spent_usd: spent.cost.usd().unwrap_or(0.0),
             }
         })
     }
@@ -495,6 +531,7 @@ impl Progress {
             self.iterations = self.iterations.max(*iteration);
             self.usage.add(*usage);
             self.cost = self.cost.plus(*cost);
+            self.spent_usd += cost.usd().unwrap_or(0.0);
         }
     }
 

@@ -28,8 +28,10 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// `0` all passed, `1` any failed or an output was tampered with, `3` paused, `4` infra error and no
-    /// failure, `130` interrupted.
+    /// `0` all passed, `1` any failed or an output was tampered with, `3` paused, `4` infra error
+    /// or a task skipped (the batch stopped before it: a quota or
+    /// authentication error, `--max-cost-usd`) and no failure, `130`
+    /// interrupted.
     pub fn exit_code(&self) -> u8 {
         if self.interrupted {
             return exit::INTERRUPTED;
@@ -37,7 +39,7 @@ impl RunReport {
         let any = |status| self.results.iter().any(|r| r.status == status);
         if any(Status::Failed) || !self.tampering.is_empty() {
             exit::TASK_FAILED
-        } else if any(Status::Error) {
+        } else if any(Status::Error) || any(Status::Skipped) {
             exit::INFRA
         } else if any(Status::Paused) {
             exit::PAUSED
@@ -83,6 +85,7 @@ impl RunReport {
             ("failed", self.count(Status::Failed).to_string()),
             ("errors", self.count(Status::Error).to_string()),
             ("paused", self.count(Status::Paused).to_string()),
+            ("skipped", self.count(Status::Skipped).to_string()),
             ("junit", layout.junit.display().to_string()),
             ("summary", summary.display().to_string()),
             ("out", layout.out_dir.display().to_string()),
@@ -122,6 +125,9 @@ mod tests {
         );
         assert_eq!(report(&[Status::Passed, Status::Error]).exit_code(), 4);
         assert_eq!(report(&[Status::Paused]).exit_code(), 3);
+        // The batch stopped before a task: never a pass.
+        assert_eq!(report(&[Status::Passed, Status::Skipped]).exit_code(), 4);
+        assert_eq!(report(&[Status::Failed, Status::Skipped]).exit_code(), 1);
         let mut interrupted = report(&[Status::Failed]);
         interrupted.interrupted = true;
         assert_eq!(interrupted.exit_code(), 130);

@@ -3,6 +3,7 @@ mod adversarial;
 mod adversarial_faults;
 mod answer;
 mod architecture;
+mod breaker;
 mod config_trust;
 mod confinement;
 mod context;

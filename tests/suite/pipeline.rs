@@ -932,7 +932,8 @@ fn action_yml_is_a_composite_action_with_the_promised_interface() {
     }
     let outputs = action["outputs"].as_object().unwrap();
     for name in [
-        "status", "passed", "failed", "errors", "paused", "junit", "summary", "out", "output",
+        "status", "passed", "failed", "errors", "paused", "skipped", "junit", "summary", "out",
+        "output",
     ] {
         assert!(outputs.contains_key(name), "output {name} missing");
     }

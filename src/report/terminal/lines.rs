@@ -101,6 +101,7 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
                 Status::Failed => "FAIL ",
                 Status::Error => "ERROR",
                 Status::Paused => "PAUSE",
+                Status::Skipped => "SKIP ",
             };
             let why = message
                 .as_deref()
