@@ -611,6 +611,7 @@ fn the_action_runs_every_example_with_a_local_binary() {
         ("failed", "0"),
         ("errors", "0"),
         ("paused", "0"),
+        ("skipped", "0"),
         ("out", "results"),
         ("junit", "results/junit.xml"),
         ("summary", "results/summary.md"),
