@@ -11,12 +11,15 @@
 //! - [`schema`]: the JSON Schemas of the transcript and of `events.jsonl`.
 //! - [`OtelSink`]: OpenTelemetry spans over OTLP/HTTP, when an endpoint is set.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
+//! - [`annotations`]: the `file:line[:col]` locations in a failing check's
+//!   output, and their `::error file=…` lines.
 //! - [`terminal`]: the [`Console`] a run talks to, and [`Printer`], the
 //!   only writer to stdout and stderr (human lines, the live view).
 //!
 //! [`merge`] (`ybs report merge`) feeds the same JUnit and summary sinks
 //! from the transcripts of several output directories.
 
+pub mod annotations;
 mod events;
 mod fsutil;
 mod github_output;
