@@ -1,6 +1,7 @@
 mod adhoc;
 mod adversarial;
 mod adversarial_faults;
+mod annotations;
 mod answer;
 mod architecture;
 mod breaker;
