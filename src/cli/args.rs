@@ -97,6 +97,25 @@ pub enum ReportCommand {
     /// none failed; 2 bad inputs (no transcripts, a task in two
     /// directories), nothing written.
     Merge(MergeArgs),
+    /// Make a regression fixture of one task of a run recorded with
+    /// `--record`: DIR/<task>.yaml (the task alone, on the `replay`
+    /// provider) and DIR/<task>.cassette.json (its masked interactions),
+    /// so that `ybs run DIR/<task>.yaml` replays it offline to the same
+    /// end. Run it from the directory the run ran in. Exit 0, or 2 when
+    /// the task's directory has no transcript or no cassette.
+    Fixture(FixtureArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FixtureArgs {
+    /// The task's output directory, OUT/<task-id>.
+    #[arg(value_name = "OUT/TASK")]
+    pub dir: PathBuf,
+    /// Where the fixture goes (created when missing).
+    #[arg(long, value_name = "DIR")]
+    pub to: PathBuf,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
 }
 
 #[derive(Debug, Clone, Args)]

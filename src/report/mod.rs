@@ -21,6 +21,7 @@
 
 pub mod annotations;
 mod events;
+pub mod fixture;
 mod fsutil;
 mod github_output;
 mod junit;
@@ -46,7 +47,7 @@ pub use otel::OtelSink;
 pub use outdir::{DIGESTS_FILE, Digests, OpenError, OutDir};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use scope::RunScope;
-pub use sinks::{JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
+pub use sinks::{CASSETTE_FILE, JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
 pub use summary::{SummarySink, summary_markdown};
 pub use terminal::{Console, Level, PlannedTask, Printer};
 pub use transcript::{

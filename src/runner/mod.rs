@@ -402,6 +402,9 @@ pub async fn execute(
         }
     }
     drop(running);
+    if let Err(error) = write_task_cassettes(run, &prepared, out) {
+        report.output_error.get_or_insert(error.to_string());
+    }
     report.results = results.into_iter().flatten().collect();
     // Files of tasks that already ended (a later task forging an earlier
     // one's transcript): the task fails; the summary lists it.
@@ -431,6 +434,25 @@ pub async fn execute(
         report.tampering.extend(outputs.junit_dir.findings());
     }
     report
+}
+
+/// `--record`: each task's own interactions in `OUT/<task>/cassette.json`,
+/// masked, for `ybs report fixture` (docs/outputs.md).
+fn write_task_cassettes(
+    run: &RunContext,
+    prepared: &[PreparedTask],
+    out: &report::OutDir,
+) -> std::io::Result<()> {
+    let Some(recorder) = &run.recorder else {
+        return Ok(());
+    };
+    for task in prepared {
+        let id = &task.task.id;
+        if let Some(bytes) = recorder.task_cassette(id)? {
+            out.write_atomic(Some(id), report::CASSETTE_FILE, &bytes)?;
+        }
+    }
+    Ok(())
 }
 
 /// What the run has spent so far, in USD: every task's answers with a

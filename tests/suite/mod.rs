@@ -11,6 +11,7 @@ mod context;
 mod differential;
 mod docs;
 mod external;
+mod fixture;
 mod git;
 mod git_trust;
 mod interactive;
