@@ -228,13 +228,11 @@ fn looks_like_path(path: &str) -> bool {
         && !path.contains("://")
         && !path.contains(char::is_whitespace)
         && !path.starts_with('<')
-        && name
-            .rsplit_once('.')
-            .is_some_and(|(stem, extension)| {
-                !stem.is_empty()
-                    && !extension.is_empty()
-                    && extension.chars().all(|c| c.is_ascii_alphanumeric())
-            })
+        && name.rsplit_once('.').is_some_and(|(stem, extension)| {
+            !stem.is_empty()
+                && !extension.is_empty()
+                && extension.chars().all(|c| c.is_ascii_alphanumeric())
+        })
 }
 
 /// A line or column number: 1 or more.
@@ -260,7 +258,9 @@ pub fn workflow_command(
     title: &str,
     message: &str,
 ) -> String {
-    let column = column.map(|column| format!(",col={column}")).unwrap_or_default();
+    let column = column
+        .map(|column| format!(",col={column}"))
+        .unwrap_or_default();
     format!(
         "::error file={},line={line}{column},title={}::{}",
         escape_property(&neutralize(file)),
@@ -290,7 +290,12 @@ mod tests {
             error: could not compile `demo`\n";
         assert_eq!(
             scan(output),
-            [at("src/lib.rs", 3, Some(5), "error[E0308]: mismatched types")]
+            [at(
+                "src/lib.rs",
+                3,
+                Some(5),
+                "error[E0308]: mismatched types"
+            )]
         );
         let panic = "test tests::adds ... FAILED\n\nthread 'tests::adds' panicked at src/lib.rs:10:5:\nassertion `left == right` failed\n";
         assert_eq!(
@@ -318,7 +323,8 @@ mod tests {
 
     #[test]
     fn tsc() {
-        let output = "src/app.ts(3,5): error TS2322: Type 'string' is not assignable to type 'number'.\n";
+        let output =
+            "src/app.ts(3,5): error TS2322: Type 'string' is not assignable to type 'number'.\n";
         assert_eq!(
             scan(output),
             [at(
@@ -361,7 +367,8 @@ mod tests {
 
     #[test]
     fn go_vet() {
-        let output = "# example.com/x\n./x.go:3:5: fmt.Printf format %d has arg s of wrong type string\n";
+        let output =
+            "# example.com/x\n./x.go:3:5: fmt.Printf format %d has arg s of wrong type string\n";
         assert_eq!(
             scan(output),
             [at(

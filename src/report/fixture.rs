@@ -113,18 +113,16 @@ pub fn make(task_dir: &Path, to: &Path, cwd: &Path) -> Result<Fixture, FixtureEr
             source,
         })?;
     let task = transcript.task.id.clone();
-    let cassette = std::fs::read(task_dir.join(CASSETTE_FILE)).map_err(|_| {
-        FixtureError::NoCassette {
+    let cassette =
+        std::fs::read(task_dir.join(CASSETTE_FILE)).map_err(|_| FixtureError::NoCassette {
             dir: task_dir.to_owned(),
             task: task.clone(),
-        }
-    })?;
-    let file = cwd.join(&transcript.task.file);
-    let source =
-        std::fs::read_to_string(&file).map_err(|source| FixtureError::TaskFile {
-            path: file.clone(),
-            source,
         })?;
+    let file = cwd.join(&transcript.task.file);
+    let source = std::fs::read_to_string(&file).map_err(|source| FixtureError::TaskFile {
+        path: file.clone(),
+        source,
+    })?;
     let invalid = |message: String| FixtureError::TaskFileInvalid {
         path: file.clone(),
         message,

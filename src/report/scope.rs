@@ -55,8 +55,7 @@ impl RunScope {
             .strip_prefix("https://")
             .is_some_and(|host| plain(&host.replace(['/', ':'], "")));
         let sha_ok = (7..=64).contains(&sha.len()) && sha.chars().all(|c| c.is_ascii_hexdigit());
-        (repository_ok && server_ok && sha_ok)
-            .then(|| format!("{server}/{repository}/blob/{sha}/"))
+        (repository_ok && server_ok && sha_ok).then(|| format!("{server}/{repository}/blob/{sha}/"))
     }
 }
 
@@ -79,8 +78,17 @@ mod tests {
             RunScope::source_url(&env("true", "https://github.com")).as_deref(),
             Some("https://github.com/octo/app/blob/0123456789abcdef0123456789abcdef01234567/")
         );
-        assert_eq!(RunScope::source_url(&env("false", "https://github.com")), None);
-        assert_eq!(RunScope::source_url(&env("true", "javascript:alert(1)")), None);
-        assert_eq!(RunScope::source_url(&env("true", "https://x.test/a b")), None);
+        assert_eq!(
+            RunScope::source_url(&env("false", "https://github.com")),
+            None
+        );
+        assert_eq!(
+            RunScope::source_url(&env("true", "javascript:alert(1)")),
+            None
+        );
+        assert_eq!(
+            RunScope::source_url(&env("true", "https://x.test/a b")),
+            None
+        );
     }
 }

@@ -11,9 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::core::event::{
-    CheckLocation,
-    Event, EventRecord, EventSink, GitOutcome, PendingAnswer, PendingCall, SCHEMA_VERSION,
-    SandboxInfo, ToolMetrics,
+    CheckLocation, Event, EventRecord, EventSink, GitOutcome, PendingAnswer, PendingCall,
+    SCHEMA_VERSION, SandboxInfo, ToolMetrics,
 };
 use crate::core::ids::{parse_rfc3339, rfc3339};
 use crate::core::message::Message;

@@ -460,7 +460,11 @@ fn write_task_cassettes(
 fn spent_usd(progress: &[Mutex<Progress>]) -> f64 {
     progress
         .iter()
-        .map(|task| task.lock().unwrap_or_else(PoisonError::into_inner).spent_usd)
+        .map(|task| {
+            task.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .spent_usd
+        })
         .sum()
 }
 

@@ -7,8 +7,8 @@
 use serde_json::Value;
 
 use super::git::Repo;
-use crate::support::cassette::answer;
 use crate::support::Ybs;
+use crate::support::cassette::answer;
 
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 const CANARY: &str = "sk-canary-annotation-0f3a9c1e7b2d4455";

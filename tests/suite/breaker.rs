@@ -121,8 +121,16 @@ fn insufficient_quota_stops_the_batch_and_the_rest_are_skipped() {
         summary.contains("3 tasks: 0 passed, 1 errored, 2 skipped"),
         "{summary}"
     );
-    assert!(run.stdout.contains("SKIP  b  quota_exhausted"), "{}", run.stdout);
-    assert!(run.stdout.contains("2 skipped (not started)"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("SKIP  b  quota_exhausted"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("2 skipped (not started)"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -195,7 +203,10 @@ fn the_runs_budget_stops_new_tasks_and_merge_adds_the_costs() {
     ybs.file("u.yaml", &tasks_yaml(&["d"], ""));
     ybs.cassette(
         "u.cassette.json",
-        vec![for_task("d", call("list_files", json!({"path": "."}))), for_task("d", answer("done"))],
+        vec![
+            for_task("d", call("list_files", json!({"path": "."}))),
+            for_task("d", answer("done")),
+        ],
     );
     ybs.run(["run", "u.yaml", "--no-commit", "--out", "ybs-out-2"])
         .expect_code(0);
@@ -203,16 +214,23 @@ fn the_runs_budget_stops_new_tasks_and_merge_adds_the_costs() {
     merged.expect_code(4);
     let summary = ybs.read("merged/summary.md");
     assert!(summary.contains("cost $0.0660"), "{summary}");
-    assert!(summary.contains("| c | skipped | cost_budget |"), "{summary}");
+    assert!(
+        summary.contains("| c | skipped | cost_budget |"),
+        "{summary}"
+    );
     let junit = ybs.read("merged/junit.xml");
-    assert!(junit.contains("<skipped message=\"cost_budget: not started"), "{junit}");
+    assert!(
+        junit.contains("<skipped message=\"cost_budget: not started"),
+        "{junit}"
+    );
 
     // A model without a price: the budget could not be counted.
     operator_config(&ybs, "{}");
     let run = ybs.run(["run", "t.yaml", "--no-commit", "--max-cost-usd", "1"]);
     run.expect_code(2);
     assert!(
-        run.stderr.contains("the price of model `replay` (task `a`) is not known"),
+        run.stderr
+            .contains("the price of model `replay` (task `a`) is not known"),
         "{}",
         run.stderr
     );

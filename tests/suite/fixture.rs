@@ -69,7 +69,9 @@ fn a_recorded_failure_becomes_a_fixture_that_replays_offline_to_the_same_end() {
     made.expect_code(0);
     assert!(
         made.stdout.contains("fixtures/greet.yaml")
-            && made.stdout.contains("failed (checks_failed) after 2 tool calls"),
+            && made
+                .stdout
+                .contains("failed (checks_failed) after 2 tool calls"),
         "{}",
         made.stdout
     );
@@ -96,7 +98,11 @@ fn a_recorded_failure_becomes_a_fixture_that_replays_offline_to_the_same_end() {
     // A run that was not recorded has nothing to replay.
     let refused = ybs.run(["report", "fixture", "ybs-out/greet", "--to", "again"]);
     refused.expect_code(2);
-    assert!(refused.stderr.contains("was not recorded"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("was not recorded"),
+        "{}",
+        refused.stderr
+    );
     assert!(refused.stderr.contains("--record"), "{}", refused.stderr);
     assert!(!ybs.exists("again/greet.yaml"));
     let refused = ybs.run(["report", "fixture", "nowhere", "--to", "again"]);

@@ -427,7 +427,10 @@ fn sigint_with_jobs_2_interrupts_every_running_task() {
     }
     // `c` never started: it is reported as skipped.
     let c: Value = ybs.json("ybs-out/c/transcript.json");
-    assert_eq!((&c["status"], &c["reason"]), (&json!("skipped"), &json!("interrupted")));
+    assert_eq!(
+        (&c["status"], &c["reason"]),
+        (&json!("skipped"), &json!("interrupted"))
+    );
     let b = ybs.read("ybs-out/b/transcript.json");
     let run_id = run_id(&ybs.json("ybs-out/b/transcript.json"));
     let worktree = format!(".ybs-worktrees/{run_id}/b");

@@ -80,7 +80,9 @@ pub fn fixture(args: &FixtureArgs) -> u8 {
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(error) => {
-            printer.error(&format!("error: cannot read the current directory: {error}"));
+            printer.error(&format!(
+                "error: cannot read the current directory: {error}"
+            ));
             return exit::INFRA;
         }
     };
