@@ -141,7 +141,8 @@ fn an_authentication_error_skips_the_tasks_of_its_provider_only() {
     )]);
     let ybs = Ybs::new()
         .env("OPENAI_API_KEY", "sk-test-auth-breaker")
-        .env("YBS_ENDPOINT", &format!("{}/v1", server.url));
+        .env("YBS_ENDPOINT", &format!("{}/v1", server.url))
+        .env("GITHUB_ACTIONS", "true");
     // `a` and `b` spend the same account; `c` replays its cassette.
     ybs.file(
         "t.yaml",
@@ -162,6 +163,18 @@ fn an_authentication_error_skips_the_tasks_of_its_provider_only() {
     let message = assert_skipped(&ybs, &run, "b", "auth_error");
     assert!(message.contains("401"), "{message}");
     assert!(!run.stdout.contains("sk-test-auth-breaker"));
+    // The task that hit the wall is the error to look at; a skipped one
+    // gets no annotation of its own.
+    assert!(
+        run.stdout.contains("::error title=ybs a::auth_error"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("::error title=ybs b"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]

@@ -352,7 +352,7 @@ impl Printer {
     }
 }
 
-/// The PASS/FAIL/ERROR/PAUSE/RUN label of a line in colour.
+/// The PASS/FAIL/ERROR/PAUSE/SKIP/RUN label of a line in colour.
 fn paint(text: &str, color: bool) -> String {
     if !color {
         return text.to_owned();
@@ -360,7 +360,7 @@ fn paint(text: &str, color: bool) -> String {
     let code = match text.get(..5) {
         Some("PASS ") => "32",
         Some("FAIL " | "ERROR") => "31",
-        Some("PAUSE") => "33",
+        Some("PAUSE" | "SKIP ") => "33",
         Some("RUN  ") => "36",
         _ => return text.to_owned(),
     };
