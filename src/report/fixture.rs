@@ -129,7 +129,10 @@ pub fn make(task_dir: &Path, to: &Path, cwd: &Path) -> Result<Fixture, FixtureEr
     };
     let (root, errors) = parse(&source);
     if let Some(error) = errors.first() {
-        return Err(invalid(format!("{error:?}")));
+        return Err(FixtureError::TaskFileInvalid {
+            path: PathBuf::from(format!("{}:{}", file.display(), error.span)),
+            message: error.message.clone(),
+        });
     }
     let root = root.map(|node| to_json(&node)).unwrap_or(Value::Null);
     let fixture = alone(root, &transcript).map_err(invalid)?;
@@ -144,7 +147,7 @@ pub fn make(task_dir: &Path, to: &Path, cwd: &Path) -> Result<Fixture, FixtureEr
         transcript.manifest.run_id.replace('\n', " "),
         transcript.tool_calls.len(),
     )
-    .replace(['\r'], " ");
+    .replace('\r', " ");
     yaml.push_str(&serde_json::to_string_pretty(&fixture).map_err(|error| {
         FixtureError::Write {
             source: std::io::Error::other(error),
@@ -228,5 +231,60 @@ fn to_json(node: &Node) -> Value {
                 .map(|(key, value)| (key.name.clone(), to_json(value)))
                 .collect(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::report::transcript::build_transcript;
+
+    fn transcript(id: &str, suite: &str) -> Transcript {
+        let mut transcript = build_transcript(&[]);
+        transcript.task.id = id.to_owned();
+        transcript.task.suite = suite.to_owned();
+        transcript
+    }
+
+    fn yaml(text: &str) -> Value {
+        to_json(&parse(text).0.unwrap())
+    }
+
+    #[test]
+    fn the_list_form_keeps_only_the_task_on_replay() {
+        let file = yaml(
+            "vars: {repo: .}\ndefaults:\n  provider: openai\n  endpoint: http://x\n  limits: { max_iterations: 3, timeout: 5m }\ntasks:\n  - id: a\n    prompt: A\n    endpoint: http://y\n  - id: b\n    prompt: B\n",
+        );
+        let fixture = alone(file, &transcript("a", "nightly")).unwrap();
+        assert_eq!(
+            fixture,
+            json!({
+                "vars": {"repo": "."},
+                "defaults": {"provider": "openai", "limits": {"max_iterations": 3, "timeout": "5m"}},
+                "name": "nightly",
+                "tasks": [{"id": "a", "prompt": "A", "provider": "replay"}],
+            })
+        );
+        // JSON is YAML: it reads back as it was written.
+        let text = serde_json::to_string_pretty(&fixture).unwrap();
+        assert_eq!(yaml(&text), fixture);
+        assert!(
+            alone(
+                yaml("tasks:\n  - id: b\n    prompt: B\n"),
+                &transcript("a", "")
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn the_single_task_form_gets_its_id() {
+        let file = yaml("prompt: do it\nprovider: anthropic\nchecks: [true]\n");
+        assert_eq!(
+            alone(file, &transcript("t", "t")).unwrap(),
+            json!({"prompt": "do it", "provider": "replay", "checks": [true], "id": "t"})
+        );
     }
 }

@@ -622,18 +622,24 @@ fn prepare_out_dir(out: &report::OutDir) -> std::io::Result<()> {
     )
 }
 
-/// Resolves when SIGINT or SIGTERM arrives; names the signal.
-pub(crate) async fn interrupted() -> &'static str {
+/// Resolves when SIGINT or SIGTERM arrives; names the signal. The
+/// handlers are installed when this is called, not when the future is
+/// first polled: a signal that arrives while the first tasks start is
+/// not the default action (death without outputs).
+pub(crate) fn interrupted() -> impl std::future::Future<Output = &'static str> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
+    let signals = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
+    );
+    async move {
+        let (Ok(mut int), Ok(mut term)) = signals else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        }
     }
 }
 
