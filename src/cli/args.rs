@@ -20,8 +20,8 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("YBS_COM
 /// Exit codes: 0 every task passed (or matched `expect`), 1 a task failed,
 /// 2 usage/config/task-file error (nothing ran), 3 a task paused awaiting
 /// tool results or approvals (`ybs resume`) and none failed, 4
-/// infrastructure error (provider, auth, git) and no task failed, 130
-/// interrupted.
+/// infrastructure error (provider, auth, quota, git) or a task skipped
+/// (the batch stopped before it) and no task failed, 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "ybs", version = VERSION, about, long_about, max_term_width = 100)]
 pub struct Cli {
