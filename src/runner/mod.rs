@@ -231,6 +231,13 @@ pub fn discard(prepared: &[PreparedTask]) {
 /// output. SIGINT/SIGTERM stop every running task (each gets
 /// `task.finished` with reason `interrupted`); outputs are still written.
 ///
+/// Before a task starts, [`breaker::Gate`] may stop it: a quota or
+/// authentication error that ended an earlier task against the same
+/// provider, or `--max-cost-usd` reached. A task not started (that way,
+/// or because of an interrupt) is reported as `skipped`, with the reason
+/// (docs/ci.md#when-the-batch-stops). Under `--record`, each task's own
+/// interactions are written to `OUT/<task>/cassette.json` at the end.
+///
 /// Tasks start in their order, so the reports list them as with
 /// `--jobs 1`. All of them are polled from this one future and emit
 /// through one [`RedactingSink`]; a task's events stay in order. A task
