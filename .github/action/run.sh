@@ -216,7 +216,7 @@ run() {
     fi
     if [ -n "$mark" ]; then rm -f "$mark"; fi
     output exit-code "$code"
-    # ybs writes status, passed, failed, errors, paused, junit, summary,
+    # ybs writes status, passed, failed, errors, paused, skipped, junit, summary,
     # out and output to $GITHUB_OUTPUT itself once tasks ran; when it stopped before
     # (invalid inputs: exit 2), they come from here.
     if [ -n "${GITHUB_OUTPUT-}" ] && grep -q '^status[=<]' "$GITHUB_OUTPUT" 2> /dev/null; then
@@ -227,11 +227,13 @@ run() {
         failed=$(count failed "$junit")
         errors=$(count error "$junit")
         paused=$(count paused "$junit")
+        skipped=$(count skipped "$junit")
         output status "$status"
         output passed "$passed"
         output failed "$failed"
         output errors "$errors"
         output paused "$paused"
+        output skipped "$skipped"
         output out "$out"
         output junit "$junit"
         output summary "$out/summary.md"

@@ -20,8 +20,8 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("YBS_COM
 /// Exit codes: 0 every task passed (or matched `expect`), 1 a task failed,
 /// 2 usage/config/task-file error (nothing ran), 3 a task paused awaiting
 /// tool results or approvals (`ybs resume`) and none failed, 4
-/// infrastructure error (provider, auth, git) and no task failed, 130
-/// interrupted.
+/// infrastructure error (provider, auth, quota, git) or a task skipped
+/// (the batch stopped before it) and no task failed, 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "ybs", version = VERSION, about, long_about, max_term_width = 100)]
 pub struct Cli {
@@ -97,6 +97,25 @@ pub enum ReportCommand {
     /// none failed; 2 bad inputs (no transcripts, a task in two
     /// directories), nothing written.
     Merge(MergeArgs),
+    /// Make a regression fixture of one task of a run recorded with
+    /// `--record`: DIR/<task>.yaml (the task alone, on the `replay`
+    /// provider) and DIR/<task>.cassette.json (its masked interactions),
+    /// so that `ybs run DIR/<task>.yaml` replays it offline to the same
+    /// end. Run it from the directory the run ran in. Exit 0, or 2 when
+    /// the task's directory has no transcript or no cassette.
+    Fixture(FixtureArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FixtureArgs {
+    /// The task's output directory, OUT/<task-id>.
+    #[arg(value_name = "OUT/TASK")]
+    pub dir: PathBuf,
+    /// Where the fixture goes (created when missing).
+    #[arg(long, value_name = "DIR")]
+    pub to: PathBuf,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -225,6 +244,11 @@ pub struct RunArgs {
         conflicts_with = "model"
     )]
     pub models: Vec<String>,
+    /// The whole run's budget in USD: once its spending reaches it, no
+    /// new task starts (running ones finish) and the rest are reported
+    /// as skipped. Needs the models' prices (`llm.price`).
+    #[arg(long, value_name = "USD", value_parser = parse_budget)]
+    pub max_cost_usd: Option<f64>,
     /// Decide and record tool calls without executing them.
     #[arg(long)]
     pub dry_run: bool,
@@ -456,6 +480,15 @@ fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     localhost
         .or_else(|| text.parse().ok())
         .ok_or_else(|| "expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT".to_owned())
+}
+
+fn parse_budget(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "expected an amount in USD above 0, like 2.50, got `{text}`"
+        )),
+    }
 }
 
 fn parse_shard(text: &str) -> Result<Shard, String> {

@@ -166,6 +166,10 @@ pub enum Event {
         duration_ms: u64,
         output_tail: String,
         attempt: u32,
+        /// A failing check: where its output points, inside the
+        /// repository (docs/ci.md#annotations-on-the-failing-line).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        locations: Vec<CheckLocation>,
     },
     /// How many secrets were masked in the task's outputs and tool
     /// results, by kind (`github_token`, `secret_value`, …). Once, before
@@ -212,6 +216,20 @@ pub enum Event {
         cost: Cost,
         duration_ms: u64,
     },
+}
+
+/// A place a failing check's output points to: `file:line[:col]` as a
+/// compiler, linter or test runner printed it, the file relative to the
+/// repository's root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckLocation {
+    /// Relative to the repository's root, `/`-separated.
+    pub file: String,
+    pub line: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    /// The tool's message for it (masked like all check output).
+    pub message: String,
 }
 
 /// A call the paused task waits on (`state.json` `pending`, `task.paused`).

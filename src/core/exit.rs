@@ -8,7 +8,8 @@ pub const TASK_FAILED: u8 = 1;
 pub const USAGE: u8 = 2;
 /// The run paused awaiting tool results or approvals.
 pub const PAUSED: u8 = 3;
-/// Infrastructure error (provider, auth, quota, git) and no task failed.
+/// Infrastructure error (provider, auth, quota, git), or a task skipped
+/// because the batch stopped before it, and no task failed.
 pub const INFRA: u8 = 4;
 /// `--repeat`: no task failed or errored, but at least one passed some of
 /// its runs and not all (flaky) and no `--min-pass-rate` decided it.

@@ -12,6 +12,9 @@ pub enum Status {
     Failed,
     Error,
     Paused,
+    /// Never started: the batch stopped before its turn (a quota or
+    /// authentication error, `--max-cost-usd`, an interrupt).
+    Skipped,
 }
 
 impl Status {
@@ -21,6 +24,7 @@ impl Status {
             Self::Failed => "failed",
             Self::Error => "error",
             Self::Paused => "paused",
+            Self::Skipped => "skipped",
         }
     }
 }
@@ -47,6 +51,10 @@ pub enum Reason {
     ExpectationNotMet,
     ProviderError,
     AuthError,
+    /// The provider says the account's quota, credit or spend limit is
+    /// exhausted (OpenAI `insufficient_quota`, Anthropic billing errors):
+    /// waiting does not help, and the batch stops (docs/ci.md).
+    QuotaExhausted,
     GitError,
     InternalError,
     Interrupted,
@@ -86,6 +94,7 @@ impl Reason {
             Self::ExpectationNotMet => "expectation_not_met",
             Self::ProviderError => "provider_error",
             Self::AuthError => "auth_error",
+            Self::QuotaExhausted => "quota_exhausted",
             Self::GitError => "git_error",
             Self::InternalError => "internal_error",
             Self::Interrupted => "interrupted",
@@ -115,6 +124,13 @@ impl Reason {
         )
     }
 
+    /// True if and only if a task that ended for this reason stops the
+    /// batch: the next task would hit the same wall (a rejected key, an
+    /// exhausted quota), so the tasks not yet started are skipped.
+    pub fn stops_batch(self) -> bool {
+        matches!(self, Self::AuthError | Self::QuotaExhausted)
+    }
+
     /// The status a task gets when it stops for this reason, before any
     /// `expect: fail` inversion.
     pub fn status(self) -> Status {
@@ -122,6 +138,7 @@ impl Reason {
             Self::Completed => Status::Passed,
             Self::ProviderError
             | Self::AuthError
+            | Self::QuotaExhausted
             | Self::GitError
             | Self::InternalError
             | Self::ToolUnavailable => Status::Error,

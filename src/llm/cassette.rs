@@ -344,6 +344,31 @@ impl CassetteWriter {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// A cassette of `task`'s interactions alone, masked like the file:
+    /// what `ybs report fixture` replays (docs/outputs.md). `None` when
+    /// the task asked the provider nothing.
+    pub fn task_cassette(&self, task: &str) -> std::io::Result<Option<Vec<u8>>> {
+        let file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let interactions: Vec<&Interaction> = file
+            .interactions
+            .iter()
+            .filter(|interaction| interaction.task.as_deref() == Some(task))
+            .collect();
+        if interactions.is_empty() {
+            return Ok(None);
+        }
+        let mut value = serde_json::json!({
+            "version": CASSETTE_VERSION,
+            "interactions": interactions,
+        });
+        self.redactor.redact_value(&mut value);
+        let text = serde_json::to_string_pretty(&value).map_err(std::io::Error::other)?;
+        Ok(Some((text + "\n").into_bytes()))
+    }
 }
 
 #[cfg(test)]

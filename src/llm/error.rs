@@ -155,6 +155,10 @@ impl ProviderError {
             Self::MissingKey { .. } | Self::KeyWithheld { .. } | Self::Auth { .. } => {
                 Reason::AuthError
             }
+            Self::Status {
+                quota_exhausted: true,
+                ..
+            } => Reason::QuotaExhausted,
             Self::Status { .. }
             | Self::Connect { .. }
             | Self::Timeout(_)
@@ -172,5 +176,31 @@ fn seconds(duration: Duration) -> String {
         format!("{} s", duration.as_secs())
     } else {
         format!("{:.1} s", duration.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exhausted_quota_has_its_own_reason_and_stops_the_batch() {
+        let status = |quota_exhausted| ProviderError::Status {
+            status: 429,
+            message: "m".into(),
+            retry_after: None,
+            quota_exhausted,
+            should_retry: None,
+        };
+        assert_eq!(status(true).reason(), Reason::QuotaExhausted);
+        assert_eq!(status(false).reason(), Reason::ProviderError);
+        let auth = ProviderError::Auth {
+            status: 401,
+            message: "m".into(),
+        };
+        for (error, stops) in [(status(true), true), (auth, true), (status(false), false)] {
+            assert_eq!(error.reason().stops_batch(), stops, "{error:?}");
+        }
+        assert_eq!(Reason::QuotaExhausted.status(), crate::core::Status::Error);
     }
 }

@@ -2,7 +2,7 @@
 //! run: one `<testsuite>` per task file, one `<testcase>` per task.
 //!
 //! Status mapping: `passed` → success, `failed` → `<failure>`, `error` →
-//! `<error>`, `paused` → `<skipped>`. Text from the model or tools goes
+//! `<error>`, `paused` and `skipped` (never started) → `<skipped>`. Text from the model or tools goes
 //! through [`neutralize_chars`] first and then quick-junit's `XmlString`,
 //! so the file is well-formed whatever the text holds (docs/security.md S8).
 
@@ -324,7 +324,7 @@ fn status(result: &TaskResult) -> TestCaseStatus {
         Status::Passed => return TestCaseStatus::success(),
         Status::Failed => TestCaseStatus::non_success(NonSuccessKind::Failure),
         Status::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
-        Status::Paused => TestCaseStatus::skipped(),
+        Status::Paused | Status::Skipped => TestCaseStatus::skipped(),
     };
     let headline = match result.status {
         // `paused: 2 pending calls`; the calls are in the description.

@@ -11,13 +11,17 @@
 //! - [`schema`]: the JSON Schemas of the transcript and of `events.jsonl`.
 //! - [`OtelSink`]: OpenTelemetry spans over OTLP/HTTP, when an endpoint is set.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
+//! - [`annotations`]: the `file:line[:col]` locations in a failing check's
+//!   output, and their `::error file=…` lines.
 //! - [`terminal`]: the [`Console`] a run talks to, and [`Printer`], the
 //!   only writer to stdout and stderr (human lines, the live view).
 //!
 //! [`merge`] (`ybs report merge`) feeds the same JUnit and summary sinks
 //! from the transcripts of several output directories.
 
+pub mod annotations;
 mod events;
+pub mod fixture;
 mod fsutil;
 mod github_output;
 mod junit;
@@ -44,7 +48,7 @@ pub use otel::OtelSink;
 pub use outdir::{DIGESTS_FILE, Digests, OpenError, OutDir};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use scope::RunScope;
-pub use sinks::{JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
+pub use sinks::{CASSETTE_FILE, JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
 pub use summary::{SummarySink, summary_markdown};
 pub use terminal::{Console, Level, PlannedTask, Printer};
 pub use transcript::{

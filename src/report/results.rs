@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::core::event::{Event, EventRecord, GitOutcome, SandboxInfo};
+use crate::core::event::{CheckLocation, Event, EventRecord, GitOutcome, SandboxInfo};
 use crate::core::outcome::{Reason, Status};
 use crate::core::usage::{Cost, Usage};
 
@@ -54,6 +54,8 @@ pub struct FailedCheck {
     pub expected_exit: i32,
     pub timed_out: bool,
     pub output_tail: String,
+    /// Where its output points, inside the repository.
+    pub locations: Vec<CheckLocation>,
 }
 
 impl FailedCheck {
@@ -243,6 +245,7 @@ impl Pending {
                 timed_out,
                 output_tail,
                 attempt,
+                locations,
                 ..
             } => self.checks.push((
                 *attempt,
@@ -254,6 +257,7 @@ impl Pending {
                     expected_exit: *expected_exit,
                     timed_out: *timed_out,
                     output_tail: output_tail.clone(),
+                    locations: locations.clone(),
                 },
             )),
             Event::Git { outcome } => result.git = Some(outcome.clone()),
@@ -319,6 +323,8 @@ pub struct RunTotals {
     pub failed: usize,
     pub error: usize,
     pub paused: usize,
+    /// Never started (docs/ci.md: the breaker, the budget, an interrupt).
+    pub skipped: usize,
 }
 
 impl RunTotals {
@@ -336,11 +342,12 @@ impl RunTotals {
             Status::Failed => self.failed += 1,
             Status::Error => self.error += 1,
             Status::Paused => self.paused += 1,
+            Status::Skipped => self.skipped += 1,
         }
     }
 
     pub fn total(&self) -> usize {
-        self.passed + self.failed + self.error + self.paused
+        self.passed + self.failed + self.error + self.paused + self.skipped
     }
 }
 
@@ -354,6 +361,7 @@ impl std::fmt::Display for RunTotals {
             (self.failed, "failed"),
             (self.error, "errored"),
             (self.paused, "paused"),
+            (self.skipped, "skipped"),
         ] {
             if count > 0 {
                 write!(f, ", {count} {word}")?;
@@ -433,6 +441,7 @@ mod tests {
             expected_exit: 0,
             timed_out: true,
             output_tail: String::new(),
+            locations: Vec::new(),
         };
         assert_eq!(check.describe(), "check `a'b` timed out");
         check.timed_out = false;

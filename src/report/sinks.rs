@@ -14,6 +14,9 @@ use crate::core::event::{EventRecord, EventSink};
 
 /// `OUT/summary.md`: the Markdown summary.
 pub const SUMMARY_FILE: &str = "summary.md";
+/// `OUT/<task>/cassette.json`: under `--record`, the task's own
+/// interactions, for `ybs report fixture`.
+pub const CASSETTE_FILE: &str = "cassette.json";
 /// `OUT/junit.xml`: the JUnit XML, unless `--junit FILE`.
 pub const JUNIT_FILE: &str = "junit.xml";
 
@@ -40,7 +43,13 @@ pub struct OpenOutputs {
 
 impl OutputLayout {
     /// Per-task files, in `OUT/<task-id>/`.
-    pub const TASK_FILES: &[&str] = &[EVENTS_FILE, TRANSCRIPT_FILE, OUTPUT_FILE, OUTPUT_JSON_FILE];
+    pub const TASK_FILES: &[&str] = &[
+        EVENTS_FILE,
+        TRANSCRIPT_FILE,
+        OUTPUT_FILE,
+        OUTPUT_JSON_FILE,
+        CASSETTE_FILE,
+    ];
     /// Files of the run, in `OUT/` (the JUnit file by default).
     pub const RUN_FILES: &[&str] = &[SUMMARY_FILE, JUNIT_FILE, SHARD_FILE, DIGESTS_FILE];
 
@@ -243,7 +252,7 @@ mod tests {
             .collect();
         all.sort_unstable();
         all.dedup();
-        assert_eq!(all.len(), 8);
+        assert_eq!(all.len(), 9);
     }
 
     #[test]

@@ -81,6 +81,9 @@ impl EventSink for SummarySink {
 
     fn finish(&mut self) -> io::Result<()> {
         let mut scope = self.scope.clone();
+        if scope.source_url.is_none() {
+            scope.source_url = RunScope::source_url(&|name| std::env::var(name).ok());
+        }
         scope.warnings.extend(
             self.dir
                 .findings()
@@ -180,7 +183,7 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
     write_sandbox(out, results)?;
     write_warnings(out, results)?;
     write_answers(out, results)?;
-    write_failures(out, results)?;
+    write_failures(out, results, scope.source_url.as_deref())?;
     write_git(out, results)
 }
 
@@ -384,7 +387,11 @@ fn write_answers(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
     Ok(())
 }
 
-fn write_failures(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
+fn write_failures(
+    out: &mut String,
+    results: &[TaskResult],
+    source_url: Option<&str>,
+) -> std::fmt::Result {
     let failures: Vec<_> = results
         .iter()
         .filter(|result| result.status != Status::Passed)
@@ -429,8 +436,61 @@ fn write_failures(out: &mut String, results: &[TaskResult]) -> std::fmt::Result 
             );
         }
         writeln!(out, "{}", fenced(&text))?;
+        write_locations(out, result, source_url)?;
     }
     Ok(())
+}
+
+/// Where the failing checks' output points (docs/ci.md#annotations-on-the-failing-line):
+/// one line each, a link to the line under GitHub Actions.
+fn write_locations(
+    out: &mut String,
+    result: &TaskResult,
+    source_url: Option<&str>,
+) -> std::fmt::Result {
+    let mut first = true;
+    for check in &result.failed_checks {
+        for location in &check.locations {
+            if first {
+                writeln!(out, "\nWhere the failing checks point:\n")?;
+                first = false;
+            }
+            let place = match location.column {
+                Some(column) => format!("{}:{}:{column}", location.file, location.line),
+                None => format!("{}:{}", location.file, location.line),
+            };
+            let place = match source_url {
+                Some(base) => format!(
+                    "[{}]({base}{}#L{})",
+                    code_span(&place),
+                    url_path(&location.file),
+                    location.line
+                ),
+                None => code_span(&place),
+            };
+            writeln!(
+                out,
+                "- {place} {} ({})",
+                escape_inline(&location.message),
+                code_span(&check.name)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A repository path in a URL: every byte outside the unreserved set
+/// and `/` percent-encoded.
+fn url_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'/' | b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
 }
 
 fn write_git(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {

@@ -99,6 +99,7 @@ pub(crate) fn check(task: &str, ts_ms: u64, name: &str, exit_code: i32, tail: &s
             duration_ms: 900,
             output_tail: tail.to_owned(),
             attempt: 1,
+            locations: Vec::new(),
         },
     )
 }

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::core::event::{
-    Event, EventRecord, EventSink, GitOutcome, PendingAnswer, PendingCall, SCHEMA_VERSION,
-    SandboxInfo, ToolMetrics,
+    CheckLocation, Event, EventRecord, EventSink, GitOutcome, PendingAnswer, PendingCall,
+    SCHEMA_VERSION, SandboxInfo, ToolMetrics,
 };
 use crate::core::ids::{parse_rfc3339, rfc3339};
 use crate::core::message::Message;
@@ -222,6 +222,9 @@ pub struct CheckEntry {
     pub duration_ms: u64,
     pub output_tail: String,
     pub attempt: u32,
+    /// A failing check: where its output points, inside the repository.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<CheckLocation>,
 }
 
 impl Transcript {
@@ -296,6 +299,7 @@ impl Transcript {
                     duration_ms: check.duration_ms,
                     output_tail: check.output_tail.clone(),
                     attempt: check.attempt,
+                    locations: check.locations.clone(),
                 },
             )
         }));
@@ -598,6 +602,7 @@ impl TranscriptBuilder {
                 duration_ms,
                 output_tail,
                 attempt,
+                locations,
             } => self.checks.push(CheckEntry {
                 name: name.clone(),
                 command: command.clone(),
@@ -608,6 +613,7 @@ impl TranscriptBuilder {
                 duration_ms: *duration_ms,
                 output_tail: output_tail.clone(),
                 attempt: *attempt,
+                locations: locations.clone(),
             }),
             Event::Git { outcome } => self.git = Some(outcome.clone()),
             Event::TaskOutput {

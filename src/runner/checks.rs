@@ -7,15 +7,16 @@
 //! when it asks (`network: true`) and the operator has not forbidden it
 //! (`safety.sandbox_check_network: false`).
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::Emitter;
 use crate::core::Redactor;
-use crate::core::event::Event;
+use crate::core::event::{CheckLocation, Event};
 use crate::core::redact::Redactions;
 use crate::core::text::tail;
+use crate::report::annotations::{self, MAX_PER_CHECK};
 use crate::task::CheckSpec;
 use crate::tools::ChildEnv;
 use crate::tools::process::{self, ProcessSpec};
@@ -103,6 +104,9 @@ pub async fn run_checks(
     let deadline = time_left.map(|left| std::time::Instant::now() + left);
     let mut failures = Vec::new();
     let mut out_of_time = false;
+    // Found when a check first fails: the workdir (canonical) and the
+    // root of its repository.
+    let mut repository_root: Option<Option<(PathBuf, PathBuf)>> = None;
     for check in checks {
         let own = check.timeout.unwrap_or(DEFAULT_TIMEOUT);
         let left = deadline.map(|at| at.saturating_duration_since(std::time::Instant::now()));
@@ -132,6 +136,12 @@ pub async fn run_checks(
         let passed = !timed_out && exit_code == Some(check.expect_exit);
         out_of_time |= timed_out && cut_by_deadline;
         let output_tail = tail(&output, TAIL_CHARS).to_owned();
+        let locations = if passed {
+            Vec::new()
+        } else {
+            let root = repository_root.get_or_insert_with(|| repository_root_of(setting.workdir));
+            locations(&output, root.as_ref())
+        };
         emitter.emit(Event::CheckCompleted {
             name: check.name.clone(),
             command: check.run.clone(),
@@ -142,6 +152,7 @@ pub async fn run_checks(
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             output_tail: output_tail.clone(),
             attempt,
+            locations,
         });
         if !passed {
             let how = if timed_out {
@@ -174,6 +185,69 @@ pub async fn run_checks(
         out_of_time,
         failures,
     }
+}
+
+/// The canonical workdir and the root of its repository (the workdir
+/// itself outside one); `None` when the workdir cannot be resolved.
+fn repository_root_of(workdir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let workdir = workdir.canonicalize().ok()?;
+    let root = match crate::git::Workspace::open(&workdir) {
+        Ok(Some(workspace)) => workspace.root().to_owned(),
+        _ => workdir.clone(),
+    };
+    Some((workdir, root))
+}
+
+/// The locations a failing check's output points to that are inside the
+/// repository, relative to its root (a path relative to the check's
+/// directory, the workdir, or absolute; never above the root): at most
+/// [`MAX_PER_CHECK`] (docs/ci.md#annotations-on-the-failing-line).
+fn locations(output: &str, dirs: Option<&(PathBuf, PathBuf)>) -> Vec<CheckLocation> {
+    let Some((workdir, root)) = dirs else {
+        return Vec::new();
+    };
+    annotations::scan(output)
+        .into_iter()
+        .filter_map(|found| {
+            let path = Path::new(&found.path);
+            let joined = if path.is_absolute() {
+                path.to_owned()
+            } else {
+                workdir.join(path)
+            };
+            let file = inside(&joined, root)?;
+            Some(CheckLocation {
+                file,
+                line: found.line,
+                column: found.column,
+                message: found.message,
+            })
+        })
+        .take(MAX_PER_CHECK)
+        .collect()
+}
+
+/// `path` (absolute) relative to `root`, `/`-separated, with `.` and
+/// `..` resolved as written; `None` when it is not below `root`.
+fn inside(path: &Path, root: &Path) -> Option<String> {
+    let mut normal = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !normal.pop() {
+                    return None;
+                }
+            }
+            other => normal.push(other),
+        }
+    }
+    let relative = normal.strip_prefix(root).ok()?;
+    let parts: Vec<&str> = relative
+        .components()
+        .map(|part| part.as_os_str().to_str())
+        .collect::<Option<_>>()?;
+    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// Where the toolchain sections of the docs are, for the hints below.
@@ -247,6 +321,29 @@ mod tests {
                 .is_some_and(|hint| hint.contains("sandbox_writable_paths"))
         );
         assert_eq!(toolchain_hint("test tests::two ... FAILED"), None);
+    }
+
+    #[test]
+    fn only_locations_inside_the_repository_are_kept() {
+        use std::path::{Path, PathBuf};
+        let dirs = (PathBuf::from("/r/sub"), PathBuf::from("/r"));
+        let output = "lib.rs:1:1: error: a\n../top.rs:2:1: error: b\n../../etc/x.c:3:1: error: c\n/r/abs.py:4: error: d\n/elsewhere/y.py:5: error: e\n./d/../z.go:6:2: f\n";
+        let files: Vec<(String, u32)> = super::locations(output, Some(&dirs))
+            .into_iter()
+            .map(|found| (found.file, found.line))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("sub/lib.rs".to_owned(), 1),
+                ("top.rs".to_owned(), 2),
+                ("abs.py".to_owned(), 4),
+                ("sub/z.go".to_owned(), 6),
+            ]
+        );
+        assert_eq!(super::inside(Path::new("/r"), Path::new("/r")), None);
+        let many: String = (1..=15).map(|n| format!("a.c:{n}:1: error: x\n")).collect();
+        assert_eq!(super::locations(&many, Some(&dirs)).len(), 10);
     }
 
     #[test]

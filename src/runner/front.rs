@@ -38,6 +38,10 @@ pub fn run(
     console.set_redactor(redactor.clone());
     let layout = options.layout();
     let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
+    if let Err(error) = budget_priced(&context, &prepared) {
+        super::discard(&prepared);
+        return Err(error);
+    }
     // Held for the run; a symbolic link where outputs would go is refused
     // before anything runs.
     let outputs = match layout.open(&context.cwd) {
@@ -100,6 +104,10 @@ pub fn run(
                 options.out_dir.display()
             ),
         },
+        match report.count(Status::Skipped) {
+            0 => String::new(),
+            skipped => format!(", {skipped} skipped (not started)"),
+        },
         if report.interrupted {
             " (interrupted)"
         } else {
@@ -124,4 +132,30 @@ pub fn run(
         },
     );
     Ok(report)
+}
+
+/// `--max-cost-usd` counts what the run spends: every task's model needs
+/// a known price, or the budget could not be enforced.
+fn budget_priced(
+    context: &super::RunContext,
+    prepared: &[super::PreparedTask],
+) -> Result<(), RunError> {
+    let Some(budget) = context.max_cost_usd else {
+        return Ok(());
+    };
+    match prepared
+        .iter()
+        .find(|task| context.pricing.price(&task.settings.model).is_none())
+    {
+        Some(task) => Err(RunError::usage(
+            format!(
+                "--max-cost-usd {budget}: the price of model `{}` (task `{}`) is not known, so the run's spending could not be counted",
+                task.settings.model, task.task.id
+            ),
+            Some(
+                "give the price in the operator's config: `llm.price: {input_per_mtok: 1.25, output_per_mtok: 10}` (USD per million tokens)",
+            ),
+        )),
+        None => Ok(()),
+    }
 }

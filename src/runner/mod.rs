@@ -5,6 +5,7 @@ pub mod adhoc;
 pub mod agents_md;
 mod answer;
 pub mod approve;
+mod breaker;
 pub mod chat;
 pub mod checks;
 mod error;
@@ -105,6 +106,9 @@ pub struct RunContext {
     /// `--jobs N`: tasks at once (at least 1). Above 1, a task that
     /// commits runs in its own git worktree.
     pub jobs: usize,
+    /// `--max-cost-usd`: once the run has spent this much, no new task
+    /// starts; the rest are skipped (docs/ci.md).
+    pub max_cost_usd: Option<f64>,
     /// `--interactive` on a TTY: answers `ask` decisions (docs/interactive.md).
     pub approver: Option<Arc<dyn Approver>>,
     /// `ybs resume`: the work tree holds the paused task's changes,
@@ -231,6 +235,13 @@ pub fn discard(prepared: &[PreparedTask]) {
 /// output. SIGINT/SIGTERM stop every running task (each gets
 /// `task.finished` with reason `interrupted`); outputs are still written.
 ///
+/// Before a task starts, [`breaker::Gate`] may stop it: a quota or
+/// authentication error that ended an earlier task against the same
+/// provider, or `--max-cost-usd` reached. A task not started (that way,
+/// or because of an interrupt) is reported as `skipped`, with the reason
+/// (docs/ci.md#when-the-batch-stops). Under `--record`, each task's own
+/// interactions are written to `OUT/<task>/cassette.json` at the end.
+///
 /// Tasks start in their order, so the reports list them as with
 /// `--jobs 1`. All of them are polled from this one future and emit
 /// through one [`RedactingSink`]; a task's events stay in order. A task
@@ -298,13 +309,24 @@ pub async fn execute(
     let mut active: Vec<usize> = Vec::new();
     let mut next = 0;
     let mut interrupt = Box::pin(interrupted());
+    // The quota breaker and the run's budget: whether the next task starts.
+    let mut gate = breaker::Gate::new(run.max_cost_usd);
     loop {
-        while next < prepared.len()
-            && active.len() < run.jobs.max(1)
-            && active
+        while next < prepared.len() && active.len() < run.jobs.max(1) {
+            if let Some((reason, message)) = gate.stop(&prepared[next], spent_usd(&progress)) {
+                let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                let result = breaker::skip(run, &prepared[next], reason, message, &mut *sink);
+                discard(&prepared[next..=next]);
+                results[next] = Some(result);
+                next += 1;
+                continue;
+            }
+            if active
                 .iter()
-                .all(|&other| !shares_workdir(&prepared[next], &prepared[other]))
-        {
+                .any(|&other| shares_workdir(&prepared[next], &prepared[other]))
+            {
+                break;
+            }
             let index = next;
             let task = &prepared[index];
             let sink = &sink;
@@ -333,6 +355,7 @@ pub async fn execute(
         tokio::select! {
             Some((index, result)) = running.next() => {
                 active.retain(|&other| other != index);
+                gate.record(&prepared[index], &result);
                 results[index] = Some(result);
             }
             signal = &mut interrupt => {
@@ -377,14 +400,24 @@ pub async fn execute(
                     });
                 }
                 // Tasks that never started leave nothing behind (a
-                // reopened worktree holds a paused task's work: it stays).
+                // reopened worktree holds a paused task's work: it stays),
+                // and are reported as skipped.
                 discard(&prepared[next..]);
+                for index in next..prepared.len() {
+                    let message = format!("not started: interrupted by {signal}");
+                    let result =
+                        breaker::skip(run, &prepared[index], Reason::Interrupted, message, &mut *sink);
+                    results[index] = Some(result);
+                }
                 report.interrupted = true;
                 break;
             }
         }
     }
     drop(running);
+    if let Err(error) = write_task_cassettes(run, &prepared, out) {
+        report.output_error.get_or_insert(error.to_string());
+    }
     report.results = results.into_iter().flatten().collect();
     // Files of tasks that already ended (a later task forging an earlier
     // one's transcript): the task fails; the summary lists it.
@@ -414,6 +447,38 @@ pub async fn execute(
         report.tampering.extend(outputs.junit_dir.findings());
     }
     report
+}
+
+/// `--record`: each task's own interactions in `OUT/<task>/cassette.json`,
+/// masked, for `ybs report fixture` (docs/outputs.md).
+fn write_task_cassettes(
+    run: &RunContext,
+    prepared: &[PreparedTask],
+    out: &report::OutDir,
+) -> std::io::Result<()> {
+    let Some(recorder) = &run.recorder else {
+        return Ok(());
+    };
+    for task in prepared {
+        let id = &task.task.id;
+        if let Some(bytes) = recorder.task_cassette(id)? {
+            out.write_atomic(Some(id), report::CASSETTE_FILE, &bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// What the run has spent so far, in USD: every task's answers with a
+/// known price, the running ones' included.
+fn spent_usd(progress: &[Mutex<Progress>]) -> f64 {
+    progress
+        .iter()
+        .map(|task| {
+            task.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .spent_usd
+        })
+        .sum()
 }
 
 /// Whether two tasks would work in one directory: neither has its own
@@ -460,6 +525,8 @@ struct Progress {
     usage: Usage,
     /// As the agent counts it: unknown once one answer's price is.
     cost: Cost,
+    /// The answers with a known price, for the run's budget.
+    spent_usd: f64,
 }
 
 impl Default for Progress {
@@ -470,6 +537,7 @@ impl Default for Progress {
             iterations: 0,
             usage: Usage::default(),
             cost: Cost::Usd(0.0),
+            spent_usd: 0.0,
         }
     }
 }
@@ -486,6 +554,7 @@ impl Progress {
                 iterations: spent.iterations,
                 usage: spent.usage,
                 cost: spent.cost,
+                spent_usd: spent.cost.usd().unwrap_or(0.0),
             }
         })
     }
@@ -501,6 +570,7 @@ impl Progress {
             self.iterations = self.iterations.max(*iteration);
             self.usage.add(*usage);
             self.cost = self.cost.plus(*cost);
+            self.spent_usd += cost.usd().unwrap_or(0.0);
         }
     }
 
@@ -565,18 +635,24 @@ fn prepare_out_dir(out: &report::OutDir) -> std::io::Result<()> {
     )
 }
 
-/// Resolves when SIGINT or SIGTERM arrives; names the signal.
-pub(crate) async fn interrupted() -> &'static str {
+/// Resolves when SIGINT or SIGTERM arrives; names the signal. The
+/// handlers are installed when this is called, not when the future is
+/// first polled: a signal that arrives while the first tasks start is
+/// not the default action (death without outputs).
+pub(crate) fn interrupted() -> impl std::future::Future<Output = &'static str> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
+    let signals = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
+    );
+    async move {
+        let (Ok(mut int), Ok(mut term)) = signals else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        }
     }
 }
 

@@ -200,6 +200,8 @@ pub struct RunFlags {
     pub filter: Vec<String>,
     pub shard: Option<Shard>,
     pub jobs: u16,
+    /// `--max-cost-usd`: the run's budget (docs/ci.md).
+    pub max_cost_usd: Option<f64>,
     pub dry_run: bool,
     pub no_commit: bool,
     pub allow_dirty: bool,
@@ -344,6 +346,7 @@ pub fn run_context(
         recorder,
         shard: flags.shard,
         jobs: usize::from(flags.jobs).max(1),
+        max_cost_usd: flags.max_cost_usd,
         approver: flags.approver.as_ref().map(|make| make(redactor.clone())),
         resuming,
         resume_worktrees,

@@ -31,8 +31,10 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// `0` all passed, `1` any failed or an output was tampered with, `3` paused, `4` infra error and no
-    /// failure, `130` interrupted.
+    /// `0` all passed, `1` any failed or an output was tampered with, `3` paused, `4` infra error
+    /// or a task skipped (the batch stopped before it: a quota or
+    /// authentication error, `--max-cost-usd`) and no failure, `130`
+    /// interrupted.
     pub fn exit_code(&self) -> u8 {
         if self.interrupted {
             return exit::INTERRUPTED;
@@ -46,7 +48,7 @@ impl RunReport {
         let any = |verdict| verdicts.iter().any(|rate| rate.verdict == verdict);
         if any(Verdict::Failed) || !self.tampering.is_empty() {
             exit::TASK_FAILED
-        } else if any(Verdict::Error) {
+        } else if any(Verdict::Error) || self.results.iter().any(|r| r.status == Status::Skipped) {
             exit::INFRA
         } else if any(Verdict::Flaky) {
             exit::FLAKY
@@ -95,6 +97,7 @@ impl RunReport {
             ("failed", self.count(Status::Failed).to_string()),
             ("errors", self.count(Status::Error).to_string()),
             ("paused", self.count(Status::Paused).to_string()),
+            ("skipped", self.count(Status::Skipped).to_string()),
             ("junit", layout.junit.display().to_string()),
             ("summary", summary.display().to_string()),
             ("out", layout.out_dir.display().to_string()),
@@ -158,6 +161,9 @@ mod tests {
         let mut worse = flaky.to_vec();
         worse.push(("c", Status::Error));
         assert_eq!(runs(&worse, None).exit_code(), 4);
+        // The batch stopped before a task: never a pass.
+        assert_eq!(report(&[Status::Passed, Status::Skipped]).exit_code(), 4);
+        assert_eq!(report(&[Status::Failed, Status::Skipped]).exit_code(), 1);
         let mut interrupted = report(&[Status::Failed]);
         interrupted.interrupted = true;
         assert_eq!(interrupted.exit_code(), 130);

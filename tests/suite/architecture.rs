@@ -70,6 +70,7 @@ const RUNNER_ENGINE: &[&str] = &[
     "answer",
     "parallel",
     "matrix",
+    "breaker",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -611,6 +611,7 @@ fn the_action_runs_every_example_with_a_local_binary() {
         ("failed", "0"),
         ("errors", "0"),
         ("paused", "0"),
+        ("skipped", "0"),
         ("out", "results"),
         ("junit", "results/junit.xml"),
         ("summary", "results/summary.md"),
@@ -937,7 +938,8 @@ fn action_yml_is_a_composite_action_with_the_promised_interface() {
     }
     let outputs = action["outputs"].as_object().unwrap();
     for name in [
-        "status", "passed", "failed", "errors", "paused", "junit", "summary", "out", "output",
+        "status", "passed", "failed", "errors", "paused", "skipped", "junit", "summary", "out",
+        "output",
     ] {
         assert!(outputs.contains_key(name), "output {name} missing");
     }

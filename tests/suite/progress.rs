@@ -269,6 +269,7 @@ fn under_github_actions_each_task_is_a_group_and_the_results_are_step_outputs() 
         ("failed", "1"),
         ("errors", "0"),
         ("paused", "0"),
+        ("skipped", "0"),
         ("junit", "ybs-out/junit.xml"),
         ("summary", "ybs-out/summary.md"),
         ("out", "ybs-out"),

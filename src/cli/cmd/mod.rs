@@ -22,6 +22,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args),
         Command::Tools(args) => tools::tools(&args),
         Command::Report(ReportCommand::Merge(args)) => report::merge(&args),
+        Command::Report(ReportCommand::Fixture(args)) => report::fixture(&args),
         Command::Schema(args) => schema::schema(&args),
         Command::Chat(args) => chat::chat(&args),
         Command::Completions(args) => completions::completions(&args),

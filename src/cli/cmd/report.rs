@@ -1,8 +1,9 @@
-//! `ybs report merge`: one report from the outputs of several shards.
+//! `ybs report merge`: one report from the outputs of several shards;
+//! `ybs report fixture`: a recorded task as a regression fixture.
 
 use std::path::PathBuf;
 
-use super::super::args::MergeArgs;
+use super::super::args::{FixtureArgs, MergeArgs};
 use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
@@ -72,4 +73,38 @@ pub fn merge(args: &MergeArgs) -> u8 {
         },
     );
     code
+}
+
+/// Writes the fixture of one recorded task and says what it replays.
+pub fn fixture(args: &FixtureArgs) -> u8 {
+    let printer = Printer::new(common::level(&args.verbosity), false);
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(error) => {
+            printer.error(&format!(
+                "error: cannot read the current directory: {error}"
+            ));
+            return exit::INFRA;
+        }
+    };
+    match report::fixture::make(&args.dir, &args.to, &cwd) {
+        Ok(fixture) => {
+            let ended = match (fixture.status, fixture.reason) {
+                (Some(status), Some(reason)) => format!("{status} ({reason})"),
+                (Some(status), None) => status.to_string(),
+                _ => "unfinished".to_owned(),
+            };
+            printer.result(&format!(
+                "ybs: fixture of task `{}`: {} and {}; the recorded run ended {ended} after {} tool call{}. `ybs run {}` replays it offline",
+                fixture.task,
+                fixture.task_file.display(),
+                fixture.cassette.display(),
+                fixture.tool_calls,
+                if fixture.tool_calls == 1 { "" } else { "s" },
+                fixture.task_file.display(),
+            ));
+            exit::OK
+        }
+        Err(error) => diagnostics::fail(&printer, &error),
+    }
 }

@@ -127,6 +127,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         filter: args.filter.clone(),
         shard: args.shard,
         jobs: args.jobs,
+        max_cost_usd: args.max_cost_usd,
         dry_run: args.dry_run,
         no_commit: args.no_commit,
         allow_dirty: args.allow_dirty,

@@ -299,6 +299,7 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 duration_ms: 40,
                 output_tail: "CHECK-OUTPUT".into(),
                 attempt: 1,
+                locations: Vec::new(),
             },
         ),
         record(

@@ -101,6 +101,7 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
                 Status::Failed => "FAIL ",
                 Status::Error => "ERROR",
                 Status::Paused => "PAUSE",
+                Status::Skipped => "SKIP ",
             };
             let why = message
                 .as_deref()
@@ -117,7 +118,10 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
             Some(HumanLine {
                 text: line,
                 failed,
-                annotation: failed.then(|| (format!("ybs {task}"), format!("{reason}: {detail}"))),
+                // A task never started is no error of its own: the one that
+                // stopped the batch has its annotation.
+                annotation: (failed && *status != Status::Skipped)
+                    .then(|| (format!("ybs {task}"), format!("{reason}: {detail}"))),
             })
         }
         _ => None,

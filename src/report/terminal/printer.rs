@@ -25,6 +25,7 @@ use super::view::LogView;
 use crate::core::Redactor;
 use crate::core::event::{Event, EventRecord, EventSink};
 use crate::core::redact::{LineMasker, MASK};
+use crate::report::annotations;
 use crate::report::log::{AnnotationKind, github_annotation, neutralize, neutralize_chars};
 
 /// How much to print.
@@ -210,6 +211,11 @@ impl Printer {
     }
 
     fn human(&self, record: &EventRecord) {
+        if !self.json {
+            for line in self.check_annotations(record) {
+                self.out_raw(&line);
+            }
+        }
         let Some(view) = human_line(record, self.level == Level::Verbose) else {
             return;
         };
@@ -272,8 +278,44 @@ impl Printer {
                 ));
             }
         }
+        if !self.json {
+            printed.extend(self.check_annotations(record));
+        }
         self.write_live(&mut live, task, printed, finished);
         self.live = Some(live);
+    }
+
+    /// Under GitHub Actions, a failing check's locations
+    /// (docs/ci.md#annotations-on-the-failing-line): one
+    /// `::error file=…,line=…,col=…,title=<task>/<check>::<message>` each,
+    /// redacted before it is escaped.
+    fn check_annotations(&self, record: &EventRecord) -> Vec<String> {
+        let Event::CheckCompleted {
+            name,
+            passed: false,
+            locations,
+            ..
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        if !self.github {
+            return Vec::new();
+        }
+        let redact = |text: &str| self.redactor.redact(text);
+        let title = redact(&format!("{}/{name}", record.task));
+        locations
+            .iter()
+            .map(|location| {
+                annotations::workflow_command(
+                    &redact(&location.file),
+                    location.line,
+                    location.column,
+                    &title,
+                    &redact(&location.message),
+                )
+            })
+            .collect()
     }
 
     /// Writes a task's lines where the live view puts them.
@@ -310,7 +352,7 @@ impl Printer {
     }
 }
 
-/// The PASS/FAIL/ERROR/PAUSE/RUN label of a line in colour.
+/// The PASS/FAIL/ERROR/PAUSE/SKIP/RUN label of a line in colour.
 fn paint(text: &str, color: bool) -> String {
     if !color {
         return text.to_owned();
@@ -318,7 +360,7 @@ fn paint(text: &str, color: bool) -> String {
     let code = match text.get(..5) {
         Some("PASS ") => "32",
         Some("FAIL " | "ERROR") => "31",
-        Some("PAUSE") => "33",
+        Some("PAUSE" | "SKIP ") => "33",
         Some("RUN  ") => "36",
         _ => return text.to_owned(),
     };

@@ -296,6 +296,13 @@ fn billing_and_quota_errors_are_never_retried() {
         let message = transcript(&run)["message"].as_str().unwrap().to_owned();
         assert!(message.contains(expected), "{provider}: {message}");
         assert_eq!(server.requests().len(), 1, "{provider}: {message}");
+        // Both stop the batch (docs/ci.md#when-the-batch-stops).
+        let reason = if expected == "permission" {
+            "auth_error"
+        } else {
+            "quota_exhausted"
+        };
+        assert_eq!(transcript(&run)["reason"], reason, "{message}");
         assert!(
             !run.events("t")
                 .iter()

@@ -312,7 +312,8 @@ fn quota_exhausted_is_not_retried() {
     ]);
     let (ybs, keys) = fast_scratch();
     let run = run(&ybs, "openai", &format!("{}/v1", server.url), &[]);
-    let transcript = assert_errored(&ybs, &run, "provider_error");
+    // Its own reason: waiting will not help, and the batch stops.
+    let transcript = assert_errored(&ybs, &run, "quota_exhausted");
     assert_eq!(server.requests().len(), 1, "no retry");
     assert!(transcript["message"].as_str().unwrap().contains("quota"));
     assert_no_secrets(&ybs, &run, &keys);
