@@ -84,7 +84,7 @@ pub fn run(
     let flaky = super::matrix::flaky_count(&report.results, report.min_pass_rate);
     let total = report.results.len();
     let totals = format!(
-        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{}{}{} — outputs in {}",
+        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{}{}{}{} — outputs in {}",
         flags
             .shard
             .map(|shard| format!("shard {shard}: "))
