@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::core::Environ;
 use crate::core::decode::Decoder;
 use crate::core::decode::yaml::{Node, parse};
 use crate::core::exit;
@@ -39,6 +40,20 @@ pub struct Sources<'a> {
 /// The real process environment, for [`Sources::env`].
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
+}
+
+/// The process environment and working directory, read once for a
+/// command: the one read of them below the CLI. Everything under `config`
+/// (the runner, the agent, tools, reports) gets its variables from the
+/// [`Environ`] this returns, never from the process
+/// (`tests/suite/architecture.rs` checks it).
+pub fn process_environ() -> Environ {
+    Environ::new(std::env::vars_os())
+}
+
+/// The directory ybs runs in.
+pub fn process_cwd() -> std::io::Result<PathBuf> {
+    std::env::current_dir()
 }
 
 /// What flags say: the top layer. `None` (or `false`) means "not given".

@@ -322,9 +322,9 @@ impl OtelSink {
         }
     }
 
-    /// From the process environment ([`Exporter::from_env`]).
-    pub fn from_env() -> Result<Option<Self>, String> {
-        Exporter::from_env().map(|exporter| exporter.map(Self::new))
+    /// From ybs's environment ([`Exporter::from_env`]).
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
+        Exporter::from_env(env).map(|exporter| exporter.map(Self::new))
     }
 
     /// The warning of the last `finish()`, if spans were not delivered.

@@ -232,10 +232,11 @@ fn built_policy(
     super::prepare::build_policy(&PolicyInputs {
         config: &loaded.config,
         home: home.as_deref(),
+        environ: &loaded.environ,
         operator: loaded.operator_policy.as_ref(),
         workdir,
         protected: task.map_or_else(Vec::new, |t| {
-            protected_files(&loaded.cwd, &t.file, policy_file)
+            protected_files(&loaded.cwd, &t.file, policy_file, &loaded.environ)
         }),
         layers: task.map_or(&empty, |t| &t.policy),
     })
@@ -254,10 +255,11 @@ fn policy_of(
     task_policy(&PolicyInputs {
         config: &loaded.config,
         home: home.as_deref(),
+        environ: &loaded.environ,
         operator: loaded.operator_policy.as_ref(),
         workdir,
         protected: task.map_or_else(Vec::new, |t| {
-            protected_files(&loaded.cwd, &t.file, policy_file)
+            protected_files(&loaded.cwd, &t.file, policy_file, &loaded.environ)
         }),
         layers: task.map_or(&empty, |t| &t.policy),
     })

@@ -79,6 +79,9 @@ pub struct RunContext {
     pub operator_policy: Option<PolicySpec>,
     /// The allowlisted environment for every subprocess.
     pub child_env: ChildEnv,
+    /// ybs's own environment, read once with the config
+    /// (`config::process_environ`): provider keys, `$PATH`, `$XDG_*`.
+    pub environ: crate::core::Environ,
     pub pricing: PriceTable,
     pub retry: RetrySettings,
     /// `--no-commit`: no git writes at all.
@@ -279,7 +282,7 @@ pub async fn execute(
         }
         None => &[],
     };
-    let mut sinks = session::with_otel(sinks, &mut report);
+    let mut sinks = session::with_otel(sinks, &run.environ, &mut report);
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     let mut results: Vec<Option<TaskResult>> = prepared.iter().map(|_| None).collect();
     // What each task has done so far, read from its events: an interrupt

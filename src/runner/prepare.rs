@@ -14,6 +14,7 @@ use super::error::SetupError;
 use super::workspace::TaskGit;
 use crate::agent::{ContextWindow, Limits};
 use crate::config::{Config, GitAuthor, Origin, TaskSettings};
+use crate::core::Environ;
 use crate::core::event::SandboxInfo;
 use crate::core::exit::Failure;
 use crate::core::span::Span;
@@ -204,6 +205,7 @@ fn prepare_in(
     let policy = task_policy(&PolicyInputs {
         config: &run.config,
         home: run.home.as_deref(),
+        environ: &run.environ,
         operator: run.operator_policy.as_ref(),
         workdir: &workdir,
         protected: guarded.clone(),
@@ -260,7 +262,7 @@ fn prepare_in(
     };
     let (sandbox, sandbox_info) = task_sandbox(
         &run.config,
-        run.home.as_deref(),
+        (run.home.as_deref(), &run.environ),
         &workdir,
         may_run_programs,
         &sandbox_paths,
@@ -272,7 +274,7 @@ fn prepare_in(
     // longest a call may ask for.
     let shell = &run.config.tools.builtin["run_shell"];
     // ybs's own directories, unless the task works inside one.
-    let own: Vec<PathBuf> = own_dirs(run.home.as_deref())
+    let own: Vec<PathBuf> = own_dirs(run.home.as_deref(), &run.environ)
         .into_iter()
         .filter(|dir| !workdir.starts_with(dir))
         .collect();
@@ -387,7 +389,7 @@ pub struct SandboxPaths {
 /// refused, any other runs unconfined, and the manifest says so.
 pub fn task_sandbox(
     config: &Config,
-    home: Option<&Path>,
+    (home, environ): (Option<&Path>, &Environ),
     workdir: &Path,
     may_run_programs: bool,
     paths: &SandboxPaths,
@@ -455,7 +457,7 @@ pub fn task_sandbox(
     // ybs's own state (the resume keys) and cache, whatever
     // `safety.blocked_paths` says; made now when missing, so one made
     // during the task (a paused task's key, with `--jobs`) is hidden too.
-    for dir in own_dirs(home) {
+    for dir in own_dirs(home, environ) {
         if std::fs::symlink_metadata(&dir).is_err() && std::fs::create_dir_all(&dir).is_ok() {
             let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
         }
@@ -472,7 +474,7 @@ pub fn task_sandbox(
         hidden: paths.hidden.clone(),
         blocked,
         visible,
-        scratch: toolchain_scratch(home),
+        scratch: toolchain_scratch(home, environ),
         max_processes: config.safety.max_processes,
     };
     match Sandbox::prepare(workdir, &settings) {
@@ -495,16 +497,19 @@ pub fn task_sandbox(
 /// (docs/sandbox.md): the state directory (`$XDG_STATE_HOME/ybs`, else
 /// `~/.local/state/ybs`: the resume keys) and the cache directory
 /// (`$XDG_CACHE_HOME/ybs`, else `~/.cache/ybs`: tool schemas, metrics).
-pub fn own_dirs(home: Option<&Path>) -> Vec<PathBuf> {
+pub fn own_dirs(home: Option<&Path>, environ: &Environ) -> Vec<PathBuf> {
     let home = home.map(|home| home.display().to_string());
     let env = |name: &str| match name {
         "HOME" => home.clone(),
-        _ => std::env::var(name).ok(),
+        _ => environ.var(name),
     };
     super::state::key_dir(&env)
         .and_then(|keys| keys.parent().map(Path::to_path_buf))
         .into_iter()
-        .chain(super::tools::cache_dir(home.as_deref().map(Path::new)))
+        .chain(super::tools::cache_dir(
+            home.as_deref().map(Path::new),
+            environ,
+        ))
         .collect()
 }
 
@@ -530,10 +535,10 @@ pub const TOOLCHAIN_SCRATCH: &[&str] = &[
     ".gradle/wrapper",
 ];
 
-fn toolchain_scratch(home: Option<&Path>) -> Vec<PathBuf> {
+fn toolchain_scratch(home: Option<&Path>, environ: &Environ) -> Vec<PathBuf> {
     let own = ["CARGO_HOME", "RUSTUP_HOME"]
         .iter()
-        .filter_map(std::env::var_os)
+        .filter_map(|name| environ.var_os(name))
         .map(PathBuf::from)
         .filter(|path| path.is_absolute());
     home.into_iter()
@@ -750,7 +755,8 @@ fn resolve_workdir(cwd: &Path, workdir: Option<&Path>) -> Result<PathBuf, SetupE
     Ok(canonical)
 }
 
-fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
+/// `~` at the start of `path` as the home directory.
+pub(super) fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~"), home) {
         (Ok(rest), Some(home)) => home.join(rest),
         _ => path.to_owned(),
@@ -760,7 +766,12 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 /// Files no tool may write: the run's task file, the policy file and the
 /// runner's GitHub control files (docs/security.md S6).
 fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
-    protected_files(&run.cwd, &task.file, run.policy_file.as_deref())
+    protected_files(
+        &run.cwd,
+        &task.file,
+        run.policy_file.as_deref(),
+        &run.environ,
+    )
 }
 
 /// What the file tools and the shell guard never write
@@ -798,11 +809,16 @@ fn guarded_paths(run: &RunContext, workdir: &Path, protected: &[PathBuf]) -> Vec
 }
 
 /// The protected files for a task file and an optional policy file.
-pub fn protected_files(cwd: &Path, task_file: &Path, policy_file: Option<&Path>) -> Vec<PathBuf> {
+pub fn protected_files(
+    cwd: &Path,
+    task_file: &Path,
+    policy_file: Option<&Path>,
+    environ: &Environ,
+) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = vec![cwd.join(task_file)];
     paths.extend(policy_file.map(|p| cwd.join(p)));
     for var in crate::policy::guards::PROTECTED_VARIABLES {
-        if let Some(value) = std::env::var_os(var) {
+        if let Some(value) = environ.var_os(var) {
             paths.push(PathBuf::from(value));
         }
     }
@@ -816,6 +832,8 @@ pub fn protected_files(cwd: &Path, task_file: &Path, policy_file: Option<&Path>)
 pub struct PolicyInputs<'a> {
     pub config: &'a Config,
     pub home: Option<&'a Path>,
+    /// ybs's environment: the guards read `$PATH` from it.
+    pub environ: &'a Environ,
     pub operator: Option<&'a PolicySpec>,
     pub workdir: &'a Path,
     pub protected: Vec<PathBuf>,
@@ -853,7 +871,7 @@ pub fn build_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
         .blocked_paths
         .clone_from(&inputs.config.safety.blocked_paths);
     guards.protected_paths.clone_from(&inputs.protected);
-    guards.program_path = std::env::var_os("PATH");
+    guards.program_path = inputs.environ.var_os("PATH").map(ToOwned::to_owned);
     Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| SetupError::Policy {
         message: e.to_string(),
         hint: None,
@@ -990,7 +1008,7 @@ pub fn build_provider(
         settings.endpoint_origin,
         Origin::TaskFile | Origin::Repository
     );
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| run.environ.var(name);
     let provider = match llm::build(&config, &env) {
         Ok(provider) => provider,
         Err(

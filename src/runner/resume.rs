@@ -59,8 +59,8 @@ pub struct ResumeFlags {
 /// Masks what ybs knows to be secret before the config is read: every
 /// secret-looking variable of ybs's environment and the API keys (and
 /// the credential shapes every redactor knows).
-pub fn env_redactor() -> crate::core::Redactor {
-    super::redactor(&crate::tools::ChildEnv::scrubbed(&[]))
+pub fn env_redactor(environ: &crate::core::Environ) -> crate::core::Redactor {
+    super::redactor(&crate::tools::ChildEnv::scrubbed(environ, &[]), environ)
 }
 
 /// One pending call, for `ybs resume --list` and before an approval is
@@ -93,6 +93,7 @@ pub fn find_paused(
     cwd: &Path,
     out_dir: &Path,
     task: Option<&str>,
+    environ: &crate::core::Environ,
 ) -> Result<Vec<PausedTask>, RunError> {
     let out = cwd.join(out_dir);
     if !out.is_dir() {
@@ -117,7 +118,7 @@ pub fn find_paused(
             Some("`ybs resume` goes on with a run that exited 3"),
         ));
     }
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| environ.var(name);
     ids.iter()
         .map(|id| read_state(&out, out_dir, id, &env))
         .collect()
@@ -517,7 +518,8 @@ pub fn resume(
         tasks.push(found);
     }
     // The keys that signed the states are secrets of the run as well.
-    let env = |name: &str| std::env::var(name).ok();
+    let environ = loaded.environ.clone();
+    let env = |name: &str| environ.var(name);
     let mut resuming = ResumeEntry::default();
     for item in &resumed {
         resuming
@@ -580,7 +582,6 @@ pub fn resume(
     }
     // Everything checked: each state is used up now, before anything
     // runs (docs/resume.md: single-use).
-    let env = |name: &str| std::env::var(name).ok();
     for item in &resumed {
         if let Err(error) = state::mark_used(&item.state_id, &item.state.run_id, &env) {
             super::discard(&prepared);

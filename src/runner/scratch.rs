@@ -16,15 +16,14 @@ pub struct Scratch {
 
 impl Scratch {
     /// Copies `source` (skipping its `.git`, what its ignore files
-    /// exclude, and `skip`) into a new directory under the system's
-    /// temp dir.
-    pub fn copy_of(source: &Path, skip: &[PathBuf]) -> Result<Self, String> {
+    /// exclude, and `skip`) into a new directory under `temp_dir` (the
+    /// system's, `$TMPDIR` or `/tmp`).
+    pub fn copy_of(source: &Path, skip: &[PathBuf], temp_dir: &Path) -> Result<Self, String> {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|elapsed| elapsed.as_nanos())
             .unwrap_or_default();
-        let dir =
-            std::env::temp_dir().join(format!("ybs-scratch-{}-{stamp:x}", std::process::id()));
+        let dir = temp_dir.join(format!("ybs-scratch-{}-{stamp:x}", std::process::id()));
         std::fs::create_dir(&dir)
             .map_err(|error| format!("cannot create `{}`: {error}", dir.display()))?;
         let scratch = Self { dir };
@@ -97,7 +96,8 @@ mod tests {
         std::fs::write(root.join("out/old"), "x").unwrap();
         std::fs::write(root.join(".ybs.json"), "{}").unwrap();
         std::os::unix::fs::symlink("src/lib.rs", root.join("link")).unwrap();
-        let scratch = Scratch::copy_of(root, &[PathBuf::from("out")]).unwrap();
+        let scratch =
+            Scratch::copy_of(root, &[PathBuf::from("out")], &std::env::temp_dir()).unwrap();
         let copy = scratch.path().to_owned();
         assert_eq!(
             std::fs::read_to_string(copy.join("src/lib.rs")).unwrap(),

@@ -279,7 +279,7 @@ fn pause(
     (started, emitter): (Instant, &mut Emitter<'_>),
 ) -> TaskResult {
     let task = &prepared.task;
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| run.environ.var(name);
     // The key first: without one the state could not be trusted, and the
     // task must not look paused.
     let key = match super::state::signing_key(&run.run_id, &env, run.resume_key.as_deref()) {

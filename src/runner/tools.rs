@@ -8,6 +8,7 @@ use super::RunContext;
 use super::prepare::PreparedTask;
 use crate::agent::Emitter;
 use crate::config::ToolsSettings;
+use crate::core::Environ;
 use crate::core::event::Event;
 use crate::policy::{CallView, Policy, RuleRef, Verdict};
 use crate::tools::Registry;
@@ -47,7 +48,7 @@ impl TaskTools {
 pub fn discovery_settings(
     tools: &ToolsSettings,
     cwd: &Path,
-    home: Option<&Path>,
+    (home, environ): (Option<&Path>, &Environ),
 ) -> DiscoverySettings {
     DiscoverySettings {
         cwd: cwd.to_owned(),
@@ -70,14 +71,14 @@ pub fn discovery_settings(
                 },
             })
             .collect(),
-        cache_dir: cache_dir(home),
+        cache_dir: cache_dir(home, environ),
         sandbox: None,
     }
 }
 
 /// ybs's cache directory: `$XDG_CACHE_HOME/ybs` or `~/.cache/ybs`.
-pub fn cache_dir(home: Option<&Path>) -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from);
+pub fn cache_dir(home: Option<&Path>, environ: &Environ) -> Option<PathBuf> {
+    let xdg = environ.var_os("XDG_CACHE_HOME").map(PathBuf::from);
     cache::cache_dir(xdg.as_deref(), home)
 }
 
@@ -131,7 +132,11 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
             unavailable: Vec::new(),
         };
     }
-    let mut settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
+    let mut settings = discovery_settings(
+        &run.config.tools,
+        &run.cwd,
+        (run.home.as_deref(), &run.environ),
+    );
     settings.sandbox.clone_from(&prepared.tool_ctx.sandbox);
     // `--dry-run` runs no program: only tools whose schema needs no
     // `--schema` call are offered.
@@ -372,7 +377,7 @@ pub fn finish(tools: &TaskTools, run: &RunContext, emitter: &mut Emitter<'_>) {
         return;
     }
     emitter.emit(Event::ToolMetrics { tools: summaries });
-    if let Some(dir) = cache_dir(run.home.as_deref())
+    if let Some(dir) = cache_dir(run.home.as_deref(), &run.environ)
         && let Err(error) = cache::record_metrics(&dir, &tools.metrics.snapshot())
     {
         emitter.note(format!(

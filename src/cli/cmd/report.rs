@@ -6,7 +6,6 @@ use super::super::args::MergeArgs;
 use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
-use crate::report::Printer;
 use crate::report::{self, OutputLayout, RunTotals};
 use crate::runner::session::{self, Ending};
 use crate::runner::{RunReport, TaskResult};
@@ -14,13 +13,19 @@ use crate::runner::{RunReport, TaskResult};
 /// Merges, prints one line of totals, and exits as `run` would have over
 /// all the merged tasks; at least `4` when a shard or a task is missing.
 pub fn merge(args: &MergeArgs) -> u8 {
-    let printer = Printer::new(common::level(&args.verbosity), false);
+    let printer = common::printer(common::level(&args.verbosity), false);
     let outputs = OutputLayout::new(
         args.out.clone(),
         None,
         std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
     );
-    let merged = match report::merge::merge(&args.dirs, &outputs) {
+    let cwd = match crate::config::process_cwd() {
+        Ok(cwd) => cwd,
+        Err(source) => {
+            return diagnostics::fail(&printer, &report::merge::MergeError::Write { source });
+        }
+    };
+    let merged = match report::merge::merge(&args.dirs, &outputs, &cwd) {
         Ok(merged) => merged,
         Err(error) => return diagnostics::fail(&printer, &error),
     };

@@ -66,11 +66,11 @@ impl std::fmt::Debug for Exporter {
 }
 
 impl Exporter {
-    /// From the process environment: `Ok(None)` when no endpoint is set
+    /// From ybs's environment (`env` looks a variable up): `Ok(None)` when no endpoint is set
     /// (nothing starts), an error line when a variable cannot be used or
     /// the export thread cannot start.
-    pub fn from_env() -> Result<Option<Self>, String> {
-        let Some(settings) = Settings::from_env(|name| std::env::var(name).ok())? else {
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
+        let Some(settings) = Settings::from_env(env)? else {
             return Ok(None);
         };
         Self::start(settings)

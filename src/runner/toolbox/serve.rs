@@ -169,7 +169,7 @@ pub(super) fn serve(session: &Session, options: &ServeOptions) -> Result<ToolsOu
 /// traces endpoint) is set: every served call becomes an `execute_tool`
 /// span (docs/observability.md).
 fn otel_exporter(session: &Session) -> Option<Arc<crate::report::otel::Exporter>> {
-    match crate::report::otel::Exporter::from_env() {
+    match crate::report::otel::Exporter::from_env(&|name: &str| session.environ.var(name)) {
         Ok(exporter) => exporter.map(Arc::new),
         Err(error) => {
             session
@@ -191,7 +191,7 @@ fn serve_with(
         policy: session.policy.clone(),
         ctx: super::tool_ctx(session),
         metrics: Metrics::new(),
-        redactor: crate::runner::redactor(&session.env),
+        redactor: crate::runner::redactor(&session.env, &session.environ),
         peers: Mutex::new(Vec::new()),
         status_file: session.cache_dir().map(|dir| status_path(&dir)),
         status_written: Mutex::new(None),
