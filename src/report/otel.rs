@@ -21,7 +21,7 @@ mod settings;
 mod wire;
 
 pub use export::{Exporter, ToolCallSpan};
-pub use settings::{Protocol, Settings};
+pub use settings::{OtelError, Protocol, Settings, SettingsError};
 
 use std::collections::HashMap;
 use std::io;
@@ -323,7 +323,7 @@ impl OtelSink {
     }
 
     /// From ybs's environment ([`Exporter::from_env`]).
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, OtelError> {
         Exporter::from_env(env).map(|exporter| exporter.map(Self::new))
     }
 

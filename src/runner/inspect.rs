@@ -51,8 +51,7 @@ pub fn validate(
 ) -> Result<Validated, RunError> {
     let home = loaded.home.clone();
     let mut errors: Vec<PrepareError> = Vec::new();
-    let selected = super::select(&loaded.files, selection.filter)
-        .map_err(|message| RunError::usage(message, None))?;
+    let selected = super::select(&loaded.files, selection.filter)?;
     let tasks = selected.len();
     for file in &loaded.files {
         for task in file.tasks.iter().filter(|task| selected.contains(task)) {

@@ -125,15 +125,18 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
         .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))
 }
 
-/// The tasks of `files` whose id matches any of `filters` (all when none).
-pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, String> {
+/// The tasks of `files` whose id matches any of `filters` (all when none);
+/// a filter that is no glob is a usage error.
+pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, RunError> {
     let mut builder = GlobSetBuilder::new();
     for filter in filters {
-        builder.add(
-            Glob::new(filter).map_err(|e| format!("invalid --filter `{filter}`: {}", e.kind()))?,
-        );
+        builder.add(Glob::new(filter).map_err(|e| {
+            RunError::usage(format!("invalid --filter `{filter}`: {}", e.kind()), None)
+        })?);
     }
-    let set = builder.build().map_err(|e| e.to_string())?;
+    let set = builder
+        .build()
+        .map_err(|e| RunError::usage(e.to_string(), None))?;
     Ok(files
         .iter()
         .flat_map(|file| file.tasks.iter())
