@@ -325,13 +325,13 @@ impl Blocklist {
         let mut globs = GlobSetBuilder::new();
         for entry in &ctx.blocked_paths {
             if entry.contains(['*', '?', '[', '{']) {
-                let glob = GlobBuilder::new(&entry).literal_separator(true).build();
+                let glob = GlobBuilder::new(entry).literal_separator(true).build();
                 if let Ok(glob) = glob {
                     globs.add(glob);
                 }
                 continue;
             }
-            let path = ctx.workdir.join(&entry);
+            let path = ctx.workdir.join(entry);
             if let Ok(canonical) = fs::canonicalize(&path)
                 && canonical != path
             {
