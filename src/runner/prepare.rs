@@ -220,7 +220,48 @@ fn prepare_in(
         || !task.tools.mcp.is_empty()
         || !run.config.tools.mcp.is_empty()
         || !task.checks.is_empty();
-    let sandbox_paths = SandboxPaths {
+    let sandbox_paths = sandbox_paths(run, &protected);
+    let (sandbox, sandbox_info) = task_sandbox(
+        &run.config,
+        (run.home.as_deref(), &run.environ),
+        &workdir,
+        may_run_programs,
+        &sandbox_paths,
+    )
+    .map_err(setup)?;
+    let tool_ctx = tool_ctx(run, workdir, guarded, sandbox);
+    let limits = Limits {
+        max_iterations: settings.max_iterations,
+        timeout: settings.timeout,
+        max_total_tokens: settings.max_total_tokens,
+        max_cost_usd: settings.max_cost_usd,
+        max_tool_output_chars: settings.max_tool_output_chars,
+        ..Limits::default()
+    };
+    let context = ContextWindow::new(
+        run.config.context.max_tokens,
+        run.config.context.compaction_threshold,
+    );
+    Ok(PreparedTask {
+        task: task.clone(),
+        settings,
+        limits,
+        context,
+        registry,
+        tool_ctx,
+        policy,
+        policy_hash,
+        provider,
+        sandbox: sandbox_info,
+        check_network: run.config.safety.sandbox_check_network,
+        worktree,
+        agents_md,
+    })
+}
+
+/// What the task's sandbox shows, protects and hides beyond the workdir.
+fn sandbox_paths(run: &RunContext, protected: &[PathBuf]) -> SandboxPaths {
+    SandboxPaths {
         protected: protected
             .iter()
             .cloned()
@@ -259,15 +300,17 @@ fn prepare_in(
                     .flat_map(with_prefix),
             )
             .collect(),
-    };
-    let (sandbox, sandbox_info) = task_sandbox(
-        &run.config,
-        (run.home.as_deref(), &run.environ),
-        &workdir,
-        may_run_programs,
-        &sandbox_paths,
-    )
-    .map_err(setup)?;
+    }
+}
+
+/// The context of the task's tool calls: its roots, what they never read
+/// or write, the children's environment and the sandbox.
+fn tool_ctx(
+    run: &RunContext,
+    workdir: PathBuf,
+    guarded: Vec<PathBuf>,
+    sandbox: Option<Arc<Sandbox>>,
+) -> ToolCtx {
     let mut env = run.child_env.clone();
     child_env_for(&mut env, sandbox.as_deref(), &workdir, &run.config);
     // `tools.builtin.run_shell.timeout_seconds`: the default, and the
@@ -278,7 +321,7 @@ fn prepare_in(
         .into_iter()
         .filter(|dir| !workdir.starts_with(dir))
         .collect();
-    let tool_ctx = ToolCtx {
+    ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
             .chain(allowed_roots(&run.config, run.home.as_deref()))
             .collect(),
@@ -298,34 +341,7 @@ fn prepare_in(
         max_shell_timeout: shell.max_timeout.unwrap_or(Duration::from_secs(3600)),
         output_cap_bytes: 1 << 20,
         sandbox,
-    };
-    let limits = Limits {
-        max_iterations: settings.max_iterations,
-        timeout: settings.timeout,
-        max_total_tokens: settings.max_total_tokens,
-        max_cost_usd: settings.max_cost_usd,
-        max_tool_output_chars: settings.max_tool_output_chars,
-        ..Limits::default()
-    };
-    let context = ContextWindow::new(
-        run.config.context.max_tokens,
-        run.config.context.compaction_threshold,
-    );
-    Ok(PreparedTask {
-        task: task.clone(),
-        settings,
-        limits,
-        context,
-        registry,
-        tool_ctx,
-        policy,
-        policy_hash,
-        provider,
-        sandbox: sandbox_info,
-        check_network: run.config.safety.sandbox_check_network,
-        worktree,
-        agents_md,
-    })
+    }
 }
 
 /// The per-task part of the children's environment: `PATH` without
