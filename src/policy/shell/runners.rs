@@ -762,9 +762,10 @@ fn shell(cmd: &SimpleCommand, program: &str, analysis: &mut Analysis) {
     }
 }
 
-/// `git -c key=value …`, and subcommands that run a command or hook.
-fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
-    let argv = &cmd.argv;
+/// git's options before its subcommand (`-c`, `-C DIR`, `--git-dir`…):
+/// those that may run a program are hazards. Returns where the
+/// subcommand is.
+fn git_options(argv: &[String], analysis: &mut Analysis) -> usize {
     let mut index = 1;
     while let Some(word) = argv.get(index) {
         match word.as_str() {
@@ -794,6 +795,13 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
             _ => break,
         }
     }
+    index
+}
+
+/// `git -c key=value …`, and subcommands that run a command or hook.
+fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
+    let argv = &cmd.argv;
+    let index = git_options(argv, analysis);
     let Some(subcommand) = argv.get(index) else {
         return;
     };

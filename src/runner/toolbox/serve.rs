@@ -180,6 +180,41 @@ fn otel_exporter(session: &Session) -> Option<Arc<crate::report::otel::Exporter>
     }
 }
 
+/// The envelope and verdict of a call the policy does not let run
+/// (nobody can approve one here); `None` when it runs.
+fn refusal(policy: Option<&Policy>, view: &CallView<'_>) -> Option<(Value, &'static str)> {
+    let Some(policy) = policy else {
+        return Some((
+            failure(
+                "denied: `ybs tools serve` was started without --policy; the call was not run"
+                    .to_owned(),
+            ),
+            "deny",
+        ));
+    };
+    let decision = policy.decide(view);
+    if decision.verdict == Verdict::Allow {
+        return None;
+    }
+    let how = if decision.verdict == Verdict::Deny {
+        "denied"
+    } else {
+        "needs approval, which nobody can give here,"
+    };
+    let detail = decision
+        .detail
+        .as_deref()
+        .map(|detail| format!(": {detail}"))
+        .unwrap_or_default();
+    Some((
+        failure(format!(
+            "{how} by policy (rule `{}`){detail}; the call was not run",
+            decision.rule
+        )),
+        decision.verdict.as_str(),
+    ))
+}
+
 fn serve_with(
     session: &Session,
     options: &ServeOptions,
@@ -575,36 +610,8 @@ impl Server {
             command: target.command.as_deref(),
             cwd,
         };
-        let Some(policy) = &shared.policy else {
-            return (
-                failure(
-                    "denied: `ybs tools serve` was started without --policy; the call was not run"
-                        .to_owned(),
-                ),
-                "deny",
-                false,
-            );
-        };
-        let decision = policy.decide(&view);
-        if decision.verdict != Verdict::Allow {
-            let how = if decision.verdict == Verdict::Deny {
-                "denied"
-            } else {
-                "needs approval, which nobody can give here,"
-            };
-            let detail = decision
-                .detail
-                .as_deref()
-                .map(|detail| format!(": {detail}"))
-                .unwrap_or_default();
-            return (
-                failure(format!(
-                    "{how} by policy (rule `{}`){detail}; the call was not run",
-                    decision.rule
-                )),
-                decision.verdict.as_str(),
-                false,
-            );
+        if let Some((envelope, verdict)) = refusal(shared.policy.as_ref(), &view) {
+            return (envelope, verdict, false);
         }
         let Some(tool) = tool else {
             let detail = match &served {
