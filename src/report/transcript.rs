@@ -242,63 +242,18 @@ impl Transcript {
             task: self.task.id.clone(),
             event,
         };
-        let manifest = &self.manifest;
-        let mut records = vec![record(
-            started_ms,
-            Event::TaskStarted {
-                file: self.task.file.clone(),
-                suite: self.task.suite.clone(),
-                run_id: manifest.run_id.clone(),
-                ybs_version: manifest.ybs_version.clone(),
-                provider: manifest.provider.clone(),
-                model: manifest.model.clone(),
-                temperature: manifest.temperature,
-                seed: manifest.seed,
-                workdir: manifest.workdir.clone(),
-                policy_hash: manifest.policy_hash.clone(),
-                base_commit: manifest.base_commit.clone(),
-                system_prompt: self.system_prompt.clone(),
-                tools: manifest.tools.clone(),
-                dry_run: manifest.dry_run,
-                sandbox: manifest.sandbox.clone().map(Box::new),
-                context_files: manifest.context_files.clone(),
-            },
-        )];
+        let mut records = vec![record(started_ms, self.started_event())];
         let last_ms = started_ms.saturating_add(self.timings.duration_ms);
-        records.extend(self.llm_calls.iter().map(|call| {
-            record(
-                started_ms,
-                Event::LlmResponse {
-                    iteration: call.iteration,
-                    response_id: call.response_id.clone(),
-                    request_id: call.request_id.clone(),
-                    usage: call.usage,
-                    cost: call.cost,
-                    duration_ms: call.duration_ms,
-                    tool_calls: call.tool_calls,
-                    request_tokens_estimate: call.request_tokens_estimate,
-                    request_tokens_method: call.request_tokens_method.clone(),
-                    incomplete: call.incomplete.clone(),
-                    finish_reason: call.finish_reason.clone(),
-                },
-            )
-        }));
-        records.extend(self.checks.iter().map(|check| {
-            record(
-                started_ms,
-                Event::CheckCompleted {
-                    name: check.name.clone(),
-                    command: check.command.clone(),
-                    exit_code: check.exit_code,
-                    expected_exit: check.expected_exit,
-                    passed: check.passed,
-                    timed_out: check.timed_out,
-                    duration_ms: check.duration_ms,
-                    output_tail: check.output_tail.clone(),
-                    attempt: check.attempt,
-                },
-            )
-        }));
+        records.extend(
+            self.llm_calls
+                .iter()
+                .map(|call| record(started_ms, call.event())),
+        );
+        records.extend(
+            self.checks
+                .iter()
+                .map(|check| record(started_ms, check.event())),
+        );
         if let Some(outcome) = &self.git {
             records.push(record(
                 started_ms,
@@ -343,6 +298,67 @@ impl Transcript {
             )),
         }
         records
+    }
+}
+
+impl Transcript {
+    /// The `task.started` this transcript was built from.
+    fn started_event(&self) -> Event {
+        let manifest = &self.manifest;
+        Event::TaskStarted {
+            file: self.task.file.clone(),
+            suite: self.task.suite.clone(),
+            run_id: manifest.run_id.clone(),
+            ybs_version: manifest.ybs_version.clone(),
+            provider: manifest.provider.clone(),
+            model: manifest.model.clone(),
+            temperature: manifest.temperature,
+            seed: manifest.seed,
+            workdir: manifest.workdir.clone(),
+            policy_hash: manifest.policy_hash.clone(),
+            base_commit: manifest.base_commit.clone(),
+            system_prompt: self.system_prompt.clone(),
+            tools: manifest.tools.clone(),
+            dry_run: manifest.dry_run,
+            sandbox: manifest.sandbox.clone().map(Box::new),
+            context_files: manifest.context_files.clone(),
+        }
+    }
+}
+
+impl LlmCall {
+    /// The `llm.response` this call was built from.
+    fn event(&self) -> Event {
+        Event::LlmResponse {
+            iteration: self.iteration,
+            response_id: self.response_id.clone(),
+            request_id: self.request_id.clone(),
+            usage: self.usage,
+            cost: self.cost,
+            duration_ms: self.duration_ms,
+            tool_calls: self.tool_calls,
+            request_tokens_estimate: self.request_tokens_estimate,
+            request_tokens_method: self.request_tokens_method.clone(),
+            incomplete: self.incomplete.clone(),
+            finish_reason: self.finish_reason.clone(),
+        }
+    }
+}
+
+impl CheckEntry {
+    /// The `check.completed` this entry was built from.
+    fn event(&self) -> Event {
+        Event::CheckCompleted {
+            name: self.name.clone(),
+            command: self.command.clone(),
+            exit_code: self.exit_code,
+            expected_exit: self.expected_exit,
+            passed: self.passed,
+            timed_out: self.timed_out,
+            duration_ms: self.duration_ms,
+            output_tail: self.output_tail.clone(),
+            attempt: self.attempt,
+        }
     }
 }
 

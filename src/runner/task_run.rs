@@ -559,19 +559,7 @@ async fn work_and_check(
             }
             // `--dry-run` runs no command: the checks are not run either.
             Stop::Answered { content } if run.dry_run => {
-                emitter.note(format!(
-                    "dry run: {} not run: {}",
-                    if task.checks.len() == 1 {
-                        "check"
-                    } else {
-                        "checks"
-                    },
-                    task.checks
-                        .iter()
-                        .map(|check| check.run.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ));
+                emitter.note(checks_not_run(task));
                 return (Reason::Completed, None, Some(content));
             }
             Stop::Answered { content } => {
@@ -624,6 +612,23 @@ async fn work_and_check(
             | Stop::Paused { .. }) => return stopped(stop, pending),
         }
     }
+}
+
+/// The note of a `--dry-run` task with checks: they are not run.
+fn checks_not_run(task: &TaskSpec) -> String {
+    format!(
+        "dry run: {} not run: {}",
+        if task.checks.len() == 1 {
+            "check"
+        } else {
+            "checks"
+        },
+        task.checks
+            .iter()
+            .map(|check| check.run.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
 }
 
 /// Why commits are off for `task`, if they are: no git writes then.

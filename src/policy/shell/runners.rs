@@ -845,10 +845,7 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
             analysis.hazard(HazardKind::RunsProgram, "git rebase --exec");
         }
         "difftool" | "mergetool" if runs(&["--extcmd", "--tool"]) || cluster(&['x', 't']) => {
-            analysis.hazard(
-                HazardKind::RunsProgram,
-                &format!("git {subcommand} --extcmd"),
-            );
+            analysis.hazard(HazardKind::RunsProgram, &format!("{via} --extcmd"));
         }
         "grep" if runs(&["--open-files-in-pager"]) || cluster(&['O']) => {
             analysis.hazard(HazardKind::RunsProgram, "git grep --open-files-in-pager");
@@ -869,9 +866,7 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         }
         // `git remote-ext URL CMD` runs CMD when asked to connect;
         // `git daemon --access-hook=CMD` runs CMD for each request.
-        "instaweb" | "web--browse" | "remote-ext" => {
-            analysis.hazard(HazardKind::RunsProgram, &format!("git {subcommand}"));
-        }
+        "instaweb" | "web--browse" | "remote-ext" => analysis.hazard(HazardKind::RunsProgram, &via),
         "daemon" if rest.iter().any(|w| w.starts_with("--access-hook")) => {
             analysis.hazard(HazardKind::RunsProgram, "git daemon --access-hook");
         }
@@ -891,17 +886,16 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         }
         _ => {}
     }
+    // The program run on the other side (`--upload-pack`), a template
+    // directory's hooks, a clone's configuration.
     let remote_program = runs(&["--upload-pack", "--receive-pack", "--exec", "--template"])
         && matches!(
             subcommand.as_str(),
             "clone" | "fetch" | "pull" | "push" | "ls-remote" | "archive" | "init" | "submodule"
         );
-    let clone_config = subcommand == "clone" && runs(&["-u", "-c", "--config"]);
-    if remote_program || clone_config {
-        analysis.hazard(
-            HazardKind::RunsProgram,
-            &format!("git {subcommand} --upload-pack"),
-        );
+    if remote_program || (subcommand == "clone" && runs(&["-u", "-c", "--config"])) {
+        let what = format!("git {subcommand} --upload-pack");
+        analysis.hazard(HazardKind::RunsProgram, &what);
     }
 }
 
