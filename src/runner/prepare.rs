@@ -413,14 +413,7 @@ pub fn task_sandbox(
     if !config.safety.sandbox_enabled {
         return Ok((None, sandbox::unconfined(SANDBOX_DISABLED)));
     }
-    let mut read_only = control_paths(workdir);
-    read_only.extend(paths.protected.iter().cloned());
-    read_only.extend(
-        config
-            .files
-            .iter()
-            .map(|file| file.canonicalize().unwrap_or_else(|_| file.clone())),
-    );
+    let read_only = read_only_paths(config, workdir, paths);
     let mut visible = paths.visible.clone();
     if let Some(home) = home {
         visible.push(home.join(".ybs"));
@@ -470,17 +463,7 @@ pub fn task_sandbox(
         .collect();
     let mut blocked = sandbox_blocked(config, home, &shown, &[&visible, &writable, &programs]);
     visible.extend(home.map(Path::to_path_buf));
-    // ybs's own state (the resume keys) and cache, whatever
-    // `safety.blocked_paths` says; made now when missing, so one made
-    // during the task (a paused task's key, with `--jobs`) is hidden too.
-    for dir in own_dirs(home, environ) {
-        if std::fs::symlink_metadata(&dir).is_err() && std::fs::create_dir_all(&dir).is_ok() {
-            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-        }
-        if !blocked.contains(&dir) {
-            blocked.push(dir);
-        }
-    }
+    block_own_dirs(&mut blocked, home, environ);
     let settings = SandboxSettings {
         writable,
         network: config.safety.sandbox_network,
@@ -505,6 +488,34 @@ pub fn task_sandbox(
             hint: "pass --no-sandbox to run them unconfined (every output then says so), set safety.sandbox_require: landlock in operator config to accept Landlock and seccomp without namespaces, or run ybs where user namespaces, Landlock and seccomp work",
         }),
         Err(Unavailable(reason)) => Ok((None, sandbox::unconfined(&reason))),
+    }
+}
+
+/// What the sandbox binds read-only: the workdir's control files, the
+/// protected files and the config files read.
+fn read_only_paths(config: &Config, workdir: &Path, paths: &SandboxPaths) -> Vec<PathBuf> {
+    let mut read_only = control_paths(workdir);
+    read_only.extend(paths.protected.iter().cloned());
+    read_only.extend(
+        config
+            .files
+            .iter()
+            .map(|file| file.canonicalize().unwrap_or_else(|_| file.clone())),
+    );
+    read_only
+}
+
+/// ybs's own state (the resume keys) and cache are blocked whatever
+/// `safety.blocked_paths` says; made now when missing, so one made during
+/// the task (a paused task's key, with `--jobs`) is hidden too.
+fn block_own_dirs(blocked: &mut Vec<PathBuf>, home: Option<&Path>, environ: &Environ) {
+    for dir in own_dirs(home, environ) {
+        if std::fs::symlink_metadata(&dir).is_err() && std::fs::create_dir_all(&dir).is_ok() {
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        if !blocked.contains(&dir) {
+            blocked.push(dir);
+        }
     }
 }
 

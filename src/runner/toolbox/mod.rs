@@ -264,30 +264,7 @@ fn list(session: &Session, json: bool) -> Result<ToolsOutcome, ToolsError> {
             .iter()
             .map(|entry| (entry, false))
             .chain(catalog.shadowed.iter().map(|entry| (entry, true)))
-            .map(|(entry, shadowed)| {
-                let metrics = stats_of(entry);
-                json!({
-                    "name": entry.name,
-                    "status": if shadowed { "shadowed" } else { entry.status.as_str() },
-                    "reason": entry.detail,
-                    "source": entry.source.as_str(),
-                    "path": entry.path,
-                    "enabled_by": entry.enabled_by,
-                    "schema_from": entry.schema_from,
-                    "description": entry.description(),
-                    "timeout_seconds": entry.timeout.as_secs_f64(),
-                    "offered": !shadowed && entry.status == Status::Ready && entry.enabled_by.is_some(),
-                    "metrics": {
-                        "calls": metrics.calls,
-                        "successes": metrics.successes,
-                        "failures": metrics.failures,
-                        "timeouts": metrics.timeouts,
-                        "total_ms": metrics.total_ms,
-                        "p50_ms": metrics.p50_ms,
-                        "p95_ms": metrics.p95_ms,
-                    },
-                })
-            })
+            .map(|(entry, shadowed)| entry_json(entry, shadowed, &stats_of(entry)))
             .collect();
         session
             .printer
@@ -344,6 +321,31 @@ fn list(session: &Session, json: bool) -> Result<ToolsOutcome, ToolsError> {
     }
     session.printer.result(&table(&rows));
     Ok(ToolsOutcome::Done)
+}
+
+/// One entry of `ybs tools list --json`.
+fn entry_json(entry: &Entry, shadowed: bool, metrics: &crate::core::event::ToolMetrics) -> Value {
+    json!({
+        "name": entry.name,
+        "status": if shadowed { "shadowed" } else { entry.status.as_str() },
+        "reason": entry.detail,
+        "source": entry.source.as_str(),
+        "path": entry.path,
+        "enabled_by": entry.enabled_by,
+        "schema_from": entry.schema_from,
+        "description": entry.description(),
+        "timeout_seconds": entry.timeout.as_secs_f64(),
+        "offered": !shadowed && entry.status == Status::Ready && entry.enabled_by.is_some(),
+        "metrics": {
+            "calls": metrics.calls,
+            "successes": metrics.successes,
+            "failures": metrics.failures,
+            "timeouts": metrics.timeouts,
+            "total_ms": metrics.total_ms,
+            "p50_ms": metrics.p50_ms,
+            "p95_ms": metrics.p95_ms,
+        },
+    })
 }
 
 /// Left-aligned columns separated by two spaces; the last is not padded.
