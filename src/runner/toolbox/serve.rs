@@ -282,7 +282,7 @@ fn serve_with(
         };
         served
             .map(|()| ToolsOutcome::Done)
-            .map_err(|error| ToolsError::from(RunError::usage(error.to_string(), None)))
+            .map_err(ToolsError::from)
     });
     finish(&shared, session);
     code
@@ -319,7 +319,7 @@ async fn serve_stdio(
     shared: &Arc<Shared>,
     rescan: impl Future<Output = ()>,
     stopped: impl Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let eof = Arc::new(tokio::sync::Notify::new());
     let stdin = EofSignal {
@@ -329,7 +329,7 @@ async fn serve_stdio(
     let service = Server(shared.clone())
         .serve((stdin, stdout))
         .await
-        .map_err(|error| format!("MCP session did not start: {error}"))?;
+        .map_err(|error| RunError::usage(format!("MCP session did not start: {error}"), None))?;
     let cancel = service.cancellation_token();
     tokio::select! {
         _ = service.waiting() => {}
@@ -348,18 +348,18 @@ async fn serve_http(
     addr: std::net::SocketAddr,
     rescan: impl Future<Output = ()>,
     stopped: impl Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
 
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|error| format!("--listen {addr}: cannot listen: {error}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|error| {
+        RunError::usage(format!("--listen {addr}: cannot listen: {error}"), None)
+    })?;
     let bound = listener
         .local_addr()
-        .map_err(|error| format!("--listen {addr}: {error}"))?;
+        .map_err(|error| RunError::usage(format!("--listen {addr}: {error}"), None))?;
     let cancel = tokio_util::sync::CancellationToken::new();
     // The SDK's defaults accept loopback `Host`s only (DNS rebinding).
     let config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());
