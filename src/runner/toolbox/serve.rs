@@ -638,7 +638,7 @@ impl Server {
                 ..
             } => match external.check(&arguments) {
                 Ok(params) => external.invoke(params, &shared.ctx).await.envelope,
-                Err(message) => failure(message),
+                Err(error) => failure(error.to_string()),
             },
             _ => {
                 let started = Instant::now();
