@@ -43,7 +43,7 @@ fn main() {
     std::fs::write(tools.join("trivial.tool.json"), SCHEMA).expect("write sidecar");
     let _ = process::harden_self();
 
-    let env = ChildEnv::scrubbed(&[]);
+    let env = ChildEnv::scrubbed(&ybs::config::process_environ(), &[]);
     let ctx = ToolCtx {
         workdir: work.clone(),
         allowed_roots: vec![work.clone()],

@@ -257,51 +257,67 @@ impl<'a> Agent<'a> {
             }
             let turn_at = self.messages.len() - 1;
             self.note_unrun_text_calls(turn_at, emitter);
-            let max_calls = self.setup.limits.max_tool_calls_per_turn;
-            let mut pending = Vec::new();
-            for index in 0..count {
-                let Some(call) = self.turn_call(turn_at, index) else {
-                    break;
-                };
-                let call = &call;
-                if self.guard.record(call) {
-                    return Stop::Limit {
-                        reason: Reason::LoopDetected,
-                        message: format!(
-                            "the model made the same call {} times in a row: {}",
-                            super::loop_guard::REPEATS,
-                            crate::core::text::truncate_middle(&call.signature(), 200).0
-                        ),
-                    };
-                }
-                let result = if index >= max_calls {
-                    self.refuse(
-                        call,
-                        "invalid",
-                        "limit:tool_calls_per_turn",
-                        &format!(
-                            "{}: too many tool calls in one turn (limit {max_calls})",
-                            not_run(call)
-                        ),
-                        emitter,
-                    )
-                } else {
-                    match self.handle(call, emitter).await {
-                        Ok(Admitted::Done(message)) => message,
-                        // The turn's other calls still run first.
-                        Ok(Admitted::Pending(call)) => {
-                            pending.push(call);
-                            continue;
-                        }
-                        Err(stop) => return stop,
-                    }
-                };
-                self.push(result, emitter);
-            }
+            let pending = match self.run_calls(turn_at, count, emitter).await {
+                Ok(pending) => pending,
+                Err(stop) => return stop,
+            };
             if !pending.is_empty() {
                 return Stop::Paused { pending };
             }
         }
+    }
+
+    /// The calls of the turn at `turn_at`, in order: each admitted and run,
+    /// refused past the turn's limit, or pending (the turn's other calls
+    /// still run first). A repeated call or an admission stops the loop.
+    async fn run_calls(
+        &mut self,
+        turn_at: usize,
+        count: usize,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Vec<PendingCall>, Stop> {
+        let max_calls = self.setup.limits.max_tool_calls_per_turn;
+        let mut pending = Vec::new();
+        for index in 0..count {
+            let Some(call) = self.turn_call(turn_at, index) else {
+                break;
+            };
+            let call = &call;
+            if self.guard.record(call) {
+                return Err(Stop::Limit {
+                    reason: Reason::LoopDetected,
+                    message: format!(
+                        "the model made the same call {} times in a row: {}",
+                        super::loop_guard::REPEATS,
+                        crate::core::text::truncate_middle(&call.signature(), 200).0
+                    ),
+                });
+            }
+            let result = if index >= max_calls {
+                self.refuse(
+                    call,
+                    "invalid",
+                    "limit:tool_calls_per_turn",
+                    &format!(
+                        "{}: too many tool calls in one turn (limit {max_calls})",
+                        not_run(call)
+                    ),
+                    emitter,
+                )
+            } else {
+                match self.handle(call, emitter).await {
+                    Ok(Admitted::Done(message)) => message,
+                    // The turn's other calls still run first.
+                    Ok(Admitted::Pending(call)) => {
+                        pending.push(call);
+                        continue;
+                    }
+                    Err(stop) => return Err(stop),
+                }
+            };
+            self.push(result, emitter);
+        }
+        Ok(pending)
     }
 
     /// A reply that looked like a call written as text and was not run

@@ -394,61 +394,68 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         layer.sandbox_require = None;
     }
     if repository {
-        layer.extra_blocked_paths = layer.blocked_paths.take().unwrap_or_default();
-        layer.extra_blocked_commands = layer.blocked_commands.take().unwrap_or_default();
-        if layer.sandbox_enabled == Some(false)
-            && let Some((key, _)) = fields.entry("sandbox_enabled")
-        {
+        repository_safety(decoder, fields, &mut layer);
+    }
+    layer
+}
+
+/// What the repository's config may not set in `safety`: its blocked
+/// paths and commands only add to the operator's; nothing that turns the
+/// sandbox off or widens it (each refused with its position).
+fn repository_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, layer: &mut SafetyLayer) {
+    layer.extra_blocked_paths = layer.blocked_paths.take().unwrap_or_default();
+    layer.extra_blocked_commands = layer.blocked_commands.take().unwrap_or_default();
+    if layer.sandbox_enabled == Some(false)
+        && let Some((key, _)) = fields.entry("sandbox_enabled")
+    {
+        decoder.error_with_hint(
+            key.span,
+            "`safety.sandbox_enabled: false` cannot be set in the repository's config",
+            "pass --no-sandbox, or set it in ~/.config/ybs/config.json",
+        );
+        layer.sandbox_enabled = None;
+    }
+    if layer.sandbox_network == Some(true)
+        && let Some((key, _)) = fields.entry("sandbox_network")
+    {
+        decoder.error_with_hint(
+            key.span,
+            "`safety.sandbox_network: true` cannot be set in the repository's config",
+            "set it in ~/.config/ybs/config.json or a file given with --config",
+        );
+        layer.sandbox_network = None;
+    }
+    let widening = [
+        (
+            "sandbox_unix_sockets",
+            layer.sandbox_unix_sockets == Some(true),
+            "true",
+        ),
+        (
+            "sandbox_require",
+            layer.sandbox_require.as_deref() == Some("landlock"),
+            "landlock",
+        ),
+        (
+            "sandbox_check_network",
+            layer.sandbox_check_network == Some(true),
+            "true",
+        ),
+    ];
+    for (name, widens, value) in widening {
+        if widens && let Some((key, _)) = fields.entry(name) {
             decoder.error_with_hint(
                 key.span,
-                "`safety.sandbox_enabled: false` cannot be set in the repository's config",
-                "pass --no-sandbox, or set it in ~/.config/ybs/config.json",
-            );
-            layer.sandbox_enabled = None;
-        }
-        if layer.sandbox_network == Some(true)
-            && let Some((key, _)) = fields.entry("sandbox_network")
-        {
-            decoder.error_with_hint(
-                key.span,
-                "`safety.sandbox_network: true` cannot be set in the repository's config",
+                format!("`safety.{name}: {value}` cannot be set in the repository's config"),
                 "set it in ~/.config/ybs/config.json or a file given with --config",
             );
-            layer.sandbox_network = None;
-        }
-        let widening = [
-            (
-                "sandbox_unix_sockets",
-                layer.sandbox_unix_sockets == Some(true),
-                "true",
-            ),
-            (
-                "sandbox_require",
-                layer.sandbox_require.as_deref() == Some("landlock"),
-                "landlock",
-            ),
-            (
-                "sandbox_check_network",
-                layer.sandbox_check_network == Some(true),
-                "true",
-            ),
-        ];
-        for (name, widens, value) in widening {
-            if widens && let Some((key, _)) = fields.entry(name) {
-                decoder.error_with_hint(
-                    key.span,
-                    format!("`safety.{name}: {value}` cannot be set in the repository's config"),
-                    "set it in ~/.config/ybs/config.json or a file given with --config",
-                );
-                match name {
-                    "sandbox_unix_sockets" => layer.sandbox_unix_sockets = None,
-                    "sandbox_require" => layer.sandbox_require = None,
-                    _ => layer.sandbox_check_network = None,
-                }
+            match name {
+                "sandbox_unix_sockets" => layer.sandbox_unix_sockets = None,
+                "sandbox_require" => layer.sandbox_require = None,
+                _ => layer.sandbox_check_network = None,
             }
         }
     }
-    layer
 }
 
 fn decode_tools(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) -> ToolsLayer {

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::core::Environ;
 use crate::core::decode::Decoder;
 use crate::core::decode::yaml::{Node, parse};
 use crate::core::exit;
@@ -39,6 +40,20 @@ pub struct Sources<'a> {
 /// The real process environment, for [`Sources::env`].
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
+}
+
+/// The process environment and working directory, read once for a
+/// command: the one read of them below the CLI. Everything under `config`
+/// (the runner, the agent, tools, reports) gets its variables from the
+/// [`Environ`] this returns, never from the process
+/// (`tests/suite/architecture.rs` checks it).
+pub fn process_environ() -> Environ {
+    Environ::new(std::env::vars_os())
+}
+
+/// The directory ybs runs in.
+pub fn process_cwd() -> std::io::Result<PathBuf> {
+    std::env::current_dir()
 }
 
 /// What flags say: the top layer. `None` (or `false`) means "not given".
@@ -110,52 +125,8 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
     let mut layers: Vec<Read> = Vec::new();
     let mut files = Vec::new();
     for candidate in candidates(overrides, sources) {
-        // A FIFO found in place of a config file nobody named (a task's
-        // `mkfifo .ybs.json`) would block the read forever; `--config`
-        // may be a pipe on purpose (`<(...)`).
-        if !candidate.required
-            && std::fs::metadata(&candidate.path)
-                .is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
-        {
-            diagnostics.push(Diagnostic::whole_file(
-                &candidate.shown,
-                "the config file is not a regular file (a FIFO, socket or device)",
-            ));
+        let Some(text) = read_candidate(&candidate, &mut diagnostics) else {
             continue;
-        }
-        let text = match read_bounded(&candidate.path) {
-            Ok(Some(text)) => text,
-            Ok(None) => {
-                diagnostics.push(Diagnostic::whole_file(
-                    &candidate.shown,
-                    format!("the config file is larger than {MAX_CONFIG_BYTES} bytes"),
-                ));
-                continue;
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound && !candidate.required => {
-                continue;
-            }
-            // An empty directory is the sandbox's placeholder for a
-            // missing `./.ybs.json` left by a crash: absent.
-            Err(_)
-                if !candidate.required
-                    && std::fs::read_dir(&candidate.path)
-                        .is_ok_and(|mut entries| entries.next().is_none()) =>
-            {
-                continue;
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                diagnostics.push(Diagnostic::whole_file(
-                    &candidate.shown,
-                    "config file not found",
-                ));
-                continue;
-            }
-            Err(error) => {
-                let message = format!("cannot read the config file: {error}");
-                diagnostics.push(Diagnostic::whole_file(&candidate.shown, message));
-                continue;
-            }
         };
         let repository = candidate.origin == Origin::Repository;
         // A file with errors still takes part, so a widening in it is
@@ -226,7 +197,18 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
     if !diagnostics.is_empty() {
         return Err(ConfigError::Files(Diagnostics(diagnostics)));
     }
-    let over_tasks = OverTasks {
+    let over_tasks = over_tasks(&merged, endpoint_origin, &operator);
+    Ok(Config::resolve(merged, over_tasks, files))
+}
+
+/// What the operator's settings hold over every task: the defaults a
+/// task may narrow, and the ceilings it may not pass.
+fn over_tasks(
+    merged: &ConfigLayer,
+    endpoint_origin: Option<Origin>,
+    operator: &OperatorLayers<'_>,
+) -> OverTasks {
+    OverTasks {
         llm: merged.llm.clone(),
         endpoint_origin,
         max_iterations: merged.agent.max_iterations,
@@ -242,8 +224,56 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
             max_tool_output_chars: operator.ceiling(|l| l.context.max_tool_output_chars),
             max_tokens: operator.ceiling(|l| l.llm.max_tokens),
         },
-    };
-    Ok(Config::resolve(merged, over_tasks, files))
+    }
+}
+
+/// The text of one candidate config file; `None` (with a diagnostic
+/// when it matters) when it is missing, too large, or not a file.
+fn read_candidate(candidate: &Candidate, diagnostics: &mut Vec<Diagnostic>) -> Option<String> {
+    // A FIFO found in place of a config file nobody named (a task's
+    // `mkfifo .ybs.json`) would block the read forever; `--config`
+    // may be a pipe on purpose (`<(...)`).
+    if !candidate.required
+        && std::fs::metadata(&candidate.path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
+    {
+        diagnostics.push(Diagnostic::whole_file(
+            &candidate.shown,
+            "the config file is not a regular file (a FIFO, socket or device)",
+        ));
+        return None;
+    }
+    match read_bounded(&candidate.path) {
+        Ok(Some(text)) => Some(text),
+        Ok(None) => {
+            diagnostics.push(Diagnostic::whole_file(
+                &candidate.shown,
+                format!("the config file is larger than {MAX_CONFIG_BYTES} bytes"),
+            ));
+            None
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !candidate.required => None,
+        // An empty directory is the sandbox's placeholder for a
+        // missing `./.ybs.json` left by a crash: absent.
+        Err(_)
+            if !candidate.required
+                && std::fs::read_dir(&candidate.path)
+                    .is_ok_and(|mut entries| entries.next().is_none()) =>
+        {
+            None
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            diagnostics.push(Diagnostic::whole_file(
+                &candidate.shown,
+                "config file not found",
+            ));
+            None
+        }
+        Err(error) => {
+            let message = format!("cannot read the config file: {error}");
+            diagnostics.push(Diagnostic::whole_file(&candidate.shown, message));
+            None
+        }
+    }
 }
 
 /// The largest config file read: `./.ybs.json` is repository content, and

@@ -493,6 +493,32 @@ impl Config {
     /// whose price is unknown.
     pub fn check_task(&self, task: &TaskSpec) -> Vec<Diagnostic> {
         let mut problems = Vec::new();
+        self.check_limits(task, &mut problems);
+        self.check_asks(task, &mut problems);
+        let settings = self.task_settings(task);
+        if let Some(max) = settings.max_cost_usd
+            && self.price_table().price(&settings.model).is_none()
+        {
+            problems.push(
+                Diagnostic::new(
+                    &task.file,
+                    task.limits.spans.max_cost_usd.unwrap_or(task.span),
+                    format!(
+                        "task `{}` has max_cost_usd {max}, but the price of model `{}` is not known, so the limit could not be enforced",
+                        task.id, settings.model
+                    ),
+                )
+                .with_hint(
+                    "give the price in the operator's config: `llm.price: {input_per_mtok: 1.25, output_per_mtok: 10}` (USD per million tokens)",
+                ),
+            );
+        }
+        problems
+    }
+
+    /// A task's limits (and its checks' timeouts) above the operator's
+    /// ceilings.
+    fn check_limits(&self, task: &TaskSpec, problems: &mut Vec<Diagnostic>) {
         let ceilings = &self.over_tasks.ceilings;
         let limits = &task.limits;
         let spans = &limits.spans;
@@ -542,6 +568,11 @@ impl Config {
                 }
             }
         }
+    }
+
+    /// What a task asks for that the operator has not granted: the
+    /// network for a check, a built-in tool the config disables.
+    fn check_asks(&self, task: &TaskSpec, problems: &mut Vec<Diagnostic>) {
         // docs/security.md: the network is the operator's to grant; a
         // task file (repository content) only asks for it.
         if self.safety.sandbox_enabled && !self.safety.check_network_granted() {
@@ -581,25 +612,6 @@ impl Config {
                 );
             }
         }
-        let settings = self.task_settings(task);
-        if let Some(max) = settings.max_cost_usd
-            && self.price_table().price(&settings.model).is_none()
-        {
-            problems.push(
-                Diagnostic::new(
-                    &task.file,
-                    spans.max_cost_usd.unwrap_or(task.span),
-                    format!(
-                        "task `{}` has max_cost_usd {max}, but the price of model `{}` is not known, so the limit could not be enforced",
-                        task.id, settings.model
-                    ),
-                )
-                .with_hint(
-                    "give the price in the operator's config: `llm.price: {input_per_mtok: 1.25, output_per_mtok: 10}` (USD per million tokens)",
-                ),
-            );
-        }
-        problems
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod beneath;
 pub mod decode;
+pub mod environ;
 pub mod event;
 pub mod exit;
 pub mod ids;
@@ -17,6 +18,7 @@ pub mod span;
 pub mod text;
 pub mod usage;
 
+pub use environ::Environ;
 pub use event::{Event, EventSink};
 pub use message::{Message, ToolCall, ToolSpec};
 pub use outcome::{Reason, Status};

@@ -208,9 +208,10 @@ struct InputTask {
 }
 
 /// Merges the output directories `dirs` into `outputs.out_dir`:
-/// `junit.xml`, `summary.md` and a copy of every task directory.
-pub fn merge(dirs: &[PathBuf], outputs: &OutputLayout) -> Result<Merged, MergeError> {
-    merge_with_rate(dirs, outputs, None)
+/// `junit.xml`, `summary.md` and a copy of every task directory; `cwd`
+/// is the directory ybs runs in (relative outputs are beneath it).
+pub fn merge(dirs: &[PathBuf], outputs: &OutputLayout, cwd: &Path) -> Result<Merged, MergeError> {
+    merge_with_rate(dirs, outputs, None, cwd)
 }
 
 /// [`merge`], the runs of `--repeat` decided by `--min-pass-rate`
@@ -219,6 +220,7 @@ pub fn merge_with_rate(
     dirs: &[PathBuf],
     outputs: &OutputLayout,
     min_pass_rate: Option<f64>,
+    cwd: &Path,
 ) -> Result<Merged, MergeError> {
     let inputs = dirs
         .iter()
@@ -246,8 +248,7 @@ pub fn merge_with_rate(
     tasks.sort_by(|a, b| (&a.transcript.task.file, &a.id).cmp(&(&b.transcript.task.file, &b.id)));
 
     let write = |source: io::Error| MergeError::Write { source };
-    let cwd = std::env::current_dir().map_err(write)?;
-    let open = outputs.open(&cwd)?;
+    let open = outputs.open(cwd)?;
     let mut sinks = RunSinks::reports(outputs, &open, scope.clone());
     let mut collector = ResultCollector::new();
     for task in &tasks {
@@ -540,7 +541,7 @@ mod tests {
         let one = shard_dir(root.path(), "one", &["gamma", "beta"], Some("1/3"));
         let two = shard_dir(root.path(), "two", &["alpha"], Some("2/3"));
         let three = shard_dir(root.path(), "three", &[], Some("3/3"));
-        let merged = merge(&[one, two, three], &outputs(root.path())).unwrap();
+        let merged = merge(&[one, two, three], &outputs(root.path()), root.path()).unwrap();
         let ids: Vec<_> = merged.results.iter().map(|r| r.task.as_str()).collect();
         // By file (tasks/a.yaml, tasks/b.yaml), then id.
         assert_eq!(ids, ["alpha", "gamma", "beta"]);
@@ -568,7 +569,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let one = shard_dir(root.path(), "one", &["alpha"], None);
         let two = shard_dir(root.path(), "two", &["alpha", "beta"], None);
-        let err = merge(&[one, two], &outputs(root.path())).unwrap_err();
+        let err = merge(&[one, two], &outputs(root.path()), root.path()).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("`alpha`") && text.contains("one") && text.contains("two"),
@@ -583,23 +584,34 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let empty = root.path().join("empty");
         std::fs::create_dir_all(empty.join("not-a-task")).unwrap();
-        let err = merge(std::slice::from_ref(&empty), &outputs(root.path())).unwrap_err();
+        let err = merge(
+            std::slice::from_ref(&empty),
+            &outputs(root.path()),
+            root.path(),
+        )
+        .unwrap_err();
         assert!(matches!(err, MergeError::NoTranscripts { .. }), "{err}");
         assert!(err.hint().is_some());
-        let err = merge(&[root.path().join("nope")], &outputs(root.path())).unwrap_err();
+        let err = merge(
+            &[root.path().join("nope")],
+            &outputs(root.path()),
+            root.path(),
+        )
+        .unwrap_err();
         assert!(matches!(err, MergeError::NotADirectory { .. }), "{err}");
         let a = shard_dir(root.path(), "a", &["alpha"], Some("1/2"));
         let b = shard_dir(root.path(), "b", &["beta"], Some("1/3"));
-        let err = merge(&[a.clone(), b], &outputs(root.path())).unwrap_err();
+        let err = merge(&[a.clone(), b], &outputs(root.path()), root.path()).unwrap_err();
         assert!(matches!(err, MergeError::MixedSplits { .. }), "{err}");
         let err = merge(
             std::slice::from_ref(&a),
             &OutputLayout::new(a.clone(), None, None),
+            root.path(),
         )
         .unwrap_err();
         assert!(matches!(err, MergeError::OutIsInput { .. }), "{err}");
         std::fs::write(a.join(SHARD_FILE), "{").unwrap();
-        let err = merge(&[a], &outputs(root.path())).unwrap_err();
+        let err = merge(&[a], &outputs(root.path()), root.path()).unwrap_err();
         assert!(matches!(err, MergeError::ShardFile { .. }), "{err}");
     }
 
@@ -610,13 +622,18 @@ mod tests {
         let path = one.join("beta").join(TRANSCRIPT_FILE);
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, text.replace("\"failed\"", "\"passed\"")).unwrap();
-        let err = merge(std::slice::from_ref(&one), &outputs(root.path())).unwrap_err();
+        let err = merge(
+            std::slice::from_ref(&one),
+            &outputs(root.path()),
+            root.path(),
+        )
+        .unwrap_err();
         assert!(matches!(err, MergeError::Forged { .. }), "{err}");
         assert!(err.to_string().contains("beta"), "{err}");
         assert_eq!(err.exit_code(), exit::USAGE);
         assert!(!root.path().join("merged").exists());
         std::fs::remove_file(one.join(DIGESTS_FILE)).unwrap();
-        let err = merge(&[one], &outputs(root.path())).unwrap_err();
+        let err = merge(&[one], &outputs(root.path()), root.path()).unwrap_err();
         assert!(matches!(err, MergeError::NoDigest { .. }), "{err}");
     }
 
@@ -632,7 +649,7 @@ mod tests {
             r#"{"shard":"1/3","run_id":"r","tasks":["alpha","beta"]}"#,
         )
         .unwrap();
-        let merged = merge(&[one], &outputs(root.path())).unwrap();
+        let merged = merge(&[one], &outputs(root.path()), root.path()).unwrap();
         assert_eq!(merged.results.len(), 1);
         assert!(merged.incomplete());
         let warnings = merged.scope.warnings.join("\n");

@@ -21,7 +21,7 @@ mod settings;
 mod wire;
 
 pub use export::{Exporter, ToolCallSpan};
-pub use settings::{Protocol, Settings};
+pub use settings::{OtelError, Protocol, Settings, SettingsError};
 
 use std::collections::HashMap;
 use std::io;
@@ -322,9 +322,9 @@ impl OtelSink {
         }
     }
 
-    /// From the process environment ([`Exporter::from_env`]).
-    pub fn from_env() -> Result<Option<Self>, String> {
-        Exporter::from_env().map(|exporter| exporter.map(Self::new))
+    /// From ybs's environment ([`Exporter::from_env`]).
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, OtelError> {
+        Exporter::from_env(env).map(|exporter| exporter.map(Self::new))
     }
 
     /// The warning of the last `finish()`, if spans were not delivered.
@@ -408,288 +408,335 @@ impl OtelSink {
     }
 
     fn event_inner(&mut self, record: &EventRecord) {
-        let task = record.task.as_str();
-        let ts = record.ts_ms;
         match &record.event {
             Event::TaskStarted { .. } => self.started(record),
-            Event::TaskPaused { pending } => {
-                if let Some(trace) = self.tasks.get_mut(task) {
-                    trace.attributes.push((
-                        "ybs.task.pending_calls".into(),
-                        (pending.len() as u64).into(),
-                    ));
-                }
-            }
-            // `ybs resume` goes on in a new process: its half of the task
-            // is a span of its own (the first half's ended at the pause).
-            Event::TaskResumed { resumed_by, .. } => {
-                if !self.tasks.contains_key(task) {
-                    let (trace_id, parent) = match self.parent {
-                        Some((trace, span)) => (trace, Some(span)),
-                        None => (self.ids.trace(), None),
-                    };
-                    self.tasks.insert(
-                        record.task.clone(),
-                        TaskTrace {
-                            trace_id,
-                            span_id: self.ids.span(),
-                            parent,
-                            start_ms: record.ts_ms,
-                            provider: String::new(),
-                            model: String::new(),
-                            attributes: vec![("ybs.resumed_by".into(), resumed_by.as_str().into())],
-                            call_spans: HashMap::new(),
-                            decided: HashMap::new(),
-                            retries: HashMap::new(),
-                            redactions: 0,
-                        },
-                    );
-                }
-            }
-            Event::LlmRetry {
-                iteration,
-                attempt,
-                delay_ms,
-                ..
-            } => {
-                // The error text stays out: a provider's message may quote
-                // the request.
-                if let Some(trace) = self.tasks.get_mut(task) {
-                    trace
-                        .retries
-                        .entry(*iteration)
-                        .or_default()
-                        .push(SpanEvent {
-                            time_ns: ms_to_ns(ts),
-                            name: "ybs.llm.retry".into(),
-                            attributes: vec![
-                                ("ybs.llm.attempt".into(), (*attempt).into()),
-                                ("ybs.llm.retry_delay_ms".into(), (*delay_ms).into()),
-                            ],
-                        });
-                }
-            }
-            Event::LlmResponse {
-                iteration,
-                response_id,
-                request_id,
-                usage,
-                cost,
-                duration_ms,
-                tool_calls,
-                ..
-            } => {
-                let Some(trace) = self.tasks.get_mut(task) else {
-                    return;
-                };
-                let retries = trace.retries.remove(iteration).unwrap_or_default();
-                let (provider, model) = (trace.provider.clone(), trace.model.clone());
-                let first_retry_ms = retries.first().map(|event| event.time_ns / 1_000_000);
-                let start = ts
-                    .saturating_sub(*duration_ms)
-                    .min(first_retry_ms.unwrap_or(u64::MAX));
-                let Some(mut span) =
-                    self.child(task, format!("chat {model}"), SpanKind::Client, start, ts)
-                else {
-                    return;
-                };
-                span.attr("gen_ai.operation.name", "chat");
-                span.attr("gen_ai.provider.name", provider.as_str());
-                span.attr("gen_ai.system", provider.as_str());
-                span.attr("gen_ai.request.model", model.as_str());
-                span.attr("gen_ai.usage.input_tokens", usage.input_tokens);
-                span.attr("gen_ai.usage.output_tokens", usage.output_tokens);
-                if let Some(id) = response_id {
-                    span.attr("gen_ai.response.id", id.as_str());
-                }
-                if let Some(id) = request_id {
-                    span.attr("ybs.llm.request_id", id.as_str());
-                }
-                span.attr("ybs.llm.iteration", *iteration);
-                span.attr("ybs.llm.retries", retries.len() as u64);
-                span.attr("ybs.llm.tool_calls", *tool_calls as u64);
-                if let crate::core::Cost::Usd(usd) = cost {
-                    span.attr("ybs.llm.cost_usd", *usd);
-                }
-                span.events = retries;
-                self.export(span);
-            }
-            Event::ToolDecided {
-                call_id,
-                verdict,
-                rule,
-                parent,
-                ..
-            } => {
-                let span_id = self.ids.span();
-                if let Some(trace) = self.tasks.get_mut(task) {
-                    trace.call_spans.insert(call_id.clone(), span_id);
-                    trace.decided.insert(
-                        call_id.clone(),
-                        Decided {
-                            verdict: verdict.clone(),
-                            rule: rule.clone(),
-                            parent: parent.clone(),
-                            ts_ms: ts,
-                        },
-                    );
-                }
-            }
-            Event::ToolCompleted {
-                call_id,
-                name,
-                ok,
-                ran,
-                duration_ms,
-                truncated,
-                output,
-            } => {
-                let fresh = self.ids.span();
-                let Some(trace) = self.tasks.get_mut(task) else {
-                    return;
-                };
-                let decided = trace.decided.remove(call_id);
-                let span_id = *trace.call_spans.entry(call_id.clone()).or_insert(fresh);
-                let parent = decided
-                    .as_ref()
-                    .and_then(|decided| decided.parent.as_ref())
-                    .and_then(|parent| trace.call_spans.get(parent).copied())
-                    .unwrap_or(trace.span_id);
-                let start_ms = ts
-                    .saturating_sub(*duration_ms)
-                    .min(decided.as_ref().map_or(u64::MAX, |decided| decided.ts_ms));
-                let span = tool_span(
-                    trace.trace_id,
-                    span_id,
-                    Some(parent),
-                    &ToolFacts {
-                        name,
-                        call_id,
-                        verdict: decided.as_ref().map(|decided| decided.verdict.as_str()),
-                        rule: decided.as_ref().map(|decided| decided.rule.as_str()),
-                        ok: *ok,
-                        ran: *ran,
-                        truncated: *truncated,
-                        exit_code: shell_exit_code(name, output),
-                        duration_ms: *duration_ms,
-                    },
-                    ms_to_ns(start_ms),
-                    ms_to_ns(ts),
-                );
-                self.export(span);
-            }
-            Event::CheckCompleted {
-                name,
-                exit_code,
-                passed,
-                timed_out,
-                duration_ms,
-                attempt,
-                ..
-            } => {
-                let Some(mut span) = self.child(
-                    task,
-                    format!("check {name}"),
-                    SpanKind::Internal,
-                    ts.saturating_sub(*duration_ms),
-                    ts,
-                ) else {
-                    return;
-                };
-                span.attr("ybs.check.name", name.as_str());
-                span.attr("ybs.check.passed", *passed);
-                span.attr("ybs.check.attempt", *attempt);
-                if let Some(code) = exit_code {
-                    span.attr("process.exit.code", *code);
-                }
-                if *timed_out {
-                    span.attr("ybs.check.timed_out", true);
-                }
-                if !passed {
-                    span.status = SpanStatus::Error("check_failed".into());
-                }
-                self.export(span);
-            }
+            Event::TaskPaused { pending } => self.attribute(
+                &record.task,
+                "ybs.task.pending_calls",
+                (pending.len() as u64).into(),
+            ),
+            Event::TaskResumed { resumed_by, .. } => self.resumed(record, resumed_by),
+            Event::LlmRetry { .. } => self.retry(record),
+            Event::LlmResponse { .. } => self.llm_response(record),
+            Event::ToolDecided { .. } => self.tool_decided(record),
+            Event::ToolCompleted { .. } => self.tool_completed(record),
+            Event::CheckCompleted { .. } => self.check_completed(record),
             Event::Redactions { counts } => {
-                if let Some(trace) = self.tasks.get_mut(task) {
+                if let Some(trace) = self.tasks.get_mut(&record.task) {
                     trace.redactions += counts.values().sum::<u64>();
                 }
             }
             Event::Git { outcome } => {
-                if let Some(trace) = self.tasks.get_mut(task) {
-                    if let Some(commit) = &outcome.commit {
-                        trace
-                            .attributes
-                            .push(("ybs.git.commit".into(), commit.as_str().into()));
-                    }
-                    if let Some(branch) = &outcome.branch {
-                        trace
-                            .attributes
-                            .push(("ybs.git.branch".into(), branch.as_str().into()));
-                    }
-                    trace
-                        .attributes
-                        .push(("ybs.git.files".into(), (outcome.files.len() as u64).into()));
+                if let Some(commit) = &outcome.commit {
+                    self.attribute(&record.task, "ybs.git.commit", commit.as_str().into());
                 }
+                if let Some(branch) = &outcome.branch {
+                    self.attribute(&record.task, "ybs.git.branch", branch.as_str().into());
+                }
+                self.attribute(
+                    &record.task,
+                    "ybs.git.files",
+                    (outcome.files.len() as u64).into(),
+                );
             }
-            Event::TaskFinished {
-                status,
-                reason,
-                iterations,
-                usage,
-                cost,
-                expect,
-                ..
-            } => {
-                let Some(trace) = self.tasks.remove(task) else {
-                    return;
-                };
-                let start_ms = trace.start_ms;
-                let mut span = Span {
-                    trace_id: trace.trace_id,
-                    span_id: trace.span_id,
-                    parent: trace.parent,
-                    name: format!("invoke_agent {task}"),
-                    kind: SpanKind::Internal,
-                    start_ns: ms_to_ns(start_ms),
-                    end_ns: ms_to_ns(ts.max(start_ms)),
-                    attributes: Vec::new(),
-                    events: Vec::new(),
-                    status: if *status == Status::Passed {
-                        SpanStatus::Ok
-                    } else {
-                        SpanStatus::Error(format!("{}: {}", status.as_str(), reason.as_str()))
-                    },
-                };
-                span.attr("gen_ai.operation.name", "invoke_agent");
-                span.attr("gen_ai.agent.name", task);
-                span.attr("gen_ai.provider.name", trace.provider.as_str());
-                span.attr("gen_ai.system", trace.provider.as_str());
-                span.attr("gen_ai.request.model", trace.model.as_str());
-                span.attr("gen_ai.usage.input_tokens", usage.input_tokens);
-                span.attr("gen_ai.usage.output_tokens", usage.output_tokens);
-                span.attr("ybs.task.id", task);
-                span.attributes.extend(trace.attributes);
-                span.attr("ybs.task.status", status.as_str());
-                span.attr("ybs.task.reason", reason.as_str());
-                span.attr("ybs.task.expect", expect.as_str());
-                span.attr("ybs.task.iterations", *iterations);
-                if let crate::core::Cost::Usd(usd) = cost {
-                    span.attr("ybs.task.cost_usd", *usd);
-                }
-                if trace.redactions > 0 {
-                    span.attr("ybs.task.redactions", trace.redactions);
-                }
-                if *status != Status::Passed {
-                    span.attr("error.type", reason.as_str());
-                }
-                self.export(span);
-            }
+            Event::TaskFinished { .. } => self.finished(record),
             Event::Message { .. }
             | Event::Note { .. }
             | Event::ToolMetrics { .. }
             | Event::TaskOutput { .. } => {}
         }
+    }
+
+    /// One more attribute of `task`'s span.
+    fn attribute(&mut self, task: &str, key: &str, value: AttrValue) {
+        if let Some(trace) = self.tasks.get_mut(task) {
+            trace.attributes.push((key.into(), value));
+        }
+    }
+
+    /// `ybs resume` goes on in a new process: its half of the task is a
+    /// span of its own (the first half's ended at the pause).
+    fn resumed(&mut self, record: &EventRecord, resumed_by: &str) {
+        if self.tasks.contains_key(&record.task) {
+            return;
+        }
+        let (trace_id, parent) = match self.parent {
+            Some((trace, span)) => (trace, Some(span)),
+            None => (self.ids.trace(), None),
+        };
+        self.tasks.insert(
+            record.task.clone(),
+            TaskTrace {
+                trace_id,
+                span_id: self.ids.span(),
+                parent,
+                start_ms: record.ts_ms,
+                provider: String::new(),
+                model: String::new(),
+                attributes: vec![("ybs.resumed_by".into(), resumed_by.into())],
+                call_spans: HashMap::new(),
+                decided: HashMap::new(),
+                retries: HashMap::new(),
+                redactions: 0,
+            },
+        );
+    }
+
+    /// A retry is an event of the model call's span, which ends later.
+    fn retry(&mut self, record: &EventRecord) {
+        let Event::LlmRetry {
+            iteration,
+            attempt,
+            delay_ms,
+            ..
+        } = &record.event
+        else {
+            return;
+        };
+        // The error text stays out: a provider's message may quote the
+        // request.
+        if let Some(trace) = self.tasks.get_mut(&record.task) {
+            trace
+                .retries
+                .entry(*iteration)
+                .or_default()
+                .push(SpanEvent {
+                    time_ns: ms_to_ns(record.ts_ms),
+                    name: "ybs.llm.retry".into(),
+                    attributes: vec![
+                        ("ybs.llm.attempt".into(), (*attempt).into()),
+                        ("ybs.llm.retry_delay_ms".into(), (*delay_ms).into()),
+                    ],
+                });
+        }
+    }
+
+    /// The `chat MODEL` span of one model call, its retries as events.
+    fn llm_response(&mut self, record: &EventRecord) {
+        let Event::LlmResponse {
+            iteration,
+            response_id,
+            request_id,
+            usage,
+            cost,
+            duration_ms,
+            tool_calls,
+            ..
+        } = &record.event
+        else {
+            return;
+        };
+        let (task, ts) = (record.task.as_str(), record.ts_ms);
+        let Some(trace) = self.tasks.get_mut(task) else {
+            return;
+        };
+        let retries = trace.retries.remove(iteration).unwrap_or_default();
+        let (provider, model) = (trace.provider.clone(), trace.model.clone());
+        let first_retry_ms = retries.first().map(|event| event.time_ns / 1_000_000);
+        let start = ts
+            .saturating_sub(*duration_ms)
+            .min(first_retry_ms.unwrap_or(u64::MAX));
+        let Some(mut span) = self.child(task, format!("chat {model}"), SpanKind::Client, start, ts)
+        else {
+            return;
+        };
+        span.attr("gen_ai.operation.name", "chat");
+        span.attr("gen_ai.provider.name", provider.as_str());
+        span.attr("gen_ai.system", provider.as_str());
+        span.attr("gen_ai.request.model", model.as_str());
+        span.attr("gen_ai.usage.input_tokens", usage.input_tokens);
+        span.attr("gen_ai.usage.output_tokens", usage.output_tokens);
+        if let Some(id) = response_id {
+            span.attr("gen_ai.response.id", id.as_str());
+        }
+        if let Some(id) = request_id {
+            span.attr("ybs.llm.request_id", id.as_str());
+        }
+        span.attr("ybs.llm.iteration", *iteration);
+        span.attr("ybs.llm.retries", retries.len() as u64);
+        span.attr("ybs.llm.tool_calls", *tool_calls as u64);
+        if let crate::core::Cost::Usd(usd) = cost {
+            span.attr("ybs.llm.cost_usd", *usd);
+        }
+        span.events = retries;
+        self.export(span);
+    }
+
+    /// A decided call gets its span id now (a script's calls are its
+    /// children) and its decision is kept for its span.
+    fn tool_decided(&mut self, record: &EventRecord) {
+        let Event::ToolDecided {
+            call_id,
+            verdict,
+            rule,
+            parent,
+            ..
+        } = &record.event
+        else {
+            return;
+        };
+        let span_id = self.ids.span();
+        if let Some(trace) = self.tasks.get_mut(&record.task) {
+            trace.call_spans.insert(call_id.clone(), span_id);
+            trace.decided.insert(
+                call_id.clone(),
+                Decided {
+                    verdict: verdict.clone(),
+                    rule: rule.clone(),
+                    parent: parent.clone(),
+                    ts_ms: record.ts_ms,
+                },
+            );
+        }
+    }
+
+    /// The `execute_tool` span of one call, from its decision to its end.
+    fn tool_completed(&mut self, record: &EventRecord) {
+        let Event::ToolCompleted {
+            call_id,
+            name,
+            ok,
+            ran,
+            duration_ms,
+            truncated,
+            output,
+        } = &record.event
+        else {
+            return;
+        };
+        let ts = record.ts_ms;
+        let fresh = self.ids.span();
+        let Some(trace) = self.tasks.get_mut(&record.task) else {
+            return;
+        };
+        let decided = trace.decided.remove(call_id);
+        let span_id = *trace.call_spans.entry(call_id.clone()).or_insert(fresh);
+        let parent = decided
+            .as_ref()
+            .and_then(|decided| decided.parent.as_ref())
+            .and_then(|parent| trace.call_spans.get(parent).copied())
+            .unwrap_or(trace.span_id);
+        let start_ms = ts
+            .saturating_sub(*duration_ms)
+            .min(decided.as_ref().map_or(u64::MAX, |decided| decided.ts_ms));
+        let span = tool_span(
+            trace.trace_id,
+            span_id,
+            Some(parent),
+            &ToolFacts {
+                name,
+                call_id,
+                verdict: decided.as_ref().map(|decided| decided.verdict.as_str()),
+                rule: decided.as_ref().map(|decided| decided.rule.as_str()),
+                ok: *ok,
+                ran: *ran,
+                truncated: *truncated,
+                exit_code: shell_exit_code(name, output),
+                duration_ms: *duration_ms,
+            },
+            ms_to_ns(start_ms),
+            ms_to_ns(ts),
+        );
+        self.export(span);
+    }
+
+    /// The `check NAME` span of one check run.
+    fn check_completed(&mut self, record: &EventRecord) {
+        let Event::CheckCompleted {
+            name,
+            exit_code,
+            passed,
+            timed_out,
+            duration_ms,
+            attempt,
+            ..
+        } = &record.event
+        else {
+            return;
+        };
+        let ts = record.ts_ms;
+        let Some(mut span) = self.child(
+            &record.task,
+            format!("check {name}"),
+            SpanKind::Internal,
+            ts.saturating_sub(*duration_ms),
+            ts,
+        ) else {
+            return;
+        };
+        span.attr("ybs.check.name", name.as_str());
+        span.attr("ybs.check.passed", *passed);
+        span.attr("ybs.check.attempt", *attempt);
+        if let Some(code) = exit_code {
+            span.attr("process.exit.code", *code);
+        }
+        if *timed_out {
+            span.attr("ybs.check.timed_out", true);
+        }
+        if !passed {
+            span.status = SpanStatus::Error("check_failed".into());
+        }
+        self.export(span);
+    }
+
+    /// The task's `invoke_agent` span, ended with the task.
+    fn finished(&mut self, record: &EventRecord) {
+        let Event::TaskFinished {
+            status,
+            reason,
+            iterations,
+            usage,
+            cost,
+            expect,
+            ..
+        } = &record.event
+        else {
+            return;
+        };
+        let task = record.task.as_str();
+        let Some(trace) = self.tasks.remove(task) else {
+            return;
+        };
+        let start_ms = trace.start_ms;
+        let mut span = Span {
+            trace_id: trace.trace_id,
+            span_id: trace.span_id,
+            parent: trace.parent,
+            name: format!("invoke_agent {task}"),
+            kind: SpanKind::Internal,
+            start_ns: ms_to_ns(start_ms),
+            end_ns: ms_to_ns(record.ts_ms.max(start_ms)),
+            attributes: Vec::new(),
+            events: Vec::new(),
+            status: if *status == Status::Passed {
+                SpanStatus::Ok
+            } else {
+                SpanStatus::Error(format!("{}: {}", status.as_str(), reason.as_str()))
+            },
+        };
+        span.attr("gen_ai.operation.name", "invoke_agent");
+        span.attr("gen_ai.agent.name", task);
+        span.attr("gen_ai.provider.name", trace.provider.as_str());
+        span.attr("gen_ai.system", trace.provider.as_str());
+        span.attr("gen_ai.request.model", trace.model.as_str());
+        span.attr("gen_ai.usage.input_tokens", usage.input_tokens);
+        span.attr("gen_ai.usage.output_tokens", usage.output_tokens);
+        span.attr("ybs.task.id", task);
+        span.attributes.extend(trace.attributes);
+        span.attr("ybs.task.status", status.as_str());
+        span.attr("ybs.task.reason", reason.as_str());
+        span.attr("ybs.task.expect", expect.as_str());
+        span.attr("ybs.task.iterations", *iterations);
+        if let crate::core::Cost::Usd(usd) = cost {
+            span.attr("ybs.task.cost_usd", *usd);
+        }
+        if trace.redactions > 0 {
+            span.attr("ybs.task.redactions", trace.redactions);
+        }
+        if *status != Status::Passed {
+            span.attr("error.type", reason.as_str());
+        }
+        self.export(span);
     }
 }
 

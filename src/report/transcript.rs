@@ -245,64 +245,18 @@ impl Transcript {
             task: self.task.id.clone(),
             event,
         };
-        let manifest = &self.manifest;
-        let mut records = vec![record(
-            started_ms,
-            Event::TaskStarted {
-                file: self.task.file.clone(),
-                suite: self.task.suite.clone(),
-                run_id: manifest.run_id.clone(),
-                ybs_version: manifest.ybs_version.clone(),
-                provider: manifest.provider.clone(),
-                model: manifest.model.clone(),
-                temperature: manifest.temperature,
-                seed: manifest.seed,
-                workdir: manifest.workdir.clone(),
-                policy_hash: manifest.policy_hash.clone(),
-                base_commit: manifest.base_commit.clone(),
-                system_prompt: self.system_prompt.clone(),
-                tools: manifest.tools.clone(),
-                dry_run: manifest.dry_run,
-                sandbox: manifest.sandbox.clone().map(Box::new),
-                context_files: manifest.context_files.clone(),
-            },
-        )];
+        let mut records = vec![record(started_ms, self.started_event())];
         let last_ms = started_ms.saturating_add(self.timings.duration_ms);
-        records.extend(self.llm_calls.iter().map(|call| {
-            record(
-                started_ms,
-                Event::LlmResponse {
-                    iteration: call.iteration,
-                    response_id: call.response_id.clone(),
-                    request_id: call.request_id.clone(),
-                    usage: call.usage,
-                    cost: call.cost,
-                    duration_ms: call.duration_ms,
-                    tool_calls: call.tool_calls,
-                    request_tokens_estimate: call.request_tokens_estimate,
-                    request_tokens_method: call.request_tokens_method.clone(),
-                    incomplete: call.incomplete.clone(),
-                    finish_reason: call.finish_reason.clone(),
-                },
-            )
-        }));
-        records.extend(self.checks.iter().map(|check| {
-            record(
-                started_ms,
-                Event::CheckCompleted {
-                    name: check.name.clone(),
-                    command: check.command.clone(),
-                    exit_code: check.exit_code,
-                    expected_exit: check.expected_exit,
-                    passed: check.passed,
-                    timed_out: check.timed_out,
-                    duration_ms: check.duration_ms,
-                    output_tail: check.output_tail.clone(),
-                    attempt: check.attempt,
-                    locations: check.locations.clone(),
-                },
-            )
-        }));
+        records.extend(
+            self.llm_calls
+                .iter()
+                .map(|call| record(started_ms, call.event())),
+        );
+        records.extend(
+            self.checks
+                .iter()
+                .map(|check| record(started_ms, check.event())),
+        );
         if let Some(outcome) = &self.git {
             records.push(record(
                 started_ms,
@@ -347,6 +301,68 @@ impl Transcript {
             )),
         }
         records
+    }
+}
+
+impl Transcript {
+    /// The `task.started` this transcript was built from.
+    fn started_event(&self) -> Event {
+        let manifest = &self.manifest;
+        Event::TaskStarted {
+            file: self.task.file.clone(),
+            suite: self.task.suite.clone(),
+            run_id: manifest.run_id.clone(),
+            ybs_version: manifest.ybs_version.clone(),
+            provider: manifest.provider.clone(),
+            model: manifest.model.clone(),
+            temperature: manifest.temperature,
+            seed: manifest.seed,
+            workdir: manifest.workdir.clone(),
+            policy_hash: manifest.policy_hash.clone(),
+            base_commit: manifest.base_commit.clone(),
+            system_prompt: self.system_prompt.clone(),
+            tools: manifest.tools.clone(),
+            dry_run: manifest.dry_run,
+            sandbox: manifest.sandbox.clone().map(Box::new),
+            context_files: manifest.context_files.clone(),
+        }
+    }
+}
+
+impl LlmCall {
+    /// The `llm.response` this call was built from.
+    fn event(&self) -> Event {
+        Event::LlmResponse {
+            iteration: self.iteration,
+            response_id: self.response_id.clone(),
+            request_id: self.request_id.clone(),
+            usage: self.usage,
+            cost: self.cost,
+            duration_ms: self.duration_ms,
+            tool_calls: self.tool_calls,
+            request_tokens_estimate: self.request_tokens_estimate,
+            request_tokens_method: self.request_tokens_method.clone(),
+            incomplete: self.incomplete.clone(),
+            finish_reason: self.finish_reason.clone(),
+        }
+    }
+}
+
+impl CheckEntry {
+    /// The `check.completed` this entry was built from.
+    fn event(&self) -> Event {
+        Event::CheckCompleted {
+            name: self.name.clone(),
+            command: self.command.clone(),
+            exit_code: self.exit_code,
+            expected_exit: self.expected_exit,
+            passed: self.passed,
+            timed_out: self.timed_out,
+            duration_ms: self.duration_ms,
+            output_tail: self.output_tail.clone(),
+            attempt: self.attempt,
+            locations: self.locations.clone(),
+        }
     }
 }
 
@@ -422,79 +438,9 @@ impl TranscriptBuilder {
         self.first_ms.get_or_insert(record.ts_ms);
         self.last_ms = self.last_ms.max(record.ts_ms);
         match &record.event {
-            Event::TaskStarted {
-                file,
-                suite,
-                run_id,
-                ybs_version,
-                provider,
-                model,
-                temperature,
-                seed,
-                workdir,
-                policy_hash,
-                base_commit,
-                system_prompt,
-                tools,
-                dry_run,
-                sandbox,
-                context_files,
-            } => {
-                self.started_ms = Some(record.ts_ms);
-                self.task = TaskInfo {
-                    id: record.task.clone(),
-                    file: file.clone(),
-                    suite: suite.clone(),
-                };
-                self.manifest = Manifest {
-                    ybs_version: ybs_version.clone(),
-                    run_id: run_id.clone(),
-                    provider: provider.clone(),
-                    model: model.clone(),
-                    temperature: *temperature,
-                    seed: *seed,
-                    response_ids: std::mem::take(&mut self.manifest.response_ids),
-                    policy_hash: policy_hash.clone(),
-                    base_commit: base_commit.clone(),
-                    workdir: workdir.clone(),
-                    dry_run: *dry_run,
-                    tools: tools.clone(),
-                    sandbox: sandbox.as_deref().cloned(),
-                    context_files: context_files.clone(),
-                };
-                self.system_prompt.clone_from(system_prompt);
-            }
+            Event::TaskStarted { .. } => self.started(record),
             Event::Message { message } => self.messages.push(message.clone()),
-            Event::LlmResponse {
-                iteration,
-                response_id,
-                request_id,
-                usage,
-                cost,
-                duration_ms,
-                tool_calls,
-                request_tokens_estimate,
-                request_tokens_method,
-                incomplete,
-                finish_reason,
-            } => {
-                if let Some(id) = response_id {
-                    self.manifest.response_ids.push(id.clone());
-                }
-                self.llm_calls.push(LlmCall {
-                    iteration: *iteration,
-                    response_id: response_id.clone(),
-                    request_id: request_id.clone(),
-                    usage: *usage,
-                    cost: *cost,
-                    duration_ms: *duration_ms,
-                    tool_calls: *tool_calls,
-                    request_tokens_estimate: *request_tokens_estimate,
-                    request_tokens_method: request_tokens_method.clone(),
-                    incomplete: incomplete.clone(),
-                    finish_reason: finish_reason.clone(),
-                });
-            }
+            Event::LlmResponse { .. } => self.llm_response(record),
             Event::LlmRetry {
                 iteration,
                 attempt,
@@ -506,85 +452,8 @@ impl TranscriptBuilder {
                 delay_ms: *delay_ms,
                 error: error.clone(),
             }),
-            Event::ToolDecided {
-                call_id,
-                name,
-                arguments,
-                verdict,
-                rule,
-                detail,
-                resolved,
-                parent,
-            } => {
-                let decision = Decision {
-                    verdict: verdict.clone(),
-                    rule: rule.clone(),
-                    detail: detail.clone(),
-                    resolved: resolved.clone(),
-                };
-                // Decided again at `ybs resume` (an approval): the call's
-                // one entry takes the decision that let it run or not.
-                let open = self
-                    .call_index
-                    .get(call_id)
-                    .and_then(|&index| self.tool_calls.get_mut(index))
-                    .filter(|entry| entry.result.is_none() && entry.parent == *parent);
-                if let Some(entry) = open {
-                    entry.decision = Some(decision);
-                    return;
-                }
-                self.call_index
-                    .insert(call_id.clone(), self.tool_calls.len());
-                let from_text = self.called_from_text(call_id);
-                self.tool_calls.push(ToolCallEntry {
-                    from_text,
-                    id: call_id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                    decision: Some(decision),
-                    result: None,
-                    duration_ms: None,
-                    parent: parent.clone(),
-                });
-            }
-            Event::ToolCompleted {
-                call_id,
-                name,
-                ok,
-                ran,
-                duration_ms,
-                truncated,
-                output,
-            } => {
-                let result = ToolResult {
-                    ok: *ok,
-                    ran: *ran,
-                    output: output.clone(),
-                    truncated: *truncated,
-                };
-                let open = self
-                    .call_index
-                    .get(call_id)
-                    .and_then(|&index| self.tool_calls.get_mut(index))
-                    .filter(|entry| entry.result.is_none());
-                if let Some(entry) = open {
-                    entry.result = Some(result);
-                    entry.duration_ms = Some(*duration_ms);
-                } else {
-                    self.call_index
-                        .insert(call_id.clone(), self.tool_calls.len());
-                    self.tool_calls.push(ToolCallEntry {
-                        from_text: self.called_from_text(call_id),
-                        id: call_id.clone(),
-                        name: name.clone(),
-                        arguments: Value::Null,
-                        decision: None,
-                        result: Some(result),
-                        duration_ms: Some(*duration_ms),
-                        parent: None,
-                    });
-                }
-            }
+            Event::ToolDecided { .. } => self.tool_decided(record),
+            Event::ToolCompleted { .. } => self.tool_completed(record),
             Event::Note { message } => self.notes.push(message.clone()),
             Event::ToolMetrics { tools } => self.tool_metrics.clone_from(tools),
             Event::Redactions { counts } => {
@@ -592,29 +461,7 @@ impl TranscriptBuilder {
                     *self.redactions.entry(kind.clone()).or_default() += count;
                 }
             }
-            Event::CheckCompleted {
-                name,
-                command,
-                exit_code,
-                expected_exit,
-                passed,
-                timed_out,
-                duration_ms,
-                output_tail,
-                attempt,
-                locations,
-            } => self.checks.push(CheckEntry {
-                name: name.clone(),
-                command: command.clone(),
-                exit_code: *exit_code,
-                expected_exit: *expected_exit,
-                passed: *passed,
-                timed_out: *timed_out,
-                duration_ms: *duration_ms,
-                output_tail: output_tail.clone(),
-                attempt: *attempt,
-                locations: locations.clone(),
-            }),
+            Event::CheckCompleted { .. } => self.check_completed(record),
             Event::Git { outcome } => self.git = Some(outcome.clone()),
             Event::TaskOutput {
                 content: text,
@@ -639,29 +486,244 @@ impl TranscriptBuilder {
                     pause.answers.clone_from(answers);
                 }
             }
-            Event::TaskFinished {
-                status,
-                reason,
-                message,
-                expect,
-                iterations,
-                usage,
-                cost,
-                duration_ms,
-            } => {
-                self.finished = Some(Finished {
-                    ts_ms: record.ts_ms,
-                    status: *status,
-                    reason: *reason,
-                    message: message.clone(),
-                    expect: expect.clone(),
-                    iterations: *iterations,
-                    usage: *usage,
-                    cost: *cost,
-                    duration_ms: *duration_ms,
-                });
-            }
+            Event::TaskFinished { .. } => self.finished(record),
         }
+    }
+
+    /// `task.started`: the task, its manifest and system prompt.
+    fn started(&mut self, record: &EventRecord) {
+        let Event::TaskStarted {
+            file,
+            suite,
+            run_id,
+            ybs_version,
+            provider,
+            model,
+            temperature,
+            seed,
+            workdir,
+            policy_hash,
+            base_commit,
+            system_prompt,
+            tools,
+            dry_run,
+            sandbox,
+            context_files,
+        } = &record.event
+        else {
+            return;
+        };
+        self.started_ms = Some(record.ts_ms);
+        self.task = TaskInfo {
+            id: record.task.clone(),
+            file: file.clone(),
+            suite: suite.clone(),
+        };
+        self.manifest = Manifest {
+            ybs_version: ybs_version.clone(),
+            run_id: run_id.clone(),
+            provider: provider.clone(),
+            model: model.clone(),
+            temperature: *temperature,
+            seed: *seed,
+            response_ids: std::mem::take(&mut self.manifest.response_ids),
+            policy_hash: policy_hash.clone(),
+            base_commit: base_commit.clone(),
+            workdir: workdir.clone(),
+            dry_run: *dry_run,
+            tools: tools.clone(),
+            sandbox: sandbox.as_deref().cloned(),
+            context_files: context_files.clone(),
+        };
+        self.system_prompt.clone_from(system_prompt);
+    }
+
+    /// One model call, its response id kept for the manifest.
+    fn llm_response(&mut self, record: &EventRecord) {
+        let Event::LlmResponse {
+            iteration,
+            response_id,
+            request_id,
+            usage,
+            cost,
+            duration_ms,
+            tool_calls,
+            request_tokens_estimate,
+            request_tokens_method,
+            incomplete,
+            finish_reason,
+        } = &record.event
+        else {
+            return;
+        };
+        if let Some(id) = response_id {
+            self.manifest.response_ids.push(id.clone());
+        }
+        self.llm_calls.push(LlmCall {
+            iteration: *iteration,
+            response_id: response_id.clone(),
+            request_id: request_id.clone(),
+            usage: *usage,
+            cost: *cost,
+            duration_ms: *duration_ms,
+            tool_calls: *tool_calls,
+            request_tokens_estimate: *request_tokens_estimate,
+            request_tokens_method: request_tokens_method.clone(),
+            incomplete: incomplete.clone(),
+            finish_reason: finish_reason.clone(),
+        });
+    }
+
+    /// A call decided: a new entry, or (decided again at `ybs resume`, an
+    /// approval) the open entry takes the decision that let it run or not.
+    fn tool_decided(&mut self, record: &EventRecord) {
+        let Event::ToolDecided {
+            call_id,
+            name,
+            arguments,
+            verdict,
+            rule,
+            detail,
+            resolved,
+            parent,
+        } = &record.event
+        else {
+            return;
+        };
+        let decision = Decision {
+            verdict: verdict.clone(),
+            rule: rule.clone(),
+            detail: detail.clone(),
+            resolved: resolved.clone(),
+        };
+        // Decided again at `ybs resume` (an approval): the call's
+        // one entry takes the decision that let it run or not.
+        let open = self
+            .call_index
+            .get(call_id)
+            .and_then(|&index| self.tool_calls.get_mut(index))
+            .filter(|entry| entry.result.is_none() && entry.parent == *parent);
+        if let Some(entry) = open {
+            entry.decision = Some(decision);
+            return;
+        }
+        self.call_index
+            .insert(call_id.clone(), self.tool_calls.len());
+        let from_text = self.called_from_text(call_id);
+        self.tool_calls.push(ToolCallEntry {
+            from_text,
+            id: call_id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+            decision: Some(decision),
+            result: None,
+            duration_ms: None,
+            parent: parent.clone(),
+        });
+    }
+
+    /// A call completed: its entry gets the result (one made when the
+    /// decision was not seen).
+    fn tool_completed(&mut self, record: &EventRecord) {
+        let Event::ToolCompleted {
+            call_id,
+            name,
+            ok,
+            ran,
+            duration_ms,
+            truncated,
+            output,
+        } = &record.event
+        else {
+            return;
+        };
+        let result = ToolResult {
+            ok: *ok,
+            ran: *ran,
+            output: output.clone(),
+            truncated: *truncated,
+        };
+        let open = self
+            .call_index
+            .get(call_id)
+            .and_then(|&index| self.tool_calls.get_mut(index))
+            .filter(|entry| entry.result.is_none());
+        if let Some(entry) = open {
+            entry.result = Some(result);
+            entry.duration_ms = Some(*duration_ms);
+        } else {
+            self.call_index
+                .insert(call_id.clone(), self.tool_calls.len());
+            self.tool_calls.push(ToolCallEntry {
+                from_text: self.called_from_text(call_id),
+                id: call_id.clone(),
+                name: name.clone(),
+                arguments: Value::Null,
+                decision: None,
+                result: Some(result),
+                duration_ms: Some(*duration_ms),
+                parent: None,
+            });
+        }
+    }
+
+    /// One check run.
+    fn check_completed(&mut self, record: &EventRecord) {
+        let Event::CheckCompleted {
+            name,
+            command,
+            exit_code,
+            expected_exit,
+            passed,
+            timed_out,
+            duration_ms,
+            output_tail,
+            attempt,
+            locations,
+        } = &record.event
+        else {
+            return;
+        };
+        self.checks.push(CheckEntry {
+            name: name.clone(),
+            command: command.clone(),
+            exit_code: *exit_code,
+            expected_exit: *expected_exit,
+            passed: *passed,
+            timed_out: *timed_out,
+            duration_ms: *duration_ms,
+            output_tail: output_tail.clone(),
+            attempt: *attempt,
+            locations: locations.clone(),
+        });
+    }
+
+    /// `task.finished`, with the totals.
+    fn finished(&mut self, record: &EventRecord) {
+        let Event::TaskFinished {
+            status,
+            reason,
+            message,
+            expect,
+            iterations,
+            usage,
+            cost,
+            duration_ms,
+        } = &record.event
+        else {
+            return;
+        };
+        self.finished = Some(Finished {
+            ts_ms: record.ts_ms,
+            status: *status,
+            reason: *reason,
+            message: message.clone(),
+            expect: expect.clone(),
+            iterations: *iterations,
+            usage: *usage,
+            cost: *cost,
+            duration_ms: *duration_ms,
+        });
     }
 
     /// True if and only if `task.finished` was seen.

@@ -13,10 +13,19 @@ use crate::task::{OutputSpec, TaskSpec};
 /// At most this many validator messages go back to the model.
 const MAX_MESSAGES: usize = 20;
 
+/// Why an answer holds no one JSON value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExtractError {
+    #[error("the answer holds {0} JSON blocks; give exactly one JSON value")]
+    Blocks(usize),
+    #[error("the answer is not JSON: expected a JSON value, bare or in one ```json block")]
+    NotJson,
+}
+
 /// The JSON value in `text`: the whole text, else the one fenced block
 /// that parses (```` ```json ```` or plain), else the span from the first
 /// `{` to the last `}`. `Err` says why there is none.
-pub fn extract(text: &str) -> Result<Value, String> {
+pub fn extract(text: &str) -> Result<Value, ExtractError> {
     let trimmed = text.trim();
     if let Ok(value) = serde_json::from_str(trimmed) {
         return Ok(value);
@@ -25,14 +34,12 @@ pub fn extract(text: &str) -> Result<Value, String> {
         .into_iter()
         .filter_map(|block| serde_json::from_str(block.trim()).ok())
         .collect();
-    match blocks.len() {
-        1 => return blocks.into_iter().next().ok_or_else(String::new),
-        0 => {}
-        n => {
-            return Err(format!(
-                "the answer holds {n} JSON blocks; give exactly one JSON value"
-            ));
-        }
+    let count = blocks.len();
+    let mut blocks = blocks.into_iter();
+    match (blocks.next(), count) {
+        (Some(value), 1) => return Ok(value),
+        (None, _) => {}
+        (Some(_), count) => return Err(ExtractError::Blocks(count)),
     }
     if let (Some(start), Some(end)) = (trimmed.find('{'), trimmed.rfind('}'))
         && start < end
@@ -40,7 +47,7 @@ pub fn extract(text: &str) -> Result<Value, String> {
     {
         return Ok(value);
     }
-    Err("the answer is not JSON: expected a JSON value, bare or in one ```json block".to_owned())
+    Err(ExtractError::NotJson)
 }
 
 /// The text inside each fenced code block of `text` (fences of three or
@@ -68,7 +75,7 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
 /// Checks `text` against the contract: the value, or the messages that
 /// say why not (the validator's, each with the path it concerns).
 pub fn check(spec: &OutputSpec, text: &str) -> Result<Value, Vec<String>> {
-    let value = extract(text).map_err(|message| vec![message])?;
+    let value = extract(text).map_err(|error| vec![error.to_string()])?;
     // The schema was compiled when the task file was loaded.
     let validator = jsonschema::validator_for(&spec.schema)
         .map_err(|error| vec![format!("the output schema is invalid: {error}")])?;
@@ -143,7 +150,12 @@ mod tests {
         );
         assert!(extract("All done, tests pass.").is_err());
         let two = "```json\n{\"a\": 1}\n```\nand\n```\n{\"b\": 2}\n```";
-        assert!(extract(two).unwrap_err().contains("2 JSON blocks"));
+        assert!(
+            extract(two)
+                .unwrap_err()
+                .to_string()
+                .contains("2 JSON blocks")
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub fn run(
             Some(shard) => super::shard(tasks, shard, &loaded.cwd),
             None => tasks,
         },
-        Err(message) => return Err(RunError::usage(message, None)),
+        Err(error) => return Err(error),
     };
     let (tasks, copies) = super::matrix::expand(tasks, &flags.matrix)?;
     let entry = Entry {

@@ -51,8 +51,7 @@ pub fn validate(
 ) -> Result<Validated, RunError> {
     let home = loaded.home.clone();
     let mut errors: Vec<PrepareError> = Vec::new();
-    let selected = super::select(&loaded.files, selection.filter)
-        .map_err(|message| RunError::usage(message, None))?;
+    let selected = super::select(&loaded.files, selection.filter)?;
     let tasks = selected.len();
     for file in &loaded.files {
         for task in file.tasks.iter().filter(|task| selected.contains(task)) {
@@ -232,10 +231,11 @@ fn built_policy(
     super::prepare::build_policy(&PolicyInputs {
         config: &loaded.config,
         home: home.as_deref(),
+        environ: &loaded.environ,
         operator: loaded.operator_policy.as_ref(),
         workdir,
         protected: task.map_or_else(Vec::new, |t| {
-            protected_files(&loaded.cwd, &t.file, policy_file)
+            protected_files(&loaded.cwd, &t.file, policy_file, &loaded.environ)
         }),
         layers: task.map_or(&empty, |t| &t.policy),
     })
@@ -254,10 +254,11 @@ fn policy_of(
     task_policy(&PolicyInputs {
         config: &loaded.config,
         home: home.as_deref(),
+        environ: &loaded.environ,
         operator: loaded.operator_policy.as_ref(),
         workdir,
         protected: task.map_or_else(Vec::new, |t| {
-            protected_files(&loaded.cwd, &t.file, policy_file)
+            protected_files(&loaded.cwd, &t.file, policy_file, &loaded.environ)
         }),
         layers: task.map_or(&empty, |t| &t.policy),
     })

@@ -82,6 +82,9 @@ pub struct RunContext {
     pub operator_policy: Option<PolicySpec>,
     /// The allowlisted environment for every subprocess.
     pub child_env: ChildEnv,
+    /// ybs's own environment, read once with the config
+    /// (`config::process_environ`): provider keys, `$PATH`, `$XDG_*`.
+    pub environ: crate::core::Environ,
     pub pricing: PriceTable,
     pub retry: RetrySettings,
     /// `--no-commit`: no git writes at all.
@@ -130,15 +133,18 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
         .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))
 }
 
-/// The tasks of `files` whose id matches any of `filters` (all when none).
-pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, String> {
+/// The tasks of `files` whose id matches any of `filters` (all when none);
+/// a filter that is no glob is a usage error.
+pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, RunError> {
     let mut builder = GlobSetBuilder::new();
     for filter in filters {
-        builder.add(
-            Glob::new(filter).map_err(|e| format!("invalid --filter `{filter}`: {}", e.kind()))?,
-        );
+        builder.add(Glob::new(filter).map_err(|e| {
+            RunError::usage(format!("invalid --filter `{filter}`: {}", e.kind()), None)
+        })?);
     }
-    let set = builder.build().map_err(|e| e.to_string())?;
+    let set = builder
+        .build()
+        .map_err(|e| RunError::usage(e.to_string(), None))?;
     Ok(files
         .iter()
         .flat_map(|file| file.tasks.iter())
@@ -296,7 +302,7 @@ pub async fn execute(
         }
         None => &[],
     };
-    let mut sinks = session::with_otel(sinks, &mut report);
+    let mut sinks = session::with_otel(sinks, &run.environ, &mut report);
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     let mut results: Vec<Option<TaskResult>> = prepared.iter().map(|_| None).collect();
     // What each task has done so far, read from its events: an interrupt

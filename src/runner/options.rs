@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::agent::Approver;
 use crate::config::{self, Config, ConfigError, Overrides, Sources};
-use crate::core::{Redactor, Shard, ids};
+use crate::core::{Environ, Redactor, Shard, ids};
 use crate::policy::PolicySpec;
 use crate::task::{self, TaskFile};
 use crate::tools::ChildEnv;
@@ -27,6 +27,9 @@ pub struct Loaded {
     pub home: Option<PathBuf>,
     /// `--policy FILE`, parsed.
     pub operator_policy: Option<PolicySpec>,
+    /// The process environment, read once with the config: every variable
+    /// the run needs below `config` comes from here.
+    pub environ: Environ,
 }
 
 /// Everything wrong with the inputs, in the order it is printed: the
@@ -98,14 +101,15 @@ fn load_with(
     filter: &[String],
     task_files: impl FnOnce(&Path, u64) -> (Vec<TaskFile>, Vec<task::Diagnostic>),
 ) -> Result<Loaded, Box<LoadErrors>> {
-    let cwd = std::env::current_dir().map_err(|error| {
+    let cwd = config::process_cwd().map_err(|error| {
         Box::new(LoadErrors {
             cwd: Some(error),
             ..LoadErrors::default()
         })
     })?;
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let env = |name: &str| std::env::var(name).ok();
+    let environ = config::process_environ();
+    let home = environ.home();
+    let env = |name: &str| environ.var(name);
     let sources = Sources {
         cwd: &cwd,
         home: home.as_deref(),
@@ -152,6 +156,7 @@ fn load_with(
             cwd,
             home,
             operator_policy,
+            environ,
         }),
         (Ok(config), Err(files), Ok(operator_policy)) => {
             let partial = (!partial_files.is_empty()).then(|| {
@@ -161,6 +166,7 @@ fn load_with(
                     cwd,
                     home,
                     operator_policy,
+                    environ,
                 })
             });
             Err(Box::new(LoadErrors {
@@ -301,11 +307,12 @@ pub fn run_context(
         home,
         operator_policy,
         files,
+        environ,
     } = loaded;
     let flags = &options.flags;
     let task_files = files.iter().map(|file| cwd.join(&file.path)).collect();
-    let child_env = ChildEnv::scrubbed(&config.safety.env_passthrough);
-    let mut redactor = redactor(&child_env);
+    let child_env = ChildEnv::scrubbed(&environ, &config.safety.env_passthrough);
+    let mut redactor = redactor(&child_env, &environ);
     // The secret-looking `env` values of the operator's MCP servers
     // (docs/mcp.md): a server could print them back.
     for server in &config.tools.mcp {
@@ -326,7 +333,7 @@ pub fn run_context(
     };
     // The run's resume key, masked like any secret (docs/security.md S7).
     let run_id = ids::new_run_id();
-    let resume_key = super::state::fresh_key(&|name: &str| std::env::var(name).ok());
+    let resume_key = super::state::fresh_key(&|name: &str| environ.var(name));
     if let Some(key) = &resume_key {
         redactor.add(key.clone());
     }
@@ -364,6 +371,7 @@ pub fn run_context(
         resume_key,
         dry_run: flags.dry_run,
         child_env,
+        environ,
         config,
         cwd,
     };
@@ -371,13 +379,14 @@ pub fn run_context(
 }
 
 /// Every secret value ybs holds: the variables scrubbed from children's
-/// environment and the provider API keys (docs/security.md S7).
-pub fn redactor(env: &ChildEnv) -> Redactor {
+/// environment and the provider API keys (docs/security.md S7), `environ`
+/// being the environment ybs read at the start.
+pub fn redactor(env: &ChildEnv, environ: &Environ) -> Redactor {
     let mut redactor = Redactor::new();
     for value in &env.secret_values {
         redactor.add(value.clone());
     }
-    for value in crate::llm::api_key_values(&|name: &str| std::env::var(name).ok()) {
+    for value in crate::llm::api_key_values(&|name: &str| environ.var(name)) {
         redactor.add(value);
     }
     redactor

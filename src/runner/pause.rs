@@ -4,10 +4,12 @@
 //! resume command ([`super::resume`]) finds, checks and answers it.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::prepare::PrepareError;
 use super::state::{self, CarriedFile, Key, STATE_FILE, State, StateGit};
 use super::{PreparedTask, RunContext};
 use crate::agent::{Agent, Answer};
@@ -41,6 +43,26 @@ pub struct Paused<'a, 'b> {
     pub pauses: u32,
 }
 
+/// Why a paused task's state was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteStateError {
+    #[error("the task file {} is outside the directory ybs runs in", .0.display())]
+    FileOutside(PathBuf),
+    #[error("the workdir {} is outside the directory ybs runs in", .0.display())]
+    WorkdirOutside(PathBuf),
+    #[error("{}: {source}", .file.display())]
+    TaskFile {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Workdir(#[from] PrepareError),
+    #[error(transparent)]
+    Output(#[from] std::io::Error),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Writes `OUT/<task>/state.json` and its signature, after the task's
 /// `task.finished`. The conversation and pending calls are masked like
 /// every output; paths are relative.
@@ -50,43 +72,16 @@ pub fn write_state(
     out: &OutDir,
     key: &Key,
     paused: Paused<'_, '_>,
-) -> Result<(), String> {
+) -> Result<(), WriteStateError> {
     let task = &prepared.task;
-    let cwd = run.cwd.canonicalize().unwrap_or_else(|_| run.cwd.clone());
-    let file = state::relative(&cwd.join(&task.file), &cwd)
-        .or_else(|| state::relative(&run.cwd.join(&task.file), &run.cwd))
-        .ok_or_else(|| {
-            format!(
-                "the task file {} is outside the directory ybs runs in",
-                task.file.display()
-            )
-        })?;
-    let file_bytes = std::fs::read(run.cwd.join(&task.file))
-        .map_err(|error| format!("{}: {error}", task.file.display()))?;
-    // The workdir as in the checkout (not a `--jobs` worktree).
-    let workdir = super::task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)
-        .map_err(|error| error.to_string())?;
-    let workdir = state::relative(&workdir, &cwd).ok_or_else(|| {
-        format!(
-            "the workdir {} is outside the directory ybs runs in",
-            workdir.display()
-        )
-    })?;
-    let events = out
-        .read_file(Some(&task.id), EVENTS_FILE)
-        .map_err(|error| error.to_string())?;
+    let (file, file_bytes, workdir) = task_place(run, task)?;
+    let events = out.read_file(Some(&task.id), EVENTS_FILE)?;
     let agent = paused.agent;
-    let mut messages = serde_json::to_value(agent.messages()).map_err(|error| error.to_string())?;
-    run.redactor.redact_value(&mut messages);
-    let messages: Vec<Message> =
-        serde_json::from_value(messages).map_err(|error| error.to_string())?;
-    let mut pending = serde_json::to_value(&paused.pending).map_err(|error| error.to_string())?;
-    run.redactor.redact_value(&mut pending);
-    let pending: Vec<PendingCall> =
-        serde_json::from_value(pending).map_err(|error| error.to_string())?;
+    let messages: Vec<Message> = masked(run, agent.messages())?;
+    let pending: Vec<PendingCall> = masked(run, &paused.pending)?;
     let git = match paused.carried {
         Some((snapshot, files)) => Some(StateGit {
-            snapshot: serde_json::to_value(snapshot).map_err(|error| error.to_string())?,
+            snapshot: serde_json::to_value(snapshot)?,
             files,
         }),
         None => None,
@@ -134,18 +129,47 @@ pub fn write_state(
                 branch: worktree.branch.clone(),
             }),
     };
-    let mut bytes = serde_json::to_vec_pretty(&state).map_err(|error| error.to_string())?;
+    let mut bytes = serde_json::to_vec_pretty(&state)?;
     bytes.push(b'\n');
     let mac = key.sign(&bytes);
-    out.write_atomic(Some(&task.id), STATE_FILE, &bytes)
-        .map_err(|error| error.to_string())?;
+    out.write_atomic(Some(&task.id), STATE_FILE, &bytes)?;
     out.write_atomic(
         Some(&task.id),
         state::MAC_FILE,
         format!("{mac}\n").as_bytes(),
-    )
-    .map_err(|error| error.to_string())?;
+    )?;
     Ok(())
+}
+
+/// The task file (relative to the directory ybs runs in), its bytes, and
+/// its workdir as in the checkout (not a `--jobs` worktree), relative.
+fn task_place(
+    run: &RunContext,
+    task: &crate::task::TaskSpec,
+) -> Result<(String, Vec<u8>, String), WriteStateError> {
+    let cwd = run.cwd.canonicalize().unwrap_or_else(|_| run.cwd.clone());
+    let file = state::relative(&cwd.join(&task.file), &cwd)
+        .or_else(|| state::relative(&run.cwd.join(&task.file), &run.cwd))
+        .ok_or_else(|| WriteStateError::FileOutside(task.file.clone()))?;
+    let file_bytes =
+        std::fs::read(run.cwd.join(&task.file)).map_err(|source| WriteStateError::TaskFile {
+            file: task.file.clone(),
+            source,
+        })?;
+    let workdir = super::task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)?;
+    let workdir = state::relative(&workdir, &cwd)
+        .ok_or_else(|| WriteStateError::WorkdirOutside(workdir.clone()))?;
+    Ok((file, file_bytes, workdir))
+}
+
+/// `value` masked by the run's redactor, read back as `T`.
+fn masked<T: serde::Serialize + serde::de::DeserializeOwned>(
+    run: &RunContext,
+    value: impl serde::Serialize,
+) -> Result<T, serde_json::Error> {
+    let mut value = serde_json::to_value(value)?;
+    run.redactor.redact_value(&mut value);
+    serde_json::from_value(value)
 }
 
 /// A resumed task went on: its state is spent.

@@ -14,6 +14,7 @@ use super::error::SetupError;
 use super::workspace::TaskGit;
 use crate::agent::{ContextWindow, Limits};
 use crate::config::{Config, GitAuthor, Origin, TaskSettings};
+use crate::core::Environ;
 use crate::core::event::SandboxInfo;
 use crate::core::exit::Failure;
 use crate::core::span::Span;
@@ -227,6 +228,7 @@ fn prepare_in(
     let policy = task_policy(&PolicyInputs {
         config: &run.config,
         home: run.home.as_deref(),
+        environ: &run.environ,
         operator: run.operator_policy.as_ref(),
         workdir: &workdir,
         protected: guarded.clone(),
@@ -241,7 +243,49 @@ fn prepare_in(
         || !task.tools.mcp.is_empty()
         || !run.config.tools.mcp.is_empty()
         || !task.checks.is_empty();
-    let sandbox_paths = SandboxPaths {
+    let sandbox_paths = sandbox_paths(run, &protected);
+    let (sandbox, sandbox_info) = task_sandbox(
+        &run.config,
+        (run.home.as_deref(), &run.environ),
+        &workdir,
+        may_run_programs,
+        &sandbox_paths,
+    )
+    .map_err(setup)?;
+    let tool_ctx = tool_ctx(run, workdir, guarded, sandbox);
+    let limits = Limits {
+        max_iterations: settings.max_iterations,
+        timeout: settings.timeout,
+        max_total_tokens: settings.max_total_tokens,
+        max_cost_usd: settings.max_cost_usd,
+        max_tool_output_chars: settings.max_tool_output_chars,
+        ..Limits::default()
+    };
+    let context = ContextWindow::new(
+        run.config.context.max_tokens,
+        run.config.context.compaction_threshold,
+    );
+    Ok(PreparedTask {
+        task: task.clone(),
+        settings,
+        limits,
+        context,
+        registry,
+        tool_ctx,
+        policy,
+        policy_hash,
+        provider,
+        sandbox: sandbox_info,
+        check_network: run.config.safety.sandbox_check_network,
+        worktree,
+        in_place: None,
+        agents_md,
+    })
+}
+
+/// What the task's sandbox shows, protects and hides beyond the workdir.
+fn sandbox_paths(run: &RunContext, protected: &[PathBuf]) -> SandboxPaths {
+    SandboxPaths {
         protected: protected
             .iter()
             .cloned()
@@ -280,26 +324,28 @@ fn prepare_in(
                     .flat_map(with_prefix),
             )
             .collect(),
-    };
-    let (sandbox, sandbox_info) = task_sandbox(
-        &run.config,
-        run.home.as_deref(),
-        &workdir,
-        may_run_programs,
-        &sandbox_paths,
-    )
-    .map_err(setup)?;
+    }
+}
+
+/// The context of the task's tool calls: its roots, what they never read
+/// or write, the children's environment and the sandbox.
+fn tool_ctx(
+    run: &RunContext,
+    workdir: PathBuf,
+    guarded: Vec<PathBuf>,
+    sandbox: Option<Arc<Sandbox>>,
+) -> ToolCtx {
     let mut env = run.child_env.clone();
     child_env_for(&mut env, sandbox.as_deref(), &workdir, &run.config);
     // `tools.builtin.run_shell.timeout_seconds`: the default, and the
     // longest a call may ask for.
     let shell = &run.config.tools.builtin["run_shell"];
     // ybs's own directories, unless the task works inside one.
-    let own: Vec<PathBuf> = own_dirs(run.home.as_deref())
+    let own: Vec<PathBuf> = own_dirs(run.home.as_deref(), &run.environ)
         .into_iter()
         .filter(|dir| !workdir.starts_with(dir))
         .collect();
-    let tool_ctx = ToolCtx {
+    ToolCtx {
         allowed_roots: std::iter::once(workdir.clone())
             .chain(allowed_roots(&run.config, run.home.as_deref()))
             .collect(),
@@ -319,35 +365,7 @@ fn prepare_in(
         max_shell_timeout: shell.max_timeout.unwrap_or(Duration::from_secs(3600)),
         output_cap_bytes: 1 << 20,
         sandbox,
-    };
-    let limits = Limits {
-        max_iterations: settings.max_iterations,
-        timeout: settings.timeout,
-        max_total_tokens: settings.max_total_tokens,
-        max_cost_usd: settings.max_cost_usd,
-        max_tool_output_chars: settings.max_tool_output_chars,
-        ..Limits::default()
-    };
-    let context = ContextWindow::new(
-        run.config.context.max_tokens,
-        run.config.context.compaction_threshold,
-    );
-    Ok(PreparedTask {
-        task: task.clone(),
-        settings,
-        limits,
-        context,
-        registry,
-        tool_ctx,
-        policy,
-        policy_hash,
-        provider,
-        sandbox: sandbox_info,
-        check_network: run.config.safety.sandbox_check_network,
-        worktree,
-        in_place: None,
-        agents_md,
-    })
+    }
 }
 
 /// The per-task part of the children's environment: `PATH` without
@@ -411,7 +429,7 @@ pub struct SandboxPaths {
 /// refused, any other runs unconfined, and the manifest says so.
 pub fn task_sandbox(
     config: &Config,
-    home: Option<&Path>,
+    (home, environ): (Option<&Path>, &Environ),
     workdir: &Path,
     may_run_programs: bool,
     paths: &SandboxPaths,
@@ -419,14 +437,7 @@ pub fn task_sandbox(
     if !config.safety.sandbox_enabled {
         return Ok((None, sandbox::unconfined(SANDBOX_DISABLED)));
     }
-    let mut read_only = control_paths(workdir);
-    read_only.extend(paths.protected.iter().cloned());
-    read_only.extend(
-        config
-            .files
-            .iter()
-            .map(|file| file.canonicalize().unwrap_or_else(|_| file.clone())),
-    );
+    let read_only = read_only_paths(config, workdir, paths);
     let mut visible = paths.visible.clone();
     if let Some(home) = home {
         visible.push(home.join(".ybs"));
@@ -476,17 +487,7 @@ pub fn task_sandbox(
         .collect();
     let mut blocked = sandbox_blocked(config, home, &shown, &[&visible, &writable, &programs]);
     visible.extend(home.map(Path::to_path_buf));
-    // ybs's own state (the resume keys) and cache, whatever
-    // `safety.blocked_paths` says; made now when missing, so one made
-    // during the task (a paused task's key, with `--jobs`) is hidden too.
-    for dir in own_dirs(home) {
-        if std::fs::symlink_metadata(&dir).is_err() && std::fs::create_dir_all(&dir).is_ok() {
-            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-        }
-        if !blocked.contains(&dir) {
-            blocked.push(dir);
-        }
-    }
+    block_own_dirs(&mut blocked, home, environ);
     let settings = SandboxSettings {
         writable,
         network: config.safety.sandbox_network,
@@ -496,7 +497,7 @@ pub fn task_sandbox(
         hidden: paths.hidden.clone(),
         blocked,
         visible,
-        scratch: toolchain_scratch(home),
+        scratch: toolchain_scratch(home, environ),
         max_processes: config.safety.max_processes,
     };
     match Sandbox::prepare(workdir, &settings) {
@@ -514,21 +515,52 @@ pub fn task_sandbox(
     }
 }
 
+/// What the sandbox binds read-only: the workdir's control files, the
+/// protected files and the config files read.
+fn read_only_paths(config: &Config, workdir: &Path, paths: &SandboxPaths) -> Vec<PathBuf> {
+    let mut read_only = control_paths(workdir);
+    read_only.extend(paths.protected.iter().cloned());
+    read_only.extend(
+        config
+            .files
+            .iter()
+            .map(|file| file.canonicalize().unwrap_or_else(|_| file.clone())),
+    );
+    read_only
+}
+
+/// ybs's own state (the resume keys) and cache are blocked whatever
+/// `safety.blocked_paths` says; made now when missing, so one made during
+/// the task (a paused task's key, with `--jobs`) is hidden too.
+fn block_own_dirs(blocked: &mut Vec<PathBuf>, home: Option<&Path>, environ: &Environ) {
+    for dir in own_dirs(home, environ) {
+        if std::fs::symlink_metadata(&dir).is_err() && std::fs::create_dir_all(&dir).is_ok() {
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        if !blocked.contains(&dir) {
+            blocked.push(dir);
+        }
+    }
+}
+
 /// ybs's own directories, hidden from every confined program and blocked
 /// for the built-in file tools whatever `safety.blocked_paths` says
 /// (docs/sandbox.md): the state directory (`$XDG_STATE_HOME/ybs`, else
 /// `~/.local/state/ybs`: the resume keys) and the cache directory
 /// (`$XDG_CACHE_HOME/ybs`, else `~/.cache/ybs`: tool schemas, metrics).
-pub fn own_dirs(home: Option<&Path>) -> Vec<PathBuf> {
+pub fn own_dirs(home: Option<&Path>, environ: &Environ) -> Vec<PathBuf> {
     let home = home.map(|home| home.display().to_string());
     let env = |name: &str| match name {
         "HOME" => home.clone(),
-        _ => std::env::var(name).ok(),
+        _ => environ.var(name),
     };
     super::state::key_dir(&env)
         .and_then(|keys| keys.parent().map(Path::to_path_buf))
         .into_iter()
-        .chain(super::tools::cache_dir(home.as_deref().map(Path::new)))
+        .chain(super::tools::cache_dir(
+            home.as_deref().map(Path::new),
+            environ,
+        ))
         .collect()
 }
 
@@ -554,10 +586,10 @@ pub const TOOLCHAIN_SCRATCH: &[&str] = &[
     ".gradle/wrapper",
 ];
 
-fn toolchain_scratch(home: Option<&Path>) -> Vec<PathBuf> {
+fn toolchain_scratch(home: Option<&Path>, environ: &Environ) -> Vec<PathBuf> {
     let own = ["CARGO_HOME", "RUSTUP_HOME"]
         .iter()
-        .filter_map(std::env::var_os)
+        .filter_map(|name| environ.var_os(name))
         .map(PathBuf::from)
         .filter(|path| path.is_absolute());
     home.into_iter()
@@ -774,7 +806,8 @@ fn resolve_workdir(cwd: &Path, workdir: Option<&Path>) -> Result<PathBuf, SetupE
     Ok(canonical)
 }
 
-fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
+/// `~` at the start of `path` as the home directory.
+pub(super) fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~"), home) {
         (Ok(rest), Some(home)) => home.join(rest),
         _ => path.to_owned(),
@@ -784,7 +817,12 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
 /// Files no tool may write: the run's task file, the policy file and the
 /// runner's GitHub control files (docs/security.md S6).
 fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
-    protected_files(&run.cwd, &task.file, run.policy_file.as_deref())
+    protected_files(
+        &run.cwd,
+        &task.file,
+        run.policy_file.as_deref(),
+        &run.environ,
+    )
 }
 
 /// What the file tools and the shell guard never write
@@ -822,11 +860,16 @@ fn guarded_paths(run: &RunContext, workdir: &Path, protected: &[PathBuf]) -> Vec
 }
 
 /// The protected files for a task file and an optional policy file.
-pub fn protected_files(cwd: &Path, task_file: &Path, policy_file: Option<&Path>) -> Vec<PathBuf> {
+pub fn protected_files(
+    cwd: &Path,
+    task_file: &Path,
+    policy_file: Option<&Path>,
+    environ: &Environ,
+) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = vec![cwd.join(task_file)];
     paths.extend(policy_file.map(|p| cwd.join(p)));
     for var in crate::policy::guards::PROTECTED_VARIABLES {
-        if let Some(value) = std::env::var_os(var) {
+        if let Some(value) = environ.var_os(var) {
             paths.push(PathBuf::from(value));
         }
     }
@@ -840,6 +883,8 @@ pub fn protected_files(cwd: &Path, task_file: &Path, policy_file: Option<&Path>)
 pub struct PolicyInputs<'a> {
     pub config: &'a Config,
     pub home: Option<&'a Path>,
+    /// ybs's environment: the guards read `$PATH` from it.
+    pub environ: &'a Environ,
     pub operator: Option<&'a PolicySpec>,
     pub workdir: &'a Path,
     pub protected: Vec<PathBuf>,
@@ -877,7 +922,7 @@ pub fn build_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
         .blocked_paths
         .clone_from(&inputs.config.safety.blocked_paths);
     guards.protected_paths.clone_from(&inputs.protected);
-    guards.program_path = std::env::var_os("PATH");
+    guards.program_path = inputs.environ.var_os("PATH").map(ToOwned::to_owned);
     Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| SetupError::Policy {
         message: e.to_string(),
         hint: None,
@@ -1014,7 +1059,7 @@ pub fn build_provider(
         settings.endpoint_origin,
         Origin::TaskFile | Origin::Repository
     );
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| run.environ.var(name);
     let provider = match llm::build(&config, &env) {
         Ok(provider) => provider,
         Err(

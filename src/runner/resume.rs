@@ -21,7 +21,8 @@ use crate::core::Status;
 use crate::core::event::{EventRecord, PendingAnswer, PendingCall, PendingKind};
 use crate::git::{Snapshot, Workspace};
 use crate::report::Console;
-use crate::report::EVENTS_FILE;
+use crate::report::{EVENTS_FILE, OutDir};
+use crate::task::TaskSpec;
 
 /// A results file or stdin is read up to this size.
 const MAX_RESULTS_BYTES: u64 = 16 << 20;
@@ -59,8 +60,8 @@ pub struct ResumeFlags {
 /// Masks what ybs knows to be secret before the config is read: every
 /// secret-looking variable of ybs's environment and the API keys (and
 /// the credential shapes every redactor knows).
-pub fn env_redactor() -> crate::core::Redactor {
-    super::redactor(&crate::tools::ChildEnv::scrubbed(&[]))
+pub fn env_redactor(environ: &crate::core::Environ) -> crate::core::Redactor {
+    super::redactor(&crate::tools::ChildEnv::scrubbed(environ, &[]), environ)
 }
 
 /// One pending call, for `ybs resume --list` and before an approval is
@@ -93,6 +94,7 @@ pub fn find_paused(
     cwd: &Path,
     out_dir: &Path,
     task: Option<&str>,
+    environ: &crate::core::Environ,
 ) -> Result<Vec<PausedTask>, RunError> {
     let out = cwd.join(out_dir);
     if !out.is_dir() {
@@ -117,7 +119,7 @@ pub fn find_paused(
             Some("`ybs resume` goes on with a run that exited 3"),
         ));
     }
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| environ.var(name);
     ids.iter()
         .map(|id| read_state(&out, out_dir, id, &env))
         .collect()
@@ -241,71 +243,125 @@ pub fn gather_answers(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<Resumed>, RunError> {
     let mut answers: BTreeMap<String, Answer> = BTreeMap::new();
-    let mut digest = None;
     let pending: Vec<&PendingCall> = paused.iter().flat_map(|task| &task.state.pending).collect();
-    let kind_of = |id: &str| -> Result<PendingKind, RunError> {
-        let found: Vec<&&PendingCall> = pending.iter().filter(|call| call.id == id).collect();
-        match found.as_slice() {
-            [one] => Ok(one.kind),
-            [] => Err(RunError::usage(
-                format!("`{id}` is not a pending call of the paused run"),
-                Some("the pending calls are listed in OUT/<task>/state.json `pending`"),
-            )),
-            _ => Err(RunError::usage(
-                format!("`{id}` is pending in more than one task"),
-                Some("resume one task at a time with --task ID"),
-            )),
+    let digest = match &flags.results {
+        Some(input) => {
+            let (bytes, name) = read_results(input)?;
+            result_answers(&bytes, &name, &pending, &mut answers)?;
+            Some(state::sha256(&bytes))
         }
+        None => None,
     };
-    if let Some(input) = &flags.results {
-        let (bytes, name) = match input {
-            ResultsInput::File(path) => (
-                read_plain(path, MAX_RESULTS_BYTES).map_err(|error| {
-                    RunError::usage(format!("{}: {error}", path.display()), None)
-                })?,
-                path.display().to_string(),
-            ),
-            ResultsInput::Stdin => {
-                let mut bytes = Vec::new();
-                std::io::stdin()
-                    .take(MAX_RESULTS_BYTES + 1)
-                    .read_to_end(&mut bytes)
-                    .map_err(|error| RunError::usage(format!("stdin: {error}"), None))?;
-                if bytes.len() as u64 > MAX_RESULTS_BYTES {
-                    return Err(RunError::usage("stdin: the results pass 16 MiB", None));
-                }
-                (bytes, "stdin".to_owned())
+    flag_answers(flags, &pending, &mut answers)?;
+    all_answered(&pending, &answers)?;
+    let approved_any = answers
+        .values()
+        .any(|answer| matches!(answer, Answer::Approved(_)));
+    let approver = flags
+        .by
+        .clone()
+        .or_else(|| env("GITHUB_ACTOR"))
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| "cli".to_owned());
+    let mut by = Vec::new();
+    if let Some(digest) = &digest {
+        by.push(format!("results:{digest}"));
+    }
+    if approved_any {
+        by.push(format!("approver:{approver}"));
+    }
+    let by = by.join(" ");
+    paused
+        .iter()
+        .map(|task| resumed_task(task, &answers, &by, &approver))
+        .collect()
+}
+
+/// The kind of the pending call `id`: it must be pending in exactly one
+/// task.
+fn kind_of(pending: &[&PendingCall], id: &str) -> Result<PendingKind, RunError> {
+    let found: Vec<&&PendingCall> = pending.iter().filter(|call| call.id == id).collect();
+    match found.as_slice() {
+        [one] => Ok(one.kind),
+        [] => Err(RunError::usage(
+            format!("`{id}` is not a pending call of the paused run"),
+            Some("the pending calls are listed in OUT/<task>/state.json `pending`"),
+        )),
+        _ => Err(RunError::usage(
+            format!("`{id}` is pending in more than one task"),
+            Some("resume one task at a time with --task ID"),
+        )),
+    }
+}
+
+/// The bytes of `--results FILE` (or `-`, stdin) and the name to show for
+/// them, at most [`MAX_RESULTS_BYTES`].
+fn read_results(input: &ResultsInput) -> Result<(Vec<u8>, String), RunError> {
+    match input {
+        ResultsInput::File(path) => Ok((
+            read_plain(path, MAX_RESULTS_BYTES)
+                .map_err(|error| RunError::usage(format!("{}: {error}", path.display()), None))?,
+            path.display().to_string(),
+        )),
+        ResultsInput::Stdin => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .take(MAX_RESULTS_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|error| RunError::usage(format!("stdin: {error}"), None))?;
+            if bytes.len() as u64 > MAX_RESULTS_BYTES {
+                return Err(RunError::usage("stdin: the results pass 16 MiB", None));
             }
-        };
-        digest = Some(state::sha256(&bytes));
-        for (id, answer) in parse_results(&bytes, &name)? {
-            let kind = kind_of(&id)?;
-            let fits = matches!(
-                (kind, &answer),
-                (PendingKind::Caller, Answer::Output(_) | Answer::Error(_))
-                    | (PendingKind::Approval, Answer::Approved(_))
-            );
-            if !fits {
-                return Err(RunError::usage(
-                    format!(
-                        "{name}: `{id}` is a pending {} and needs {}",
-                        kind.as_str(),
-                        match kind {
-                            PendingKind::Caller => "`output` or `error`",
-                            PendingKind::Approval => "`approved`",
-                        }
-                    ),
-                    None,
-                ));
-            }
-            if answers.insert(id.clone(), answer).is_some() {
-                return Err(RunError::usage(
-                    format!("{name}: `{id}` is answered twice"),
-                    None,
-                ));
-            }
+            Ok((bytes, "stdin".to_owned()))
         }
     }
+}
+
+/// The answers of the results input `name`: each names a pending call
+/// once and fits its kind (a caller tool's output or error, an approval).
+fn result_answers(
+    bytes: &[u8],
+    name: &str,
+    pending: &[&PendingCall],
+    answers: &mut BTreeMap<String, Answer>,
+) -> Result<(), RunError> {
+    for (id, answer) in parse_results(bytes, name)? {
+        let kind = kind_of(pending, &id)?;
+        let fits = matches!(
+            (kind, &answer),
+            (PendingKind::Caller, Answer::Output(_) | Answer::Error(_))
+                | (PendingKind::Approval, Answer::Approved(_))
+        );
+        if !fits {
+            return Err(RunError::usage(
+                format!(
+                    "{name}: `{id}` is a pending {} and needs {}",
+                    kind.as_str(),
+                    match kind {
+                        PendingKind::Caller => "`output` or `error`",
+                        PendingKind::Approval => "`approved`",
+                    }
+                ),
+                None,
+            ));
+        }
+        if answers.insert(id.clone(), answer).is_some() {
+            return Err(RunError::usage(
+                format!("{name}: `{id}` is answered twice"),
+                None,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--approve ID|all` and `--deny ID|all`: approvals only, each answered
+/// once (`all`: every approval not answered yet).
+fn flag_answers(
+    flags: &ResumeFlags,
+    pending: &[&PendingCall],
+    answers: &mut BTreeMap<String, Answer>,
+) -> Result<(), RunError> {
     for (ids, yes, flag) in [
         (&flags.approve, true, "--approve"),
         (&flags.deny, false, "--deny"),
@@ -319,7 +375,7 @@ pub fn gather_answers(
                     .map(|call| call.id.clone())
                     .collect()
             } else {
-                if kind_of(id)? != PendingKind::Approval {
+                if kind_of(pending, id)? != PendingKind::Approval {
                     return Err(RunError::usage(
                         format!(
                             "{flag} {id}: `{id}` is a caller tool call; its result goes in --results"
@@ -340,78 +396,73 @@ pub fn gather_answers(
             }
         }
     }
+    Ok(())
+}
+
+/// Every pending call has its answer.
+fn all_answered(
+    pending: &[&PendingCall],
+    answers: &BTreeMap<String, Answer>,
+) -> Result<(), RunError> {
     let missing: Vec<&str> = pending
         .iter()
         .filter(|call| !answers.contains_key(&call.id))
         .map(|call| call.id.as_str())
         .collect();
-    if !missing.is_empty() {
-        return Err(RunError::usage(
-            format!(
-                "every pending call must be answered; missing: {}",
-                missing.join(", ")
-            ),
-            Some(
-                "give caller results with --results FILE and decide approvals with --approve/--deny ID|all",
-            ),
-        ));
+    if missing.is_empty() {
+        return Ok(());
     }
-    let approved_any = answers
-        .values()
-        .any(|answer| matches!(answer, Answer::Approved(_)));
-    let approver = flags
-        .by
-        .clone()
-        .or_else(|| env("GITHUB_ACTOR"))
-        .filter(|name| !name.trim().is_empty())
-        .unwrap_or_else(|| "cli".to_owned());
-    let mut by = Vec::new();
-    if let Some(digest) = &digest {
-        by.push(format!("results:{digest}"));
-    }
-    if approved_any {
-        by.push(format!("approver:{approver}"));
-    }
-    paused
-        .iter()
-        .map(|task| {
-            let mut mine = HashMap::new();
-            let mut summary = Vec::new();
-            for call in &task.state.pending {
-                if let Some(answer) = answers.get(&call.id) {
-                    summary.push(PendingAnswer {
-                        id: call.id.clone(),
-                        answer: match answer {
-                            Answer::Output(_) => "output",
-                            Answer::Error(_) => "error",
-                            Answer::Approved(true) => "approved",
-                            Answer::Approved(false) => "denied",
-                        }
-                        .to_owned(),
-                    });
-                    mine.insert(call.id.clone(), answer.clone());
+    Err(RunError::usage(
+        format!(
+            "every pending call must be answered; missing: {}",
+            missing.join(", ")
+        ),
+        Some(
+            "give caller results with --results FILE and decide approvals with --approve/--deny ID|all",
+        ),
+    ))
+}
+
+/// One paused task with its answers, ready to go on.
+fn resumed_task(
+    task: &PausedTask,
+    answers: &BTreeMap<String, Answer>,
+    by: &str,
+    approver: &str,
+) -> Result<Resumed, RunError> {
+    let mut mine = HashMap::new();
+    let mut summary = Vec::new();
+    for call in &task.state.pending {
+        if let Some(answer) = answers.get(&call.id) {
+            summary.push(PendingAnswer {
+                id: call.id.clone(),
+                answer: match answer {
+                    Answer::Output(_) => "output",
+                    Answer::Error(_) => "error",
+                    Answer::Approved(true) => "approved",
+                    Answer::Approved(false) => "denied",
                 }
-            }
-            let snapshot = task
-                .state
-                .git
-                .as_ref()
-                .map(|git| serde_json::from_value::<Snapshot>(git.snapshot.clone()))
-                .transpose()
-                .map_err(|error| {
-                    RunError::usage(format!("the state's git snapshot: {error}"), None)
-                })?;
-            Ok(Resumed {
-                state: task.state.clone(),
-                snapshot,
-                answers: mine,
-                resumed_by: by.join(" "),
-                approver: approver.clone(),
-                summary,
-                state_id: task.state_id.clone(),
-            })
-        })
-        .collect()
+                .to_owned(),
+            });
+            mine.insert(call.id.clone(), answer.clone());
+        }
+    }
+    let snapshot = task
+        .state
+        .git
+        .as_ref()
+        .map(|git| serde_json::from_value::<Snapshot>(git.snapshot.clone()))
+        .transpose()
+        .map_err(|error| RunError::usage(format!("the state's git snapshot: {error}"), None))?;
+    Ok(Resumed {
+        state: task.state.clone(),
+        snapshot,
+        answers: mine,
+        resumed_by: by.to_owned(),
+        approver: approver.to_owned(),
+        summary,
+        state_id: task.state_id.clone(),
+    })
 }
 
 /// `{"results": [{"id", "output"} | {"id", "error"} | {"id", "approved"}]}`.
@@ -485,8 +536,94 @@ pub fn resume(
     flags: &ResumeFlags,
     console: &mut dyn Console,
 ) -> Result<RunReport, RunError> {
-    let mut tasks = Vec::new();
+    let tasks = paused_tasks(&loaded, &resumed, flags.allow_changed)?;
+    // The keys that signed the states are secrets of the run as well.
+    let environ = loaded.environ.clone();
+    let env = |name: &str| environ.var(name);
+    let mut resuming = ResumeEntry::default();
     for item in &resumed {
+        resuming
+            .keys
+            .extend(state::key_text(&item.state.run_id, &item.state.key, &env));
+        if let Some(place) = InWorktree::of(&item.state)? {
+            resuming.worktrees.insert(item.state.task.id.clone(), place);
+        }
+    }
+    let entry = Entry {
+        tasks: tasks.iter().map(|task| task.id.clone()).collect(),
+        copies: super::matrix::Copies::default(),
+        resuming: Some(resuming),
+    };
+    let (context, redactor) = run_context(loaded, &options, entry)?;
+    console.set_redactor(redactor.clone());
+    let layout = options.layout();
+    let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
+    let checked = check_prepared(&context, &prepared, &resumed, flags.allow_changed);
+    if let Err(error) = checked {
+        super::discard(&prepared);
+        return Err(error);
+    }
+    let outputs = layout.open(&context.cwd).map_err(|error| {
+        RunError::usage(
+            error.to_string(),
+            Some("remove the link, or pass --out a path without symbolic links"),
+        )
+    })?;
+    // The events of each task's earlier halves, checked against the
+    // state: the transcript goes on from them.
+    let earlier = resumed
+        .iter()
+        .map(|item| earlier_events(&outputs.out, item))
+        .collect::<Result<Vec<_>, RunError>>()?;
+    // Everything checked: each state is used up now, before anything
+    // runs (docs/resume.md: single-use).
+    for item in &resumed {
+        if let Err(error) = state::mark_used(&item.state_id, &item.state.run_id, &env) {
+            super::discard(&prepared);
+            return Err(RunError::usage(
+                format!("{}/{STATE_FILE}: {}", item.state.task.id, error.message),
+                error.hint.as_deref(),
+            ));
+        }
+    }
+    super::session::warn_unconfined(console, &prepared);
+    let runtime = super::runtime()?;
+    let resuming = super::pause::Resuming {
+        resumed: &resumed,
+        earlier,
+    };
+    let report = runtime.block_on(super::execute(
+        &context,
+        prepared,
+        Some(resuming),
+        &layout,
+        &outputs,
+        redactor,
+        console,
+    ));
+    super::session::finish(
+        console,
+        &report,
+        &super::session::Ending {
+            totals: resumed_totals(&report, &options.out_dir),
+            code: report.exit_code(),
+            layout: &layout,
+            github_output: options.github_output.as_deref(),
+            seed: &context.run_id,
+        },
+    );
+    Ok(report)
+}
+
+/// The task of each paused state, from the task files loaded again: each
+/// must still be there, its file unchanged unless `allow_changed`.
+fn paused_tasks(
+    loaded: &Loaded,
+    resumed: &[Resumed],
+    allow_changed: bool,
+) -> Result<Vec<TaskSpec>, RunError> {
+    let mut tasks = Vec::new();
+    for item in resumed {
         let state = &item.state;
         // A run of `--repeat` (`t#2`) goes on as a copy of its task; a
         // copy of `--models` would need its model, which the state does
@@ -522,7 +659,7 @@ pub fn resume(
             })?;
         let bytes = std::fs::read(loaded.cwd.join(&state.task.file))
             .map_err(|error| RunError::usage(format!("{}: {error}", state.task.file), None))?;
-        if state::sha256(&bytes) != state.task.file_sha256 && !flags.allow_changed {
+        if state::sha256(&bytes) != state.task.file_sha256 && !allow_changed {
             return Err(RunError::usage(
                 format!(
                     "{}: the task file changed since the task paused",
@@ -533,118 +670,51 @@ pub fn resume(
         }
         tasks.push(found);
     }
-    // The keys that signed the states are secrets of the run as well.
-    let env = |name: &str| std::env::var(name).ok();
-    let mut resuming = ResumeEntry::default();
-    for item in &resumed {
-        resuming
-            .keys
-            .extend(state::key_text(&item.state.run_id, &item.state.key, &env));
-        if let Some(place) = InWorktree::of(&item.state)? {
-            resuming.worktrees.insert(item.state.task.id.clone(), place);
-        }
+    Ok(tasks)
+}
+
+/// The events of a paused task's earlier halves, their digest checked
+/// against the state's.
+fn earlier_events(out: &OutDir, item: &Resumed) -> Result<Vec<EventRecord>, RunError> {
+    let id = &item.state.task.id;
+    let bytes = out
+        .read_file(Some(id), EVENTS_FILE)
+        .map_err(|error| RunError::usage(format!("{id}/{EVENTS_FILE}: {error}"), None))?;
+    if state::sha256(&bytes) != item.state.events_sha256 {
+        return Err(RunError::usage(
+            format!("{id}/{EVENTS_FILE} changed since the task paused; refusing to resume"),
+            Some("resume from the output directory the run wrote, unedited"),
+        ));
     }
-    let entry = Entry {
-        tasks: tasks.iter().map(|task| task.id.clone()).collect(),
-        copies: super::matrix::Copies::default(),
-        resuming: Some(resuming),
-    };
-    let (context, redactor) = run_context(loaded, &options, entry)?;
-    console.set_redactor(redactor.clone());
-    let layout = options.layout();
-    let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
-    let checked = check_prepared(&context, &prepared, &resumed, flags.allow_changed);
-    if let Err(error) = checked {
-        super::discard(&prepared);
-        return Err(error);
-    }
-    let outputs = layout.open(&context.cwd).map_err(|error| {
-        RunError::usage(
-            error.to_string(),
-            Some("remove the link, or pass --out a path without symbolic links"),
-        )
-    })?;
-    // The events of each task's earlier halves, checked against the
-    // state: the transcript goes on from them.
-    let mut earlier = Vec::new();
-    for item in &resumed {
-        let id = &item.state.task.id;
-        let bytes = outputs
-            .out
-            .read_file(Some(id), EVENTS_FILE)
-            .map_err(|error| RunError::usage(format!("{id}/{EVENTS_FILE}: {error}"), None))?;
-        if state::sha256(&bytes) != item.state.events_sha256 {
-            return Err(RunError::usage(
-                format!("{id}/{EVENTS_FILE} changed since the task paused; refusing to resume"),
-                Some("resume from the output directory the run wrote, unedited"),
-            ));
-        }
-        // The digest matched: a line that does not parse is a bug, not
-        // an attack, and dropping it would lose part of the transcript.
-        let records = bytes
-            .split(|byte| *byte == b'\n')
-            .filter(|line| !line.is_empty())
-            .enumerate()
-            .map(|(index, line)| {
-                serde_json::from_slice::<EventRecord>(line).map_err(|error| {
-                    RunError::usage(
-                        format!("{id}/{EVENTS_FILE}:{}: {error}", index + 1),
-                        Some("resume with the ybs version that paused the task"),
-                    )
-                })
+    // The digest matched: a line that does not parse is a bug, not an
+    // attack, and dropping it would lose part of the transcript.
+    bytes
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .enumerate()
+        .map(|(index, line)| {
+            serde_json::from_slice::<EventRecord>(line).map_err(|error| {
+                RunError::usage(
+                    format!("{id}/{EVENTS_FILE}:{}: {error}", index + 1),
+                    Some("resume with the ybs version that paused the task"),
+                )
             })
-            .collect::<Result<Vec<EventRecord>, RunError>>()?;
-        earlier.push(records);
-    }
-    // Everything checked: each state is used up now, before anything
-    // runs (docs/resume.md: single-use).
-    let env = |name: &str| std::env::var(name).ok();
-    for item in &resumed {
-        if let Err(error) = state::mark_used(&item.state_id, &item.state.run_id, &env) {
-            super::discard(&prepared);
-            return Err(RunError::usage(
-                format!("{}/{STATE_FILE}: {}", item.state.task.id, error.message),
-                error.hint.as_deref(),
-            ));
-        }
-    }
-    super::session::warn_unconfined(console, &prepared);
-    let runtime = super::runtime()?;
-    let resuming = super::pause::Resuming {
-        resumed: &resumed,
-        earlier,
-    };
-    let report = runtime.block_on(super::execute(
-        &context,
-        prepared,
-        Some(resuming),
-        &layout,
-        &outputs,
-        redactor,
-        console,
-    ));
+        })
+        .collect()
+}
+
+/// The line of totals of `ybs resume`.
+fn resumed_totals(report: &RunReport, out_dir: &Path) -> String {
     let total = report.results.len();
-    let totals = format!(
+    format!(
         "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused — outputs in {}",
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
         report.count(Status::Failed),
         report.count(Status::Error),
         report.count(Status::Paused),
-        options.out_dir.display()
-    );
-    super::session::finish(
-        console,
-        &report,
-        &super::session::Ending {
-            totals,
-            code: report.exit_code(),
-            layout: &layout,
-            github_output: options.github_output.as_deref(),
-            seed: &context.run_id,
-        },
-    );
-    Ok(report)
+        out_dir.display()
+    )
 }
 
 /// The state carries no trust: the policy read again must be the one

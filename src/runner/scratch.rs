@@ -8,6 +8,23 @@
 
 use std::path::{Path, PathBuf};
 
+/// Why the copy could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    #[error("cannot create `{}`: {source}", .dir.display())]
+    Create {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read `{}`: {source}", .dir.display())]
+    Read { dir: PathBuf, source: ignore::Error },
+    #[error("cannot copy `{}`: {source}", .path.display())]
+    Copy {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// A temporary copy of a directory, removed on drop.
 #[derive(Debug)]
 pub struct Scratch {
@@ -16,17 +33,18 @@ pub struct Scratch {
 
 impl Scratch {
     /// Copies `source` (skipping its `.git`, what its ignore files
-    /// exclude, and `skip`) into a new directory under the system's
-    /// temp dir.
-    pub fn copy_of(source: &Path, skip: &[PathBuf]) -> Result<Self, String> {
+    /// exclude, and `skip`) into a new directory under `temp_dir` (the
+    /// system's, `$TMPDIR` or `/tmp`).
+    pub fn copy_of(source: &Path, skip: &[PathBuf], temp_dir: &Path) -> Result<Self, ScratchError> {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|elapsed| elapsed.as_nanos())
             .unwrap_or_default();
-        let dir =
-            std::env::temp_dir().join(format!("ybs-scratch-{}-{stamp:x}", std::process::id()));
-        std::fs::create_dir(&dir)
-            .map_err(|error| format!("cannot create `{}`: {error}", dir.display()))?;
+        let dir = temp_dir.join(format!("ybs-scratch-{}-{stamp:x}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|source| ScratchError::Create {
+            dir: dir.clone(),
+            source,
+        })?;
         let scratch = Self { dir };
         scratch.fill(source, skip)?;
         Ok(scratch)
@@ -36,7 +54,7 @@ impl Scratch {
         &self.dir
     }
 
-    fn fill(&self, source: &Path, skip: &[PathBuf]) -> Result<(), String> {
+    fn fill(&self, source: &Path, skip: &[PathBuf]) -> Result<(), ScratchError> {
         let skip: Vec<PathBuf> = skip.iter().map(|path| source.join(path)).collect();
         let walk = ignore::WalkBuilder::new(source)
             .hidden(false)
@@ -47,8 +65,10 @@ impl Scratch {
             })
             .build();
         for entry in walk {
-            let entry =
-                entry.map_err(|error| format!("cannot read `{}`: {error}", source.display()))?;
+            let entry = entry.map_err(|error| ScratchError::Read {
+                dir: source.to_owned(),
+                source: error,
+            })?;
             let Ok(relative) = entry.path().strip_prefix(source) else {
                 continue;
             };
@@ -56,8 +76,9 @@ impl Scratch {
                 continue;
             }
             let target = self.dir.join(relative);
-            let cannot = |error: std::io::Error| {
-                format!("cannot copy `{}`: {error}", entry.path().display())
+            let cannot = |source: std::io::Error| ScratchError::Copy {
+                path: entry.path().to_owned(),
+                source,
             };
             let kind = entry.file_type();
             if kind.is_some_and(|kind| kind.is_dir()) {
@@ -97,7 +118,8 @@ mod tests {
         std::fs::write(root.join("out/old"), "x").unwrap();
         std::fs::write(root.join(".ybs.json"), "{}").unwrap();
         std::os::unix::fs::symlink("src/lib.rs", root.join("link")).unwrap();
-        let scratch = Scratch::copy_of(root, &[PathBuf::from("out")]).unwrap();
+        let scratch =
+            Scratch::copy_of(root, &[PathBuf::from("out")], &std::env::temp_dir()).unwrap();
         let copy = scratch.path().to_owned();
         assert_eq!(
             std::fs::read_to_string(copy.join("src/lib.rs")).unwrap(),

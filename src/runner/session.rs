@@ -13,13 +13,18 @@ use crate::report::{self, Console, OutputLayout};
 /// The run's report sinks with the OpenTelemetry export attached when an
 /// endpoint is set (docs/observability.md); a variable that cannot be
 /// used is a warning in `report`, and the run goes on without export.
-pub(crate) fn with_otel(sinks: report::RunSinks, report: &mut RunReport) -> report::RunSinks {
-    let otel = report::OtelSink::from_env().unwrap_or_else(|error| {
-        report
-            .warnings
-            .push(format!("warning: OpenTelemetry disabled: {error}"));
-        None
-    });
+pub(crate) fn with_otel(
+    sinks: report::RunSinks,
+    environ: &crate::core::Environ,
+    report: &mut RunReport,
+) -> report::RunSinks {
+    let otel =
+        report::OtelSink::from_env(&|name: &str| environ.var(name)).unwrap_or_else(|error| {
+            report
+                .warnings
+                .push(format!("warning: OpenTelemetry disabled: {error}"));
+            None
+        });
     sinks.with_otel(otel)
 }
 

@@ -25,7 +25,7 @@ use sha2::{Digest as _, Sha256};
 use crate::agent::loop_guard::LoopGuard;
 use crate::core::event::PendingCall;
 use crate::core::{Cost, Message, Usage};
-use crate::git::{Snapshot, WorkEntry, WorkRoot, Workspace};
+use crate::git::{GitError, Snapshot, WorkEntry, WorkRoot, Workspace};
 
 /// The state file inside `OUT/<task>/`.
 pub const STATE_FILE: &str = "state.json";
@@ -516,11 +516,30 @@ pub fn inside(base: &Path, relative: &str) -> Result<PathBuf, StateError> {
     Ok(base.join(path))
 }
 
+/// Why a paused task's work tree changes cannot be carried in its state.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("{0} is an untracked directory; the paused state carries files only")]
+    Directory(String),
+    #[error("{0} is not a regular file")]
+    Special(String),
+    #[error(
+        "the work tree changes pass {} MiB, more than a paused state carries",
+        MAX_CARRIED_BYTES >> 20
+    )]
+    TooLarge,
+}
+
 /// The work tree changes since `snapshot` (the user's dirty paths at
 /// the start excluded), to carry in the state.
-pub fn capture(workspace: &Workspace, snapshot: &Snapshot) -> Result<Vec<CarriedFile>, String> {
-    let dirty = workspace.dirty_paths().map_err(|error| error.to_string())?;
-    let work = WorkRoot::open(workspace.root()).map_err(|error| error.to_string())?;
+pub fn capture(
+    workspace: &Workspace,
+    snapshot: &Snapshot,
+) -> Result<Vec<CarriedFile>, CaptureError> {
+    let dirty = workspace.dirty_paths()?;
+    let work = WorkRoot::open(workspace.root())?;
     let mut files = Vec::new();
     let mut total = 0usize;
     for path in dirty {
@@ -528,9 +547,7 @@ pub fn capture(workspace: &Workspace, snapshot: &Snapshot) -> Result<Vec<Carried
             continue;
         }
         // Read once, beneath the work tree, never through a link.
-        let entry = work
-            .read(&path.path, MAX_CARRIED_BYTES as u64)
-            .map_err(|error| error.to_string())?;
+        let entry = work.read(&path.path, MAX_CARRIED_BYTES as u64)?;
         let content = match entry {
             WorkEntry::Absent => Carried::Deleted,
             WorkEntry::Symlink(target) => Carried::Symlink {
@@ -552,25 +569,12 @@ pub fn capture(workspace: &Workspace, snapshot: &Snapshot) -> Result<Vec<Carried
                 }
             }
             // A directory (an untracked one is listed whole) or a special file.
-            WorkEntry::Directory => {
-                return Err(format!(
-                    "{} is an untracked directory; the paused state carries files only",
-                    path.path
-                ));
-            }
-            WorkEntry::TooLarge { .. } => {
-                return Err(format!(
-                    "the work tree changes pass {} MiB, more than a paused state carries",
-                    MAX_CARRIED_BYTES >> 20
-                ));
-            }
-            WorkEntry::Special => return Err(format!("{} is not a regular file", path.path)),
+            WorkEntry::Directory => return Err(CaptureError::Directory(path.path)),
+            WorkEntry::TooLarge { .. } => return Err(CaptureError::TooLarge),
+            WorkEntry::Special => return Err(CaptureError::Special(path.path)),
         };
         if total > MAX_CARRIED_BYTES {
-            return Err(format!(
-                "the work tree changes pass {} MiB, more than a paused state carries",
-                MAX_CARRIED_BYTES >> 20
-            ));
+            return Err(CaptureError::TooLarge);
         }
         files.push(CarriedFile {
             path: path.path,

@@ -69,43 +69,19 @@ pub async fn run_or_resume(
     let started = Instant::now()
         .checked_sub(carried)
         .unwrap_or_else(Instant::now);
-    let commit_off = commit_off(run, task);
-    let outputs: Vec<_> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
-    let git = match resumed.and_then(|resumed| resumed.snapshot.clone()) {
-        Some(snapshot) => TaskGit::resumed(&prepared.tool_ctx.workdir, &outputs, snapshot),
-        None => TaskGit::open(&prepared.tool_ctx.workdir, &outputs),
-    };
+    let git = task_git(run, prepared, resumed);
     let tools = super::tools::task_tools(run, prepared).await;
     let tool_names = tools.registry.names();
-    let system_prompt = prompt::system_prompt(
-        &prepared.tool_ctx.workdir,
-        &tool_names,
-        &prepared.policy.summary(),
-        task.system.as_deref(),
-        prepared.agents_md.text.as_deref(),
-    );
-    if resumed.is_none() {
-        emitter.emit(Event::TaskStarted {
-            file: task.file.display().to_string(),
-            suite: task.suite.clone(),
-            run_id: run.run_id.clone(),
-            ybs_version: env!("CARGO_PKG_VERSION").to_owned(),
-            provider: prepared.settings.provider.clone(),
-            model: prepared.settings.model.clone(),
-            temperature: prepared.settings.temperature,
-            seed: None,
-            workdir: prepared.tool_ctx.workdir.display().to_string(),
-            policy_hash: prepared.policy_hash.clone(),
-            base_commit: git.as_ref().ok().and_then(TaskGit::base_commit),
-            system_prompt: system_prompt.clone(),
-            tools: tool_names,
-            dry_run: run.dry_run,
-            sandbox: Some(Box::new(prepared.sandbox.clone())),
-            context_files: prepared.agents_md.files.clone(),
-        });
-    }
+    let system_prompt = system_prompt(prepared, &tool_names);
     // A resumed task's events go on after its `task.resumed`.
     if resumed.is_none() {
+        emitter.emit(started_event(
+            run,
+            prepared,
+            git.as_ref().ok(),
+            system_prompt.clone(),
+            tool_names,
+        ));
         for note in tools.notes.iter().chain(&prepared.agents_md.notes) {
             emitter.note(note.clone());
         }
@@ -114,12 +90,7 @@ pub async fn run_or_resume(
     let (mut agent, early) = match resumed {
         None => (Agent::new(setup, &task.prompt, &mut emitter), None),
         Some(resumed) => {
-            let state = &resumed.state;
-            let mut agent = Agent::resume(setup, state.messages.clone());
-            let spent = state.spent;
-            agent.carry(spent.iterations, spent.usage, spent.cost, carried);
-            agent.carry_guards(state.loop_guard.clone(), state.wrap_up_warned);
-            agent.changed = state.changed.iter().map(PathBuf::from).collect();
+            let mut agent = resumed_agent(setup, resumed, carried);
             emitter.emit(Event::TaskResumed {
                 resumed_by: resumed.resumed_by.clone(),
                 answers: resumed.summary.clone(),
@@ -133,6 +104,7 @@ pub async fn run_or_resume(
             (agent, early)
         }
     };
+    let commit_off = commit_off(run, task);
     // A tool or server the task requires could not start: an error, not
     // a task run without it (docs/tools.md).
     if let Some(missing) = tools.missing_required() {
@@ -148,45 +120,19 @@ pub async fn run_or_resume(
             Some(message),
         );
     }
-    // `--allow-dirty`: the user's work was saved before the run; the file
-    // tools leave those files alone (in a worktree they are not there).
-    let saved = match (&git, run.allow_dirty) {
-        (Ok(git), true) => git.saved(&run.run_id),
-        _ => None,
-    };
-    if let (Some(saved), Ok(git)) = (&saved, &git) {
-        emitter.note(saved.note());
-        if prepared.worktree.is_none() {
-            agent.protect_user_changes(git.paths_of(saved));
-        }
-    }
-    if commit_off.is_none() {
-        match &git {
-            Err(error) => {
-                return finish(
-                    &mut emitter,
-                    out,
-                    task,
-                    &agent,
-                    started,
-                    Reason::GitError,
-                    Some(format!("git: {error}")),
-                );
-            }
-            // The preflight found the tree clean (or `--allow-dirty`), so
-            // these changes were made during the run: left by an earlier
-            // task that did not commit, or by another process. Like the
-            // user's changes under `--allow-dirty` they stay where they
-            // are and out of this task's commit.
-            Ok(git) if !run.allow_dirty => {
-                if let Some(paths) = git.dirty() {
-                    emitter.note(format!(
-                        "the work tree has uncommitted changes made since the run started (by an earlier task or another process): {paths}; they stay out of this task's commit"
-                    ));
-                }
-            }
-            Ok(_) => {}
-        }
+    let saved = saved_work(run, prepared, &git, &mut agent, &mut emitter);
+    if commit_off.is_none()
+        && let Some(message) = git_failure(run, &git, &mut emitter)
+    {
+        return finish(
+            &mut emitter,
+            out,
+            task,
+            &agent,
+            started,
+            Reason::GitError,
+            Some(message),
+        );
     }
     let mut pending = Vec::new();
     let (reason, message, answer) = match early {
@@ -226,17 +172,9 @@ pub async fn run_or_resume(
         );
     }
     let (reason, message) = match &git {
-        Ok(_) if !stuck.is_empty() && commit_off.is_none() => (
-            Reason::GitError,
-            Some(format!(
-                "git: nothing committed: MCP server {} could not be stopped, so the work tree could still change",
-                stuck
-                    .iter()
-                    .map(|name| format!("`{name}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        ),
+        Ok(_) if !stuck.is_empty() && commit_off.is_none() => {
+            (Reason::GitError, Some(not_stopped(&stuck)))
+        }
         Ok(git) => settle_git(
             run,
             (prepared, out),
@@ -257,13 +195,146 @@ pub async fn run_or_resume(
         message
     };
     if let Some(text) = answer {
-        let json = super::answer::valid_value(task, &text, reason);
-        emitter.emit(Event::TaskOutput {
-            content: text,
-            json,
-        });
+        emitter.emit(output_event(task, text, reason));
     }
     finish(&mut emitter, out, task, &agent, started, reason, message)
+}
+
+/// The task's git side: opened now, or from the snapshot a paused task
+/// carried; ybs's outputs are never the task's changes.
+fn task_git(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    resumed: Option<&Resumed>,
+) -> Result<TaskGit, GitError> {
+    let outputs: Vec<_> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
+    match resumed.and_then(|resumed| resumed.snapshot.clone()) {
+        Some(snapshot) => TaskGit::resumed(&prepared.tool_ctx.workdir, &outputs, snapshot),
+        None => TaskGit::open(&prepared.tool_ctx.workdir, &outputs),
+    }
+}
+
+/// `--allow-dirty`: the user's work was saved before the run; the file
+/// tools leave those files alone (in a worktree they are not there).
+fn saved_work(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    git: &Result<TaskGit, GitError>,
+    agent: &mut Agent<'_>,
+    emitter: &mut Emitter<'_>,
+) -> Option<SavedWork> {
+    let Ok(git) = git else {
+        return None;
+    };
+    let saved = if run.allow_dirty {
+        git.saved(&run.run_id)?
+    } else {
+        return None;
+    };
+    emitter.note(saved.note());
+    if prepared.worktree.is_none() {
+        agent.protect_user_changes(git.paths_of(&saved));
+    }
+    Some(saved)
+}
+
+/// `task.output`: the final answer, with its JSON value when the task has
+/// an output contract and the answer meets it.
+fn output_event(task: &TaskSpec, text: String, reason: Reason) -> Event {
+    let json = super::answer::valid_value(task, &text, reason);
+    Event::TaskOutput {
+        content: text,
+        json,
+    }
+}
+
+/// The task's system prompt, naming its tools.
+fn system_prompt(prepared: &PreparedTask, tool_names: &[String]) -> String {
+    prompt::system_prompt(
+        &prepared.tool_ctx.workdir,
+        tool_names,
+        &prepared.policy.summary(),
+        prepared.task.system.as_deref(),
+        prepared.agents_md.text.as_deref(),
+    )
+}
+
+/// `task.started`: what the task is, where and how it runs.
+fn started_event(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    git: Option<&TaskGit>,
+    system_prompt: String,
+    tools: Vec<String>,
+) -> Event {
+    let task = &prepared.task;
+    Event::TaskStarted {
+        file: task.file.display().to_string(),
+        suite: task.suite.clone(),
+        run_id: run.run_id.clone(),
+        ybs_version: env!("CARGO_PKG_VERSION").to_owned(),
+        provider: prepared.settings.provider.clone(),
+        model: prepared.settings.model.clone(),
+        temperature: prepared.settings.temperature,
+        seed: None,
+        workdir: prepared.tool_ctx.workdir.display().to_string(),
+        policy_hash: prepared.policy_hash.clone(),
+        base_commit: git.and_then(TaskGit::base_commit),
+        system_prompt,
+        tools,
+        dry_run: run.dry_run,
+        sandbox: Some(Box::new(prepared.sandbox.clone())),
+        context_files: prepared.agents_md.files.clone(),
+    }
+}
+
+/// The agent of a resumed task: its conversation, what it spent and its
+/// guards as the state carries them.
+fn resumed_agent<'a>(setup: AgentSetup<'a>, resumed: &Resumed, carried: Duration) -> Agent<'a> {
+    let state = &resumed.state;
+    let mut agent = Agent::resume(setup, state.messages.clone());
+    let spent = state.spent;
+    agent.carry(spent.iterations, spent.usage, spent.cost, carried);
+    agent.carry_guards(state.loop_guard.clone(), state.wrap_up_warned);
+    agent.changed = state.changed.iter().map(PathBuf::from).collect();
+    agent
+}
+
+/// Before a task that commits works: the repository must open (else the
+/// message the task ends with). Changes found now were made during
+/// the run (the preflight found the tree clean, or `--allow-dirty`): left
+/// by an earlier task that did not commit, or by another process. Like
+/// the user's changes under `--allow-dirty` they stay where they are and
+/// out of this task's commit.
+fn git_failure(
+    run: &RunContext,
+    git: &Result<TaskGit, GitError>,
+    emitter: &mut Emitter<'_>,
+) -> Option<String> {
+    match git {
+        Err(error) => return Some(format!("git: {error}")),
+        Ok(git) if !run.allow_dirty => {
+            if let Some(paths) = git.dirty() {
+                emitter.note(format!(
+                    "the work tree has uncommitted changes made since the run started (by an earlier task or another process): {paths}; they stay out of this task's commit"
+                ));
+            }
+        }
+        Ok(_) => {}
+    }
+    None
+}
+
+/// Why nothing is committed when MCP servers could not be stopped.
+fn not_stopped(stuck: &[String]) -> String {
+    format!(
+        "git: nothing committed: MCP server {} could not be stopped, so the work tree could still change",
+        stuck
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// The task paused: `task.paused`, `task.finished` with status `paused`,
@@ -284,7 +355,7 @@ fn pause(
     (started, emitter): (Instant, &mut Emitter<'_>),
 ) -> TaskResult {
     let task = &prepared.task;
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| run.environ.var(name);
     // The key first: without one the state could not be trusted, and the
     // task must not look paused.
     let key = match super::state::signing_key(&run.run_id, &env, run.resume_key.as_deref()) {
@@ -493,19 +564,7 @@ async fn work_and_check(
             }
             // `--dry-run` runs no command: the checks are not run either.
             Stop::Answered { content } if run.dry_run => {
-                emitter.note(format!(
-                    "dry run: {} not run: {}",
-                    if task.checks.len() == 1 {
-                        "check"
-                    } else {
-                        "checks"
-                    },
-                    task.checks
-                        .iter()
-                        .map(|check| check.run.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ));
+                emitter.note(checks_not_run(task));
                 return (Reason::Completed, None, Some(content));
             }
             Stop::Answered { content } => {
@@ -558,6 +617,23 @@ async fn work_and_check(
             | Stop::Paused { .. }) => return stopped(stop, pending),
         }
     }
+}
+
+/// The note of a `--dry-run` task with checks: they are not run.
+fn checks_not_run(task: &TaskSpec) -> String {
+    format!(
+        "dry run: {} not run: {}",
+        if task.checks.len() == 1 {
+            "check"
+        } else {
+            "checks"
+        },
+        task.checks
+            .iter()
+            .map(|check| check.run.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
 }
 
 /// Why commits are off for `task`, if they are: no git writes then.

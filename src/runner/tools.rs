@@ -8,6 +8,7 @@ use super::RunContext;
 use super::prepare::PreparedTask;
 use crate::agent::Emitter;
 use crate::config::ToolsSettings;
+use crate::core::Environ;
 use crate::core::event::Event;
 use crate::policy::{CallView, Policy, RuleRef, Verdict};
 use crate::tools::Registry;
@@ -47,7 +48,7 @@ impl TaskTools {
 pub fn discovery_settings(
     tools: &ToolsSettings,
     cwd: &Path,
-    home: Option<&Path>,
+    (home, environ): (Option<&Path>, &Environ),
 ) -> DiscoverySettings {
     DiscoverySettings {
         cwd: cwd.to_owned(),
@@ -70,14 +71,14 @@ pub fn discovery_settings(
                 },
             })
             .collect(),
-        cache_dir: cache_dir(home),
+        cache_dir: cache_dir(home, environ),
         sandbox: None,
     }
 }
 
 /// ybs's cache directory: `$XDG_CACHE_HOME/ybs` or `~/.cache/ybs`.
-pub fn cache_dir(home: Option<&Path>) -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from);
+pub fn cache_dir(home: Option<&Path>, environ: &Environ) -> Option<PathBuf> {
+    let xdg = environ.var_os("XDG_CACHE_HOME").map(PathBuf::from);
     cache::cache_dir(xdg.as_deref(), home)
 }
 
@@ -131,7 +132,11 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
             unavailable: Vec::new(),
         };
     }
-    let mut settings = discovery_settings(&run.config.tools, &run.cwd, run.home.as_deref());
+    let mut settings = discovery_settings(
+        &run.config.tools,
+        &run.cwd,
+        (run.home.as_deref(), &run.environ),
+    );
     settings.sandbox.clone_from(&prepared.tool_ctx.sandbox);
     // `--dry-run` runs no program: only tools whose schema needs no
     // `--schema` call are offered.
@@ -140,13 +145,51 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
     } else {
         external::discover(&settings, &enable, &prepared.tool_ctx.env).await
     };
+    let mut unavailable = offer_catalog(run, prepared, &catalog, &mut registry, &metrics);
+    let servers = start_mcp(run, prepared, &mut registry, &mut notes, &mut unavailable).await;
+    push_withheld_note(&registry, &mut notes);
+    // Said on the console and in the summary, not only in the transcript.
+    for (message, required) in &unavailable {
+        notes.push(format!(
+            "{}{message}{}",
+            crate::core::event::WARNING,
+            if *required {
+                " (the task marks it `required: true`)"
+            } else {
+                ""
+            }
+        ));
+    }
+    TaskTools {
+        registry: with_script(registry, prepared),
+        metrics,
+        notes,
+        mcp: servers,
+        unavailable,
+    }
+}
+
+/// Whether `name`, as a task names an external tool (a name or a path),
+/// is `entry`.
+fn names_entry(name: &String, entry: &external::Entry) -> bool {
+    name == &entry.name
+        || (name.contains('/')
+            && external::discover::tool_name(Path::new(name)).as_deref()
+                == Some(entry.name.as_str()))
+}
+
+/// Offers every ready, enabled tool of `catalog`; returns why each tool
+/// the task names (or the operator declared) is not offered, and whether
+/// the task requires it.
+fn offer_catalog(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    catalog: &external::Catalog,
+    registry: &mut Registry,
+    metrics: &Metrics,
+) -> Vec<(String, bool)> {
     let mut unavailable = Vec::new();
-    let names_entry = |name: &String, entry: &external::Entry| {
-        name == &entry.name
-            || (name.contains('/')
-                && external::discover::tool_name(Path::new(name)).as_deref()
-                    == Some(entry.name.as_str()))
-    };
+    let names = &prepared.task.tools.external;
     for entry in &catalog.entries {
         let named = names.iter().any(|name| names_entry(name, entry));
         let required = prepared
@@ -170,7 +213,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
         }
         let offered = entry.status == Status::Ready && entry.enabled_by.is_some();
         if offered && let Some(tool) = ExternalTool::new(entry, metrics.clone()) {
-            offer(run, prepared, &mut registry, std::sync::Arc::new(tool));
+            offer(run, prepared, registry, std::sync::Arc::new(tool));
         } else if named || declared {
             let why = match entry.status {
                 Status::SchemaUnknown => "its schema is unknown (no sidecar, no usable `--schema`)",
@@ -197,27 +240,7 @@ pub async fn task_tools(run: &RunContext, prepared: &PreparedTask) -> TaskTools 
             ));
         }
     }
-    let servers = start_mcp(run, prepared, &mut registry, &mut notes, &mut unavailable).await;
-    push_withheld_note(&registry, &mut notes);
-    // Said on the console and in the summary, not only in the transcript.
-    for (message, required) in &unavailable {
-        notes.push(format!(
-            "{}{message}{}",
-            crate::core::event::WARNING,
-            if *required {
-                " (the task marks it `required: true`)"
-            } else {
-                ""
-            }
-        ));
-    }
-    TaskTools {
-        registry: with_script(registry, prepared),
-        metrics,
-        notes,
-        mcp: servers,
-        unavailable,
-    }
+    unavailable
 }
 
 /// The task's MCP servers: the operator's (`tools.mcp` in config) for
@@ -372,7 +395,7 @@ pub fn finish(tools: &TaskTools, run: &RunContext, emitter: &mut Emitter<'_>) {
         return;
     }
     emitter.emit(Event::ToolMetrics { tools: summaries });
-    if let Some(dir) = cache_dir(run.home.as_deref())
+    if let Some(dir) = cache_dir(run.home.as_deref(), &run.environ)
         && let Err(error) = cache::record_metrics(&dir, &tools.metrics.snapshot())
     {
         emitter.note(format!(

@@ -161,96 +161,9 @@ fn task_fields() -> Map<String, Value> {
             "description": "The longest answer the model may give, in tokens (sent as `max_tokens`, `max_completion_tokens` or `num_predict`). Default: 4096, or the operator's `llm.max_output_tokens`, which a task may not exceed.",
             "type": "integer", "minimum": 1, "maximum": u32::MAX
         },
-        "tools": {
-            "description": "Which tools the task may use.",
-            "type": ["object", "null"],
-            "properties": {
-                "builtin": {
-                    "description": "Built-in tools offered to the model. Default: all six.",
-                    "type": ["array", "null"],
-                    "items": { "enum": BUILTIN_TOOLS }
-                },
-                "external": {
-                    "description": "External tools, by name or path; `{name, required: true}` makes the task an error when the tool cannot be offered (else the task goes on without it, saying so on the console and in the summary).",
-                    "type": ["array", "null"],
-                    "items": {
-                        "oneOf": [
-                            { "type": "string", "pattern": NOT_BLANK },
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "name": { "type": "string", "pattern": NOT_BLANK },
-                                    "required": { "type": "boolean" }
-                                },
-                                "required": ["name"],
-                                "additionalProperties": false
-                            }
-                        ]
-                    }
-                },
-                "caller": {
-                    "description": "Tools the caller runs: a call pauses the task (exit 3) until `ybs resume` brings the result. See docs/resume.md.",
-                    "type": ["array", "null"],
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "name": { "type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$" },
-                            "description": { "type": "string" },
-                            "parameters": {
-                                "description": "JSON Schema of the arguments (`type: object`).",
-                                "type": "object"
-                            }
-                        },
-                        "required": ["name", "description"],
-                        "additionalProperties": false
-                    }
-                },
-                "mcp": {
-                    "description": "MCP servers (stdio) whose tools join the registry as NAME__tool, decided by the policy and confined like any tool. See docs/mcp.md.",
-                    "type": ["array", "null"],
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "name": { "type": "string", "pattern": r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$", "maxLength": 32 },
-                            "command": { "type": "string", "pattern": NOT_BLANK },
-                            "args": { "type": ["array", "null"], "items": { "type": "string" } },
-                            "env": { "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } },
-                            "timeout_seconds": { "$ref": "#/$defs/duration" },
-                            "required": {
-                                "description": "A server that cannot start makes the task an error (reason tool_unavailable). Default: false: the task goes on without its tools, saying so on the console and in the summary.",
-                                "type": "boolean"
-                            }
-                        },
-                        "required": ["name", "command"],
-                        "additionalProperties": false
-                    }
-                },
-                "script": {
-                    "description": "Offer the `script` tool: one bash script in which the task's other tools (not run_shell) are commands, each decided by the policy. Needs ybs built with the `script` feature. Default: false.",
-                    "type": "boolean"
-                }
-            },
-            "additionalProperties": false
-        },
+        "tools": tools_field(),
         "policy": { "$ref": "#/$defs/policy" },
-        "limits": {
-            "description": "Budgets; a task that hits one fails with its reason and keeps its changes.",
-            "type": ["object", "null"],
-            "properties": {
-                "max_iterations": {
-                    "description": "Provider requests. Default: 25.",
-                    "type": "integer", "minimum": 1, "maximum": u32::MAX
-                },
-                "timeout": { "$ref": "#/$defs/duration" },
-                "max_total_tokens": { "type": "integer", "minimum": 1 },
-                "max_cost_usd": { "type": "number", "exclusiveMinimum": 0 },
-                "max_tool_output_chars": {
-                    "description": "Longer tool outputs are truncated with a marker. Default: 10000.",
-                    "type": "integer", "minimum": 1
-                }
-            },
-            "additionalProperties": false
-        },
+        "limits": limits_field(),
         "checks": {
             "description": "Commands run in the workdir after the agent stops; all must pass.",
             "type": ["array", "null"],
@@ -289,29 +202,7 @@ fn task_fields() -> Map<String, Value> {
             },
             "additionalProperties": false
         },
-        "output": {
-            "description": "An output contract: the final answer must be a JSON value (bare or in one fenced block) that the schema accepts; it is written to OUT/<task>/output.json. A violation goes back to the model; a task that never answers validly fails with reason `output_invalid`.",
-            "type": "object",
-            "properties": {
-                "schema": {
-                    "description": "The JSON Schema, inline (draft 2020-12 unless `$schema` names another).",
-                    "type": ["object", "boolean"]
-                },
-                "schema_file": {
-                    "description": "A JSON or YAML file holding the JSON Schema, relative to the task file.",
-                    "type": "string", "pattern": NOT_BLANK
-                },
-                "attempts": {
-                    "description": "How many times an invalid answer goes back to the model. Default: `fix_attempts`.",
-                    "type": "integer", "minimum": 0, "maximum": u32::MAX
-                }
-            },
-            "oneOf": [
-                { "required": ["schema"] },
-                { "required": ["schema_file"] }
-            ],
-            "additionalProperties": false
-        }
+        "output": output_field()
     });
     let Value::Object(mut fields) = fields else {
         return Map::new();
@@ -325,6 +216,130 @@ fn task_fields() -> Map<String, Value> {
     }
     ordered.extend(fields);
     ordered
+}
+
+/// `tools:` (docs/tools.md).
+fn tools_field() -> Value {
+    json!({
+        "description": "Which tools the task may use.",
+        "type": ["object", "null"],
+        "properties": {
+            "builtin": {
+                "description": "Built-in tools offered to the model. Default: all six.",
+                "type": ["array", "null"],
+                "items": { "enum": BUILTIN_TOOLS }
+            },
+            "external": {
+                "description": "External tools, by name or path; `{name, required: true}` makes the task an error when the tool cannot be offered (else the task goes on without it, saying so on the console and in the summary).",
+                "type": ["array", "null"],
+                "items": {
+                    "oneOf": [
+                        { "type": "string", "pattern": NOT_BLANK },
+                        {
+                            "type": "object",
+                            "properties": {
+                                "name": { "type": "string", "pattern": NOT_BLANK },
+                                "required": { "type": "boolean" }
+                            },
+                            "required": ["name"],
+                            "additionalProperties": false
+                        }
+                    ]
+                }
+            },
+            "caller": {
+                "description": "Tools the caller runs: a call pauses the task (exit 3) until `ybs resume` brings the result. See docs/resume.md.",
+                "type": ["array", "null"],
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": { "type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$" },
+                        "description": { "type": "string" },
+                        "parameters": {
+                            "description": "JSON Schema of the arguments (`type: object`).",
+                            "type": "object"
+                        }
+                    },
+                    "required": ["name", "description"],
+                    "additionalProperties": false
+                }
+            },
+            "mcp": {
+                "description": "MCP servers (stdio) whose tools join the registry as NAME__tool, decided by the policy and confined like any tool. See docs/mcp.md.",
+                "type": ["array", "null"],
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": { "type": "string", "pattern": r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$", "maxLength": 32 },
+                        "command": { "type": "string", "pattern": NOT_BLANK },
+                        "args": { "type": ["array", "null"], "items": { "type": "string" } },
+                        "env": { "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } },
+                        "timeout_seconds": { "$ref": "#/$defs/duration" },
+                        "required": {
+                            "description": "A server that cannot start makes the task an error (reason tool_unavailable). Default: false: the task goes on without its tools, saying so on the console and in the summary.",
+                            "type": "boolean"
+                        }
+                    },
+                    "required": ["name", "command"],
+                    "additionalProperties": false
+                }
+            },
+            "script": {
+                "description": "Offer the `script` tool: one bash script in which the task's other tools (not run_shell) are commands, each decided by the policy. Needs ybs built with the `script` feature. Default: false.",
+                "type": "boolean"
+            }
+        },
+        "additionalProperties": false
+    })
+}
+
+/// `limits:`.
+fn limits_field() -> Value {
+    json!({
+        "description": "Budgets; a task that hits one fails with its reason and keeps its changes.",
+        "type": ["object", "null"],
+        "properties": {
+            "max_iterations": {
+                "description": "Provider requests. Default: 25.",
+                "type": "integer", "minimum": 1, "maximum": u32::MAX
+            },
+            "timeout": { "$ref": "#/$defs/duration" },
+            "max_total_tokens": { "type": "integer", "minimum": 1 },
+            "max_cost_usd": { "type": "number", "exclusiveMinimum": 0 },
+            "max_tool_output_chars": {
+                "description": "Longer tool outputs are truncated with a marker. Default: 10000.",
+                "type": "integer", "minimum": 1
+            }
+        },
+        "additionalProperties": false
+    })
+}
+
+/// `output:`, the output contract (docs/task-files.md).
+fn output_field() -> Value {
+    json!({
+        "description": "An output contract: the final answer must be a JSON value (bare or in one fenced block) that the schema accepts; it is written to OUT/<task>/output.json. A violation goes back to the model; a task that never answers validly fails with reason `output_invalid`.",
+        "type": "object",
+        "properties": {
+            "schema": {
+                "description": "The JSON Schema, inline (draft 2020-12 unless `$schema` names another).",
+                "type": ["object", "boolean"]
+            },
+            "schema_file": {
+                "description": "A JSON or YAML file holding the JSON Schema, relative to the task file.",
+                "type": "string", "pattern": NOT_BLANK
+            },
+            "attempts": {
+                "description": "How many times an invalid answer goes back to the model. Default: `fix_attempts`.",
+                "type": "integer", "minimum": 0, "maximum": u32::MAX
+            }
+        },
+        "oneOf": [
+            { "required": ["schema"] },
+            { "required": ["schema_file"] }
+        ],
+        "additionalProperties": false
+    })
 }
 
 /// `policy:` (docs/policy.md).

@@ -16,6 +16,8 @@
 //! paths (or a `:`-separated list of them), 40- or 64-digit hex git object
 //! ids — unless the name looks secret ([`is_redactable`]).
 
+use crate::core::Environ;
+
 /// Variables passed through by exact name.
 /// `CARGO_HOME` and `RUSTUP_HOME` locate a toolchain installed outside
 /// `~` (the Rust container images), where rustup's `cargo` finds nothing.
@@ -54,16 +56,10 @@ pub struct ChildEnv {
 }
 
 impl ChildEnv {
-    /// The current process environment, filtered. Variables whose name or
-    /// value is not UTF-8 are dropped (and their values, when UTF-8, still
-    /// redacted).
-    pub fn scrubbed(passthrough: &[String]) -> Self {
-        Self::scrubbed_from(
-            std::env::vars_os().filter_map(|(name, value)| {
-                Some((name.into_string().ok()?, value.into_string().ok()?))
-            }),
-            passthrough,
-        )
+    /// ybs's environment (as read at the start), filtered. Variables whose
+    /// name or value is not UTF-8 are dropped.
+    pub fn scrubbed(environ: &Environ, passthrough: &[String]) -> Self {
+        Self::scrubbed_from(environ.utf8_vars(), passthrough)
     }
 
     /// `vars` filtered by the allowlist plus `passthrough`, then
@@ -418,9 +414,17 @@ mod tests {
     }
 
     #[test]
-    fn scrubbed_reads_the_process_environment() {
-        let env = ChildEnv::scrubbed(&[]);
+    fn scrubbed_filters_the_environment_read_at_the_start() {
+        let environ = Environ::from_pairs([
+            ("TERM", "xterm"),
+            ("PATH", "/usr/bin"),
+            ("SECRET_TOKEN", "abcdefgh12345678"),
+        ]);
+        let env = ChildEnv::scrubbed(&environ, &[]);
         assert_eq!(env.get("TERM"), Some("dumb"));
+        assert_eq!(env.get("PATH"), Some("/usr/bin"));
+        assert_eq!(env.removed, ["SECRET_TOKEN"]);
+        assert_eq!(env.secret_values, ["abcdefgh12345678"]);
         assert!(
             env.vars.iter().all(|(name, _)| is_allowed(name)
                 || NON_INTERACTIVE.iter().any(|(fixed, _)| fixed == name))

@@ -407,16 +407,28 @@ pub struct McpTool {
     server: Arc<McpServer>,
 }
 
+/// A server's tool that cannot be offered: its name joined to the
+/// server's is no valid tool name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "tool `{tool}` of MCP server `{server}` is not offered: `{name}` is not a valid tool name (letters, digits, `_` and `-`, at most 64)"
+)]
+pub struct InvalidToolName {
+    pub tool: String,
+    pub server: String,
+    pub name: String,
+}
+
 impl McpTool {
     /// `SERVER__tool`, or why the tool cannot be offered under that name.
-    pub fn new(server: Arc<McpServer>, tool: RemoteTool) -> Result<Self, String> {
+    pub fn new(server: Arc<McpServer>, tool: RemoteTool) -> Result<Self, InvalidToolName> {
         let name = format!("{}{SEPARATOR}{}", server.name(), tool.name);
         if !valid_tool_name(&name) {
-            return Err(format!(
-                "tool `{}` of MCP server `{}` is not offered: `{name}` is not a valid tool name (letters, digits, `_` and `-`, at most 64)",
-                tool.name,
-                server.name()
-            ));
+            return Err(InvalidToolName {
+                tool: tool.name,
+                server: server.name().to_owned(),
+                name,
+            });
         }
         let mut parameters = tool.input_schema;
         if !parameters.is_object() {
@@ -521,7 +533,7 @@ pub async fn start_all(specs: &[ServerSpec], ctx: &ToolCtx) -> Started {
                 for tool in listed {
                     match McpTool::new(server.clone(), tool) {
                         Ok(tool) => tools.push(tool),
-                        Err(note) => notes.push(note),
+                        Err(note) => notes.push(note.to_string()),
                     }
                 }
                 running.push(server);
@@ -587,7 +599,8 @@ mod tests {
         assert_eq!(offered.spec().parameters, json!({"type": "object"}));
         let error = McpTool::new(server, remote("read.file", json!({})))
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(
             error.contains("`fs__read.file` is not a valid tool name"),
             "{error}"

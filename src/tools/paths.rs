@@ -324,15 +324,14 @@ impl Blocklist {
         let mut prefixes = Vec::new();
         let mut globs = GlobSetBuilder::new();
         for entry in &ctx.blocked_paths {
-            let entry = expand_home(entry);
             if entry.contains(['*', '?', '[', '{']) {
-                let glob = GlobBuilder::new(&entry).literal_separator(true).build();
+                let glob = GlobBuilder::new(entry).literal_separator(true).build();
                 if let Ok(glob) = glob {
                     globs.add(glob);
                 }
                 continue;
             }
-            let path = ctx.workdir.join(&entry);
+            let path = ctx.workdir.join(entry);
             if let Ok(canonical) = fs::canonicalize(&path)
                 && canonical != path
             {
@@ -372,13 +371,6 @@ impl Blocklist {
         self.prefixes.iter().any(|prefix| abs.starts_with(prefix))
             || (!self.globs.is_empty()
                 && (self.globs.is_match(abs) || self.globs.is_match(relative)))
-    }
-}
-
-fn expand_home(entry: &str) -> String {
-    match (entry.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => Path::new(&home).join(rest).to_string_lossy().into_owned(),
-        _ => entry.to_owned(),
     }
 }
 

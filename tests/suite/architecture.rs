@@ -602,6 +602,168 @@ fn room_violations(files: &[(PathBuf, String)]) -> Vec<String> {
     violations
 }
 
+/// The modules that may read the process environment (variables, the
+/// working and temp directories): the CLI and `config`
+/// (`config::process_environ`, `config::process_cwd`), and the crate root.
+/// Everything else gets the values from them (`core::Environ`).
+const ENV_READERS: &[&str] = &["cli", "config"];
+
+/// What reads (or changes) the process environment, as `std::env::NAME`.
+const ENV_READS: &[&str] = &[
+    "var",
+    "var_os",
+    "vars",
+    "vars_os",
+    "temp_dir",
+    "current_dir",
+    "home_dir",
+    "set_var",
+    "remove_var",
+    "set_current_dir",
+];
+
+/// The reads below `config` that stay, each for a reason.
+const ENV_READS_ALLOWED: &[(&str, &str, &str)] = &[
+    // `ybs __sandbox` is a program of its own (the confined child's first
+    // process, docs/sandbox.md): it enters the directory it was started
+    // in and works in its own temp directory, after ybs has handed over.
+    (
+        "tools/sandbox/helper.rs",
+        "current_dir",
+        "the sandbox helper process",
+    ),
+    (
+        "tools/sandbox/helper.rs",
+        "set_current_dir",
+        "the sandbox helper process",
+    ),
+    (
+        "tools/sandbox/helper.rs",
+        "temp_dir",
+        "the sandbox helper process",
+    ),
+    // The sandbox is being rebuilt; these two move to `Environ` with it.
+    (
+        "tools/sandbox/placeholders.rs",
+        "var_os",
+        "the sandbox rebuild",
+    ),
+    ("tools/sandbox.rs", "temp_dir", "the sandbox rebuild"),
+];
+
+/// The text of a file without its test-only items (`#[cfg(test)]`
+/// modules, functions, …), blanked; and the names of the test-only child
+/// modules it declares in files of their own (`#[cfg(test)] mod tests;`).
+fn without_test_items(text: &str) -> (Vec<(Token, usize)>, BTreeSet<String>) {
+    let tokens = tokens(&blank_comments_and_literals(text));
+    let mut kept = Vec::new();
+    let mut test_children = BTreeSet::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let cfg_test = is_ident(tokens.get(i), "cfg")
+            && is_punct(tokens.get(i + 1), "(")
+            && is_ident(tokens.get(i + 2), "test")
+            && is_punct(tokens.get(i + 3), ")");
+        if !cfg_test {
+            kept.push(tokens[i].clone());
+            i += 1;
+            continue;
+        }
+        // Skip the item: up to its `;`, or its body's closing brace.
+        let mut at = i + 4;
+        while at < tokens.len() && !is_punct(tokens.get(at), ";") && !is_punct(tokens.get(at), "{")
+        {
+            if is_ident(tokens.get(at), "mod")
+                && let Some((Token::Ident(name), _)) = tokens.get(at + 1)
+                && is_punct(tokens.get(at + 2), ";")
+            {
+                test_children.insert(name.clone());
+            }
+            at += 1;
+        }
+        if is_punct(tokens.get(at), "{") {
+            let mut depth = 0_usize;
+            while at < tokens.len() {
+                if is_punct(tokens.get(at), "{") {
+                    depth += 1;
+                } else if is_punct(tokens.get(at), "}") {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                at += 1;
+            }
+        }
+        i = at + 1;
+    }
+    (kept, test_children)
+}
+
+/// Every read of the process environment outside [`ENV_READERS`] and
+/// test code, but those [`ENV_READS_ALLOWED`] lists: `file:line: std::env::NAME`.
+fn env_reads(files: &[(PathBuf, String)]) -> Vec<String> {
+    let sources = sources(files);
+    let mut test_modules: Vec<Vec<String>> = Vec::new();
+    let mut scanned = Vec::new();
+    for source in &sources {
+        let (tokens, test_children) = without_test_items(&source.text);
+        for child in test_children {
+            let mut module = source.module.clone();
+            module.push(child);
+            test_modules.push(module);
+        }
+        scanned.push((source, tokens));
+    }
+    let mut reads = Vec::new();
+    for (source, tokens) in scanned {
+        let Some(own) = source.module.first() else {
+            continue;
+        };
+        if ENV_READERS.contains(&own.as_str())
+            || test_modules
+                .iter()
+                .any(|test| source.module.starts_with(test))
+        {
+            continue;
+        }
+        let file = source.file.display().to_string();
+        let mut found = |name: &str, line: usize| {
+            let allowed = ENV_READS_ALLOWED
+                .iter()
+                .any(|(at, read, _)| *at == file && *read == name);
+            let read = format!("{file}:{line}: std::env::{name}");
+            if !allowed && !reads.contains(&read) {
+                reads.push(read);
+            }
+        };
+        for i in 0..tokens.len() {
+            // `env::NAME` in code or a `use` path, `env::{…, NAME}` in a group.
+            if !is_ident(tokens.get(i), "env") || !is_punct(tokens.get(i + 1), "::") {
+                continue;
+            }
+            match tokens.get(i + 2) {
+                Some((Token::Ident(name), line)) if ENV_READS.contains(&name.as_str()) => {
+                    found(name, *line);
+                }
+                Some((Token::Punct("{"), _)) => {
+                    let mut at = i + 3;
+                    while at < tokens.len() && !is_punct(tokens.get(at), "}") {
+                        if let Some((Token::Ident(name), line)) = tokens.get(at)
+                            && ENV_READS.contains(&name.as_str())
+                        {
+                            found(name, *line);
+                        }
+                        at += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    reads
+}
+
 fn crate_files() -> Vec<(PathBuf, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
@@ -790,5 +952,59 @@ fn every_top_level_module_is_classified() {
                 "src/{name} has no level in MAY_USE"
             );
         }
+    }
+}
+
+#[test]
+fn a_planted_read_of_the_environment_below_config_is_caught() {
+    let files = fixture(&[
+        (
+            "tools/planted.rs",
+            "use std::env;\nuse std::env::{self as e,\n    var_os};\nfn f() {\n    let _ = env::var(\"HOME\");\n    let _ = std::env::temp_dir();\n    // std::env::var(\"IN_A_COMMENT\")\n    let _ = \"std::env::vars()\";\n}\n#[cfg(test)]\nmod tests {\n    fn g() { std::env::var(\"T\"); }\n}\n",
+        ),
+        (
+            "report/deep.rs",
+            "#[cfg(test)]\nmod tests;\nfn f() { std::env::current_dir(); }\n",
+        ),
+        ("report/deep/tests.rs", "fn t() { std::env::var(\"X\"); }\n"),
+        ("config/read.rs", "fn f() { std::env::vars_os(); }\n"),
+        ("cli/read.rs", "fn f() { std::env::var(\"X\"); }\n"),
+    ]);
+    assert_eq!(
+        env_reads(&files),
+        [
+            "tools/planted.rs:3: std::env::var_os",
+            "tools/planted.rs:5: std::env::var",
+            "tools/planted.rs:6: std::env::temp_dir",
+            "report/deep.rs:3: std::env::current_dir",
+        ]
+    );
+}
+
+/// Nothing below `config` reads the process environment: `config` reads
+/// it once (`config::process_environ`) and the values are passed down.
+#[test]
+fn nothing_below_config_reads_the_process_environment() {
+    let reads = env_reads(&crate_files());
+    assert!(
+        reads.is_empty(),
+        "reads of the process environment below `config` (take the value from \
+         `core::Environ`, handed down from `config::process_environ`):\n{}",
+        reads.join("\n")
+    );
+}
+
+#[test]
+fn every_allowed_read_of_the_environment_is_still_there() {
+    let files = crate_files();
+    for (file, read, why) in ENV_READS_ALLOWED {
+        let (_, text) = files
+            .iter()
+            .find(|(path, _)| path.display().to_string() == *file)
+            .unwrap_or_else(|| panic!("{file} ({why}) is gone: drop it from ENV_READS_ALLOWED"));
+        assert!(
+            text.contains(&format!("env::{read}")),
+            "{file} no longer reads `std::env::{read}` ({why}): drop it from ENV_READS_ALLOWED"
+        );
     }
 }

@@ -13,7 +13,7 @@ use super::super::diagnostics;
 use super::super::repl;
 use super::common;
 use crate::core::exit;
-use crate::report::{Level, Printer};
+use crate::report::Level;
 use crate::runner::approve::TerminalApprover;
 use crate::runner::chat::{Flow, Session};
 use crate::runner::{self, RunError, RunFlags, RunOptions};
@@ -24,7 +24,7 @@ pub fn chat(args: &ChatArgs) -> u8 {
         Level::Quiet => Level::Quiet,
         _ => Level::Verbose,
     };
-    let mut printer = Printer::new(level, false);
+    let mut printer = common::printer(level, false);
     printer.stream_answers();
     if let Err(error) = repl::require_chat_terminal() {
         return diagnostics::fail(&printer, &error);
@@ -49,7 +49,7 @@ pub fn chat(args: &ChatArgs) -> u8 {
         no_sandbox: args.no_sandbox,
         jobs: 1,
         approver: Some(Box::new(move |redactor| {
-            let mut prompts = Printer::new(level, false);
+            let mut prompts = common::printer(level, false);
             prompts.set_redactor(redactor);
             Arc::new(TerminalApprover::new(Box::new(prompts)))
         })),

@@ -10,6 +10,11 @@ use crate::report::{Level, Printer};
 pub use crate::config::Overrides;
 pub use crate::runner::Loaded;
 
+/// The printer of a command, for ybs's environment.
+pub fn printer(level: Level, json: bool) -> Printer {
+    Printer::new(level, json, &crate::config::process_environ())
+}
+
 pub fn level(verbosity: &Verbosity) -> Level {
     if verbosity.quiet {
         Level::Quiet

@@ -12,7 +12,7 @@ use clap::CommandFactory;
 use super::super::args::{Cli, CompletionsArgs, ManArgs};
 use super::super::diagnostics;
 use crate::core::exit;
-use crate::report::{Level, Printer};
+use crate::report::Level;
 use crate::runner::RunError;
 
 pub fn completions(args: &CompletionsArgs) -> u8 {
@@ -61,5 +61,5 @@ fn emit(bytes: &[u8]) -> u8 {
 }
 
 fn fail(error: &RunError) -> u8 {
-    diagnostics::fail(&Printer::new(Level::Normal, false), error)
+    diagnostics::fail(&super::common::printer(Level::Normal, false), error)
 }

@@ -7,11 +7,11 @@ use super::super::args::ExplainArgs;
 use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
-use crate::report::{Level, Printer};
+use crate::report::Level;
 use crate::runner::inspect;
 
 pub fn explain(args: &ExplainArgs) -> u8 {
-    let printer = Printer::new(Level::Normal, false);
+    let printer = common::printer(Level::Normal, false);
     let (task_file, task_id) = match args.task.as_deref().map(|spec| spec.split_once('#')) {
         Some(Some((file, id))) => (Some(PathBuf::from(file)), Some(id)),
         Some(None) => (args.task.as_ref().map(PathBuf::from), None),

@@ -7,7 +7,6 @@ use super::super::args::{FixtureArgs, MergeArgs};
 use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
-use crate::report::Printer;
 use crate::report::{self, OutputLayout, RunTotals};
 use crate::runner::session::{self, Ending};
 use crate::runner::{RunReport, TaskResult};
@@ -15,13 +14,24 @@ use crate::runner::{RunReport, TaskResult};
 /// Merges, prints one line of totals, and exits as `run` would have over
 /// all the merged tasks; at least `4` when a shard or a task is missing.
 pub fn merge(args: &MergeArgs) -> u8 {
-    let printer = Printer::new(common::level(&args.verbosity), false);
+    let printer = common::printer(common::level(&args.verbosity), false);
     let outputs = OutputLayout::new(
         args.out.clone(),
         None,
         std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
     );
-    let merged = match report::merge::merge_with_rate(&args.dirs, &outputs, args.min_pass_rate) {
+    let cwd = match crate::config::process_cwd() {
+        Ok(cwd) => cwd,
+        Err(source) => {
+            return diagnostics::fail(&printer, &report::merge::MergeError::Write { source });
+        }
+    };
+    let merged = match report::merge::merge_with_rate(
+        &args.dirs,
+        &outputs,
+        args.min_pass_rate,
+        &cwd,
+    ) {
         Ok(merged) => merged,
         Err(error) => return diagnostics::fail(&printer, &error),
     };
@@ -77,7 +87,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
 
 /// Writes the fixture of one recorded task and says what it replays.
 pub fn fixture(args: &FixtureArgs) -> u8 {
-    let printer = Printer::new(common::level(&args.verbosity), false);
+    let printer = common::printer(common::level(&args.verbosity), false);
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(error) => {

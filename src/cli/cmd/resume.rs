@@ -7,15 +7,15 @@ use super::super::args::ResumeArgs;
 use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
-use crate::report::Printer;
 use crate::runner::resume::{self, ResultsInput, ResumeFlags};
 use crate::runner::{self, RunFlags, RunOptions};
 
 pub fn resume(args: &ResumeArgs) -> u8 {
     let level = common::level(&args.verbosity);
-    let mut printer = Printer::new(level, args.json);
+    let mut printer = common::printer(level, args.json);
     runner::harden(&printer, args.no_sandbox, true);
-    let cwd = match std::env::current_dir() {
+    let environ = crate::config::process_environ();
+    let cwd = match crate::config::process_cwd() {
         Ok(cwd) => cwd,
         Err(error) => {
             printer.error(&format!(
@@ -38,12 +38,12 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         by: args.by.clone(),
         allow_changed: args.allow_changed,
     };
-    let env = |name: &str| std::env::var(name).ok();
-    let redactor = resume::env_redactor();
+    let env = |name: &str| environ.var(name);
+    let redactor = resume::env_redactor(&environ);
     printer.set_redactor(redactor.clone());
     if args.list {
         // The pending calls, nothing resumed, nothing written.
-        return match resume::find_paused(&cwd, &args.out, args.task.as_deref()) {
+        return match resume::find_paused(&cwd, &args.out, args.task.as_deref(), &environ) {
             Ok(paused) => {
                 for task in &paused {
                     let count = task.state.pending.len();
@@ -63,7 +63,7 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         };
     }
     // Everything is checked before anything runs or is written.
-    let prepared = resume::find_paused(&cwd, &args.out, args.task.as_deref())
+    let prepared = resume::find_paused(&cwd, &args.out, args.task.as_deref(), &environ)
         .and_then(|paused| Ok((resume::gather_answers(&paused, &flags, &env)?, paused)));
     let (resumed, paused) = match prepared {
         Ok(found) => found,

@@ -8,7 +8,6 @@ use super::super::diagnostics;
 use super::super::repl;
 use super::{adhoc, common};
 use crate::core::exit;
-use crate::report::Printer;
 use crate::runner::approve::TerminalApprover;
 use crate::runner::{self, RunError, RunFlags, RunOptions};
 
@@ -23,7 +22,7 @@ pub fn run(args: &RunArgs) -> u8 {
 /// directory, with the paths of the flags (and the outputs) still where
 /// the user meant them; nothing is committed.
 fn in_scratch(args: &RunArgs) -> u8 {
-    let printer = Printer::new(common::level(&args.verbosity), args.json);
+    let printer = super::common::printer(common::level(&args.verbosity), args.json);
     let original = match std::env::current_dir() {
         Ok(dir) => dir,
         Err(error) => {
@@ -48,7 +47,11 @@ fn in_scratch(args: &RunArgs) -> u8 {
     skip.extend(args.out.iter().cloned());
     absolute(&mut args.out);
     args.no_commit = true;
-    let scratch = match runner::scratch::Scratch::copy_of(&original, &skip) {
+    let scratch = match runner::scratch::Scratch::copy_of(
+        &original,
+        &skip,
+        &crate::config::process_environ().temp_dir(),
+    ) {
         Ok(scratch) => scratch,
         Err(message) => {
             let error = RunError::usage(
@@ -72,7 +75,7 @@ fn in_scratch(args: &RunArgs) -> u8 {
 /// outputs belong in when that is not it (`--scratch`).
 fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
     let level = common::level(&args.verbosity);
-    let mut printer = Printer::new(level, args.json);
+    let mut printer = super::common::printer(level, args.json);
     // Progress bars would fight `--interactive`'s prompts for the terminal.
     printer.live(!args.interactive);
     // `--print-output`: stdout holds the answers, printed after the run.
@@ -143,7 +146,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         },
         approver: args.interactive.then(|| -> runner::options::MakeApprover {
             Box::new(move |redactor| {
-                let mut prompts = Printer::new(level, json);
+                let mut prompts = super::common::printer(level, json);
                 prompts.set_redactor(redactor);
                 Arc::new(TerminalApprover::new(Box::new(prompts)))
             })

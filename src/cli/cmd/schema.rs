@@ -4,7 +4,7 @@
 
 use super::super::args::{SchemaArgs, SchemaFormat};
 use crate::core::exit;
-use crate::report::{Level, Printer};
+use crate::report::Level;
 use crate::runner::schemas::Schema;
 
 pub fn schema(args: &SchemaArgs) -> u8 {
@@ -14,6 +14,6 @@ pub fn schema(args: &SchemaArgs) -> u8 {
         SchemaFormat::Task => Schema::Task,
         SchemaFormat::State => Schema::State,
     };
-    Printer::new(Level::Normal, false).result(&schema.render());
+    super::common::printer(Level::Normal, false).result(&schema.render());
     exit::OK
 }

@@ -5,7 +5,6 @@ use super::super::args::{ToolsArgs, ToolsCommand};
 use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
-use crate::report::Printer;
 use crate::runner;
 use crate::runner::toolbox::{ToolsAction, ToolsOutcome};
 
@@ -35,7 +34,7 @@ pub fn tools(args: &ToolsArgs) -> u8 {
         ),
         ToolsCommand::Status(args) => (&args.common, ToolsAction::Status { json: args.json }),
     };
-    let printer = Printer::new(common::level(&common_args.verbosity), false);
+    let printer = common::printer(common::level(&common_args.verbosity), false);
     runner::harden(&printer, common_args.no_sandbox, false);
     let overrides = common::config_overrides(&common_args.config, common_args.no_sandbox);
     let loaded = match common::load(
@@ -54,8 +53,10 @@ pub fn tools(args: &ToolsArgs) -> u8 {
         Ok(ToolsOutcome::ToolFailed) => exit::TASK_FAILED,
         Err(error) => {
             // Masked as the session's own lines were.
-            let mut printer = Printer::new(level, false);
-            printer.set_redactor(runner::resume::env_redactor());
+            let mut printer = common::printer(level, false);
+            printer.set_redactor(runner::resume::env_redactor(
+                &crate::config::process_environ(),
+            ));
             diagnostics::fail(&printer, &error)
         }
     }

@@ -6,11 +6,10 @@ use super::super::args::ValidateArgs;
 use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
-use crate::report::Printer;
 use crate::runner::inspect;
 
 pub fn validate(args: &ValidateArgs) -> u8 {
-    let printer = Printer::new(common::level(&args.verbosity), false);
+    let printer = common::printer(common::level(&args.verbosity), false);
     let overrides = common::overrides(&args.config, &args.provider, false, None);
     let policy_file = args.config.policy.as_deref();
     let loaded = crate::runner::load_selected(

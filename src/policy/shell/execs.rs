@@ -128,7 +128,17 @@ pub(super) fn analyze(family: &str, cmd: &SimpleCommand, analysis: &mut Analysis
         "expect" | "tclsh" | "wish" => {
             super::programs::interpreter(cmd, &["-c"], &[], &[], analysis);
         }
-        // Builtins that evaluate `NAME[subscript]` as arithmetic.
+        _ => return builtin(family, cmd, analysis),
+    }
+    true
+}
+
+/// The shell's builtins that evaluate `NAME[subscript]` as arithmetic (a
+/// subscript runs `$(…)`), or run a command by an option.
+fn builtin(family: &str, cmd: &SimpleCommand, analysis: &mut Analysis) -> bool {
+    let args = &cmd.argv[1..];
+    let program = cmd.program().unwrap_or(family);
+    match family {
         "printf" => {
             let mut index = 0;
             while let Some(word) = args.get(index) {
@@ -171,7 +181,7 @@ pub(super) fn analyze(family: &str, cmd: &SimpleCommand, analysis: &mut Analysis
         }
         "mapfile" | "readarray" => {
             if cluster_has(args, &['C']) {
-                runs(&format!("{program} -C"));
+                analysis.hazard(HazardKind::RunsProgram, &format!("{program} -C"));
             }
             if let Some(word) = args.iter().find(|w| w.contains('[')) {
                 subscript(analysis, &format!("{program} {word}"));
@@ -179,7 +189,7 @@ pub(super) fn analyze(family: &str, cmd: &SimpleCommand, analysis: &mut Analysis
         }
         "compgen" | "complete" => {
             if cluster_has(args, &['C', 'F', 'W']) {
-                runs(&format!("{program} -C/-F/-W"));
+                analysis.hazard(HazardKind::RunsProgram, &format!("{program} -C/-F/-W"));
             }
         }
         _ => return false,

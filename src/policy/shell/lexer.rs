@@ -280,43 +280,47 @@ impl Parser {
                     cmd.words.push(word);
                 }
                 '<' | '>' => self.redirection(&mut cmd, None, false, via),
-                _ => {
-                    let word = self.word();
-                    let is_fd = !word.special
-                        && !word.text.is_empty()
-                        && word.text.bytes().all(|b| b.is_ascii_digit())
-                        && matches!(self.peek(), Some('<' | '>'))
-                        && self.peek_at(1) != Some('(');
-                    // `{name}>file` (bash 4.1): the shell picks a free
-                    // descriptor and stores it in `name`; the word is not
-                    // an argument.
-                    let is_named_fd = !word.special
-                        && word
-                            .text
-                            .strip_prefix('{')
-                            .and_then(|rest| rest.strip_suffix('}'))
-                            .is_some_and(|name| {
-                                name.chars()
-                                    .next()
-                                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                            })
-                        && matches!(self.peek(), Some('<' | '>'))
-                        && self.peek_at(1) != Some('(');
-                    if is_fd {
-                        let fd = word.text.parse().ok();
-                        self.redirection(&mut cmd, fd, false, via);
-                    } else if is_named_fd {
-                        cmd.hazard(
-                            HazardKind::ChangesShell,
-                            &format!("{}> (a named descriptor sets a variable)", word.text),
-                        );
-                        self.redirection(&mut cmd, None, false, via);
-                    } else {
-                        cmd.words.push(word);
-                    }
-                }
+                _ => self.word_or_descriptor(&mut cmd, via),
             }
+        }
+    }
+
+    /// A word, or a descriptor number (`2>`) or name (`{fd}>`) before a
+    /// redirection.
+    fn word_or_descriptor(&mut self, cmd: &mut Builder, via: Option<&str>) {
+        let word = self.word();
+        let is_fd = !word.special
+            && !word.text.is_empty()
+            && word.text.bytes().all(|b| b.is_ascii_digit())
+            && matches!(self.peek(), Some('<' | '>'))
+            && self.peek_at(1) != Some('(');
+        // `{name}>file` (bash 4.1): the shell picks a free
+        // descriptor and stores it in `name`; the word is not
+        // an argument.
+        let is_named_fd = !word.special
+            && word
+                .text
+                .strip_prefix('{')
+                .and_then(|rest| rest.strip_suffix('}'))
+                .is_some_and(|name| {
+                    name.chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+            && matches!(self.peek(), Some('<' | '>'))
+            && self.peek_at(1) != Some('(');
+        if is_fd {
+            let fd = word.text.parse().ok();
+            self.redirection(cmd, fd, false, via);
+        } else if is_named_fd {
+            cmd.hazard(
+                HazardKind::ChangesShell,
+                &format!("{}> (a named descriptor sets a variable)", word.text),
+            );
+            self.redirection(cmd, None, false, via);
+        } else {
+            cmd.words.push(word);
         }
     }
 

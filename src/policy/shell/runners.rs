@@ -378,6 +378,24 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
         "" => program,
         family => family,
     };
+    let handled = builtin(cmd, program, family, &mut analysis)
+        || interpreter(cmd, program, family, &mut analysis)
+        || known_program(cmd, program, family, &mut analysis);
+    if !handled {
+        if SHELLS.contains(&family) {
+            shell(cmd, program, &mut analysis);
+        } else if let Some(spec) = WRAPPERS.iter().find(|w| w.names.contains(&program)) {
+            wrapped(cmd, program, spec, &mut analysis);
+        } else {
+            execs::analyze(family, cmd, &mut analysis);
+        }
+    }
+    analysis
+}
+
+/// The shell's own commands that run code or change the shell: `eval`,
+/// `source`, `trap`, `export`, `command`…, and `env`, `capsh`.
+fn builtin(cmd: &SimpleCommand, program: &str, family: &str, analysis: &mut Analysis) -> bool {
     let argv = &cmd.argv;
     match family {
         "eval" => {
@@ -397,9 +415,9 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
         }
         "export" | "declare" | "typeset" | "local" | "readonly" => {
             for word in &argv[1..] {
-                check_assignment(word, &mut analysis);
+                check_assignment(word, analysis);
             }
-            execs::analyze(family, cmd, &mut analysis);
+            execs::analyze(family, cmd, analysis);
         }
         "capsh" => {
             // `capsh … -- ARGS` runs `/bin/bash ARGS` (or `--shell=`).
@@ -410,7 +428,7 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
                 analysis.inner_words(cmd, words, at, "capsh --");
             }
         }
-        "env" => env(cmd, &mut analysis),
+        "env" => env(cmd, analysis),
         "command" => {
             if !argv[1..].iter().any(|w| w == "-v" || w == "-V") {
                 analysis.hazard(HazardKind::RunsProgram, program);
@@ -418,11 +436,19 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
                 analysis.command(cmd, start, start, program);
             }
         }
-        "python" | "pypy" => {
-            programs::interpreter(cmd, &["-c"], &["-m"], &["-W", "-X"], &mut analysis)
-        }
-        "perl" => programs::interpreter(cmd, &["-e", "-E"], &[], &["-I", "-M"], &mut analysis),
-        "ruby" => programs::interpreter(cmd, &["-e"], &[], &["-I", "-r"], &mut analysis),
+        _ => return false,
+    }
+    true
+}
+
+/// Interpreters: code given inline (`-c`, `-e`…) or a module or file
+/// loaded before the script.
+fn interpreter(cmd: &SimpleCommand, program: &str, family: &str, analysis: &mut Analysis) -> bool {
+    let argv = &cmd.argv;
+    match family {
+        "python" | "pypy" => programs::interpreter(cmd, &["-c"], &["-m"], &["-W", "-X"], analysis),
+        "perl" => programs::interpreter(cmd, &["-e", "-E"], &[], &["-I", "-M"], analysis),
+        "ruby" => programs::interpreter(cmd, &["-e"], &[], &["-I", "-r"], analysis),
         "node" | "nodejs" | "bun" => programs::interpreter(
             cmd,
             &["-e", "--eval", "-p", "--print"],
@@ -434,47 +460,58 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
                 "--loader",
                 "--experimental-loader",
             ],
-            &mut analysis,
+            analysis,
         ),
         "deno" if argv.get(1).is_some_and(|w| w == "eval") => {
             analysis.hazard(HazardKind::InlineCode, "deno eval");
         }
-        "php" => programs::interpreter(
-            cmd,
-            &["-r", "-R", "-B", "-E"],
-            &[],
-            &["-d", "-c"],
-            &mut analysis,
-        ),
+        "php" => {
+            programs::interpreter(cmd, &["-r", "-R", "-B", "-E"], &[], &["-d", "-c"], analysis)
+        }
         "lua" | "luajit" | "Rscript" | "R" => {
-            programs::interpreter(cmd, &["-e"], &[], &["-l"], &mut analysis);
+            programs::interpreter(cmd, &["-e"], &[], &["-l"], analysis);
         }
         "julia" => programs::interpreter(
             cmd,
             &["-e", "-E", "--eval", "--print"],
             &[],
             &["-J", "-L", "-p", "-t", "--sysimage", "--load", "--procs"],
-            &mut analysis,
+            analysis,
         ),
         "groovy" | "scala" | "osascript" | "ghci" | "elixir" | "racket" => {
-            programs::interpreter(cmd, &["-e", "--eval"], &[], &[], &mut analysis);
+            programs::interpreter(cmd, &["-e", "--eval"], &[], &[], analysis);
         }
-        "erl" => programs::interpreter(cmd, &["-eval"], &[], &[], &mut analysis),
-        "guile" => programs::interpreter(cmd, &["-c"], &[], &["-L", "-l"], &mut analysis),
-        "sbcl" => programs::interpreter(cmd, &["--eval"], &[], &["--load"], &mut analysis),
-        "clisp" => programs::interpreter(cmd, &["-x"], &[], &["-i"], &mut analysis),
+        "erl" => programs::interpreter(cmd, &["-eval"], &[], &[], analysis),
+        "guile" => programs::interpreter(cmd, &["-c"], &[], &["-L", "-l"], analysis),
+        "sbcl" => programs::interpreter(cmd, &["--eval"], &[], &["--load"], analysis),
+        "clisp" => programs::interpreter(cmd, &["-x"], &[], &["-i"], analysis),
         // `!cmd` in a dc program runs a shell command; m4's `syscmd`.
         "dc" => programs::interpreter(
             cmd,
             &["-e", "--expression"],
             &[],
             &["-f", "--file"],
-            &mut analysis,
+            analysis,
         ),
         "m" if program == "m4" => {
-            programs::interpreter(cmd, &[], &[], &["-D", "-U", "-I"], &mut analysis);
+            programs::interpreter(cmd, &[], &[], &["-D", "-U", "-I"], analysis);
         }
-        "pwsh" | "powershell" => powershell(cmd, &mut analysis),
+        _ => return false,
+    }
+    true
+}
+
+/// Programs that run others by an option (`wget --use-askpass`, `rg
+/// --pre`, `make VAR=…`, `nc -e`…) or a script language (`awk`, `sed`).
+fn known_program(
+    cmd: &SimpleCommand,
+    program: &str,
+    family: &str,
+    analysis: &mut Analysis,
+) -> bool {
+    let argv = &cmd.argv;
+    match family {
+        "pwsh" | "powershell" => powershell(cmd, analysis),
         "socat"
             if argv[1..].iter().any(|w| {
                 let lower = w.to_ascii_lowercase();
@@ -504,10 +541,10 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
         {
             analysis.hazard(HazardKind::RunsProgram, "wget --use-askpass/--execute");
         }
-        "awk" | "gawk" | "mawk" | "nawk" => programs::awk(cmd, &mut analysis),
-        "sed" | "gsed" => sed::sed(cmd, &mut analysis),
-        "find" => programs::find(cmd, &mut analysis),
-        "git" => git(cmd, &mut analysis),
+        "awk" | "gawk" | "mawk" | "nawk" => programs::awk(cmd, analysis),
+        "sed" | "gsed" => sed::sed(cmd, analysis),
+        "find" => programs::find(cmd, analysis),
+        "git" => git(cmd, analysis),
         "rg" => {
             for (index, word) in argv.iter().enumerate() {
                 if let Some(value) = word.strip_prefix("--pre=") {
@@ -546,18 +583,11 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
                 analysis.hazard(HazardKind::RunsProgram, &format!("make {word}"));
             }
         }
-        "tar" | "gtar" | "bsdtar" => execs::tar(&argv[1..], &mut analysis),
-        "rsync" => execs::rsync(&argv[1..], &mut analysis),
-        _ if SHELLS.contains(&family) => shell(cmd, program, &mut analysis),
-        _ => {
-            if let Some(spec) = WRAPPERS.iter().find(|w| w.names.contains(&program)) {
-                wrapped(cmd, program, spec, &mut analysis);
-            } else {
-                execs::analyze(family, cmd, &mut analysis);
-            }
-        }
+        "tar" | "gtar" | "bsdtar" => execs::tar(&argv[1..], analysis),
+        "rsync" => execs::rsync(&argv[1..], analysis),
+        _ => return false,
     }
-    analysis
+    true
 }
 
 impl Analysis {
@@ -732,9 +762,10 @@ fn shell(cmd: &SimpleCommand, program: &str, analysis: &mut Analysis) {
     }
 }
 
-/// `git -c key=value …`, and subcommands that run a command or hook.
-fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
-    let argv = &cmd.argv;
+/// git's options before its subcommand (`-c`, `-C DIR`, `--git-dir`…):
+/// those that may run a program are hazards. Returns where the
+/// subcommand is.
+fn git_options(argv: &[String], analysis: &mut Analysis) -> usize {
     let mut index = 1;
     while let Some(word) = argv.get(index) {
         match word.as_str() {
@@ -764,6 +795,13 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
             _ => break,
         }
     }
+    index
+}
+
+/// `git -c key=value …`, and subcommands that run a command or hook.
+fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
+    let argv = &cmd.argv;
+    let index = git_options(argv, analysis);
     let Some(subcommand) = argv.get(index) else {
         return;
     };
@@ -807,10 +845,7 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
             analysis.hazard(HazardKind::RunsProgram, "git rebase --exec");
         }
         "difftool" | "mergetool" if runs(&["--extcmd", "--tool"]) || cluster(&['x', 't']) => {
-            analysis.hazard(
-                HazardKind::RunsProgram,
-                &format!("git {subcommand} --extcmd"),
-            );
+            analysis.hazard(HazardKind::RunsProgram, &format!("{via} --extcmd"));
         }
         "grep" if runs(&["--open-files-in-pager"]) || cluster(&['O']) => {
             analysis.hazard(HazardKind::RunsProgram, "git grep --open-files-in-pager");
@@ -831,9 +866,7 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         }
         // `git remote-ext URL CMD` runs CMD when asked to connect;
         // `git daemon --access-hook=CMD` runs CMD for each request.
-        "instaweb" | "web--browse" | "remote-ext" => {
-            analysis.hazard(HazardKind::RunsProgram, &format!("git {subcommand}"));
-        }
+        "instaweb" | "web--browse" | "remote-ext" => analysis.hazard(HazardKind::RunsProgram, &via),
         "daemon" if rest.iter().any(|w| w.starts_with("--access-hook")) => {
             analysis.hazard(HazardKind::RunsProgram, "git daemon --access-hook");
         }
@@ -853,17 +886,16 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         }
         _ => {}
     }
+    // The program run on the other side (`--upload-pack`), a template
+    // directory's hooks, a clone's configuration.
     let remote_program = runs(&["--upload-pack", "--receive-pack", "--exec", "--template"])
         && matches!(
             subcommand.as_str(),
             "clone" | "fetch" | "pull" | "push" | "ls-remote" | "archive" | "init" | "submodule"
         );
-    let clone_config = subcommand == "clone" && runs(&["-u", "-c", "--config"]);
-    if remote_program || clone_config {
-        analysis.hazard(
-            HazardKind::RunsProgram,
-            &format!("git {subcommand} --upload-pack"),
-        );
+    if remote_program || (subcommand == "clone" && runs(&["-u", "-c", "--config"])) {
+        let what = format!("git {subcommand} --upload-pack");
+        analysis.hazard(HazardKind::RunsProgram, &what);
     }
 }
 

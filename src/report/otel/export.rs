@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::{Ids, Protocol, Settings, Span, ToolFacts, tool_span, wire};
+use super::{Ids, OtelError, Protocol, Settings, Span, ToolFacts, tool_span, wire};
 
 /// Spans that end within this window of the first go in one request.
 const BATCH_WINDOW: Duration = Duration::from_secs(1);
@@ -66,16 +66,14 @@ impl std::fmt::Debug for Exporter {
 }
 
 impl Exporter {
-    /// From the process environment: `Ok(None)` when no endpoint is set
-    /// (nothing starts), an error line when a variable cannot be used or
-    /// the export thread cannot start.
-    pub fn from_env() -> Result<Option<Self>, String> {
-        let Some(settings) = Settings::from_env(|name| std::env::var(name).ok())? else {
+    /// From ybs's environment (`env` looks a variable up): `Ok(None)`
+    /// when no endpoint is set (nothing starts), an error when a variable
+    /// cannot be used or the export thread cannot start.
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, OtelError> {
+        let Some(settings) = Settings::from_env(env)? else {
             return Ok(None);
         };
-        Self::start(settings)
-            .map(Some)
-            .map_err(|error| format!("cannot start the export thread: {error}"))
+        Self::start(settings).map(Some).map_err(OtelError::Thread)
     }
 
     /// Starts the export thread for `settings`.

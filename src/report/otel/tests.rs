@@ -134,7 +134,7 @@ fn unusable_values_are_one_line_errors_that_never_echo_a_header() {
             "key=value",
         ),
     ] {
-        let error = Settings::from_env(env(&pairs)).unwrap_err();
+        let error = Settings::from_env(env(&pairs)).unwrap_err().to_string();
         assert!(error.contains(expected), "{error}");
         assert!(
             !error.contains("secret-token") && !error.contains('\n'),

@@ -26,13 +26,16 @@ pub struct Terminal {
 }
 
 impl Terminal {
-    pub fn detect() -> Self {
-        let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    /// This process's terminal, with the settings of `environ`.
+    pub fn detect(environ: &crate::core::Environ) -> Self {
+        let var = |name: &str| environ.var_os(name).filter(|value| !value.is_empty());
         Self {
-            github: std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true"),
+            github: environ
+                .var_os("GITHUB_ACTIONS")
+                .is_some_and(|v| v == "true"),
             stdout_tty: std::io::stdout().is_terminal(),
             stderr_tty: std::io::stderr().is_terminal(),
-            dumb: std::env::var_os("TERM").is_some_and(|term| term == "dumb"),
+            dumb: environ.var_os("TERM").is_some_and(|term| term == "dumb"),
             no_color: var("NO_COLOR").is_some(),
             force_color: var("CLICOLOR_FORCE").is_some_and(|value| value != "0"),
         }

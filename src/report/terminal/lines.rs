@@ -86,46 +86,55 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
             line(format!("  note: {}", neutralize(message)))
         }
         Event::Git { outcome } if verbose => line(format!("  git: {}", neutralize(&outcome.note))),
-        Event::TaskFinished {
-            status,
-            reason,
-            message,
-            iterations,
-            usage,
-            cost,
-            duration_ms,
-            ..
-        } => {
-            let label = match status {
-                Status::Passed => "PASS ",
-                Status::Failed => "FAIL ",
-                Status::Error => "ERROR",
-                Status::Paused => "PAUSE",
-                Status::Skipped => "SKIP ",
-            };
-            let why = message
-                .as_deref()
-                .map(|m| format!("  {}", neutralize(&one_line(m))))
-                .unwrap_or_default();
-            #[expect(clippy::cast_precision_loss, reason = "display only")]
-            let seconds = *duration_ms as f64 / 1000.0;
-            let line = format!(
-                "{label} {task}  {reason}  {iterations} iterations · {} tokens · cost {cost} · {seconds:.1}s{why}",
-                usage.total()
-            );
-            let failed = *status != Status::Passed;
-            let detail = message.as_deref().unwrap_or_default();
-            Some(HumanLine {
-                text: line,
-                failed,
-                // A task never started is no error of its own: the one that
-                // stopped the batch has its annotation.
-                annotation: (failed && *status != Status::Skipped)
-                    .then(|| (format!("ybs {task}"), format!("{reason}: {detail}"))),
-            })
-        }
+        Event::TaskFinished { .. } => finished_line(record),
         _ => None,
     }
+}
+
+/// A task's last line: its status, reason and totals (and, when it did not
+/// pass, its annotation).
+fn finished_line(record: &EventRecord) -> Option<HumanLine> {
+    let task = &record.task;
+    let Event::TaskFinished {
+        status,
+        reason,
+        message,
+        iterations,
+        usage,
+        cost,
+        duration_ms,
+        ..
+    } = &record.event
+    else {
+        return None;
+    };
+    let label = match status {
+        Status::Passed => "PASS ",
+        Status::Failed => "FAIL ",
+        Status::Error => "ERROR",
+        Status::Paused => "PAUSE",
+        Status::Skipped => "SKIP ",
+    };
+    let why = message
+        .as_deref()
+        .map(|m| format!("  {}", neutralize(&one_line(m))))
+        .unwrap_or_default();
+    #[expect(clippy::cast_precision_loss, reason = "display only")]
+    let seconds = *duration_ms as f64 / 1000.0;
+    let line = format!(
+        "{label} {task}  {reason}  {iterations} iterations · {} tokens · cost {cost} · {seconds:.1}s{why}",
+        usage.total()
+    );
+    let failed = *status != Status::Passed;
+    let detail = message.as_deref().unwrap_or_default();
+    Some(HumanLine {
+        text: line,
+        failed,
+        // A task never started is no error of its own: the one that
+        // stopped the batch has its annotation.
+        annotation: (failed && *status != Status::Skipped)
+            .then(|| (format!("ybs {task}"), format!("{reason}: {detail}"))),
+    })
 }
 
 /// `text` neutralised and kept on one line: a line break in a name or an

@@ -22,6 +22,7 @@ use std::io::Write;
 use super::bars::{Bars, Groups, Terminal};
 use super::lines::human_line;
 use super::view::LogView;
+use crate::core::Environ;
 use crate::core::Redactor;
 use crate::core::event::{Event, EventRecord, EventSink};
 use crate::core::redact::{LineMasker, MASK};
@@ -41,6 +42,8 @@ pub struct Printer {
     level: Level,
     json: bool,
     github: bool,
+    /// What the terminal is (ttys, `TERM`, colour settings).
+    terminal: Terminal,
     redactor: Redactor,
     live: Option<Live>,
     /// `ybs chat`: the model's text is printed as it streams in.
@@ -75,12 +78,15 @@ struct Live {
 }
 
 impl Printer {
-    pub fn new(level: Level, json: bool) -> Self {
-        let github = std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true");
+    /// A printer for ybs's environment as read at the start (`environ`:
+    /// `GITHUB_ACTIONS`, `TERM`, `NO_COLOR`, `CLICOLOR_FORCE`).
+    pub fn new(level: Level, json: bool, environ: &Environ) -> Self {
+        let terminal = Terminal::detect(environ);
         Self {
             level,
             json,
-            github,
+            github: terminal.github,
+            terminal,
             redactor: Redactor::new(),
             live: None,
             chat: None,
@@ -138,7 +144,7 @@ impl Printer {
     /// `--interactive` run, whose prompts share the terminal); else, with
     /// no `--json`, plain lines, grouped under GitHub Actions.
     pub fn live(&mut self, bars: bool) {
-        let terminal = Terminal::detect();
+        let terminal = self.terminal;
         let bars = (bars && self.level != Level::Quiet && terminal.bars())
             .then(|| Bars::new(terminal.color_stderr()));
         self.live = Some(Live {

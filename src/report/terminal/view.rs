@@ -135,14 +135,52 @@ impl LogView {
         model_line(task, text)
     }
 
+    /// A call's line: its decision (kept from `tool.decided`), its mark,
+    /// time and, with -v, the first line of its output.
+    fn tool_completed(&mut self, record: &EventRecord) -> Vec<HumanLine> {
+        let task = &record.task;
+        let Event::ToolCompleted {
+            call_id,
+            name,
+            ok,
+            ran,
+            duration_ms,
+            truncated,
+            output,
+        } = &record.event
+        else {
+            return Vec::new();
+        };
+        let decided = self.decided.remove(&(task.clone(), call_id.clone()));
+        let (name, arguments, decision) = match &decided {
+            Some(d) => (
+                d.name.clone(),
+                format!(" {}", d.arguments),
+                format!("  [{}: {}]", d.verdict, d.rule),
+            ),
+            None => (inline(&clip(name, 80)), String::new(), String::new()),
+        };
+        let mark = if *ok { "✓" } else { "✗" };
+        let note = match (*ran, *truncated) {
+            (false, _) => " (not run)",
+            (true, true) => " (truncated)",
+            (true, false) => "",
+        };
+        let first = if self.verbose {
+            let first = output.lines().next().unwrap_or_default();
+            format!("  {}", neutralize(&clip(first, 120)))
+        } else {
+            String::new()
+        };
+        vec![plain(format!(
+            "  {task} · {mark} {name}{arguments}{decision} {duration_ms}ms{note}{first}"
+        ))]
+    }
+
     /// The lines `record` adds to the log (none for most events).
     pub fn lines(&mut self, record: &EventRecord) -> Vec<HumanLine> {
         let task = &record.task;
-        let line = |text: String| HumanLine {
-            text,
-            failed: false,
-            annotation: None,
-        };
+        let line = plain;
         match &record.event {
             Event::TaskStarted { .. } => human_line(record, true).into_iter().collect(),
             Event::ToolDecided {
@@ -164,40 +202,7 @@ impl LogView {
                 );
                 Vec::new()
             }
-            Event::ToolCompleted {
-                call_id,
-                name,
-                ok,
-                ran,
-                duration_ms,
-                truncated,
-                output,
-            } => {
-                let decided = self.decided.remove(&(task.clone(), call_id.clone()));
-                let (name, arguments, decision) = match &decided {
-                    Some(d) => (
-                        d.name.clone(),
-                        format!(" {}", d.arguments),
-                        format!("  [{}: {}]", d.verdict, d.rule),
-                    ),
-                    None => (inline(&clip(name, 80)), String::new(), String::new()),
-                };
-                let mark = if *ok { "✓" } else { "✗" };
-                let note = match (*ran, *truncated) {
-                    (false, _) => " (not run)",
-                    (true, true) => " (truncated)",
-                    (true, false) => "",
-                };
-                let first = if self.verbose {
-                    let first = output.lines().next().unwrap_or_default();
-                    format!("  {}", neutralize(&clip(first, 120)))
-                } else {
-                    String::new()
-                };
-                vec![line(format!(
-                    "  {task} · {mark} {name}{arguments}{decision} {duration_ms}ms{note}{first}"
-                ))]
-            }
+            Event::ToolCompleted { .. } => self.tool_completed(record),
             Event::CheckCompleted {
                 name,
                 passed,
@@ -246,6 +251,15 @@ impl LogView {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+/// A line that is neither a failure nor an annotation.
+fn plain(text: String) -> HumanLine {
+    HumanLine {
+        text,
+        failed: false,
+        annotation: None,
     }
 }
 

@@ -8,7 +8,7 @@
 //! the agent's way: check the parameters, decide, run, read the envelope.
 
 use std::io::{IsTerminal, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -18,6 +18,7 @@ pub mod serve;
 use super::RunError;
 use super::options::Loaded;
 use crate::config::Config;
+use crate::core::Environ;
 use crate::core::exit::{self, Failure};
 use crate::policy::{CallView, Policy, Verdict};
 use crate::report::Console;
@@ -116,6 +117,8 @@ pub(super) struct Session {
     home: Option<PathBuf>,
     pub(super) policy: Option<Policy>,
     pub(super) env: ChildEnv,
+    /// ybs's environment, read once with the config.
+    pub(super) environ: Environ,
     /// Confines every tool process (docs/security.md S1); `None`: `--no-sandbox`.
     sandbox: Option<Arc<Sandbox>>,
     pub(super) runtime: tokio::runtime::Runtime,
@@ -128,6 +131,7 @@ impl Session {
             cwd,
             home,
             operator_policy,
+            environ,
             ..
         } = loaded;
         // The policy file decides as a task's policy would, with the
@@ -137,6 +141,7 @@ impl Session {
                 runner::task_policy(&PolicyInputs {
                     config: &config,
                     home: home.as_deref(),
+                    environ: &environ,
                     operator: None,
                     workdir: &cwd,
                     protected: Vec::new(),
@@ -146,11 +151,11 @@ impl Session {
             ),
             None => None,
         };
-        let mut env = ChildEnv::scrubbed(&config.safety.env_passthrough);
+        let mut env = ChildEnv::scrubbed(&environ, &config.safety.env_passthrough);
         let workdir = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
         let (sandbox, info) = task_sandbox(
             &config,
-            home.as_deref(),
+            (home.as_deref(), &environ),
             &workdir,
             true,
             &SandboxPaths {
@@ -168,7 +173,7 @@ impl Session {
                 info.reason.as_deref().unwrap_or("unknown reason")
             )),
         }
-        let redactor = runner::redactor(&env);
+        let redactor = runner::redactor(&env, &environ);
         printer.set_redactor(redactor);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -181,6 +186,7 @@ impl Session {
             home,
             policy,
             env,
+            environ,
             sandbox,
             runtime,
         })
@@ -193,7 +199,11 @@ impl Session {
 
     /// [`Self::discover`], inside the runtime.
     pub(super) async fn discover_async(&self, names: &[String]) -> Catalog {
-        let mut settings = discovery_settings(&self.config.tools, &self.cwd, self.home.as_deref());
+        let mut settings = discovery_settings(
+            &self.config.tools,
+            &self.cwd,
+            (self.home.as_deref(), &self.environ),
+        );
         settings.sandbox.clone_from(&self.sandbox);
         let policy = |name: &str| {
             self.policy
@@ -209,7 +219,7 @@ impl Session {
     }
 
     pub(super) fn cache_dir(&self) -> Option<PathBuf> {
-        cache_dir(self.home.as_deref())
+        cache_dir(self.home.as_deref(), &self.environ)
     }
 
     /// The entry called `name`, or the usage error saying it does not exist.
@@ -254,30 +264,7 @@ fn list(session: &Session, json: bool) -> Result<ToolsOutcome, ToolsError> {
             .iter()
             .map(|entry| (entry, false))
             .chain(catalog.shadowed.iter().map(|entry| (entry, true)))
-            .map(|(entry, shadowed)| {
-                let metrics = stats_of(entry);
-                json!({
-                    "name": entry.name,
-                    "status": if shadowed { "shadowed" } else { entry.status.as_str() },
-                    "reason": entry.detail,
-                    "source": entry.source.as_str(),
-                    "path": entry.path,
-                    "enabled_by": entry.enabled_by,
-                    "schema_from": entry.schema_from,
-                    "description": entry.description(),
-                    "timeout_seconds": entry.timeout.as_secs_f64(),
-                    "offered": !shadowed && entry.status == Status::Ready && entry.enabled_by.is_some(),
-                    "metrics": {
-                        "calls": metrics.calls,
-                        "successes": metrics.successes,
-                        "failures": metrics.failures,
-                        "timeouts": metrics.timeouts,
-                        "total_ms": metrics.total_ms,
-                        "p50_ms": metrics.p50_ms,
-                        "p95_ms": metrics.p95_ms,
-                    },
-                })
-            })
+            .map(|(entry, shadowed)| entry_json(entry, shadowed, &stats_of(entry)))
             .collect();
         session
             .printer
@@ -334,6 +321,31 @@ fn list(session: &Session, json: bool) -> Result<ToolsOutcome, ToolsError> {
     }
     session.printer.result(&table(&rows));
     Ok(ToolsOutcome::Done)
+}
+
+/// One entry of `ybs tools list --json`.
+fn entry_json(entry: &Entry, shadowed: bool, metrics: &crate::core::event::ToolMetrics) -> Value {
+    json!({
+        "name": entry.name,
+        "status": if shadowed { "shadowed" } else { entry.status.as_str() },
+        "reason": entry.detail,
+        "source": entry.source.as_str(),
+        "path": entry.path,
+        "enabled_by": entry.enabled_by,
+        "schema_from": entry.schema_from,
+        "description": entry.description(),
+        "timeout_seconds": entry.timeout.as_secs_f64(),
+        "offered": !shadowed && entry.status == Status::Ready && entry.enabled_by.is_some(),
+        "metrics": {
+            "calls": metrics.calls,
+            "successes": metrics.successes,
+            "failures": metrics.failures,
+            "timeouts": metrics.timeouts,
+            "total_ms": metrics.total_ms,
+            "p50_ms": metrics.p50_ms,
+            "p95_ms": metrics.p95_ms,
+        },
+    })
 }
 
 /// Left-aligned columns separated by two spaces; the last is not padded.
@@ -497,7 +509,17 @@ pub(super) fn tool_ctx(session: &Session) -> ToolCtx {
     ToolCtx {
         allowed_roots: vec![workdir.clone()],
         workdir,
-        blocked_paths: session.config.safety.blocked_paths.clone(),
+        blocked_paths: session
+            .config
+            .safety
+            .blocked_paths
+            .iter()
+            .map(|path| {
+                runner::prepare::expand_home(Path::new(path), session.home.as_deref())
+                    .display()
+                    .to_string()
+            })
+            .collect(),
         protected_paths: Vec::new(),
         env: session.env.clone(),
         shell_timeout: std::time::Duration::from_secs(30),

@@ -169,7 +169,7 @@ pub(super) fn serve(session: &Session, options: &ServeOptions) -> Result<ToolsOu
 /// traces endpoint) is set: every served call becomes an `execute_tool`
 /// span (docs/observability.md).
 fn otel_exporter(session: &Session) -> Option<Arc<crate::report::otel::Exporter>> {
-    match crate::report::otel::Exporter::from_env() {
+    match crate::report::otel::Exporter::from_env(&|name: &str| session.environ.var(name)) {
         Ok(exporter) => exporter.map(Arc::new),
         Err(error) => {
             session
@@ -178,6 +178,41 @@ fn otel_exporter(session: &Session) -> Option<Arc<crate::report::otel::Exporter>
             None
         }
     }
+}
+
+/// The envelope and verdict of a call the policy does not let run
+/// (nobody can approve one here); `None` when it runs.
+fn refusal(policy: Option<&Policy>, view: &CallView<'_>) -> Option<(Value, &'static str)> {
+    let Some(policy) = policy else {
+        return Some((
+            failure(
+                "denied: `ybs tools serve` was started without --policy; the call was not run"
+                    .to_owned(),
+            ),
+            "deny",
+        ));
+    };
+    let decision = policy.decide(view);
+    if decision.verdict == Verdict::Allow {
+        return None;
+    }
+    let how = if decision.verdict == Verdict::Deny {
+        "denied"
+    } else {
+        "needs approval, which nobody can give here,"
+    };
+    let detail = decision
+        .detail
+        .as_deref()
+        .map(|detail| format!(": {detail}"))
+        .unwrap_or_default();
+    Some((
+        failure(format!(
+            "{how} by policy (rule `{}`){detail}; the call was not run",
+            decision.rule
+        )),
+        decision.verdict.as_str(),
+    ))
 }
 
 fn serve_with(
@@ -191,7 +226,7 @@ fn serve_with(
         policy: session.policy.clone(),
         ctx: super::tool_ctx(session),
         metrics: Metrics::new(),
-        redactor: crate::runner::redactor(&session.env),
+        redactor: crate::runner::redactor(&session.env, &session.environ),
         peers: Mutex::new(Vec::new()),
         status_file: session.cache_dir().map(|dir| status_path(&dir)),
         status_written: Mutex::new(None),
@@ -247,7 +282,7 @@ fn serve_with(
         };
         served
             .map(|()| ToolsOutcome::Done)
-            .map_err(|error| ToolsError::from(RunError::usage(error.to_string(), None)))
+            .map_err(ToolsError::from)
     });
     finish(&shared, session);
     code
@@ -284,7 +319,7 @@ async fn serve_stdio(
     shared: &Arc<Shared>,
     rescan: impl Future<Output = ()>,
     stopped: impl Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let eof = Arc::new(tokio::sync::Notify::new());
     let stdin = EofSignal {
@@ -294,7 +329,7 @@ async fn serve_stdio(
     let service = Server(shared.clone())
         .serve((stdin, stdout))
         .await
-        .map_err(|error| format!("MCP session did not start: {error}"))?;
+        .map_err(|error| RunError::usage(format!("MCP session did not start: {error}"), None))?;
     let cancel = service.cancellation_token();
     tokio::select! {
         _ = service.waiting() => {}
@@ -313,18 +348,18 @@ async fn serve_http(
     addr: std::net::SocketAddr,
     rescan: impl Future<Output = ()>,
     stopped: impl Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
 
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|error| format!("--listen {addr}: cannot listen: {error}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|error| {
+        RunError::usage(format!("--listen {addr}: cannot listen: {error}"), None)
+    })?;
     let bound = listener
         .local_addr()
-        .map_err(|error| format!("--listen {addr}: {error}"))?;
+        .map_err(|error| RunError::usage(format!("--listen {addr}: {error}"), None))?;
     let cancel = tokio_util::sync::CancellationToken::new();
     // The SDK's defaults accept loopback `Host`s only (DNS rebinding).
     let config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());
@@ -575,36 +610,8 @@ impl Server {
             command: target.command.as_deref(),
             cwd,
         };
-        let Some(policy) = &shared.policy else {
-            return (
-                failure(
-                    "denied: `ybs tools serve` was started without --policy; the call was not run"
-                        .to_owned(),
-                ),
-                "deny",
-                false,
-            );
-        };
-        let decision = policy.decide(&view);
-        if decision.verdict != Verdict::Allow {
-            let how = if decision.verdict == Verdict::Deny {
-                "denied"
-            } else {
-                "needs approval, which nobody can give here,"
-            };
-            let detail = decision
-                .detail
-                .as_deref()
-                .map(|detail| format!(": {detail}"))
-                .unwrap_or_default();
-            return (
-                failure(format!(
-                    "{how} by policy (rule `{}`){detail}; the call was not run",
-                    decision.rule
-                )),
-                decision.verdict.as_str(),
-                false,
-            );
+        if let Some((envelope, verdict)) = refusal(shared.policy.as_ref(), &view) {
+            return (envelope, verdict, false);
         }
         let Some(tool) = tool else {
             let detail = match &served {
@@ -631,7 +638,7 @@ impl Server {
                 ..
             } => match external.check(&arguments) {
                 Ok(params) => external.invoke(params, &shared.ctx).await.envelope,
-                Err(message) => failure(message),
+                Err(error) => failure(error.to_string()),
             },
             _ => {
                 let started = Instant::now();

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use super::discover::MODE_VAR;
 use super::entry::{Entry, Status};
 use super::metrics::{Metrics, Outcome};
-use super::schema::ToolSchema;
+use super::schema::{ArgumentsError, ToolSchema};
 use crate::core::text::truncate_middle;
 use crate::core::{Redactor, ToolSpec};
 use crate::tools::process::{self, ProcessOutput, ProcessSpec};
@@ -116,13 +116,15 @@ impl ExternalTool {
     }
 
     /// Checks `args` against the schema and applies defaults.
-    pub fn check(&self, args: &Value) -> Result<Map<String, Value>, String> {
+    pub fn check(&self, args: &Value) -> Result<Map<String, Value>, ArgumentsError> {
         match &self.schema {
             Some(schema) => schema.validate(args),
             None => match args {
                 Value::Object(map) => Ok(map.clone()),
                 Value::Null => Ok(Map::new()),
-                _ => Err("the arguments must be a JSON object".to_owned()),
+                _ => Err(ArgumentsError(
+                    "the arguments must be a JSON object".to_owned(),
+                )),
             },
         }
     }
@@ -171,7 +173,8 @@ impl Tool for ExternalTool {
     }
 
     fn target(&self, args: &Value, _ctx: &ToolCtx) -> Result<Target, ToolError> {
-        self.check(args).map_err(ToolError::Model)?;
+        self.check(args)
+            .map_err(|error| ToolError::Model(error.to_string()))?;
         Ok(Target::default())
     }
 
@@ -181,7 +184,9 @@ impl Tool for ExternalTool {
         ctx: &'a ToolCtx,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let params = self.check(&args).map_err(ToolError::Model)?;
+            let params = self
+                .check(&args)
+                .map_err(|error| ToolError::Model(error.to_string()))?;
             let invocation = self.invoke(params, ctx).await;
             if invocation.succeeded() {
                 Ok(ToolOutput {

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::cache::{FileStamp, SchemaCache, SchemaProbe};
 use super::entry::{Catalog, Entry, Source, Status};
-use super::schema::ToolSchema;
+use super::schema::{SchemaError, ToolSchema};
 use crate::tools::ChildEnv;
 use crate::tools::process::ProcessSpec;
 
@@ -402,13 +402,13 @@ fn sidecar(path: &Path) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-fn read_sidecar(path: &Path) -> Result<ToolSchema, String> {
-    let bytes = std::fs::read(path).map_err(|error| format!("cannot read it: {error}"))?;
+fn read_sidecar(path: &Path) -> Result<ToolSchema, SchemaError> {
+    let bytes = std::fs::read(path).map_err(|error| SchemaError::Read(error.to_string()))?;
     if bytes.len() > MAX_SCHEMA_BYTES {
-        return Err(format!("larger than {MAX_SCHEMA_BYTES} bytes"));
+        return Err(SchemaError::TooLarge(MAX_SCHEMA_BYTES));
     }
     let value: Value =
-        serde_json::from_slice(&bytes).map_err(|error| format!("not valid JSON: {error}"))?;
+        serde_json::from_slice(&bytes).map_err(|error| SchemaError::NotJson(error.to_string()))?;
     ToolSchema::parse(&value)
 }
 

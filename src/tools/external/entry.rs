@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cache::FileStamp;
-use super::schema::ToolSchema;
+use super::schema::{SchemaError, ToolSchema};
 
 /// Where a tool was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +145,7 @@ impl Entry {
 
     pub(super) fn sidecar_schema(
         &mut self,
-        schema: Result<ToolSchema, String>,
+        schema: Result<ToolSchema, SchemaError>,
         from: &'static str,
     ) {
         self.schema_from = Some(from);

@@ -157,9 +157,33 @@ fn declared_schema(parameters: &Value) -> Option<Value> {
     json_schema.then(|| parameters.clone())
 }
 
+/// A tool schema that cannot be used (a sidecar, `--schema` output or a
+/// config entry): what is wrong with it, one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("cannot read it: {0}")]
+    Read(String),
+    #[error("larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("not valid JSON: {0}")]
+    NotJson(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Arguments a tool's schema refuses: what goes back to the model, naming
+/// the parameter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ArgumentsError(pub String);
+
 impl ToolSchema {
     /// Parses a schema as `TOOL --schema` prints it or a sidecar holds it.
-    pub fn parse(value: &Value) -> Result<Self, String> {
+    pub fn parse(value: &Value) -> Result<Self, SchemaError> {
+        Self::parse_object(value).map_err(SchemaError::Invalid)
+    }
+
+    fn parse_object(value: &Value) -> Result<Self, String> {
         let object = value.as_object().ok_or("the schema is not a JSON object")?;
         let name = match object.get("name") {
             None | Some(Value::Null) => None,
@@ -195,11 +219,11 @@ impl ToolSchema {
 
     /// A schema from a config entry: its `parameters` (either spelling)
     /// and `description`.
-    pub fn from_config(description: Option<&str>, parameters: &Value) -> Result<Self, String> {
+    pub fn from_config(description: Option<&str>, parameters: &Value) -> Result<Self, SchemaError> {
         Ok(Self {
             name: None,
             description: description.unwrap_or_default().to_owned(),
-            params: parse_parameters(parameters)?,
+            params: parse_parameters(parameters).map_err(SchemaError::Invalid)?,
             timeout: None,
             declared: declared_schema(parameters),
         })
@@ -242,7 +266,11 @@ impl ToolSchema {
     /// Checks a call's arguments and returns them with defaults applied.
     /// `null` for an optional parameter counts as absent. The error names
     /// the parameter.
-    pub fn validate(&self, args: &Value) -> Result<Map<String, Value>, String> {
+    pub fn validate(&self, args: &Value) -> Result<Map<String, Value>, ArgumentsError> {
+        self.checked(args).map_err(ArgumentsError)
+    }
+
+    fn checked(&self, args: &Value) -> Result<Map<String, Value>, String> {
         let given = match args {
             Value::Object(map) => map.clone(),
             Value::Null => Map::new(),
@@ -512,12 +540,13 @@ mod tests {
         }))
         .unwrap();
         assert!(schema.validate(&json!({"count": 3, "name": "abc"})).is_ok());
-        let error = schema.validate(&json!({"count": 0})).unwrap_err();
+        let error = schema.validate(&json!({"count": 0})).unwrap_err().0;
         assert!(error.starts_with("parameter `count`:"), "{error}");
         assert!(error.contains("minimum"), "{error}");
         let error = schema
             .validate(&json!({"count": 2, "name": "A1"}))
-            .unwrap_err();
+            .unwrap_err()
+            .0;
         assert!(error.contains("parameter `name`"), "{error}");
         // The seed format keeps no JSON Schema of its own.
         assert!(seed().declared.is_none());
@@ -601,7 +630,7 @@ mod tests {
             ),
             (json!([1]), "must be a JSON object"),
         ] {
-            let error = schema.validate(&args).unwrap_err();
+            let error = schema.validate(&args).unwrap_err().0;
             assert!(error.contains(expected), "{args}: {error}");
         }
         assert!(
@@ -646,7 +675,7 @@ mod tests {
                 "`timeout_seconds`",
             ),
         ] {
-            let error = ToolSchema::parse(&schema).unwrap_err();
+            let error = ToolSchema::parse(&schema).unwrap_err().to_string();
             assert!(error.contains(expected), "{schema}: {error}");
         }
     }
