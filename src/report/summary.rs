@@ -81,9 +81,6 @@ impl EventSink for SummarySink {
 
     fn finish(&mut self) -> io::Result<()> {
         let mut scope = self.scope.clone();
-        if scope.source_url.is_none() {
-            scope.source_url = RunScope::source_url(&|name| std::env::var(name).ok());
-        }
         scope.warnings.extend(
             self.dir
                 .findings()

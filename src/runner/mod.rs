@@ -292,6 +292,7 @@ pub async fn execute(
     }
     let mut scope = report::RunScope::shard(run.shard);
     scope.min_pass_rate = run.copies.min_pass_rate;
+    scope.source_url = report::RunScope::source_url(&|name| run.environ.var(name));
     report.min_pass_rate = run.copies.min_pass_rate;
     // Only with an endpoint set does anything start (docs/observability.md).
     let mut sinks = report::RunSinks::run(paths, outputs, scope);

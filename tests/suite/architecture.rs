@@ -642,6 +642,13 @@ const ENV_READS_ALLOWED: &[(&str, &str, &str)] = &[
         "temp_dir",
         "the sandbox helper process",
     ),
+    // `ybs __sandbox-init`, the same program kept for a task: each
+    // program it starts enters the directory ybs asked for.
+    (
+        "tools/sandbox/helper/init.rs",
+        "set_current_dir",
+        "the resident sandbox process",
+    ),
     // The sandbox is being rebuilt; these two move to `Environ` with it.
     (
         "tools/sandbox/placeholders.rs",

@@ -26,15 +26,11 @@ pub fn merge(args: &MergeArgs) -> u8 {
             return diagnostics::fail(&printer, &report::merge::MergeError::Write { source });
         }
     };
-    let merged = match report::merge::merge_with_rate(
-        &args.dirs,
-        &outputs,
-        args.min_pass_rate,
-        &cwd,
-    ) {
-        Ok(merged) => merged,
-        Err(error) => return diagnostics::fail(&printer, &error),
-    };
+    let merged =
+        match report::merge::merge_with_rate(&args.dirs, &outputs, args.min_pass_rate, &cwd) {
+            Ok(merged) => merged,
+            Err(error) => return diagnostics::fail(&printer, &error),
+        };
     let report = RunReport {
         results: merged
             .results
