@@ -150,7 +150,13 @@ struct Shared {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Request>>,
     stop: AtomicBool,
+    /// Checks each request first: a reply it returns is sent instead of
+    /// the next scripted one (a server's own refusals, say).
+    gate: Option<Gate>,
 }
+
+/// A server's check of a request: `Some(reply)` refuses it.
+pub type Gate = Box<dyn Fn(&Request) -> Option<Reply> + Send + Sync>;
 
 /// The server. Once the scripted replies run out it answers 500.
 pub struct Server {
@@ -162,12 +168,27 @@ pub struct Server {
 
 impl Server {
     pub fn start(replies: Vec<Reply>) -> Self {
+        Self::start_with(replies, None)
+    }
+
+    /// A server that checks each request with `gate` before answering it:
+    /// a reply the gate returns is sent instead of the next scripted one,
+    /// which stays for the next request.
+    pub fn start_gated(
+        replies: Vec<Reply>,
+        gate: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'static,
+    ) -> Self {
+        Self::start_with(replies, Some(Box::new(gate)))
+    }
+
+    fn start_with(replies: Vec<Reply>, gate: Option<Gate>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
             replies: Mutex::new(replies.into()),
             requests: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            gate,
         });
         let state = Arc::clone(&shared);
         let accept = std::thread::spawn(move || {
@@ -219,7 +240,8 @@ fn serve(mut socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
         return Ok(());
     };
     // Taken once the request is complete: replies follow request order.
-    let reply = shared.replies.lock().unwrap().pop_front();
+    let refused = shared.gate.as_ref().and_then(|gate| gate(&request));
+    let reply = refused.or_else(|| shared.replies.lock().unwrap().pop_front());
     shared.requests.lock().unwrap().push(request);
     let reply = reply.unwrap_or_else(|| {
         Reply::new(500, "text/plain").send("test server: no scripted reply left")

@@ -199,6 +199,12 @@ pub struct LlmCall {
     /// for the output token limit, ...); absent when no turn came back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// `usage` is ybs's own estimate (`request_tokens_method`'s count of
+    /// the request, and of the answer), not the server's: it reported
+    /// zero tokens (`provider: apple`), or the task's time cut the stream
+    /// before its usage came. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_estimated: bool,
 }
 
 /// One retried provider request (`llm.retry`).
@@ -280,6 +286,7 @@ impl Transcript {
                     request_tokens_method: call.request_tokens_method.clone(),
                     incomplete: call.incomplete.clone(),
                     finish_reason: call.finish_reason.clone(),
+                    usage_estimated: call.usage_estimated,
                 },
             )
         }));
@@ -473,6 +480,7 @@ impl TranscriptBuilder {
                 request_tokens_method,
                 incomplete,
                 finish_reason,
+                usage_estimated,
             } => {
                 if let Some(id) = response_id {
                     self.manifest.response_ids.push(id.clone());
@@ -489,6 +497,7 @@ impl TranscriptBuilder {
                     request_tokens_method: request_tokens_method.clone(),
                     incomplete: incomplete.clone(),
                     finish_reason: finish_reason.clone(),
+                    usage_estimated: *usage_estimated,
                 });
             }
             Event::LlmRetry {
