@@ -17,8 +17,9 @@
 //! one run, so the machine's load cancels in the ratio:
 //! - `1 session`: [`ALONE`] calls one after another;
 //! - `50 sessions`: [`SESSIONS`] sessions at once, [`PER_SESSION`] calls
-//!   each, one after another within a session;
-//! then calls/s, p50 and p95 of each, the ratio of calls/s, the server's
+//!   each, one after another within a session.
+//!
+//! Then calls/s, p50 and p95 of each, the ratio of calls/s, the server's
 //! peak RSS, and its descriptors and children after the load.
 
 #[path = "../tests/support/mcp_http.rs"]
