@@ -169,13 +169,13 @@ pub struct ConfigArgs {
 /// The provider flags of `run` and `chat`.
 #[derive(Debug, Clone, Args)]
 pub struct ProviderArgs {
-    /// Provider: openai, anthropic, ollama or replay.
+    /// Provider: openai, anthropic, ollama, apple or replay.
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
     /// Model name, as the provider knows it.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// Provider base URL (https://api.openai.com/v1, https://api.anthropic.com, http://localhost:11434).
+    /// Provider base URL (https://api.openai.com/v1, https://api.anthropic.com, http://localhost:11434, apple: http://127.0.0.1:1976/v1).
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
     /// Answer from this cassette (replay provider; no network).

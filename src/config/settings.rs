@@ -431,19 +431,24 @@ impl Config {
             (None, Some(_)) => Origin::TaskFile,
             (None, None) => Origin::Default,
         };
+        let provider = over
+            .llm
+            .provider
+            .clone()
+            .or_else(|| llm.provider.clone())
+            .unwrap_or_else(|| defaults::PROVIDER.to_owned());
+        // A provider with a model of its own (`apple`: `system`) needs none named.
+        let default_model = crate::llm::provider_info(&provider)
+            .and_then(|info| info.default_model)
+            .unwrap_or(defaults::MODEL);
         TaskSettings {
-            provider: over
-                .llm
-                .provider
-                .clone()
-                .or_else(|| llm.provider.clone())
-                .unwrap_or_else(|| defaults::PROVIDER.to_owned()),
             model: over
                 .llm
                 .model
                 .clone()
                 .or_else(|| llm.model.clone())
-                .unwrap_or_else(|| defaults::MODEL.to_owned()),
+                .unwrap_or_else(|| default_model.to_owned()),
+            provider,
             endpoint: over.llm.endpoint.clone().or_else(|| llm.endpoint.clone()),
             endpoint_origin,
             temperature: over.llm.temperature.or(llm.temperature),

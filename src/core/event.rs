@@ -109,6 +109,11 @@ pub enum Event {
         /// events of older versions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         finish_reason: Option<String>,
+        /// `usage` is ybs's own estimate, not the server's count: the
+        /// server reported zero tokens (`provider: apple`), or the task's
+        /// time cut the stream before its usage came. Absent when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        usage_estimated: bool,
     },
     /// A request failed and will be retried.
     #[serde(rename = "llm.retry")]

@@ -363,6 +363,7 @@ impl stream::Turn for Assembly {
                 response_id: self.id,
                 finish_reason,
                 request_id: None,
+                usage_estimated: false,
             },
             request,
             text_tool_calls,

@@ -25,6 +25,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod apple;
 pub mod cassette;
 pub mod error;
 pub mod failing;
@@ -131,6 +132,10 @@ pub struct ChatResponse {
     /// The provider's id of the request (`x-request-id`, `request-id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// `usage` is ybs's own estimate, not the server's count (a server
+    /// that reports zero tokens: Apple's `fm serve`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_estimated: bool,
 }
 
 /// A model endpoint. One required method: produce one complete turn.
@@ -173,6 +178,9 @@ pub struct ModelProviderInfo {
     /// Its endpoint and key; `None` for `replay`, which answers from a
     /// cassette.
     pub vendor: Option<Vendor>,
+    /// The model when nothing names one (`apple`: `system`); `None`: the
+    /// built-in default.
+    pub default_model: Option<&'static str>,
     connect: Option<Connect>,
 }
 
@@ -194,7 +202,9 @@ pub const PROVIDERS: &[ModelProviderInfo] = &[
             default_endpoint: "https://api.openai.com/v1",
             vendor_host: Some("api.openai.com"),
             key_var: Some(OPENAI_API_KEY),
+            bare_host: false,
         }),
+        default_model: None,
         connect: Some(connect::<openai::OpenAi>),
     },
     ModelProviderInfo {
@@ -204,7 +214,9 @@ pub const PROVIDERS: &[ModelProviderInfo] = &[
             default_endpoint: "https://api.anthropic.com",
             vendor_host: Some("api.anthropic.com"),
             key_var: Some(ANTHROPIC_API_KEY),
+            bare_host: false,
         }),
+        default_model: None,
         connect: Some(connect::<anthropic::Anthropic>),
     },
     ModelProviderInfo {
@@ -214,12 +226,29 @@ pub const PROVIDERS: &[ModelProviderInfo] = &[
             default_endpoint: "http://localhost:11434",
             vendor_host: None,
             key_var: None,
+            bare_host: true,
         }),
+        default_model: None,
         connect: Some(connect::<ollama::Ollama>),
+    },
+    // Apple's on-device model behind `fm serve` (macOS 27) or a bridge
+    // such as `apfel`: the OpenAI wire, no key, the model `system`.
+    ModelProviderInfo {
+        name: "apple",
+        vendor: Some(Vendor {
+            base_url_var: apple::BASE_URL_VAR,
+            default_endpoint: apple::DEFAULT_ENDPOINT,
+            vendor_host: None,
+            key_var: None,
+            bare_host: false,
+        }),
+        default_model: Some(apple::DEFAULT_MODEL),
+        connect: Some(connect::<apple::Apple>),
     },
     ModelProviderInfo {
         name: "replay",
         vendor: None,
+        default_model: None,
         connect: None,
     },
 ];
@@ -357,6 +386,9 @@ pub struct Vendor {
     pub vendor_host: Option<&'static str>,
     /// The variable holding the API key, if it takes one.
     pub key_var: Option<&'static str>,
+    /// A base URL may be a bare `host[:port]` (Ollama's `OLLAMA_HOST`):
+    /// `http://` and the port 11434 are implied.
+    pub bare_host: bool,
 }
 
 /// A resolved config, as the protocol implementations take it.
@@ -386,8 +418,7 @@ impl Settings {
             (None, Some(value)) => (value, vendor.base_url_var),
             (None, None) => (vendor.default_endpoint.to_owned(), "endpoint"),
         };
-        let bare_host = vendor.key_var.is_none();
-        let endpoint = parse_endpoint(&text, bare_host).map_err(|problem| {
+        let endpoint = parse_endpoint(&text, vendor.bare_host).map_err(|problem| {
             ProviderError::Config(format!("invalid {source} `{text}`: {problem}"))
         })?;
         let is_vendor = is_vendor_endpoint(&endpoint, vendor.vendor_host);
@@ -635,7 +666,8 @@ mod tests {
                         base_url_var: "X",
                         default_endpoint: "http://x",
                         vendor_host: None,
-                        key_var: Some(OPENAI_API_KEY)
+                        key_var: Some(OPENAI_API_KEY),
+                        bare_host: false,
                     },
                 )
                 .unwrap()
@@ -709,6 +741,7 @@ mod tests {
                     default_endpoint: "http://localhost:11434",
                     vendor_host: None,
                     key_var: None,
+                    bare_host: true,
                 },
             )
             .unwrap();
@@ -722,6 +755,7 @@ mod tests {
                 default_endpoint: "http://localhost:11434",
                 vendor_host: None,
                 key_var: None,
+                bare_host: true,
             },
         )
         .unwrap();
@@ -729,6 +763,27 @@ mod tests {
             settings.url(&["api", "chat"]).unwrap().as_str(),
             "http://localhost:11434/api/chat"
         );
+    }
+
+    #[test]
+    fn apple_defaults_to_fm_serve_with_no_key_and_the_system_model() {
+        let info = provider_info("apple").unwrap();
+        assert_eq!(info.default_model, Some("system"));
+        let vendor = info.vendor.unwrap();
+        let env = env(&[(OPENAI_API_KEY, CANARY)]);
+        let settings =
+            Settings::resolve(&ProviderConfig::new("apple", "system"), &env, &vendor).unwrap();
+        assert_eq!(settings.endpoint.as_str(), "http://127.0.0.1:1976/v1");
+        assert!(settings.key.is_none());
+        assert!(!settings.vendor);
+        // A bare host is no URL here (that is Ollama's form only).
+        let mut config = ProviderConfig::new("apple", "system");
+        config.endpoint = Some("localhost:1976".into());
+        assert!(Settings::resolve(&config, &env, &vendor).is_err());
+        let env = super::test_fixtures::env(&[("APPLE_FM_BASE_URL", "http://127.0.0.1:11434/v1")]);
+        let settings =
+            Settings::resolve(&ProviderConfig::new("apple", "system"), &env, &vendor).unwrap();
+        assert_eq!(settings.endpoint.as_str(), "http://127.0.0.1:11434/v1");
     }
 
     #[test]
@@ -743,6 +798,7 @@ mod tests {
                 default_endpoint: "https://api.openai.com/v1",
                 vendor_host: Some("api.openai.com"),
                 key_var: Some(OPENAI_API_KEY),
+                bare_host: false,
             },
         )
         .unwrap();

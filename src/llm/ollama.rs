@@ -197,6 +197,7 @@ impl stream::Turn for Assembly {
                 response_id: None,
                 finish_reason,
                 request_id: None,
+                usage_estimated: false,
             },
             request,
             text_tool_calls,

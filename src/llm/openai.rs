@@ -287,6 +287,7 @@ impl stream::Turn for Assembly {
                 response_id: self.id,
                 finish_reason,
                 request_id: None,
+                usage_estimated: false,
             },
             request,
             text_tool_calls,
@@ -775,6 +776,7 @@ mod tests {
                     default_endpoint: "https://api.openai.com/v1",
                     vendor_host: Some("api.openai.com"),
                     key_var: Some(crate::llm::OPENAI_API_KEY),
+                    bare_host: false,
                 },
             )
             .unwrap(),

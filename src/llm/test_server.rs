@@ -151,7 +151,13 @@ struct Shared {
     requests: Mutex<Vec<Request>>,
     stop: AtomicBool,
     gate: Option<Gate>,
+    /// Checks each request first: a reply it returns is sent instead of
+    /// the next scripted one (a server's own refusals, say).
+    check: Option<Check>,
 }
+
+/// A server's check of a request: `Some(reply)` refuses it.
+pub type Check = Box<dyn Fn(&Request) -> Option<Reply> + Send + Sync>;
 
 /// A barrier for the first `count` requests: each is held until all of
 /// them have arrived, so only clients that send them at the same time get
@@ -224,7 +230,21 @@ impl Server {
         )
     }
 
+    /// A server that checks each request with `check` before answering
+    /// it: a reply the check returns is sent instead of the next scripted
+    /// one, which stays for the next request.
+    pub fn start_checked(
+        replies: Vec<Reply>,
+        check: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'static,
+    ) -> Self {
+        Self::start_full(replies, None, Some(Box::new(check)))
+    }
+
     fn start_with(replies: Vec<Reply>, gate: Option<Gate>) -> Self {
+        Self::start_full(replies, gate, None)
+    }
+
+    fn start_full(replies: Vec<Reply>, gate: Option<Gate>, check: Option<Check>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
@@ -232,6 +252,7 @@ impl Server {
             requests: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             gate,
+            check,
         });
         let state = Arc::clone(&shared);
         let accept = std::thread::spawn(move || {
@@ -293,7 +314,8 @@ fn serve(mut socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
         );
     }
     // Taken once the request is complete: replies follow request order.
-    let reply = shared.replies.lock().unwrap().pop_front();
+    let refused = shared.check.as_ref().and_then(|check| check(&request));
+    let reply = refused.or_else(|| shared.replies.lock().unwrap().pop_front());
     shared.requests.lock().unwrap().push(request);
     let reply = reply.unwrap_or_else(|| {
         Reply::new(500, "text/plain").send("test server: no scripted reply left")

@@ -123,6 +123,7 @@ fn response(task: &str, ts_ms: u64, iteration: u32, cost: Cost) -> EventRecord {
             request_tokens_method: Some("o200k".into()),
             incomplete: None,
             finish_reason: None,
+            usage_estimated: false,
         },
     )
 }

@@ -199,6 +199,12 @@ pub struct LlmCall {
     /// for the output token limit, ...); absent when no turn came back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// `usage` is ybs's own estimate (`request_tokens_method`'s count of
+    /// the request, and of the answer), not the server's: it reported
+    /// zero tokens (`provider: apple`), or the task's time cut the stream
+    /// before its usage came. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_estimated: bool,
 }
 
 /// One retried provider request (`llm.retry`).
@@ -344,6 +350,7 @@ impl LlmCall {
             request_tokens_method: self.request_tokens_method.clone(),
             incomplete: self.incomplete.clone(),
             finish_reason: self.finish_reason.clone(),
+            usage_estimated: self.usage_estimated,
         }
     }
 }
@@ -552,6 +559,7 @@ impl TranscriptBuilder {
             request_tokens_method,
             incomplete,
             finish_reason,
+            usage_estimated,
         } = &record.event
         else {
             return;
@@ -571,6 +579,7 @@ impl TranscriptBuilder {
             request_tokens_method: request_tokens_method.clone(),
             incomplete: incomplete.clone(),
             finish_reason: finish_reason.clone(),
+            usage_estimated: *usage_estimated,
         });
     }
 

@@ -38,6 +38,7 @@ mod schema;
 mod script;
 mod secrets;
 mod security;
+mod serve_load;
 mod shard;
 mod small_models;
 mod toolchain;

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cassette;
+pub mod mcp_http;
 #[path = "../../src/llm/test_server.rs"]
 pub mod server;
 pub mod wire;

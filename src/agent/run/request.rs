@@ -36,6 +36,7 @@ impl Attempt {
             request_tokens_method: Some(self.method.clone()),
             incomplete: Some(error.to_owned()),
             finish_reason: None,
+            usage_estimated: false,
         }
     }
 }
@@ -166,6 +167,7 @@ impl Agent<'_> {
             if estimated {
                 response.usage.output_tokens = crate::llm::tokens::count(&response.content);
                 response.usage.input_tokens = attempt.estimate;
+                response.usage_estimated = true;
             }
             incomplete = Some(format!(
                 "the task's time ran out while the model's turn streamed; its text so far is kept{}",
@@ -175,7 +177,8 @@ impl Agent<'_> {
                     ""
                 }
             ));
-        } else if self.setup.provider.name() != "replay" {
+        } else if self.setup.provider.name() != "replay" && !response.usage_estimated {
+            // An estimate is no correction of our count.
             self.correct(attempt.counted, response.usage.input_tokens);
         }
         let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
@@ -193,6 +196,7 @@ impl Agent<'_> {
             request_tokens_method: Some(attempt.method),
             incomplete,
             finish_reason: Some(response.finish_reason.as_str().to_owned()),
+            usage_estimated: response.usage_estimated,
         });
         if interrupted {
             self.push(

@@ -230,6 +230,7 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 request_tokens_method: None,
                 incomplete: None,
                 finish_reason: None,
+                usage_estimated: false,
             },
         ),
         record(

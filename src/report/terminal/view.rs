@@ -404,6 +404,7 @@ mod tests {
             request_tokens_method: None,
             incomplete: None,
             finish_reason: None,
+            usage_estimated: false,
         });
         activity.record(&decided("c1", "run_shell"));
         assert_eq!(

@@ -55,7 +55,8 @@ pub fn tools(
     action: &ToolsAction,
     console: Box<dyn Console>,
 ) -> Result<ToolsOutcome, ToolsError> {
-    let session = Session::open(loaded, console)?;
+    let serving = matches!(action, ToolsAction::Serve(_));
+    let session = Session::open(loaded, console, serving)?;
     match action {
         ToolsAction::List { json } => list(&session, *json),
         ToolsAction::Schema { name } => schema(&session, name),
@@ -125,7 +126,13 @@ pub(super) struct Session {
 }
 
 impl Session {
-    fn open(loaded: Loaded, mut printer: Box<dyn Console>) -> Result<Self, RunError> {
+    /// With `serving`, the runtime is a multi-thread one, a worker a core:
+    /// `ybs tools serve` runs concurrent calls on every core.
+    fn open(
+        loaded: Loaded,
+        mut printer: Box<dyn Console>,
+        serving: bool,
+    ) -> Result<Self, RunError> {
         let Loaded {
             config,
             cwd,
@@ -175,10 +182,14 @@ impl Session {
         }
         let redactor = runner::redactor(&env, &environ);
         printer.set_redactor(redactor);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))?;
+        let runtime = if serving {
+            serve::runtime()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))?;
         Ok(Self {
             printer,
             config,

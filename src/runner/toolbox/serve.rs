@@ -69,6 +69,29 @@ pub const SERVED_BUILTINS: [&str; 5] = [
 ];
 /// The metrics key of built-in tools.
 const BUILTIN_KEY: &str = "builtin";
+/// The most worker threads the server runs (one a core, up to this).
+pub const MAX_WORKERS: usize = 16;
+/// The most calls running at once, all sessions together; more wait
+/// their turn, first come first served. Bounds the tool processes, their
+/// pipes and their buffered output.
+pub const MAX_CONCURRENT_CALLS: usize = 64;
+/// The most HTTP connections served at once (`--listen`); more wait in
+/// the listen backlog. Bounds the sockets and the sessions' buffers.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// The server's runtime: a worker thread a core (at most
+/// [`MAX_WORKERS`]), so concurrent calls use every core. Tool processes
+/// are spawned from the calls' tasks, on worker threads, which live as
+/// long as the runtime: `PR_SET_PDEATHSIG` fires when the spawning thread
+/// ends (`tools::process`), and a worker never ends before the server.
+pub(super) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores.clamp(1, MAX_WORKERS))
+        .thread_name("ybs-serve")
+        .enable_all()
+        .build()
+}
 
 /// What one served call did, for a caller's hook (tracing, say).
 #[derive(Debug, Clone)]
@@ -130,6 +153,8 @@ struct Shared {
     started: Instant,
     on_call: Option<CallHook>,
     info: ServerConfig,
+    /// [`MAX_CONCURRENT_CALLS`] permits: one per running call.
+    running: tokio::sync::Semaphore,
 }
 
 #[derive(Clone)]
@@ -234,6 +259,7 @@ fn serve_with(
         started: Instant::now(),
         on_call,
         info: server_info(),
+        running: tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS),
     });
     if shared.policy.is_none() {
         session
@@ -373,14 +399,23 @@ async fn serve_http(
     session
         .printer
         .result(&format!("listening on http://{bound}{HTTP_PATH}"));
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let accept = async {
         loop {
+            // Closed never: the semaphore lives as long as this loop.
+            let Ok(permit) = connections.clone().acquire_owned().await else {
+                break;
+            };
             let Ok((stream, _)) = listener.accept().await else {
                 // Out of descriptors, say: wait for a connection to end
                 // instead of spinning on the error.
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
+            // Answers go out as soon as they are written (an SSE answer
+            // is several small writes; Nagle would hold them for the
+            // client's delayed ACK, tens of milliseconds a call).
+            let _ = stream.set_nodelay(true);
             let mcp = mcp.clone();
             let cancel = cancel.clone();
             tokio::spawn(async move {
@@ -400,6 +435,7 @@ async fn serve_http(
                     _ = connection => {}
                     () = cancel.cancelled() => {}
                 }
+                drop(permit);
             });
         }
     };
@@ -778,7 +814,11 @@ impl ServerHandler for Server {
         let started = Instant::now();
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let (envelope, verdict, ran) = self.call(&name, arguments).await;
+        let (envelope, verdict, ran) = {
+            // Closed never: the semaphore lives as long as the server.
+            let _permit = self.0.running.acquire().await.ok();
+            self.call(&name, arguments).await
+        };
         let result = self.result(&envelope);
         self.0
             .status_dirty

@@ -247,6 +247,20 @@ impl ToolSchema {
             if let Some(default) = &param.default {
                 property.insert("default".to_owned(), default.clone());
             }
+            // A nested object declared in a JSON Schema keeps its shape:
+            // the model is told the fields the call is checked against.
+            if let Some(declared) = self
+                .declared
+                .as_ref()
+                .and_then(|schema| schema.get("properties")?.get(&param.name))
+                .filter(|_| param.kind == ParamType::Object)
+            {
+                for keyword in ["properties", "required", "additionalProperties"] {
+                    if let Some(value) = declared.get(keyword) {
+                        property.insert(keyword.to_owned(), value.clone());
+                    }
+                }
+            }
             properties.insert(param.name.clone(), Value::Object(property));
         }
         let required: Vec<&str> = self
@@ -524,6 +538,19 @@ mod tests {
             }
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_declared_nested_object_is_offered_with_its_fields() {
+        let address = json!({"type": "object", "description": "Where",
+            "properties": {"city": {"type": "string"}}, "required": ["city"],
+            "additionalProperties": false});
+        let schema = ToolSchema::parse(&json!({"parameters": {"type": "object",
+            "properties": {"address": address, "name": {"type": "string"}}}}))
+        .unwrap();
+        let offered = schema.json_schema();
+        assert_eq!(offered["properties"]["address"], address, "{offered}");
+        assert_eq!(offered["properties"]["name"], json!({"type": "string"}));
     }
 
     #[test]

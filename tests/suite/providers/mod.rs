@@ -4,6 +4,7 @@
 //! puts canary API keys in ybs's environment and checks that they reach
 //! no file and no output (acceptance 6).
 
+mod apple;
 mod edges;
 mod faults;
 mod keys;
