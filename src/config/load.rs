@@ -188,6 +188,23 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
         .chain(layers.iter().rev().map(|read| (&read.layer, read.origin)))
         .find(|(layer, _)| layer.llm.endpoint.is_some())
         .map(|(_, origin)| origin);
+    // Where the provider and the model that beat a task's own come from
+    // (a flag is the user's choice in this very command: not named).
+    let source_of = |set: fn(&ConfigLayer) -> bool| {
+        if set(&flags) {
+            return None;
+        }
+        if set(&env) {
+            return Some("a YBS_* variable".to_owned());
+        }
+        layers
+            .iter()
+            .rev()
+            .find(|read| set(&read.layer))
+            .map(|read| read.shown.display().to_string())
+    };
+    let provider_from = source_of(|layer| layer.llm.provider.is_some());
+    let model_from = source_of(|layer| layer.llm.model.is_some());
     let from_files = layers
         .iter()
         .rev()
@@ -229,6 +246,8 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
     let over_tasks = OverTasks {
         llm: merged.llm.clone(),
         endpoint_origin,
+        provider_from,
+        model_from,
         max_iterations: merged.agent.max_iterations,
         timeout: merged.run.timeout,
         max_total_tokens: merged.agent.max_total_tokens,

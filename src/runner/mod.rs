@@ -16,6 +16,7 @@ pub mod prepare;
 pub mod redacting;
 pub mod results;
 pub mod resume;
+pub mod rule_tools;
 pub mod schemas;
 pub mod scratch;
 pub mod session;

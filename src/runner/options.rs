@@ -136,9 +136,16 @@ fn load_with(
                 .flat_map(|file| file.tasks.iter().cloned())
                 .collect()
         });
+        // And a policy rule naming no tool the task can have matches
+        // nothing (docs/policy.md).
+        let known = super::rule_tools::KnownTools::find(config, &cwd, home.as_deref());
         let problems: Vec<task::Diagnostic> = selected
             .iter()
-            .flat_map(|task| config.check_task(task))
+            .flat_map(|task| {
+                let mut problems = config.check_task(task);
+                problems.extend(super::rule_tools::unknown_rule_tools(&known, task));
+                problems
+            })
             .collect();
         if !problems.is_empty() {
             files = Err(task::Diagnostics(problems));
