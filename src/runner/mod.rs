@@ -112,6 +112,10 @@ pub struct RunContext {
     /// `ybs resume`: the tasks that paused in their own `--jobs`
     /// worktree, by task id; they go on there (docs/resume.md).
     pub resume_worktrees: std::collections::HashMap<String, workspace::InWorktree>,
+    /// A task's note that the config replaced its pinned provider or
+    /// model was shown on the console: the later ones go to the
+    /// transcripts only.
+    pub pins_noted: std::sync::atomic::AtomicBool,
 }
 
 /// The async runtime of a run or a chat: two worker threads.

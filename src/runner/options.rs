@@ -350,6 +350,7 @@ pub fn run_context(
         approver: flags.approver.as_ref().map(|make| make(redactor.clone())),
         resuming,
         resume_worktrees,
+        pins_noted: std::sync::atomic::AtomicBool::new(false),
         no_commit: flags.no_commit,
         allow_dirty: flags.allow_dirty,
         outputs,

@@ -37,7 +37,10 @@ impl KnownTools {
     pub fn find(config: &Config, cwd: &Path, home: Option<&Path>) -> Self {
         let settings = discovery_settings(&config.tools, cwd, home);
         let catalog = external::discover::scan(&settings, &Enable::none());
-        let mut names: Vec<String> = builtin::NAMES.iter().map(|name| (*name).to_owned()).collect();
+        let mut names: Vec<String> = builtin::NAMES
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect();
         names.push("script".to_owned());
         names.extend(
             catalog
@@ -47,7 +50,12 @@ impl KnownTools {
                 .map(|entry| entry.name.clone()),
         );
         names.extend(config.tools.external.iter().map(|tool| tool.name.clone()));
-        let servers = config.tools.mcp.iter().map(|server| server.name.clone()).collect();
+        let servers = config
+            .tools
+            .mcp
+            .iter()
+            .map(|server| server.name.clone())
+            .collect();
         Self { names, servers }
     }
 
@@ -58,13 +66,15 @@ impl KnownTools {
         known
             .names
             .extend(task.tools.caller.iter().map(|tool| tool.name.clone()));
-        known.names.extend(task.tools.external.iter().filter_map(|name| {
-            if name.contains('/') {
-                external::discover::tool_name(Path::new(name))
-            } else {
-                Some(name.clone())
-            }
-        }));
+        known
+            .names
+            .extend(task.tools.external.iter().filter_map(|name| {
+                if name.contains('/') {
+                    external::discover::tool_name(Path::new(name))
+                } else {
+                    Some(name.clone())
+                }
+            }));
         known
             .servers
             .extend(task.tools.mcp.iter().map(|server| server.name.clone()));
@@ -112,11 +122,13 @@ pub fn unknown_rule_tools(known: &KnownTools, task: &TaskSpec) -> Vec<Diagnostic
                         place.text, task.id
                     ),
                     match near {
-                        Some(near) => format!(
-                            "did you mean `{}`?",
-                            place.tool.replacen(server, near, 1)
-                        ),
-                        None => "declare the server under `tools.mcp` (docs/mcp.md), or remove the rule".to_owned(),
+                        Some(near) => {
+                            format!("did you mean `{}`?", place.tool.replacen(server, near, 1))
+                        }
+                        None => {
+                            "declare the server under `tools.mcp` (docs/mcp.md), or remove the rule"
+                                .to_owned()
+                        }
                     },
                 )
             }

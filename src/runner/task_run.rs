@@ -106,7 +106,12 @@ pub async fn run_or_resume(
     }
     // A resumed task's events go on after its `task.resumed`.
     if resumed.is_none() {
-        for note in tools.notes.iter().chain(&prepared.agents_md.notes) {
+        for note in prepared
+            .notes
+            .iter()
+            .chain(&tools.notes)
+            .chain(&prepared.agents_md.notes)
+        {
             emitter.note(note.clone());
         }
     }

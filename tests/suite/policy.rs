@@ -847,8 +847,16 @@ fn a_rule_naming_an_unknown_tool_is_refused_where_it_is_written() {
                 "hint: did you mean `edit_file`?",
             ),
         ] {
-            assert!(run.stderr.contains(line), "{command}: {line}\n{}", run.stderr);
-            assert!(run.stderr.contains(hint), "{command}: {hint}\n{}", run.stderr);
+            assert!(
+                run.stderr.contains(line),
+                "{command}: {line}\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains(hint),
+                "{command}: {hint}\n{}",
+                run.stderr
+            );
         }
         assert!(!ybs.exists("ybs-out"), "nothing may run");
     }
