@@ -422,7 +422,12 @@ impl OtelSink {
             }
             // `ybs resume` goes on in a new process: its half of the task
             // is a span of its own (the first half's ended at the pause).
-            Event::TaskResumed { resumed_by, .. } => {
+            Event::TaskResumed {
+                resumed_by,
+                provider,
+                model,
+                ..
+            } => {
                 if !self.tasks.contains_key(task) {
                     let (trace_id, parent) = match self.parent {
                         Some((trace, span)) => (trace, Some(span)),
@@ -435,8 +440,8 @@ impl OtelSink {
                             span_id: self.ids.span(),
                             parent,
                             start_ms: record.ts_ms,
-                            provider: String::new(),
-                            model: String::new(),
+                            provider: provider.clone().unwrap_or_default(),
+                            model: model.clone().unwrap_or_default(),
                             attributes: vec![("ybs.resumed_by".into(), resumed_by.as_str().into())],
                             call_spans: HashMap::new(),
                             decided: HashMap::new(),

@@ -624,6 +624,7 @@ impl TranscriptBuilder {
             Event::TaskResumed {
                 resumed_by,
                 answers,
+                ..
             } => {
                 // The paused half's `task.finished` was not the end.
                 self.finished = None;

@@ -128,6 +128,8 @@ pub async fn run_or_resume(
             emitter.emit(Event::TaskResumed {
                 resumed_by: resumed.resumed_by.clone(),
                 answers: resumed.summary.clone(),
+                provider: Some(prepared.settings.provider.clone()),
+                model: Some(prepared.settings.model.clone()),
             });
             for note in &tools.notes {
                 emitter.note(note.clone());
