@@ -27,6 +27,7 @@ pub mod toolbox;
 pub mod tools;
 pub mod workspace;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -116,6 +117,8 @@ pub struct RunContext {
     /// model was shown on the console: the later ones go to the
     /// transcripts only.
     pub pins_noted: std::sync::atomic::AtomicBool,
+    /// Task files given as text (`ybs run --prompt`), by path as loaded.
+    pub unsaved: HashMap<PathBuf, String>,
 }
 
 /// The async runtime of a run or a chat: two worker threads.

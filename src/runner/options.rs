@@ -27,6 +27,9 @@ pub struct Loaded {
     pub home: Option<PathBuf>,
     /// `--policy FILE`, parsed.
     pub operator_policy: Option<PolicySpec>,
+    /// Task files given as text, not read from disk (`ybs run --prompt`):
+    /// path (as loaded) and text. A task that pauses keeps a copy.
+    pub unsaved: HashMap<PathBuf, String>,
 }
 
 /// Everything wrong with the inputs, in the order it is printed: the
@@ -89,6 +92,10 @@ pub fn load_text(
             Ok(file) => (vec![file], Vec::new()),
             Err(diagnostics) => (Vec::new(), diagnostics.0),
         }
+    })
+    .map(|mut loaded| {
+        loaded.unsaved.insert(path.to_owned(), text.to_owned());
+        loaded
     })
 }
 
@@ -159,6 +166,7 @@ fn load_with(
             cwd,
             home,
             operator_policy,
+            unsaved: HashMap::new(),
         }),
         (Ok(config), Err(files), Ok(operator_policy)) => {
             let partial = (!partial_files.is_empty()).then(|| {
@@ -168,6 +176,7 @@ fn load_with(
                     cwd,
                     home,
                     operator_policy,
+                    unsaved: HashMap::new(),
                 })
             });
             Err(Box::new(LoadErrors {
@@ -218,6 +227,10 @@ pub struct RunFlags {
     /// `--interactive`: makes the approver answering `ask` decisions,
     /// given the run's redactor.
     pub approver: Option<MakeApprover>,
+    /// The flags of this run that `ybs resume` needs again (`--config`,
+    /// `--policy`, the provider flags, `--var`, `--no-sandbox`), one
+    /// argument an item: shown in the resume command of a paused run.
+    pub resume_args: Vec<String>,
 }
 
 /// A run's options, decided.
@@ -302,6 +315,7 @@ pub fn run_context(
         home,
         operator_policy,
         files,
+        unsaved,
     } = loaded;
     let flags = &options.flags;
     let task_files = files.iter().map(|file| cwd.join(&file.path)).collect();
@@ -351,6 +365,7 @@ pub fn run_context(
         resuming,
         resume_worktrees,
         pins_noted: std::sync::atomic::AtomicBool::new(false),
+        unsaved,
         no_commit: flags.no_commit,
         allow_dirty: flags.allow_dirty,
         outputs,

@@ -334,6 +334,23 @@ fn pause(
             );
         }
     };
+    // What the state names, checked before the task looks paused: a task
+    // `ybs resume` could not find again ends as an error saying why.
+    let named = match pause::name_for_state(run, prepared, out) {
+        Ok(named) => named,
+        Err(message) => {
+            super::tools::finish(tools, run, emitter);
+            return finish(
+                emitter,
+                out,
+                task,
+                agent,
+                started,
+                Reason::InternalError,
+                Some(message),
+            );
+        }
+    };
     emitter.emit(Event::TaskPaused {
         pending: pending.clone(),
     });
@@ -354,6 +371,7 @@ fn pause(
         prepared,
         out,
         &key,
+        named,
         pause::Paused {
             agent,
             pending,
