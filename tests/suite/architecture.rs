@@ -68,6 +68,7 @@ const RUNNER_ENGINE: &[&str] = &[
     "session",
     "agents_md",
     "answer",
+    "rule_tools",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
