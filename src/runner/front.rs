@@ -114,7 +114,11 @@ pub fn run(
 /// again, and how the pending calls are answered (`--results` for caller
 /// tools, `--approve`/`--deny` for approvals), read from the states just
 /// written.
-fn resume_command(cwd: &std::path::Path, out_dir: &std::path::Path, args: &[String]) -> String {
+pub(super) fn resume_command(
+    cwd: &std::path::Path,
+    out_dir: &std::path::Path,
+    args: &[String],
+) -> String {
     use crate::core::event::PendingKind;
     let mut words = vec![
         "ybs".to_owned(),

@@ -607,12 +607,23 @@ pub fn resume(
     ));
     let total = report.results.len();
     let totals = format!(
-        "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused — outputs in {}",
+        "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused{} — outputs in {}",
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
         report.count(Status::Failed),
         report.count(Status::Error),
         report.count(Status::Paused),
+        match report.count(Status::Paused) {
+            0 => String::new(),
+            _ => format!(
+                " ({})",
+                super::front::resume_command(
+                    &context.cwd,
+                    &options.out_dir,
+                    &options.flags.resume_args
+                )
+            ),
+        },
         options.out_dir.display()
     );
     super::session::finish(

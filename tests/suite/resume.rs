@@ -1751,7 +1751,8 @@ fn a_task_whose_file_lies_elsewhere_or_nowhere_pauses_and_resumes_from_here() {
     )
     .unwrap();
     let first = cassette(&ybs, "c1.json", vec![call("deploy", json!({}))]);
-    let second = cassette(&ybs, "c2.json", vec![answer("done")]);
+    let again = cassette(&ybs, "c2.json", vec![call("deploy", json!({}))]);
+    let second = cassette(&ybs, "c3.json", vec![answer("done")]);
     let run = ybs.run([
         "run",
         task.to_str().unwrap(),
@@ -1770,6 +1771,24 @@ fn a_task_whose_file_lies_elsewhere_or_nowhere_pauses_and_resumes_from_here() {
         &ybs,
         "r.json",
         &json!({"results": [{"id": "call_0", "output": "deployed"}]}),
+    );
+    // It pauses again: the resume's last line says how to go on, too.
+    let run = resume(
+        &ybs,
+        &[
+            "--results",
+            answers.to_str().unwrap(),
+            "--cassette",
+            again.to_str().unwrap(),
+        ],
+    );
+    run.expect_code(3);
+    assert!(
+        run.stdout
+            .contains("1 paused (go on with `ybs resume ybs-out --results RESULTS.json`"),
+        "{}{}",
+        run.stdout,
+        run.stderr
     );
     resume(
         &ybs,

@@ -135,7 +135,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         junit: args.junit.clone(),
         policy_file: args.config.policy.clone(),
         no_sandbox: args.no_sandbox,
-        resume_args: resume_args(args),
+        resume_args: common::resume_args(&args.config, &args.provider, &args.vars, args.no_sandbox),
         approver: args.interactive.then(|| -> runner::options::MakeApprover {
             Box::new(move |redactor| {
                 let mut prompts = Printer::new(level, json);
@@ -153,30 +153,4 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         }
         Err(error) => diagnostics::fail(&printer, &error),
     }
-}
-
-/// The flags of `args` that `ybs resume` must be given again to go on
-/// with a task of this run: the same config, policy (its digest is in the
-/// state), provider, variables and confinement.
-fn resume_args(args: &RunArgs) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut flag = |name: &str, value: Option<String>| {
-        if let Some(value) = value {
-            out.push(name.to_owned());
-            out.push(value);
-        }
-    };
-    let path = |path: &Option<PathBuf>| path.as_ref().map(|path| path.display().to_string());
-    flag("--config", path(&args.config.config));
-    flag("--policy", path(&args.config.policy));
-    flag("--provider", args.provider.provider.clone());
-    flag("--model", args.provider.model.clone());
-    flag("--endpoint", args.provider.endpoint.clone());
-    for (key, value) in &args.vars {
-        flag("--var", Some(format!("{key}={value}")));
-    }
-    if args.no_sandbox {
-        out.push("--no-sandbox".to_owned());
-    }
-    out
 }
