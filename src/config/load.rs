@@ -159,6 +159,23 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
         .chain(layers.iter().rev().map(|read| (&read.layer, read.origin)))
         .find(|(layer, _)| layer.llm.endpoint.is_some())
         .map(|(_, origin)| origin);
+    // Where the provider and the model that beat a task's own come from
+    // (a flag is the user's choice in this very command: not named).
+    let source_of = |set: fn(&ConfigLayer) -> bool| {
+        if set(&flags) {
+            return None;
+        }
+        if set(&env) {
+            return Some("a YBS_* variable".to_owned());
+        }
+        layers
+            .iter()
+            .rev()
+            .find(|read| set(&read.layer))
+            .map(|read| read.shown.display().to_string())
+    };
+    let provider_from = source_of(|layer| layer.llm.provider.is_some());
+    let model_from = source_of(|layer| layer.llm.model.is_some());
     let from_files = layers
         .iter()
         .rev()
@@ -197,7 +214,9 @@ pub fn load(overrides: &Overrides, sources: &Sources<'_>) -> Result<Config, Conf
     if !diagnostics.is_empty() {
         return Err(ConfigError::Files(Diagnostics(diagnostics)));
     }
-    let over_tasks = over_tasks(&merged, endpoint_origin, &operator);
+    let mut over_tasks = over_tasks(&merged, endpoint_origin, &operator);
+    over_tasks.provider_from = provider_from;
+    over_tasks.model_from = model_from;
     Ok(Config::resolve(merged, over_tasks, files))
 }
 
@@ -211,6 +230,8 @@ fn over_tasks(
     OverTasks {
         llm: merged.llm.clone(),
         endpoint_origin,
+        provider_from: None,
+        model_from: None,
         max_iterations: merged.agent.max_iterations,
         timeout: merged.run.timeout,
         max_total_tokens: merged.agent.max_total_tokens,

@@ -93,6 +93,11 @@ pub struct Config {
 pub(super) struct OverTasks {
     pub llm: LlmLayer,
     pub endpoint_origin: Option<Origin>,
+    /// The config file (or `a YBS_* variable`) that sets `llm.provider`
+    /// over every task's own; `None` when unset or set by a flag.
+    pub provider_from: Option<String>,
+    /// Likewise for `llm.model`.
+    pub model_from: Option<String>,
     /// The limits of every config layer, the repository's narrowing the
     /// operator's; a task's own limit narrows them further.
     pub max_iterations: Option<u32>,
@@ -417,6 +422,41 @@ impl Config {
     /// over every task's own `provider:`; `None` when none does.
     pub fn provider_override(&self) -> Option<&str> {
         self.over_tasks.llm.provider.as_deref()
+    }
+
+    /// What a config file or a `YBS_*` variable replaces of the provider
+    /// and the model `task` pins, said in one sentence (`None`: nothing,
+    /// or only a flag of this command): the task runs on another model
+    /// than its file says, which its transcript should say.
+    pub fn replaced_pins(&self, task: &TaskSpec) -> Option<String> {
+        let settings = self.task_settings(task);
+        let mut replaced = Vec::new();
+        for (what, pinned, used, from) in [
+            (
+                "provider",
+                &task.llm.provider,
+                &settings.provider,
+                &self.over_tasks.provider_from,
+            ),
+            (
+                "model",
+                &task.llm.model,
+                &settings.model,
+                &self.over_tasks.model_from,
+            ),
+        ] {
+            if let (Some(pinned), Some(from)) = (pinned, from)
+                && pinned != used
+            {
+                replaced.push(format!("{what} `{pinned}` with `{used}` (from {from})"));
+            }
+        }
+        (!replaced.is_empty()).then(|| {
+            format!(
+                "the config replaces the task file's {}",
+                replaced.join(" and its ")
+            )
+        })
     }
 
     /// The settings of a session with no task file (`ybs chat`).

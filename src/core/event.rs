@@ -197,6 +197,13 @@ pub enum Event {
         /// (`--by`, else `$GITHUB_ACTOR`, else `cli`).
         resumed_by: String,
         answers: Vec<PendingAnswer>,
+        /// The provider and model this half runs with (the resume's
+        /// config and flags may name others than the paused half's
+        /// `task.started`). Absent in events of older versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// The model's final answer (its last message without a tool call),
     /// just before `task.finished`: `OUT/<task>/output.md`, and with an

@@ -150,15 +150,11 @@ impl Workspace {
             return Ok(outcome);
         }
         // 2. Objects: each file read once, scanned, and only then stored.
-        let allow = secrets::allowed(request.allow_secret_paths);
-        let (head_commit, head_tree) = head_commit_and_tree(&repo, &head)?;
-        let read = tree::stage_from_workdir(
-            &repo,
-            self.root(),
-            &changes.files,
-            head_tree.as_ref(),
-            Some(&allow),
-        )?;
+        let StagedChanges {
+            head_commit,
+            head_tree,
+            read,
+        } = self.stage_changes(&repo, &head, &changes.files, request)?;
         if !read.secrets.is_empty() {
             return Err(GitError::SecretInCommit {
                 found: read.secrets,
@@ -625,6 +621,39 @@ pub(crate) fn push_skips(note: &mut String, changes: &TaskChanges) {
 }
 
 /// HEAD's commit and tree; both `None` on an unborn branch.
+/// What a commit and a salvage start from: HEAD's commit and tree, and
+/// the task's files as read from the work tree.
+pub(super) struct StagedChanges<'r> {
+    pub head_commit: Option<Commit<'r>>,
+    pub head_tree: Option<git2::Tree<'r>>,
+    /// The files' new states; a file holding a credential (its path not
+    /// in `git.allow_secret_paths`) is listed in `secrets`, never stored.
+    pub read: tree::StagedFiles,
+}
+
+impl Workspace {
+    /// Reads HEAD and stages `files` from the work tree as objects (each
+    /// file read once, scanned for a credential, and only then stored);
+    /// neither the index nor any ref is touched.
+    pub(super) fn stage_changes<'r>(
+        &self,
+        repo: &'r Repository,
+        head: &HeadInfo,
+        files: &[String],
+        request: &CommitRequest<'_>,
+    ) -> Result<StagedChanges<'r>, GitError> {
+        let allow = secrets::allowed(request.allow_secret_paths);
+        let (head_commit, head_tree) = head_commit_and_tree(repo, head)?;
+        let read =
+            tree::stage_from_workdir(repo, self.root(), files, head_tree.as_ref(), Some(&allow))?;
+        Ok(StagedChanges {
+            head_commit,
+            head_tree,
+            read,
+        })
+    }
+}
+
 pub(super) fn head_commit_and_tree<'r>(
     repo: &'r git2::Repository,
     head: &HeadInfo,

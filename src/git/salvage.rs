@@ -6,8 +6,7 @@ use git2::{Commit, Reference};
 use serde::{Deserialize, Serialize};
 
 use super::changes::{SkipReason, SkippedPath};
-use super::commit::{CommitRequest, push_skips};
-use super::secrets;
+use super::commit::{CommitRequest, StagedChanges, push_skips};
 use super::status::{read_head, short};
 use super::tree::{self, commit_message, files};
 use super::{GitError, Workspace};
@@ -64,15 +63,11 @@ impl Workspace {
         let head = read_head(&repo)?;
         let mut changes = self.classify(&repo, request.paths, request.snapshot)?;
         // A salvage ref is a commit like any other: no credential in it.
-        let allow = secrets::allowed(request.allow_secret_paths);
-        let (head_commit, head_tree) = super::commit::head_commit_and_tree(&repo, &head)?;
-        let read = tree::stage_from_workdir(
-            &repo,
-            self.root(),
-            &changes.files,
-            head_tree.as_ref(),
-            Some(&allow),
-        )?;
+        let StagedChanges {
+            head_commit,
+            head_tree,
+            read,
+        } = self.stage_changes(&repo, &head, &changes.files, request)?;
         for secret in read.secrets {
             changes.files.retain(|path| *path != secret.path);
             changes.unreported.retain(|path| *path != secret.path);

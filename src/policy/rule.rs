@@ -211,6 +211,23 @@ pub struct PolicySpec {
     pub opaque: Option<Verdict>,
     #[serde(default)]
     pub examples: Examples,
+    /// Where each rule's tool name is written, when the layer was read
+    /// from YAML (a task file or `--policy FILE`): for messages that point
+    /// at a rule. Not part of the policy itself.
+    #[serde(skip)]
+    pub places: Vec<RulePlace>,
+}
+
+/// Where one rule of a [`PolicySpec`] is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RulePlace {
+    /// The list holding it.
+    pub verdict: Verdict,
+    /// The rule's tool name (a pattern when it holds `*`).
+    pub tool: String,
+    /// The rule as written, for messages.
+    pub text: String,
+    pub span: crate::core::span::Span,
 }
 
 #[cfg(test)]

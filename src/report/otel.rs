@@ -415,7 +415,12 @@ impl OtelSink {
                 "ybs.task.pending_calls",
                 (pending.len() as u64).into(),
             ),
-            Event::TaskResumed { resumed_by, .. } => self.resumed(record, resumed_by),
+            Event::TaskResumed {
+                resumed_by,
+                provider,
+                model,
+                ..
+            } => self.resumed(record, resumed_by, (provider.as_deref(), model.as_deref())),
             Event::LlmRetry { .. } => self.retry(record),
             Event::LlmResponse { .. } => self.llm_response(record),
             Event::ToolDecided { .. } => self.tool_decided(record),
@@ -456,7 +461,12 @@ impl OtelSink {
 
     /// `ybs resume` goes on in a new process: its half of the task is a
     /// span of its own (the first half's ended at the pause).
-    fn resumed(&mut self, record: &EventRecord, resumed_by: &str) {
+    fn resumed(
+        &mut self,
+        record: &EventRecord,
+        resumed_by: &str,
+        (provider, model): (Option<&str>, Option<&str>),
+    ) {
         if self.tasks.contains_key(&record.task) {
             return;
         }
@@ -471,8 +481,8 @@ impl OtelSink {
                 span_id: self.ids.span(),
                 parent,
                 start_ms: record.ts_ms,
-                provider: String::new(),
-                model: String::new(),
+                provider: provider.unwrap_or_default().to_owned(),
+                model: model.unwrap_or_default().to_owned(),
                 attributes: vec![("ybs.resumed_by".into(), resumed_by.into())],
                 call_spans: HashMap::new(),
                 decided: HashMap::new(),

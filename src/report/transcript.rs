@@ -484,6 +484,7 @@ impl TranscriptBuilder {
             Event::TaskResumed {
                 resumed_by,
                 answers,
+                ..
             } => {
                 // The paused half's `task.finished` was not the end.
                 self.finished = None;

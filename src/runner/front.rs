@@ -100,8 +100,12 @@ pub fn run(
         match report.count(Status::Paused) {
             0 => String::new(),
             paused => format!(
-                ", {paused} paused (`ybs resume {}`)",
-                options.out_dir.display()
+                ", {paused} paused ({})",
+                resume_command(
+                    (&context.cwd, &context.environ),
+                    &options.out_dir,
+                    &flags.resume_args,
+                )
             ),
         },
         match report.count(Status::Skipped) {
@@ -157,5 +161,67 @@ fn budget_priced(
             ),
         )),
         None => Ok(()),
+    }
+}
+
+/// The command that goes on with the run's paused tasks, from the
+/// directory ybs ran in: `ybs resume OUT`, the flags of this run it needs
+/// again, and how the pending calls are answered (`--results` for caller
+/// tools, `--approve`/`--deny` for approvals), read from the states just
+/// written.
+pub(super) fn resume_command(
+    (cwd, environ): (&std::path::Path, &crate::core::Environ),
+    out_dir: &std::path::Path,
+    args: &[String],
+) -> String {
+    use crate::core::event::PendingKind;
+    let mut words = vec![
+        "ybs".to_owned(),
+        "resume".to_owned(),
+        out_dir.display().to_string(),
+    ];
+    words.extend(args.iter().cloned());
+    let kinds: Vec<PendingKind> = super::resume::find_paused(cwd, out_dir, None, environ)
+        .map(|paused| {
+            paused
+                .iter()
+                .flat_map(|task| task.state.pending.iter().map(|call| call.kind))
+                .collect()
+        })
+        .unwrap_or_default();
+    let caller = kinds.contains(&PendingKind::Caller);
+    let approval = kinds.contains(&PendingKind::Approval);
+    if caller {
+        words.push("--results".to_owned());
+        words.push("RESULTS.json".to_owned());
+    }
+    if approval {
+        words.push("--approve".to_owned());
+        words.push("all".to_owned());
+    }
+    let command: Vec<String> = words.iter().map(|word| shell_word(word)).collect();
+    let mut text = format!("go on with `{}`", command.join(" "));
+    if approval {
+        text.push_str(" or `--deny all`");
+    }
+    if caller {
+        text.push_str(
+            r#", RESULTS.json answering each pending call: {"results": [{"id": "…", "output": …}]}"#,
+        );
+    }
+    text
+}
+
+/// `word` as one shell word: as it is when it holds only characters no
+/// shell treats specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }

@@ -19,6 +19,7 @@ pub mod prepare;
 pub mod redacting;
 pub mod results;
 pub mod resume;
+pub mod rule_tools;
 pub mod schemas;
 pub mod scratch;
 pub mod session;
@@ -29,6 +30,7 @@ pub mod toolbox;
 pub mod tools;
 pub mod workspace;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -122,6 +124,12 @@ pub struct RunContext {
     pub resume_worktrees: std::collections::HashMap<String, workspace::InWorktree>,
     /// `--models`, `--repeat`: each copy's model, and `--min-pass-rate`.
     pub copies: matrix::Copies,
+    /// A task's note that the config replaced its pinned provider or
+    /// model was shown on the console: the later ones go to the
+    /// transcripts only.
+    pub pins_noted: std::sync::atomic::AtomicBool,
+    /// Task files given as text (`ybs run --prompt`), by path as loaded.
+    pub unsaved: HashMap<PathBuf, String>,
 }
 
 /// The async runtime of a run or a chat: two worker threads.

@@ -30,6 +30,9 @@ pub struct Loaded {
     /// The process environment, read once with the config: every variable
     /// the run needs below `config` comes from here.
     pub environ: Environ,
+    /// Task files given as text, not read from disk (`ybs run --prompt`):
+    /// path (as loaded) and text. A task that pauses keeps a copy.
+    pub unsaved: HashMap<PathBuf, String>,
 }
 
 /// Everything wrong with the inputs, in the order it is printed: the
@@ -93,6 +96,10 @@ pub fn load_text(
             Err(diagnostics) => (Vec::new(), diagnostics.0),
         }
     })
+    .map(|mut loaded| {
+        loaded.unsaved.insert(path.to_owned(), text.to_owned());
+        loaded
+    })
 }
 
 fn load_with(
@@ -140,9 +147,16 @@ fn load_with(
                 .flat_map(|file| file.tasks.iter().cloned())
                 .collect()
         });
+        // And a policy rule naming no tool the task can have matches
+        // nothing (docs/policy.md).
+        let known = super::rule_tools::KnownTools::find(config, &cwd, (home.as_deref(), &environ));
         let problems: Vec<task::Diagnostic> = selected
             .iter()
-            .flat_map(|task| config.check_task(task))
+            .flat_map(|task| {
+                let mut problems = config.check_task(task);
+                problems.extend(super::rule_tools::unknown_rule_tools(&known, task));
+                problems
+            })
             .collect();
         if !problems.is_empty() {
             files = Err(task::Diagnostics(problems));
@@ -157,6 +171,7 @@ fn load_with(
             home,
             operator_policy,
             environ,
+            unsaved: HashMap::new(),
         }),
         (Ok(config), Err(files), Ok(operator_policy)) => {
             let partial = (!partial_files.is_empty()).then(|| {
@@ -167,6 +182,7 @@ fn load_with(
                     home,
                     operator_policy,
                     environ,
+                    unsaved: HashMap::new(),
                 })
             });
             Err(Box::new(LoadErrors {
@@ -221,6 +237,10 @@ pub struct RunFlags {
     /// `--interactive`: makes the approver answering `ask` decisions,
     /// given the run's redactor.
     pub approver: Option<MakeApprover>,
+    /// The flags of this run that `ybs resume` needs again (`--config`,
+    /// `--policy`, the provider flags, `--var`, `--no-sandbox`), one
+    /// argument an item: shown in the resume command of a paused run.
+    pub resume_args: Vec<String>,
 }
 
 /// A run's options, decided.
@@ -308,6 +328,7 @@ pub fn run_context(
         operator_policy,
         files,
         environ,
+        unsaved,
     } = loaded;
     let flags = &options.flags;
     let task_files = files.iter().map(|file| cwd.join(&file.path)).collect();
@@ -358,6 +379,8 @@ pub fn run_context(
         resuming,
         resume_worktrees,
         copies: entry.copies,
+        pins_noted: std::sync::atomic::AtomicBool::new(false),
+        unsaved,
         no_commit: flags.no_commit,
         allow_dirty: flags.allow_dirty,
         outputs,

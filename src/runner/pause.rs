@@ -4,12 +4,11 @@
 //! resume command ([`super::resume`]) finds, checks and answers it.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::prepare::PrepareError;
 use super::state::{self, CarriedFile, Key, STATE_FILE, State, StateGit};
 use super::{PreparedTask, RunContext};
 use crate::agent::{Agent, Answer};
@@ -46,35 +45,109 @@ pub struct Paused<'a, 'b> {
 /// Why a paused task's state was not written.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteStateError {
-    #[error("the task file {} is outside the directory ybs runs in", .0.display())]
-    FileOutside(PathBuf),
-    #[error("the workdir {} is outside the directory ybs runs in", .0.display())]
-    WorkdirOutside(PathBuf),
-    #[error("{}: {source}", .file.display())]
-    TaskFile {
-        file: PathBuf,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Workdir(#[from] PrepareError),
     #[error(transparent)]
     Output(#[from] std::io::Error),
     #[error(transparent)]
     Json(#[from] serde_json::Error),
 }
 
+/// The task file as a paused state names it: its path relative to the
+/// directory ybs runs in, and its bytes (the state holds their digest).
+pub struct StateFile {
+    pub path: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Names the task file and the workdir for the state, before the task
+/// ends as paused, so that `ybs resume` run in the same directory finds
+/// them. The task file is named where it is when it lies beneath that
+/// directory; otherwise (a file elsewhere, or one given as text by `ybs
+/// run --prompt`) ybs writes a copy beside the state,
+/// `OUT/<task>/<file name>`, and names the copy. `Err`: why the task
+/// cannot be resumed from here (a workdir elsewhere, an output directory
+/// elsewhere), and what to do.
+pub fn name_for_state(
+    run: &RunContext,
+    prepared: &PreparedTask,
+    out: &OutDir,
+) -> Result<(StateFile, String), String> {
+    let task = &prepared.task;
+    let cwd = run.cwd.canonicalize().unwrap_or_else(|_| run.cwd.clone());
+    // Beneath `cwd` by plain names: what `ybs resume` accepts.
+    let beneath = |path: &Path| {
+        let path = path.canonicalize().ok()?;
+        state::relative(&path, &cwd)
+            .filter(|relative| state::inside(Path::new("."), relative).is_ok())
+    };
+    // The workdir as in the checkout (not a `--jobs` worktree).
+    let workdir = super::task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)
+        .map_err(|error| error.to_string())?;
+    let workdir = beneath(&workdir).ok_or_else(|| {
+        format!(
+            "the task paused, but `ybs resume` could not go on with it: its workdir {} lies outside the directory ybs runs in ({}); run ybs from a directory that holds the workdir",
+            workdir.display(),
+            run.cwd.display()
+        )
+    })?;
+    let unsaved = run.unsaved.get(&task.file);
+    let bytes = match unsaved {
+        Some(text) => text.clone().into_bytes(),
+        None => std::fs::read(run.cwd.join(&task.file))
+            .map_err(|error| format!("{}: {error}", task.file.display()))?,
+    };
+    if unsaved.is_none()
+        && let Some(path) = beneath(&run.cwd.join(&task.file))
+    {
+        return Ok((StateFile { path, bytes }, workdir));
+    }
+    // A copy beside the state.
+    let name = task
+        .file
+        .file_name()
+        .and_then(|name| name.to_str())
+        .filter(|name| !OWN_FILES.contains(name))
+        .unwrap_or("task.yaml");
+    let dir = beneath(&run.cwd.join(out.path()).join(&task.id)).ok_or_else(|| {
+        format!(
+            "the task paused, but `ybs resume` could not go on with it: its task file {} and the output directory {} both lie outside the directory ybs runs in ({}); pass an --out inside it",
+            task.file.display(),
+            out.path().display(),
+            run.cwd.display()
+        )
+    })?;
+    out.write_atomic(Some(&task.id), name, &bytes)
+        .map_err(|error| error.to_string())?;
+    let path = format!("{dir}/{name}");
+    Ok((StateFile { path, bytes }, workdir))
+}
+
+/// The names ybs writes in a task's output directory: a copy of the task
+/// file never takes one.
+const OWN_FILES: &[&str] = &[
+    STATE_FILE,
+    state::MAC_FILE,
+    EVENTS_FILE,
+    "transcript.json",
+    "output.md",
+    "output.json",
+];
+
 /// Writes `OUT/<task>/state.json` and its signature, after the task's
 /// `task.finished`. The conversation and pending calls are masked like
-/// every output; paths are relative.
+/// every output; paths are relative (`named`: [`name_for_state`]).
 pub fn write_state(
     run: &RunContext,
     prepared: &PreparedTask,
     out: &OutDir,
     key: &Key,
+    (file, workdir): (StateFile, String),
     paused: Paused<'_, '_>,
 ) -> Result<(), WriteStateError> {
     let task = &prepared.task;
-    let (file, file_bytes, workdir) = task_place(run, task)?;
+    let StateFile {
+        path: file,
+        bytes: file_bytes,
+    } = file;
     let events = out.read_file(Some(&task.id), EVENTS_FILE)?;
     let agent = paused.agent;
     let messages: Vec<Message> = masked(run, agent.messages())?;
@@ -139,27 +212,6 @@ pub fn write_state(
         format!("{mac}\n").as_bytes(),
     )?;
     Ok(())
-}
-
-/// The task file (relative to the directory ybs runs in), its bytes, and
-/// its workdir as in the checkout (not a `--jobs` worktree), relative.
-fn task_place(
-    run: &RunContext,
-    task: &crate::task::TaskSpec,
-) -> Result<(String, Vec<u8>, String), WriteStateError> {
-    let cwd = run.cwd.canonicalize().unwrap_or_else(|_| run.cwd.clone());
-    let file = state::relative(&cwd.join(&task.file), &cwd)
-        .or_else(|| state::relative(&run.cwd.join(&task.file), &run.cwd))
-        .ok_or_else(|| WriteStateError::FileOutside(task.file.clone()))?;
-    let file_bytes =
-        std::fs::read(run.cwd.join(&task.file)).map_err(|source| WriteStateError::TaskFile {
-            file: task.file.clone(),
-            source,
-        })?;
-    let workdir = super::task_workdir(&run.config, &run.cwd, run.home.as_deref(), task)?;
-    let workdir = state::relative(&workdir, &cwd)
-        .ok_or_else(|| WriteStateError::WorkdirOutside(workdir.clone()))?;
-    Ok((file, file_bytes, workdir))
 }
 
 /// `value` masked by the run's redactor, read back as `T`.

@@ -55,6 +55,9 @@ pub struct PreparedTask {
     /// The repository's `AGENTS.md` instructions for the system prompt,
     /// read, masked and bounded here (docs/task-files.md, `context`).
     pub agents_md: AgentsMd,
+    /// `task.note`s for the start of the task (a provider or model the
+    /// config put in place of the task file's).
+    pub notes: Vec<String>,
 }
 
 /// Why a task cannot run.
@@ -280,6 +283,7 @@ fn prepare_in(
         worktree,
         in_place: None,
         agents_md,
+        notes: pin_notes(run, task),
     })
 }
 
@@ -366,6 +370,20 @@ fn tool_ctx(
         output_cap_bytes: 1 << 20,
         sandbox,
     }
+}
+
+/// The note that a config file or a `YBS_*` variable replaced the
+/// provider or model the task file pins: a `hint: ` on the console for the
+/// first such task of the run, in every such task's transcript.
+fn pin_notes(run: &RunContext, task: &TaskSpec) -> Vec<String> {
+    let Some(replaced) = run.config.replaced_pins(task) else {
+        return Vec::new();
+    };
+    let first = !run
+        .pins_noted
+        .swap(true, std::sync::atomic::Ordering::Relaxed);
+    let prefix = if first { crate::core::event::HINT } else { "" };
+    vec![format!("{prefix}{replaced}")]
 }
 
 /// The per-task part of the children's environment: `PATH` without

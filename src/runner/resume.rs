@@ -605,7 +605,7 @@ pub fn resume(
         console,
         &report,
         &super::session::Ending {
-            totals: resumed_totals(&report, &options.out_dir),
+            totals: resumed_totals(&report, (&context.cwd, &context.environ), &options),
             code: report.exit_code(),
             layout: &layout,
             github_output: options.github_output.as_deref(),
@@ -704,16 +704,31 @@ fn earlier_events(out: &OutDir, item: &Resumed) -> Result<Vec<EventRecord>, RunE
 }
 
 /// The line of totals of `ybs resume`.
-fn resumed_totals(report: &RunReport, out_dir: &Path) -> String {
+fn resumed_totals(
+    report: &RunReport,
+    (cwd, environ): (&Path, &crate::core::Environ),
+    options: &RunOptions,
+) -> String {
     let total = report.results.len();
     format!(
-        "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused — outputs in {}",
+        "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused{} — outputs in {}",
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
         report.count(Status::Failed),
         report.count(Status::Error),
         report.count(Status::Paused),
-        out_dir.display()
+        match report.count(Status::Paused) {
+            0 => String::new(),
+            _ => format!(
+                " ({})",
+                super::front::resume_command(
+                    (cwd, environ),
+                    &options.out_dir,
+                    &options.flags.resume_args,
+                )
+            ),
+        },
+        options.out_dir.display()
     )
 }
 

@@ -82,7 +82,12 @@ pub async fn run_or_resume(
             system_prompt.clone(),
             tool_names,
         ));
-        for note in tools.notes.iter().chain(&prepared.agents_md.notes) {
+        for note in prepared
+            .notes
+            .iter()
+            .chain(&tools.notes)
+            .chain(&prepared.agents_md.notes)
+        {
             emitter.note(note.clone());
         }
     }
@@ -94,6 +99,8 @@ pub async fn run_or_resume(
             emitter.emit(Event::TaskResumed {
                 resumed_by: resumed.resumed_by.clone(),
                 answers: resumed.summary.clone(),
+                provider: Some(prepared.settings.provider.clone()),
+                model: Some(prepared.settings.model.clone()),
             });
             for note in &tools.notes {
                 emitter.note(note.clone());
@@ -403,6 +410,23 @@ fn pause(
             );
         }
     };
+    // What the state names, checked before the task looks paused: a task
+    // `ybs resume` could not find again ends as an error saying why.
+    let named = match pause::name_for_state(run, prepared, out) {
+        Ok(named) => named,
+        Err(message) => {
+            super::tools::finish(tools, run, emitter);
+            return finish(
+                emitter,
+                out,
+                task,
+                agent,
+                started,
+                Reason::InternalError,
+                Some(message),
+            );
+        }
+    };
     emitter.emit(Event::TaskPaused {
         pending: pending.clone(),
     });
@@ -423,6 +447,7 @@ fn pause(
         prepared,
         out,
         &key,
+        named,
         pause::Paused {
             agent,
             pending,

@@ -8,7 +8,9 @@
 
 use std::path::Path;
 
-use crate::policy::{Examples, OnAsk, PolicySpec, Rule, Verdict};
+use crate::policy::{Examples, OnAsk, PolicySpec, Rule, RulePlace, Verdict};
+
+use crate::core::span::Span;
 
 use crate::core::decode::yaml::{Node, NodeKind, parse};
 use crate::core::decode::{Decoder, Spanned};
@@ -34,7 +36,15 @@ pub fn decode_policy(decoder: &mut Decoder<'_>, node: &Node, context: &str) -> O
         (Verdict::Ask, &mut spec.ask),
     ] {
         if let Some(node) = fields.node(verdict.as_str()) {
-            *list = decode_rules(decoder, node, verdict.as_str());
+            for (rule, span) in decode_rules(decoder, node, verdict.as_str()) {
+                spec.places.push(RulePlace {
+                    verdict,
+                    tool: rule.tool.clone(),
+                    text: rule.to_string(),
+                    span,
+                });
+                list.push(rule);
+            }
         }
     }
     if let Some(node) = fields.node("default") {
@@ -75,12 +85,13 @@ pub fn load_policy_str(path: &Path, text: &str) -> Result<PolicySpec, Diagnostic
     }
 }
 
-fn decode_rules(decoder: &mut Decoder<'_>, node: &Node, list: &str) -> Vec<Rule> {
+/// The rules of one list, each with where it is written.
+fn decode_rules(decoder: &mut Decoder<'_>, node: &Node, list: &str) -> Vec<(Rule, Span)> {
     match &node.kind {
         NodeKind::Null => Vec::new(),
         NodeKind::Seq(items) => items
             .iter()
-            .filter_map(|item| decode_rule(decoder, item, list))
+            .filter_map(|item| Some((decode_rule(decoder, item, list)?, item.span)))
             .collect(),
         _ => {
             decoder.expected(node, list, "a list of rules");

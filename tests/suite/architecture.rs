@@ -71,6 +71,7 @@ const RUNNER_ENGINE: &[&str] = &[
     "parallel",
     "matrix",
     "breaker",
+    "rule_tools",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -607,3 +607,74 @@ fn exported_attributes_pass_through_secret_masking() {
         .collect();
     assert!(!everything.contains(SECRET), "the secret was exported");
 }
+
+/// `ybs resume` goes on in a new process: the chat spans of the task's
+/// second half name the model, as the first half's do (they had an empty
+/// model, `chat ` and `gen_ai.request.model: ""`).
+#[test]
+fn the_chat_spans_of_a_resumed_task_name_its_model() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: deploy, then say done\nmodel: tiny-model\ncommit: false\ntools:\n  caller:\n    - {name: deploy, description: Deploys}\npolicy:\n  allow: [deploy]\n",
+    );
+    let first = ybs.home().join("c1.json");
+    let second = ybs.home().join("c2.json");
+    for (path, interactions) in [
+        (&first, vec![call("deploy", json!({}))]),
+        (&second, vec![answer("done")]),
+    ] {
+        let text = json!({"version": 1, "interactions": interactions}).to_string();
+        std::fs::write(path, text).unwrap();
+    }
+    let results = ybs.home().join("r.json");
+    std::fs::write(
+        &results,
+        json!({"results": [{"id": "call_0", "output": "deployed"}]}).to_string(),
+    )
+    .unwrap();
+    let mut spans = Vec::new();
+    for (args, code) in [
+        (
+            vec!["run", "t.yaml", "--cassette", first.to_str().unwrap()],
+            3,
+        ),
+        (
+            vec![
+                "resume",
+                "ybs-out",
+                "--results",
+                results.to_str().unwrap(),
+                "--cassette",
+                second.to_str().unwrap(),
+            ],
+            0,
+        ),
+    ] {
+        let server = collector();
+        let mut command = ybs.command();
+        for name in OTEL_VARIABLES {
+            command.env_remove(name);
+        }
+        command
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &server.url)
+            .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+        let output = command.args(&args).output().unwrap();
+        crate::support::Run::from_output(output, ybs.path()).expect_code(code);
+        spans.push(json_spans(&server));
+    }
+    for (half, spans) in spans.iter().enumerate() {
+        let chats: Vec<&Value> = spans
+            .iter()
+            .filter(|span| span["name"].as_str().unwrap().starts_with("chat"))
+            .collect();
+        assert_eq!(chats.len(), 1, "half {half}: {spans:#?}");
+        assert_eq!(chats[0]["name"], "chat tiny-model", "half {half}");
+        assert_eq!(
+            attribute(chats[0], "gen_ai.request.model"),
+            "tiny-model",
+            "half {half}"
+        );
+        assert_eq!(attribute(chats[0], "gen_ai.provider.name"), "replay");
+    }
+}

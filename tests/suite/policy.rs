@@ -750,7 +750,7 @@ fn a_rule_for_every_tool_of_an_mcp_server_is_accepted_and_matches_them() {
     let ybs = Ybs::new();
     ybs.file(
         "t.yaml",
-        "prompt: p\npolicy:\n  allow: [\"fs__*\", read_file]\n  deny: [\"fs__write*\"]\n",
+        "prompt: p\ntools:\n  mcp: [{name: fs, command: fs-server}]\npolicy:\n  allow: [\"fs__*\", read_file]\n  deny: [\"fs__write*\"]\n",
     );
     ybs.run(["validate", "t.yaml", "--provider", "ollama"])
         .expect_code(0);
@@ -806,4 +806,80 @@ fn an_allow_rule_joining_commands_is_flagged_where_it_is_written() {
         "prompt: p\nprovider: ollama\npolicy:\n  allow: ['run_shell(grep \"a|b\" *)']\n  deny: [\"run_shell(a; b)\"]\n",
     );
     ybs.run(["validate", "t.yaml"]).expect_code(0);
+}
+
+/// A rule naming a tool the task cannot have matches nothing: a `deny`
+/// that denies nothing, an `allow` that allows nothing. Both `ybs
+/// validate` and `ybs run` refuse it (exit 2) where it is written, with
+/// the closest name; an MCP tool is known by its server's prefix, an
+/// external tool by `./tools` or the task's `tools.external`.
+#[test]
+fn a_rule_naming_an_unknown_tool_is_refused_where_it_is_written() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        concat!(
+            "prompt: p\n",
+            "provider: ollama\n",
+            "tools:\n",
+            "  mcp: [{name: github, command: gh-mcp}]\n",
+            "policy:\n",
+            "  allow: [read_file, \"run_shel(cargo test*)\"]\n",
+            "  deny:\n",
+            "    - githb__*\n",
+            "    - edit_fiel: { path: \"secrets/**\" }\n",
+        ),
+    );
+    for command in ["validate", "run"] {
+        let run = ybs.run([command, "t.yaml"]);
+        run.expect_code(2);
+        for (line, hint) in [
+            (
+                "t.yaml:6:22: `allow` rule `run_shel(cargo test*)` of task `t` names no tool: `run_shel` is not a built-in, external, caller or MCP tool",
+                "hint: did you mean `run_shell`?",
+            ),
+            (
+                "t.yaml:8:7: `deny` rule `githb__*` of task `t` names the MCP server `githb`, which neither the task nor the config declares",
+                "hint: did you mean `github__*`?",
+            ),
+            (
+                "t.yaml:9:7: `deny` rule `edit_fiel(secrets/**)` of task `t` names no tool",
+                "hint: did you mean `edit_file`?",
+            ),
+        ] {
+            assert!(
+                run.stderr.contains(line),
+                "{command}: {line}\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains(hint),
+                "{command}: {hint}\n{}",
+                run.stderr
+            );
+        }
+        assert!(!ybs.exists("ybs-out"), "nothing may run");
+    }
+    // Known tools: built-ins, a server's tools by its prefix, patterns
+    // that name some tool, an external tool in ./tools, one the task
+    // names, a caller tool.
+    ybs.file("tools/lint", "#!/bin/sh\necho ok\n");
+    let lint = ybs.path().join("tools/lint");
+    std::fs::set_permissions(&lint, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ybs.file(
+        "t.yaml",
+        concat!(
+            "prompt: p\n",
+            "provider: ollama\n",
+            "tools:\n",
+            "  mcp: [{name: github, command: gh-mcp}]\n",
+            "  external: [fmt]\n",
+            "  caller: [{name: deploy, description: d}]\n",
+            "policy:\n",
+            "  allow: [\"*\", \"run_*\", github__get_issue, \"git*\", lint, fmt, deploy]\n",
+            "  deny: [\"github__*\", \"*_file(secrets/**)\"]\n",
+        ),
+    );
+    let run = ybs.run(["validate", "t.yaml"]);
+    run.expect_code(0);
 }

@@ -1733,3 +1733,150 @@ fn a_resume_ends_like_a_run_with_step_outputs_summary_spans_and_warnings() {
         "{spans:#?}"
     );
 }
+
+/// A task file outside the directory ybs runs in, and a `--prompt` run
+/// (no file at all): a task that pauses keeps a copy of its task file
+/// beside its state, so `ybs resume` goes on from that directory; the
+/// run's last line says the exact command, with the flags it needs again
+/// and how to answer.
+#[test]
+fn a_task_whose_file_lies_elsewhere_or_nowhere_pauses_and_resumes_from_here() {
+    // The task file in another directory (the isolated home).
+    let ybs = Ybs::new();
+    let task = ybs.home().join("elsewhere/t.yaml");
+    std::fs::create_dir_all(task.parent().unwrap()).unwrap();
+    std::fs::write(
+        &task,
+        "prompt: deploy, then say done\ncommit: false\ntools:\n  caller:\n    - {name: deploy, description: Deploys}\npolicy:\n  allow: [deploy]\n",
+    )
+    .unwrap();
+    let first = cassette(&ybs, "c1.json", vec![call("deploy", json!({}))]);
+    let again = cassette(&ybs, "c2.json", vec![call("deploy", json!({}))]);
+    let second = cassette(&ybs, "c3.json", vec![answer("done")]);
+    let run = ybs.run([
+        "run",
+        task.to_str().unwrap(),
+        "--cassette",
+        first.to_str().unwrap(),
+    ]);
+    run.expect_code(3);
+    assert!(
+        format!("{}{}", run.stdout, run.stderr).contains("1 paused (go on with `ybs resume ybs-out --results RESULTS.json`, RESULTS.json answering each pending call"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(state(&ybs, "t")["task"]["file"], "ybs-out/t/t.yaml");
+    let answers = results(
+        &ybs,
+        "r.json",
+        &json!({"results": [{"id": "call_0", "output": "deployed"}]}),
+    );
+    // It pauses again: the resume's last line says how to go on, too.
+    let run = resume(
+        &ybs,
+        &[
+            "--results",
+            answers.to_str().unwrap(),
+            "--cassette",
+            again.to_str().unwrap(),
+        ],
+    );
+    run.expect_code(3);
+    assert!(
+        run.stdout
+            .contains("1 paused (go on with `ybs resume ybs-out --results RESULTS.json`"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    resume(
+        &ybs,
+        &[
+            "--results",
+            answers.to_str().unwrap(),
+            "--cassette",
+            second.to_str().unwrap(),
+        ],
+    )
+    .expect_code(0);
+
+    // An ad-hoc run under an operator policy that pauses to ask.
+    let ybs = Ybs::new();
+    ybs.file(
+        "op.yaml",
+        "allow: [\"*\"]\nask: [\"run_shell(npm publish*)\"]\non_ask: pause\n",
+    );
+    let first = cassette(
+        &ybs,
+        "c1.json",
+        vec![call("run_shell", json!({"command": "npm publish"}))],
+    );
+    let second = cassette(&ybs, "c2.json", vec![answer("not published")]);
+    let run = ybs.run([
+        "run",
+        "-p",
+        "publish the package",
+        "--allow",
+        "run_shell(npm publish*)",
+        "--policy",
+        "op.yaml",
+        "--var",
+        "who=the team",
+        "--cassette",
+        first.to_str().unwrap(),
+    ]);
+    run.expect_code(3);
+    assert!(
+        format!("{}{}", run.stdout, run.stderr).contains(
+            "1 paused (go on with `ybs resume ybs-out --policy op.yaml --var 'who=the team' --approve all` or `--deny all`)"
+        ),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(
+        state(&ybs, "prompt")["task"]["file"],
+        "ybs-out/prompt/prompt.yaml"
+    );
+    assert!(!ybs.exists("prompt.yaml"), "the copy is in the outputs");
+    resume(
+        &ybs,
+        &[
+            "--deny",
+            "all",
+            "--policy",
+            "op.yaml",
+            "--var",
+            "who=the team",
+            "--cassette",
+            second.to_str().unwrap(),
+        ],
+    )
+    .expect_code(0);
+
+    // Outputs outside too: nothing could find the task again; said so.
+    let ybs = Ybs::new();
+    std::fs::create_dir_all(task.parent().unwrap()).ok();
+    let elsewhere = ybs.home().join("t.yaml");
+    std::fs::write(&elsewhere, std::fs::read(&task).unwrap_or_default()).unwrap();
+    let first = cassette(&ybs, "c1.json", vec![call("deploy", json!({}))]);
+    let out = ybs.home().join("out");
+    let run = ybs.run([
+        "run",
+        elsewhere.to_str().unwrap(),
+        "--cassette",
+        first.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.expect_code(4);
+    let console = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        console.contains("the task paused, but `ybs resume` could not go on with it")
+            && console.contains("pass an --out inside it"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+}

@@ -79,3 +79,34 @@ pub fn load_selected(
     crate::runner::load_selected(overrides, policy_file, Some(paths), vars, filter)
         .map_err(|errors| diagnostics::fail(printer, &*errors))
 }
+
+/// The flags that `ybs resume` must be given again to go on with a task
+/// that paused under them: the same config, policy (its digest is in the
+/// state), provider, variables and confinement. One argument an item.
+pub fn resume_args(
+    config: &ConfigArgs,
+    provider: &ProviderArgs,
+    vars: &[(String, String)],
+    no_sandbox: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(value) = value {
+            out.push(name.to_owned());
+            out.push(value);
+        }
+    };
+    let path = |path: &Option<PathBuf>| path.as_ref().map(|path| path.display().to_string());
+    flag("--config", path(&config.config));
+    flag("--policy", path(&config.policy));
+    flag("--provider", provider.provider.clone());
+    flag("--model", provider.model.clone());
+    flag("--endpoint", provider.endpoint.clone());
+    for (key, value) in vars {
+        flag("--var", Some(format!("{key}={value}")));
+    }
+    if no_sandbox {
+        out.push("--no-sandbox".to_owned());
+    }
+    out
+}

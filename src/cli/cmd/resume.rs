@@ -113,6 +113,7 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         policy_file: args.config.policy.clone(),
         no_sandbox: args.no_sandbox,
         jobs: 1,
+        resume_args: common::resume_args(&args.config, &args.provider, &args.vars, args.no_sandbox),
         ..RunFlags::default()
     };
     let options = RunOptions::resume(run_flags, &loaded.config, &env, args.out.clone());

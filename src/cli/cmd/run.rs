@@ -144,6 +144,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             repeat: args.repeat,
             min_pass_rate: args.min_pass_rate,
         },
+        resume_args: common::resume_args(&args.config, &args.provider, &args.vars, args.no_sandbox),
         approver: args.interactive.then(|| -> runner::options::MakeApprover {
             Box::new(move |redactor| {
                 let mut prompts = super::common::printer(level, json);

@@ -724,6 +724,8 @@ fn a_paused_task_and_its_resumed_half_are_spans_of_their_own() {
             Event::TaskResumed {
                 resumed_by: "approver:alice".into(),
                 answers: Vec::new(),
+                provider: Some("openai".into()),
+                model: Some("m".into()),
             },
         ),
         finished(5_200, Status::Passed),

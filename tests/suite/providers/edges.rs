@@ -842,3 +842,70 @@ fn a_404_names_the_model_and_the_endpoint() {
         assert_eq!(server.requests().len(), 1, "{message}");
     }
 }
+
+/// A personal config that replaces the provider and model a task file
+/// pins says so: a `task.note` in each such task's transcript, shown on
+/// the console once for the run. A flag of the command is the user's
+/// own choice in that command: no note.
+#[test]
+fn a_config_replacing_a_tasks_pinned_model_says_so_once() {
+    let server = Server::start(vec![
+        wire::openai_sse_answer("done"),
+        wire::openai_sse_answer("done"),
+        wire::openai_sse_answer("done"),
+    ]);
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        concat!(
+            "defaults:\n  provider: anthropic\n  model: claude-pinned\n",
+            "tasks:\n  - id: one\n    prompt: say done\n  - id: two\n    prompt: say done\n",
+        ),
+    );
+    let home_config = ybs.home().join(".config/ybs/config.json");
+    std::fs::create_dir_all(home_config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &home_config,
+        json!({"llm": {"provider": "openai", "endpoint": format!("{}/v1", server.url), "model": "m"}})
+            .to_string(),
+    )
+    .unwrap();
+    let run = ybs.run(["run", "t.yaml", "--no-commit"]);
+    run.expect_code(0);
+    let expected = format!(
+        "the config replaces the task file's provider `anthropic` with `openai` (from {0}) and its model `claude-pinned` with `m` (from {0})",
+        home_config.display()
+    );
+    for task in ["one", "two"] {
+        let notes: Vec<String> = run.json(&format!("ybs-out/{task}/transcript.json"))["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|note| note.as_str().unwrap().to_owned())
+            .collect();
+        assert!(
+            notes.iter().any(|note| note.ends_with(&expected)),
+            "{task}: {notes:#?}"
+        );
+    }
+    let console = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(console.matches(&expected).count(), 1, "{console}");
+    // The same provider and model named by flags: nothing to say.
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--no-commit",
+        "--filter",
+        "one",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+    ]);
+    run.expect_code(0);
+    let transcript = run.json("ybs-out/one/transcript.json");
+    assert!(
+        !transcript["notes"].to_string().contains("replaces"),
+        "{transcript:#}"
+    );
+}
