@@ -141,7 +141,6 @@ fn mount_point(path: &Path, directory: bool) -> Result<()> {
 
 /// Builds the whole view (see the module documentation).
 pub fn build(spec: &HelperSpec) -> Result<()> {
-    let tmp = Path::new("/tmp");
     mount(
         None,
         Path::new("/"),
@@ -149,11 +148,41 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
         libc::MS_REC | libc::MS_PRIVATE,
         None,
     )?;
-    let mut rw_roots = vec![spec.workdir.clone(), tmp.to_owned()];
-    rw_roots.extend(spec.writable.iter().cloned());
-    let mut ro_roots: Vec<PathBuf> = Vec::new();
+    // Opened before the private /tmp and /dev hide them.
+    let kept = open_kept(spec)?;
+    let devices: Vec<(&str, OwnedFd)> = DEVICES
+        .iter()
+        .filter_map(|name| Some((*name, open_path(&Path::new("/dev").join(name)).ok()?)))
+        .collect();
+    let ro_roots = private_tmp(spec, kept)?;
+    pin_ancestors(spec)?;
+    read_only_elsewhere(spec, &ro_roots)?;
+    // Toolchain homes and caches writable for the task only (before the
+    // blocked paths, so `~/.cargo/credentials.toml` is hidden on top).
+    for (index, path) in spec.scratch.iter().enumerate() {
+        scratch_overlay(
+            path,
+            &Path::new("/tmp").join(SCRATCH_DIR).join(index.to_string()),
+        );
+    }
+    protect_and_hide(spec)?;
+    private_proc()?;
+    minimal_dev(devices)
+}
 
-    // Host paths under /tmp, opened before the private /tmp hides them.
+/// A host path under `/tmp` to bind back under the private one.
+struct Kept {
+    path: PathBuf,
+    fd: OwnedFd,
+    directory: bool,
+    writable: bool,
+}
+
+/// The host paths under `/tmp` that must stay visible (the workdir, the
+/// operator's writable roots, the visible paths), opened, parents first
+/// (so a writable root inside a visible one is bound on top).
+fn open_kept(spec: &HelperSpec) -> Result<Vec<Kept>> {
+    let tmp = Path::new("/tmp");
     let mut kept = Vec::new();
     let wanted = std::iter::once((&spec.workdir, true))
         .chain(spec.writable.iter().map(|path| (path, true)))
@@ -163,24 +192,32 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
             continue;
         }
         match open_path(path) {
-            Ok(fd) => kept.push((path.clone(), fd, path.is_dir(), writable)),
+            Ok(fd) => kept.push(Kept {
+                path: path.clone(),
+                fd,
+                directory: path.is_dir(),
+                writable,
+            }),
             Err(error) if writable => return Err(error),
             Err(_) => {}
         }
     }
-    // Parents first, so a writable root inside a visible one is bound on top.
-    kept.sort_by_key(|(path, ..)| path.as_os_str().len());
-    let devices: Vec<(&str, OwnedFd)> = DEVICES
-        .iter()
-        .filter_map(|name| Some((*name, open_path(&Path::new("/dev").join(name)).ok()?)))
-        .collect();
+    kept.sort_by_key(|kept| kept.path.as_os_str().len());
+    Ok(kept)
+}
 
+/// The task's temp dir on `/tmp`, the kept paths bound back at their
+/// place, the workdir and writable roots bound onto themselves; the
+/// read-only roots among them.
+fn private_tmp(spec: &HelperSpec, kept: Vec<Kept>) -> Result<Vec<PathBuf>> {
+    let tmp = Path::new("/tmp");
+    let mut ro_roots = Vec::new();
     mount(Some(&spec.temp), tmp, None, libc::MS_BIND, None)?;
-    for (path, fd, directory, writable) in &kept {
-        mount_point(path, *directory)?;
-        bind(&fd_path(fd), path)?;
-        if !writable {
-            ro_roots.push(path.clone());
+    for kept in &kept {
+        mount_point(&kept.path, kept.directory)?;
+        bind(&fd_path(&kept.fd), &kept.path)?;
+        if !kept.writable {
+            ro_roots.push(kept.path.clone());
         }
     }
     drop(kept);
@@ -189,10 +226,13 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
             bind(path, path)?;
         }
     }
+    Ok(ro_roots)
+}
 
-    // The directories between the workdir and a protected or hidden path become
-    // mount points (still writable), so they cannot be renamed away to
-    // recreate the protected path elsewhere (`mv .github x`).
+/// The directories between the workdir and a protected or hidden path
+/// become mount points (still writable), so they cannot be renamed away
+/// to recreate the protected path elsewhere (`mv .github x`).
+fn pin_ancestors(spec: &HelperSpec) -> Result<()> {
     let mut ancestors: Vec<&Path> = spec
         .read_only
         .iter()
@@ -210,11 +250,16 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
     for ancestor in ancestors {
         bind(ancestor, ancestor)?;
     }
+    Ok(())
+}
 
-    // Every other mount read-only.
+/// Every mount but the writable roots remounted read-only.
+fn read_only_elsewhere(spec: &HelperSpec, ro_roots: &[PathBuf]) -> Result<()> {
+    let mut rw_roots = vec![spec.workdir.clone(), PathBuf::from("/tmp")];
+    rw_roots.extend(spec.writable.iter().cloned());
     for mount_point in mount_points()? {
         let rw = longest_root(&mount_point, &rw_roots);
-        let ro = longest_root(&mount_point, &ro_roots);
+        let ro = longest_root(&mount_point, ro_roots);
         let length = |root: &PathBuf| root.as_os_str().len();
         if rw.is_some_and(|rw| ro.is_none_or(|ro| length(rw) >= length(ro))) {
             continue;
@@ -235,32 +280,31 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
 
-    // Toolchain homes and caches writable for the task only (before the
-    // blocked paths, so `~/.cargo/credentials.toml` is hidden on top).
-    for (index, path) in spec.scratch.iter().enumerate() {
-        scratch_overlay(path, &tmp.join(SCRATCH_DIR).join(index.to_string()));
-    }
+/// `path` bound onto itself read-only.
+fn bind_read_only(path: &Path) -> Result<()> {
+    bind(path, path)?;
+    remount_ro(path).map_err(failed(format_args!("remount {} read-only", path.display())))
+}
 
-    // Protected paths read-only, outputs hidden.
+/// Protected paths read-only, outputs hidden, blocked paths (credentials)
+/// hidden outright, files too. A blocked path the helper cannot even look
+/// at is as unreadable to the program.
+fn protect_and_hide(spec: &HelperSpec) -> Result<()> {
     for path in &spec.read_only {
-        if path.symlink_metadata().is_err() {
-            continue;
+        if path.symlink_metadata().is_ok() {
+            bind_read_only(path)?;
         }
-        bind(path, path)?;
-        remount_ro(path).map_err(failed(format_args!("remount {} read-only", path.display())))?;
     }
     for path in &spec.hidden {
         if path.is_dir() {
             empty_read_only(path)?;
         } else if path.is_file() {
-            bind(path, path)?;
-            remount_ro(path)
-                .map_err(failed(format_args!("remount {} read-only", path.display())))?;
+            bind_read_only(path)?;
         }
     }
-    // Blocked paths (credentials) hidden outright, files too. One the
-    // helper cannot even look at is as unreadable to the program.
     for path in &spec.blocked {
         let hidden = if path.is_dir() {
             empty_read_only(path)
@@ -275,17 +319,13 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
         hidden
             .map_err(|error| SetupError::Reported(format!("hide {}: {error}", path.display())))?;
     }
+    Ok(())
+}
 
-    // A private /proc: only the sandbox's processes.
-    mount(
-        Some(Path::new("proc")),
-        Path::new("/proc"),
-        Some("proc"),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        None,
-    )?;
-
-    // A minimal /dev.
+/// A minimal `/dev`: a tmpfs with the host's harmless devices bound in
+/// (opened before), the `fd`/`stdin`/`stdout`/`stderr` links, a small
+/// `/dev/shm`; read-only but for `/dev/shm`.
+fn minimal_dev(devices: Vec<(&str, OwnedFd)>) -> Result<()> {
     let dev = Path::new("/dev");
     mount(
         Some(Path::new("tmpfs")),
@@ -318,8 +358,7 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
         libc::MS_NOSUID | libc::MS_NODEV,
         Some("mode=1777,size=64m"),
     )?;
-    remount_ro(dev).map_err(failed("remount /dev read-only"))?;
-    Ok(())
+    remount_ro(dev).map_err(failed("remount /dev read-only"))
 }
 
 /// Where, under the private `/tmp`, the scratch overlays keep what the
