@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
@@ -111,7 +111,8 @@ impl Http {
     /// A client for `endpoint`: rustls, a connect timeout, no overall
     /// timeout (the deadlines do that), no redirects (a redirect would
     /// carry the key elsewhere), no transparent retries (`retry.rs` owns
-    /// them, so each one is reported), and no proxy for loopback hosts.
+    /// them, so each one is reported), and no proxy for loopback hosts
+    /// (nor root certificates, when they are spoken to over plain HTTP).
     pub(super) fn new(
         endpoint: &Url,
         deadlines: Deadlines,
@@ -125,6 +126,13 @@ impl Http {
             .user_agent(concat!("ybs/", env!("CARGO_PKG_VERSION")));
         if is_loopback(endpoint) {
             builder = builder.no_proxy();
+            // Plain HTTP to loopback, with no proxy, never speaks TLS: no
+            // root store, so start-up reads no system certificates (about
+            // 140 files; docs/performance.md). An `https` endpoint, or
+            // plain HTTP elsewhere (a proxy may be `https`), loads them.
+            if endpoint.scheme() == "http" {
+                builder = builder.tls_certs_only(std::iter::empty());
+            }
         }
         let client = builder.build().map_err(|error| {
             ProviderError::Config(format!("cannot build HTTP client: {}", chain(&error)))
@@ -601,52 +609,10 @@ fn saturating_seconds(value: f64) -> Duration {
     Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX)
 }
 
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only HTTP
-/// date format servers send today.
+/// Parses an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, and the two
+/// obsolete forms) with `httpdate`, already built for hyper.
 fn parse_http_date(text: &str) -> Option<SystemTime> {
-    let parts: Vec<&str> = text.split_whitespace().collect();
-    let [_weekday, day, month, year, time, "GMT"] = parts.as_slice() else {
-        return None;
-    };
-    let day: u32 = day.parse().ok()?;
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|name| name == month)?;
-    // IMF-fixdate years have four digits: a longer one would overflow.
-    if year.len() != 4 || !year.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let year: i64 = year.parse().ok()?;
-    let clock: Vec<u64> = time
-        .split(':')
-        .map(str::parse)
-        .collect::<Result<_, _>>()
-        .ok()?;
-    let [hours, minutes, secs] = clock.as_slice() else {
-        return None;
-    };
-    if !(1..=31).contains(&day) || *hours > 23 || *minutes > 59 || *secs > 60 {
-        return None;
-    }
-    let month = u32::try_from(month).ok()? + 1;
-    let days = days_from_civil(year, month, day);
-    let seconds = u64::try_from(days).ok()? * 86_400 + hours * 3600 + minutes * 60 + secs;
-    Some(UNIX_EPOCH + Duration::from_secs(seconds))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let month = i64::from(month);
-    let day_of_year =
-        (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
+    httpdate::parse_http_date(text.trim()).ok()
 }
 
 /// A reqwest error with its causes, without the URL.
@@ -717,6 +683,8 @@ fn seconds(duration: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
