@@ -337,54 +337,28 @@ fn looks_random(value: &str) -> bool {
     value.bytes().any(|b| b.is_ascii_digit()) && value.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
-const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// Base64 of `bytes` in the given alphabet, padded with `=`.
+/// Base64 of `bytes` in the standard or the url-safe alphabet, padded
+/// with `=` (the `base64` crate, already built for the HTTP stack).
 pub(crate) fn encode_base64(bytes: &[u8], url_safe: bool) -> String {
-    let alphabet = if url_safe { URL_SAFE } else { STANDARD };
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(alphabet[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
+    use base64::Engine as _;
+    if url_safe {
+        base64::engine::general_purpose::URL_SAFE.encode(bytes)
+    } else {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
     }
-    out
 }
 
-/// Decodes standard or url-safe base64, padded or not.
+/// Decodes standard or url-safe base64, padded or not; stray bits in
+/// the last character are accepted, as lenient decoders do.
 fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=');
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for byte in text.bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((acc >> bits) & 0xff) as u8);
-        }
-    }
-    Some(out)
+    use base64::Engine as _;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    let config = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true);
+    [base64::alphabet::STANDARD, base64::alphabet::URL_SAFE]
+        .iter()
+        .find_map(|alphabet| GeneralPurpose::new(alphabet, config).decode(text).ok())
 }
 
 /// The spellings of `secret` inside base64 text: the whole encoding

@@ -384,6 +384,7 @@ pub fn harden(console: &dyn crate::report::Console, no_sandbox: bool, probe: boo
         console.warn(&format!("cannot harden the ybs process: {error}"));
     }
     if probe && !no_sandbox {
-        crate::tools::sandbox::probe_in_background();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        crate::tools::sandbox::probe_in_background(super::tools::cache_dir(home.as_deref()));
     }
 }

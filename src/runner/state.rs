@@ -17,12 +17,14 @@ use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Component, Path, PathBuf};
 
+use hmac::{Hmac, KeyInit, Mac as _};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::agent::loop_guard::LoopGuard;
 use crate::core::event::PendingCall;
+use crate::core::text::{hex, unhex};
 use crate::core::{Cost, Message, Usage};
 use crate::git::{Snapshot, WorkEntry, WorkRoot, Workspace};
 
@@ -189,44 +191,23 @@ impl StateError {
     }
 }
 
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`, ready to finish or
+/// to verify (the `hmac` crate: its verification compares in constant
+/// time).
+#[expect(
+    clippy::expect_used,
+    reason = "HMAC takes a key of any length: `new_from_slice` cannot fail"
+)]
+fn hmac_of(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC accepts a key of any length");
+    mac.update(message);
+    mac
+}
+
 /// HMAC-SHA256 (RFC 2104).
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut block = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.map(|b| b ^ byte);
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
-        .collect()
-}
-
-/// Equal without an early exit on the first difference.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    hmac_of(key, message).finalize().into_bytes().into()
 }
 
 /// The signing key and where it came from.
@@ -242,7 +223,7 @@ impl Key {
 
     /// True if and only if `mac` (hex) is this key's HMAC of `state`.
     pub fn verify(&self, state: &[u8], mac: &str) -> bool {
-        unhex(mac.trim()).is_some_and(|mac| same(&mac, &hmac_sha256(&self.bytes, state)))
+        unhex(mac.trim()).is_some_and(|mac| hmac_of(&self.bytes, state).verify_slice(&mac).is_ok())
     }
 }
 

@@ -760,7 +760,12 @@ fn fake_release(dir: &Path, version: &str, sums: Option<&str>) -> String {
     let bytes = std::fs::read(ybs_binary()).unwrap();
     std::fs::write(release.join("ybs-x86_64-unknown-linux-musl"), &bytes).unwrap();
     let sha = sums.map_or_else(
-        || format!("{:x}", sha2::Sha256::digest(&bytes)),
+        || {
+            sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect()
+        },
         str::to_owned,
     );
     std::fs::write(

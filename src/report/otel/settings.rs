@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::AttrValue;
+use crate::core::text::unhex;
 
 /// The default per-request timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which
 /// also bounds the wait for delivery at the end of the run.
@@ -188,27 +189,12 @@ fn key_values(name: &str, text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(pairs)
 }
 
+/// `%XX` sequences decoded (`percent-encoding`, already built for URLs);
+/// a `%` not followed by two hex digits stays as it is.
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let decoded = (bytes[index] == b'%')
-            .then(|| text.get(index + 1..index + 3))
-            .flatten()
-            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
-        match decoded {
-            Some(byte) => {
-                out.push(byte);
-                index += 3;
-            }
-            None => {
-                out.push(bytes[index]);
-                index += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// `00-<trace id>-<span id>-<flags>` (W3C Trace Context).
@@ -221,14 +207,4 @@ fn traceparent(value: &str) -> Option<([u8; 16], [u8; 8])> {
     let trace: [u8; 16] = unhex(trace)?.try_into().ok()?;
     let span: [u8; 8] = unhex(span)?.try_into().ok()?;
     (trace != [0; 16] && span != [0; 8]).then_some((trace, span))
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|index| u8::from_str_radix(text.get(index..index + 2)?, 16).ok())
-        .collect()
 }

@@ -75,13 +75,7 @@ fn json_attributes(attributes: &[(String, AttrValue)]) -> Value {
 }
 
 /// Lowercase hex, as OTLP JSON writes trace and span ids.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut out, byte| {
-        let _ = write!(out, "{byte:02x}");
-        out
-    })
-}
+pub(super) use crate::core::text::hex;
 
 /// The same request as protobuf.
 pub(super) fn protobuf_body(resource: &[(String, AttrValue)], spans: &[Span]) -> Vec<u8> {
