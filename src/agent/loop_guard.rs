@@ -28,8 +28,7 @@ impl LoopGuard {
     /// Records a call; true if and only if it completes a loop.
     pub fn record(&mut self, call: &ToolCall) -> bool {
         let digest = Sha256::digest(call.signature().as_bytes());
-        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-        let signature = format!("sha256:{hex}");
+        let signature = format!("sha256:{}", crate::core::text::hex(&digest));
         if self.last.as_deref() == Some(signature.as_str()) {
             self.count += 1;
         } else {

@@ -337,7 +337,8 @@ fn looks_random(value: &str) -> bool {
     value.bytes().any(|b| b.is_ascii_digit()) && value.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
-/// Base64 of `bytes` in the standard or url-safe alphabet, padded with `=`.
+/// Base64 of `bytes` in the standard or the url-safe alphabet, padded
+/// with `=` (the `base64` crate, already built for the HTTP stack).
 pub(crate) fn encode_base64(bytes: &[u8], url_safe: bool) -> String {
     use base64::Engine as _;
     if url_safe {
@@ -347,18 +348,17 @@ pub(crate) fn encode_base64(bytes: &[u8], url_safe: bool) -> String {
     }
 }
 
-/// Decodes standard or url-safe base64, padded or not.
+/// Decodes standard or url-safe base64, padded or not; stray bits in
+/// the last character are accepted, as lenient decoders do.
 fn decode_base64(text: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-    let config =
-        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
-    let standard = GeneralPurpose::new(&base64::alphabet::STANDARD, config);
-    let url_safe = GeneralPurpose::new(&base64::alphabet::URL_SAFE, config);
-    standard
-        .decode(text)
-        .or_else(|_| url_safe.decode(text))
-        .ok()
+    let config = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true);
+    [base64::alphabet::STANDARD, base64::alphabet::URL_SAFE]
+        .iter()
+        .find_map(|alphabet| GeneralPurpose::new(alphabet, config).decode(text).ok())
 }
 
 /// The spellings of `secret` inside base64 text: the whole encoding

@@ -40,20 +40,38 @@ pub fn tail(text: &str, max_bytes: usize) -> &str {
     &text[start..]
 }
 
-/// Levenshtein distance (in characters), for "did you mean" hints.
+/// Levenshtein distance in characters, for "did you mean" hints
+/// (`strsim`, already built for clap's own suggestions).
 pub fn edit_distance(a: &str, b: &str) -> usize {
     strsim::levenshtein(a, b)
 }
 
-/// Lowercase hexadecimal of `bytes`.
+/// Lowercase hex of `bytes` (digests, MACs, trace ids).
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
+/// The bytes spelled by `text`, two hex digits (either case) per byte;
+/// `None` for an odd length or anything that is not a hex digit.
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    let digit = |byte: u8| char::from(byte).to_digit(16);
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(2) {
+        return None;
+    }
     bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, byte| {
-            let _ = write!(out, "{byte:02x}");
-            out
+        .chunks_exact(2)
+        .map(|pair| {
+            let value = digit(pair[0])? * 16 + digit(pair[1])?;
+            u8::try_from(value).ok()
         })
+        .collect()
 }
 
 /// The candidate closest to `found`, if it is close enough to be a typo.
@@ -68,6 +86,24 @@ pub fn closest<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hex_round_trips_and_unhex_takes_hex_digits_only() {
+        let bytes = [0x00, 0x7f, 0x80, 0xff, 0x5b];
+        assert_eq!(super::hex(&bytes), "007f80ff5b");
+        assert_eq!(super::unhex("007F80ff5b").as_deref(), Some(&bytes[..]));
+        assert_eq!(super::unhex(""), Some(Vec::new()));
+        for bad in ["0", "+a", "0g", "-1", " 1", "é1"] {
+            assert_eq!(super::unhex(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn edit_distance_counts_characters() {
+        assert_eq!(super::edit_distance("kitten", "sitting"), 3);
+        assert_eq!(super::edit_distance("café", "cafe"), 1);
+        assert_eq!(super::edit_distance("", "abc"), 3);
+    }
+
     use super::*;
 
     #[test]

@@ -111,7 +111,8 @@ impl Http {
     /// A client for `endpoint`: rustls, a connect timeout, no overall
     /// timeout (the deadlines do that), no redirects (a redirect would
     /// carry the key elsewhere), no transparent retries (`retry.rs` owns
-    /// them, so each one is reported), and no proxy for loopback hosts.
+    /// them, so each one is reported), and no proxy for loopback hosts
+    /// (nor root certificates, when they are spoken to over plain HTTP).
     pub(super) fn new(
         endpoint: &Url,
         deadlines: Deadlines,
@@ -125,6 +126,13 @@ impl Http {
             .user_agent(concat!("ybs/", env!("CARGO_PKG_VERSION")));
         if is_loopback(endpoint) {
             builder = builder.no_proxy();
+            // Plain HTTP to loopback, with no proxy, never speaks TLS: no
+            // root store, so start-up reads no system certificates (about
+            // 140 files; docs/performance.md). An `https` endpoint, or
+            // plain HTTP elsewhere (a proxy may be `https`), loads them.
+            if endpoint.scheme() == "http" {
+                builder = builder.tls_certs_only(std::iter::empty());
+            }
         }
         let client = builder.build().map_err(|error| {
             ProviderError::Config(format!("cannot build HTTP client: {}", chain(&error)))
@@ -602,7 +610,7 @@ fn saturating_seconds(value: f64) -> Duration {
 }
 
 /// Parses an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, and the two
-/// obsolete forms HTTP still allows).
+/// obsolete forms) with `httpdate`, already built for hyper.
 fn parse_http_date(text: &str) -> Option<SystemTime> {
     httpdate::parse_http_date(text.trim()).ok()
 }
@@ -675,8 +683,9 @@ fn seconds(duration: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use std::time::UNIX_EPOCH;
+
+    use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

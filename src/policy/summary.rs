@@ -68,10 +68,7 @@ impl Policy {
         };
         // Serializing plain strings, options and vectors cannot fail.
         let json = serde_json::to_vec(&hashed).unwrap_or_default();
-        Sha256::digest(&json)
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+        crate::core::text::hex(&Sha256::digest(&json))
     }
 
     /// One short paragraph for the system prompt (about 300 characters):

@@ -54,9 +54,7 @@ pub struct Digests {
 impl Digests {
     /// `sha256:<hex>` of `bytes`.
     pub fn of(bytes: &[u8]) -> String {
-        let digest = Sha256::digest(bytes);
-        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-        format!("sha256:{hex}")
+        format!("sha256:{}", crate::core::text::hex(&Sha256::digest(bytes)))
     }
 }
 

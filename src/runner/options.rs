@@ -424,6 +424,11 @@ pub fn harden(console: &dyn crate::report::Console, no_sandbox: bool, probe: boo
         console.warn(&format!("cannot harden the ybs process: {error}"));
     }
     if probe && !no_sandbox {
-        crate::tools::sandbox::probe_in_background();
+        let environ = config::process_environ();
+        let home = environ.home();
+        crate::tools::sandbox::probe_in_background(super::tools::cache_dir(
+            home.as_deref(),
+            &environ,
+        ));
     }
 }

@@ -24,6 +24,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::agent::loop_guard::LoopGuard;
 use crate::core::event::PendingCall;
+use crate::core::text::{hex, unhex};
 use crate::core::{Cost, Message, Usage};
 use crate::git::{GitError, Snapshot, WorkEntry, WorkRoot, Workspace};
 
@@ -190,30 +191,23 @@ impl StateError {
     }
 }
 
-/// HMAC-SHA256 (RFC 2104).
-pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    mac(key, message).finalize().into_bytes().into()
-}
-
-/// The MAC of `message` under `key`, not finalized.
-fn mac(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
-    // HMAC takes a key of any length.
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key)
-        .unwrap_or_else(|_| <Hmac<Sha256> as KeyInit>::new(&Default::default()));
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`, ready to finish or
+/// to verify (the `hmac` crate: its verification compares in constant
+/// time).
+#[expect(
+    clippy::expect_used,
+    reason = "HMAC takes a key of any length: `new_from_slice` cannot fail"
+)]
+fn hmac_of(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC accepts a key of any length");
     mac.update(message);
     mac
 }
 
-pub use crate::core::text::hex;
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
-        .collect()
+/// HMAC-SHA256 (RFC 2104).
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    hmac_of(key, message).finalize().into_bytes().into()
 }
 
 /// The signing key and where it came from.
@@ -228,10 +222,8 @@ impl Key {
     }
 
     /// True if and only if `mac` (hex) is this key's HMAC of `state`.
-    pub fn verify(&self, state: &[u8], signature: &str) -> bool {
-        // `verify_slice` compares in constant time (with `subtle`).
-        unhex(signature.trim())
-            .is_some_and(|expected| mac(&self.bytes, state).verify_slice(&expected).is_ok())
+    pub fn verify(&self, state: &[u8], mac: &str) -> bool {
+        unhex(mac.trim()).is_some_and(|mac| hmac_of(&self.bytes, state).verify_slice(&mac).is_ok())
     }
 }
 

@@ -26,7 +26,8 @@
 //! session, Landlock domain and seccomp filter (docs/sandbox.md).
 //!
 //! Which layers work is [`probe`]d once per process (by running
-//! `ybs __sandbox-probe`). By default all are required; operator config
+//! `ybs __sandbox-probe`, or from the answer kept for the boot,
+//! [`probe_cache`]). By default all are required; operator config
 //! may accept Landlock and seccomp without namespaces
 //! (`safety.sandbox_require: landlock`); `--no-sandbox` runs unconfined.
 //! A missing required layer is [`Unavailable`].
@@ -50,6 +51,7 @@ pub mod filter;
 #[cfg(target_os = "linux")]
 mod helper;
 mod placeholders;
+mod probe_cache;
 #[cfg(target_os = "linux")]
 pub mod resident;
 pub mod spec;
@@ -489,22 +491,54 @@ pub fn unconfined(reason: &str) -> SandboxInfo {
     }
 }
 
+/// Where the probe's answer is kept for the boot ([`probe_cache`]):
+/// ybs's cache directory, once [`probe_in_background`] named it.
+static PROBE_CACHE: OnceLock<PathBuf> = OnceLock::new();
+
 /// Probes once per process which layers work, by running
 /// `ybs __sandbox-probe` (namespaces cannot be tried in a multi-threaded
-/// process).
+/// process), unless an answer kept earlier in this boot for this binary
+/// and user says every layer works ([`probe_cache`]).
 pub fn probe() -> &'static Probe {
     static PROBE: OnceLock<Probe> = OnceLock::new();
-    PROBE.get_or_init(run_probe)
+    PROBE.get_or_init(cached_probe)
 }
 
 /// Starts [`probe`] on a thread, so it overlaps with whatever the caller
-/// does next; the first real use waits for it.
-pub fn probe_in_background() {
+/// does next; the first real use waits for it. `cache`: ybs's cache
+/// directory, where a probe that found every layer is kept for the boot.
+pub fn probe_in_background(cache: Option<PathBuf>) {
+    if let Some(dir) = cache {
+        let _ = PROBE_CACHE.set(dir);
+    }
     let _ = std::thread::Builder::new()
         .name("ybs-sandbox-probe".to_owned())
         .spawn(|| {
             probe();
         });
+}
+
+#[cfg(target_os = "linux")]
+fn cached_probe() -> Probe {
+    let kept = PROBE_CACHE
+        .get()
+        .filter(|_| HELPER.load(Ordering::Relaxed))
+        .and_then(|dir| probe_cache::Key::current().map(|key| (dir, key)));
+    if let Some((dir, key)) = &kept
+        && let Some(probe) = probe_cache::load(dir, key)
+    {
+        return probe;
+    }
+    let probe = run_probe();
+    if let Some((dir, key)) = &kept {
+        probe_cache::store(dir, key, &probe);
+    }
+    probe
+}
+
+#[cfg(not(target_os = "linux"))]
+fn cached_probe() -> Probe {
+    run_probe()
 }
 
 #[cfg(target_os = "linux")]

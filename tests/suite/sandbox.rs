@@ -429,3 +429,62 @@ fn a_bad_sandbox_requirement_is_a_located_error() {
     assert!(run.stderr.contains("`all` or `landlock`"), "{}", run.stderr);
     assert!(run.stderr.contains("hint:"), "{}", run.stderr);
 }
+
+/// Start-up (issue 24, item 1): the probe's answer is kept for the boot in
+/// ybs's cache directory when every layer works, used while its key (boot,
+/// kernel, binary, user) matches, and replaced by a new probe when not.
+#[test]
+fn a_working_probe_is_kept_for_the_boot_and_used_only_under_its_key() {
+    let ybs = Ybs::new();
+    let cache = ybs.home().join("xdg-cache");
+    let ybs = ybs.env("XDG_CACHE_HOME", &cache.display().to_string());
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell]\n",
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("run_shell", json!({"command": "echo hi"})),
+            answer("done"),
+        ],
+    );
+    let kept = cache.join("ybs/sandbox-probe.json");
+    let run = ybs.run(["run", "t.yaml", "--no-sandbox"]);
+    run.expect_code(0);
+    assert!(!kept.exists(), "--no-sandbox probes nothing");
+
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let probed = manifest_sandbox(&run)["landlock"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    assert_eq!(value["landlock"], probed.as_str(), "{value}");
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{mode:o}");
+
+    // The kept answer is what the next run reports: no probe ran.
+    let other = if probed == "fully_enforced" {
+        "partially_enforced"
+    } else {
+        "fully_enforced"
+    };
+    value["landlock"] = json!(other);
+    std::fs::write(&kept, value.to_string()).unwrap();
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(manifest_sandbox(&run)["landlock"], other);
+    assert_eq!(shell_results(&run)[0]["stdout"], "hi\n");
+
+    // Kept under another key (another boot, binary or user): probed again.
+    value["key"] = json!("boot=another");
+    std::fs::write(&kept, value.to_string()).unwrap();
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(manifest_sandbox(&run)["landlock"], probed.as_str());
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    assert_ne!(value["key"], "boot=another", "{value}");
+    assert_eq!(value["landlock"], probed.as_str(), "{value}");
+}

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::AttrValue;
+use crate::core::text::unhex;
 
 /// The default per-request timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which
 /// also bounds the wait for delivery at the end of the run.
@@ -250,6 +251,8 @@ fn key_values(name: &'static str, text: &str) -> Result<Vec<(String, String)>, S
     Ok(pairs)
 }
 
+/// `%XX` sequences decoded (`percent-encoding`, already built for URLs);
+/// a `%` not followed by two hex digits stays as it is.
 fn percent_decode(text: &str) -> String {
     percent_encoding::percent_decode_str(text)
         .decode_utf8_lossy()
@@ -266,14 +269,4 @@ fn traceparent(value: &str) -> Option<([u8; 16], [u8; 8])> {
     let trace: [u8; 16] = unhex(trace)?.try_into().ok()?;
     let span: [u8; 8] = unhex(span)?.try_into().ok()?;
     (trace != [0; 16] && span != [0; 8]).then_some((trace, span))
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|index| u8::from_str_radix(text.get(index..index + 2)?, 16).ok())
-        .collect()
 }

@@ -909,3 +909,41 @@ fn a_config_replacing_a_tasks_pinned_model_says_so_once() {
         "{transcript:#}"
     );
 }
+
+// ---- Start-up (issue 24, item 1): no root certificates for plain HTTP. ----
+
+/// `SSL_CERT_FILE` naming an empty file and `SSL_CERT_DIR` an empty
+/// directory: loading the system roots finds none, and a client that
+/// loads them cannot be built.
+fn no_system_roots(ybs: Ybs) -> Ybs {
+    ybs.file("certs/empty.pem", "");
+    let file = ybs.path().join("certs/empty.pem").display().to_string();
+    let dir = ybs.home().join("no-certs");
+    std::fs::create_dir_all(&dir).unwrap();
+    ybs.env("SSL_CERT_FILE", &file)
+        .env("SSL_CERT_DIR", &dir.display().to_string())
+}
+
+#[test]
+fn a_plain_http_loopback_endpoint_reads_no_root_certificates() {
+    let server = Server::start(vec![answer("openai")]);
+    let (ybs, _) = scratch(&task_yaml(""));
+    let ybs = no_system_roots(ybs);
+    let run = run_task(&ybs, "openai", &base("openai", &server), &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn an_https_endpoint_still_needs_the_system_roots() {
+    let (ybs, _) = scratch(&task_yaml(""));
+    let ybs = no_system_roots(ybs);
+    let run = run_task(&ybs, "openai", "https://127.0.0.1:9/v1", &[]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("cannot build HTTP client")
+            && run.stderr.contains("No CA certificates"),
+        "{}",
+        run.stderr
+    );
+}
