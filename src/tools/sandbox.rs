@@ -205,7 +205,9 @@ pub struct Sandbox {
     processes: Result<Option<String>, String>,
     #[cfg(target_os = "linux")]
     _cgroup: Option<Arc<cgroup::TaskCgroup>>,
-    _placeholders: Arc<Placeholders>,
+    /// Made at the task's first confined program (a task that runs none
+    /// makes none); removed when the last clone goes.
+    placeholders: Arc<LazyPlaceholders>,
 }
 
 impl Sandbox {
@@ -250,10 +252,17 @@ impl Sandbox {
                 read_only.push(path.clone());
             }
         }
-        let placeholders = if namespaces {
-            Placeholders::create(workdir, &read_only)
-        } else {
-            Placeholders::default()
+        let placeholders = LazyPlaceholders {
+            workdir: workdir.to_owned(),
+            paths: if namespaces {
+                // What an earlier run killed with `kill -9` left goes now,
+                // whether or not this task runs a program.
+                placeholders::sweep_stale();
+                read_only.clone()
+            } else {
+                Vec::new()
+            },
+            made: OnceLock::new(),
         };
         let visible = settings
             .visible
@@ -314,7 +323,7 @@ impl Sandbox {
             processes,
             #[cfg(target_os = "linux")]
             _cgroup: task_cgroup,
-            _placeholders: Arc::new(placeholders),
+            placeholders: Arc::new(placeholders),
         })
     }
 
@@ -367,6 +376,7 @@ impl Sandbox {
 
     /// The program and arguments that run `program args` confined.
     pub fn command(&self, program: &OsString, args: &[OsString]) -> (OsString, Vec<OsString>) {
+        self.placeholders.ensure();
         (OsString::from(SELF_EXE), self.spec.argv(program, args))
     }
 
@@ -380,6 +390,7 @@ impl Sandbox {
         if !self.spec.namespaces || !HELPER.load(Ordering::Relaxed) {
             return None;
         }
+        self.placeholders.ensure();
         self.residents.start(&self.spec, request, stdin)
     }
 
@@ -595,6 +606,25 @@ fn run_probe() -> Probe {
         namespaces: Err(reason.clone()),
         landlock: Err(reason.clone()),
         seccomp: Err(reason),
+    }
+}
+
+/// The placeholders of a task's missing read-only paths, made once, at
+/// its first confined program ([`Placeholders`]).
+#[derive(Debug)]
+struct LazyPlaceholders {
+    workdir: PathBuf,
+    /// Empty without namespaces: nothing is mounted on them then.
+    paths: Vec<PathBuf>,
+    made: OnceLock<Placeholders>,
+}
+
+impl LazyPlaceholders {
+    fn ensure(&self) {
+        if !self.paths.is_empty() {
+            self.made
+                .get_or_init(|| Placeholders::create(&self.workdir, &self.paths));
+        }
     }
 }
 

@@ -164,6 +164,14 @@ fn remove(workdir: &Path, made: &[String]) {
 }
 
 /// Removes what the records in `dir` of runs no longer alive list.
+/// Removes what earlier runs killed before their end left (see
+/// [`sweep`]), from the standard record directory.
+pub(super) fn sweep_stale() {
+    if let Some(dir) = record_dir() {
+        sweep(&dir);
+    }
+}
+
 fn sweep(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
