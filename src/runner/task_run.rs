@@ -10,12 +10,13 @@ use super::checks::{CheckEnv, run_checks};
 use super::pause::{self, Resumed};
 use super::prepare::PreparedTask;
 use super::results::TaskResult;
+use super::state::{CarriedFile, Key};
 use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::config::GitAuthor;
 use crate::core::event::{Event, EventSink, GitOutcome, HINT, PendingCall};
 use crate::core::{Reason, Status};
-use crate::git::{GitError, SavedWork, TaskWorktree};
+use crate::git::{GitError, SavedWork, Snapshot, TaskWorktree};
 use crate::report::OutDir;
 use crate::task::{Expect, TaskSpec};
 use crate::tools::mcp::McpServer;
@@ -63,148 +64,222 @@ pub async fn run_or_resume(
 ) -> TaskResult {
     let task = &prepared.task;
     let mut emitter = Emitter::new(&task.id, sink);
-    let carried = resumed.map_or(Duration::ZERO, |resumed| {
-        Duration::from_millis(resumed.state.spent.elapsed_ms)
-    });
-    let started = Instant::now()
-        .checked_sub(carried)
-        .unwrap_or_else(Instant::now);
+    let this = TaskRun::new(run, prepared, out, resumed);
     let git = task_git(run, prepared, resumed);
     let tools = super::tools::task_tools(run, prepared).await;
-    let tool_names = tools.registry.names();
-    let system_prompt = system_prompt(prepared, &tool_names);
-    // A resumed task's events go on after its `task.resumed`.
-    if resumed.is_none() {
-        emitter.emit(started_event(
-            run,
-            prepared,
-            git.as_ref().ok(),
-            system_prompt.clone(),
-            tool_names,
-        ));
-        for note in prepared
-            .notes
-            .iter()
-            .chain(&tools.notes)
-            .chain(&prepared.agents_md.notes)
-        {
-            emitter.note(note.clone());
-        }
-    }
-    let setup = prepared.agent_setup(run, &tools.registry, system_prompt);
-    let (mut agent, early) = match resumed {
-        None => (Agent::new(setup, &task.prompt, &mut emitter), None),
-        Some(resumed) => {
-            let mut agent = resumed_agent(setup, resumed, carried);
-            emitter.emit(Event::TaskResumed {
-                resumed_by: resumed.resumed_by.clone(),
-                answers: resumed.summary.clone(),
-                provider: Some(prepared.settings.provider.clone()),
-                model: Some(prepared.settings.model.clone()),
-            });
-            for note in &tools.notes {
-                emitter.note(note.clone());
-            }
-            let early = agent
-                .answer(&resumed.answers, &resumed.approver, &mut emitter)
-                .await;
-            (agent, early)
-        }
-    };
+    let (mut agent, early) = this
+        .begin(&tools, git.as_ref().ok(), resumed, &mut emitter)
+        .await;
     let commit_off = commit_off(run, task);
-    // A tool or server the task requires could not start: an error, not
-    // a task run without it (docs/tools.md).
-    if let Some(missing) = tools.missing_required() {
-        let message = format!("{missing} (the task marks it `required: true`)");
-        super::tools::stop_mcp(&tools.mcp, &mut emitter).await;
-        return finish(
-            &mut emitter,
-            out,
-            task,
-            &agent,
-            started,
-            Reason::ToolUnavailable,
-            Some(message),
-        );
-    }
-    let saved = saved_work(run, prepared, &git, &mut agent, &mut emitter);
-    if commit_off.is_none()
-        && let Some(message) = git_failure(run, &git, &mut emitter)
+    let saved = match this
+        .preflight((&tools, &git), commit_off, &mut agent, &mut emitter)
+        .await
     {
-        return finish(
-            &mut emitter,
-            out,
-            task,
-            &agent,
-            started,
-            Reason::GitError,
-            Some(message),
-        );
-    }
+        Ok(saved) => saved,
+        Err((reason, message)) => return this.finish(&mut emitter, &agent, reason, Some(message)),
+    };
     let mut pending = Vec::new();
     let (reason, message, answer) = match early {
         Some(stop) => stopped(stop, &mut pending),
         None => {
-            work_and_follow_up(
-                &mut agent,
-                run,
-                prepared,
-                &tools.mcp,
-                &mut emitter,
-                &mut pending,
-            )
-            .await
+            let mcp = &tools.mcp;
+            work_and_follow_up(&mut agent, run, prepared, mcp, &mut emitter, &mut pending).await
         }
     };
-    // Nothing of the task runs while its work is read: every MCP server
-    // (and its process tree) is stopped before the commit, the salvage or
-    // the pause state reads the work tree. `run_shell`, checks and
-    // external tools end with their call.
-    let stuck = super::tools::stop_mcp(&tools.mcp, &mut emitter).await;
-    // And the task's resident sandboxes with them: no process of the task
-    // is left (a final check attempt starts a new one).
-    if let Some(sandbox) = &prepared.tool_ctx.sandbox {
-        sandbox.stop_residents();
-    }
+    let stuck = stop_processes(prepared, &tools, &mut emitter).await;
     if !pending.is_empty() {
-        return pause(
-            run,
-            prepared,
-            out,
+        let pauses = resumed.map_or(1, |resumed| resumed.state.pauses + 1);
+        return this.pause(
             (&agent, &tools),
             git.as_ref().ok(),
-            resumed,
+            pauses,
             pending,
-            (started, &mut emitter),
+            &mut emitter,
         );
     }
     let (reason, message) = match &git {
         Ok(_) if !stuck.is_empty() && commit_off.is_none() => {
             (Reason::GitError, Some(not_stopped(&stuck)))
         }
-        Ok(git) => settle_git(
-            run,
-            (prepared, out),
-            git,
-            commit_off,
-            &agent,
-            (reason, message),
-            answer.as_deref(),
-            saved.as_ref(),
-            &mut emitter,
-        ),
+        Ok(git) => {
+            let settle = Settle {
+                git,
+                commit_off,
+                agent: &agent,
+                answer: answer.as_deref(),
+                saved: saved.as_ref(),
+            };
+            this.settle_git(&settle, (reason, message), &mut emitter)
+        }
         Err(_) => (reason, message),
     };
     super::tools::finish(&tools, run, &mut emitter);
-    let message = if run.dry_run {
-        Some(dry_run_message(task, message))
-    } else {
-        message
-    };
-    if let Some(text) = answer {
-        emitter.emit(output_event(task, text, reason));
+    this.end(&mut emitter, &agent, (reason, message), answer)
+}
+
+/// Nothing of the task runs while its work is read: every MCP server
+/// (and its process tree) is stopped before the commit, the salvage or
+/// the pause state reads the work tree. `run_shell`, checks and
+/// external tools end with their call. Returns the servers that could
+/// not be stopped.
+async fn stop_processes(
+    prepared: &PreparedTask,
+    tools: &super::tools::TaskTools,
+    emitter: &mut Emitter<'_>,
+) -> Vec<String> {
+    let stuck = super::tools::stop_mcp(&tools.mcp, emitter).await;
+    // And the task's resident sandboxes with them: no process of the task
+    // is left (a final check attempt starts a new one).
+    if let Some(sandbox) = &prepared.tool_ctx.sandbox {
+        sandbox.stop_residents();
     }
-    finish(&mut emitter, out, task, &agent, started, reason, message)
+    stuck
+}
+
+/// What every step of one task's run knows: the run, the task, its
+/// outputs and when it started (a resumed task: as if its earlier halves
+/// had run just before).
+struct TaskRun<'t> {
+    run: &'t RunContext,
+    prepared: &'t PreparedTask,
+    out: &'t OutDir,
+    started: Instant,
+}
+
+/// What the git step of a task that did not pause works with.
+struct Settle<'s, 'a> {
+    git: &'s TaskGit,
+    commit_off: Option<&'static str>,
+    agent: &'s Agent<'a>,
+    answer: Option<&'s str>,
+    saved: Option<&'s SavedWork>,
+}
+
+impl<'t> TaskRun<'t> {
+    /// The task's agent, after `task.started` and its notes, or, for a
+    /// resumed task, after `task.resumed` and its pending calls answered
+    /// (and the stop those answers brought, if any).
+    async fn begin<'a>(
+        &'a self,
+        tools: &'a super::tools::TaskTools,
+        git: Option<&TaskGit>,
+        resumed: Option<&Resumed>,
+        emitter: &mut Emitter<'_>,
+    ) -> (Agent<'a>, Option<Stop>) {
+        let (run, prepared) = (self.run, self.prepared);
+        let tool_names = tools.registry.names();
+        let system_prompt = system_prompt(prepared, &tool_names);
+        let setup = prepared.agent_setup(run, &tools.registry, system_prompt.clone());
+        let Some(resumed) = resumed else {
+            emitter.emit(started_event(run, prepared, git, system_prompt, tool_names));
+            let notes = prepared.notes.iter().chain(&tools.notes);
+            for note in notes.chain(&prepared.agents_md.notes) {
+                emitter.note(note.clone());
+            }
+            return (Agent::new(setup, &prepared.task.prompt, emitter), None);
+        };
+        // A resumed task's events go on after its `task.resumed`.
+        let carried = Duration::from_millis(resumed.state.spent.elapsed_ms);
+        let mut agent = resumed_agent(setup, resumed, carried);
+        emitter.emit(Event::TaskResumed {
+            resumed_by: resumed.resumed_by.clone(),
+            answers: resumed.summary.clone(),
+            provider: Some(prepared.settings.provider.clone()),
+            model: Some(prepared.settings.model.clone()),
+        });
+        for note in &tools.notes {
+            emitter.note(note.clone());
+        }
+        let early = agent
+            .answer(&resumed.answers, &resumed.approver, emitter)
+            .await;
+        (agent, early)
+    }
+
+    fn new(
+        run: &'t RunContext,
+        prepared: &'t PreparedTask,
+        out: &'t OutDir,
+        resumed: Option<&Resumed>,
+    ) -> Self {
+        let carried = resumed.map_or(Duration::ZERO, |resumed| {
+            Duration::from_millis(resumed.state.spent.elapsed_ms)
+        });
+        Self {
+            run,
+            prepared,
+            out,
+            started: Instant::now()
+                .checked_sub(carried)
+                .unwrap_or_else(Instant::now),
+        }
+    }
+
+    /// Before the agent works: a tool or server the task requires could
+    /// not start (an error, not a task run without it: docs/tools.md), or
+    /// a task that commits has no repository. Else the user's work saved
+    /// under `--allow-dirty`, if any.
+    async fn preflight(
+        &self,
+        (tools, git): (&super::tools::TaskTools, &Result<TaskGit, GitError>),
+        commit_off: Option<&'static str>,
+        agent: &mut Agent<'_>,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Option<SavedWork>, (Reason, String)> {
+        if let Some(missing) = tools.missing_required() {
+            let message = format!("{missing} (the task marks it `required: true`)");
+            super::tools::stop_mcp(&tools.mcp, emitter).await;
+            return Err((Reason::ToolUnavailable, message));
+        }
+        let saved = saved_work(self.run, self.prepared, git, agent, emitter);
+        if commit_off.is_none()
+            && let Some(message) = git_failure(self.run, git, emitter)
+        {
+            return Err((Reason::GitError, message));
+        }
+        Ok(saved)
+    }
+
+    /// The end of a task that did not pause: the dry-run note in its
+    /// message, `task.output` with its answer, `task.finished`.
+    fn end(
+        &self,
+        emitter: &mut Emitter<'_>,
+        agent: &Agent<'_>,
+        (reason, message): (Reason, Option<String>),
+        answer: Option<String>,
+    ) -> TaskResult {
+        let task = &self.prepared.task;
+        let message = if self.run.dry_run {
+            Some(dry_run_message(task, message))
+        } else {
+            message
+        };
+        if let Some(text) = answer {
+            emitter.emit(output_event(task, text, reason));
+        }
+        self.finish(emitter, agent, reason, message)
+    }
+
+    /// [`finish`] for this task.
+    fn finish(
+        &self,
+        emitter: &mut Emitter<'_>,
+        agent: &Agent<'_>,
+        reason: Reason,
+        message: Option<String>,
+    ) -> TaskResult {
+        let task = &self.prepared.task;
+        finish(
+            emitter,
+            self.out,
+            task,
+            agent,
+            self.started,
+            reason,
+            message,
+        )
+    }
 }
 
 /// The task's git side: opened now, or from the snapshot a paused task
@@ -344,126 +419,95 @@ fn not_stopped(stuck: &[String]) -> String {
     )
 }
 
-/// The task paused: `task.paused`, `task.finished` with status `paused`,
-/// then the signed state. Nothing is committed or salvaged: the changes
-/// stay in the work tree and travel in the state.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; the pieces are distinct"
-)]
-fn pause(
-    run: &RunContext,
-    prepared: &PreparedTask,
-    out: &OutDir,
-    (agent, tools): (&Agent<'_>, &super::tools::TaskTools),
-    git: Option<&TaskGit>,
-    resumed: Option<&Resumed>,
-    pending: Vec<PendingCall>,
-    (started, emitter): (Instant, &mut Emitter<'_>),
-) -> TaskResult {
-    let task = &prepared.task;
-    let env = |name: &str| run.environ.var(name);
-    // The key first: without one the state could not be trusted, and the
-    // task must not look paused.
-    let key = match super::state::signing_key(&run.run_id, &env, run.resume_key.as_deref()) {
-        Ok(key) => key,
-        Err(error) => {
-            super::tools::finish(tools, run, emitter);
-            let hint = error
-                .hint
-                .map(|hint| format!(" ({hint})"))
-                .unwrap_or_default();
-            return finish(
-                emitter,
-                out,
-                task,
-                agent,
-                started,
-                Reason::InternalError,
-                Some(format!(
-                    "the task paused but cannot sign its state: {}{hint}",
-                    error.message
-                )),
-            );
-        }
-    };
-    let capture = git
-        .and_then(TaskGit::parts)
-        .map(|(workspace, snapshot)| {
-            super::state::capture(workspace, snapshot).map(|files| (snapshot.clone(), files))
-        })
-        .transpose();
-    let carried = match capture {
-        Ok(carried) => carried,
-        Err(error) => {
-            super::tools::finish(tools, run, emitter);
-            return finish(
-                emitter,
-                out,
-                task,
-                agent,
-                started,
-                Reason::GitError,
-                Some(format!(
-                    "the task paused but its work tree changes cannot be carried: {error}"
-                )),
-            );
-        }
-    };
-    // What the state names, checked before the task looks paused: a task
-    // `ybs resume` could not find again ends as an error saying why.
-    let named = match pause::name_for_state(run, prepared, out) {
-        Ok(named) => named,
-        Err(message) => {
-            super::tools::finish(tools, run, emitter);
-            return finish(
-                emitter,
-                out,
-                task,
-                agent,
-                started,
-                Reason::InternalError,
-                Some(message),
-            );
-        }
-    };
-    emitter.emit(Event::TaskPaused {
-        pending: pending.clone(),
-    });
-    super::tools::finish(tools, run, emitter);
-    let message = paused_message(&pending);
-    let elapsed = started.elapsed();
-    let mut result = finish(
-        emitter,
-        out,
-        task,
-        agent,
-        started,
-        Reason::AwaitingInput,
-        Some(message),
-    );
-    let written = pause::write_state(
-        run,
-        prepared,
-        out,
-        &key,
-        named,
-        pause::Paused {
+/// What a paused task's state is made of, besides the agent and its calls.
+struct StateInputs {
+    key: Key,
+    carried: Option<(Snapshot, Vec<CarriedFile>)>,
+    named: (pause::StateFile, String),
+}
+
+impl TaskRun<'_> {
+    /// The task paused: `task.paused`, `task.finished` with status `paused`,
+    /// then the signed state. Nothing is committed or salvaged: the changes
+    /// stay in the work tree and travel in the state.
+    fn pause(
+        &self,
+        (agent, tools): (&Agent<'_>, &super::tools::TaskTools),
+        git: Option<&TaskGit>,
+        pauses: u32,
+        pending: Vec<PendingCall>,
+        emitter: &mut Emitter<'_>,
+    ) -> TaskResult {
+        let inputs = match self.state_inputs(git) {
+            Ok(inputs) => inputs,
+            Err((reason, message)) => {
+                super::tools::finish(tools, self.run, emitter);
+                return self.finish(emitter, agent, reason, Some(message));
+            }
+        };
+        emitter.emit(Event::TaskPaused {
+            pending: pending.clone(),
+        });
+        super::tools::finish(tools, self.run, emitter);
+        let message = paused_message(&pending);
+        let elapsed = self.started.elapsed();
+        let mut result = self.finish(emitter, agent, Reason::AwaitingInput, Some(message));
+        let paused = pause::Paused {
             agent,
             pending,
-            carried,
+            carried: inputs.carried,
             elapsed,
-            pauses: resumed.map_or(1, |resumed| resumed.state.pauses + 1),
-        },
-    );
-    if let Err(error) = written {
-        result.status = crate::core::Status::Error;
-        result.reason = Reason::InternalError;
-        result.message = Some(format!(
-            "the task paused but its state was not written: {error}"
-        ));
+            pauses,
+        };
+        let (run, prepared, out) = (self.run, self.prepared, self.out);
+        let written = pause::write_state(run, prepared, out, &inputs.key, inputs.named, paused);
+        if let Err(error) = written {
+            result.status = crate::core::Status::Error;
+            result.reason = Reason::InternalError;
+            result.message = Some(format!(
+                "the task paused but its state was not written: {error}"
+            ));
+        }
+        result
     }
-    result
+
+    /// The key, the work tree's changes and the names of a paused task's
+    /// state, each checked before the task looks paused: without a key
+    /// the state could not be trusted, and a task `ybs resume` could not
+    /// find again ends as an error saying why.
+    fn state_inputs(&self, git: Option<&TaskGit>) -> Result<StateInputs, (Reason, String)> {
+        let run = self.run;
+        let env = |name: &str| run.environ.var(name);
+        let key = super::state::signing_key(&run.run_id, &env, run.resume_key.as_deref()).map_err(
+            |error| {
+                let hint = error
+                    .hint
+                    .map(|hint| format!(" ({hint})"))
+                    .unwrap_or_default();
+                let message = error.message;
+                let text = format!("the task paused but cannot sign its state: {message}{hint}");
+                (Reason::InternalError, text)
+            },
+        )?;
+        let carried = git
+            .and_then(TaskGit::parts)
+            .map(|(workspace, snapshot)| {
+                super::state::capture(workspace, snapshot).map(|files| (snapshot.clone(), files))
+            })
+            .transpose()
+            .map_err(|error| {
+                let text =
+                    format!("the task paused but its work tree changes cannot be carried: {error}");
+                (Reason::GitError, text)
+            })?;
+        let named = pause::name_for_state(run, self.prepared, self.out)
+            .map_err(|message| (Reason::InternalError, message.to_string()))?;
+        Ok(StateInputs {
+            key,
+            carried,
+            named,
+        })
+    }
 }
 
 /// `2 pending calls: call_1 deploy_preview (caller), …`.
@@ -676,117 +720,126 @@ fn commit_off(run: &RunContext, task: &TaskSpec) -> Option<&'static str> {
     }
 }
 
-/// Commits, salvages or reports the changes left in place, and records
-/// it. A git failure after passing checks makes the task an error.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; the pieces are distinct"
-)]
-fn settle_git(
-    run: &RunContext,
-    (prepared, out): (&PreparedTask, &OutDir),
-    git: &TaskGit,
-    commit_off: Option<&'static str>,
-    agent: &Agent<'_>,
-    (reason, message): (Reason, Option<String>),
-    answer: Option<&str>,
-    saved: Option<&SavedWork>,
-    emitter: &mut Emitter<'_>,
-) -> (Reason, Option<String>) {
-    let task = &prepared.task;
-    let saved_note = saved
-        .map(|saved| format!("; {}", saved.note()))
-        .unwrap_or_default();
-    let action = match (commit_off, reason, task.expect) {
-        (Some(why), _, _) => Finish::Disabled(why),
-        (None, Reason::Completed, Expect::Pass) => Finish::Commit,
-        (None, reason, _) if reason.is_limit() => Finish::Salvage(reason),
-        _ => Finish::LeaveInPlace,
-    };
-    let author = run.config.git.author.as_ref().map(GitAuthor::signature);
-    let changed: Vec<_> = agent.changed.iter().cloned().collect();
-    let summary = super::subject::commit_message(task.commit.message.as_deref(), answer, &changed);
-    let info = CommitInfo {
-        task_id: &task.id,
-        run_id: &run.run_id,
-        model: &prepared.settings.model,
-        message: &summary,
-        prefix: &run.config.git.commit_message_prefix,
-        author: author.as_deref(),
-        // With `--jobs` the commit stays on the task's own branch: moving
-        // `commit.branch` from a worktree could move a branch checked out
-        // elsewhere (the user's) under its work tree.
-        branch: if prepared.worktree.is_some() {
-            None
-        } else {
-            task.commit.branch.as_deref()
-        },
-        redactor: &run.redactor,
-        allow_secret_paths: &run.config.git.allow_secret_paths,
-    };
-    let left_in = prepared.worktree.as_ref().map_or_else(
-        || "the work tree".to_owned(),
-        |worktree| format!("worktree {}", worktree.root().display()),
-    );
-    match git.finish(action, &changed, &info) {
-        Ok(mut outcome) => {
-            if let (Some(worktree), Some(_)) = (&prepared.worktree, commit_off) {
-                let status = apply_expect(task.expect, reason, None).0;
-                let (note, kept) = super::parallel::settle_reader(
-                    worktree,
-                    &outcome,
-                    out,
-                    &task.id,
-                    status,
-                    &run.redactor,
+impl TaskRun<'_> {
+    /// Commits, salvages or reports the changes left in place, and records
+    /// it. A git failure after passing checks makes the task an error.
+    fn settle_git(
+        &self,
+        settle: &Settle<'_, '_>,
+        (reason, message): (Reason, Option<String>),
+        emitter: &mut Emitter<'_>,
+    ) -> (Reason, Option<String>) {
+        let task = &self.prepared.task;
+        let saved_note = settle
+            .saved
+            .map(|saved| format!("; {}", saved.note()))
+            .unwrap_or_default();
+        let action = match (settle.commit_off, reason, task.expect) {
+            (Some(why), _, _) => Finish::Disabled(why),
+            (None, Reason::Completed, Expect::Pass) => Finish::Commit,
+            (None, reason, _) if reason.is_limit() => Finish::Salvage(reason),
+            _ => Finish::LeaveInPlace,
+        };
+        let config = &self.run.config.git;
+        let author = config.author.as_ref().map(GitAuthor::signature);
+        let changed: Vec<_> = settle.agent.changed.iter().cloned().collect();
+        let summary =
+            super::subject::commit_message(task.commit.message.as_deref(), settle.answer, &changed);
+        let info = self.commit_info(&summary, author.as_deref());
+        let (text, ended) = match settle.git.finish(action, &changed, &info) {
+            Ok(mut outcome) => {
+                self.worktree_outcome(&mut outcome, settle.commit_off, reason, emitter);
+                outcome.note.push_str(&saved_note);
+                emitter.emit(Event::Git { outcome });
+                return (reason, message);
+            }
+            Err(error @ GitError::SecretInCommit { .. }) => {
+                let text = format!("{error}; they are left in {}", self.left_in());
+                (text.clone(), (Reason::SecretInCommit, Some(text)))
+            }
+            Err(error) => {
+                let text = format!(
+                    "git: {error}; the task's changes are left in {}",
+                    self.left_in()
                 );
-                outcome.note = note;
-                if let Some(kept) = kept {
-                    emitter.note(format!("{HINT}{kept}"));
-                }
-            } else if let Some(worktree) = &prepared.worktree {
-                outcome.note = worktree_note(worktree, &outcome);
-                if let Some(branch) = &task.commit.branch {
-                    outcome.note = format!(
-                        "{}; commit.branch `{branch}` is not used with --jobs: the task's branch is {}",
-                        outcome.note, worktree.branch
-                    );
+                match action {
+                    Finish::Commit => (text.clone(), (Reason::GitError, Some(text))),
+                    _ => (text, (reason, message)),
                 }
             }
-            outcome.note.push_str(&saved_note);
-            emitter.emit(Event::Git { outcome });
-            (reason, message)
+        };
+        emitter.emit(Event::Git {
+            outcome: GitOutcome {
+                note: format!("{text}{saved_note}"),
+                ..GitOutcome::default()
+            },
+        });
+        ended
+    }
+
+    /// What the commit says and where it goes.
+    fn commit_info<'i>(&'i self, message: &'i str, author: Option<&'i str>) -> CommitInfo<'i> {
+        let (run, prepared) = (self.run, self.prepared);
+        let task = &prepared.task;
+        CommitInfo {
+            task_id: &task.id,
+            run_id: &run.run_id,
+            model: &prepared.settings.model,
+            message,
+            prefix: &run.config.git.commit_message_prefix,
+            author,
+            // With `--jobs` the commit stays on the task's own branch: moving
+            // `commit.branch` from a worktree could move a branch checked out
+            // elsewhere (the user's) under its work tree.
+            branch: if prepared.worktree.is_some() {
+                None
+            } else {
+                task.commit.branch.as_deref()
+            },
+            redactor: &run.redactor,
+            allow_secret_paths: &run.config.git.allow_secret_paths,
         }
-        Err(error @ GitError::SecretInCommit { .. }) => {
-            let text = format!("{error}; they are left in {left_in}");
-            emitter.emit(Event::Git {
-                outcome: GitOutcome {
-                    note: format!("{text}{saved_note}"),
-                    ..GitOutcome::default()
-                },
-            });
-            (Reason::SecretInCommit, Some(text))
+    }
+
+    /// Where the task's uncommitted changes are.
+    fn left_in(&self) -> String {
+        self.prepared.worktree.as_ref().map_or_else(
+            || "the work tree".to_owned(),
+            |worktree| format!("worktree {}", worktree.root().display()),
+        )
+    }
+
+    /// `--jobs`: what became of the task's worktree, in the git note (a
+    /// task that does not commit hands its changes to the reader).
+    fn worktree_outcome(
+        &self,
+        outcome: &mut GitOutcome,
+        commit_off: Option<&'static str>,
+        reason: Reason,
+        emitter: &mut Emitter<'_>,
+    ) {
+        let task = &self.prepared.task;
+        let Some(worktree) = &self.prepared.worktree else {
+            return;
+        };
+        if commit_off.is_some() {
+            let status = apply_expect(task.expect, reason, None).0;
+            let redactor = &self.run.redactor;
+            let (note, kept) = super::parallel::settle_reader(
+                worktree, outcome, self.out, &task.id, status, redactor,
+            );
+            outcome.note = note;
+            if let Some(kept) = kept {
+                emitter.note(format!("{HINT}{kept}"));
+            }
+            return;
         }
-        Err(error) if action == Finish::Commit => {
-            let text = format!("git: {error}; the task's changes are left in {left_in}");
-            emitter.emit(Event::Git {
-                outcome: GitOutcome {
-                    note: format!("{text}{saved_note}"),
-                    ..GitOutcome::default()
-                },
-            });
-            (Reason::GitError, Some(text))
-        }
-        Err(error) => {
-            let note =
-                format!("git: {error}; the task's changes are left in {left_in}{saved_note}");
-            emitter.emit(Event::Git {
-                outcome: GitOutcome {
-                    note,
-                    ..GitOutcome::default()
-                },
-            });
-            (reason, message)
+        outcome.note = worktree_note(worktree, outcome);
+        if let Some(branch) = &task.commit.branch {
+            outcome.note = format!(
+                "{}; commit.branch `{branch}` is not used with --jobs: the task's branch is {}",
+                outcome.note, worktree.branch
+            );
         }
     }
 }

@@ -53,6 +53,7 @@ const RUNNER_DOORS: &[&str] = &[
 ];
 const RUNNER_ENGINE: &[&str] = &[
     "mod",
+    "batch",
     "options",
     "error",
     "prepare",
