@@ -1,10 +1,11 @@
 //! `ybs chat` (docs/interactive.md): an empty conversation with the same tools and
-//! policy as a task. [`Session`] owns the prepared "task", the runtime
-//! and the conversation; the CLI reads lines and hands them over.
+//! policy as a task. [`Chat`] holds the run's [`Session`], the prepared
+//! "task" and the conversation; the CLI reads lines and hands them over.
 
+use super::RunError;
 use super::prepare::{Cassettes, PreparedTask, build_provider, prepare};
+use super::session::Session;
 use super::tools::{TaskTools, task_tools};
-use super::{RunContext, RunError};
 use crate::agent::{Agent, Emitter, Stop, prompt};
 use crate::core::Message;
 use crate::llm::Provider;
@@ -34,20 +35,21 @@ pub enum Flow {
     Exit,
 }
 
-/// One chat: the prepared "task", its tools and the conversation so far.
-pub struct Session {
-    context: RunContext,
+/// One chat: the session, the prepared "task", its tools and the
+/// conversation so far.
+pub struct Chat {
+    session: Session,
     cassettes: Cassettes,
     prepared: PreparedTask,
     tools: TaskTools,
     messages: Vec<Message>,
-    runtime: tokio::runtime::Runtime,
 }
 
-impl Session {
-    /// Prepares the chat task in `context`, which never commits (the
-    /// CLI builds it with `no_commit`).
-    pub fn start(context: RunContext) -> Result<Self, RunError> {
+impl Chat {
+    /// Prepares the chat task in `session`, which never commits (the
+    /// CLI opens it with `no_commit`).
+    pub fn start(session: Session) -> Result<Self, RunError> {
+        let context = &session.context;
         if !context.no_commit {
             return Err(RunError::Infra(
                 "internal: a chat's context must not commit".to_owned(),
@@ -62,16 +64,14 @@ impl Session {
             }
         };
         let mut cassettes = Cassettes::default();
-        let prepared = prepare(&context, &mut cassettes, &task)?;
-        let runtime = super::runtime()?;
-        let tools = runtime.block_on(task_tools(&context, &prepared));
+        let prepared = prepare(context, &mut cassettes, &task)?;
+        let tools = session.runtime.block_on(task_tools(context, &prepared));
         Ok(Self {
-            context,
+            session,
             cassettes,
             prepared,
             tools,
             messages: Vec::new(),
-            runtime,
         })
     }
 
@@ -124,11 +124,11 @@ impl Session {
             None,
             prepared.agents_md.text.as_deref(),
         );
-        let setup = prepared.agent_setup(&self.context, registry, system_prompt);
+        let setup = prepared.agent_setup(&self.session.context, registry, system_prompt);
         let mut agent = Agent::resume(setup, std::mem::take(&mut self.messages));
         let stop = {
             let mut emitter = Emitter::new("chat", console);
-            self.runtime.block_on(agent.run(&mut emitter))
+            self.session.runtime.block_on(agent.run(&mut emitter))
         };
         self.messages = agent.into_messages();
         match stop {
@@ -172,7 +172,7 @@ impl Session {
         settings.provider = provider.to_owned();
         settings.model = model.to_owned();
         match build_provider(
-            &self.context,
+            &self.session.context,
             &mut self.cassettes,
             &self.prepared.task,
             &settings,

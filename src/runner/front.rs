@@ -1,11 +1,12 @@
 //! `ybs run` behind the CLI: select, prepare, open the outputs, execute,
 //! and say how it went.
 
-use super::options::{Entry, Loaded, RunOptions, run_context};
-use super::session::{self, Ending};
+use super::options::{Entry, Loaded, RunFlags, RunOptions};
+use super::session::{self, Session, Threads};
 use super::{RunError, RunReport};
 use crate::core::Status;
 use crate::report::{Console, PlannedTask};
+use crate::task::TaskSpec;
 
 /// Runs the selected tasks of `loaded` with `options`; every line for
 /// the person running it goes to `console`.
@@ -14,54 +15,31 @@ pub fn run(
     options: RunOptions,
     console: &mut dyn Console,
 ) -> Result<RunReport, RunError> {
-    let flags = &options.flags;
-    let tasks = match super::select(&loaded.files, &flags.filter) {
-        Ok(tasks) if tasks.is_empty() => {
-            return Err(RunError::usage(
-                "no task matches the given paths and --filter",
-                None,
-            ));
-        }
-        Ok(tasks) => match flags.shard {
-            Some(shard) => super::shard(tasks, shard, &loaded.cwd),
-            None => tasks,
-        },
-        Err(error) => return Err(error),
-    };
-    let (tasks, copies) = super::matrix::expand(tasks, &flags.matrix)?;
+    let tasks = selected(&loaded, &options.flags)?;
+    let (tasks, copies) = super::matrix::expand(tasks, &options.flags.matrix)?;
     let entry = Entry {
         tasks: tasks.iter().map(|task| task.id.clone()).collect(),
         copies,
         resuming: None,
     };
-    let (context, redactor) = run_context(loaded, &options, entry)?;
-    console.set_redactor(redactor.clone());
-    let layout = options.layout();
-    let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
-    if let Err(error) = budget_priced(&context, &prepared) {
+    let session = Session::open(loaded, options, entry, Threads::Two, console)?;
+    let context = &session.context;
+    let prepared = super::prepare_all(context, &tasks).map_err(RunError::Prepare)?;
+    if let Err(error) = budget_priced(context, &prepared) {
         super::discard(&prepared);
         return Err(error);
     }
-    // Held for the run; a symbolic link where outputs would go is refused
-    // before anything runs.
-    let outputs = match layout.open(&context.cwd) {
-        Ok(outputs) => outputs,
-        Err(error) => {
-            super::discard(&prepared);
-            return Err(RunError::usage(
-                error.to_string(),
-                Some("remove the link, or pass --out (or --junit) a path without symbolic links"),
-            ));
-        }
-    };
+    let outputs = session.open_outputs(
+        &prepared,
+        "remove the link, or pass --out (or --junit) a path without symbolic links",
+    )?;
     session::warn_unconfined(console, &prepared);
     for note in super::parallel::serial_notes(&prepared) {
         console.error(&note);
     }
-    for note in super::saved_work_notes(&context, &prepared) {
+    for note in super::saved_work_notes(context, &prepared) {
         console.error(&format!("ybs: {note}"));
     }
-    let runtime = super::runtime()?;
     console.planned(
         &prepared
             .iter()
@@ -71,9 +49,7 @@ pub fn run(
             })
             .collect::<Vec<_>>(),
     );
-    let report = runtime.block_on(super::execute(
-        &context, prepared, None, &layout, &outputs, redactor, console,
-    ));
+    let report = session.execute(prepared, None, &outputs, console);
     let lines = super::matrix::model_lines(&report.results, &context.copies);
     for line in lines.into_iter().chain(super::matrix::console_lines(
         &report.results,
@@ -81,9 +57,32 @@ pub fn run(
     )) {
         console.error(&line);
     }
+    session.finish(console, &report, totals(&session, &report));
+    Ok(report)
+}
+
+/// The tasks `--filter` and `--shard` select; none is a usage error.
+fn selected(loaded: &Loaded, flags: &RunFlags) -> Result<Vec<TaskSpec>, RunError> {
+    let tasks = super::select(&loaded.files, &flags.filter)?;
+    if tasks.is_empty() {
+        return Err(RunError::usage(
+            "no task matches the given paths and --filter",
+            None,
+        ));
+    }
+    Ok(match flags.shard {
+        Some(shard) => super::shard(tasks, shard, &loaded.cwd),
+        None => tasks,
+    })
+}
+
+/// The line of totals of `ybs run`.
+fn totals(session: &Session, report: &RunReport) -> String {
+    let (context, options) = (&session.context, &session.options);
+    let flags = &options.flags;
     let flaky = super::matrix::flaky_count(&report.results, report.min_pass_rate);
     let total = report.results.len();
-    let totals = format!(
+    format!(
         "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{}{}{}{} — outputs in {}",
         flags
             .shard
@@ -123,19 +122,7 @@ pub fn run(
             ""
         },
         options.out_dir.display()
-    );
-    session::finish(
-        console,
-        &report,
-        &Ending {
-            totals,
-            code: report.exit_code(),
-            layout: &layout,
-            github_output: options.github_output.as_deref(),
-            seed: &context.run_id,
-        },
-    );
-    Ok(report)
+    )
 }
 
 /// `--max-cost-usd` counts what the run spends: every task's model needs

@@ -63,6 +63,7 @@ pub use prepare::{
 };
 pub use redacting::RedactingSink;
 pub use results::{RunReport, TaskResult};
+pub use session::{Session, Threads};
 
 /// Everything shared by the tasks of one run.
 pub struct RunContext {
@@ -126,15 +127,6 @@ pub struct RunContext {
     pub pins_noted: std::sync::atomic::AtomicBool,
     /// Task files given as text (`ybs run --prompt`), by path as loaded.
     pub unsaved: HashMap<PathBuf, String>,
-}
-
-/// The async runtime of a run or a chat: two worker threads.
-pub fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))
 }
 
 /// The tasks of `files` whose id matches any of `filters` (all when none);

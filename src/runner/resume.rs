@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::options::{Entry, Loaded, ResumeEntry, RunOptions, run_context};
+use super::options::{Entry, Loaded, ResumeEntry, RunOptions};
 use super::pause::Resumed;
+use super::session::{Session, Threads};
 use super::state::{self, Key, STATE_FILE, State, StateError};
 use super::workspace::InWorktree;
 use super::{PreparedTask, RunContext, RunError, RunReport};
@@ -554,21 +555,18 @@ pub fn resume(
         copies: super::matrix::Copies::default(),
         resuming: Some(resuming),
     };
-    let (context, redactor) = run_context(loaded, &options, entry)?;
-    console.set_redactor(redactor.clone());
-    let layout = options.layout();
-    let prepared = super::prepare_all(&context, &tasks).map_err(RunError::Prepare)?;
-    let checked = check_prepared(&context, &prepared, &resumed, flags.allow_changed);
+    let session = Session::open(loaded, options, entry, Threads::Two, console)?;
+    let context = &session.context;
+    let prepared = super::prepare_all(context, &tasks).map_err(RunError::Prepare)?;
+    let checked = check_prepared(context, &prepared, &resumed, flags.allow_changed);
     if let Err(error) = checked {
         super::discard(&prepared);
         return Err(error);
     }
-    let outputs = layout.open(&context.cwd).map_err(|error| {
-        RunError::usage(
-            error.to_string(),
-            Some("remove the link, or pass --out a path without symbolic links"),
-        )
-    })?;
+    let outputs = session.open_outputs(
+        &prepared,
+        "remove the link, or pass --out a path without symbolic links",
+    )?;
     // The events of each task's earlier halves, checked against the
     // state: the transcript goes on from them.
     let earlier = resumed
@@ -587,31 +585,13 @@ pub fn resume(
         }
     }
     super::session::warn_unconfined(console, &prepared);
-    let runtime = super::runtime()?;
     let resuming = super::pause::Resuming {
         resumed: &resumed,
         earlier,
     };
-    let report = runtime.block_on(super::execute(
-        &context,
-        prepared,
-        Some(resuming),
-        &layout,
-        &outputs,
-        redactor,
-        console,
-    ));
-    super::session::finish(
-        console,
-        &report,
-        &super::session::Ending {
-            totals: resumed_totals(&report, (&context.cwd, &context.environ), &options),
-            code: report.exit_code(),
-            layout: &layout,
-            github_output: options.github_output.as_deref(),
-            seed: &context.run_id,
-        },
-    );
+    let report = session.execute(prepared, Some(resuming), &outputs, console);
+    let totals = resumed_totals(&report, (&context.cwd, &context.environ), &session.options);
+    session.finish(console, &report, totals);
     Ok(report)
 }
 

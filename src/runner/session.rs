@@ -1,4 +1,10 @@
-//! What every way into a run shares at its start and its end: the
+//! One session for every way into ybs's work: `ybs run`, `ybs resume`,
+//! `ybs chat` and `ybs tools` each open a [`Session`] from the loaded
+//! inputs and the resolved options. It owns the run context, the
+//! redactor (set on the console at once), the async runtime, the output
+//! layout, and the sandbox and policy of a command run outside any task.
+//!
+//! And what every way into a run shares at its start and its end: the
 //! unconfined warning before anything runs, the OpenTelemetry export
 //! while it runs, and one ending for `ybs run`, `ybs resume` and
 //! `ybs report merge` alike: output errors, tampering and warnings, the
@@ -6,9 +12,188 @@
 //! summary is written by the run's report sinks.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use super::{PreparedTask, RunReport};
+use super::options::{Entry, Loaded, RunOptions, run_context};
+use super::prepare::{PolicyInputs, SandboxPaths, child_env_for, task_policy, task_sandbox};
+use super::{PreparedTask, RunContext, RunError, RunReport, SetupError, pause};
+use crate::core::Redactor;
+use crate::core::event::SandboxInfo;
+use crate::policy::Policy;
 use crate::report::{self, Console, OutputLayout};
+use crate::tools::ChildEnv;
+use crate::tools::sandbox::Sandbox;
+
+/// `ybs tools serve`'s worker threads at the most.
+pub const MAX_WORKERS: usize = 16;
+
+/// The threads of a session's async runtime.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    /// A run or a chat: two worker threads.
+    #[default]
+    Two,
+    /// One call at a time (`ybs tools list|schema|invoke|status`): the
+    /// calling thread.
+    Current,
+    /// `ybs tools serve`: a worker thread a core (at most
+    /// [`MAX_WORKERS`]), so concurrent calls use every core. Tool processes
+    /// are spawned from the calls' tasks, on worker threads, which live as
+    /// long as the runtime: `PR_SET_PDEATHSIG` fires when the spawning
+    /// thread ends (`tools::process`), and a worker never ends before the
+    /// server.
+    EveryCore,
+}
+
+impl Threads {
+    fn runtime(self) -> Result<tokio::runtime::Runtime, RunError> {
+        let built = match self {
+            Self::Two => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build(),
+            Self::Current => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+            Self::EveryCore => {
+                let cores =
+                    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(cores.clamp(1, MAX_WORKERS))
+                    .thread_name("ybs-serve")
+                    .enable_all()
+                    .build()
+            }
+        };
+        built.map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))
+    }
+}
+
+/// One command's session, opened once from the loaded inputs and the
+/// resolved options (docs/architecture.md).
+pub struct Session {
+    pub context: RunContext,
+    /// Masks every secret the session holds; the console has it too.
+    pub redactor: Redactor,
+    pub options: RunOptions,
+    /// Where the outputs go.
+    pub layout: OutputLayout,
+    pub runtime: tokio::runtime::Runtime,
+}
+
+impl Session {
+    /// Builds the run context from `loaded`, `options` and the door's
+    /// `entry` in one piece, masks the console with its redactor, and
+    /// starts the runtime `threads` asks for.
+    pub fn open(
+        loaded: Loaded,
+        options: RunOptions,
+        entry: Entry,
+        threads: Threads,
+        console: &mut dyn Console,
+    ) -> Result<Self, RunError> {
+        let (context, redactor) = run_context(loaded, &options, entry)?;
+        console.set_redactor(redactor.clone());
+        let runtime = threads.runtime()?;
+        Ok(Self {
+            layout: options.layout(),
+            context,
+            redactor,
+            options,
+            runtime,
+        })
+    }
+
+    /// The operator's `--policy FILE` deciding as a task's policy would,
+    /// with the built-in guards of a task whose workdir is the current
+    /// directory: the policy of a command run outside any task.
+    pub fn policy_here(&self) -> Result<Option<Policy>, SetupError> {
+        let context = &self.context;
+        let Some(spec) = &context.operator_policy else {
+            return Ok(None);
+        };
+        task_policy(&PolicyInputs {
+            config: &context.config,
+            home: context.home.as_deref(),
+            environ: &context.environ,
+            operator: None,
+            workdir: &context.cwd,
+            protected: Vec::new(),
+            layers: std::slice::from_ref(spec),
+        })
+        .map(Some)
+    }
+
+    /// The sandbox of a command run outside any task, the current
+    /// directory its workdir (`None`: `--no-sandbox`, or none could be
+    /// made: the info says why), and the children's environment in it.
+    pub fn sandbox_here(
+        &self,
+    ) -> Result<(Option<Arc<Sandbox>>, SandboxInfo, ChildEnv), SetupError> {
+        let context = &self.context;
+        let cwd = &context.cwd;
+        let workdir = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
+        let (sandbox, info) = task_sandbox(
+            &context.config,
+            (context.home.as_deref(), &context.environ),
+            &workdir,
+            true,
+            &SandboxPaths {
+                visible: vec![cwd.clone()],
+                ..SandboxPaths::default()
+            },
+        )?;
+        let mut env = context.child_env.clone();
+        child_env_for(&mut env, sandbox.as_deref(), &workdir, &context.config);
+        Ok((sandbox, info, env))
+    }
+
+    /// Opens the outputs for the prepared tasks, held for the run: a
+    /// symbolic link where outputs would go is refused before anything
+    /// runs (`hint` says what to do), and the tasks' worktrees go.
+    pub fn open_outputs(
+        &self,
+        prepared: &[PreparedTask],
+        hint: &str,
+    ) -> Result<report::OpenOutputs, RunError> {
+        self.layout.open(&self.context.cwd).map_err(|error| {
+            super::discard(prepared);
+            RunError::usage(error.to_string(), Some(hint))
+        })
+    }
+
+    /// Runs the prepared tasks (a resumed run's with `resuming`) through
+    /// the one [`super::execute`], into `outputs`.
+    pub fn execute(
+        &self,
+        prepared: Vec<PreparedTask>,
+        resuming: Option<pause::Resuming<'_>>,
+        outputs: &report::OpenOutputs,
+        console: &mut dyn Console,
+    ) -> RunReport {
+        self.runtime.block_on(super::execute(
+            &self.context,
+            prepared,
+            resuming,
+            &self.layout,
+            outputs,
+            self.redactor.clone(),
+            console,
+        ))
+    }
+
+    /// [`finish`] with this session's outputs and `$GITHUB_OUTPUT`.
+    pub fn finish(&self, console: &dyn Console, report: &RunReport, totals: String) {
+        let ending = Ending {
+            totals,
+            code: report.exit_code(),
+            layout: &self.layout,
+            github_output: self.options.github_output.as_deref(),
+            seed: &self.context.run_id,
+        };
+        finish(console, report, &ending);
+    }
+}
 
 /// The run's report sinks with the OpenTelemetry export attached when an
 /// endpoint is set (docs/observability.md); a variable that cannot be

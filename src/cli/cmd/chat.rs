@@ -1,7 +1,7 @@
 //! `ybs chat`: an empty conversation with the same tools and policy as a
 //! task (docs/interactive.md), on a terminal only. `ask` decisions prompt as under
 //! `run --interactive`; nothing is committed. The session is
-//! [`runner::chat::Session`]; this reads the lines.
+//! [`runner::chat::Chat`] on a [`runner::Session`]; this reads the lines.
 
 use std::sync::Arc;
 
@@ -15,8 +15,8 @@ use super::common;
 use crate::core::exit;
 use crate::report::Level;
 use crate::runner::approve::TerminalApprover;
-use crate::runner::chat::{Flow, Session};
-use crate::runner::{self, RunError, RunFlags, RunOptions};
+use crate::runner::chat::{Chat, Flow};
+use crate::runner::{self, RunError, RunFlags, RunOptions, Session, Threads};
 
 pub fn chat(args: &ChatArgs) -> u8 {
     // Tool calls are shown as they happen unless -q.
@@ -57,14 +57,11 @@ pub fn chat(args: &ChatArgs) -> u8 {
     };
     let env = |name: &str| std::env::var(name).ok();
     let options = RunOptions::resolve(flags, &loaded.config, &env);
-    let (context, redactor) =
-        match runner::run_context(loaded, &options, runner::options::Entry::default()) {
-            Ok(built) => built,
-            Err(error) => return diagnostics::fail(&printer, &error),
-        };
-    printer.set_redactor(redactor);
-    let mut session = match Session::start(context) {
-        Ok(session) => session,
+    let entry = runner::options::Entry::default();
+    let mut chat = match Session::open(loaded, options, entry, Threads::Two, &mut printer)
+        .and_then(Chat::start)
+    {
+        Ok(chat) => chat,
         Err(error) => return diagnostics::fail(&printer, &error),
     };
     let mut editor = match DefaultEditor::new() {
@@ -90,7 +87,7 @@ pub fn chat(args: &ChatArgs) -> u8 {
             continue;
         }
         let _ = editor.add_history_entry(line);
-        if session.line(line, &mut printer) == Flow::Exit {
+        if chat.line(line, &mut printer) == Flow::Exit {
             break;
         }
     }

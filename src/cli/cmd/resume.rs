@@ -6,7 +6,9 @@ use std::path::Path;
 use super::super::args::ResumeArgs;
 use super::super::diagnostics;
 use super::common;
-use crate::core::exit;
+use crate::core::{Redactor, exit};
+use crate::report::Console;
+use crate::runner::pause::Resumed;
 use crate::runner::resume::{self, ResultsInput, ResumeFlags};
 use crate::runner::{self, RunFlags, RunOptions};
 
@@ -24,20 +26,7 @@ pub fn resume(args: &ResumeArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let flags = ResumeFlags {
-        task: args.task.clone(),
-        results: args.results.as_ref().map(|path| {
-            if path == Path::new("-") {
-                ResultsInput::Stdin
-            } else {
-                ResultsInput::File(path.clone())
-            }
-        }),
-        approve: args.approve.clone(),
-        deny: args.deny.clone(),
-        by: args.by.clone(),
-        allow_changed: args.allow_changed,
-    };
+    let flags = resume_flags(args);
     let env = |name: &str| environ.var(name);
     let redactor = resume::env_redactor(&environ);
     printer.set_redactor(redactor.clone());
@@ -45,18 +34,7 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         // The pending calls, nothing resumed, nothing written.
         return match resume::find_paused(&cwd, &args.out, args.task.as_deref(), &environ) {
             Ok(paused) => {
-                for task in &paused {
-                    let count = task.state.pending.len();
-                    printer.result(&format!(
-                        "{}: {count} pending call{} ({})",
-                        task.state.task.id,
-                        if count == 1 { "" } else { "s" },
-                        task.file.display()
-                    ));
-                    for call in &task.state.pending {
-                        printer.result(&format!("  {}", resume::describe_pending(call, &redactor)));
-                    }
-                }
+                list(&printer, &paused, &redactor);
                 exit::OK
             }
             Err(error) => diagnostics::fail(&printer, &error),
@@ -69,27 +47,7 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         Ok(found) => found,
         Err(error) => return diagnostics::fail(&printer, &error),
     };
-    // What is approved or denied is shown before it runs (stderr).
-    for item in &resumed {
-        for answer in &item.summary {
-            let Some(call) = item.state.pending.iter().find(|call| call.id == answer.id) else {
-                continue;
-            };
-            if call.kind == crate::core::event::PendingKind::Approval {
-                let verb = if answer.answer == "approved" {
-                    "approving"
-                } else {
-                    "denying"
-                };
-                printer.error(&format!(
-                    "{verb} (by {}) {}: {}",
-                    item.approver,
-                    item.state.task.id,
-                    resume::describe_pending(call, &redactor)
-                ));
-            }
-        }
-    }
+    announce(&printer, &resumed, &redactor);
     let overrides = common::overrides(
         &args.config,
         &args.provider,
@@ -107,7 +65,34 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let run_flags = RunFlags {
+    let options = RunOptions::resume(run_flags(args), &loaded.config, &env, args.out.clone());
+    match resume::resume(loaded, resumed, options, &flags, &mut printer) {
+        Ok(report) => report.exit_code(),
+        Err(error) => diagnostics::fail(&printer, &error),
+    }
+}
+
+/// `ybs resume`'s own flags.
+fn resume_flags(args: &ResumeArgs) -> ResumeFlags {
+    ResumeFlags {
+        task: args.task.clone(),
+        results: args.results.as_ref().map(|path| {
+            if path == Path::new("-") {
+                ResultsInput::Stdin
+            } else {
+                ResultsInput::File(path.clone())
+            }
+        }),
+        approve: args.approve.clone(),
+        deny: args.deny.clone(),
+        by: args.by.clone(),
+        allow_changed: args.allow_changed,
+    }
+}
+
+/// The flags of the run that goes on: one task at a time.
+fn run_flags(args: &ResumeArgs) -> RunFlags {
+    RunFlags {
         junit: args.junit.clone(),
         cassette: args.provider.cassette.clone(),
         policy_file: args.config.policy.clone(),
@@ -115,10 +100,45 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         jobs: 1,
         resume_args: common::resume_args(&args.config, &args.provider, &args.vars, args.no_sandbox),
         ..RunFlags::default()
-    };
-    let options = RunOptions::resume(run_flags, &loaded.config, &env, args.out.clone());
-    match resume::resume(loaded, resumed, options, &flags, &mut printer) {
-        Ok(report) => report.exit_code(),
-        Err(error) => diagnostics::fail(&printer, &error),
+    }
+}
+
+/// `--list`: each paused task and its pending calls (stdout).
+fn list(printer: &dyn Console, paused: &[resume::PausedTask], redactor: &Redactor) {
+    for task in paused {
+        let count = task.state.pending.len();
+        printer.result(&format!(
+            "{}: {count} pending call{} ({})",
+            task.state.task.id,
+            if count == 1 { "" } else { "s" },
+            task.file.display()
+        ));
+        for call in &task.state.pending {
+            printer.result(&format!("  {}", resume::describe_pending(call, redactor)));
+        }
+    }
+}
+
+/// What is approved or denied is shown before it runs (stderr).
+fn announce(printer: &dyn Console, resumed: &[Resumed], redactor: &Redactor) {
+    for item in resumed {
+        for answer in &item.summary {
+            let Some(call) = item.state.pending.iter().find(|call| call.id == answer.id) else {
+                continue;
+            };
+            if call.kind == crate::core::event::PendingKind::Approval {
+                let verb = if answer.answer == "approved" {
+                    "approving"
+                } else {
+                    "denying"
+                };
+                printer.error(&format!(
+                    "{verb} (by {}) {}: {}",
+                    item.approver,
+                    item.state.task.id,
+                    resume::describe_pending(call, redactor)
+                ));
+            }
+        }
     }
 }

@@ -16,16 +16,14 @@ use serde_json::{Value, json};
 pub mod serve;
 
 use super::RunError;
-use super::options::Loaded;
-use crate::config::Config;
+use super::options::{self, Loaded};
 use crate::core::Environ;
 use crate::core::exit::{self, Failure};
 use crate::policy::{CallView, Policy, Verdict};
 use crate::report::Console;
 use crate::report::log::neutralize;
 use crate::runner::tools::{cache_dir, discovery_settings, policy_enables};
-use crate::runner::{self, PolicyInputs};
-use crate::runner::{SandboxPaths, child_env_for, task_sandbox};
+use crate::runner::{self, RunFlags, RunOptions, Threads};
 use crate::tools::external::cache::load_metrics;
 use crate::tools::external::{
     Catalog, Enable, Entry, ExternalTool, Metrics, Status, ToolStats, cache,
@@ -56,7 +54,7 @@ pub fn tools(
     console: Box<dyn Console>,
 ) -> Result<ToolsOutcome, ToolsError> {
     let serving = matches!(action, ToolsAction::Serve(_));
-    let session = Session::open(loaded, console, serving)?;
+    let session = Toolbox::open(loaded, console, serving)?;
     match action {
         ToolsAction::List { json } => list(&session, *json),
         ToolsAction::Schema { name } => schema(&session, name),
@@ -110,22 +108,19 @@ fn setup(error: runner::SetupError) -> RunError {
     }
 }
 
-/// Config, policy and environment, loaded.
-pub(super) struct Session {
+/// The session of a `ybs tools` command, with what a command outside
+/// any task adds: the operator's policy and the sandbox of the current
+/// directory, and the children's environment in it.
+pub(super) struct Toolbox {
+    pub(super) session: runner::Session,
     pub(super) printer: Box<dyn Console>,
-    config: Config,
-    cwd: PathBuf,
-    home: Option<PathBuf>,
     pub(super) policy: Option<Policy>,
     pub(super) env: ChildEnv,
-    /// ybs's environment, read once with the config.
-    pub(super) environ: Environ,
     /// Confines every tool process (docs/security.md S1); `None`: `--no-sandbox`.
     sandbox: Option<Arc<Sandbox>>,
-    pub(super) runtime: tokio::runtime::Runtime,
 }
 
-impl Session {
+impl Toolbox {
     /// With `serving`, the runtime is a multi-thread one, a worker a core:
     /// `ybs tools serve` runs concurrent calls on every core.
     fn open(
@@ -133,87 +128,49 @@ impl Session {
         mut printer: Box<dyn Console>,
         serving: bool,
     ) -> Result<Self, RunError> {
-        let Loaded {
-            config,
-            cwd,
-            home,
-            operator_policy,
-            environ,
-            ..
-        } = loaded;
-        // The policy file decides as a task's policy would, with the
-        // built-in guards of a task whose workdir is the current directory.
-        let policy = match &operator_policy {
-            Some(spec) => Some(
-                runner::task_policy(&PolicyInputs {
-                    config: &config,
-                    home: home.as_deref(),
-                    environ: &environ,
-                    operator: None,
-                    workdir: &cwd,
-                    protected: Vec::new(),
-                    layers: std::slice::from_ref(spec),
-                })
-                .map_err(setup)?,
-            ),
-            None => None,
+        let threads = if serving {
+            Threads::EveryCore
+        } else {
+            Threads::Current
         };
-        let mut env = ChildEnv::scrubbed(&environ, &config.safety.env_passthrough);
-        let workdir = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
-        let (sandbox, info) = task_sandbox(
-            &config,
-            (home.as_deref(), &environ),
-            &workdir,
-            true,
-            &SandboxPaths {
-                visible: vec![cwd.clone()],
-                ..SandboxPaths::default()
-            },
-        )
-        .map_err(setup)?;
-        child_env_for(&mut env, sandbox.as_deref(), &workdir, &config);
-        match &sandbox {
-            Some(_) => {}
+        let options = RunOptions::resolve(RunFlags::default(), &loaded.config, &|_| None);
+        let entry = options::Entry::default();
+        let session = runner::Session::open(loaded, options, entry, threads, printer.as_mut())?;
+        let policy = session.policy_here().map_err(setup)?;
+        let (sandbox, info, env) = session.sandbox_here().map_err(setup)?;
+        if sandbox.is_none() {
             // Not `warn`: shown even with --quiet.
-            None => printer.error(&format!(
+            printer.error(&format!(
                 "warning: no sandbox: external tools run UNCONFINED ({})",
                 info.reason.as_deref().unwrap_or("unknown reason")
-            )),
+            ));
         }
-        let redactor = runner::redactor(&env, &environ);
-        printer.set_redactor(redactor);
-        let runtime = if serving {
-            serve::runtime()
-        } else {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-        }
-        .map_err(|error| RunError::Infra(format!("cannot start the async runtime: {error}")))?;
         Ok(Self {
+            session,
             printer,
-            config,
-            cwd,
-            home,
             policy,
             env,
-            environ,
             sandbox,
-            runtime,
         })
+    }
+
+    /// ybs's environment, read once with the config.
+    pub(super) fn environ(&self) -> &Environ {
+        &self.session.context.environ
     }
 
     /// Every tool, with `names` enabled by the operator's naming them.
     fn discover(&self, names: &[String]) -> Catalog {
-        self.runtime.block_on(self.discover_async(names))
+        self.session.runtime.block_on(self.discover_async(names))
     }
 
     /// [`Self::discover`], inside the runtime.
     pub(super) async fn discover_async(&self, names: &[String]) -> Catalog {
+        let context = &self.session.context;
         let mut settings = discovery_settings(
-            &self.config.tools,
-            &self.cwd,
-            (self.home.as_deref(), &self.environ),
+            &context.config.tools,
+            &context.cwd,
+            (context.home.as_deref(), &context.environ),
         );
         settings.sandbox.clone_from(&self.sandbox);
         let policy = |name: &str| {
@@ -230,7 +187,8 @@ impl Session {
     }
 
     pub(super) fn cache_dir(&self) -> Option<PathBuf> {
-        cache_dir(self.home.as_deref(), &self.environ)
+        let context = &self.session.context;
+        cache_dir(context.home.as_deref(), &context.environ)
     }
 
     /// The entry called `name`, or the usage error saying it does not exist.
@@ -255,7 +213,7 @@ impl Session {
     }
 }
 
-fn list(session: &Session, json: bool) -> Result<ToolsOutcome, ToolsError> {
+fn list(session: &Toolbox, json: bool) -> Result<ToolsOutcome, ToolsError> {
     let catalog = session.discover(&[]);
     let persisted = session
         .cache_dir()
@@ -396,7 +354,7 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-fn schema(session: &Session, name: &str) -> Result<ToolsOutcome, ToolsError> {
+fn schema(session: &Toolbox, name: &str) -> Result<ToolsOutcome, ToolsError> {
     let catalog = session.discover(&[name.to_owned()]);
     let entry = session.find(&catalog, name)?;
     match (&entry.schema, entry.status) {
@@ -425,7 +383,7 @@ fn status_text(entry: &Entry) -> String {
     }
 }
 
-fn invoke(session: &Session, name: &str, input: &str) -> Result<ToolsOutcome, ToolsError> {
+fn invoke(session: &Toolbox, name: &str, input: &str) -> Result<ToolsOutcome, ToolsError> {
     let pretty = std::io::stdout().is_terminal();
     let input = if input == "-" {
         let mut text = String::new();
@@ -496,7 +454,7 @@ fn invoke(session: &Session, name: &str, input: &str) -> Result<ToolsOutcome, To
             return Err(RunError::usage(message.to_string(), None).into());
         }
     };
-    let invocation = session.runtime.block_on(tool.invoke(params, &ctx));
+    let invocation = session.session.runtime.block_on(tool.invoke(params, &ctx));
     session
         .printer
         .result(&safe_json(&invocation.envelope, pretty));
@@ -512,21 +470,22 @@ fn invoke(session: &Session, name: &str, input: &str) -> Result<ToolsOutcome, To
 
 /// The context of a call made from the command line: the current
 /// directory as workdir, the scrubbed environment, 1 MiB output cap.
-pub(super) fn tool_ctx(session: &Session) -> ToolCtx {
-    let workdir = session
+pub(super) fn tool_ctx(session: &Toolbox) -> ToolCtx {
+    let context = &session.session.context;
+    let workdir = context
         .cwd
         .canonicalize()
-        .unwrap_or_else(|_| session.cwd.clone());
+        .unwrap_or_else(|_| context.cwd.clone());
     ToolCtx {
         allowed_roots: vec![workdir.clone()],
         workdir,
-        blocked_paths: session
+        blocked_paths: context
             .config
             .safety
             .blocked_paths
             .iter()
             .map(|path| {
-                runner::prepare::expand_home(Path::new(path), session.home.as_deref())
+                runner::prepare::expand_home(Path::new(path), context.home.as_deref())
                     .display()
                     .to_string()
             })

@@ -42,7 +42,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, Servi
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 
-use super::{Session, ToolsError, ToolsOutcome};
+use super::{Toolbox, ToolsError, ToolsOutcome};
 use crate::core::redact::Redactor;
 use crate::core::text::truncate_middle;
 use crate::policy::{CallView, Policy, Verdict};
@@ -70,7 +70,7 @@ pub const SERVED_BUILTINS: [&str; 5] = [
 /// The metrics key of built-in tools.
 const BUILTIN_KEY: &str = "builtin";
 /// The most worker threads the server runs (one a core, up to this).
-pub const MAX_WORKERS: usize = 16;
+pub use crate::runner::session::MAX_WORKERS;
 /// The most calls running at once, all sessions together; more wait
 /// their turn, first come first served. Bounds the tool processes, their
 /// pipes and their buffered output.
@@ -78,20 +78,6 @@ pub const MAX_CONCURRENT_CALLS: usize = 64;
 /// The most HTTP connections served at once (`--listen`); more wait in
 /// the listen backlog. Bounds the sockets and the sessions' buffers.
 pub const MAX_CONNECTIONS: usize = 512;
-
-/// The server's runtime: a worker thread a core (at most
-/// [`MAX_WORKERS`]), so concurrent calls use every core. Tool processes
-/// are spawned from the calls' tasks, on worker threads, which live as
-/// long as the runtime: `PR_SET_PDEATHSIG` fires when the spawning thread
-/// ends (`tools::process`), and a worker never ends before the server.
-pub(super) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cores.clamp(1, MAX_WORKERS))
-        .thread_name("ybs-serve")
-        .enable_all()
-        .build()
-}
 
 /// What one served call did, for a caller's hook (tracing, say).
 #[derive(Debug, Clone)]
@@ -161,7 +147,7 @@ struct Shared {
 struct Server(Arc<Shared>);
 
 /// Runs the server until stdin ends or SIGTERM; returns the exit code.
-pub(super) fn serve(session: &Session, options: &ServeOptions) -> Result<ToolsOutcome, ToolsError> {
+pub(super) fn serve(session: &Toolbox, options: &ServeOptions) -> Result<ToolsOutcome, ToolsError> {
     let exporter = otel_exporter(session);
     let on_call = options.on_call.clone().or_else(|| {
         let exporter = exporter.clone()?;
@@ -193,8 +179,8 @@ pub(super) fn serve(session: &Session, options: &ServeOptions) -> Result<ToolsOu
 /// The OpenTelemetry exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the
 /// traces endpoint) is set: every served call becomes an `execute_tool`
 /// span (docs/observability.md).
-fn otel_exporter(session: &Session) -> Option<Arc<crate::report::otel::Exporter>> {
-    match crate::report::otel::Exporter::from_env(&|name: &str| session.environ.var(name)) {
+fn otel_exporter(session: &Toolbox) -> Option<Arc<crate::report::otel::Exporter>> {
+    match crate::report::otel::Exporter::from_env(&|name: &str| session.environ().var(name)) {
         Ok(exporter) => exporter.map(Arc::new),
         Err(error) => {
             session
@@ -241,7 +227,7 @@ fn refusal(policy: Option<&Policy>, view: &CallView<'_>) -> Option<(Value, &'sta
 }
 
 fn serve_with(
-    session: &Session,
+    session: &Toolbox,
     options: &ServeOptions,
     on_call: Option<CallHook>,
 ) -> Result<ToolsOutcome, ToolsError> {
@@ -251,7 +237,7 @@ fn serve_with(
         policy: session.policy.clone(),
         ctx: super::tool_ctx(session),
         metrics: Metrics::new(),
-        redactor: crate::runner::redactor(&session.env, &session.environ),
+        redactor: session.session.redactor.clone(),
         peers: Mutex::new(Vec::new()),
         status_file: session.cache_dir().map(|dir| status_path(&dir)),
         status_written: Mutex::new(None),
@@ -275,7 +261,7 @@ fn serve_with(
         )
         .into());
     }
-    let code = session.runtime.block_on(async {
+    let code = session.session.runtime.block_on(async {
         let catalog = session.discover_async(&[]).await;
         refresh(&shared, &catalog, options.builtin);
         write_status(&shared);
@@ -369,7 +355,7 @@ async fn serve_stdio(
 
 /// Streamable HTTP on `addr` (`/mcp`), until a signal.
 async fn serve_http(
-    session: &Session,
+    session: &Toolbox,
     shared: &Arc<Shared>,
     addr: std::net::SocketAddr,
     rescan: impl Future<Output = ()>,
@@ -488,8 +474,9 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofSignal<R> {
 }
 
 /// Persists the metrics and removes the status file.
-fn finish(shared: &Shared, session: &Session) {
+fn finish(shared: &Shared, session: &Toolbox) {
     session
+        .session
         .runtime
         .block_on(crate::tools::process::reap_escapees());
     if let Some(dir) = session.cache_dir() {
@@ -881,7 +868,7 @@ impl ServerHandler for Server {
 
 /// `ybs tools status`: the metrics of every `ybs tools serve` running
 /// for this user (their status files), as a table or JSON.
-pub(super) fn status(session: &Session, json_output: bool) -> ToolsOutcome {
+pub(super) fn status(session: &Toolbox, json_output: bool) -> ToolsOutcome {
     let mut servers = Vec::new();
     if let Some(dir) = session.cache_dir().map(|dir| dir.join("serve"))
         && let Ok(entries) = std::fs::read_dir(&dir)
