@@ -24,13 +24,9 @@ pub fn run(
     };
     let session = Session::open(loaded, options, entry, Threads::Two, console)?;
     let context = &session.context;
-    let prepared = super::prepare_all(context, &tasks).map_err(RunError::Prepare)?;
-    if let Err(error) = budget_priced(context, &prepared) {
-        super::discard(&prepared);
-        return Err(error);
-    }
-    let outputs = session.open_outputs(
-        &prepared,
+    let (prepared, outputs) = session.prepare(
+        &tasks,
+        budget_priced,
         "remove the link, or pass --out (or --junit) a path without symbolic links",
     )?;
     session::warn_unconfined(console, &prepared);

@@ -5,10 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::prepare::build_policy;
 use super::{
     Loaded, PolicyInputs, PrepareError, RunError, check_workdir_root, protected_files, task_policy,
 };
-use crate::policy::{self, Policy, PolicySpec};
+use crate::policy::{self, PolicySpec};
 use crate::task::TaskSpec;
 
 /// What `ybs validate` found valid.
@@ -82,7 +83,7 @@ pub fn validate(
                 errors.push(error);
                 continue;
             }
-            match built_policy(loaded, Some(task), policy_file, &workdir) {
+            match policy_of(loaded, Some(task), policy_file, &workdir, build_policy) {
                 Err(error) => errors.push(PrepareError {
                     file: file.path.clone(),
                     span: None,
@@ -150,7 +151,7 @@ pub fn explain(
         },
     };
     let workdir = workdir(loaded, task);
-    let policy = policy_of(loaded, task, policy_file, &workdir)
+    let policy = policy_of(loaded, task, policy_file, &workdir, task_policy)
         .map_err(|error| RunError::usage(error.to_string(), error.hint_text()))?;
     let mut out = Vec::with_capacity(calls.len());
     for call in calls {
@@ -219,39 +220,20 @@ fn example_place(
     (task_file.to_owned(), None)
 }
 
-/// [`policy_of`] without checking the examples.
-fn built_policy(
+/// `build` given the policy inputs of `task` as `ybs run` would gather
+/// them (the operator's policy alone without a task): `task_policy`
+/// builds the policy as a run would, `build_policy` without checking
+/// its examples.
+fn policy_of<T>(
     loaded: &Loaded,
     task: Option<&TaskSpec>,
     policy_file: Option<&Path>,
     workdir: &Path,
-) -> Result<Policy, super::SetupError> {
+    build: impl FnOnce(&PolicyInputs<'_>) -> T,
+) -> T {
     let home = loaded.home.clone();
     let empty: Vec<PolicySpec> = Vec::new();
-    super::prepare::build_policy(&PolicyInputs {
-        config: &loaded.config,
-        home: home.as_deref(),
-        environ: &loaded.environ,
-        operator: loaded.operator_policy.as_ref(),
-        workdir,
-        protected: task.map_or_else(Vec::new, |t| {
-            protected_files(&loaded.cwd, &t.file, policy_file, &loaded.environ)
-        }),
-        layers: task.map_or(&empty, |t| &t.policy),
-    })
-}
-
-/// The task's policy as `ybs run` would build it (the operator's alone
-/// without a task).
-fn policy_of(
-    loaded: &Loaded,
-    task: Option<&TaskSpec>,
-    policy_file: Option<&Path>,
-    workdir: &Path,
-) -> Result<Policy, super::SetupError> {
-    let home = loaded.home.clone();
-    let empty: Vec<PolicySpec> = Vec::new();
-    task_policy(&PolicyInputs {
+    build(&PolicyInputs {
         config: &loaded.config,
         home: home.as_deref(),
         environ: &loaded.environ,

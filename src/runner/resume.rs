@@ -557,14 +557,9 @@ pub fn resume(
     };
     let session = Session::open(loaded, options, entry, Threads::Two, console)?;
     let context = &session.context;
-    let prepared = super::prepare_all(context, &tasks).map_err(RunError::Prepare)?;
-    let checked = check_prepared(context, &prepared, &resumed, flags.allow_changed);
-    if let Err(error) = checked {
-        super::discard(&prepared);
-        return Err(error);
-    }
-    let outputs = session.open_outputs(
-        &prepared,
+    let (prepared, outputs) = session.prepare(
+        &tasks,
+        |context, prepared| check_prepared(context, prepared, &resumed, flags.allow_changed),
         "remove the link, or pass --out a path without symbolic links",
     )?;
     // The events of each task's earlier halves, checked against the

@@ -21,6 +21,7 @@ use crate::core::Redactor;
 use crate::core::event::SandboxInfo;
 use crate::policy::Policy;
 use crate::report::{self, Console, OutputLayout};
+use crate::task::TaskSpec;
 use crate::tools::ChildEnv;
 use crate::tools::sandbox::Sandbox;
 
@@ -148,18 +149,30 @@ impl Session {
         Ok((sandbox, info, env))
     }
 
-    /// Opens the outputs for the prepared tasks, held for the run: a
-    /// symbolic link where outputs would go is refused before anything
-    /// runs (`hint` says what to do), and the tasks' worktrees go.
-    pub fn open_outputs(
+    /// Prepares `tasks`, lets the door `check` them, and opens the
+    /// outputs, held for the run: a symbolic link where outputs would go
+    /// is refused before anything runs (`hint` says what to do). On any
+    /// error the tasks' worktrees go.
+    pub fn prepare(
         &self,
-        prepared: &[PreparedTask],
+        tasks: &[TaskSpec],
+        check: impl FnOnce(&RunContext, &[PreparedTask]) -> Result<(), RunError>,
         hint: &str,
-    ) -> Result<report::OpenOutputs, RunError> {
-        self.layout.open(&self.context.cwd).map_err(|error| {
-            super::discard(prepared);
-            RunError::usage(error.to_string(), Some(hint))
-        })
+    ) -> Result<(Vec<PreparedTask>, report::OpenOutputs), RunError> {
+        let context = &self.context;
+        let prepared = super::prepare_all(context, tasks).map_err(RunError::Prepare)?;
+        let opened = check(context, &prepared).and_then(|()| {
+            self.layout
+                .open(&context.cwd)
+                .map_err(|error| RunError::usage(error.to_string(), Some(hint)))
+        });
+        match opened {
+            Ok(outputs) => Ok((prepared, outputs)),
+            Err(error) => {
+                super::discard(&prepared);
+                Err(error)
+            }
+        }
     }
 
     /// Runs the prepared tasks (a resumed run's with `resuming`) through
@@ -250,41 +263,44 @@ pub fn finish(console: &dyn Console, report: &RunReport, ending: &Ending<'_>) {
 
 /// One warning line on stderr when children run unconfined (docs/security.md S1).
 pub(crate) fn warn_unconfined(console: &dyn Console, prepared: &[PreparedTask]) {
-    let mut reasons: Vec<&str> = prepared
+    let (confined, unconfined): (Vec<&PreparedTask>, Vec<&PreparedTask>) =
+        prepared.iter().partition(|task| task.sandbox.confined());
+    let reasons: Vec<String> = unconfined
         .iter()
-        .filter(|task| !task.sandbox.confined())
-        .map(|task| task.sandbox.reason.as_deref().unwrap_or("unknown reason"))
+        .map(|task| {
+            task.sandbox
+                .reason
+                .as_deref()
+                .unwrap_or("unknown reason")
+                .to_owned()
+        })
         .collect();
-    reasons.dedup();
-    if !reasons.is_empty() {
-        // Not `warn`: shown even with --quiet.
-        console.error(&format!(
-            "warning: no sandbox: shell commands and external tools run UNCONFINED ({})",
-            reasons.join("; ")
-        ));
-    }
-    let mut missing: Vec<String> = prepared
+    let missing: Vec<String> = confined
         .iter()
-        .filter(|task| task.sandbox.confined())
         .flat_map(|task| task.sandbox.missing.iter().cloned())
         .collect();
-    missing.dedup();
-    if !missing.is_empty() {
-        console.error(&format!(
-            "warning: reduced sandbox (safety.sandbox_require: landlock): missing layer: {}",
-            missing.join("; ")
-        ));
-    }
-    let mut unbounded: Vec<String> = prepared
+    let unbounded: Vec<String> = confined
         .iter()
-        .filter(|task| task.sandbox.confined())
         .flat_map(|task| task.sandbox.missing_bounds.iter().cloned())
         .collect();
-    unbounded.dedup();
-    if !unbounded.is_empty() {
-        console.error(&format!(
-            "warning: sandbox without a bound: {}",
-            unbounded.join("; ")
-        ));
+    let lines = [
+        (
+            reasons,
+            "warning: no sandbox: shell commands and external tools run UNCONFINED (",
+            ")",
+        ),
+        (
+            missing,
+            "warning: reduced sandbox (safety.sandbox_require: landlock): missing layer: ",
+            "",
+        ),
+        (unbounded, "warning: sandbox without a bound: ", ""),
+    ];
+    for (mut items, before, after) in lines {
+        items.dedup();
+        if !items.is_empty() {
+            // Not `warn`: shown even with --quiet.
+            console.error(&format!("{before}{}{after}", items.join("; ")));
+        }
     }
 }

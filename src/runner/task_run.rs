@@ -82,8 +82,8 @@ pub async fn run_or_resume(
     let (reason, message, answer) = match early {
         Some(stop) => stopped(stop, &mut pending),
         None => {
-            let mcp = &tools.mcp;
-            work_and_follow_up(&mut agent, run, prepared, mcp, &mut emitter, &mut pending).await
+            let work = (tools.mcp.as_slice(), &mut emitter, &mut pending);
+            this.work_and_follow_up(&mut agent, work).await
         }
     };
     let stuck = stop_processes(prepared, &tools, &mut emitter).await;
@@ -554,136 +554,146 @@ fn dry_run_message(task: &TaskSpec, message: Option<String>) -> String {
     }
 }
 
-/// [`work_and_check`], then, under `--interactive`, as long as the user
-/// continues the conversation: their message, the agent, the checks again.
-/// A limit or an error ends the task without asking.
-async fn work_and_follow_up(
-    agent: &mut Agent<'_>,
-    run: &RunContext,
-    prepared: &PreparedTask,
-    mcp: &[Arc<McpServer>],
-    emitter: &mut Emitter<'_>,
-    pending: &mut Vec<PendingCall>,
-) -> (Reason, Option<String>, Option<String>) {
-    loop {
-        let (reason, message, answer) =
-            work_and_check(agent, run, prepared, mcp, emitter, pending).await;
-        let Some(human) = run.approver.as_deref() else {
-            return (reason, message, answer);
-        };
-        let outcome = match (reason, &answer, &message) {
-            (Reason::Completed, Some(answer), _) => answer.clone(),
-            (Reason::ChecksFailed, _, message) => format!(
-                "the checks failed: {}",
-                message.as_deref().unwrap_or("see the transcript")
-            ),
-            _ => return (reason, message, answer),
-        };
-        match human.follow_up(&outcome).await {
-            Some(text) => agent.push_user(&text, emitter),
-            None => return (reason, message, answer),
+/// How a task's work ended: the reason, a message, and the model's final
+/// answer when it gave one.
+type Ended = (Reason, Option<String>, Option<String>);
+
+/// What the agent's work goes on with: the task's MCP servers, its
+/// emitter, and where a pause hands over its calls.
+type Work<'w, 'e> = (
+    &'w [Arc<McpServer>],
+    &'w mut Emitter<'e>,
+    &'w mut Vec<PendingCall>,
+);
+
+impl TaskRun<'_> {
+    /// [`Self::work_and_check`], then, under `--interactive`, as long as the user
+    /// continues the conversation: their message, the agent, the checks again.
+    /// A limit or an error ends the task without asking.
+    async fn work_and_follow_up(
+        &self,
+        agent: &mut Agent<'_>,
+        (mcp, emitter, pending): Work<'_, '_>,
+    ) -> Ended {
+        loop {
+            let work = (mcp, &mut *emitter, &mut *pending);
+            let (reason, message, answer) = self.work_and_check(agent, work).await;
+            let Some(human) = self.run.approver.as_deref() else {
+                return (reason, message, answer);
+            };
+            let outcome = match (reason, &answer, &message) {
+                (Reason::Completed, Some(answer), _) => answer.clone(),
+                (Reason::ChecksFailed, _, message) => format!(
+                    "the checks failed: {}",
+                    message.as_deref().unwrap_or("see the transcript")
+                ),
+                _ => return (reason, message, answer),
+            };
+            match human.follow_up(&outcome).await {
+                Some(text) => agent.push_user(&text, emitter),
+                None => return (reason, message, answer),
+            }
         }
     }
-}
 
-/// Runs the agent until it answers, then the checks; feeds failing checks
-/// back while `fix_attempts` last. Returns the reason, a message, and the
-/// model's final answer when it gave one.
-async fn work_and_check(
-    agent: &mut Agent<'_>,
-    run: &RunContext,
-    prepared: &PreparedTask,
-    mcp: &[Arc<McpServer>],
-    emitter: &mut Emitter<'_>,
-    pending: &mut Vec<PendingCall>,
-) -> (Reason, Option<String>, Option<String>) {
-    let task = &prepared.task;
-    let mut attempt = 0;
-    let mut output_attempt = 0;
-    loop {
-        let stop = agent.run(emitter).await;
-        // An output contract is checked before the checks run: a broken
-        // answer goes back like a failing check (`output.attempts`, else
-        // `fix_attempts`), and ends the task when none are left.
-        if let (Stop::Answered { content }, Some(spec)) = (&stop, &task.output)
-            && let Err(messages) = super::answer::check(spec, content)
-        {
-            let allowed = super::answer::attempts(task);
-            if output_attempt < allowed {
-                output_attempt += 1;
-                emitter.note(format!(
-                    "the answer does not match the output schema; attempt {output_attempt} of {allowed}: {}",
-                    messages.join("; ")
-                ));
-                agent.push_user(&super::answer::feedback(&messages), emitter);
-                continue;
-            }
-            return (
-                Reason::OutputInvalid,
-                Some(format!(
-                    "the answer does not match the output schema: {}",
-                    messages.join("; ")
-                )),
-                Some(content.clone()),
-            );
-        }
-        match stop {
-            Stop::Answered { content } if task.checks.is_empty() => {
-                return (Reason::Completed, None, Some(content));
-            }
-            // `--dry-run` runs no command: the checks are not run either.
-            Stop::Answered { content } if run.dry_run => {
-                emitter.note(checks_not_run(task));
-                return (Reason::Completed, None, Some(content));
-            }
-            Stop::Answered { content } => {
-                // Any check attempt may be the one whose result decides
-                // the commit: the task's MCP servers are stopped first,
-                // so nothing of the task changes the tree while the
-                // checks judge it. A fix attempt's first call of a
-                // server's tool starts it again. A server that cannot be
-                // stopped keeps the task from committing (after the loop).
-                super::tools::stop_mcp(mcp, emitter).await;
-                let setting = CheckEnv {
-                    workdir: &prepared.tool_ctx.workdir,
-                    env: &prepared.tool_ctx.env,
-                    sandbox: prepared.tool_ctx.sandbox.as_ref(),
-                    network_allowed: prepared.check_network,
-                    redactor: &run.redactor,
-                };
-                let outcome =
-                    run_checks(&task.checks, &setting, attempt, agent.time_left(), emitter).await;
-                if outcome.out_of_time {
-                    // `limits.timeout` bounds the checks too.
-                    return stopped(agent.timeout_stop(), pending);
-                }
-                if outcome.passed {
-                    return (Reason::Completed, None, Some(content));
-                }
-                if attempt < task.fix_attempts {
-                    attempt += 1;
+    /// Runs the agent until it answers, then the checks; feeds failing checks
+    /// back while `fix_attempts` last. Returns the reason, a message, and the
+    /// model's final answer when it gave one.
+    async fn work_and_check(
+        &self,
+        agent: &mut Agent<'_>,
+        (mcp, emitter, pending): Work<'_, '_>,
+    ) -> Ended {
+        let (run, prepared) = (self.run, self.prepared);
+        let task = &prepared.task;
+        let mut attempt = 0;
+        let mut output_attempt = 0;
+        loop {
+            let stop = agent.run(emitter).await;
+            // An output contract is checked before the checks run: a broken
+            // answer goes back like a failing check (`output.attempts`, else
+            // `fix_attempts`), and ends the task when none are left.
+            if let (Stop::Answered { content }, Some(spec)) = (&stop, &task.output)
+                && let Err(messages) = super::answer::check(spec, content)
+            {
+                let allowed = super::answer::attempts(task);
+                if output_attempt < allowed {
+                    output_attempt += 1;
                     emitter.note(format!(
-                        "checks failed; fix attempt {attempt} of {}",
-                        task.fix_attempts
+                        "the answer does not match the output schema; attempt {output_attempt} of {allowed}: {}",
+                        messages.join("; ")
                     ));
-                    let feedback = format!(
-                        "The checks failed. Fix the problem, then answer again.\n\n{}",
-                        outcome.failures.join("\n\n")
-                    );
-                    agent.push_user(&feedback, emitter);
+                    agent.push_user(&super::answer::feedback(&messages), emitter);
                     continue;
                 }
-                let summary = outcome
-                    .failures
-                    .first()
-                    .map(|f| f.lines().next().unwrap_or_default().to_owned());
-                // The answer stays the task's output, failed or not.
-                return (Reason::ChecksFailed, summary, Some(content));
+                return (
+                    Reason::OutputInvalid,
+                    Some(format!(
+                        "the answer does not match the output schema: {}",
+                        messages.join("; ")
+                    )),
+                    Some(content.clone()),
+                );
             }
-            stop @ (Stop::Limit { .. }
-            | Stop::Failed { .. }
-            | Stop::Error { .. }
-            | Stop::Paused { .. }) => return stopped(stop, pending),
+            match stop {
+                Stop::Answered { content } if task.checks.is_empty() => {
+                    return (Reason::Completed, None, Some(content));
+                }
+                // `--dry-run` runs no command: the checks are not run either.
+                Stop::Answered { content } if run.dry_run => {
+                    emitter.note(checks_not_run(task));
+                    return (Reason::Completed, None, Some(content));
+                }
+                Stop::Answered { content } => {
+                    // Any check attempt may be the one whose result decides
+                    // the commit: the task's MCP servers are stopped first,
+                    // so nothing of the task changes the tree while the
+                    // checks judge it. A fix attempt's first call of a
+                    // server's tool starts it again. A server that cannot be
+                    // stopped keeps the task from committing (after the loop).
+                    super::tools::stop_mcp(mcp, emitter).await;
+                    let setting = CheckEnv {
+                        workdir: &prepared.tool_ctx.workdir,
+                        env: &prepared.tool_ctx.env,
+                        sandbox: prepared.tool_ctx.sandbox.as_ref(),
+                        network_allowed: prepared.check_network,
+                        redactor: &run.redactor,
+                    };
+                    let outcome =
+                        run_checks(&task.checks, &setting, attempt, agent.time_left(), emitter)
+                            .await;
+                    if outcome.out_of_time {
+                        // `limits.timeout` bounds the checks too.
+                        return stopped(agent.timeout_stop(), pending);
+                    }
+                    if outcome.passed {
+                        return (Reason::Completed, None, Some(content));
+                    }
+                    if attempt < task.fix_attempts {
+                        attempt += 1;
+                        emitter.note(format!(
+                            "checks failed; fix attempt {attempt} of {}",
+                            task.fix_attempts
+                        ));
+                        let feedback = format!(
+                            "The checks failed. Fix the problem, then answer again.\n\n{}",
+                            outcome.failures.join("\n\n")
+                        );
+                        agent.push_user(&feedback, emitter);
+                        continue;
+                    }
+                    let summary = outcome
+                        .failures
+                        .first()
+                        .map(|f| f.lines().next().unwrap_or_default().to_owned());
+                    // The answer stays the task's output, failed or not.
+                    return (Reason::ChecksFailed, summary, Some(content));
+                }
+                stop @ (Stop::Limit { .. }
+                | Stop::Failed { .. }
+                | Stop::Error { .. }
+                | Stop::Paused { .. }) => return stopped(stop, pending),
+            }
         }
     }
 }
