@@ -226,7 +226,8 @@ pub struct RunArgs {
     pub jobs: u16,
     /// Run each task N times (each run in its own worktree under --jobs):
     /// the reports give each task's pass rate, and a task that passed some
-    /// runs but not all is `flaky` (exit 5 unless --min-pass-rate decides).
+    /// runs but not all is `flaky` (a failure, exit 1, unless --min-pass-rate
+    /// accepts its pass rate).
     /// Run k of task `t` is `t#k` in the outputs.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub repeat: u16,

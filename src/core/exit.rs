@@ -2,7 +2,9 @@
 
 /// Every selected task passed or matched its `expect`.
 pub const OK: u8 = 0;
-/// At least one task failed: a check, a limit, a loop, a required step denied.
+/// At least one task failed: a check, a limit, a loop, a required step
+/// denied; under `--repeat`, a task that failed some of its runs (flaky)
+/// unless `--min-pass-rate` accepts its pass rate.
 pub const TASK_FAILED: u8 = 1;
 /// Usage, config or task-file error: nothing was run.
 pub const USAGE: u8 = 2;
@@ -11,9 +13,6 @@ pub const PAUSED: u8 = 3;
 /// Infrastructure error (provider, auth, quota, git), or a task skipped
 /// because the batch stopped before it, and no task failed.
 pub const INFRA: u8 = 4;
-/// `--repeat`: no task failed or errored, but at least one passed some of
-/// its runs and not all (flaky) and no `--min-pass-rate` decided it.
-pub const FLAKY: u8 = 5;
 /// Interrupted by SIGINT/SIGTERM; outputs were still written.
 pub const INTERRUPTED: u8 = 130;
 

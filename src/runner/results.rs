@@ -46,12 +46,13 @@ impl RunReport {
             self.min_pass_rate,
         );
         let any = |verdict| verdicts.iter().any(|rate| rate.verdict == verdict);
-        if any(Verdict::Failed) || !self.tampering.is_empty() {
+        // A flaky task failed some of its runs: a failure, as the contract's
+        // codes have it, unless `--min-pass-rate` accepted its rate (then
+        // its verdict is `Passed`).
+        if any(Verdict::Failed) || any(Verdict::Flaky) || !self.tampering.is_empty() {
             exit::TASK_FAILED
         } else if any(Verdict::Error) || self.results.iter().any(|r| r.status == Status::Skipped) {
             exit::INFRA
-        } else if any(Verdict::Flaky) {
-            exit::FLAKY
         } else if any(Verdict::Paused) {
             exit::PAUSED
         } else if self.output_error.is_some() {
@@ -59,6 +60,18 @@ impl RunReport {
         } else {
             exit::OK
         }
+    }
+
+    /// Exit 1 came from flaky tasks only: no task failed as a whole and no
+    /// output was tampered with.
+    fn only_flaky(&self) -> bool {
+        let verdicts = rates(
+            self.results.iter().map(|r| (r.id.as_str(), r.status)),
+            self.min_pass_rate,
+        );
+        self.tampering.is_empty()
+            && verdicts.iter().any(|rate| rate.verdict == Verdict::Flaky)
+            && !verdicts.iter().any(|rate| rate.verdict == Verdict::Failed)
     }
 
     /// The step outputs of a run that ended with exit `code`, its outputs
@@ -71,9 +84,10 @@ impl RunReport {
     ) -> Vec<(&'static str, String)> {
         let status = match code {
             exit::OK => "passed",
+            // Exit 1 from flaky tasks alone (nothing failed every run).
+            exit::TASK_FAILED if self.only_flaky() => "flaky",
             exit::TASK_FAILED => "failed",
             exit::PAUSED => "paused",
-            exit::FLAKY => "flaky",
             exit::INTERRUPTED => "interrupted",
             _ => "error",
         };
@@ -155,12 +169,18 @@ mod tests {
             ("b#1", Status::Passed),
             ("b#2", Status::Passed),
         ];
-        assert_eq!(runs(&flaky, None).exit_code(), 5);
+        // Flaky: a failure by the contract's codes, unless a rate decides.
+        assert_eq!(runs(&flaky, None).exit_code(), 1);
+        assert!(runs(&flaky, None).only_flaky());
         assert_eq!(runs(&flaky, Some(0.5)).exit_code(), 0);
         assert_eq!(runs(&flaky, Some(0.75)).exit_code(), 1);
         let mut worse = flaky.to_vec();
         worse.push(("c", Status::Error));
-        assert_eq!(runs(&worse, None).exit_code(), 4);
+        // A flaky task outranks an infrastructure error, as a failure does.
+        assert_eq!(runs(&worse, None).exit_code(), 1);
+        let mut failed = flaky.to_vec();
+        failed.push(("c", Status::Failed));
+        assert!(!runs(&failed, None).only_flaky());
         // The batch stopped before a task: never a pass.
         assert_eq!(report(&[Status::Passed, Status::Skipped]).exit_code(), 4);
         assert_eq!(report(&[Status::Failed, Status::Skipped]).exit_code(), 1);

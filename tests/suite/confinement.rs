@@ -1002,3 +1002,85 @@ fn programs_of_one_task_share_the_view_but_nothing_alive() {
     assert_eq!(verdicts["host"], "ybs-sandbox", "{result}");
     assert_eq!(wait_for_none(&marker), 0);
 }
+
+/// The attacker's pass against the resident sandbox: a program tries to
+/// reach what starts it. It holds no descriptor beyond its three standard
+/// streams (not the resident's socket, not a status or control pipe); its
+/// PID 1's memory, descriptors, environment and root are refused to it;
+/// `ptrace` is refused; and `kill -9 -1` reaches nothing outside its own
+/// namespace: the next program of the task still starts and its own ids
+/// say it is new.
+#[test]
+fn a_program_cannot_reach_the_resident_or_its_pid_one() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
+    );
+    let probe = "import os, ctypes, signal\n\
+         def attempt(key, action):\n    \
+             try:\n        action()\n        print(key + '=reached')\n    \
+             except Exception as error:\n        print(key + '=denied ' + type(error).__name__)\n\
+         fds = sorted(int(fd) for fd in os.listdir('/proc/self/fd'))\n\
+         extra = [fd for fd in fds if fd > 2 and os.path.exists(f'/proc/self/fd/{fd}') and not os.readlink(f'/proc/self/fd/{fd}').startswith('/proc/')]\n\
+         print('extra_fds=' + ','.join(f'{fd}:{os.readlink(f\"/proc/self/fd/{fd}\")}' for fd in extra))\n\
+         print('ppid=' + str(os.getppid()))\n\
+         attempt('pid1_mem', lambda: open('/proc/1/mem', 'r+b').close())\n\
+         def open_fds():\n    \
+             for fd in os.listdir('/proc/1/fd'):\n        \
+                 try:\n            os.close(os.open(f'/proc/1/fd/{fd}', os.O_RDWR))\n            return\n        \
+                 except PermissionError:\n            pass\n        \
+                 try:\n            os.close(os.open(f'/proc/1/fd/{fd}', os.O_RDONLY))\n            return\n        \
+                 except PermissionError:\n            pass\n    \
+             raise PermissionError('none opened')\n\
+         attempt('pid1_fds', open_fds)\n\
+         attempt('pid1_environ', lambda: open('/proc/1/environ', 'rb').read())\n\
+         attempt('pid1_root', lambda: os.listdir('/proc/1/root/'))\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def trace():\n    \
+             if libc.ptrace(16, 1, 0, 0) != 0:\n        raise OSError(ctypes.get_errno(), 'ptrace')\n\
+         attempt('ptrace_pid1', trace)\n\
+         print('same_resident=' + str(open('/tmp/userns-before').read() == os.readlink('/proc/self/ns/user')))\n";
+    // The user namespace is the resident's: the same for every program it
+    // starts, another for another resident.
+    let killer = "import os, signal\n\
+         open('/tmp/userns-before', 'w').write(os.readlink('/proc/self/ns/user'))\n\
+         try:\n    os.kill(-1, signal.SIGKILL)\n\
+         except Exception:\n    pass\n";
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("write_file", json!({"path": "probe.py", "content": probe})),
+            call(
+                "write_file",
+                json!({"path": "killer.py", "content": killer}),
+            ),
+            call("run_shell", json!({"command": "python3 killer.py"})),
+            call("run_shell", json!({"command": "python3 probe.py"})),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let result = shell_result(&run, "ybs-out/t/transcript.json");
+    let verdicts = verdicts(&result);
+    assert_eq!(
+        verdicts.get("extra_fds").map(String::as_str),
+        Some(""),
+        "{result}"
+    );
+    // The program after the killer was started by the same resident.
+    assert_eq!(verdicts["same_resident"], "True", "{result}");
+    // Its namespace starts at its PID 1: nothing outside it is seen.
+    assert!(verdicts["ppid"].parse::<u32>().unwrap() < 10, "{result}");
+    assert_denied(
+        &verdicts,
+        &[
+            "pid1_mem",
+            "pid1_fds",
+            "pid1_environ",
+            "pid1_root",
+            "ptrace_pid1",
+        ],
+    );
+}
