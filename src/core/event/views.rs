@@ -317,3 +317,58 @@ impl Event {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accessor_gives_its_own_event_and_nothing_else() {
+        let done = Event::ToolCompleted {
+            call_id: "c1".to_owned(),
+            name: "run_shell".to_owned(),
+            ok: false,
+            ran: true,
+            duration_ms: 12,
+            truncated: true,
+            output: "{\"exit_code\":2}".to_owned(),
+        };
+        assert_eq!(
+            done.tool_done(),
+            Some(ToolDone {
+                call_id: "c1",
+                name: "run_shell",
+                ok: false,
+                ran: true,
+                duration_ms: 12,
+                truncated: true,
+                output: "{\"exit_code\":2}",
+            })
+        );
+        assert_eq!(done.tool_decision(), None);
+        assert_eq!(done.task_end(), None);
+        let note = Event::Note {
+            message: "x".to_owned(),
+        };
+        assert!(note.tool_done().is_none() && note.check_done().is_none());
+    }
+
+    #[test]
+    fn optional_fields_are_borrowed_as_options() {
+        let decided = Event::ToolDecided {
+            call_id: "c2".to_owned(),
+            name: "write_file".to_owned(),
+            arguments: serde_json::json!({"path": "a"}),
+            verdict: "allow".to_owned(),
+            rule: "allow write_file".to_owned(),
+            detail: None,
+            resolved: Some(serde_json::json!("/w/a")),
+            parent: Some("s1".to_owned()),
+        };
+        let view = decided.tool_decision().unwrap();
+        assert_eq!(view.detail, None);
+        assert_eq!(view.resolved, Some(&serde_json::json!("/w/a")));
+        assert_eq!(view.parent, Some("s1"));
+        assert_eq!(view.arguments["path"], "a");
+    }
+}
