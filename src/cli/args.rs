@@ -472,46 +472,58 @@ pub struct ToolsInvokeArgs {
     pub common: ToolsCommon,
 }
 
+/// A flag's value that does not parse; clap prints it after the flag.
+#[derive(Debug, thiserror::Error)]
+enum BadValue {
+    #[error("expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT")]
+    Listen,
+    #[error("expected an amount in USD above 0, like 2.50, got `{0}`")]
+    Budget(String),
+    /// The shard's own message.
+    #[error("{0}")]
+    Shard(String),
+    #[error("expected a pass rate from 0 to 1, e.g. 0.8, got `{0}`")]
+    Rate(String),
+    #[error("expected KEY=VALUE, got `{0}`")]
+    Var(String),
+}
+
 /// `127.0.0.1:PORT`, `[::1]:PORT` or `localhost:PORT`.
-fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+fn parse_listen(text: &str) -> Result<std::net::SocketAddr, BadValue> {
     let localhost = text
         .strip_prefix("localhost:")
         .and_then(|port| port.parse::<u16>().ok())
         .map(|port| std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     localhost
         .or_else(|| text.parse().ok())
-        .ok_or_else(|| "expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT".to_owned())
+        .ok_or(BadValue::Listen)
 }
 
-fn parse_budget(text: &str) -> Result<f64, String> {
+fn parse_budget(text: &str) -> Result<f64, BadValue> {
     match text.trim().parse::<f64>() {
         Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
-        _ => Err(format!(
-            "expected an amount in USD above 0, like 2.50, got `{text}`"
-        )),
+        _ => Err(BadValue::Budget(text.to_owned())),
     }
 }
 
-fn parse_shard(text: &str) -> Result<Shard, String> {
-    text.parse()
+fn parse_shard(text: &str) -> Result<Shard, BadValue> {
+    text.parse().map_err(BadValue::Shard)
 }
 
 /// A pass rate: a number from 0 to 1.
-fn parse_rate(text: &str) -> Result<f64, String> {
+fn parse_rate(text: &str) -> Result<f64, BadValue> {
     match text.trim().parse::<f64>() {
         Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
-        _ => Err(format!(
-            "expected a pass rate from 0 to 1, e.g. 0.8, got `{text}`"
-        )),
+        _ => Err(BadValue::Rate(text.to_owned())),
     }
 }
 
-fn parse_var(text: &str) -> Result<(String, String), String> {
+fn parse_var(text: &str) -> Result<(String, String), BadValue> {
     match text.split_once('=') {
         Some((key, value)) if !key.trim().is_empty() => {
             Ok((key.trim().to_owned(), value.to_owned()))
         }
-        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+        _ => Err(BadValue::Var(text.to_owned())),
     }
 }
 

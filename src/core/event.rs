@@ -14,6 +14,9 @@ use super::message::Message;
 use super::outcome::{Reason, Status};
 use super::usage::{Cost, Usage};
 
+mod views;
+pub use views::{CheckDone, LlmAnswer, LlmRetried, TaskEnd, TaskStart, ToolDecision, ToolDone};
+
 /// The version of the `events.jsonl` and transcript formats.
 pub const SCHEMA_VERSION: u32 = 1;
 

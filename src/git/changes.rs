@@ -163,29 +163,11 @@ impl Workspace {
         snapshot: &Snapshot,
     ) -> Result<TaskChanges, GitError> {
         let mut changes = TaskChanges::default();
-        let mut reported = BTreeSet::new();
-        for path in paths {
-            match self.repo_relative(path) {
-                Some(relative) if self.is_excluded(&relative) => {
-                    changes.skipped.push(SkippedPath {
-                        path: relative,
-                        reason: SkipReason::YbsOutput,
-                    });
-                }
-                Some(relative) => {
-                    reported.insert(relative);
-                }
-                None => changes.skipped.push(SkippedPath {
-                    path: path.display().to_string(),
-                    reason: SkipReason::OutsideRepository,
-                }),
-            }
-        }
+        let reported = self.reported(paths, &mut changes.skipped);
         let now = dirty(self, repo)?;
         let config = repo
             .config()
             .map_err(GitError::git("cannot read the git config"))?;
-        let mut user = BTreeSet::new();
         let start_rules = changed_ignore_rules(self, repo, snapshot, &now);
         let base_tree = base_tree(repo, snapshot)?;
         let ignored_at_start = |path: &str| {
@@ -198,16 +180,7 @@ impl Workspace {
         };
 
         // Rule 1: the user's paths.
-        let work = WorkRoot::open(self.root())?;
-        for before in &snapshot.dirty {
-            // `Other` has no hash to compare: only a report counts.
-            let touched = is_reported(&before.path, &reported)
-                || (before.content != Content::Other
-                    && content_of(&work, &before.path)? != before.content);
-            if touched {
-                user.insert(before.path.clone());
-            }
-        }
+        let user = self.touched_user_paths(snapshot, &reported)?;
 
         // Rules 2-4: what changed since.
         for (path, entry) in &now {
@@ -256,15 +229,7 @@ impl Workspace {
             if path.is_empty() || now.contains_key(path) || snapshot.dirty_path(path).is_some() {
                 continue;
             }
-            let ignored = match repo.status_file(Path::new(path)) {
-                Ok(status) => status.contains(git2::Status::IGNORED),
-                // A directory, or a path that does not exist.
-                Err(_) => {
-                    self.root().join(path).symlink_metadata().is_ok()
-                        && repo.status_should_ignore(Path::new(path)).unwrap_or(false)
-                }
-            };
-            if ignored {
+            if self.is_ignored(repo, path) {
                 changes.skipped.push(SkippedPath {
                     path: path.clone(),
                     reason: SkipReason::Ignored,
@@ -275,6 +240,63 @@ impl Workspace {
         changes.skipped_user_dirty = user.into_iter().collect();
         changes.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(changes)
+    }
+
+    /// The reported `paths` relative to the repository; those that are
+    /// ybs's own output or outside the repository go to `skipped`.
+    fn reported(&self, paths: &[PathBuf], skipped: &mut Vec<SkippedPath>) -> BTreeSet<String> {
+        let mut reported = BTreeSet::new();
+        for path in paths {
+            match self.repo_relative(path) {
+                Some(relative) if self.is_excluded(&relative) => {
+                    skipped.push(SkippedPath {
+                        path: relative,
+                        reason: SkipReason::YbsOutput,
+                    });
+                }
+                Some(relative) => {
+                    reported.insert(relative);
+                }
+                None => skipped.push(SkippedPath {
+                    path: path.display().to_string(),
+                    reason: SkipReason::OutsideRepository,
+                }),
+            }
+        }
+        reported
+    }
+
+    /// Rule 1: the paths dirty at the start that the task reported or
+    /// whose content changed since.
+    fn touched_user_paths(
+        &self,
+        snapshot: &Snapshot,
+        reported: &BTreeSet<String>,
+    ) -> Result<BTreeSet<String>, GitError> {
+        let work = WorkRoot::open(self.root())?;
+        let mut user = BTreeSet::new();
+        for before in &snapshot.dirty {
+            // `Other` has no hash to compare: only a report counts.
+            let touched = is_reported(&before.path, reported)
+                || (before.content != Content::Other
+                    && content_of(&work, &before.path)? != before.content);
+            if touched {
+                user.insert(before.path.clone());
+            }
+        }
+        Ok(user)
+    }
+
+    /// `path` (a file, a directory, or nothing) is ignored by git.
+    fn is_ignored(&self, repo: &Repository, path: &str) -> bool {
+        match repo.status_file(Path::new(path)) {
+            Ok(status) => status.contains(git2::Status::IGNORED),
+            // A directory, or a path that does not exist.
+            Err(_) => {
+                self.root().join(path).symlink_metadata().is_ok()
+                    && repo.status_should_ignore(Path::new(path)).unwrap_or(false)
+            }
+        }
     }
 }
 

@@ -155,32 +155,61 @@ impl RecordedError {
     }
 }
 
+/// Why a cassette cannot be read or written; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CassetteError {
+    #[error("{}: cannot read cassette: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not JSON, or not a cassette: at the parser's line and column.
+    #[error("{}:{}:{}: invalid cassette: {source}", path.display(), source.line(), source.column())]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "{}: unsupported cassette version {version} (this ybs reads version {CASSETTE_VERSION})",
+        path.display()
+    )]
+    Version { path: PathBuf, version: u32 },
+    #[error("{}: interaction {index} needs exactly one of `response` or `error`", path.display())]
+    Interaction { path: PathBuf, index: usize },
+    #[error("{}: cannot write cassette: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 impl CassetteFile {
     /// Reads and parses a cassette; errors name the file and the position.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("{}: cannot read cassette: {error}", path.display()))?;
-        let file: CassetteFile = serde_json::from_str(&text).map_err(|error| {
-            format!(
-                "{}:{}:{}: invalid cassette: {error}",
-                path.display(),
-                error.line(),
-                error.column()
-            )
+    pub fn load(path: &Path) -> Result<Self, CassetteError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CassetteError::Read {
+            path: path.to_owned(),
+            source,
         })?;
+        let file: CassetteFile =
+            serde_json::from_str(&text).map_err(|source| CassetteError::Invalid {
+                path: path.to_owned(),
+                source,
+            })?;
         if file.version != CASSETTE_VERSION {
-            return Err(format!(
-                "{}: unsupported cassette version {} (this ybs reads version {CASSETTE_VERSION})",
-                path.display(),
-                file.version
-            ));
+            return Err(CassetteError::Version {
+                path: path.to_owned(),
+                version: file.version,
+            });
         }
         for (index, interaction) in file.interactions.iter().enumerate() {
             if interaction.response.is_some() == interaction.error.is_some() {
-                return Err(format!(
-                    "{}: interaction {index} needs exactly one of `response` or `error`",
-                    path.display()
-                ));
+                return Err(CassetteError::Interaction {
+                    path: path.to_owned(),
+                    index,
+                });
             }
         }
         Ok(file)
@@ -197,7 +226,7 @@ pub struct Cassette {
 }
 
 impl Cassette {
-    pub fn open(path: &Path) -> Result<Arc<Self>, String> {
+    pub fn open(path: &Path) -> Result<Arc<Self>, CassetteError> {
         let file = CassetteFile::load(path)?;
         let tagged = file.interactions.iter().any(|i| i.task.is_some());
         let used = Mutex::new(vec![false; file.interactions.len()]);
@@ -268,15 +297,16 @@ pub struct CassetteWriter {
 }
 
 impl CassetteWriter {
-    pub fn create(path: &Path, redactor: Redactor) -> Result<Arc<Self>, String> {
-        let failed = |error: &dyn std::fmt::Display| {
-            format!("{}: cannot write cassette: {error}", path.display())
+    pub fn create(path: &Path, redactor: Redactor) -> Result<Arc<Self>, CassetteError> {
+        let failed = |source: std::io::Error| CassetteError::Write {
+            path: path.to_owned(),
+            source,
         };
         let name = path
             .file_name()
             .and_then(|name| name.to_str())
             .filter(|name| !name.is_empty() && *name != "..")
-            .ok_or_else(|| failed(&"not a file name"))?
+            .ok_or_else(|| failed(std::io::Error::other("not a file name")))?
             .to_owned();
         let parent = match path.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -286,7 +316,7 @@ impl CassetteWriter {
             .read(true)
             .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_CLOEXEC)
             .open(parent)
-            .map_err(|error| failed(&error))?;
+            .map_err(failed)?;
         let writer = Self {
             path: path.to_owned(),
             dir: dir.into(),
@@ -297,9 +327,7 @@ impl CassetteWriter {
                 interactions: Vec::new(),
             }),
         };
-        writer
-            .flush()
-            .map_err(|error| format!("{}: cannot write cassette: {error}", path.display()))?;
+        writer.flush().map_err(failed)?;
         Ok(Arc::new(writer))
     }
 

@@ -489,9 +489,20 @@ fn is_vendor_endpoint(url: &Url, vendor_host: Option<&str>) -> bool {
     })
 }
 
+/// Why a base URL is no endpoint.
+#[derive(Debug, thiserror::Error)]
+enum BadEndpoint {
+    #[error("{0}")]
+    Url(<Url as std::str::FromStr>::Err),
+    #[error("the scheme must be `http` or `https`")]
+    Scheme,
+    #[error("no host")]
+    NoHost,
+}
+
 /// Parses a base URL. With `bare_host` (Ollama's `OLLAMA_HOST` style), a
 /// value without a scheme means `http://`, and without a port `:11434`.
-fn parse_endpoint(text: &str, bare_host: bool) -> Result<Url, String> {
+fn parse_endpoint(text: &str, bare_host: bool) -> Result<Url, BadEndpoint> {
     let text = text.trim();
     let text = if bare_host && !text.contains("://") {
         let (host, path) = text.split_once('/').unwrap_or((text, ""));
@@ -509,12 +520,12 @@ fn parse_endpoint(text: &str, bare_host: bool) -> Result<Url, String> {
     } else {
         text.to_owned()
     };
-    let url = Url::parse(&text).map_err(|error| error.to_string())?;
+    let url = Url::parse(&text).map_err(BadEndpoint::Url)?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err("the scheme must be `http` or `https`".into());
+        return Err(BadEndpoint::Scheme);
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err("no host".into());
+        return Err(BadEndpoint::NoHost);
     }
     Ok(url)
 }

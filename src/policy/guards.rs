@@ -434,6 +434,21 @@ impl Guards {
                 ));
             }
         }
+        if let Some(hit) = self.check_words(part, &text, index, dirs, check) {
+            return Some(hit);
+        }
+        self.check_redirections(part, index, dirs, check)
+    }
+
+    /// The paths the words of `part` (its `text`) name, in each of `dirs`.
+    fn check_words(
+        &self,
+        part: &SimpleCommand,
+        text: &str,
+        index: usize,
+        dirs: &[Option<Vec<Comp>>],
+        check: &mut ShellCheck,
+    ) -> Option<GuardHit> {
         let writer = writes_operands(part);
         let reader = part.program().is_some_and(|p| READERS.contains(&p));
         let argv_offset = part.assignments.len();
@@ -479,6 +494,17 @@ impl Guards {
                 }
             }
         }
+        None
+    }
+
+    /// The files the redirections of `part` open, in each of `dirs`.
+    fn check_redirections(
+        &self,
+        part: &SimpleCommand,
+        index: usize,
+        dirs: &[Option<Vec<Comp>>],
+        check: &mut ShellCheck,
+    ) -> Option<GuardHit> {
         for redirection in &part.redirections {
             if !redirection.opens_file() {
                 continue;

@@ -135,7 +135,7 @@ pub fn make(task_dir: &Path, to: &Path, cwd: &Path) -> Result<Fixture, FixtureEr
         });
     }
     let root = root.map(|node| to_json(&node)).unwrap_or(Value::Null);
-    let fixture = alone(root, &transcript).map_err(invalid)?;
+    let fixture = alone(root, &transcript).map_err(|error| invalid(error.to_string()))?;
     let status = transcript
         .status
         .map_or_else(|| "unfinished".to_owned(), |status| status.to_string());
@@ -175,10 +175,21 @@ pub fn make(task_dir: &Path, to: &Path, cwd: &Path) -> Result<Fixture, FixtureEr
     })
 }
 
+/// Why the task file the run read does not give the fixture's task.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NotAlone {
+    #[error("not a task file (a mapping)")]
+    NotAMapping,
+    #[error("`tasks` is not a list")]
+    TasksNotAList,
+    #[error("no task `{0}` in the file any more")]
+    NoTask(String),
+}
+
 /// The task file with only `transcript`'s task, answering from `replay`.
-fn alone(root: Value, transcript: &Transcript) -> Result<Value, String> {
+fn alone(root: Value, transcript: &Transcript) -> Result<Value, NotAlone> {
     let Value::Object(mut file) = root else {
-        return Err("not a task file (a mapping)".to_owned());
+        return Err(NotAlone::NotAMapping);
     };
     let id = &transcript.task.id;
     let Some(tasks) = file.remove("tasks") else {
@@ -188,12 +199,12 @@ fn alone(root: Value, transcript: &Transcript) -> Result<Value, String> {
         return Ok(Value::Object(file));
     };
     let Value::Array(tasks) = tasks else {
-        return Err("`tasks` is not a list".to_owned());
+        return Err(NotAlone::TasksNotAList);
     };
     let mut task = tasks
         .into_iter()
         .find(|task| task.get("id").and_then(Value::as_str) == Some(id))
-        .ok_or_else(|| format!("no task `{id}` in the file any more"))?;
+        .ok_or_else(|| NotAlone::NoTask(id.clone()))?;
     if let Value::Object(task) = &mut task {
         replay(task);
     }
@@ -270,12 +281,14 @@ mod tests {
         // JSON is YAML: it reads back as it was written.
         let text = serde_json::to_string_pretty(&fixture).unwrap();
         assert_eq!(yaml(&text), fixture);
-        assert!(
+        assert_eq!(
             alone(
                 yaml("tasks:\n  - id: b\n    prompt: B\n"),
                 &transcript("a", "")
             )
-            .is_err()
+            .unwrap_err()
+            .to_string(),
+            "no task `a` in the file any more"
         );
     }
 

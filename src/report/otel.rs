@@ -339,17 +339,7 @@ impl OtelSink {
     }
 
     fn started(&mut self, record: &EventRecord) {
-        let Event::TaskStarted {
-            file,
-            suite,
-            run_id,
-            provider,
-            model,
-            dry_run,
-            sandbox,
-            ..
-        } = &record.event
-        else {
+        let Some(start) = record.event.task_start() else {
             return;
         };
         let (trace_id, parent) = match self.parent {
@@ -357,12 +347,12 @@ impl OtelSink {
             None => (self.ids.trace(), None),
         };
         let mut attributes: Vec<(String, AttrValue)> = vec![
-            ("ybs.run_id".into(), run_id.as_str().into()),
-            ("ybs.task.file".into(), file.as_str().into()),
-            ("ybs.task.suite".into(), suite.as_str().into()),
-            ("ybs.dry_run".into(), (*dry_run).into()),
+            ("ybs.run_id".into(), start.run_id.into()),
+            ("ybs.task.file".into(), start.file.into()),
+            ("ybs.task.suite".into(), start.suite.into()),
+            ("ybs.dry_run".into(), start.dry_run.into()),
         ];
-        if let Some(sandbox) = sandbox {
+        if let Some(sandbox) = start.sandbox {
             attributes.push(("ybs.sandbox.mode".into(), sandbox.mode.as_str().into()));
         }
         self.tasks.insert(
@@ -372,8 +362,8 @@ impl OtelSink {
                 span_id: self.ids.span(),
                 parent,
                 start_ms: record.ts_ms,
-                provider: provider.clone(),
-                model: model.clone(),
+                provider: start.provider.to_owned(),
+                model: start.model.to_owned(),
                 attributes,
                 call_spans: HashMap::new(),
                 decided: HashMap::new(),
@@ -494,13 +484,7 @@ impl OtelSink {
 
     /// A retry is an event of the model call's span, which ends later.
     fn retry(&mut self, record: &EventRecord) {
-        let Event::LlmRetry {
-            iteration,
-            attempt,
-            delay_ms,
-            ..
-        } = &record.event
-        else {
+        let Some(retry) = record.event.llm_retried() else {
             return;
         };
         // The error text stays out: a provider's message may quote the
@@ -508,14 +492,14 @@ impl OtelSink {
         if let Some(trace) = self.tasks.get_mut(&record.task) {
             trace
                 .retries
-                .entry(*iteration)
+                .entry(retry.iteration)
                 .or_default()
                 .push(SpanEvent {
                     time_ns: ms_to_ns(record.ts_ms),
                     name: "ybs.llm.retry".into(),
                     attributes: vec![
-                        ("ybs.llm.attempt".into(), (*attempt).into()),
-                        ("ybs.llm.retry_delay_ms".into(), (*delay_ms).into()),
+                        ("ybs.llm.attempt".into(), retry.attempt.into()),
+                        ("ybs.llm.retry_delay_ms".into(), retry.delay_ms.into()),
                     ],
                 });
         }
@@ -523,28 +507,18 @@ impl OtelSink {
 
     /// The `chat MODEL` span of one model call, its retries as events.
     fn llm_response(&mut self, record: &EventRecord) {
-        let Event::LlmResponse {
-            iteration,
-            response_id,
-            request_id,
-            usage,
-            cost,
-            duration_ms,
-            tool_calls,
-            ..
-        } = &record.event
-        else {
+        let Some(answer) = record.event.llm_answer() else {
             return;
         };
         let (task, ts) = (record.task.as_str(), record.ts_ms);
         let Some(trace) = self.tasks.get_mut(task) else {
             return;
         };
-        let retries = trace.retries.remove(iteration).unwrap_or_default();
+        let retries = trace.retries.remove(&answer.iteration).unwrap_or_default();
         let (provider, model) = (trace.provider.clone(), trace.model.clone());
         let first_retry_ms = retries.first().map(|event| event.time_ns / 1_000_000);
         let start = ts
-            .saturating_sub(*duration_ms)
+            .saturating_sub(answer.duration_ms)
             .min(first_retry_ms.unwrap_or(u64::MAX));
         let Some(mut span) = self.child(task, format!("chat {model}"), SpanKind::Client, start, ts)
         else {
@@ -554,19 +528,19 @@ impl OtelSink {
         span.attr("gen_ai.provider.name", provider.as_str());
         span.attr("gen_ai.system", provider.as_str());
         span.attr("gen_ai.request.model", model.as_str());
-        span.attr("gen_ai.usage.input_tokens", usage.input_tokens);
-        span.attr("gen_ai.usage.output_tokens", usage.output_tokens);
-        if let Some(id) = response_id {
-            span.attr("gen_ai.response.id", id.as_str());
+        span.attr("gen_ai.usage.input_tokens", answer.usage.input_tokens);
+        span.attr("gen_ai.usage.output_tokens", answer.usage.output_tokens);
+        if let Some(id) = answer.response_id {
+            span.attr("gen_ai.response.id", id);
         }
-        if let Some(id) = request_id {
-            span.attr("ybs.llm.request_id", id.as_str());
+        if let Some(id) = answer.request_id {
+            span.attr("ybs.llm.request_id", id);
         }
-        span.attr("ybs.llm.iteration", *iteration);
+        span.attr("ybs.llm.iteration", answer.iteration);
         span.attr("ybs.llm.retries", retries.len() as u64);
-        span.attr("ybs.llm.tool_calls", *tool_calls as u64);
-        if let crate::core::Cost::Usd(usd) = cost {
-            span.attr("ybs.llm.cost_usd", *usd);
+        span.attr("ybs.llm.tool_calls", answer.tool_calls as u64);
+        if let crate::core::Cost::Usd(usd) = answer.cost {
+            span.attr("ybs.llm.cost_usd", usd);
         }
         span.events = retries;
         self.export(span);
@@ -575,25 +549,20 @@ impl OtelSink {
     /// A decided call gets its span id now (a script's calls are its
     /// children) and its decision is kept for its span.
     fn tool_decided(&mut self, record: &EventRecord) {
-        let Event::ToolDecided {
-            call_id,
-            verdict,
-            rule,
-            parent,
-            ..
-        } = &record.event
-        else {
+        let Some(decision) = record.event.tool_decision() else {
             return;
         };
         let span_id = self.ids.span();
         if let Some(trace) = self.tasks.get_mut(&record.task) {
-            trace.call_spans.insert(call_id.clone(), span_id);
+            trace
+                .call_spans
+                .insert(decision.call_id.to_owned(), span_id);
             trace.decided.insert(
-                call_id.clone(),
+                decision.call_id.to_owned(),
                 Decided {
-                    verdict: verdict.clone(),
-                    rule: rule.clone(),
-                    parent: parent.clone(),
+                    verdict: decision.verdict.to_owned(),
+                    rule: decision.rule.to_owned(),
+                    parent: decision.parent.map(str::to_owned),
                     ts_ms: record.ts_ms,
                 },
             );
@@ -602,16 +571,7 @@ impl OtelSink {
 
     /// The `execute_tool` span of one call, from its decision to its end.
     fn tool_completed(&mut self, record: &EventRecord) {
-        let Event::ToolCompleted {
-            call_id,
-            name,
-            ok,
-            ran,
-            duration_ms,
-            truncated,
-            output,
-        } = &record.event
-        else {
+        let Some(done) = record.event.tool_done() else {
             return;
         };
         let ts = record.ts_ms;
@@ -619,30 +579,33 @@ impl OtelSink {
         let Some(trace) = self.tasks.get_mut(&record.task) else {
             return;
         };
-        let decided = trace.decided.remove(call_id);
-        let span_id = *trace.call_spans.entry(call_id.clone()).or_insert(fresh);
+        let decided = trace.decided.remove(done.call_id);
+        let span_id = *trace
+            .call_spans
+            .entry(done.call_id.to_owned())
+            .or_insert(fresh);
         let parent = decided
             .as_ref()
             .and_then(|decided| decided.parent.as_ref())
             .and_then(|parent| trace.call_spans.get(parent).copied())
             .unwrap_or(trace.span_id);
         let start_ms = ts
-            .saturating_sub(*duration_ms)
+            .saturating_sub(done.duration_ms)
             .min(decided.as_ref().map_or(u64::MAX, |decided| decided.ts_ms));
         let span = tool_span(
             trace.trace_id,
             span_id,
             Some(parent),
             &ToolFacts {
-                name,
-                call_id,
+                name: done.name,
+                call_id: done.call_id,
                 verdict: decided.as_ref().map(|decided| decided.verdict.as_str()),
                 rule: decided.as_ref().map(|decided| decided.rule.as_str()),
-                ok: *ok,
-                ran: *ran,
-                truncated: *truncated,
-                exit_code: shell_exit_code(name, output),
-                duration_ms: *duration_ms,
+                ok: done.ok,
+                ran: done.ran,
+                truncated: done.truncated,
+                exit_code: shell_exit_code(done.name, done.output),
+                duration_ms: done.duration_ms,
             },
             ms_to_ns(start_ms),
             ms_to_ns(ts),
@@ -652,38 +615,29 @@ impl OtelSink {
 
     /// The `check NAME` span of one check run.
     fn check_completed(&mut self, record: &EventRecord) {
-        let Event::CheckCompleted {
-            name,
-            exit_code,
-            passed,
-            timed_out,
-            duration_ms,
-            attempt,
-            ..
-        } = &record.event
-        else {
+        let Some(check) = record.event.check_done() else {
             return;
         };
         let ts = record.ts_ms;
         let Some(mut span) = self.child(
             &record.task,
-            format!("check {name}"),
+            format!("check {}", check.name),
             SpanKind::Internal,
-            ts.saturating_sub(*duration_ms),
+            ts.saturating_sub(check.duration_ms),
             ts,
         ) else {
             return;
         };
-        span.attr("ybs.check.name", name.as_str());
-        span.attr("ybs.check.passed", *passed);
-        span.attr("ybs.check.attempt", *attempt);
-        if let Some(code) = exit_code {
-            span.attr("process.exit.code", *code);
+        span.attr("ybs.check.name", check.name);
+        span.attr("ybs.check.passed", check.passed);
+        span.attr("ybs.check.attempt", check.attempt);
+        if let Some(code) = check.exit_code {
+            span.attr("process.exit.code", code);
         }
-        if *timed_out {
+        if check.timed_out {
             span.attr("ybs.check.timed_out", true);
         }
-        if !passed {
+        if !check.passed {
             span.status = SpanStatus::Error("check_failed".into());
         }
         self.export(span);
@@ -691,18 +645,10 @@ impl OtelSink {
 
     /// The task's `invoke_agent` span, ended with the task.
     fn finished(&mut self, record: &EventRecord) {
-        let Event::TaskFinished {
-            status,
-            reason,
-            iterations,
-            usage,
-            cost,
-            expect,
-            ..
-        } = &record.event
-        else {
+        let Some(end) = record.event.task_end() else {
             return;
         };
+        let (status, reason) = (end.status, end.reason);
         let task = record.task.as_str();
         let Some(trace) = self.tasks.remove(task) else {
             return;
@@ -718,7 +664,7 @@ impl OtelSink {
             end_ns: ms_to_ns(record.ts_ms.max(start_ms)),
             attributes: Vec::new(),
             events: Vec::new(),
-            status: if *status == Status::Passed {
+            status: if status == Status::Passed {
                 SpanStatus::Ok
             } else {
                 SpanStatus::Error(format!("{}: {}", status.as_str(), reason.as_str()))
@@ -729,21 +675,21 @@ impl OtelSink {
         span.attr("gen_ai.provider.name", trace.provider.as_str());
         span.attr("gen_ai.system", trace.provider.as_str());
         span.attr("gen_ai.request.model", trace.model.as_str());
-        span.attr("gen_ai.usage.input_tokens", usage.input_tokens);
-        span.attr("gen_ai.usage.output_tokens", usage.output_tokens);
+        span.attr("gen_ai.usage.input_tokens", end.usage.input_tokens);
+        span.attr("gen_ai.usage.output_tokens", end.usage.output_tokens);
         span.attr("ybs.task.id", task);
         span.attributes.extend(trace.attributes);
         span.attr("ybs.task.status", status.as_str());
         span.attr("ybs.task.reason", reason.as_str());
-        span.attr("ybs.task.expect", expect.as_str());
-        span.attr("ybs.task.iterations", *iterations);
-        if let crate::core::Cost::Usd(usd) = cost {
-            span.attr("ybs.task.cost_usd", *usd);
+        span.attr("ybs.task.expect", end.expect);
+        span.attr("ybs.task.iterations", end.iterations);
+        if let crate::core::Cost::Usd(usd) = end.cost {
+            span.attr("ybs.task.cost_usd", usd);
         }
         if trace.redactions > 0 {
             span.attr("ybs.task.redactions", trace.redactions);
         }
-        if *status != Status::Passed {
+        if status != Status::Passed {
             span.attr("error.type", reason.as_str());
         }
         self.export(span);

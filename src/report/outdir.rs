@@ -137,7 +137,7 @@ impl OutDir {
             path: path.to_owned(),
             message,
         };
-        let (anchor, rest) = anchor_of(path, cwd).map_err(fail)?;
+        let (anchor, rest) = anchor_of(path, cwd).map_err(|error| fail(error.to_string()))?;
         let mut fd = File::open(&anchor)
             .map(OwnedFd::from)
             .map_err(|err| fail(format!("cannot open `{}`: {err}", anchor.display())))?;
@@ -704,10 +704,27 @@ fn plain_name(name: &str) -> io::Result<()> {
     }
 }
 
+/// Why an output path has no place to start from.
+#[derive(Debug, thiserror::Error)]
+enum Unanchored {
+    #[error("`..` inside the path is not supported; give a plain path")]
+    Parent,
+    #[error("`{}` is a symbolic link; ybs does not follow links in its output path", .0.display())]
+    Link(PathBuf),
+    #[error("cannot open `{}`: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("`{}` leads into `{}` through a symbolic link", path.display(), cwd.display())]
+    BackInside { path: PathBuf, cwd: PathBuf },
+}
+
 /// Where [`OutDir::open`] starts (opened following links: it is the
 /// operator's) and the components below it, each entered without
 /// following links.
-fn anchor_of(path: &Path, cwd: &Path) -> Result<(PathBuf, Vec<std::ffi::OsString>), String> {
+fn anchor_of(path: &Path, cwd: &Path) -> Result<(PathBuf, Vec<std::ffi::OsString>), Unanchored> {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
     let (mut anchor, below) = if path.is_absolute() {
         match path.strip_prefix(&cwd) {
@@ -727,7 +744,7 @@ fn anchor_of(path: &Path, cwd: &Path) -> Result<(PathBuf, Vec<std::ffi::OsString
                 anchor.pop();
             }
             Component::ParentDir => {
-                return Err("`..` inside the path is not supported; give a plain path".to_owned());
+                return Err(Unanchored::Parent);
             }
             Component::Normal(name) => {
                 leading = false;
@@ -758,23 +775,25 @@ fn anchor_of(path: &Path, cwd: &Path) -> Result<(PathBuf, Vec<std::ffi::OsString
             .symlink_metadata()
             .is_ok_and(|m| m.file_type().is_symlink())
         {
-            return Err(format!(
-                "`{}` is a symbolic link; ybs does not follow links in its output path",
-                existing.display()
-            ));
+            return Err(Unanchored::Link(existing));
         }
         existing.pop();
         missing.push(name);
     }
-    let resolved = existing
-        .canonicalize()
-        .map_err(|err| format!("cannot open `{}`: {err}", existing.display()))?;
+    let resolved = match existing.canonicalize() {
+        Ok(resolved) => resolved,
+        Err(source) => {
+            return Err(Unanchored::Open {
+                path: existing,
+                source,
+            });
+        }
+    };
     if resolved.starts_with(&cwd) && !existing.starts_with(&cwd) {
-        return Err(format!(
-            "`{}` leads into `{}` through a symbolic link",
-            existing.display(),
-            cwd.display()
-        ));
+        return Err(Unanchored::BackInside {
+            path: existing,
+            cwd,
+        });
     }
     Ok((resolved, missing))
 }

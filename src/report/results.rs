@@ -206,26 +206,42 @@ impl Pending {
     fn push(&mut self, record: &EventRecord) {
         self.last_ms = self.last_ms.max(record.ts_ms);
         let result = &mut self.result;
+        // The events of many fields through their accessors, the rest here.
+        if let Some(start) = record.event.task_start() {
+            result.dry_run = start.dry_run;
+            result.sandbox = start.sandbox.cloned();
+            result.started_ms = record.ts_ms;
+            start.file.clone_into(&mut result.file);
+            start.suite.clone_into(&mut result.suite);
+            start.run_id.clone_into(&mut result.run_id);
+            start.provider.clone_into(&mut result.provider);
+            start.model.clone_into(&mut result.model);
+        } else if let Some(check) = record.event.check_done() {
+            self.checks.push((
+                check.attempt,
+                check.passed,
+                FailedCheck {
+                    name: check.name.to_owned(),
+                    command: check.command.to_owned(),
+                    exit_code: check.exit_code,
+                    expected_exit: check.expected_exit,
+                    timed_out: check.timed_out,
+                    output_tail: check.output_tail.to_owned(),
+                    locations: check.locations.to_vec(),
+                },
+            ));
+        } else if let Some(end) = record.event.task_end() {
+            result.finished = true;
+            result.status = end.status;
+            result.reason = end.reason;
+            result.message = end.message.map(str::to_owned);
+            end.expect.clone_into(&mut result.expect);
+            result.iterations = end.iterations;
+            result.usage = end.usage;
+            result.cost = end.cost;
+            result.duration_ms = end.duration_ms;
+        }
         match &record.event {
-            Event::TaskStarted {
-                file,
-                suite,
-                run_id,
-                provider,
-                model,
-                sandbox,
-                dry_run,
-                ..
-            } => {
-                result.dry_run = *dry_run;
-                result.sandbox = sandbox.as_deref().cloned();
-                result.started_ms = record.ts_ms;
-                result.file.clone_from(file);
-                result.suite.clone_from(suite);
-                result.run_id.clone_from(run_id);
-                result.provider.clone_from(provider);
-                result.model.clone_from(model);
-            }
             Event::LlmResponse {
                 iteration,
                 usage,
@@ -236,30 +252,6 @@ impl Pending {
                 result.cost = result.cost.plus(*cost);
                 result.iterations = result.iterations.max(*iteration);
             }
-            Event::CheckCompleted {
-                name,
-                command,
-                exit_code,
-                expected_exit,
-                passed,
-                timed_out,
-                output_tail,
-                attempt,
-                locations,
-                ..
-            } => self.checks.push((
-                *attempt,
-                *passed,
-                FailedCheck {
-                    name: name.clone(),
-                    command: command.clone(),
-                    exit_code: *exit_code,
-                    expected_exit: *expected_exit,
-                    timed_out: *timed_out,
-                    output_tail: output_tail.clone(),
-                    locations: locations.clone(),
-                },
-            )),
             Event::Git { outcome } => result.git = Some(outcome.clone()),
             Event::Note { message } => {
                 if let Some(warning) = message.strip_prefix(crate::core::event::WARNING) {
@@ -276,26 +268,6 @@ impl Pending {
             // `ybs resume`: the paused half's `task.finished` was not the
             // end; what follows adds to its totals.
             Event::TaskResumed { .. } => result.finished = false,
-            Event::TaskFinished {
-                status,
-                reason,
-                message,
-                expect,
-                iterations,
-                usage,
-                cost,
-                duration_ms,
-            } => {
-                result.finished = true;
-                result.status = *status;
-                result.reason = *reason;
-                result.message.clone_from(message);
-                result.expect.clone_from(expect);
-                result.iterations = *iterations;
-                result.usage = *usage;
-                result.cost = *cost;
-                result.duration_ms = *duration_ms;
-            }
             _ => {}
         }
     }

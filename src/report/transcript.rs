@@ -448,17 +448,7 @@ impl TranscriptBuilder {
             Event::TaskStarted { .. } => self.started(record),
             Event::Message { message } => self.messages.push(message.clone()),
             Event::LlmResponse { .. } => self.llm_response(record),
-            Event::LlmRetry {
-                iteration,
-                attempt,
-                delay_ms,
-                error,
-            } => self.retries.push(Retry {
-                iteration: *iteration,
-                attempt: *attempt,
-                delay_ms: *delay_ms,
-                error: error.clone(),
-            }),
+            Event::LlmRetry { .. } => self.retry(record),
             Event::ToolDecided { .. } => self.tool_decided(record),
             Event::ToolCompleted { .. } => self.tool_completed(record),
             Event::Note { message } => self.notes.push(message.clone()),
@@ -500,111 +490,84 @@ impl TranscriptBuilder {
 
     /// `task.started`: the task, its manifest and system prompt.
     fn started(&mut self, record: &EventRecord) {
-        let Event::TaskStarted {
-            file,
-            suite,
-            run_id,
-            ybs_version,
-            provider,
-            model,
-            temperature,
-            seed,
-            workdir,
-            policy_hash,
-            base_commit,
-            system_prompt,
-            tools,
-            dry_run,
-            sandbox,
-            context_files,
-        } = &record.event
-        else {
+        let Some(start) = record.event.task_start() else {
             return;
         };
         self.started_ms = Some(record.ts_ms);
         self.task = TaskInfo {
             id: record.task.clone(),
-            file: file.clone(),
-            suite: suite.clone(),
+            file: start.file.to_owned(),
+            suite: start.suite.to_owned(),
         };
         self.manifest = Manifest {
-            ybs_version: ybs_version.clone(),
-            run_id: run_id.clone(),
-            provider: provider.clone(),
-            model: model.clone(),
-            temperature: *temperature,
-            seed: *seed,
+            ybs_version: start.ybs_version.to_owned(),
+            run_id: start.run_id.to_owned(),
+            provider: start.provider.to_owned(),
+            model: start.model.to_owned(),
+            temperature: start.temperature,
+            seed: start.seed,
             response_ids: std::mem::take(&mut self.manifest.response_ids),
-            policy_hash: policy_hash.clone(),
-            base_commit: base_commit.clone(),
-            workdir: workdir.clone(),
-            dry_run: *dry_run,
-            tools: tools.clone(),
-            sandbox: sandbox.as_deref().cloned(),
-            context_files: context_files.clone(),
+            policy_hash: start.policy_hash.to_owned(),
+            base_commit: start.base_commit.map(str::to_owned),
+            workdir: start.workdir.to_owned(),
+            dry_run: start.dry_run,
+            tools: start.tools.to_vec(),
+            sandbox: start.sandbox.cloned(),
+            context_files: start.context_files.to_vec(),
         };
-        self.system_prompt.clone_from(system_prompt);
+        start.system_prompt.clone_into(&mut self.system_prompt);
+    }
+
+    /// A retry of a model call.
+    fn retry(&mut self, record: &EventRecord) {
+        let Some(retry) = record.event.llm_retried() else {
+            return;
+        };
+        self.retries.push(Retry {
+            iteration: retry.iteration,
+            attempt: retry.attempt,
+            delay_ms: retry.delay_ms,
+            error: retry.error.to_owned(),
+        });
     }
 
     /// One model call, its response id kept for the manifest.
     fn llm_response(&mut self, record: &EventRecord) {
-        let Event::LlmResponse {
-            iteration,
-            response_id,
-            request_id,
-            usage,
-            cost,
-            duration_ms,
-            tool_calls,
-            request_tokens_estimate,
-            request_tokens_method,
-            incomplete,
-            finish_reason,
-            usage_estimated,
-        } = &record.event
-        else {
+        let Some(answer) = record.event.llm_answer() else {
             return;
         };
-        if let Some(id) = response_id {
-            self.manifest.response_ids.push(id.clone());
+        let owned = |text: Option<&str>| text.map(str::to_owned);
+        if let Some(id) = answer.response_id {
+            self.manifest.response_ids.push(id.to_owned());
         }
         self.llm_calls.push(LlmCall {
-            iteration: *iteration,
-            response_id: response_id.clone(),
-            request_id: request_id.clone(),
-            usage: *usage,
-            cost: *cost,
-            duration_ms: *duration_ms,
-            tool_calls: *tool_calls,
-            request_tokens_estimate: *request_tokens_estimate,
-            request_tokens_method: request_tokens_method.clone(),
-            incomplete: incomplete.clone(),
-            finish_reason: finish_reason.clone(),
-            usage_estimated: *usage_estimated,
+            iteration: answer.iteration,
+            response_id: owned(answer.response_id),
+            request_id: owned(answer.request_id),
+            usage: answer.usage,
+            cost: answer.cost,
+            duration_ms: answer.duration_ms,
+            tool_calls: answer.tool_calls,
+            request_tokens_estimate: answer.request_tokens_estimate,
+            request_tokens_method: owned(answer.request_tokens_method),
+            incomplete: owned(answer.incomplete),
+            finish_reason: owned(answer.finish_reason),
+            usage_estimated: answer.usage_estimated,
         });
     }
 
     /// A call decided: a new entry, or (decided again at `ybs resume`, an
     /// approval) the open entry takes the decision that let it run or not.
     fn tool_decided(&mut self, record: &EventRecord) {
-        let Event::ToolDecided {
-            call_id,
-            name,
-            arguments,
-            verdict,
-            rule,
-            detail,
-            resolved,
-            parent,
-        } = &record.event
-        else {
+        let Some(decided) = record.event.tool_decision() else {
             return;
         };
+        let (call_id, parent) = (decided.call_id, decided.parent.map(str::to_owned));
         let decision = Decision {
-            verdict: verdict.clone(),
-            rule: rule.clone(),
-            detail: detail.clone(),
-            resolved: resolved.clone(),
+            verdict: decided.verdict.to_owned(),
+            rule: decided.rule.to_owned(),
+            detail: decided.detail.map(str::to_owned),
+            resolved: decided.resolved.cloned(),
         };
         // Decided again at `ybs resume` (an approval): the call's
         // one entry takes the decision that let it run or not.
@@ -612,66 +575,57 @@ impl TranscriptBuilder {
             .call_index
             .get(call_id)
             .and_then(|&index| self.tool_calls.get_mut(index))
-            .filter(|entry| entry.result.is_none() && entry.parent == *parent);
+            .filter(|entry| entry.result.is_none() && entry.parent == parent);
         if let Some(entry) = open {
             entry.decision = Some(decision);
             return;
         }
         self.call_index
-            .insert(call_id.clone(), self.tool_calls.len());
+            .insert(call_id.to_owned(), self.tool_calls.len());
         let from_text = self.called_from_text(call_id);
         self.tool_calls.push(ToolCallEntry {
             from_text,
-            id: call_id.clone(),
-            name: name.clone(),
-            arguments: arguments.clone(),
+            id: call_id.to_owned(),
+            name: decided.name.to_owned(),
+            arguments: decided.arguments.clone(),
             decision: Some(decision),
             result: None,
             duration_ms: None,
-            parent: parent.clone(),
+            parent,
         });
     }
 
     /// A call completed: its entry gets the result (one made when the
     /// decision was not seen).
     fn tool_completed(&mut self, record: &EventRecord) {
-        let Event::ToolCompleted {
-            call_id,
-            name,
-            ok,
-            ran,
-            duration_ms,
-            truncated,
-            output,
-        } = &record.event
-        else {
+        let Some(done) = record.event.tool_done() else {
             return;
         };
         let result = ToolResult {
-            ok: *ok,
-            ran: *ran,
-            output: output.clone(),
-            truncated: *truncated,
+            ok: done.ok,
+            ran: done.ran,
+            output: done.output.to_owned(),
+            truncated: done.truncated,
         };
         let open = self
             .call_index
-            .get(call_id)
+            .get(done.call_id)
             .and_then(|&index| self.tool_calls.get_mut(index))
             .filter(|entry| entry.result.is_none());
         if let Some(entry) = open {
             entry.result = Some(result);
-            entry.duration_ms = Some(*duration_ms);
+            entry.duration_ms = Some(done.duration_ms);
         } else {
             self.call_index
-                .insert(call_id.clone(), self.tool_calls.len());
+                .insert(done.call_id.to_owned(), self.tool_calls.len());
             self.tool_calls.push(ToolCallEntry {
-                from_text: self.called_from_text(call_id),
-                id: call_id.clone(),
-                name: name.clone(),
+                from_text: self.called_from_text(done.call_id),
+                id: done.call_id.to_owned(),
+                name: done.name.to_owned(),
                 arguments: Value::Null,
                 decision: None,
                 result: Some(result),
-                duration_ms: Some(*duration_ms),
+                duration_ms: Some(done.duration_ms),
                 parent: None,
             });
         }
@@ -679,60 +633,38 @@ impl TranscriptBuilder {
 
     /// One check run.
     fn check_completed(&mut self, record: &EventRecord) {
-        let Event::CheckCompleted {
-            name,
-            command,
-            exit_code,
-            expected_exit,
-            passed,
-            timed_out,
-            duration_ms,
-            output_tail,
-            attempt,
-            locations,
-        } = &record.event
-        else {
+        let Some(check) = record.event.check_done() else {
             return;
         };
         self.checks.push(CheckEntry {
-            name: name.clone(),
-            command: command.clone(),
-            exit_code: *exit_code,
-            expected_exit: *expected_exit,
-            passed: *passed,
-            timed_out: *timed_out,
-            duration_ms: *duration_ms,
-            output_tail: output_tail.clone(),
-            attempt: *attempt,
-            locations: locations.clone(),
+            name: check.name.to_owned(),
+            command: check.command.to_owned(),
+            exit_code: check.exit_code,
+            expected_exit: check.expected_exit,
+            passed: check.passed,
+            timed_out: check.timed_out,
+            duration_ms: check.duration_ms,
+            output_tail: check.output_tail.to_owned(),
+            attempt: check.attempt,
+            locations: check.locations.to_vec(),
         });
     }
 
     /// `task.finished`, with the totals.
     fn finished(&mut self, record: &EventRecord) {
-        let Event::TaskFinished {
-            status,
-            reason,
-            message,
-            expect,
-            iterations,
-            usage,
-            cost,
-            duration_ms,
-        } = &record.event
-        else {
+        let Some(end) = record.event.task_end() else {
             return;
         };
         self.finished = Some(Finished {
             ts_ms: record.ts_ms,
-            status: *status,
-            reason: *reason,
-            message: message.clone(),
-            expect: expect.clone(),
-            iterations: *iterations,
-            usage: *usage,
-            cost: *cost,
-            duration_ms: *duration_ms,
+            status: end.status,
+            reason: end.reason,
+            message: end.message.map(str::to_owned),
+            expect: end.expect.to_owned(),
+            iterations: end.iterations,
+            usage: end.usage,
+            cost: end.cost,
+            duration_ms: end.duration_ms,
         });
     }
 

@@ -122,10 +122,21 @@ fn cut_at(text: &str, max: usize) -> (&str, bool) {
     (head, true)
 }
 
+/// Why an AGENTS.md that is there was not read.
+#[derive(Debug, thiserror::Error)]
+enum Unread {
+    #[error("it is a symbolic link; ybs does not follow links to AGENTS.md")]
+    Link,
+    #[error("not a regular file")]
+    NotAFile,
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
 /// The file's text; `None` when there is no file; `Err` when something
 /// other than a regular file is there (a link is not followed) or it
 /// cannot be read.
-fn read_plain(path: &Path) -> Result<Option<String>, String> {
+fn read_plain(path: &Path) -> Result<Option<String>, Unread> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
@@ -134,20 +145,17 @@ fn read_plain(path: &Path) -> Result<Option<String>, String> {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) if error.raw_os_error() == Some(nix::libc::ELOOP) => {
-            return Err("it is a symbolic link; ybs does not follow links to AGENTS.md".to_owned());
+            return Err(Unread::Link);
         }
-        Err(error) => return Err(error.to_string()),
+        Err(error) => return Err(error.into()),
     };
-    let metadata = file.metadata().map_err(|error| error.to_string())?;
-    if !metadata.is_file() {
-        return Err("not a regular file".to_owned());
+    if !file.metadata()?.is_file() {
+        return Err(Unread::NotAFile);
     }
     // More than the budget is never shown; a little over it tells the
     // note how much there was, up to a bound.
     let mut bytes = Vec::new();
-    file.take(4 * BUDGET as u64)
-        .read_to_end(&mut bytes)
-        .map_err(|error| error.to_string())?;
+    file.take(4 * BUDGET as u64).read_to_end(&mut bytes)?;
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 

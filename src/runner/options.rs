@@ -363,7 +363,7 @@ pub fn run_context(
         .as_ref()
         .map(|path| CassetteWriter::create(path, redactor.clone()))
         .transpose()
-        .map_err(|message| RunError::usage(message, None))?;
+        .map_err(|error| RunError::usage(error.to_string(), None))?;
     let mut outputs = options
         .layout()
         .own_paths(entry.tasks.iter().map(String::as_str));

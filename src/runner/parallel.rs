@@ -10,11 +10,12 @@
 use std::path::{Path, PathBuf};
 
 use super::RunContext;
+use super::error::SetupError;
 use super::prepare::PreparedTask;
 use super::workspace::TaskGit;
 use crate::core::event::GitOutcome;
 use crate::core::{Redactor, Status};
-use crate::git::TaskWorktree;
+use crate::git::{GitError, TaskWorktree};
 use crate::report::OutDir;
 use crate::report::rates::{MODEL_MARK, RUN_MARK};
 use crate::task::TaskSpec;
@@ -23,39 +24,53 @@ use crate::task::TaskSpec;
 /// task that ran in its own worktree without committing.
 pub const CHANGES_PATCH: &str = "changes.patch";
 
+/// Why a task that does not commit runs in its workdir rather than a
+/// worktree of its own (the console says it).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum InPlace {
+    #[error("--no-commit makes no git worktree")]
+    NoCommit,
+    #[error("--dry-run makes no git worktree")]
+    DryRun,
+    #[error("git: {0}")]
+    Git(#[from] GitError),
+    #[error("the workdir is not in a git repository")]
+    NoRepository,
+    #[error("the repository has no commit to start a worktree from")]
+    NoBase,
+    /// A worktree starts at HEAD: the user's uncommitted changes would
+    /// not be in it, and the task would see another tree than the one asked.
+    #[error("the work tree has uncommitted changes, which a worktree would not hold")]
+    Dirty,
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+}
+
 /// `--jobs N` (N > 1), a task that does not commit: its own worktree, or
 /// why it runs in `workdir` instead.
 pub(super) fn isolate_reader(
     run: &RunContext,
     task: &TaskSpec,
     workdir: &Path,
-) -> Result<TaskWorktree, String> {
+) -> Result<TaskWorktree, InPlace> {
     if run.no_commit {
-        return Err("--no-commit makes no git worktree".to_owned());
+        return Err(InPlace::NoCommit);
     }
     if run.dry_run {
-        return Err("--dry-run makes no git worktree".to_owned());
+        return Err(InPlace::DryRun);
     }
     let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
-    let git = TaskGit::open(workdir, &outputs).map_err(|error| format!("git: {error}"))?;
+    let git = TaskGit::open(workdir, &outputs)?;
     if git.parts().is_none() {
-        return Err("the workdir is not in a git repository".to_owned());
+        return Err(InPlace::NoRepository);
     }
     if git.base_commit().is_none() {
-        return Err("the repository has no commit to start a worktree from".to_owned());
+        return Err(InPlace::NoBase);
     }
-    // A worktree starts at HEAD: the user's uncommitted changes would not
-    // be in it, and the task would see another tree than the one asked.
     if git.dirty().is_some() {
-        return Err(
-            "the work tree has uncommitted changes, which a worktree would not hold".to_owned(),
-        );
+        return Err(InPlace::Dirty);
     }
-    match super::prepare::isolate(run, task, workdir) {
-        Ok(Some(worktree)) => Ok(worktree),
-        Ok(None) => Err("the workdir is not in a git repository".to_owned()),
-        Err(error) => Err(error.to_string()),
-    }
+    super::prepare::isolate(run, task, workdir)?.ok_or(InPlace::NoRepository)
 }
 
 /// One line per group of tasks that cannot run at once because they

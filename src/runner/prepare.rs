@@ -19,7 +19,7 @@ use crate::core::event::SandboxInfo;
 use crate::core::exit::Failure;
 use crate::core::span::Span;
 use crate::git::{GitError, TaskWorktree, Workspace};
-use crate::llm::cassette::Cassette;
+use crate::llm::cassette::{Cassette, CassetteError};
 use crate::llm::failing::Failing;
 use crate::llm::record::Recorder;
 use crate::llm::replay::Replay;
@@ -79,7 +79,7 @@ pub struct Cassettes {
 }
 
 impl Cassettes {
-    fn get(&mut self, path: &Path) -> Result<Arc<Cassette>, String> {
+    fn get(&mut self, path: &Path) -> Result<Arc<Cassette>, CassetteError> {
         if let Some(cassette) = self.open.get(path) {
             return Ok(cassette.clone());
         }
@@ -155,7 +155,7 @@ pub fn prepare(
     } else if (run.jobs > 1 || run.copies.expanded) && !run.resuming {
         match super::parallel::isolate_reader(run, task, &workdir) {
             Ok(made) => worktree = Some(made),
-            Err(why) => in_place = Some(why),
+            Err(why) => in_place = Some(why.to_string()),
         }
     }
     if let Some(place) = run.resume_worktrees.get(&task.id) {
@@ -1055,12 +1055,10 @@ pub fn build_provider(
                 ),
             })?,
         };
-        let cassette = cassettes
-            .get(&path)
-            .map_err(|message| SetupError::Provider {
-                message,
-                hint: None,
-            })?;
+        let cassette = cassettes.get(&path).map_err(|error| SetupError::Provider {
+            message: error.to_string(),
+            hint: None,
+        })?;
         return Ok(Box::new(Replay::new(cassette, task.id.clone())));
     }
     let mut config = ProviderConfig::new(settings.provider.clone(), settings.model.clone());

@@ -104,6 +104,83 @@ struct Running {
     stderr: Arc<StdMutex<Vec<u8>>>,
 }
 
+/// What a server did wrong, said after its name (`MCP server `fs` did
+/// not answer `initialize` within 5s`).
+#[derive(Debug, thiserror::Error)]
+pub enum Trouble {
+    #[error("could not be started: {0}")]
+    Spawn(std::io::Error),
+    #[error("could not be started: its pipes are missing")]
+    Pipes,
+    #[error("internal error building `initialize`: {0}")]
+    Initialize(serde_json::Error),
+    /// `step`: `initialize` or the tool called.
+    #[error("failed during `{step}`: {error}")]
+    Failed {
+        step: String,
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("did not answer `{step}` within {}", seconds(*.timeout))]
+    Silent { step: String, timeout: Duration },
+    #[error("`tools/list` failed: {0}")]
+    List(ServiceError),
+    #[error("is not running")]
+    NotRunning,
+}
+
+/// A [`Trouble`], whether it stopped the server, and the server's
+/// stderr tail when it printed any.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{trouble}{}{}",
+    if *.stopped { "; the server was stopped (the next call starts it again)" } else { "" },
+    if .stderr.is_empty() { String::new() } else { format!("\nstderr (tail):\n{}", .stderr) }
+)]
+pub struct ServerError {
+    pub trouble: Trouble,
+    pub stopped: bool,
+    pub stderr: String,
+}
+
+impl ServerError {
+    fn new(trouble: Trouble, stderr: &StdMutex<Vec<u8>>) -> Self {
+        Self {
+            trouble,
+            stopped: false,
+            stderr: stderr_tail(stderr),
+        }
+    }
+}
+
+impl From<Trouble> for ServerError {
+    fn from(trouble: Trouble) -> Self {
+        Self {
+            trouble,
+            stopped: false,
+            stderr: String::new(),
+        }
+    }
+}
+
+/// Why a call has no result; its text is what the model sees.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The tool's own error result, as it wrote it.
+    #[error("{0}")]
+    Tool(String),
+    #[error("MCP server `{server}` {error}")]
+    Server { server: String, error: ServerError },
+    #[error("internal error building the call: {0}")]
+    Build(serde_json::Error),
+    /// A JSON-RPC error: the server is still fine.
+    #[error("MCP server `{server}` refused `{tool}`: {message}")]
+    Refused {
+        server: String,
+        tool: String,
+        message: String,
+    },
+}
+
 /// A tool the server listed.
 #[derive(Debug, Clone)]
 pub struct RemoteTool {
@@ -136,27 +213,25 @@ impl McpServer {
     }
 
     /// Starts the server and lists its tools, all within its timeout.
-    pub async fn start(&self) -> Result<Vec<RemoteTool>, String> {
+    pub async fn start(&self) -> Result<Vec<RemoteTool>, ServerError> {
         let mut state = self.state.lock().await;
         let running = self.connect().await?;
         let listed = tokio::time::timeout(self.spec.timeout, running.client.list_all_tools()).await;
         let tools = match listed {
             Ok(Ok(tools)) => tools,
             Ok(Err(error)) => {
-                let message = self.with_stderr(format!("`tools/list` failed: {error}"), &running);
+                let error = ServerError::new(Trouble::List(error), &running.stderr);
                 self.reap(running.process).await;
-                return Err(message);
+                return Err(error);
             }
             Err(_) => {
-                let message = self.with_stderr(
-                    format!(
-                        "did not answer `tools/list` within {}",
-                        seconds(self.spec.timeout)
-                    ),
-                    &running,
-                );
+                let trouble = Trouble::Silent {
+                    step: "tools/list".to_owned(),
+                    timeout: self.spec.timeout,
+                };
+                let error = ServerError::new(trouble, &running.stderr);
                 self.reap(running.process).await;
-                return Err(message);
+                return Err(error);
             }
         };
         state.generation += 1;
@@ -172,7 +247,7 @@ impl McpServer {
     }
 
     /// Spawns the process and runs `initialize`.
-    async fn connect(&self) -> Result<Running, String> {
+    async fn connect(&self) -> Result<Running, ServerError> {
         let mut env = self.env.clone();
         for (name, value) in &self.spec.env {
             env.set(name, value);
@@ -187,15 +262,14 @@ impl McpServer {
             output_cap: self.output_cap,
             sandbox: self.sandbox.clone(),
         };
-        let mut process =
-            Service::spawn(&spec).map_err(|error| format!("could not be started: {error}"))?;
+        let mut process = Service::spawn(&spec).map_err(Trouble::Spawn)?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (
             process.stdin.take(),
             process.stdout.take(),
             process.stderr.take(),
         ) else {
             self.reap(process).await;
-            return Err("could not be started: its pipes are missing".to_owned());
+            return Err(Trouble::Pipes.into());
         };
         let tail = Arc::new(StdMutex::new(Vec::new()));
         let reader = tokio::spawn(keep_tail(stderr, tail.clone()));
@@ -204,7 +278,7 @@ impl McpServer {
             "capabilities": {},
             "clientInfo": {"name": "ybs", "version": env!("CARGO_PKG_VERSION")},
         }))
-        .map_err(|error| format!("internal error building `initialize`: {error}"))?;
+        .map_err(Trouble::Initialize)?;
         let handshake = tokio::time::timeout(self.spec.timeout, info.serve((stdout, stdin))).await;
         let failure = match handshake {
             Ok(Ok(client)) => {
@@ -214,23 +288,26 @@ impl McpServer {
                     stderr: tail,
                 });
             }
-            Ok(Err(error)) => format!("failed during `initialize`: {error}"),
-            Err(_) => format!(
-                "did not answer `initialize` within {}",
-                seconds(self.spec.timeout)
-            ),
+            Ok(Err(error)) => Trouble::Failed {
+                step: "initialize".to_owned(),
+                error: Box::new(error),
+            },
+            Err(_) => Trouble::Silent {
+                step: "initialize".to_owned(),
+                timeout: self.spec.timeout,
+            },
         };
         // Let the last words of a dying server reach the tail.
         let _ = tokio::time::timeout(Duration::from_millis(200), process.wait()).await;
         let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
-        let message = append_stderr(failure, &tail);
+        let error = ServerError::new(failure, &tail);
         self.reap(process).await;
-        Err(message)
+        Err(error)
     }
 
     /// The connection's peer, starting the server again if a failure
     /// stopped it.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), String> {
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), ServerError> {
         let mut state = self.state.lock().await;
         if state.running.is_none() {
             let running = self.connect().await?;
@@ -239,63 +316,74 @@ impl McpServer {
             self.note(format!("MCP server `{}` was started again", self.spec.name));
         }
         let Some(running) = &state.running else {
-            return Err("is not running".to_owned());
+            return Err(Trouble::NotRunning.into());
         };
         Ok((running.client.peer().clone(), state.generation))
     }
 
     /// Calls `tool` with `arguments`; the error is the model's result.
-    pub async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<String, String> {
-        let name = &self.spec.name;
-        let (peer, generation) = self
-            .peer()
-            .await
-            .map_err(|error| format!("MCP server `{name}` {error}"))?;
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<String, CallError> {
+        let server = || self.spec.name.clone();
+        let (peer, generation) = self.peer().await.map_err(|error| CallError::Server {
+            server: server(),
+            error,
+        })?;
         let params: CallToolRequestParams =
             serde_json::from_value(json!({"name": tool, "arguments": arguments}))
-                .map_err(|error| format!("internal error building the call: {error}"))?;
+                .map_err(CallError::Build)?;
         match tokio::time::timeout(self.spec.timeout, peer.call_tool(params)).await {
             Ok(Ok(result)) => {
                 let text = self.result_text(&result);
                 if result.is_error == Some(true) {
-                    Err(text)
+                    Err(CallError::Tool(text))
                 } else {
                     Ok(text)
                 }
             }
-            // The server answered with a JSON-RPC error: it is still fine.
-            Ok(Err(ServiceError::McpError(error))) => Err(format!(
-                "MCP server `{name}` refused `{tool}`: {}",
-                error.message
-            )),
+            Ok(Err(ServiceError::McpError(error))) => Err(CallError::Refused {
+                server: server(),
+                tool: tool.to_owned(),
+                message: error.message.to_string(),
+            }),
             Ok(Err(error)) => {
-                let why = format!("failed during `{tool}`: {error}");
+                let why = Trouble::Failed {
+                    step: tool.to_owned(),
+                    error: Box::new(error),
+                };
                 Err(self.fail(generation, why).await)
             }
             Err(_) => {
-                let why = format!(
-                    "did not answer `{tool}` within {}",
-                    seconds(self.spec.timeout)
-                );
+                let why = Trouble::Silent {
+                    step: tool.to_owned(),
+                    timeout: self.spec.timeout,
+                };
                 Err(self.fail(generation, why).await)
             }
         }
     }
 
     /// Stops the connection `generation` (if still current) after `why`;
-    /// returns the message for the model and notes it for the transcript.
-    async fn fail(&self, generation: u64, why: String) -> String {
+    /// returns the error for the model and notes it for the transcript.
+    async fn fail(&self, generation: u64, why: Trouble) -> CallError {
         let mut state = self.state.lock().await;
-        let mut message = format!("MCP server `{}` {why}", self.spec.name);
+        let mut error = ServerError::from(why);
         if state.generation == generation
             && let Some(running) = state.running.take()
         {
-            message.push_str("; the server was stopped (the next call starts it again)");
-            message = append_stderr(message, &running.stderr);
+            error.stopped = true;
+            error.stderr = stderr_tail(&running.stderr);
             self.reap(running.process).await;
         }
-        self.note(message.clone());
-        message
+        let error = CallError::Server {
+            server: self.spec.name.clone(),
+            error,
+        };
+        self.note(error.to_string());
+        error
     }
 
     /// Stops the server and its whole process tree; `false` when a
@@ -331,10 +419,6 @@ impl McpServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(note);
-    }
-
-    fn with_stderr(&self, message: String, running: &Running) -> String {
-        append_stderr(message, &running.stderr)
     }
 
     /// What the model sees of a result: text blocks as they are, other
@@ -388,16 +472,11 @@ async fn keep_tail(mut stderr: impl tokio::io::AsyncRead + Unpin, tail: Arc<StdM
     }
 }
 
-/// `message`, then the server's stderr tail when it printed any.
-fn append_stderr(message: String, tail: &StdMutex<Vec<u8>>) -> String {
+/// The server's stderr tail as text, trimmed (empty when it printed
+/// nothing).
+fn stderr_tail(tail: &StdMutex<Vec<u8>>) -> String {
     let kept = tail.lock().unwrap_or_else(|e| e.into_inner());
-    let text = String::from_utf8_lossy(&kept);
-    let text = text.trim();
-    if text.is_empty() {
-        message
-    } else {
-        format!("{message}\nstderr (tail):\n{text}")
-    }
+    String::from_utf8_lossy(&kept).trim().to_owned()
 }
 
 /// One tool of an MCP server, as the registry offers it.
@@ -498,7 +577,7 @@ impl Tool for McpTool {
                     content,
                     changed: Vec::new(),
                 }),
-                Err(error) => Err(ToolError::Model(error)),
+                Err(error) => Err(ToolError::Model(error.to_string())),
             }
         })
     }
@@ -631,6 +710,11 @@ mod tests {
             &["-c", "echo \"no luck $MARK\" >&2; exit 3"],
         );
         let error = server.start().await.unwrap_err();
+        assert!(
+            matches!(&error.trouble, Trouble::Failed { step, .. } if step == "initialize"),
+            "{error}"
+        );
+        let error = error.to_string();
         assert!(error.contains("failed during `initialize`"), "{error}");
         assert!(error.contains("no luck declared"), "{error}");
     }
@@ -640,7 +724,7 @@ mod tests {
         let fixture = Fixture::new();
         let server = server(&fixture, "sleep", &["30"]);
         let started = std::time::Instant::now();
-        let error = server.start().await.unwrap_err();
+        let error = server.start().await.unwrap_err().to_string();
         assert!(
             error.contains("did not answer `initialize` within 2s"),
             "{error}"

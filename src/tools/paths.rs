@@ -171,15 +171,7 @@ fn steps_of(path: &Path) -> impl DoubleEndedIterator<Item = Step> + '_ {
 /// Walks `raw` from the workdir (or the root an absolute path names), one
 /// component at a time, following symlinks by hand.
 fn walk(ctx: &ToolCtx, raw: &str) -> Result<(PathBuf, Option<Kind>), ToolError> {
-    let outside = |via: &Option<String>| {
-        let through = via
-            .as_ref()
-            .map(|link| format!(" (through the symlink `{link}`)"))
-            .unwrap_or_default();
-        ToolError::Model(format!(
-            "`{raw}` resolves outside the working directory{through}"
-        ))
-    };
+    let outside = |via: &Option<String>| outside(raw, via.as_deref());
     let raw_path = Path::new(raw);
     let mut current = if raw_path.is_absolute() {
         root_of(ctx, raw_path)
@@ -229,13 +221,7 @@ fn walk(ctx: &ToolCtx, raw: &str) -> Result<(PathBuf, Option<Kind>), ToolError> 
                 kind = None;
                 continue;
             }
-            Err(error) => {
-                return Err(ToolError::Model(format!(
-                    "`{}`: {}",
-                    display(ctx, &current),
-                    io_reason(&error)
-                )));
-            }
+            Err(error) => return Err(unreadable(ctx, &current, &error)),
         };
         let file_type = metadata.file_type();
         if !file_type.is_symlink() {
@@ -248,13 +234,7 @@ fn walk(ctx: &ToolCtx, raw: &str) -> Result<(PathBuf, Option<Kind>), ToolError> 
                 "`{raw}`: too many levels of symbolic links"
             )));
         }
-        let target = fs::read_link(&current).map_err(|error| {
-            ToolError::Model(format!(
-                "`{}`: {}",
-                display(ctx, &current),
-                io_reason(&error)
-            ))
-        })?;
+        let target = fs::read_link(&current).map_err(|error| unreadable(ctx, &current, &error))?;
         via = Some(display(ctx, &current));
         current.pop();
         let target_rest = if target.is_absolute() {
@@ -270,6 +250,21 @@ fn walk(ctx: &ToolCtx, raw: &str) -> Result<(PathBuf, Option<Kind>), ToolError> 
         kind = Some(Kind::Dir);
     }
     Ok((current, kind))
+}
+
+/// `raw` leads outside the roots, maybe `via` a symlink.
+fn outside(raw: &str, via: Option<&str>) -> ToolError {
+    let through = via
+        .map(|link| format!(" (through the symlink `{link}`)"))
+        .unwrap_or_default();
+    ToolError::Model(format!(
+        "`{raw}` resolves outside the working directory{through}"
+    ))
+}
+
+/// `path` cannot be looked at.
+fn unreadable(ctx: &ToolCtx, path: &Path, error: &std::io::Error) -> ToolError {
+    ToolError::Model(format!("`{}`: {}", display(ctx, path), io_reason(error)))
 }
 
 fn kind_of(file_type: &fs::FileType) -> Kind {

@@ -202,7 +202,7 @@ pub struct Sandbox {
     /// Layers missing but not required, `layer: reason`.
     missing: Vec<String>,
     /// The process bound in force, or why there is none.
-    processes: Result<Option<String>, String>,
+    processes: ProcessBound,
     #[cfg(target_os = "linux")]
     _cgroup: Option<Arc<cgroup::TaskCgroup>>,
     /// Made at the task's first confined program (a task that runs none
@@ -425,16 +425,27 @@ impl Sandbox {
             reason: None,
             layers,
             missing: self.missing.clone(),
-            processes: self.processes.clone().ok().flatten(),
-            missing_bounds: self
-                .processes
-                .as_ref()
-                .err()
-                .map(|why| format!("max_processes: {why}"))
-                .into_iter()
-                .collect(),
+            processes: match &self.processes {
+                ProcessBound::Bound(bound) => Some(bound.clone()),
+                ProcessBound::Unasked | ProcessBound::Missing(_) => None,
+            },
+            missing_bounds: match &self.processes {
+                ProcessBound::Missing(why) => vec![format!("max_processes: {why}")],
+                ProcessBound::Unasked | ProcessBound::Bound(_) => Vec::new(),
+            },
         }
     }
+}
+
+/// The bound on a task's processes, as outputs say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ProcessBound {
+    /// `safety.max_processes: 0`.
+    Unasked,
+    /// In force: `pids cgroup: 64`, `RLIMIT_NPROC: 64`.
+    Bound(String),
+    /// Asked for, but none could be set: why.
+    Missing(String),
 }
 
 /// The bound of `safety.max_processes` (docs/sandbox.md): a pids cgroup
@@ -444,27 +455,24 @@ impl Sandbox {
 fn process_bound(
     max: u32,
     spec: &mut HelperSpec,
-) -> (
-    Result<Option<String>, String>,
-    Option<Arc<cgroup::TaskCgroup>>,
-) {
+) -> (ProcessBound, Option<Arc<cgroup::TaskCgroup>>) {
     if max == 0 {
-        return (Ok(None), None);
+        return (ProcessBound::Unasked, None);
     }
     match cgroup::TaskCgroup::create(max) {
         Ok(task_cgroup) => {
             spec.cgroup = Some(task_cgroup.dir.clone());
             (
-                Ok(Some(format!("{}: {max}", task_cgroup.kind))),
+                ProcessBound::Bound(format!("{}: {max}", task_cgroup.kind)),
                 Some(Arc::new(task_cgroup)),
             )
         }
         Err(_) if !runs_as_root() => {
             spec.max_processes = Some(u64::from(max));
-            (Ok(Some(format!("RLIMIT_NPROC: {max}"))), None)
+            (ProcessBound::Bound(format!("RLIMIT_NPROC: {max}")), None)
         }
         Err(why) => (
-            Err(format!(
+            ProcessBound::Missing(format!(
                 "no pids cgroup ({why}), and RLIMIT_NPROC does not bind root"
             )),
             None,
@@ -480,11 +488,8 @@ fn runs_as_root() -> bool {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn process_bound(
-    _max: u32,
-    _spec: &mut HelperSpec,
-) -> (Result<Option<String>, String>, Option<()>) {
-    (Ok(None), None)
+fn process_bound(_max: u32, _spec: &mut HelperSpec) -> (ProcessBound, Option<()>) {
+    (ProcessBound::Unasked, None)
 }
 
 /// The info of a run without confinement.

@@ -223,6 +223,10 @@ fn tokens(code: &str) -> Vec<(Token, usize)> {
         } else if c == ':' && chars.get(i + 1) == Some(&':') {
             out.push((Token::Punct("::"), line));
             i += 2;
+        } else if matches!(c, '-' | '=') && chars.get(i + 1) == Some(&'>') {
+            // `->` and `=>`: not a closing `>`.
+            out.push((Token::Other, line));
+            i += 2;
         } else {
             let punct = match c {
                 '{' => Token::Punct("{"),
@@ -233,6 +237,8 @@ fn tokens(code: &str) -> Vec<(Token, usize)> {
                 ';' => Token::Punct(";"),
                 '*' => Token::Punct("*"),
                 '$' => Token::Punct("$"),
+                '<' => Token::Punct("<"),
+                '>' => Token::Punct(">"),
                 _ => Token::Other,
             };
             out.push((punct, line));
@@ -709,13 +715,13 @@ fn without_test_items(text: &str) -> (Vec<(Token, usize)>, BTreeSet<String>) {
     (kept, test_children)
 }
 
-/// Every read of the process environment outside [`ENV_READERS`] and
-/// test code, but those [`ENV_READS_ALLOWED`] lists: `file:line: std::env::NAME`.
-fn env_reads(files: &[(PathBuf, String)]) -> Vec<String> {
-    let sources = sources(files);
+/// Each file's production code as tokens: without its test-only items,
+/// and without the files of test-only modules (`#[cfg(test)] mod tests;`
+/// and everything below it).
+fn production(files: &[(PathBuf, String)]) -> Vec<(Source, Vec<(Token, usize)>)> {
     let mut test_modules: Vec<Vec<String>> = Vec::new();
     let mut scanned = Vec::new();
-    for source in &sources {
+    for source in sources(files) {
         let (tokens, test_children) = without_test_items(&source.text);
         for child in test_children {
             let mut module = source.module.clone();
@@ -724,16 +730,23 @@ fn env_reads(files: &[(PathBuf, String)]) -> Vec<String> {
         }
         scanned.push((source, tokens));
     }
+    scanned.retain(|(source, _)| {
+        !test_modules
+            .iter()
+            .any(|test| source.module.starts_with(test))
+    });
+    scanned
+}
+
+/// Every read of the process environment outside [`ENV_READERS`] and
+/// test code, but those [`ENV_READS_ALLOWED`] lists: `file:line: std::env::NAME`.
+fn env_reads(files: &[(PathBuf, String)]) -> Vec<String> {
     let mut reads = Vec::new();
-    for (source, tokens) in scanned {
+    for (source, tokens) in production(files) {
         let Some(own) = source.module.first() else {
             continue;
         };
-        if ENV_READERS.contains(&own.as_str())
-            || test_modules
-                .iter()
-                .any(|test| source.module.starts_with(test))
-        {
+        if ENV_READERS.contains(&own.as_str()) {
             continue;
         }
         let file = source.file.display().to_string();
@@ -1016,4 +1029,185 @@ fn every_allowed_read_of_the_environment_is_still_there() {
             "{file} no longer reads `std::env::{read}` ({why}): drop it from ENV_READS_ALLOWED"
         );
     }
+}
+
+/// No production function is longer than this many lines, from `fn` to
+/// its closing brace.
+const LONGEST_FUNCTION: usize = 150;
+/// A production function over this many lines is long ...
+const LONG_FUNCTION: usize = 100;
+/// ... and at most this many are.
+const MOST_LONG_FUNCTIONS: usize = 10;
+/// At most this many `Result<…, String>` in production code: errors are
+/// typed (`thiserror`) at module boundaries.
+const MOST_STRING_ERRORS: usize = 10;
+
+/// Every production function (test code left out) with its length in
+/// lines, from `fn` to its closing brace, longest first:
+/// `(file:line: `name`, length)`.
+fn function_lengths(files: &[(PathBuf, String)]) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (source, tokens) in production(files) {
+        for (i, (token, line)) in tokens.iter().enumerate() {
+            let (Token::Ident(word), Some((Token::Ident(name), _))) = (token, tokens.get(i + 1))
+            else {
+                continue;
+            };
+            if word != "fn" {
+                continue;
+            }
+            // The body's opening brace; a `;` first is a declaration only.
+            let Some(open) = (i + 2..tokens.len())
+                .find(|&at| is_punct(tokens.get(at), "{") || is_punct(tokens.get(at), ";"))
+            else {
+                continue;
+            };
+            if is_punct(tokens.get(open), ";") {
+                continue;
+            }
+            let mut depth = 0_usize;
+            for (token, end) in &tokens[open..] {
+                match token {
+                    Token::Punct("{") => depth += 1,
+                    Token::Punct("}") => {
+                        depth -= 1;
+                        if depth == 0 {
+                            let at = format!("{}:{line}: `{name}`", source.file.display());
+                            out.push((at, end - line + 1));
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
+}
+
+/// Every `Result<…, String>` in production code (test code left out),
+/// nested generics and lines split by rustfmt included: `file:line`.
+fn string_errors(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (source, tokens) in production(files) {
+        for (i, (token, line)) in tokens.iter().enumerate() {
+            if *token != Token::Ident("Result".to_owned()) || !is_punct(tokens.get(i + 1), "<") {
+                continue;
+            }
+            // The arguments at the outer level, up to the closing `>`.
+            let mut depth = 0_usize;
+            let mut arguments: Vec<Vec<&Token>> = vec![Vec::new()];
+            for (token, _) in &tokens[i + 1..] {
+                match token {
+                    Token::Punct("<" | "(" | "{") => depth += 1,
+                    Token::Punct(">" | ")" | "}") => depth -= 1,
+                    Token::Punct(",") if depth == 1 => {
+                        arguments.push(Vec::new());
+                        continue;
+                    }
+                    _ => {}
+                }
+                if depth == 0 {
+                    break;
+                }
+                if let Some(argument) = arguments.last_mut() {
+                    argument.push(token);
+                }
+            }
+            if arguments.last().is_some_and(Vec::is_empty) {
+                arguments.pop(); // a trailing comma
+            }
+            let string = Token::Ident("String".to_owned());
+            if arguments.len() == 2 && arguments[1] == [&string] {
+                out.push(format!("{}:{line}", source.file.display()));
+            }
+        }
+    }
+    out
+}
+
+/// The long functions, each with its length, for a failure message.
+fn listed(functions: &[(String, usize)]) -> String {
+    functions
+        .iter()
+        .map(|(at, length)| format!("{at} {length} lines"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_planted_long_function_is_measured_and_test_code_is_not() {
+    let body = |lines: usize| "    let _ = 1;\n".repeat(lines - 2);
+    let long = format!(
+        "/// fn commented() {{\n{}\nfn long(\n    x: &str,\n) -> Result<(), String> {{\n    let _ = \"{{\";\n{}}}\ntrait T {{\n    fn declared(&self);\n}}\nfn short() {{ let f: fn() = || {{}}; }}\n#[cfg(test)]\nmod tests {{\n    fn in_a_test() {{\n{}    }}\n}}\n",
+        "// }\n".repeat(200),
+        body(200),
+        body(300),
+    );
+    let files = fixture(&[
+        ("tools/long.rs", &long),
+        ("tools/mod.rs", "mod long;\n#[cfg(test)]\nmod tests;\n"),
+        (
+            "tools/tests.rs",
+            &format!("fn helper() {{\n{}}}\n", body(300)),
+        ),
+    ]);
+    assert_eq!(
+        function_lengths(&files),
+        [
+            ("tools/long.rs:203: `long`".to_owned(), 203),
+            ("tools/long.rs:409: `short`".to_owned(), 1),
+        ]
+    );
+}
+
+#[test]
+fn a_planted_string_error_is_counted_and_test_code_is_not() {
+    let files = fixture(&[
+        (
+            "llm/planted.rs",
+            "fn a() -> Result<(), String> { todo!() }\nfn b() -> Result<\n    Vec<(u8, String)>,\n    String,\n> { todo!() }\nfn c() -> io::Result<String> { todo!() }\nfn d() -> Result<String, Error> { todo!() }\nfn e() -> Result<Box<dyn Fn() -> u8>, String> { todo!() }\nconst S: &str = \"Result<(), String>\";\n#[cfg(test)]\nfn t() -> Result<(), String> { Ok(()) }\n",
+        ),
+        ("llm/mod.rs", "mod planted;\n"),
+    ]);
+    assert_eq!(
+        string_errors(&files),
+        ["llm/planted.rs:1", "llm/planted.rs:2", "llm/planted.rs:8"]
+    );
+}
+
+#[test]
+fn no_production_function_is_too_long() {
+    let functions = function_lengths(&crate_files());
+    let too_long: Vec<_> = functions
+        .iter()
+        .filter(|(_, length)| *length > LONGEST_FUNCTION)
+        .cloned()
+        .collect();
+    let long: Vec<_> = functions
+        .iter()
+        .filter(|(_, length)| *length > LONG_FUNCTION)
+        .cloned()
+        .collect();
+    assert!(
+        too_long.is_empty() && long.len() <= MOST_LONG_FUNCTIONS,
+        "production functions over {LONGEST_FUNCTION} lines: none may be; over \
+         {LONG_FUNCTION} lines: at most {MOST_LONG_FUNCTIONS} may be, there are {} \
+         (split them):\n{}",
+        long.len(),
+        listed(&long)
+    );
+}
+
+#[test]
+fn production_errors_are_typed() {
+    let errors = string_errors(&crate_files());
+    assert!(
+        errors.len() <= MOST_STRING_ERRORS,
+        "{} `Result<…, String>` in production code, at most {MOST_STRING_ERRORS} may be \
+         (type the error with `thiserror`):\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
 }

@@ -605,3 +605,36 @@ fn a_mistyped_command_suggests_the_one_meant() {
     run.expect_code(2);
     assert!(!run.stderr.contains("'run'"), "{}", run.stderr);
 }
+
+#[test]
+fn a_flag_value_that_does_not_parse_says_what_was_expected() {
+    let ybs = Ybs::new();
+    for (flag, value, expected) in [
+        ("--var", "NOEQUALS", "expected KEY=VALUE, got `NOEQUALS`"),
+        (
+            "--max-cost-usd",
+            "0",
+            "expected an amount in USD above 0, like 2.50, got `0`",
+        ),
+        (
+            "--min-pass-rate",
+            "1.5",
+            "expected a pass rate from 0 to 1, e.g. 0.8, got `1.5`",
+        ),
+        (
+            "--shard",
+            "3/2",
+            "shard 3 of 2 does not exist: K must be between 1 and N, e.g. `1/2`",
+        ),
+    ] {
+        let run = ybs.run(["run", flag, value, "tasks/"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("invalid value '{value}' for '{flag} ")),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(expected), "{flag}: {}", run.stderr);
+    }
+}

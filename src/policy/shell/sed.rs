@@ -24,73 +24,122 @@ pub(super) enum Finding {
 /// `-f file`; every option spelling GNU accepts (`-ne`, `-es/a/b/`,
 /// `--expr=`, `-i.bak`, options after operands).
 pub(super) fn sed(cmd: &SimpleCommand, analysis: &mut Analysis) {
-    let argv = &cmd.argv;
-    let mut scripts: Vec<&str> = Vec::new();
-    let mut from_option = false;
+    let Some(script) = script_of(&cmd.argv, analysis) else {
+        return;
+    };
+    let what = match scan(&script) {
+        None => return,
+        Some(Finding::Runs) => "runs a command",
+        Some(Finding::File) => "reads or writes a file",
+        Some(Finding::Unparseable) => "not understood",
+    };
+    analysis.hazard(HazardKind::InlineCode, &format!("sed {script} ({what})"));
+}
+
+/// The script sed runs: GNU joins the scripts of several `-e` with
+/// newlines; without `-e` it is the first operand. `None` when a script
+/// comes from a file (the hazard is said).
+fn script_of(argv: &[String], analysis: &mut Analysis) -> Option<String> {
+    let mut line = CommandLine {
+        argv,
+        index: 1,
+        scripts: Vec::new(),
+        from_option: false,
+    };
     let mut operand = None;
-    let mut index = 1;
     let mut only_operands = false;
-    while let Some(word) = argv.get(index) {
-        index += 1;
+    while let Some(word) = argv.get(line.index) {
+        line.index += 1;
         if only_operands || !word.starts_with('-') || word == "-" {
             operand.get_or_insert(word.as_str());
-            continue;
-        }
-        if word == "--" {
+        } else if word == "--" {
             only_operands = true;
-            continue;
+        } else if word.starts_with("--") {
+            line.long(word, analysis)?;
+        } else {
+            line.cluster(word, analysis)?;
         }
-        if let Some(long) = word.strip_prefix("--") {
-            let value = long.split_once('=').map(|(_, v)| v);
-            if abbreviates(word, "--expression", 3) {
-                from_option = true;
-                match value {
-                    Some(script) => scripts.push(script),
-                    None => {
-                        scripts.extend(argv.get(index).map(String::as_str));
-                        index += 1;
-                    }
+    }
+    if !line.from_option {
+        line.scripts.extend(operand);
+    }
+    Some(line.scripts.join("\n"))
+}
+
+/// sed's command line, read up to `index`.
+struct CommandLine<'a> {
+    argv: &'a [String],
+    index: usize,
+    /// The scripts of `-e` and `--expression`.
+    scripts: Vec<&'a str>,
+    /// A script came from an option: the operands are all files.
+    from_option: bool,
+}
+
+impl<'a> CommandLine<'a> {
+    /// The word after the option, taken as its value.
+    fn value(&mut self) -> Option<&'a str> {
+        let value = self.argv.get(self.index).map(String::as_str);
+        self.index += 1;
+        value
+    }
+
+    /// A long option (`--expression=…`, `--file …`); `None` when the
+    /// script cannot be read (the hazard is said).
+    fn long(&mut self, word: &'a str, analysis: &mut Analysis) -> Option<()> {
+        let value = word[2..].split_once('=').map(|(_, v)| v);
+        if abbreviates(word, "--expression", 3) {
+            self.from_option = true;
+            match value {
+                Some(script) => self.scripts.push(script),
+                None => {
+                    let script = self.value();
+                    self.scripts.extend(script);
                 }
-            } else if abbreviates(word, "--file", 4) {
-                let file = value.or_else(|| argv.get(index).map(String::as_str));
-                if file.is_some_and(super::programs::is_stdin_path) {
-                    analysis.hazard(
-                        HazardKind::StdinProgram,
-                        "sed --file - (a script from stdin)",
-                    );
-                }
-                analysis.hazard(
-                    HazardKind::InlineCode,
-                    "sed --file (a script policy cannot read)",
-                );
-                return;
-            } else if abbreviates(word, "--line-length", 3) && value.is_none() {
-                index += 1;
-            } else if word.len() == 3 && "--f".starts_with(word) {
-                // `--f` is ambiguous to sed; refuse rather than guess.
-                analysis.hazard(HazardKind::InlineCode, "sed --f");
-                return;
             }
-            continue;
+        } else if abbreviates(word, "--file", 4) {
+            let file = value.or_else(|| self.argv.get(self.index).map(String::as_str));
+            if file.is_some_and(super::programs::is_stdin_path) {
+                analysis.hazard(
+                    HazardKind::StdinProgram,
+                    "sed --file - (a script from stdin)",
+                );
+            }
+            analysis.hazard(
+                HazardKind::InlineCode,
+                "sed --file (a script policy cannot read)",
+            );
+            return None;
+        } else if abbreviates(word, "--line-length", 3) && value.is_none() {
+            self.index += 1;
+        } else if word.len() == 3 && "--f".starts_with(word) {
+            // `--f` is ambiguous to sed; refuse rather than guess.
+            analysis.hazard(HazardKind::InlineCode, "sed --f");
+            return None;
         }
-        // A cluster: `-n`, `-ne SCRIPT`, `-es/a/b/`, `-i.bak`, `-l 80`.
+        Some(())
+    }
+
+    /// A cluster: `-n`, `-ne SCRIPT`, `-es/a/b/`, `-i.bak`, `-l 80`;
+    /// `None` when the script cannot be read (the hazard is said).
+    fn cluster(&mut self, word: &'a str, analysis: &mut Analysis) -> Option<()> {
         let letters = &word[1..];
         for (at, letter) in letters.char_indices() {
             let rest = &letters[at + letter.len_utf8()..];
             match letter {
                 'e' => {
-                    from_option = true;
+                    self.from_option = true;
                     if rest.is_empty() {
-                        scripts.extend(argv.get(index).map(String::as_str));
-                        index += 1;
+                        let script = self.value();
+                        self.scripts.extend(script);
                     } else {
-                        scripts.push(rest);
+                        self.scripts.push(rest);
                     }
                     break;
                 }
                 'f' => {
                     let file = if rest.is_empty() {
-                        argv.get(index).map(String::as_str)
+                        self.argv.get(self.index).map(String::as_str)
                     } else {
                         Some(rest)
                     };
@@ -101,11 +150,11 @@ pub(super) fn sed(cmd: &SimpleCommand, analysis: &mut Analysis) {
                         HazardKind::InlineCode,
                         "sed -f (a script policy cannot read)",
                     );
-                    return;
+                    return None;
                 }
                 'l' => {
                     if rest.is_empty() {
-                        index += 1;
+                        self.index += 1;
                     }
                     break;
                 }
@@ -114,32 +163,7 @@ pub(super) fn sed(cmd: &SimpleCommand, analysis: &mut Analysis) {
                 _ => {}
             }
         }
-    }
-    if !from_option {
-        scripts.extend(operand);
-    }
-    // GNU joins the scripts of several `-e` with newlines.
-    let script = scripts.join("\n");
-    match scan(&script) {
-        None => {}
-        Some(Finding::Runs) => {
-            analysis.hazard(
-                HazardKind::InlineCode,
-                &format!("sed {script} (runs a command)"),
-            );
-        }
-        Some(Finding::File) => {
-            analysis.hazard(
-                HazardKind::InlineCode,
-                &format!("sed {script} (reads or writes a file)"),
-            );
-        }
-        Some(Finding::Unparseable) => {
-            analysis.hazard(
-                HazardKind::InlineCode,
-                &format!("sed {script} (not understood)"),
-            );
-        }
+        Some(())
     }
 }
 

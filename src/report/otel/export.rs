@@ -2,7 +2,7 @@
 //! flush at the end.
 
 use std::io;
-use std::sync::{Mutex, PoisonError, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -37,7 +37,34 @@ pub struct ToolCallSpan {
 struct Delivery {
     sent: usize,
     dropped: usize,
-    error: Option<String>,
+    error: Option<ExportError>,
+}
+
+/// Why spans were not delivered (shared by every batch after a setup
+/// failure, hence the `Arc`s).
+#[derive(Debug, Clone, thiserror::Error)]
+enum ExportError {
+    #[error("cannot start the export runtime: {0}")]
+    Runtime(Arc<io::Error>),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(Arc<reqwest::Error>),
+    /// The request failed: the error and its causes (`Connection
+    /// refused`); the URL, which may hold credentials, is left out.
+    #[error("{}", causes(.0))]
+    Send(Arc<reqwest::Error>),
+    #[error("the collector answered HTTP {0}")]
+    Status(reqwest::StatusCode),
+}
+
+/// `error: cause: cause …`.
+fn causes(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
 }
 
 /// Posts spans to the collector from a thread of its own, so the run
@@ -201,13 +228,13 @@ fn deliver(settings: &Settings, receiver: &mpsc::Receiver<Vec<Span>>) -> Deliver
     let client = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|error| format!("cannot start the export runtime: {error}"))
+        .map_err(|error| ExportError::Runtime(Arc::new(error)))
         .and_then(|runtime| {
             let client = reqwest::Client::builder()
                 .timeout(settings.timeout)
                 .connect_timeout(settings.timeout)
                 .build()
-                .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+                .map_err(|error| ExportError::Client(Arc::new(error)))?;
             Ok((runtime, client))
         });
     let mut paused_until: Option<Instant> = None;
@@ -241,7 +268,11 @@ fn deliver(settings: &Settings, receiver: &mpsc::Receiver<Vec<Span>>) -> Deliver
     delivery
 }
 
-async fn post(settings: &Settings, client: &reqwest::Client, spans: &[Span]) -> Result<(), String> {
+async fn post(
+    settings: &Settings,
+    client: &reqwest::Client,
+    spans: &[Span],
+) -> Result<(), ExportError> {
     let (body, content_type) = match settings.protocol {
         Protocol::Protobuf => (
             wire::protobuf_body(&settings.resource, spans),
@@ -259,22 +290,14 @@ async fn post(settings: &Settings, client: &reqwest::Client, spans: &[Span]) -> 
     for (key, value) in &settings.headers {
         request = request.header(key.as_str(), value.as_str());
     }
-    let response = request.send().await.map_err(|error| {
-        // The causes say what went wrong (`Connection refused`); the URL,
-        // which may hold credentials, stays out.
-        let error = error.without_url();
-        let mut text = error.to_string();
-        let mut source = std::error::Error::source(&error);
-        while let Some(cause) = source {
-            text = format!("{text}: {cause}");
-            source = cause.source();
-        }
-        text
-    })?;
+    let response = request
+        .send()
+        .await
+        .map_err(|error| ExportError::Send(Arc::new(error.without_url())))?;
     let status = response.status();
     if status.is_success() {
         Ok(())
     } else {
-        Err(format!("the collector answered HTTP {status}"))
+        Err(ExportError::Status(status))
     }
 }

@@ -139,41 +139,35 @@ impl LogView {
     /// time and, with -v, the first line of its output.
     fn tool_completed(&mut self, record: &EventRecord) -> Vec<HumanLine> {
         let task = &record.task;
-        let Event::ToolCompleted {
-            call_id,
-            name,
-            ok,
-            ran,
-            duration_ms,
-            truncated,
-            output,
-        } = &record.event
-        else {
+        let Some(done) = record.event.tool_done() else {
             return Vec::new();
         };
-        let decided = self.decided.remove(&(task.clone(), call_id.clone()));
+        let decided = self
+            .decided
+            .remove(&(task.clone(), done.call_id.to_owned()));
         let (name, arguments, decision) = match &decided {
             Some(d) => (
                 d.name.clone(),
                 format!(" {}", d.arguments),
                 format!("  [{}: {}]", d.verdict, d.rule),
             ),
-            None => (inline(&clip(name, 80)), String::new(), String::new()),
+            None => (inline(&clip(done.name, 80)), String::new(), String::new()),
         };
-        let mark = if *ok { "✓" } else { "✗" };
-        let note = match (*ran, *truncated) {
+        let mark = if done.ok { "✓" } else { "✗" };
+        let note = match (done.ran, done.truncated) {
             (false, _) => " (not run)",
             (true, true) => " (truncated)",
             (true, false) => "",
         };
         let first = if self.verbose {
-            let first = output.lines().next().unwrap_or_default();
+            let first = done.output.lines().next().unwrap_or_default();
             format!("  {}", neutralize(&clip(first, 120)))
         } else {
             String::new()
         };
         vec![plain(format!(
-            "  {task} · {mark} {name}{arguments}{decision} {duration_ms}ms{note}{first}"
+            "  {task} · {mark} {name}{arguments}{decision} {}ms{note}{first}",
+            done.duration_ms
         ))]
     }
 

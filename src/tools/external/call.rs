@@ -122,9 +122,7 @@ impl ExternalTool {
             None => match args {
                 Value::Object(map) => Ok(map.clone()),
                 Value::Null => Ok(Map::new()),
-                _ => Err(ArgumentsError(
-                    "the arguments must be a JSON object".to_owned(),
-                )),
+                _ => Err(ArgumentsError::NotAnObject),
             },
         }
     }

@@ -167,36 +167,131 @@ pub enum SchemaError {
     TooLarge(usize),
     #[error("not valid JSON: {0}")]
     NotJson(String),
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] InvalidSchema),
+}
+
+/// What is wrong in a schema's content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidSchema {
+    #[error("the schema is not a JSON object")]
+    NotAnObject,
+    /// `name` or `description`.
+    #[error("`{0}` is not a string")]
+    NotAString(&'static str),
+    #[error("`parameters` is missing")]
+    NoParameters,
+    #[error("`parameters` is not an object")]
+    ParametersNotAnObject,
+    #[error("`timeout_seconds` is not a positive number")]
+    Timeout,
+    #[error("`required` lists a non-string")]
+    RequiredNotAName,
+    #[error("`required` is not a list of names")]
+    RequiredNotAList,
+    #[error("`required` names `{0}`, which is not a property")]
+    RequiredUnknown(String),
+    #[error("parameter name `{0}` is not valid (letters, digits, `_`, `-`, `.`; at most 64)")]
+    ParamName(String),
+    #[error("parameter `{0}` is not an object")]
+    ParamNotAnObject(String),
+    #[error(
+        "parameter `{name}` has unknown type `{text}` (expected string, integer, number, boolean, array or object)"
+    )]
+    UnknownType { name: String, text: String },
+    #[error("parameter `{0}` has no `type`")]
+    NoType(String),
+    /// A field of the parameter (`type`, `description`, …) of the wrong
+    /// JSON type: `expected` is `a string`, `a boolean`.
+    #[error("parameter `{name}`: `{field}` is not {expected}")]
+    Field {
+        name: String,
+        field: &'static str,
+        expected: &'static str,
+    },
+    #[error("parameter `{name}`: unknown item type `{text}`")]
+    UnknownItemType { name: String, text: String },
+    #[error("parameter `{0}`: `items` given for a non-array")]
+    ItemsNotArray(String),
+    #[error("parameter `{name}`: `enum` value {value} is not {expected}")]
+    EnumValue {
+        name: String,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("parameter `{0}`: `enum` is not a non-empty list")]
+    EnumNotAList(String),
+    /// The default breaks the parameter's own type or choices.
+    #[error("the default of {0}")]
+    Default(ArgumentsError),
 }
 
 /// Arguments a tool's schema refuses: what goes back to the model, naming
 /// the parameter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ArgumentsError(pub String);
+pub enum ArgumentsError {
+    #[error("the arguments must be a JSON object")]
+    NotAnObject,
+    /// `known`: the tool's parameters.
+    #[error("unknown parameter `{name}`: {}", expected(.known))]
+    Unknown { name: String, known: Vec<String> },
+    #[error("missing required parameter `{name}` ({kind})")]
+    Missing { name: String, kind: &'static str },
+    /// `given`: what the model sent, briefly ([`describe`]).
+    #[error("parameter `{name}` must be {expected}, not {given}")]
+    Type {
+        name: String,
+        expected: &'static str,
+        given: String,
+    },
+    #[error("parameter `{name}` must be one of {}, not {given}", .choices.join(", "))]
+    Choice {
+        name: String,
+        choices: Vec<String>,
+        given: String,
+    },
+    #[error("parameter `{name}[{index}]` must be {expected}, not {given}")]
+    Item {
+        name: String,
+        index: usize,
+        expected: &'static str,
+        given: String,
+    },
+    /// The declared JSON Schema's validator: its messages.
+    #[error("{0}")]
+    Schema(String),
+}
+
+/// `expected `a`, `b``, or that there are no parameters.
+fn expected(known: &[String]) -> String {
+    if known.is_empty() {
+        "it takes no parameters".to_owned()
+    } else {
+        let known: Vec<String> = known.iter().map(|name| format!("`{name}`")).collect();
+        format!("expected {}", known.join(", "))
+    }
+}
 
 impl ToolSchema {
     /// Parses a schema as `TOOL --schema` prints it or a sidecar holds it.
     pub fn parse(value: &Value) -> Result<Self, SchemaError> {
-        Self::parse_object(value).map_err(SchemaError::Invalid)
+        Ok(Self::parse_object(value)?)
     }
 
-    fn parse_object(value: &Value) -> Result<Self, String> {
-        let object = value.as_object().ok_or("the schema is not a JSON object")?;
+    fn parse_object(value: &Value) -> Result<Self, InvalidSchema> {
+        let object = value.as_object().ok_or(InvalidSchema::NotAnObject)?;
         let name = match object.get("name") {
             None | Some(Value::Null) => None,
             Some(Value::String(name)) => Some(name.clone()),
-            Some(_) => return Err("`name` is not a string".to_owned()),
+            Some(_) => return Err(InvalidSchema::NotAString("name")),
         };
         let description = match object.get("description") {
             None | Some(Value::Null) => String::new(),
             Some(Value::String(text)) => text.clone(),
-            Some(_) => return Err("`description` is not a string".to_owned()),
+            Some(_) => return Err(InvalidSchema::NotAString("description")),
         };
         let (params, declared) = match object.get("parameters") {
-            None => return Err("`parameters` is missing".to_owned()),
+            None => return Err(InvalidSchema::NoParameters),
             Some(parameters) => (parse_parameters(parameters)?, declared_schema(parameters)),
         };
         let timeout = match object.get("timeout_seconds") {
@@ -205,7 +300,7 @@ impl ToolSchema {
                 Some(seconds) if seconds > 0.0 && seconds.is_finite() => {
                     Some(Duration::from_secs_f64(seconds).min(MAX_SCHEMA_TIMEOUT))
                 }
-                _ => return Err("`timeout_seconds` is not a positive number".to_owned()),
+                _ => return Err(InvalidSchema::Timeout),
             },
         };
         Ok(Self {
@@ -223,7 +318,7 @@ impl ToolSchema {
         Ok(Self {
             name: None,
             description: description.unwrap_or_default().to_owned(),
-            params: parse_parameters(parameters).map_err(SchemaError::Invalid)?,
+            params: parse_parameters(parameters)?,
             timeout: None,
             declared: declared_schema(parameters),
         })
@@ -281,41 +376,29 @@ impl ToolSchema {
     /// `null` for an optional parameter counts as absent. The error names
     /// the parameter.
     pub fn validate(&self, args: &Value) -> Result<Map<String, Value>, ArgumentsError> {
-        self.checked(args).map_err(ArgumentsError)
-    }
-
-    fn checked(&self, args: &Value) -> Result<Map<String, Value>, String> {
         let given = match args {
             Value::Object(map) => map.clone(),
             Value::Null => Map::new(),
-            _ => return Err("the arguments must be a JSON object".to_owned()),
+            _ => return Err(ArgumentsError::NotAnObject),
         };
         if let Some(unknown) = given
             .keys()
             .find(|key| !self.params.iter().any(|param| &param.name == *key))
         {
-            let known: Vec<String> = self
-                .params
-                .iter()
-                .map(|param| format!("`{}`", param.name))
-                .collect();
-            let expected = if known.is_empty() {
-                "it takes no parameters".to_owned()
-            } else {
-                format!("expected {}", known.join(", "))
-            };
-            return Err(format!("unknown parameter `{unknown}`: {expected}"));
+            return Err(ArgumentsError::Unknown {
+                name: unknown.clone(),
+                known: self.params.iter().map(|param| param.name.clone()).collect(),
+            });
         }
         let mut checked = Map::new();
         for param in &self.params {
             let value = given.get(&param.name).filter(|value| !value.is_null());
             let Some(value) = value.or(param.default.as_ref()) else {
                 if param.required {
-                    return Err(format!(
-                        "missing required parameter `{}` ({})",
-                        param.name,
-                        param.kind.as_str()
-                    ));
+                    return Err(ArgumentsError::Missing {
+                        name: param.name.clone(),
+                        kind: param.kind.as_str(),
+                    });
                 }
                 continue;
             };
@@ -325,10 +408,10 @@ impl ToolSchema {
         if let Some(schema) = &self.declared {
             let value = Value::Object(checked);
             if let Some(why) = violations(schema, &value) {
-                return Err(why);
+                return Err(ArgumentsError::Schema(why));
             }
             let Value::Object(checked) = value else {
-                return Err("the arguments must be a JSON object".to_owned());
+                return Err(ArgumentsError::NotAnObject);
             };
             return Ok(checked);
         }
@@ -336,24 +419,22 @@ impl ToolSchema {
     }
 }
 
-fn check_value(param: &Param, value: &Value) -> Result<(), String> {
+fn check_value(param: &Param, value: &Value) -> Result<(), ArgumentsError> {
     if !param.kind.matches(value) {
-        return Err(format!(
-            "parameter `{}` must be {}, not {}",
-            param.name,
-            param.kind.article(),
-            describe(value)
-        ));
+        return Err(ArgumentsError::Type {
+            name: param.name.clone(),
+            expected: param.kind.article(),
+            given: describe(value),
+        });
     }
     if let Some(choices) = &param.choices
         && !choices.contains(value)
     {
-        let listed: Vec<String> = choices.iter().map(Value::to_string).collect();
-        return Err(format!(
-            "parameter `{}` must be one of {}, not {value}",
-            param.name,
-            listed.join(", ")
-        ));
+        return Err(ArgumentsError::Choice {
+            name: param.name.clone(),
+            choices: choices.iter().map(Value::to_string).collect(),
+            given: value.to_string(),
+        });
     }
     if let (Some(items), Some(elements)) = (param.items, value.as_array())
         && let Some((index, bad)) = elements
@@ -361,12 +442,12 @@ fn check_value(param: &Param, value: &Value) -> Result<(), String> {
             .enumerate()
             .find(|(_, element)| !items.matches(element))
     {
-        return Err(format!(
-            "parameter `{}[{index}]` must be {}, not {}",
-            param.name,
-            items.article(),
-            describe(bad)
-        ));
+        return Err(ArgumentsError::Item {
+            name: param.name.clone(),
+            index,
+            expected: items.article(),
+            given: describe(bad),
+        });
     }
     Ok(())
 }
@@ -388,9 +469,9 @@ fn describe(value: &Value) -> String {
     format!("{kind} ({shown})")
 }
 
-fn parse_parameters(parameters: &Value) -> Result<Vec<Param>, String> {
+fn parse_parameters(parameters: &Value) -> Result<Vec<Param>, InvalidSchema> {
     let Some(object) = parameters.as_object() else {
-        return Err("`parameters` is not an object".to_owned());
+        return Err(InvalidSchema::ParametersNotAnObject);
     };
     let json_schema = object.get("type").and_then(Value::as_str) == Some("object")
         && object.get("properties").is_none_or(Value::is_object);
@@ -405,14 +486,14 @@ fn parse_parameters(parameters: &Value) -> Result<Vec<Param>, String> {
 }
 
 /// `{"type": "object", "properties": {...}, "required": [...]}`.
-fn parse_json_schema(object: &Map<String, Value>) -> Result<Vec<Param>, String> {
+fn parse_json_schema(object: &Map<String, Value>) -> Result<Vec<Param>, InvalidSchema> {
     let required: Vec<&str> = match object.get("required") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(names)) => names
             .iter()
-            .map(|name| name.as_str().ok_or("`required` lists a non-string"))
+            .map(|name| name.as_str().ok_or(InvalidSchema::RequiredNotAName))
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("`required` is not a list of names".to_owned()),
+        Some(_) => return Err(InvalidSchema::RequiredNotAList),
     };
     let empty = Map::new();
     let properties = object
@@ -423,9 +504,7 @@ fn parse_json_schema(object: &Map<String, Value>) -> Result<Vec<Param>, String> 
         .iter()
         .find(|name| !properties.contains_key(**name))
     {
-        return Err(format!(
-            "`required` names `{name}`, which is not a property"
-        ));
+        return Err(InvalidSchema::RequiredUnknown((*name).to_owned()));
     }
     properties
         .iter()
@@ -437,63 +516,72 @@ fn parse_json_schema(object: &Map<String, Value>) -> Result<Vec<Param>, String> 
 
 /// One parameter; `required` comes from the JSON Schema `required` list
 /// when there is one, else from the parameter's own `required` flag.
-fn parse_param(name: &str, definition: &Value, required: Option<bool>) -> Result<Param, String> {
+fn parse_param(
+    name: &str,
+    definition: &Value,
+    required: Option<bool>,
+) -> Result<Param, InvalidSchema> {
     if !valid_param_name(name) {
-        return Err(format!(
-            "parameter name `{name}` is not valid (letters, digits, `_`, `-`, `.`; at most 64)"
-        ));
+        return Err(InvalidSchema::ParamName(name.to_owned()));
     }
+    let field = |field, expected| InvalidSchema::Field {
+        name: name.to_owned(),
+        field,
+        expected,
+    };
     let Some(definition) = definition.as_object() else {
-        return Err(format!("parameter `{name}` is not an object"));
+        return Err(InvalidSchema::ParamNotAnObject(name.to_owned()));
     };
     let kind = match definition.get("type") {
-        Some(Value::String(text)) => ParamType::parse(text).ok_or_else(|| {
-            format!(
-                "parameter `{name}` has unknown type `{text}` (expected string, integer, number, boolean, array or object)"
-            )
-        })?,
-        Some(_) => return Err(format!("parameter `{name}`: `type` is not a string")),
-        None => return Err(format!("parameter `{name}` has no `type`")),
+        Some(Value::String(text)) => {
+            ParamType::parse(text).ok_or_else(|| InvalidSchema::UnknownType {
+                name: name.to_owned(),
+                text: text.clone(),
+            })?
+        }
+        Some(_) => return Err(field("type", "a string")),
+        None => return Err(InvalidSchema::NoType(name.to_owned())),
     };
     let description = match definition.get("description") {
         None | Some(Value::Null) => None,
         Some(Value::String(text)) => Some(text.clone()),
-        Some(_) => return Err(format!("parameter `{name}`: `description` is not a string")),
+        Some(_) => return Err(field("description", "a string")),
     };
     let required = match (required, definition.get("required")) {
         (Some(required), _) => required,
         (None, None | Some(Value::Null)) => false,
         (None, Some(Value::Bool(flag))) => *flag,
-        (None, Some(_)) => return Err(format!("parameter `{name}`: `required` is not a boolean")),
+        (None, Some(_)) => return Err(field("required", "a boolean")),
     };
     let items = match definition.get("items") {
         None | Some(Value::Null) => None,
         Some(items) if kind == ParamType::Array => match items.get("type") {
             None => None,
-            Some(Value::String(text)) => Some(
-                ParamType::parse(text)
-                    .ok_or_else(|| format!("parameter `{name}`: unknown item type `{text}`"))?,
-            ),
-            Some(_) => return Err(format!("parameter `{name}`: `items.type` is not a string")),
+            Some(Value::String(text)) => {
+                Some(
+                    ParamType::parse(text).ok_or_else(|| InvalidSchema::UnknownItemType {
+                        name: name.to_owned(),
+                        text: text.clone(),
+                    })?,
+                )
+            }
+            Some(_) => return Err(field("items.type", "a string")),
         },
-        Some(_) => return Err(format!("parameter `{name}`: `items` given for a non-array")),
+        Some(_) => return Err(InvalidSchema::ItemsNotArray(name.to_owned())),
     };
     let choices = match definition.get("enum") {
         None | Some(Value::Null) => None,
         Some(Value::Array(choices)) if !choices.is_empty() => {
             if let Some(bad) = choices.iter().find(|choice| !kind.matches(choice)) {
-                return Err(format!(
-                    "parameter `{name}`: `enum` value {bad} is not {}",
-                    kind.article()
-                ));
+                return Err(InvalidSchema::EnumValue {
+                    name: name.to_owned(),
+                    value: bad.to_string(),
+                    expected: kind.article(),
+                });
             }
             Some(choices.clone())
         }
-        Some(_) => {
-            return Err(format!(
-                "parameter `{name}`: `enum` is not a non-empty list"
-            ));
-        }
+        Some(_) => return Err(InvalidSchema::EnumNotAList(name.to_owned())),
     };
     let default = definition
         .get("default")
@@ -509,7 +597,7 @@ fn parse_param(name: &str, definition: &Value, required: Option<bool>) -> Result
         items,
     };
     if let Some(default) = &default {
-        check_value(&param, default).map_err(|message| format!("the default of {message}"))?;
+        check_value(&param, default).map_err(InvalidSchema::Default)?;
     }
     Ok(Param { default, ..param })
 }
@@ -567,13 +655,16 @@ mod tests {
         }))
         .unwrap();
         assert!(schema.validate(&json!({"count": 3, "name": "abc"})).is_ok());
-        let error = schema.validate(&json!({"count": 0})).unwrap_err().0;
+        let error = schema
+            .validate(&json!({"count": 0}))
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("parameter `count`:"), "{error}");
         assert!(error.contains("minimum"), "{error}");
         let error = schema
             .validate(&json!({"count": 2, "name": "A1"}))
             .unwrap_err()
-            .0;
+            .to_string();
         assert!(error.contains("parameter `name`"), "{error}");
         // The seed format keeps no JSON Schema of its own.
         assert!(seed().declared.is_none());
@@ -657,7 +748,7 @@ mod tests {
             ),
             (json!([1]), "must be a JSON object"),
         ] {
-            let error = schema.validate(&args).unwrap_err().0;
+            let error = schema.validate(&args).unwrap_err().to_string();
             assert!(error.contains(expected), "{args}: {error}");
         }
         assert!(

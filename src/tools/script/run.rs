@@ -79,6 +79,15 @@ struct Bridge {
     end: Notify,
 }
 
+/// A tool command of a script that failed: the script's stderr gets
+/// `name: what it said`.
+#[derive(Debug, thiserror::Error)]
+#[error("{command}: {}\n", .content.trim_end())]
+struct CommandFailed {
+    command: String,
+    content: String,
+}
+
 impl Bridge {
     fn end(&self, why: String) {
         let mut ended = self.ended_by.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,7 +104,7 @@ impl Bridge {
             .clone()
     }
 
-    async fn call(&self, command: &Command, args: ToolArgs) -> Result<String, String> {
+    async fn call(&self, command: &Command, args: ToolArgs) -> Result<String, CommandFailed> {
         // Let the run look at the output streamed so far first: a script
         // already over its output limit may end here.
         tokio::task::yield_now().await;
@@ -119,9 +128,10 @@ impl Bridge {
         }
         match answer.await {
             Ok(InnerReply::Done { ok: true, content }) => Ok(commands::render(&content, raw)),
-            Ok(InnerReply::Done { ok: false, content }) => {
-                Err(format!("{}: {}\n", command.name, content.trim_end()))
-            }
+            Ok(InnerReply::Done { ok: false, content }) => Err(CommandFailed {
+                command: command.name.clone(),
+                content,
+            }),
             Ok(InnerReply::End(why)) => {
                 self.end(why);
                 std::future::pending().await
@@ -181,7 +191,13 @@ fn build(commands: &[Command], bridge: &Arc<Bridge>, limits: &ScriptLimits) -> S
         builder = builder.async_tool_fn(def, move |args: ToolArgs| {
             let command = Arc::clone(&command);
             let bridge = Arc::clone(&bridge);
-            async move { bridge.call(&command, args).await }
+            // The interpreter takes the failure as the command's stderr.
+            async move {
+                bridge
+                    .call(&command, args)
+                    .await
+                    .map_err(|failed| failed.to_string())
+            }
         });
     }
     builder.build()
