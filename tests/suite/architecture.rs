@@ -11,7 +11,7 @@
 //!
 //! The CLI parses argv, builds options and maps errors to exit codes: it
 //! reaches the agent, the providers, the tools, task files, policies and
-//! git only through the runner (`runner::run`, `runner::chat::Session`,
+//! git only through the runner (`runner::run`, `runner::chat::Chat`,
 //! `runner::inspect`, `runner::toolbox::tools` for `ybs tools`),
 //! and prints through `report::terminal`.
 
