@@ -222,11 +222,13 @@ impl<'a> Agent<'a> {
             // copied from there only while it is handled (a call may carry
             // megabytes of file content).
             let crate::llm::ChatResponse {
-                content,
-                tool_calls,
+                mut content,
+                mut tool_calls,
                 finish_reason,
                 ..
             } = response;
+            let restated = self.restated(&mut content, &mut tool_calls, emitter);
+            let written = self.cut_written_calls(&content, &mut tool_calls, finish_reason);
             let count = tool_calls.len();
             // A paused turn (`pause_turn`) is no answer: the next request
             // sends it back and the model goes on (within the budget).
@@ -243,14 +245,15 @@ impl<'a> Agent<'a> {
                 return stop;
             }
             if let Some(content) = answer {
-                match self.not_an_answer(&content, finish_reason, emitter) {
+                match self.not_an_answer(&content, finish_reason, written, emitter) {
                     Some(None) => continue,
                     Some(Some(stop)) => return stop,
                     None => {}
                 }
-                if let Some(call) =
-                    crate::llm::text_calls::as_call(&content, &self.setup.tools.specs())
-                {
+                let written_call = (!restated)
+                    .then(|| crate::llm::text_calls::as_call(&content, &self.setup.tools.specs()))
+                    .flatten();
+                if let Some(call) = written_call {
                     emitter.note(text_call_hint(&call.name));
                 }
                 return Stop::Answered { content };
@@ -283,7 +286,11 @@ impl<'a> Agent<'a> {
                 break;
             };
             let call = &call;
-            if self.guard.record(call) {
+            // A call ybs read from text and could not run is ybs's refusal,
+            // not the model repeating a call: the iteration budget bounds
+            // those replies.
+            let unrunnable = call.from_text && call.invalid_arguments.is_some();
+            if !unrunnable && self.guard.record(call) {
                 return Err(Stop::Limit {
                     reason: Reason::LoopDetected,
                     message: format!(

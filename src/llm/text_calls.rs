@@ -442,6 +442,12 @@ pub fn as_call(content: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
         .find_map(|found| whole_call(&found.object, tools, "text_call".to_owned()))
 }
 
+/// How many objects naming a tool of `tools` with `arguments` the content
+/// holds, valid or not: what `text_tool_calls` reads as calls.
+pub fn written_calls(content: &str, tools: &[ToolSpec]) -> usize {
+    embedded_calls(content, tools).len()
+}
+
 /// A content that is an unterminated `{"name": "<offered tool>",
 /// "arguments": ...`: the model tried to call the tool and was cut off.
 /// It becomes a call with `invalid_arguments`, so the model is told,
