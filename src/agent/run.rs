@@ -255,6 +255,10 @@ impl<'a> Agent<'a> {
                     .flatten();
                 if let Some(call) = written_call {
                     emitter.note(text_call_hint(&call.name));
+                } else if let Some(name) =
+                    crate::llm::text_calls::unoffered_call(&content, &self.setup.tools.specs())
+                {
+                    emitter.note(unoffered_call_note(&name, &self.setup.tools.specs()));
                 }
                 return Stop::Answered { content };
             }
@@ -399,6 +403,24 @@ pub fn text_call_hint(tool: &str) -> String {
          so it was not run and the text was taken as the answer; models that write calls as text need \
          `llm.text_tool_calls: true` in a config file",
         crate::core::event::HINT
+    )
+}
+
+/// The note for an answer holding a call, written as JSON text, of a
+/// tool that is not offered: nothing ran, and the text is the answer.
+fn unoffered_call_note(name: &str, tools: &[crate::core::ToolSpec]) -> String {
+    let offered: Vec<String> = tools
+        .iter()
+        .map(|tool| format!("`{}`", tool.name))
+        .collect();
+    format!(
+        "the model's answer holds a call of `{name}` written as JSON text, and no tool of that \
+         name is offered ({}), so nothing ran and the text was taken as the answer",
+        if offered.is_empty() {
+            "no tools are".to_owned()
+        } else {
+            format!("offered: {}", offered.join(", "))
+        }
     )
 }
 

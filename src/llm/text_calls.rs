@@ -442,6 +442,30 @@ pub fn as_call(content: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
         .find_map(|found| whole_call(&found.object, tools, "text_call".to_owned()))
 }
 
+/// The name in the first object of `content` shaped like a call, exactly
+/// `{"name": "...", "arguments": {...}}` (or `parameters`), that names no
+/// tool of `tools`: the model called a tool that is not offered, and the
+/// text stays an answer (the agent notes it).
+pub fn unoffered_call(content: &str, tools: &[ToolSpec]) -> Option<String> {
+    let mut at = 0;
+    while let Some(offset) = content[at..].find('{') {
+        let start = at + offset;
+        let Some((object, end)) = object_at(content, start) else {
+            at = start + 1;
+            continue;
+        };
+        at = end;
+        let name = object.get("name").and_then(Value::as_str);
+        let arguments = object.get("arguments").or_else(|| object.get("parameters"));
+        if let (2, Some(name), Some(Value::Object(_))) = (object.len(), name, arguments)
+            && !tools.iter().any(|tool| tool.name == name)
+        {
+            return Some(name.to_owned());
+        }
+    }
+    None
+}
+
 /// How many objects naming a tool of `tools` with `arguments` the content
 /// holds, valid or not: what `text_tool_calls` reads as calls.
 pub fn written_calls(content: &str, tools: &[ToolSpec]) -> usize {

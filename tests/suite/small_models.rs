@@ -907,3 +907,37 @@ fn a_cut_reply_of_several_calls_is_asked_to_continue_first() {
     );
     assert_no_secrets(&ybs, &run, &keys);
 }
+
+#[test]
+fn an_answer_calling_a_tool_that_is_not_offered_is_noted() {
+    // Shaped like a call of a tool that does not exist: the answer stays
+    // (it may be JSON the task asked for), and the transcript says so.
+    let content = format!(
+        "```json\n{:#}\n```",
+        json!({"name": "repeat", "arguments": {"path": "lib/repeat.sh", "limit": 500}})
+    );
+    let server = Server::start(vec![wire::openai_sse_content(&content)]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 1);
+    let noted = notes(&run);
+    assert!(
+        noted.iter().any(|note| note.contains("`repeat`")
+            && note.contains("no tool of that name is offered")
+            && note.contains("`read_file`")),
+        "{noted:?}"
+    );
+    // JSON that is no call gets no such note.
+    let server = Server::start(vec![wire::openai_sse_content(r#"{"answer": 42}"#)]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert!(
+        !notes(&run).iter().any(|note| note.contains("is offered")),
+        "{:?}",
+        notes(&run)
+    );
+}
