@@ -89,6 +89,9 @@ pub struct Agent<'a> {
     messages: Vec<Message>,
     budget: Budget,
     guard: LoopGuard,
+    /// The same for replies ybs could not act on: repeated, they end the
+    /// task too, but later (`loop_guard::REPLY_REPEATS`).
+    replies: LoopGuard,
     /// Elides older tool results from requests near the window.
     compactor: Compactor,
     /// System prompt and tool schemas, in tokens: the fixed part of every
@@ -137,6 +140,7 @@ impl<'a> Agent<'a> {
             messages,
             budget,
             guard: LoopGuard::default(),
+            replies: LoopGuard::default(),
             compactor,
             fixed_tokens,
             correction: 0,
@@ -244,6 +248,9 @@ impl<'a> Agent<'a> {
             if let Some(stop) = refusal {
                 return stop;
             }
+            if let Some(stop) = self.same_reply(finish_reason) {
+                return stop;
+            }
             if let Some(content) = answer {
                 match self.not_an_answer(&content, finish_reason, written, emitter) {
                     Some(None) => continue,
@@ -331,6 +338,48 @@ impl<'a> Agent<'a> {
         Ok(pending)
     }
 
+    /// Counts the reply just pushed when ybs can act on nothing in it: cut
+    /// off by the output token limit, or holding only calls written as
+    /// text that cannot run. The same such reply [`REPLY_REPEATS`] times
+    /// in a row ends the task (`loop_detected`); any other reply starts
+    /// the count again.
+    ///
+    /// [`REPLY_REPEATS`]: super::loop_guard::REPLY_REPEATS
+    fn same_reply(&mut self, finish: FinishReason) -> Option<Stop> {
+        let Some(Message::Assistant {
+            content,
+            tool_calls,
+        }) = self.messages.last()
+        else {
+            return None;
+        };
+        let unrunnable = tool_calls
+            .iter()
+            .all(|call| call.from_text && call.invalid_arguments.is_some());
+        let cut = finish == FinishReason::Length;
+        if !unrunnable || (tool_calls.is_empty() && !cut) {
+            self.replies = LoopGuard::default();
+            return None;
+        }
+        if !self.replies.record_reply(content, tool_calls) {
+            return None;
+        }
+        let why = if cut {
+            "cut off at the output token limit each time"
+        } else {
+            "each time with calls written as text that could not be run"
+        };
+        Some(Stop::Limit {
+            reason: Reason::LoopDetected,
+            message: format!(
+                "the model sent the same reply {} times in a row, {why}, although it was told \
+                 each time: {}",
+                super::loop_guard::REPLY_REPEATS,
+                truncate_middle(content.trim(), 200).0
+            ),
+        })
+    }
+
     /// A reply that looked like a call written as text and was not run
     /// is a note (docs/providers.md).
     fn note_unrun_text_calls(&self, at: usize, emitter: &mut Emitter<'_>) {
@@ -340,7 +389,7 @@ impl<'a> Agent<'a> {
         for call in tool_calls {
             if let (true, Some(problem)) = (call.from_text, &call.invalid_arguments) {
                 emitter.note(format!(
-                    "the model wrote a `{}` call as text that was not run: {problem}",
+                    "the model wrote a call of `{}` as text that was not run: {problem}",
                     call.name
                 ));
             }

@@ -941,3 +941,27 @@ fn an_answer_calling_a_tool_that_is_not_offered_is_noted() {
         notes(&run)
     );
 }
+
+#[test]
+fn the_same_cut_reply_five_times_in_a_row_is_a_loop() {
+    let call = |path: &str| {
+        json!({"name": "write_file", "arguments": {"path": path, "content": "hi\n"}}).to_string()
+    };
+    let cut = format!("{}\n{}\n{{\"name\": \"wri", call("a.txt"), call("a.txt"));
+    // The model sends it again and again, whatever it is told; the task
+    // ends on the fifth, not at its timeout or iteration limit.
+    let mut replies: Vec<Reply> = (0..5).map(|_| openai_sse_cut(&cut)).collect();
+    replies.push(wire::openai_sse_answer("never asked"));
+    let server = Server::start(replies);
+    let (ybs, _keys) = scratch(&task_yaml("limits: { max_iterations: 20 }\n"));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(1);
+    assert_eq!(server.requests().len(), 5);
+    let transcript = transcript(&run);
+    assert_eq!(transcript["reason"], "loop_detected", "{transcript:#}");
+    let message = transcript["message"].as_str().unwrap();
+    assert!(message.contains("same reply 5 times"), "{message}");
+    assert!(message.contains("output token limit"), "{message}");
+    assert!(!ybs.exists("a.txt"));
+}
