@@ -778,6 +778,17 @@ fn openai_sse_cut(content: &str) -> Reply {
     ]))
 }
 
+/// A `write_file` call of `path` written as JSON text.
+fn write_call(path: &str) -> String {
+    json!({"name": "write_file", "arguments": {"path": path, "content": "hi\n"}}).to_string()
+}
+
+/// Asserts that some note of the run is `wanted`.
+fn assert_noted(run: &Run, wanted: impl Fn(&str) -> bool) {
+    let noted = notes(run);
+    assert!(noted.iter().any(|note| wanted(note)), "{noted:?}");
+}
+
 /// The tool results of request `index` (OpenAI wire).
 fn tool_results(server: &Server, index: usize) -> Vec<String> {
     request_messages(server, index)
@@ -811,13 +822,9 @@ fn a_final_answer_restating_the_call_just_run_is_the_answer_not_a_second_run() {
     assert_eq!(last["role"], "assistant");
     assert_eq!(last["content"], "{\"bytes_written\":3}");
     assert!(last.get("tool_calls").is_none(), "{last:#}");
-    assert!(
-        notes(&run)
-            .iter()
-            .any(|note| note.contains("`write_file`") && note.contains("not run again")),
-        "{:?}",
-        notes(&run)
-    );
+    assert_noted(&run, |note| {
+        note.contains("`write_file`") && note.contains("not run again")
+    });
     assert_no_secrets(&ybs, &run, &keys);
 
     // The same call again after it failed is a new try: it runs again.
@@ -837,15 +844,12 @@ fn a_final_answer_restating_the_call_just_run_is_the_answer_not_a_second_run() {
 
 #[test]
 fn replies_of_several_calls_refused_again_and_again_are_no_loop() {
-    let call = |path: &str| {
-        json!({"name": "write_file", "arguments": {"path": path, "content": "hi\n"}}).to_string()
-    };
-    let several = format!("{}\n{}", call("a.txt"), call("b.txt"));
+    let several = format!("{}\n{}", write_call("a.txt"), write_call("b.txt"));
     let server = Server::start(vec![
         wire::openai_sse_content(&several),
         wire::openai_sse_content(&several),
         wire::openai_sse_content(&several),
-        wire::openai_sse_content(&call("hello.txt")),
+        wire::openai_sse_content(&write_call("hello.txt")),
         wire::openai_sse_answer("done"),
     ]);
     let (ybs, _keys) = scratch(&task_yaml(""));
@@ -868,17 +872,14 @@ fn replies_of_several_calls_refused_again_and_again_are_no_loop() {
 
 #[test]
 fn a_cut_reply_of_several_calls_is_asked_to_continue_first() {
-    let call = |path: &str| {
-        json!({"name": "write_file", "arguments": {"path": path, "content": "hi\n"}}).to_string()
-    };
     let cut = format!(
         "{}\n{}\n{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"c.t",
-        call("a.txt"),
-        call("b.txt")
+        write_call("a.txt"),
+        write_call("b.txt")
     );
     let server = Server::start(vec![
         openai_sse_cut(&cut),
-        wire::openai_sse_content(&call("hello.txt")),
+        wire::openai_sse_content(&write_call("hello.txt")),
         wire::openai_sse_answer("done"),
     ]);
     let (ybs, keys) = scratch(&task_yaml(""));
@@ -898,13 +899,9 @@ fn a_cut_reply_of_several_calls_is_asked_to_continue_first() {
     let messages = request_messages(&server, 1);
     assert_eq!(messages[messages.len() - 2]["content"], cut.as_str());
     assert!(messages[messages.len() - 2].get("tool_calls").is_none());
-    assert!(
-        notes(&run)
-            .iter()
-            .any(|note| note.contains("cut off") && note.contains("2 tool calls")),
-        "{:?}",
-        notes(&run)
-    );
+    assert_noted(&run, |note| {
+        note.contains("cut off") && note.contains("2 tool calls")
+    });
     assert_no_secrets(&ybs, &run, &keys);
 }
 
@@ -922,13 +919,11 @@ fn an_answer_calling_a_tool_that_is_not_offered_is_noted() {
     let run = openai(&ybs, &server, &[]);
     run.expect_code(0);
     assert_eq!(server.requests().len(), 1);
-    let noted = notes(&run);
-    assert!(
-        noted.iter().any(|note| note.contains("`repeat`")
+    assert_noted(&run, |note| {
+        note.contains("`repeat`")
             && note.contains("no tool of that name is offered")
-            && note.contains("`read_file`")),
-        "{noted:?}"
-    );
+            && note.contains("`read_file`")
+    });
     // JSON that is no call gets no such note.
     let server = Server::start(vec![wire::openai_sse_content(r#"{"answer": 42}"#)]);
     let (ybs, _keys) = scratch(&task_yaml(""));
@@ -944,10 +939,11 @@ fn an_answer_calling_a_tool_that_is_not_offered_is_noted() {
 
 #[test]
 fn the_same_cut_reply_five_times_in_a_row_is_a_loop() {
-    let call = |path: &str| {
-        json!({"name": "write_file", "arguments": {"path": path, "content": "hi\n"}}).to_string()
-    };
-    let cut = format!("{}\n{}\n{{\"name\": \"wri", call("a.txt"), call("a.txt"));
+    let cut = format!(
+        "{}\n{}\n{{\"name\": \"wri",
+        write_call("a.txt"),
+        write_call("a.txt")
+    );
     // The model sends it again and again, whatever it is told; the task
     // ends on the fifth, not at its timeout or iteration limit.
     let mut replies: Vec<Reply> = (0..5).map(|_| openai_sse_cut(&cut)).collect();
