@@ -298,8 +298,8 @@ impl<'a> Agent<'a> {
             };
             let call = &call;
             // A call ybs read from text and could not run is ybs's refusal,
-            // not the model repeating a call: the iteration budget bounds
-            // those replies.
+            // not the model repeating a call: the iteration budget and
+            // `same_reply` bound those replies.
             let unrunnable = call.from_text && call.invalid_arguments.is_some();
             if !unrunnable && self.guard.record(call) {
                 return Err(Stop::Limit {
