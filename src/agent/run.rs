@@ -89,6 +89,9 @@ pub struct Agent<'a> {
     messages: Vec<Message>,
     budget: Budget,
     guard: LoopGuard,
+    /// The same for replies ybs could not act on: repeated, they end the
+    /// task too, but later (`loop_guard::REPLY_REPEATS`).
+    replies: LoopGuard,
     /// Elides older tool results from requests near the window.
     compactor: Compactor,
     /// System prompt and tool schemas, in tokens: the fixed part of every
@@ -137,6 +140,7 @@ impl<'a> Agent<'a> {
             messages,
             budget,
             guard: LoopGuard::default(),
+            replies: LoopGuard::default(),
             compactor,
             fixed_tokens,
             correction: 0,
@@ -222,11 +226,13 @@ impl<'a> Agent<'a> {
             // copied from there only while it is handled (a call may carry
             // megabytes of file content).
             let crate::llm::ChatResponse {
-                content,
-                tool_calls,
+                mut content,
+                mut tool_calls,
                 finish_reason,
                 ..
             } = response;
+            let restated = self.restated(&mut content, &mut tool_calls, emitter);
+            let written = self.cut_written_calls(&content, &mut tool_calls, finish_reason);
             let count = tool_calls.len();
             // A paused turn (`pause_turn`) is no answer: the next request
             // sends it back and the model goes on (within the budget).
@@ -242,16 +248,24 @@ impl<'a> Agent<'a> {
             if let Some(stop) = refusal {
                 return stop;
             }
+            if let Some(stop) = self.same_reply(finish_reason) {
+                return stop;
+            }
             if let Some(content) = answer {
-                match self.not_an_answer(&content, finish_reason, emitter) {
+                match self.not_an_answer(&content, finish_reason, written, emitter) {
                     Some(None) => continue,
                     Some(Some(stop)) => return stop,
                     None => {}
                 }
-                if let Some(call) =
-                    crate::llm::text_calls::as_call(&content, &self.setup.tools.specs())
-                {
+                let written_call = (!restated)
+                    .then(|| crate::llm::text_calls::as_call(&content, &self.setup.tools.specs()))
+                    .flatten();
+                if let Some(call) = written_call {
                     emitter.note(text_call_hint(&call.name));
+                } else if let Some(name) =
+                    crate::llm::text_calls::unoffered_call(&content, &self.setup.tools.specs())
+                {
+                    emitter.note(unoffered_call_note(&name, &self.setup.tools.specs()));
                 }
                 return Stop::Answered { content };
             }
@@ -283,7 +297,11 @@ impl<'a> Agent<'a> {
                 break;
             };
             let call = &call;
-            if self.guard.record(call) {
+            // A call ybs read from text and could not run is ybs's refusal,
+            // not the model repeating a call: the iteration budget and
+            // `same_reply` bound those replies.
+            let unrunnable = call.from_text && call.invalid_arguments.is_some();
+            if !unrunnable && self.guard.record(call) {
                 return Err(Stop::Limit {
                     reason: Reason::LoopDetected,
                     message: format!(
@@ -320,6 +338,48 @@ impl<'a> Agent<'a> {
         Ok(pending)
     }
 
+    /// Counts the reply just pushed when ybs can act on nothing in it: cut
+    /// off by the output token limit, or holding only calls written as
+    /// text that cannot run. The same such reply [`REPLY_REPEATS`] times
+    /// in a row ends the task (`loop_detected`); any other reply starts
+    /// the count again.
+    ///
+    /// [`REPLY_REPEATS`]: super::loop_guard::REPLY_REPEATS
+    fn same_reply(&mut self, finish: FinishReason) -> Option<Stop> {
+        let Some(Message::Assistant {
+            content,
+            tool_calls,
+        }) = self.messages.last()
+        else {
+            return None;
+        };
+        let unrunnable = tool_calls
+            .iter()
+            .all(|call| call.from_text && call.invalid_arguments.is_some());
+        let cut = finish == FinishReason::Length;
+        if !unrunnable || (tool_calls.is_empty() && !cut) {
+            self.replies = LoopGuard::default();
+            return None;
+        }
+        if !self.replies.record_reply(content, tool_calls) {
+            return None;
+        }
+        let why = if cut {
+            "cut off at the output token limit each time"
+        } else {
+            "each time with calls written as text that could not be run"
+        };
+        Some(Stop::Limit {
+            reason: Reason::LoopDetected,
+            message: format!(
+                "the model sent the same reply {} times in a row, {why}, although it was told \
+                 each time: {}",
+                super::loop_guard::REPLY_REPEATS,
+                truncate_middle(content.trim(), 200).0
+            ),
+        })
+    }
+
     /// A reply that looked like a call written as text and was not run
     /// is a note (docs/providers.md).
     fn note_unrun_text_calls(&self, at: usize, emitter: &mut Emitter<'_>) {
@@ -329,7 +389,7 @@ impl<'a> Agent<'a> {
         for call in tool_calls {
             if let (true, Some(problem)) = (call.from_text, &call.invalid_arguments) {
                 emitter.note(format!(
-                    "the model wrote a `{}` call as text that was not run: {problem}",
+                    "the model wrote a call of `{}` as text that was not run: {problem}",
                     call.name
                 ));
             }
@@ -392,6 +452,24 @@ pub fn text_call_hint(tool: &str) -> String {
          so it was not run and the text was taken as the answer; models that write calls as text need \
          `llm.text_tool_calls: true` in a config file",
         crate::core::event::HINT
+    )
+}
+
+/// The note for an answer holding a call, written as JSON text, of a
+/// tool that is not offered: nothing ran, and the text is the answer.
+fn unoffered_call_note(name: &str, tools: &[crate::core::ToolSpec]) -> String {
+    let offered: Vec<String> = tools
+        .iter()
+        .map(|tool| format!("`{}`", tool.name))
+        .collect();
+    format!(
+        "the model's answer holds a call of `{name}` written as JSON text, and no tool of that \
+         name is offered ({}), so nothing ran and the text was taken as the answer",
+        if offered.is_empty() {
+            "no tools are".to_owned()
+        } else {
+            format!("offered: {}", offered.join(", "))
+        }
     )
 }
 

@@ -310,30 +310,41 @@ fn call_problem(object: &Map<String, Value>, tools: &[ToolSpec]) -> String {
 /// and has `arguments` (or `parameters`), in order, each with its span
 /// widened to a code fence that holds only it.
 fn embedded_calls(content: &str, tools: &[ToolSpec]) -> Vec<Embedded> {
-    let mut found = Vec::new();
+    top_level_objects(content)
+        .filter(|(object, _)| {
+            let names_tool = object
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|name| tools.iter().any(|tool| tool.name == name));
+            names_tool && (object.contains_key("arguments") || object.contains_key("parameters"))
+        })
+        .map(|(object, span)| Embedded {
+            span: fenced(content, span),
+            object,
+        })
+        .collect()
+}
+
+/// The JSON objects in `content` that are not inside another one, in
+/// order, each with where it sits. A JSON object is skipped whole, the
+/// objects nested in it too.
+fn top_level_objects(
+    content: &str,
+) -> impl Iterator<Item = (Map<String, Value>, std::ops::Range<usize>)> + '_ {
     let mut at = 0;
-    while let Some(offset) = content[at..].find('{') {
-        let start = at + offset;
-        let Some((object, end)) = object_at(content, start) else {
-            at = start + 1;
-            continue;
-        };
-        // A JSON object that is no call is skipped whole, calls nested
-        // in it too.
-        at = end;
-        let names_tool = object
-            .get("name")
-            .and_then(Value::as_str)
-            .is_some_and(|name| tools.iter().any(|tool| tool.name == name));
-        let has_arguments = object.contains_key("arguments") || object.contains_key("parameters");
-        if names_tool && has_arguments {
-            found.push(Embedded {
-                span: fenced(content, start..end),
-                object,
-            });
+    std::iter::from_fn(move || {
+        while let Some(offset) = content.get(at..)?.find('{') {
+            let start = at + offset;
+            match object_at(content, start) {
+                Some((object, end)) => {
+                    at = end;
+                    return Some((object, start..end));
+                }
+                None => at = start + 1,
+            }
         }
-    }
-    found
+        None
+    })
 }
 
 /// The JSON object that starts at `start` in `content`, and where it
@@ -440,6 +451,25 @@ pub fn as_call(content: &str, tools: &[ToolSpec]) -> Option<ToolCall> {
     embedded_calls(content, tools)
         .iter()
         .find_map(|found| whole_call(&found.object, tools, "text_call".to_owned()))
+}
+
+/// The name in the first object of `content` shaped like a call, exactly
+/// `{"name": "...", "arguments": {...}}` (or `parameters`), that names no
+/// tool of `tools`: the model called a tool that is not offered, and the
+/// text stays an answer (the agent notes it).
+pub fn unoffered_call(content: &str, tools: &[ToolSpec]) -> Option<String> {
+    top_level_objects(content).find_map(|(object, _)| {
+        let name = object.get("name").and_then(Value::as_str)?;
+        let arguments = object.get("arguments").or_else(|| object.get("parameters"));
+        let shaped = object.len() == 2 && matches!(arguments, Some(Value::Object(_)));
+        (shaped && !tools.iter().any(|tool| tool.name == name)).then(|| name.to_owned())
+    })
+}
+
+/// How many objects naming a tool of `tools` with `arguments` the content
+/// holds, valid or not: what `text_tool_calls` reads as calls.
+pub fn written_calls(content: &str, tools: &[ToolSpec]) -> usize {
+    embedded_calls(content, tools).len()
 }
 
 /// A content that is an unterminated `{"name": "<offered tool>",
@@ -706,6 +736,36 @@ mod tests {
         assert!(recovered("The file says hello.").is_none());
         assert!(recovered("fn main() { println!(\"{}\", 1); }").is_none());
         assert!(recovered("").is_none());
+    }
+
+    #[test]
+    fn calls_of_tools_not_offered_and_calls_counted() {
+        let tools = tools();
+        let repeat = r#"```json
+{"name": "repeat", "arguments": {"path": "a"}}
+```"#;
+        assert_eq!(unoffered_call(repeat, &tools).as_deref(), Some("repeat"));
+        assert_eq!(
+            unoffered_call(r#"{"name": "rm", "parameters": {}}"#, &tools).as_deref(),
+            Some("rm")
+        );
+        // An offered tool, a JSON answer, another shape: none.
+        for text in [
+            r#"{"name": "read_file", "arguments": {"path": "a"}}"#,
+            r#"{"answer": 42}"#,
+            r#"{"name": "rm", "arguments": {}, "why": "x"}"#,
+            r#"{"name": "rm", "arguments": "a"}"#,
+            r#"{"outer": {"name": "rm", "arguments": {}}}"#,
+            "no JSON {here",
+        ] {
+            assert_eq!(unoffered_call(text, &tools), None, "{text}");
+        }
+        let call = r#"{"name": "read_file", "arguments": {"path": "a"}}"#;
+        assert_eq!(
+            written_calls(&format!("{call}\n{call}\n{{\"name\": \"re"), &tools),
+            2
+        );
+        assert_eq!(written_calls("plain text", &tools), 0);
     }
 
     #[test]

@@ -769,3 +769,195 @@ fn anthropic_max_tokens_and_ollama_length_are_cut_replies_too() {
     let body = server.requests()[1].text();
     assert!(body.contains("cut off at the output token limit"), "{body}");
 }
+
+/// A reply of content that stopped at the output token limit (OpenAI SSE).
+fn openai_sse_cut(content: &str) -> Reply {
+    Reply::sse(&wire::sse_done(&[
+        json!({"id": "c1", "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]}),
+        json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+    ]))
+}
+
+/// A `write_file` call of `path` written as JSON text.
+fn write_call(path: &str) -> String {
+    json!({"name": "write_file", "arguments": {"path": path, "content": "hi\n"}}).to_string()
+}
+
+/// Asserts that some note of the run is `wanted`.
+fn assert_noted(run: &Run, wanted: impl Fn(&str) -> bool) {
+    let noted = notes(run);
+    assert!(noted.iter().any(|note| wanted(note)), "{noted:?}");
+}
+
+/// The tool results of request `index` (OpenAI wire).
+fn tool_results(server: &Server, index: usize) -> Vec<String> {
+    request_messages(server, index)
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| message["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_final_answer_restating_the_call_just_run_is_the_answer_not_a_second_run() {
+    let call = json!({"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}});
+    // The call, then the same call written again with a result the model
+    // imagined: small models word their final answer so.
+    let server = Server::start(vec![
+        wire::openai_sse_content(&format!("```json\n{call:#}\n```")),
+        wire::openai_sse_content(&format!("{call}\n{{\"bytes_written\":3}}")),
+        wire::openai_sse_answer("never asked"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(
+        "checks:\n  - name: hello\n    run: grep -q hi hello.txt\n",
+    ));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 2);
+    let written = transcript(&run);
+    assert_eq!(written["reason"], "completed", "{written:#}");
+    assert_eq!(written["tool_calls"].as_array().unwrap().len(), 1);
+    let last = written["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "assistant");
+    assert_eq!(last["content"], "{\"bytes_written\":3}");
+    assert!(last.get("tool_calls").is_none(), "{last:#}");
+    assert_noted(&run, |note| {
+        note.contains("`write_file`") && note.contains("not run again")
+    });
+    assert_no_secrets(&ybs, &run, &keys);
+
+    // The same call again after it failed is a new try: it runs again.
+    let call = json!({"name": "read_file", "arguments": {"path": "missing.txt"}});
+    let server = Server::start(vec![
+        wire::openai_sse_content(&call.to_string()),
+        wire::openai_sse_content(&format!("Again: {call}")),
+        wire::openai_sse_answer("gave up"),
+    ]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(transcript(&run)["tool_calls"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn replies_of_several_calls_refused_again_and_again_are_no_loop() {
+    let several = format!("{}\n{}", write_call("a.txt"), write_call("b.txt"));
+    let server = Server::start(vec![
+        wire::openai_sse_content(&several),
+        wire::openai_sse_content(&several),
+        wire::openai_sse_content(&several),
+        wire::openai_sse_content(&write_call("hello.txt")),
+        wire::openai_sse_answer("done"),
+    ]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    let transcript = transcript(&run);
+    assert_eq!(transcript["reason"], "completed", "{transcript:#}");
+    assert_eq!(server.requests().len(), 5);
+    assert_eq!(ybs.read("hello.txt"), "hi\n");
+    let refusals = tool_results(&server, 3);
+    assert_eq!(refusals.len(), 3, "{refusals:#?}");
+    assert!(
+        refusals
+            .iter()
+            .all(|told| told.contains("exactly one call")),
+        "{refusals:#?}"
+    );
+}
+
+#[test]
+fn a_cut_reply_of_several_calls_is_asked_to_continue_first() {
+    let cut = format!(
+        "{}\n{}\n{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"c.t",
+        write_call("a.txt"),
+        write_call("b.txt")
+    );
+    let server = Server::start(vec![
+        openai_sse_cut(&cut),
+        wire::openai_sse_content(&write_call("hello.txt")),
+        wire::openai_sse_answer("done"),
+    ]);
+    let (ybs, keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 3);
+    assert!(!ybs.exists("a.txt") && !ybs.exists("b.txt"));
+    assert_eq!(ybs.read("hello.txt"), "hi\n");
+    // Told to continue, not sent a refusal asking for one call.
+    let (role, told) = last_message(&server, 1);
+    assert_eq!(role, "user");
+    assert!(told.contains("cut off at the output token limit"), "{told}");
+    assert!(told.contains("one call at a time"), "{told}");
+    assert!(tool_results(&server, 1).is_empty());
+    // The cut text went back as it was, with no call.
+    let messages = request_messages(&server, 1);
+    assert_eq!(messages[messages.len() - 2]["content"], cut.as_str());
+    assert!(messages[messages.len() - 2].get("tool_calls").is_none());
+    assert_noted(&run, |note| {
+        note.contains("cut off") && note.contains("2 tool calls")
+    });
+    assert_no_secrets(&ybs, &run, &keys);
+}
+
+#[test]
+fn an_answer_calling_a_tool_that_is_not_offered_is_noted() {
+    // Shaped like a call of a tool that does not exist: the answer stays
+    // (it may be JSON the task asked for), and the transcript says so.
+    let content = format!(
+        "```json\n{:#}\n```",
+        json!({"name": "repeat", "arguments": {"path": "lib/repeat.sh", "limit": 500}})
+    );
+    let server = Server::start(vec![wire::openai_sse_content(&content)]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert_eq!(server.requests().len(), 1);
+    assert_noted(&run, |note| {
+        note.contains("`repeat`")
+            && note.contains("no tool of that name is offered")
+            && note.contains("`read_file`")
+    });
+    // JSON that is no call gets no such note.
+    let server = Server::start(vec![wire::openai_sse_content(r#"{"answer": 42}"#)]);
+    let (ybs, _keys) = scratch(&task_yaml(""));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(0);
+    assert!(
+        !notes(&run).iter().any(|note| note.contains("is offered")),
+        "{:?}",
+        notes(&run)
+    );
+}
+
+#[test]
+fn the_same_cut_reply_five_times_in_a_row_is_a_loop() {
+    let cut = format!(
+        "{}\n{}\n{{\"name\": \"wri",
+        write_call("a.txt"),
+        write_call("a.txt")
+    );
+    // The model sends it again and again, whatever it is told; the task
+    // ends on the fifth, not at its timeout or iteration limit.
+    let mut replies: Vec<Reply> = (0..5).map(|_| openai_sse_cut(&cut)).collect();
+    replies.push(wire::openai_sse_answer("never asked"));
+    let server = Server::start(replies);
+    let (ybs, _keys) = scratch(&task_yaml("limits: { max_iterations: 20 }\n"));
+    ybs.file(".ybs.json", TEXT_CALLS);
+    let run = openai(&ybs, &server, &[]);
+    run.expect_code(1);
+    assert_eq!(server.requests().len(), 5);
+    let transcript = transcript(&run);
+    assert_eq!(transcript["reason"], "loop_detected", "{transcript:#}");
+    let message = transcript["message"].as_str().unwrap();
+    assert!(message.contains("same reply 5 times"), "{message}");
+    assert!(message.contains("output token limit"), "{message}");
+    assert!(!ybs.exists("a.txt"));
+}
