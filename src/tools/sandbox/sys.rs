@@ -87,6 +87,51 @@ pub fn wait_raw(pid: libc::pid_t) -> io::Result<(libc::pid_t, libc::c_int)> {
     }
 }
 
+/// `waitpid(-1, WNOHANG)` (retried on `EINTR`): a child that ended and
+/// its raw wait status, `None` when none has ended yet, an error
+/// (`ECHILD`) when there is no child left.
+pub fn wait_any_now() -> io::Result<Option<(libc::pid_t, libc::c_int)>> {
+    loop {
+        let mut status = 0;
+        // SAFETY: a valid pointer to a local status word.
+        let waited = unsafe { libc::waitpid(-1, &raw mut status, libc::WNOHANG) };
+        if waited > 0 {
+            return Ok(Some((waited, status)));
+        }
+        if waited == 0 {
+            return Ok(None);
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// `setns(2)`: joins the namespace `fd` refers to (`nstype` one
+/// `CLONE_NEW*` flag).
+pub fn setns(fd: BorrowedFd<'_>, nstype: libc::c_int) -> io::Result<()> {
+    // SAFETY: a plain system call on a borrowed, open descriptor.
+    check(unsafe { libc::setns(fd.as_raw_fd(), nstype) }).map(drop)
+}
+
+#[cfg(target_os = "linux")]
+/// `SIGCHLD` blocked and delivered on a descriptor instead (readable
+/// once a child ended), close-on-exec. The mask is inherited by children
+/// forked after: call it once the last child is forked.
+pub fn child_signals() -> io::Result<OwnedFd> {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGCHLD);
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)?;
+    let fd = nix::sys::signalfd::SignalFd::with_flags(
+        &set,
+        nix::sys::signalfd::SfdFlags::SFD_CLOEXEC | nix::sys::signalfd::SfdFlags::SFD_NONBLOCK,
+    )?;
+    Ok(OwnedFd::from(fd))
+}
+
 #[cfg(target_os = "linux")]
 /// Marks every descriptor but stdin, stdout and stderr close-on-exec.
 pub fn close_inherited_on_exec() -> io::Result<()> {
