@@ -133,9 +133,8 @@ impl Compiled {
         reason = "the patterns are constants, and the tests compile each of them"
     )]
     fn shape(&self, index: usize) -> &Regex {
-        self.each[index].get_or_init(|| {
-            Regex::new(SHAPES[index].pattern).expect("credential shape compiles")
-        })
+        self.each[index]
+            .get_or_init(|| Regex::new(SHAPES[index].pattern).expect("credential shape compiles"))
     }
 }
 
