@@ -675,6 +675,23 @@ fn wait_for_none(marker: &str) -> usize {
     alive_with(marker)
 }
 
+/// `ybs run t.yaml` started in the background, once its program wrote
+/// `ready` in the workdir (or 30 s passed).
+fn run_until_ready(ybs: &Ybs) -> Child {
+    let child = ybs
+        .command()
+        .args(["run", "t.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ybs.exists("ready") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 #[test]
 fn every_process_ends_with_the_task_and_with_ybs() {
     let marker = format!("ybs-chain-{}-a", std::process::id());
@@ -697,17 +714,7 @@ fn every_process_ends_with_the_task_and_with_ybs() {
     let ybs = Ybs::new();
     ybs.file("chain.sh", CHAIN);
     task(&ybs, "", &[("probe.py", &process_probe(&marker, true))]);
-    let mut command = ybs.command();
-    let mut child = command
-        .args(["run", "t.yaml"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !ybs.exists("ready") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = run_until_ready(&ybs);
     assert!(ybs.exists("ready"), "the tree was never built");
     assert!(alive_with(&marker) >= 102);
     child.kill().unwrap();
@@ -1031,17 +1038,7 @@ fn a_program_starts_two_forks_below_the_resident() {
             answer("done"),
         ],
     );
-    let mut child = ybs
-        .command()
-        .args(["run", "t.yaml"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !ybs.exists("ready") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = run_until_ready(&ybs);
     let program = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
