@@ -4,6 +4,7 @@
 //! its shape (`core::secrets`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use serde_json::Value;
@@ -75,12 +76,19 @@ pub struct Redactor {
     /// Every spelling of every secret, with the kind it counts as.
     forms: HashMap<String, &'static str>,
     /// All of `forms`, longest first, as one alternation.
-    matcher: Option<Regex>,
+    matcher: Compiled,
     /// The base64 forms with a line break allowed between any two
     /// characters: `base64` wraps its output at 76 columns, so a long
     /// secret encoded by a script can come in two lines.
-    wrapped: Option<Regex>,
+    wrapped: Compiled,
 }
+
+/// A pattern compiled from the secrets when first used, not at each
+/// [`Redactor::add`] (a run adds every withheld value one by one before
+/// it masks anything); shared with the clones made since the last add.
+/// `None` inside when there is nothing to match, or the pattern is too
+/// large for one automaton.
+type Compiled = Arc<OnceLock<Option<Regex>>>;
 
 impl Redactor {
     pub fn new() -> Self {
@@ -102,39 +110,82 @@ impl Redactor {
         self.forms.insert(escaped, KIND_VALUE);
         self.forms.insert(secret.clone(), KIND_VALUE);
         self.secrets.push(secret);
+        self.matcher = Compiled::default();
+        self.wrapped = Compiled::default();
+    }
+
+    /// Every form, longest first, so a secret containing another is
+    /// masked whole.
+    fn sorted_forms(&self) -> Vec<&String> {
         let mut forms: Vec<&String> = self.forms.keys().collect();
-        // Longest first, so a secret containing another is masked whole.
         forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        let alternation = forms
-            .iter()
-            .map(|form| regex::escape(form))
-            .collect::<Vec<_>>()
-            .join("|");
-        // A set too large for one automaton falls back to plain
-        // replacement (`masked_values`), never to no masking.
-        self.matcher = Regex::new(&alternation).ok();
-        let wrapped = forms
-            .iter()
-            .filter(|form| self.forms.get(form.as_str()) == Some(&KIND_VALUE_BASE64))
-            .map(|form| {
-                form.chars()
-                    .map(|c| regex::escape(&c.to_string()))
+        forms
+    }
+
+    /// The alternation of every form ([`Redactor::matcher`]'s field).
+    fn matcher(&self) -> Option<&Regex> {
+        self.matcher
+            .get_or_init(|| {
+                let forms = self.sorted_forms();
+                if forms.is_empty() {
+                    return None;
+                }
+                let alternation = forms
+                    .iter()
+                    .map(|form| regex::escape(form))
                     .collect::<Vec<_>>()
-                    .join("(?:\\r?\\n)?")
+                    .join("|");
+                // A set too large for one automaton falls back to plain
+                // replacement (`masked_values`), never to no masking.
+                Regex::new(&alternation).ok()
             })
-            .collect::<Vec<_>>()
-            .join("|");
-        self.wrapped = (!wrapped.is_empty())
-            .then(|| Regex::new(&wrapped).ok())
-            .flatten();
+            .as_ref()
+    }
+
+    /// The base64 forms with line breaks allowed ([`Redactor::wrapped`]'s
+    /// field).
+    fn wrapped(&self) -> Option<&Regex> {
+        self.wrapped
+            .get_or_init(|| {
+                let wrapped = self
+                    .sorted_forms()
+                    .into_iter()
+                    .filter(|form| self.forms.get(form.as_str()) == Some(&KIND_VALUE_BASE64))
+                    .map(|form| {
+                        form.chars()
+                            .map(|c| regex::escape(&c.to_string()))
+                            .collect::<Vec<_>>()
+                            .join("(?:\\r?\\n)?")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|");
+                (!wrapped.is_empty())
+                    .then(|| Regex::new(&wrapped).ok())
+                    .flatten()
+            })
+            .as_ref()
+    }
+
+    /// Whether `text` may hold a base64 form split by line breaks: it
+    /// does once they are taken out. Cheap next to building `wrapped`
+    /// (an automaton with an optional line break between any two
+    /// characters of every form), which most runs then never need.
+    fn may_hold_wrapped(&self, text: &str) -> bool {
+        let joined: String = text.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+        self.forms
+            .iter()
+            .any(|(form, kind)| *kind == KIND_VALUE_BASE64 && joined.contains(form.as_str()))
     }
 
     /// Masks the base64 forms that a line break splits (see `wrapped`).
     fn masked_wrapped(&self, text: String, counts: &mut Redactions) -> String {
-        let Some(wrapped) = &self.wrapped else {
+        if !text.contains('\n') || !self.may_hold_wrapped(&text) {
+            return text;
+        }
+        let Some(wrapped) = self.wrapped() else {
             return text;
         };
-        if !text.contains('\n') || !wrapped.is_match(&text) {
+        if !wrapped.is_match(&text) {
             return text;
         }
         let mut found = 0;
@@ -152,7 +203,7 @@ impl Redactor {
     /// alternation, or form by form, longest first, without it.
     fn masked_values(&self, text: &str, counts: &mut Redactions) -> String {
         let mut out = String::new();
-        match &self.matcher {
+        match self.matcher() {
             Some(matcher) => {
                 if !matcher.is_match(text) {
                     return text.to_owned();
@@ -291,7 +342,7 @@ impl Redactor {
             .into_iter()
             .map(|hit| (hit.start, hit.end, hit.kind))
             .collect();
-        if let Some(matcher) = &self.matcher {
+        if let Some(matcher) = self.matcher() {
             spans.extend(matcher.find_iter(&joined).map(|found| {
                 let kind = self
                     .forms
@@ -451,7 +502,7 @@ mod tests {
         let mut redactor = Redactor::new();
         redactor.add("canary-value-4242");
         redactor.add("canary-value");
-        redactor.matcher = None;
+        redactor.matcher = Arc::new(OnceLock::from(None));
         let encoded = crate::core::secrets::encode_base64(b"canary-value-4242", false);
         let mut counts = Redactions::new();
         let out =

@@ -6,7 +6,7 @@
 //! Each shape needs the vendor's full prefix, length and alphabet, so
 //! ordinary prose and placeholders ("ghp_xxx", "sk-...") never match.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::{Regex, RegexSet};
 
@@ -108,7 +108,9 @@ const SHAPES: &[Shape] = &[
 
 struct Compiled {
     set: RegexSet,
-    each: Vec<Regex>,
+    /// Each shape on its own, compiled the first time the set says it
+    /// matched: most texts match none, and most runs never need one.
+    each: Vec<OnceLock<Regex>>,
 }
 
 #[expect(
@@ -120,12 +122,21 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     Compiled {
         // The patterns are constants, checked by the tests below.
         set: RegexSet::new(&patterns).expect("credential shapes compile"),
-        each: patterns
-            .iter()
-            .map(|pattern| Regex::new(pattern).expect("credential shape compiles"))
-            .collect(),
+        each: SHAPES.iter().map(|_| OnceLock::new()).collect(),
     }
 });
+
+impl Compiled {
+    /// Shape `index` alone.
+    #[expect(
+        clippy::expect_used,
+        reason = "the patterns are constants, and the tests compile each of them"
+    )]
+    fn shape(&self, index: usize) -> &Regex {
+        self.each[index]
+            .get_or_init(|| Regex::new(SHAPES[index].pattern).expect("credential shape compiles"))
+    }
+}
 
 #[expect(
     clippy::expect_used,
@@ -181,7 +192,7 @@ pub fn credential_kind(text: &str) -> Option<&'static str> {
     }
     matched
         .iter()
-        .find(|&index| !find_in(index, &compiled.each[index], text).is_empty())
+        .find(|&index| !find_in(index, compiled.shape(index), text).is_empty())
         .map(|index| SHAPES[index].kind)
 }
 
@@ -195,7 +206,7 @@ pub fn find_credentials(text: &str) -> Vec<Found> {
     }
     let mut found: Vec<Found> = matched
         .iter()
-        .flat_map(|index| find_in(index, &compiled.each[index], text))
+        .flat_map(|index| find_in(index, compiled.shape(index), text))
         .collect();
     found.sort_by_key(|hit| (hit.start, std::cmp::Reverse(hit.end)));
     let mut kept: Vec<Found> = Vec::with_capacity(found.len());
@@ -403,6 +414,9 @@ mod tests {
     #[test]
     fn every_shape_compiles() {
         assert_eq!(COMPILED.each.len(), SHAPES.len());
+        for index in 0..SHAPES.len() {
+            COMPILED.shape(index);
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -306,27 +307,52 @@ fn lexical_relative(raw: &str) -> Option<PathBuf> {
 // ---------------------------------------------------------------------------
 // Guards.
 
+/// Whether a blocked-paths entry is a glob.
+fn is_glob(entry: &str) -> bool {
+    entry.contains(['*', '?', '[', '{'])
+}
+
+/// The globs among `entries`, compiled once per distinct list: every
+/// path a tool names is checked against them, and building the set
+/// compiles an automaton each time.
+fn globs_of(entries: &[String]) -> Arc<GlobSet> {
+    static BUILT: Mutex<Vec<(Vec<String>, Arc<GlobSet>)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, globs)) = built.iter().find(|(list, _)| list.as_slice() == entries) {
+        return globs.clone();
+    }
+    let mut globs = GlobSetBuilder::new();
+    for entry in entries.iter().filter(|entry| is_glob(entry)) {
+        if let Ok(glob) = GlobBuilder::new(entry).literal_separator(true).build() {
+            globs.add(glob);
+        }
+    }
+    let globs = Arc::new(globs.build().unwrap_or_else(|_| GlobSet::empty()));
+    // A few lists per process (one per task config); bounded all the same.
+    if built.len() >= 16 {
+        built.remove(0);
+    }
+    built.push((entries.to_vec(), globs.clone()));
+    globs
+}
+
 /// `safety.blocked_paths`, compiled: literal entries block a path and
 /// everything under it; entries with glob characters are globs matched
 /// against absolute and workdir-relative paths.
 pub struct Blocklist {
     prefixes: Vec<PathBuf>,
-    globs: GlobSet,
+    globs: Arc<GlobSet>,
 }
 
 impl Blocklist {
     pub fn new(ctx: &ToolCtx) -> Self {
         let mut prefixes = Vec::new();
-        let mut globs = GlobSetBuilder::new();
         for entry in &ctx.blocked_paths {
-            if entry.contains(['*', '?', '[', '{']) {
-                let glob = GlobBuilder::new(entry).literal_separator(true).build();
-                if let Ok(glob) = glob {
-                    globs.add(glob);
-                }
+            if is_glob(entry) {
                 continue;
             }
             let path = ctx.workdir.join(entry);
+            // Resolved at each call: a link made since points elsewhere.
             if let Ok(canonical) = fs::canonicalize(&path)
                 && canonical != path
             {
@@ -336,7 +362,7 @@ impl Blocklist {
         }
         Self {
             prefixes,
-            globs: globs.build().unwrap_or_else(|_| GlobSet::empty()),
+            globs: globs_of(&ctx.blocked_paths),
         }
     }
 

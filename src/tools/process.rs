@@ -30,7 +30,7 @@
 //! Spawns happen on tokio worker threads, which live as long as the
 //! runtime; do not spawn from a `spawn_blocking` thread.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -271,10 +271,10 @@ enum Failure {
 /// started. Either a child of ybs (unconfined, or through the per-program
 /// sandbox helper) in a process group of its own, or a program started in
 /// the task's resident sandbox.
-struct Spawned {
-    stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
-    stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
-    stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
+pub struct Spawned {
+    pub stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
+    pub stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    pub stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
     end: End,
     killer: Killer,
 }
@@ -349,9 +349,7 @@ fn spawn_grouped(spec: &ProcessSpec<'_>, stdin: bool) -> Result<Spawned, (bool, 
         .args(&args)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(spec.env.vars.iter().map(|(name, value)| (name, value)))
-        .envs(super::env::NON_INTERACTIVE.iter().copied())
-        .env("PWD", &spec.cwd)
+        .envs(child_env(spec))
         .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -385,28 +383,35 @@ fn spawn_grouped(spec: &ProcessSpec<'_>, stdin: bool) -> Result<Spawned, (bool, 
     })
 }
 
+/// The whole environment of a child, in order (a later one wins): the
+/// scrubbed variables, the [`super::env::NON_INTERACTIVE`] settings,
+/// `PWD`. A child of ybs and a program of the resident sandbox get the
+/// same.
+fn child_env<'s>(spec: &'s ProcessSpec<'_>) -> impl Iterator<Item = (&'s OsStr, &'s OsStr)> {
+    spec.env
+        .vars
+        .iter()
+        .map(|(name, value)| (OsStr::new(name), OsStr::new(value)))
+        .chain(
+            super::env::NON_INTERACTIVE
+                .iter()
+                .map(|(name, value)| (OsStr::new(*name), OsStr::new(*value))),
+        )
+        .chain(std::iter::once((OsStr::new("PWD"), spec.cwd.as_os_str())))
+}
+
 /// What the resident sandbox runs for `spec`: the same argument vector,
 /// working directory and environment a child of ybs gets.
 #[cfg(target_os = "linux")]
 fn resident_request(spec: &ProcessSpec<'_>) -> super::sandbox::spec::Request {
     let mut argv = vec![spec.program.clone()];
     argv.extend(spec.args.iter().cloned());
-    let mut env: Vec<(OsString, OsString)> = spec
-        .env
-        .vars
-        .iter()
-        .map(|(name, value)| (OsString::from(name), OsString::from(value)))
-        .collect();
-    env.extend(
-        super::env::NON_INTERACTIVE
-            .iter()
-            .map(|(name, value)| (OsString::from(name), OsString::from(value))),
-    );
-    env.push((OsString::from("PWD"), spec.cwd.clone().into_os_string()));
     super::sandbox::spec::Request {
         argv,
         cwd: spec.cwd.clone(),
-        env,
+        env: child_env(spec)
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect(),
     }
 }
 
@@ -484,12 +489,20 @@ async fn run_inner(spec: ProcessSpec<'_>) -> Result<ProcessOutput, Failure> {
 /// started like every subprocess (own session and group or the resident
 /// sandbox, scrubbed environment, death signal, the sandbox), with all
 /// three streams piped. Dropping it kills it and all it started.
-pub struct Service {
-    pub stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
-    pub stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
-    pub stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
-    end: End,
-    killer: Killer,
+pub struct Service(Spawned);
+
+/// The pipes: `stdin`, `stdout`, `stderr` (each taken once by its user).
+impl std::ops::Deref for Service {
+    type Target = Spawned;
+    fn deref(&self) -> &Spawned {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Service {
+    fn deref_mut(&mut self) -> &mut Spawned {
+        &mut self.0
+    }
 }
 
 impl Service {
@@ -497,19 +510,14 @@ impl Service {
     /// `spec.output_cap` are not used (the caller owns the pipes and
     /// bounds each exchange).
     pub fn spawn(spec: &ProcessSpec<'_>) -> io::Result<Self> {
-        let spawned = spawn_grouped(spec, true).map_err(|(_, error)| error)?;
-        Ok(Self {
-            stdin: spawned.stdin,
-            stdout: spawned.stdout,
-            stderr: spawned.stderr,
-            end: spawned.end,
-            killer: spawned.killer,
-        })
+        spawn_grouped(spec, true)
+            .map(Self)
+            .map_err(|(_, error)| error)
     }
 
     /// Waits for the child to end (cancel-safe).
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        self.end.wait().await
+        self.0.end.wait().await
     }
 
     /// Kills the child and all it started now, waits for the child, and
@@ -517,9 +525,9 @@ impl Service {
     /// still not gone after the wait (a process in uninterruptible sleep):
     /// then nothing says its tree is stopped.
     pub async fn stop(mut self) -> bool {
-        self.killer.kill();
+        self.0.killer.kill();
         let gone = matches!(
-            tokio::time::timeout(Duration::from_secs(2), self.end.wait()).await,
+            tokio::time::timeout(Duration::from_secs(2), self.0.end.wait()).await,
             Ok(Ok(_))
         );
         drop(self);

@@ -81,7 +81,17 @@ static HELPER: AtomicBool = AtomicBool::new(false);
 pub fn helper_entry() {
     let mut args = std::env::args_os();
     let first = args.nth(1);
-    match first.as_ref().and_then(|arg| arg.to_str()) {
+    let first = first.as_ref().and_then(|arg| arg.to_str());
+    // A helper checks once, here, that it has one thread: its forks
+    // rely on it (`sys::fork`).
+    #[cfg(target_os = "linux")]
+    if matches!(
+        first,
+        Some(spec::HELPER_ARG | spec::PROBE_ARG | spec::INIT_ARG)
+    ) {
+        sys::enter_single_threaded();
+    }
+    match first {
         #[cfg(target_os = "linux")]
         Some(spec::HELPER_ARG) => {
             let args: Vec<OsString> = std::env::args_os().collect();
@@ -198,6 +208,9 @@ pub struct Sandbox {
     residents: Arc<resident::Residents>,
     temp: Arc<PrivateTemp>,
     spec: HelperSpec,
+    /// `spec` in JSON, made once (every program's view key and every
+    /// helper's command line carry it).
+    spec_json: Arc<str>,
     landlock: &'static str,
     /// Layers missing but not required, `layer: reason`.
     missing: Vec<String>,
@@ -317,6 +330,7 @@ impl Sandbox {
             #[cfg(target_os = "linux")]
             residents: Arc::default(),
             temp: Arc::new(temp),
+            spec_json: spec.to_json().into(),
             spec,
             landlock,
             missing,
@@ -332,6 +346,7 @@ impl Sandbox {
     pub fn with_network(&self) -> Self {
         let mut sandbox = self.clone();
         sandbox.spec.network = true;
+        sandbox.spec_json = sandbox.spec.to_json().into();
         sandbox
     }
 
@@ -377,7 +392,10 @@ impl Sandbox {
     /// The program and arguments that run `program args` confined.
     pub fn command(&self, program: &OsString, args: &[OsString]) -> (OsString, Vec<OsString>) {
         self.placeholders.ensure();
-        (OsString::from(SELF_EXE), self.spec.argv(program, args))
+        (
+            OsString::from(SELF_EXE),
+            spec::argv_of(&self.spec_json, program, args),
+        )
     }
 
     /// Starts `request` in the task's resident sandbox (namespaces and
@@ -391,7 +409,8 @@ impl Sandbox {
             return None;
         }
         self.placeholders.ensure();
-        self.residents.start(&self.spec, request, stdin)
+        self.residents
+            .start(&self.spec, &self.spec_json, request, stdin)
     }
 
     /// Ends the task's resident sandboxes and everything running in them.

@@ -675,6 +675,23 @@ fn wait_for_none(marker: &str) -> usize {
     alive_with(marker)
 }
 
+/// `ybs run t.yaml` started in the background, once its program wrote
+/// `ready` in the workdir (or 30 s passed).
+fn run_until_ready(ybs: &Ybs) -> Child {
+    let child = ybs
+        .command()
+        .args(["run", "t.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ybs.exists("ready") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 #[test]
 fn every_process_ends_with_the_task_and_with_ybs() {
     let marker = format!("ybs-chain-{}-a", std::process::id());
@@ -697,17 +714,7 @@ fn every_process_ends_with_the_task_and_with_ybs() {
     let ybs = Ybs::new();
     ybs.file("chain.sh", CHAIN);
     task(&ybs, "", &[("probe.py", &process_probe(&marker, true))]);
-    let mut command = ybs.command();
-    let mut child = command
-        .args(["run", "t.yaml"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !ybs.exists("ready") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = run_until_ready(&ybs);
     assert!(ybs.exists("ready"), "the tree was never built");
     assert!(alive_with(&marker) >= 102);
     child.kill().unwrap();
@@ -1001,6 +1008,69 @@ fn programs_of_one_task_share_the_view_but_nothing_alive() {
     assert_eq!(verdicts["caps"], "0000000000000000", "{result}");
     assert_eq!(verdicts["host"], "ybs-sandbox", "{result}");
     assert_eq!(wait_for_none(&marker), 0);
+}
+
+/// A program's PID 1 is forked by the resident itself, with no process
+/// in between. Seen from the host while the program waits: its
+/// ancestors that are the sandbox (`ybs __sandbox-init`) are its PID 1,
+/// the resident and the process that made the task's namespaces; one
+/// more would cost every program one more fork.
+#[test]
+fn a_program_starts_two_forks_below_the_resident() {
+    let marker = format!("ybs-forks-{}", std::process::id());
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
+    );
+    let probe = "import os, time\n\
+         open('ready', 'w').write('1')\n\
+         deadline = time.time() + 30\n\
+         while not os.path.exists('go') and time.time() < deadline: time.sleep(0.02)\n";
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("write_file", json!({"path": "wait.py", "content": probe})),
+            call(
+                "run_shell",
+                json!({"command": format!("python3 wait.py {marker}")}),
+            ),
+            answer("done"),
+        ],
+    );
+    let mut child = run_until_ready(&ybs);
+    let program = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .find(|entry| {
+            std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .windows(marker.len())
+                    .any(|w| w == marker.as_bytes())
+            })
+        })
+        .map(|entry| entry.path());
+    let mut sandbox = Vec::new();
+    let mut current = program.clone();
+    while let Some(dir) = current {
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        let parent = status
+            .lines()
+            .find_map(|line| line.strip_prefix("PPid:"))
+            .map(|pid| pid.trim().to_owned())
+            .filter(|pid| pid != "0");
+        current = parent.map(|pid| PathBuf::from("/proc").join(pid));
+        if let Some(dir) = &current {
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            if cmdline.windows(14).any(|w| w == b"__sandbox-init") {
+                sandbox.push(dir.clone());
+            }
+        }
+    }
+    ybs.file("go", "1");
+    child.wait().unwrap();
+    assert!(program.is_some(), "the program was never seen");
+    assert_eq!(sandbox.len(), 3, "{sandbox:?}");
 }
 
 /// The attacker's pass against the resident sandbox: a program tries to

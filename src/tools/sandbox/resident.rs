@@ -119,10 +119,16 @@ impl Residents {
     /// Starts `request` in the resident sandbox of `spec` (starting that
     /// first when needed); `None` when no resident can be had, and the
     /// caller should use the per-program helper.
-    pub fn start(&self, spec: &HelperSpec, request: &Request, stdin: bool) -> Option<Running> {
-        let key = view_key(spec);
+    pub fn start(
+        &self,
+        spec: &HelperSpec,
+        spec_json: &str,
+        request: &Request,
+        stdin: bool,
+    ) -> Option<Running> {
+        let key = view_key(spec, spec_json);
         for _ in 0..2 {
-            let resident = self.resident(spec, &key)?;
+            let resident = self.resident(spec_json, &key)?;
             match send(&resident, request, stdin) {
                 Ok(running) => return Some(running),
                 Err(Failure::Sandbox) => {
@@ -141,7 +147,7 @@ impl Residents {
         self.started.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn resident(&self, spec: &HelperSpec, key: &str) -> Option<Arc<Resident>> {
+    fn resident(&self, spec_json: &str, key: &str) -> Option<Arc<Resident>> {
         let mut started = self.lock();
         if let Some((_, resident)) = started.iter().find(|(k, _)| k == key) {
             return Some(resident.clone());
@@ -150,7 +156,7 @@ impl Residents {
         if failed.iter().any(|k| k == key) {
             return None;
         }
-        let Ok(resident) = Resident::start(spec) else {
+        let Ok(resident) = Resident::start(spec_json) else {
             failed.push(key.to_owned());
             return None;
         };
@@ -166,9 +172,10 @@ impl Residents {
 }
 
 /// What decides the view: the spec, and which of the paths it protects,
-/// hides or blocks exist and as what.
-fn view_key(spec: &HelperSpec) -> String {
-    let mut key = serde_json::to_string(spec).unwrap_or_default();
+/// hides or blocks exist and as what (`spec_json` is `spec` in JSON).
+fn view_key(spec: &HelperSpec, spec_json: &str) -> String {
+    let mut key = String::with_capacity(spec_json.len() + 16);
+    key.push_str(spec_json);
     for path in spec
         .read_only
         .iter()
@@ -193,14 +200,13 @@ enum Failure {
 }
 
 impl Resident {
-    fn start(spec: &HelperSpec) -> io::Result<Self> {
+    fn start(spec_json: &str) -> io::Result<Self> {
         let (ours, theirs) = socketpair(
             AddressFamily::Unix,
             SockType::SeqPacket,
             None,
             SockFlag::SOCK_CLOEXEC,
         )?;
-        let spec_json = serde_json::to_string(spec).map_err(io::Error::other)?;
         let mut command = std::process::Command::new(super::SELF_EXE);
         command
             .arg(INIT_ARG)

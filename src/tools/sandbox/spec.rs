@@ -69,15 +69,25 @@ impl HelperSpec {
 
     /// The helper's argument vector: `__sandbox SPEC -- PROGRAM ARGS...`.
     pub fn argv(&self, program: &OsString, args: &[OsString]) -> Vec<OsString> {
-        let mut argv = vec![
-            OsString::from(HELPER_ARG),
-            OsString::from(serde_json::to_string(self).unwrap_or_default()),
-            OsString::from("--"),
-            program.clone(),
-        ];
-        argv.extend(args.iter().cloned());
-        argv
+        argv_of(&self.to_json(), program, args)
     }
+
+    /// The spec as the helper and the resident read it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// The helper's argument vector for the spec already in JSON (`json`).
+pub fn argv_of(json: &str, program: &OsString, args: &[OsString]) -> Vec<OsString> {
+    let mut argv = vec![
+        OsString::from(HELPER_ARG),
+        OsString::from(json),
+        OsString::from("--"),
+        program.clone(),
+    ];
+    argv.extend(args.iter().cloned());
+    argv
 }
 
 /// One program for the resident sandbox to start: its argument vector

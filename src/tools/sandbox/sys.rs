@@ -12,6 +12,7 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::libc;
 
@@ -39,14 +40,33 @@ pub fn ids() -> (libc::uid_t, libc::gid_t) {
     unsafe { (libc::geteuid(), libc::getegid()) }
 }
 
-/// `fork(2)`, refused unless this process has a single thread (the
-/// helper's processes never start one): then the child may run any code.
+/// Set once a helper process found it has a single thread
+/// ([`enter_single_threaded`]); a fork's child inherits it.
+static SINGLE_THREADED: AtomicBool = AtomicBool::new(false);
+
+/// Called once, at the entry of a helper process (the per-program
+/// helper, the probe, the resident sandbox): checks from
+/// `/proc/self/stat` that the process has a single thread, and allows
+/// [`fork`] from then on. The helpers never start a thread, and neither
+/// do the children they fork, so the answer holds for the process and
+/// its forks without reading the file again for every fork.
+pub fn enter_single_threaded() -> bool {
+    let single = threads() == Some(1);
+    SINGLE_THREADED.store(single, Ordering::Relaxed);
+    single
+}
+
+/// `fork(2)`, refused unless this process is a helper that found itself
+/// single-threaded at its entry ([`enter_single_threaded`]): then the
+/// child may run any code. ybs's own, multi-threaded process never
+/// passes that check, so it cannot fork here.
 pub fn fork() -> io::Result<ForkResult> {
-    if threads() != Some(1) {
+    if !SINGLE_THREADED.load(Ordering::Relaxed) {
         return Err(io::Error::other("fork refused: more than one thread"));
     }
-    // SAFETY: single-threaded, checked above: no lock or allocator state
-    // of another thread is copied half-way.
+    // SAFETY: single-threaded, checked at the helper's entry (the helper
+    // starts no thread): no lock or allocator state of another thread is
+    // copied half-way.
     unsafe { nix::unistd::fork() }.map_err(io::Error::from)
 }
 
@@ -65,6 +85,51 @@ pub fn wait_raw(pid: libc::pid_t) -> io::Result<(libc::pid_t, libc::c_int)> {
             return Err(error);
         }
     }
+}
+
+/// `waitpid(-1, WNOHANG)` (retried on `EINTR`): a child that ended and
+/// its raw wait status, `None` when none has ended yet, an error
+/// (`ECHILD`) when there is no child left.
+pub fn wait_any_now() -> io::Result<Option<(libc::pid_t, libc::c_int)>> {
+    loop {
+        let mut status = 0;
+        // SAFETY: a valid pointer to a local status word.
+        let waited = unsafe { libc::waitpid(-1, &raw mut status, libc::WNOHANG) };
+        if waited > 0 {
+            return Ok(Some((waited, status)));
+        }
+        if waited == 0 {
+            return Ok(None);
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// `setns(2)`: joins the namespace `fd` refers to (`nstype` one
+/// `CLONE_NEW*` flag).
+pub fn setns(fd: BorrowedFd<'_>, nstype: libc::c_int) -> io::Result<()> {
+    // SAFETY: a plain system call on a borrowed, open descriptor.
+    check(unsafe { libc::setns(fd.as_raw_fd(), nstype) }).map(drop)
+}
+
+#[cfg(target_os = "linux")]
+/// `SIGCHLD` blocked and delivered on a descriptor instead (readable
+/// once a child ended), close-on-exec. The mask is inherited by children
+/// forked after: call it once the last child is forked.
+pub fn child_signals() -> io::Result<OwnedFd> {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGCHLD);
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)?;
+    let fd = nix::sys::signalfd::SignalFd::with_flags(
+        &set,
+        nix::sys::signalfd::SfdFlags::SFD_CLOEXEC | nix::sys::signalfd::SfdFlags::SFD_NONBLOCK,
+    )?;
+    Ok(OwnedFd::from(fd))
 }
 
 #[cfg(target_os = "linux")]

@@ -169,3 +169,16 @@ fn a_request_travels_whole_and_nothing_malformed_is_read() {
     };
     assert_eq!(spec::Request::decode(&empty.encode()), None);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_process_with_threads_is_never_allowed_to_fork() {
+    // A second thread, whatever the test harness runs on.
+    let (stop, wait) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || wait.recv());
+    assert!(!super::sys::enter_single_threaded());
+    let refused = super::sys::fork();
+    drop(stop);
+    let _ = thread.join();
+    assert!(refused.is_err());
+}

@@ -11,21 +11,25 @@
 //! 2. A request is one datagram carrying six descriptors: a memory file
 //!    holding the [`Request`], the program's stdin, stdout and stderr, the
 //!    write end of a *status* pipe and the read end of a *control* pipe.
-//!    The resident forks a *watcher* per request and forgets it (children
-//!    are reaped by the kernel).
-//! 3. The watcher enters a new PID namespace and a new mount namespace
-//!    (a copy of the view) and forks the program's PID 1, which mounts a
-//!    `/proc` of that namespace only and forks the program. The program
-//!    gets a session of its own, the Landlock ruleset and seccomp program
-//!    prepared once by the resident (each program its own Landlock
-//!    domain), no capability, `no_new_privs`, the process limit, and is
-//!    exec'd in its working directory with its environment.
-//! 4. PID 1 reaps every process until the program ends, then reports its
-//!    wait status and exits: the kernel kills whatever the program left
-//!    in its namespace, as with the per-program helper. The watcher writes
-//!    that status to the status pipe. A byte on the control pipe, or its
-//!    end (ybs dropped the program), makes the watcher kill the program's
-//!    PID 1, and with it the whole namespace.
+//!    The resident makes a new PID namespace for its next child
+//!    (`unshare(CLONE_NEWPID)`), forks the program's PID 1 into it, goes
+//!    back to the task's PID namespace (`setns`) and forgets the child
+//!    (it is reaped by the kernel).
+//! 3. The program's PID 1 enters a new mount namespace (a copy of the
+//!    view), mounts a `/proc` of its PID namespace only and forks the
+//!    program. The program gets a session of its own, the Landlock
+//!    ruleset and seccomp program prepared once by the resident (each
+//!    program its own Landlock domain), no capability, `no_new_privs`,
+//!    the process limit, and is exec'd in its working directory with its
+//!    environment.
+//! 4. PID 1 reaps every process until the program ends, kills and reaps
+//!    whatever the program left in its namespace, and only then writes
+//!    the program's wait status to the status pipe and exits: when ybs
+//!    hears of the end, nothing of the program runs any more. A byte on
+//!    the control pipe, or its end (ybs dropped the program), makes PID 1
+//!    kill and reap the whole namespace the same way and exit without a
+//!    status (ybs reads a kill). PID 1 dies with the resident
+//!    (`PR_SET_PDEATHSIG`), and the kernel then kills its namespace.
 
 use std::ffi::OsString;
 use std::io::{IoSlice, Read, Write};
@@ -120,6 +124,11 @@ struct Prepared {
 /// Step 1 and 2 in PID 1 of the task's namespaces.
 fn resident(spec: &HelperSpec, alive: &OwnedFd) -> Result<()> {
     tie_to_parent(alive)?;
+    // The task's PID namespace, which the resident goes back to after
+    // making each program's own (below).
+    let task_pids = std::fs::File::open("/proc/self/ns/pid")
+        .map(OwnedFd::from)
+        .map_err(failed("the task's PID namespace"))?;
     build_view(spec)?;
     let prepared = Prepared {
         ruleset: filter::landlock_ruleset(&landlock_roots(spec, true))?,
@@ -128,7 +137,7 @@ fn resident(spec: &HelperSpec, alive: &OwnedFd) -> Result<()> {
             unix_sockets: spec.unix_sockets,
         })?,
     };
-    // The watchers are reaped by the kernel.
+    // The programs' PID 1s are reaped by the kernel.
     sys::reap_children_automatically(true);
     answer("ok");
     loop {
@@ -142,35 +151,60 @@ fn resident(spec: &HelperSpec, alive: &OwnedFd) -> Result<()> {
         let Ok(fds) = <[OwnedFd; FDS]>::try_from(fds) else {
             continue;
         };
-        match sys::fork().map_err(failed("fork"))? {
-            sys::ForkResult::Child => std::process::exit(watch(spec, &prepared, fds)),
-            sys::ForkResult::Parent { .. } => drop(fds),
+        // The next child is PID 1 of a PID namespace of its own.
+        if let Err(error) = sys::unshare(libc::CLONE_NEWPID) {
+            refuse(&fds, &failed("unshare (PID namespace)")(error));
+            continue;
+        }
+        let forked = sys::fork();
+        if let Ok(sys::ForkResult::Child) = forked {
+            drop(task_pids);
+            std::process::exit(pid_one(spec, &prepared, fds));
+        }
+        // Back in the task's namespace for the children after: a new one
+        // can only be made from there.
+        sys::setns(task_pids.as_fd(), libc::CLONE_NEWPID)
+            .map_err(failed("setns (the task's PID namespace)"))?;
+        match forked {
+            Ok(_) => drop(fds),
+            Err(error) => refuse(&fds, &failed("fork")(error)),
         }
     }
 }
 
-/// Step 3 and 4 in the watcher: the status word to end the program's
-/// status pipe with.
-fn watch(spec: &HelperSpec, prepared: &Prepared, fds: [OwnedFd; FDS]) -> i32 {
+/// A request that could not be started: the reason on its stderr, and
+/// the helper's setup failure as its wait status.
+fn refuse(fds: &[OwnedFd; FDS], error: &SetupError) {
+    let _ = nix::unistd::write(&fds[3], format!("ybs sandbox: {error}\n").as_bytes());
+    let _ = nix::unistd::write(&fds[4], &(SETUP_FAILED << 8).to_ne_bytes());
+}
+
+/// Step 3 and 4 in the program's PID 1: the exit code of that process
+/// (which nobody reads: the status goes on the status pipe).
+fn pid_one(spec: &HelperSpec, prepared: &Prepared, fds: [OwnedFd; FDS]) -> i32 {
     let [request, stdin, stdout, stderr, status, control] = fds;
+    // Its children are its to reap.
     sys::reap_children_automatically(false);
     // The socket (descriptor 0) is replaced by the program's stdin, so
-    // no watcher nor program holds it.
+    // neither this process nor the program holds it.
     for (fd, standard) in [(&stdin, 0), (&stdout, 1), (&stderr, 2)] {
         if sys::dup_onto_standard(fd.as_fd(), standard).is_err() {
+            let _ = nix::unistd::write(&status, &(SETUP_FAILED << 8).to_ne_bytes());
             return SETUP_FAILED;
         }
     }
     drop((stdin, stdout, stderr));
-    let raw = match start(spec, prepared, request, &control) {
-        Ok(raw) => raw,
+    let word = match start(spec, prepared, request, &control) {
+        Ok(Some(raw)) => raw,
+        // Killed: the status pipe ends without a word.
+        Ok(None) => return 0,
         Err(error) => {
             say(&format!("ybs sandbox: {error}"));
             SETUP_FAILED << 8
         }
     };
     let mut file = std::fs::File::from(status);
-    let _ = file.write_all(&raw.to_ne_bytes());
+    let _ = file.write_all(&word.to_ne_bytes());
     0
 }
 
@@ -183,107 +217,79 @@ fn read_request(request: OwnedFd) -> Result<Request> {
     Request::decode(&bytes).ok_or(SetupError::Protocol("a malformed request"))
 }
 
-/// The program's own namespaces and PID 1; waits for the program's wait
-/// status, or kills it all on a word from ybs.
+/// In the program's PID 1: a mount namespace and a `/proc` of its own,
+/// the program started, every process reaped until it ends. Then (or on
+/// a word from ybs, or the end of the control pipe) every process left
+/// in the namespace is killed and reaped. The program's wait status, or
+/// `None` when it was killed on ybs's word.
 fn start(
     spec: &HelperSpec,
     prepared: &Prepared,
     request: OwnedFd,
     control: &OwnedFd,
-) -> Result<i32> {
+) -> Result<Option<i32>> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .map_err(failed_nix("PR_SET_PDEATHSIG"))?;
     let request = read_request(request)?;
-    sys::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWNS)
-        .map_err(failed("unshare (PID, mount namespaces)"))?;
-    let (report_read, report_write) = pipe()?;
-    let pid_one = match sys::fork().map_err(failed("fork"))? {
-        sys::ForkResult::Child => {
-            drop(report_read);
-            let code = match program_pid_one(spec, prepared, &request, report_write) {
-                Ok(()) => 0,
-                Err(error) => {
-                    say(&format!("ybs sandbox: {error}"));
-                    SETUP_FAILED
-                }
-            };
-            std::process::exit(code)
-        }
-        sys::ForkResult::Parent { child } => child,
-    };
-    drop(report_write);
-    let reported = wait_for_report(&report_read, control, pid_one)?;
-    let (_, status) = sys::wait_raw(pid_one.as_raw()).map_err(failed("waitpid"))?;
-    Ok(reported.unwrap_or(if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status) << 8
-    } else {
-        libc::WTERMSIG(status)
-    }))
-}
-
-/// Waits until the program's PID 1 reports the program's wait status
-/// (`Some`) or ends without one (`None`); a byte on `control`, or its
-/// end, kills that PID 1 meanwhile.
-fn wait_for_report(
-    report: &OwnedFd,
-    control: &OwnedFd,
-    pid_one: nix::unistd::Pid,
-) -> Result<Option<i32>> {
-    let mut fds = [
-        libc::pollfd {
-            fd: report.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: control.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    loop {
-        sys::poll(&mut fds, -1).map_err(failed("poll"))?;
-        if fds[1].revents != 0 {
-            // Killed on request (a byte) or because ybs let go (the end).
-            let _ = nix::sys::signal::kill(pid_one, nix::sys::signal::Signal::SIGKILL);
-            fds[1].fd = -1;
-        }
-        if fds[0].revents != 0 {
-            let mut word = [0u8; 4];
-            return Ok(matches!(nix::unistd::read(report, &mut word), Ok(4))
-                .then(|| i32::from_ne_bytes(word)));
-        }
-    }
-}
-
-/// PID 1 of the program's namespace: a `/proc` of its own, the program
-/// started and every process reaped until it ends; its wait status is
-/// written to `report`.
-fn program_pid_one(
-    spec: &HelperSpec,
-    prepared: &Prepared,
-    request: &Request,
-    report: OwnedFd,
-) -> Result<()> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(failed_nix("PR_SET_PDEATHSIG"))?;
+    sys::unshare(libc::CLONE_NEWNS).map_err(failed("unshare (mount namespace)"))?;
     super::mounts::private_proc()?;
     let program = match sys::fork().map_err(failed("fork"))? {
         sys::ForkResult::Child => {
-            drop(report);
-            let Err(error) = exec_confined(spec, prepared, request);
+            let Err(error) = exec_confined(spec, prepared, &request);
             say(&format!("ybs sandbox: {error}"));
             std::process::exit(SETUP_FAILED)
         }
         sys::ForkResult::Parent { child } => child.as_raw(),
     };
-    loop {
-        let (pid, raw) = sys::wait_raw(-1).map_err(failed("waitpid"))?;
-        if pid == program {
-            let mut file = std::fs::File::from(report);
-            let _ = file.write_all(&raw.to_ne_bytes());
-            return Ok(());
+    let ended = match sys::child_signals() {
+        Ok(signals) => wait_for(program, &signals, control),
+        Err(error) => {
+            // Not expected; the program runs all the same, and is killed
+            // with this process.
+            let _ = sys::wait_raw(program);
+            Err(failed("signalfd")(error))
         }
+    };
+    // Whatever the program left behind goes before its status is told:
+    // when ybs hears of the end, nothing of it runs any more.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(-1),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    while sys::wait_raw(-1).is_ok() {}
+    ended
+}
+
+/// Reaps every child until `program` ends (its wait status) or a byte
+/// arrives on `control`, or its end (`None`).
+fn wait_for(program: libc::pid_t, signals: &OwnedFd, control: &OwnedFd) -> Result<Option<i32>> {
+    let mut fds = [
+        libc::pollfd {
+            fd: control.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: signals.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // Children that ended before the signal descriptor existed, or
+        // since it was last read.
+        while let Some((pid, raw)) = sys::wait_any_now().map_err(failed("waitpid"))? {
+            if pid == program {
+                return Ok(Some(raw));
+            }
+        }
+        sys::poll(&mut fds, -1).map_err(failed("poll"))?;
+        if fds[0].revents != 0 {
+            // Killed on request (a byte) or because ybs let go (the end).
+            return Ok(None);
+        }
+        let mut drain = [0u8; 512];
+        while matches!(nix::unistd::read(signals, &mut drain), Ok(read) if read > 0) {}
     }
 }
 
