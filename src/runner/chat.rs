@@ -65,7 +65,7 @@ impl Chat {
         };
         let mut cassettes = Cassettes::default();
         let prepared = prepare(context, &mut cassettes, &task)?;
-        let tools = session.runtime.block_on(task_tools(context, &prepared));
+        let tools = session.runtime()?.block_on(task_tools(context, &prepared));
         Ok(Self {
             session,
             cassettes,
@@ -115,6 +115,11 @@ impl Chat {
 
     /// Runs the agent on the conversation until it answers or stops.
     fn turn(&mut self, console: &mut dyn Console) {
+        // Started when the chat did: this only says so, should it not be.
+        let runtime = match self.session.runtime() {
+            Ok(runtime) => runtime,
+            Err(error) => return console.error(&format!("ybs: stopped: {error}")),
+        };
         let prepared = &self.prepared;
         let registry = &self.tools.registry;
         let system_prompt = prompt::system_prompt(
@@ -128,7 +133,7 @@ impl Chat {
         let mut agent = Agent::resume(setup, std::mem::take(&mut self.messages));
         let stop = {
             let mut emitter = Emitter::new("chat", console);
-            self.session.runtime.block_on(agent.run(&mut emitter))
+            runtime.block_on(agent.run(&mut emitter))
         };
         self.messages = agent.into_messages();
         match stop {

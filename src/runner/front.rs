@@ -45,7 +45,7 @@ pub fn run(
             })
             .collect::<Vec<_>>(),
     );
-    let report = session.execute(prepared, None, &outputs, console);
+    let report = session.execute(prepared, None, &outputs, console)?;
     let lines = super::matrix::model_lines(&report.results, &context.copies);
     for line in lines.into_iter().chain(super::matrix::console_lines(
         &report.results,

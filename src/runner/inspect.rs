@@ -1,15 +1,19 @@
-//! The commands that look without running: `ybs validate` (every error of
-//! the task files, the config and the policies, with no model and no side
-//! effects) and `ybs policy explain` (the verdict for one call and the rule
-//! that made it). See docs/cli.md and docs/policy.md.
+//! The commands that look without running, on a [`Session`] whose
+//! runtime never starts: `ybs validate` (every error of the task files,
+//! the config and the policies, with no model and no side effects) and
+//! `ybs policy explain` (the verdict for one call and the rule that made
+//! it). See docs/cli.md and docs/policy.md.
 
 use std::path::{Path, PathBuf};
 
+use super::options::{Entry, Loaded, RunFlags, RunOptions};
 use super::prepare::build_policy;
+use super::session::{Session, Threads};
 use super::{
-    Loaded, PolicyInputs, PrepareError, RunError, check_workdir_root, protected_files, task_policy,
+    PolicyInputs, PrepareError, RunError, check_workdir_root, protected_files, task_policy,
 };
 use crate::policy::{self, PolicySpec};
+use crate::report::Console;
 use crate::task::TaskSpec;
 
 /// What `ybs validate` found valid.
@@ -33,152 +37,188 @@ impl std::fmt::Display for Validated {
     }
 }
 
-/// Which tasks `ybs validate` checks as `ybs run` would run them.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Selection<'a> {
-    /// `--filter`: only the tasks it selects (empty: every task).
-    pub filter: &'a [String],
-    /// `--cassette`.
-    pub cassette: Option<&'a Path>,
+/// Opens the session of `ybs validate` or `ybs policy explain`: `flags`
+/// carry `--policy`, and for validate `--filter` and `--cassette`. Its
+/// runtime is never started, and nothing is written.
+pub fn open(
+    loaded: Loaded,
+    flags: RunFlags,
+    console: &mut dyn Console,
+) -> Result<Session, RunError> {
+    let options = RunOptions::resolve(flags, &loaded.config, &|_| None);
+    Session::open(loaded, options, Entry::default(), Threads::Current, console)
 }
 
-/// Checks the workdir, the policy and the model of every task `selection`
-/// selects (the files themselves were checked by [`super::load`]); every
-/// problem is in the error.
-pub fn validate(
-    loaded: &Loaded,
-    policy_file: Option<&Path>,
-    selection: &Selection<'_>,
-) -> Result<Validated, RunError> {
-    let home = loaded.home.clone();
-    let mut errors: Vec<PrepareError> = Vec::new();
-    let selected = super::select(&loaded.files, selection.filter)?;
-    let tasks = selected.len();
-    for file in &loaded.files {
-        for task in file.tasks.iter().filter(|task| selected.contains(task)) {
-            // What `ybs run` refuses when it prepares the task.
-            if let Some((message, hint)) =
-                super::adhoc::missing_model(&loaded.config, &loaded.cwd, task, selection.cassette)
-            {
-                errors.push(PrepareError {
-                    file: file.path.clone(),
-                    span: None,
-                    task: task.id.clone(),
-                    message,
-                    hint: Some(hint),
-                });
+impl Session {
+    /// `ybs validate`: checks the workdir, the policy and the model of
+    /// every task `--filter` selects (the files themselves were checked by
+    /// [`super::load`]); every problem is in the error.
+    pub fn validate(&self) -> Result<Validated, RunError> {
+        let mut errors: Vec<PrepareError> = Vec::new();
+        let selected = super::select(&self.files, &self.options.flags.filter)?;
+        for file in &self.files {
+            for task in file.tasks.iter().filter(|task| selected.contains(task)) {
+                self.validate_task(&file.path, task, &mut errors);
             }
-            let workdir = workdir(loaded, Some(task));
-            // A workdir that does not exist yet is found by `ybs run`; one
-            // outside the task file's repository is an error here too.
-            if let Ok(canonical) = workdir.canonicalize()
-                && let Err(error) = check_workdir_root(
-                    &loaded.config,
-                    &loaded.cwd,
-                    home.as_deref(),
-                    task,
-                    &canonical,
-                )
-            {
-                errors.push(error);
-                continue;
-            }
-            match policy_of(loaded, Some(task), policy_file, &workdir, build_policy) {
-                Err(error) => errors.push(PrepareError {
-                    file: file.path.clone(),
-                    span: None,
-                    task: task.id.clone(),
-                    message: error.to_string(),
-                    hint: error.hint_text().map(str::to_owned),
-                }),
-                // Each failing example on its own line, at the place it is
-                // written (the task file, else the `--policy` file).
-                Ok(policy) => {
-                    for failure in policy.check_examples(policy.examples()) {
-                        let (file, span) =
-                            example_place(&loaded.cwd, &file.path, policy_file, &failure.call);
-                        errors.push(PrepareError {
-                            file,
-                            span,
-                            task: task.id.clone(),
-                            message: format!("policy example fails: {failure}"),
-                            hint: Some(super::prepare::EXAMPLES_HINT.to_owned()),
-                        });
-                    }
+        }
+        if !errors.is_empty() {
+            return Err(RunError::Prepare(errors));
+        }
+        Ok(Validated {
+            files: self.files.len(),
+            tasks: selected.len(),
+        })
+    }
+
+    /// Every problem of `task`, of the file at `path`, into `errors`.
+    fn validate_task(&self, path: &Path, task: &TaskSpec, errors: &mut Vec<PrepareError>) {
+        let (context, flags) = (&self.context, &self.options.flags);
+        let policy_file = flags.policy_file.as_deref();
+        // What `ybs run` refuses when it prepares the task.
+        if let Some((message, hint)) = super::adhoc::missing_model(
+            &context.config,
+            &context.cwd,
+            task,
+            flags.cassette.as_deref(),
+        ) {
+            errors.push(PrepareError {
+                file: path.to_owned(),
+                span: None,
+                task: task.id.clone(),
+                message,
+                hint: Some(hint),
+            });
+        }
+        let workdir = self.workdir(Some(task));
+        // A workdir that does not exist yet is found by `ybs run`; one
+        // outside the task file's repository is an error here too.
+        if let Ok(canonical) = workdir.canonicalize()
+            && let Err(error) = check_workdir_root(
+                &context.config,
+                &context.cwd,
+                context.home.as_deref(),
+                task,
+                &canonical,
+            )
+        {
+            errors.push(error);
+            return;
+        }
+        match self.policy_of(Some(task), &workdir, build_policy) {
+            Err(error) => errors.push(PrepareError {
+                file: path.to_owned(),
+                span: None,
+                task: task.id.clone(),
+                message: error.to_string(),
+                hint: error.hint_text().map(str::to_owned),
+            }),
+            // Each failing example on its own line, at the place it is
+            // written (the task file, else the `--policy` file).
+            Ok(policy) => {
+                for failure in policy.check_examples(policy.examples()) {
+                    let (file, span) =
+                        example_place(&context.cwd, path, policy_file, &failure.call);
+                    errors.push(PrepareError {
+                        file,
+                        span,
+                        task: task.id.clone(),
+                        message: format!("policy example fails: {failure}"),
+                        hint: Some(super::prepare::EXAMPLES_HINT.to_owned()),
+                    });
                 }
             }
         }
     }
-    if !errors.is_empty() {
-        return Err(RunError::Prepare(errors));
-    }
-    Ok(Validated {
-        files: loaded.files.len(),
-        tasks,
-    })
-}
 
-/// `ybs policy explain`: the explanation of each call under the policy
-/// of `task_id` (or of the only task loaded, or of the operator's policy
-/// alone when no task file was given); with `json`, one JSON object a
-/// line (docs/policy.md).
-pub fn explain(
-    loaded: &Loaded,
-    task_id: Option<&str>,
-    policy_file: Option<&Path>,
-    calls: &[String],
-    json: bool,
-) -> Result<String, RunError> {
-    let tasks: Vec<&TaskSpec> = loaded.files.iter().flat_map(|f| f.tasks.iter()).collect();
-    let task = match (task_id, tasks.as_slice()) {
-        (None, []) => None,
-        (None, [only]) => Some(*only),
-        (None, _) => {
-            return Err(RunError::usage(
-                "the task file holds several tasks",
-                Some("name one: --task FILE#TASK-ID"),
-            ));
-        }
-        (Some(id), tasks) => match tasks.iter().find(|t| t.id == id) {
-            Some(task) => Some(*task),
-            None => {
-                let known: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    /// `ybs policy explain`: the explanation of each call under the
+    /// policy of `task_id` (or of the only task loaded, or of the
+    /// operator's policy alone when no task file was given); with `json`,
+    /// one JSON object a line (docs/policy.md).
+    pub fn explain(
+        &self,
+        task_id: Option<&str>,
+        calls: &[String],
+        json: bool,
+    ) -> Result<String, RunError> {
+        let tasks: Vec<&TaskSpec> = self.files.iter().flat_map(|f| f.tasks.iter()).collect();
+        let task = match (task_id, tasks.as_slice()) {
+            (None, []) => None,
+            (None, [only]) => Some(*only),
+            (None, _) => {
                 return Err(RunError::usage(
-                    format!("no task `{id}` in the file"),
-                    Some(&format!("tasks: {}", known.join(", "))),
+                    "the task file holds several tasks",
+                    Some("name one: --task FILE#TASK-ID"),
                 ));
             }
-        },
-    };
-    let workdir = workdir(loaded, task);
-    let policy = policy_of(loaded, task, policy_file, &workdir, task_policy)
-        .map_err(|error| RunError::usage(error.to_string(), error.hint_text()))?;
-    let mut out = Vec::with_capacity(calls.len());
-    for call in calls {
-        match policy::explain(&policy, call) {
-            Ok(explanation) if json => out.push(
-                serde_json::to_string(&explanation)
-                    .map_err(|error| RunError::usage(error.to_string(), None))?,
-            ),
-            Ok(explanation) => out.push(explanation.to_string().trim_end().to_owned()),
-            Err(error) => {
-                return Err(RunError::usage(
-                    error.to_string(),
-                    Some(
-                        "write the call as tool(argument), e.g. 'run_shell(cargo test)' or 'edit_file(src/lib.rs)'",
-                    ),
-                ));
+            (Some(id), tasks) => match tasks.iter().find(|t| t.id == id) {
+                Some(task) => Some(*task),
+                None => {
+                    let known: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+                    return Err(RunError::usage(
+                        format!("no task `{id}` in the file"),
+                        Some(&format!("tasks: {}", known.join(", "))),
+                    ));
+                }
+            },
+        };
+        let workdir = self.workdir(task);
+        let policy = self
+            .policy_of(task, &workdir, task_policy)
+            .map_err(|error| RunError::usage(error.to_string(), error.hint_text()))?;
+        let mut out = Vec::with_capacity(calls.len());
+        for call in calls {
+            match policy::explain(&policy, call) {
+                Ok(explanation) if json => out.push(
+                    serde_json::to_string(&explanation)
+                        .map_err(|error| RunError::usage(error.to_string(), None))?,
+                ),
+                Ok(explanation) => out.push(explanation.to_string().trim_end().to_owned()),
+                Err(error) => {
+                    return Err(RunError::usage(
+                        error.to_string(),
+                        Some(
+                            "write the call as tool(argument), e.g. 'run_shell(cargo test)' or 'edit_file(src/lib.rs)'",
+                        ),
+                    ));
+                }
             }
         }
+        Ok(out.join("\n"))
     }
-    Ok(out.join("\n"))
-}
 
-fn workdir(loaded: &Loaded, task: Option<&TaskSpec>) -> PathBuf {
-    loaded.cwd.join(
-        task.and_then(|t| t.workdir.as_deref())
-            .unwrap_or(Path::new(".")),
-    )
+    /// The directory `task` names, as given (the current one without a task).
+    fn workdir(&self, task: Option<&TaskSpec>) -> PathBuf {
+        self.context.cwd.join(
+            task.and_then(|t| t.workdir.as_deref())
+                .unwrap_or(Path::new(".")),
+        )
+    }
+
+    /// `build` given the policy inputs of `task` as `ybs run` would
+    /// gather them (the operator's policy alone without a task):
+    /// `task_policy` builds the policy as a run would, `build_policy`
+    /// without checking its examples.
+    fn policy_of<T>(
+        &self,
+        task: Option<&TaskSpec>,
+        workdir: &Path,
+        build: impl FnOnce(&PolicyInputs<'_>) -> T,
+    ) -> T {
+        let context = &self.context;
+        let policy_file = self.options.flags.policy_file.as_deref();
+        let empty: Vec<PolicySpec> = Vec::new();
+        build(&PolicyInputs {
+            config: &context.config,
+            home: context.home.as_deref(),
+            environ: &context.environ,
+            operator: context.operator_policy.as_ref(),
+            workdir,
+            protected: task.map_or_else(Vec::new, |t| {
+                protected_files(&context.cwd, &t.file, policy_file, &context.environ)
+            }),
+            layers: task.map_or(&empty, |t| &t.policy),
+        })
+    }
 }
 
 /// Where the example `call` is written: the first line of the task file
@@ -218,30 +258,4 @@ fn example_place(
         }
     }
     (task_file.to_owned(), None)
-}
-
-/// `build` given the policy inputs of `task` as `ybs run` would gather
-/// them (the operator's policy alone without a task): `task_policy`
-/// builds the policy as a run would, `build_policy` without checking
-/// its examples.
-fn policy_of<T>(
-    loaded: &Loaded,
-    task: Option<&TaskSpec>,
-    policy_file: Option<&Path>,
-    workdir: &Path,
-    build: impl FnOnce(&PolicyInputs<'_>) -> T,
-) -> T {
-    let home = loaded.home.clone();
-    let empty: Vec<PolicySpec> = Vec::new();
-    build(&PolicyInputs {
-        config: &loaded.config,
-        home: home.as_deref(),
-        environ: &loaded.environ,
-        operator: loaded.operator_policy.as_ref(),
-        workdir,
-        protected: task.map_or_else(Vec::new, |t| {
-            protected_files(&loaded.cwd, &t.file, policy_file, &loaded.environ)
-        }),
-        layers: task.map_or(&empty, |t| &t.policy),
-    })
 }

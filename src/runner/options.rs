@@ -315,12 +315,12 @@ pub struct ResumeEntry {
 
 /// Builds the run context, in one piece, from the loaded inputs, the
 /// resolved options and the door's entry; and the redactor holding every
-/// secret value.
+/// secret value; and gives back the task files as loaded.
 pub fn run_context(
     loaded: Loaded,
     options: &RunOptions,
     entry: Entry,
-) -> Result<(RunContext, Redactor), RunError> {
+) -> Result<(RunContext, Redactor, Vec<TaskFile>), RunError> {
     let Loaded {
         config,
         cwd,
@@ -398,7 +398,7 @@ pub fn run_context(
         config,
         cwd,
     };
-    Ok((context, redactor))
+    Ok((context, redactor, files))
 }
 
 /// Every secret value ybs holds: the variables scrubbed from children's

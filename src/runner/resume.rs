@@ -584,7 +584,7 @@ pub fn resume(
         resumed: &resumed,
         earlier,
     };
-    let report = session.execute(prepared, Some(resuming), &outputs, console);
+    let report = session.execute(prepared, Some(resuming), &outputs, console)?;
     let totals = resumed_totals(&report, (&context.cwd, &context.environ), &session.options);
     session.finish(console, &report, totals);
     Ok(report)

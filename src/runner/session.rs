@@ -1,8 +1,10 @@
 //! One session for every way into ybs's work: `ybs run`, `ybs resume`,
-//! `ybs chat` and `ybs tools` each open a [`Session`] from the loaded
-//! inputs and the resolved options. It owns the run context, the
-//! redactor (set on the console at once), the async runtime, the output
-//! layout, and the sandbox and policy of a command run outside any task.
+//! `ybs chat`, `ybs tools`, `ybs validate` and `ybs policy explain` each
+//! open a [`Session`] from the loaded inputs and the resolved options. It
+//! owns the run context, the task files as loaded, the redactor (set on
+//! the console at once), the async runtime (started at its first use: the
+//! commands that only look never start it), the output layout, and the
+//! sandbox and policy of a command run outside any task.
 //!
 //! And what every way into a run shares at its start and its end: the
 //! unconfined warning before anything runs, the OpenTelemetry export
@@ -12,7 +14,7 @@
 //! summary is written by the run's report sinks.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::options::{Entry, Loaded, RunOptions, run_context};
 use super::prepare::{PolicyInputs, SandboxPaths, child_env_for, task_policy, task_sandbox};
@@ -21,14 +23,14 @@ use crate::core::Redactor;
 use crate::core::event::SandboxInfo;
 use crate::policy::Policy;
 use crate::report::{self, Console, OutputLayout};
-use crate::task::TaskSpec;
+use crate::task::{TaskFile, TaskSpec};
 use crate::tools::ChildEnv;
 use crate::tools::sandbox::Sandbox;
 
 /// `ybs tools serve`'s worker threads at the most.
 pub const MAX_WORKERS: usize = 16;
 
-/// The threads of a session's async runtime.
+/// The threads of a session's async runtime, started at its first use.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub enum Threads {
     /// A run or a chat: two worker threads.
@@ -74,18 +76,25 @@ impl Threads {
 /// resolved options (docs/architecture.md).
 pub struct Session {
     pub context: RunContext,
+    /// The task files as loaded: what `ybs validate` and `ybs policy
+    /// explain` look at (a running door picks its tasks before it opens
+    /// the session).
+    pub files: Vec<TaskFile>,
     /// Masks every secret the session holds; the console has it too.
     pub redactor: Redactor,
     pub options: RunOptions,
     /// Where the outputs go.
     pub layout: OutputLayout,
-    pub runtime: tokio::runtime::Runtime,
+    threads: Threads,
+    /// Started by [`Self::runtime`], once.
+    runtime: OnceLock<tokio::runtime::Runtime>,
 }
 
 impl Session {
     /// Builds the run context from `loaded`, `options` and the door's
-    /// `entry` in one piece, masks the console with its redactor, and
-    /// starts the runtime `threads` asks for.
+    /// `entry` in one piece and masks the console with its redactor. The
+    /// runtime `threads` asks for starts at its first use: opening a
+    /// session starts no thread and writes nothing.
     pub fn open(
         loaded: Loaded,
         options: RunOptions,
@@ -93,16 +102,26 @@ impl Session {
         threads: Threads,
         console: &mut dyn Console,
     ) -> Result<Self, RunError> {
-        let (context, redactor) = run_context(loaded, &options, entry)?;
+        let (context, redactor, files) = run_context(loaded, &options, entry)?;
         console.set_redactor(redactor.clone());
-        let runtime = threads.runtime()?;
         Ok(Self {
             layout: options.layout(),
             context,
+            files,
             redactor,
             options,
-            runtime,
+            threads,
+            runtime: OnceLock::new(),
         })
+    }
+
+    /// The session's async runtime, started now if it was not yet.
+    pub fn runtime(&self) -> Result<&tokio::runtime::Runtime, RunError> {
+        if let Some(runtime) = self.runtime.get() {
+            return Ok(runtime);
+        }
+        let runtime = self.threads.runtime()?;
+        Ok(self.runtime.get_or_init(|| runtime))
     }
 
     /// The operator's `--policy FILE` deciding as a task's policy would,
@@ -149,16 +168,17 @@ impl Session {
         Ok((sandbox, info, env))
     }
 
-    /// Prepares `tasks`, lets the door `check` them, and opens the
-    /// outputs, held for the run: a symbolic link where outputs would go
-    /// is refused before anything runs (`hint` says what to do). On any
-    /// error the tasks' worktrees go.
+    /// Starts the runtime, prepares `tasks`, lets the door `check` them,
+    /// and opens the outputs, held for the run: a symbolic link where
+    /// outputs would go is refused before anything runs (`hint` says what
+    /// to do). On any error the tasks' worktrees go.
     pub fn prepare(
         &self,
         tasks: &[TaskSpec],
         check: impl FnOnce(&RunContext, &[PreparedTask]) -> Result<(), RunError>,
         hint: &str,
     ) -> Result<(Vec<PreparedTask>, report::OpenOutputs), RunError> {
+        self.runtime()?;
         let context = &self.context;
         let prepared = super::prepare_all(context, tasks).map_err(RunError::Prepare)?;
         let opened = check(context, &prepared).and_then(|()| {
@@ -176,15 +196,23 @@ impl Session {
     }
 
     /// Runs the prepared tasks (a resumed run's with `resuming`) through
-    /// the one [`super::execute`], into `outputs`.
+    /// the one [`super::execute`], into `outputs`. The runtime started
+    /// in [`Self::prepare`]; should it not start, the tasks' worktrees go.
     pub fn execute(
         &self,
         prepared: Vec<PreparedTask>,
         resuming: Option<pause::Resuming<'_>>,
         outputs: &report::OpenOutputs,
         console: &mut dyn Console,
-    ) -> RunReport {
-        self.runtime.block_on(super::execute(
+    ) -> Result<RunReport, RunError> {
+        let runtime = match self.runtime() {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                super::discard(&prepared);
+                return Err(error);
+            }
+        };
+        Ok(runtime.block_on(super::execute(
             &self.context,
             prepared,
             resuming,
@@ -192,7 +220,7 @@ impl Session {
             outputs,
             self.redactor.clone(),
             console,
-        ))
+        )))
     }
 
     /// [`finish`] with this session's outputs and `$GITHUB_OUTPUT`.

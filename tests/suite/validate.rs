@@ -377,3 +377,44 @@ fn policy_example_failures_name_their_place_and_survive_other_files_errors() {
     }
     assert!(run.stderr.contains("hint: fix the rules or the examples"));
 }
+
+/// Every path under `root`, sorted.
+fn tree(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut paths = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path.clone());
+            }
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    paths
+}
+
+/// `ybs validate` and `ybs policy explain` open the session a run opens,
+/// yet write nothing: no outputs, no step outputs, nothing in the home.
+#[test]
+fn validate_and_explain_write_nothing() {
+    let ybs = Ybs::new()
+        .env("GITHUB_OUTPUT", "github-output")
+        .env("GITHUB_STEP_SUMMARY", "step-summary");
+    ybs.file(
+        "t.yaml",
+        "prompt: hi\npolicy:\n  allow: [read_file]\n  examples: { allow: [read_file(a.txt)] }\n",
+    );
+    let before = (tree(ybs.path()), tree(ybs.home()));
+    let run = ybs.run(["validate", "t.yaml", "--provider", "ollama"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("ok: 1 file, 1 task valid"),
+        "{}",
+        run.stdout
+    );
+    ybs.run(["policy", "explain", "--task", "t.yaml", "read_file(a.txt)"])
+        .expect_code(0);
+    assert_eq!((tree(ybs.path()), tree(ybs.home())), before);
+}

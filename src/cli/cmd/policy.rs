@@ -8,10 +8,10 @@ use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
 use crate::report::Level;
-use crate::runner::inspect;
+use crate::runner::{RunFlags, inspect};
 
 pub fn explain(args: &ExplainArgs) -> u8 {
-    let printer = common::printer(Level::Normal, false);
+    let mut printer = common::printer(Level::Normal, false);
     let (task_file, task_id) = match args.task.as_deref().map(|spec| spec.split_once('#')) {
         Some(Some((file, id))) => (Some(PathBuf::from(file)), Some(id)),
         Some(None) => (args.task.as_ref().map(PathBuf::from), None),
@@ -46,7 +46,13 @@ pub fn explain(args: &ExplainArgs) -> u8 {
     } else {
         vec![args.call.clone()]
     };
-    match inspect::explain(&loaded, task_id, policy_file, &calls, args.json) {
+    let flags = RunFlags {
+        policy_file: policy_file.map(PathBuf::from),
+        ..RunFlags::default()
+    };
+    let explained = inspect::open(loaded, flags, &mut printer)
+        .and_then(|session| session.explain(task_id, &calls, args.json));
+    match explained {
         Ok(explanation) => {
             printer.result(&explanation);
             exit::OK

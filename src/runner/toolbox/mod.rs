@@ -160,8 +160,8 @@ impl Toolbox {
     }
 
     /// Every tool, with `names` enabled by the operator's naming them.
-    fn discover(&self, names: &[String]) -> Catalog {
-        self.session.runtime.block_on(self.discover_async(names))
+    fn discover(&self, names: &[String]) -> Result<Catalog, RunError> {
+        Ok(self.session.runtime()?.block_on(self.discover_async(names)))
     }
 
     /// [`Self::discover`], inside the runtime.
@@ -214,7 +214,7 @@ impl Toolbox {
 }
 
 fn list(session: &Toolbox, json: bool) -> Result<ToolsOutcome, ToolsError> {
-    let catalog = session.discover(&[]);
+    let catalog = session.discover(&[])?;
     let persisted = session
         .cache_dir()
         .map(|dir| load_metrics(&dir))
@@ -355,7 +355,7 @@ fn one_line(text: &str, max: usize) -> String {
 }
 
 fn schema(session: &Toolbox, name: &str) -> Result<ToolsOutcome, ToolsError> {
-    let catalog = session.discover(&[name.to_owned()]);
+    let catalog = session.discover(&[name.to_owned()])?;
     let entry = session.find(&catalog, name)?;
     match (&entry.schema, entry.status) {
         (Some(schema), Status::Ready | Status::Disabled) => {
@@ -411,7 +411,7 @@ fn invoke(session: &Toolbox, name: &str, input: &str) -> Result<ToolsOutcome, To
             );
         }
     };
-    let catalog = session.discover(&[name.to_owned()]);
+    let catalog = session.discover(&[name.to_owned()])?;
     let entry = session.find(&catalog, name)?;
     let metrics = Metrics::new();
     let Some(tool) = ExternalTool::new(entry, metrics.clone()) else {
@@ -454,7 +454,10 @@ fn invoke(session: &Toolbox, name: &str, input: &str) -> Result<ToolsOutcome, To
             return Err(RunError::usage(message.to_string(), None).into());
         }
     };
-    let invocation = session.session.runtime.block_on(tool.invoke(params, &ctx));
+    let invocation = session
+        .session
+        .runtime()?
+        .block_on(tool.invoke(params, &ctx));
     session
         .printer
         .result(&safe_json(&invocation.envelope, pretty));

@@ -261,7 +261,7 @@ fn serve_with(
         )
         .into());
     }
-    let code = session.session.runtime.block_on(async {
+    let code = session.session.runtime()?.block_on(async {
         let catalog = session.discover_async(&[]).await;
         refresh(&shared, &catalog, options.builtin);
         write_status(&shared);
@@ -475,10 +475,10 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofSignal<R> {
 
 /// Persists the metrics and removes the status file.
 fn finish(shared: &Shared, session: &Toolbox) {
-    session
-        .session
-        .runtime
-        .block_on(crate::tools::process::reap_escapees());
+    // Started before the server ran: nothing to reap otherwise.
+    if let Ok(runtime) = session.session.runtime() {
+        runtime.block_on(crate::tools::process::reap_escapees());
+    }
     if let Some(dir) = session.cache_dir() {
         let _ = crate::tools::external::cache::record_metrics(&dir, &shared.metrics.snapshot());
     }
