@@ -332,3 +332,41 @@ pub(crate) fn warn_unconfined(console: &dyn Console, prepared: &[PreparedTask]) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::{Entry, Loaded, RunOptions, Session, Threads};
+    use crate::config::Config;
+    use crate::core::Environ;
+    use crate::report::{Level, Printer};
+    use crate::runner::RunFlags;
+
+    #[test]
+    fn opening_starts_no_runtime_and_the_first_use_starts_the_one() {
+        let environ = Environ::from_pairs([]);
+        let mut console = Printer::new(Level::Quiet, false, &environ);
+        let loaded = Loaded {
+            config: Config::default(),
+            files: Vec::new(),
+            cwd: std::env::temp_dir(),
+            home: None,
+            operator_policy: None,
+            environ,
+            unsaved: HashMap::new(),
+        };
+        let options = RunOptions::resolve(RunFlags::default(), &loaded.config, &|_| None);
+        let session = Session::open(
+            loaded,
+            options,
+            Entry::default(),
+            Threads::Current,
+            &mut console,
+        )
+        .unwrap();
+        assert!(session.runtime.get().is_none(), "open started a runtime");
+        let first: *const tokio::runtime::Runtime = session.runtime().unwrap();
+        assert!(std::ptr::eq(first, session.runtime().unwrap()));
+    }
+}
