@@ -89,5 +89,5 @@ pub use salvage::SalvageOutcome;
 pub use saved::{SavedWork, saved_ref};
 pub use secrets::SecretFile;
 pub use status::{Change, Content, DirtyPath, Head, Snapshot, describe_dirty};
-pub use workspace::{Workspace, no_repository, submodule_paths};
+pub use workspace::{Found, Workspace, no_repository, submodule_paths};
 pub use worktree::{TaskWorktree, WORKTREES_DIR};
