@@ -231,7 +231,7 @@ impl Workspace {
         self.ready(&self.repo()?)
     }
 
-    fn ready(&self, repo: &Repository) -> Result<(), GitError> {
+    pub(crate) fn ready(&self, repo: &Repository) -> Result<(), GitError> {
         check_state(repo)?;
         let lock = self.index_lock();
         if lock.symlink_metadata().is_ok() {

@@ -4,6 +4,9 @@
 //! How the runner uses it, per task (every call is blocking libgit2 work:
 //! use `spawn_blocking` from async code):
 //!
+//! 0. The runner's set-up opens the repository once, [`Found::open`], and
+//!    asks that handle for the run lock, the workspace, the snapshot, the
+//!    ready-to-commit check and the submodules; later steps reopen it.
 //! 1. [`Workspace::open`] on the task's workdir. `None`: no repository;
 //!    nothing is committed and [`no_repository`] is the report. Then
 //!    [`Workspace::excluding`] with ybs's own output paths, which are never
@@ -89,5 +92,5 @@ pub use salvage::SalvageOutcome;
 pub use saved::{SavedWork, saved_ref};
 pub use secrets::SecretFile;
 pub use status::{Change, Content, DirtyPath, Head, Snapshot, describe_dirty};
-pub use workspace::{Workspace, no_repository, submodule_paths};
+pub use workspace::{Found, Workspace, no_repository, submodule_paths};
 pub use worktree::{TaskWorktree, WORKTREES_DIR};

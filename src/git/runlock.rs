@@ -32,7 +32,13 @@ pub fn lock_repository(workdir: &Path, exclusive: bool) -> Result<(), GitError> 
     let Ok(repo) = git2::Repository::discover(workdir) else {
         return Ok(());
     };
-    let path = repo.commondir().to_path_buf();
+    lock_git_dir(repo.commondir(), exclusive)
+}
+
+/// [`lock_repository`] of the repository whose common git directory is
+/// `common` (already found).
+pub(crate) fn lock_git_dir(common: &Path, exclusive: bool) -> Result<(), GitError> {
+    let path = common.to_path_buf();
     let mut held = HELD
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

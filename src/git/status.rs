@@ -160,10 +160,14 @@ impl Workspace {
     /// Records the repository's state at task start. Read-only: works with
     /// a locked index, writes nothing.
     pub fn snapshot(&self) -> Result<Snapshot, GitError> {
-        let repo = self.repo()?;
-        let head = read_head(&repo)?;
-        let dirty = dirty(self, &repo)?;
-        let ignore_rules = IgnoreRules::read(self, &repo, &dirty)?;
+        self.snapshot_of(&self.repo()?)
+    }
+
+    /// [`Workspace::snapshot`] with the repository already open.
+    pub(crate) fn snapshot_of(&self, repo: &Repository) -> Result<Snapshot, GitError> {
+        let head = read_head(repo)?;
+        let dirty = dirty(self, repo)?;
+        let ignore_rules = IgnoreRules::read(self, repo, &dirty)?;
         Ok(Snapshot {
             head: head.head,
             base: head.oid.map(|oid| oid.to_string()),

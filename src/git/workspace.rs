@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use git2::{ErrorCode, Repository, RepositoryOpenFlags};
 
-use super::GitError;
+use super::{GitError, Snapshot};
 use crate::core::event::GitOutcome;
 
 /// The git repository a task's workdir lives in.
@@ -41,26 +41,101 @@ pub struct Workspace {
 /// fsmonitor, hooks) a later `git status` of the superproject runs, so the
 /// sandbox keeps them read-only (docs/sandbox.md). Only reads the index.
 pub fn submodule_paths(workdir: &Path) -> Vec<PathBuf> {
-    let Ok(repo) = Repository::open_ext(
-        workdir,
-        RepositoryOpenFlags::empty(),
-        std::iter::empty::<&OsStr>(),
-    ) else {
-        return Vec::new();
-    };
-    let (Some(root), Ok(index)) = (repo.workdir(), repo.index()) else {
-        return Vec::new();
-    };
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
-    index
-        .iter()
-        .filter(|entry| entry.mode == 0o160_000)
-        .filter_map(|entry| {
-            std::str::from_utf8(&entry.path)
-                .ok()
-                .map(|path| root.join(path))
-        })
-        .collect()
+    Found::open(workdir).submodule_paths()
+}
+
+/// The repository around a task's workdir, opened once for the task's
+/// set-up: the run lock, the dirty check and the snapshot, the
+/// submodules the sandbox keeps read-only, a `--jobs` worktree. The
+/// handle is dropped once the task is set up; what runs later (the
+/// commit, salvage) opens the repository afresh.
+pub struct Found {
+    /// The workdir as given.
+    workdir: PathBuf,
+    /// The repository, or why none opened (`NotFound`: there is none).
+    repo: Result<Repository, git2::Error>,
+}
+
+impl Found {
+    /// Searches from `workdir` upwards (as `git` does, not across file
+    /// systems) and opens what it finds. Never fails: every use says
+    /// what a missing or unusable repository means for it.
+    pub fn open(workdir: &Path) -> Self {
+        let repo = Repository::open_ext(
+            workdir,
+            RepositoryOpenFlags::empty(),
+            std::iter::empty::<&OsStr>(),
+        );
+        Self {
+            workdir: workdir.to_owned(),
+            repo,
+        }
+    }
+
+    /// See [`submodule_paths`].
+    pub fn submodule_paths(&self) -> Vec<PathBuf> {
+        let Ok(repo) = &self.repo else {
+            return Vec::new();
+        };
+        let (Some(root), Ok(index)) = (repo.workdir(), repo.index()) else {
+            return Vec::new();
+        };
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
+        index
+            .iter()
+            .filter(|entry| entry.mode == 0o160_000)
+            .filter_map(|entry| {
+                std::str::from_utf8(&entry.path)
+                    .ok()
+                    .map(|path| root.join(path))
+            })
+            .collect()
+    }
+
+    /// Takes the run lock of this repository (see
+    /// [`super::lock_repository`]).
+    pub fn lock(&self, exclusive: bool) -> Result<(), GitError> {
+        match &self.repo {
+            Ok(repo) => super::runlock::lock_git_dir(repo.commondir(), exclusive),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// The workspace, as [`Workspace::open`] finds it.
+    pub fn workspace(&self) -> Result<Option<Workspace>, GitError> {
+        let workdir = self
+            .workdir
+            .canonicalize()
+            .map_err(GitError::io("cannot resolve the workdir", &self.workdir))?;
+        let repo = match &self.repo {
+            Ok(repo) => repo,
+            Err(error) => return Workspace::open_failed(workdir, error),
+        };
+        Workspace::of_repo(workdir, repo).map(Some)
+    }
+
+    /// The workspace [`Workspace::excluding`] `outputs` with its
+    /// snapshot, as [`Workspace::open`] then [`Workspace::snapshot`] take
+    /// them, from the handle already open.
+    pub fn snapshot(&self, outputs: &[PathBuf]) -> Result<Option<(Workspace, Snapshot)>, GitError> {
+        let Some(workspace) = self.workspace()? else {
+            return Ok(None);
+        };
+        let workspace = workspace.excluding(outputs);
+        let snapshot = match &self.repo {
+            Ok(repo) => workspace.snapshot_of(repo)?,
+            Err(_) => workspace.snapshot()?,
+        };
+        Ok(Some((workspace, snapshot)))
+    }
+
+    /// [`Workspace::ready_to_commit`] with the handle already open.
+    pub fn ready_to_commit(&self, workspace: &Workspace) -> Result<(), GitError> {
+        match &self.repo {
+            Ok(repo) => workspace.ready(repo),
+            Err(_) => workspace.ready_to_commit(),
+        }
+    }
 }
 
 impl Workspace {
@@ -73,23 +148,35 @@ impl Workspace {
         let workdir = workdir
             .canonicalize()
             .map_err(GitError::io("cannot resolve the workdir", workdir))?;
-        let repo = match Repository::open_ext(
+        match Repository::open_ext(
             &workdir,
             RepositoryOpenFlags::empty(),
             std::iter::empty::<&OsStr>(),
         ) {
-            Ok(repo) => repo,
-            Err(error) if error.code() == ErrorCode::NotFound => return Ok(None),
-            Err(error) if error.code() == ErrorCode::Owner => {
-                return Err(GitError::NotOwned { path: workdir });
-            }
-            Err(error) => {
-                return Err(GitError::git(format!(
-                    "cannot open the repository containing {}",
-                    workdir.display()
-                ))(error));
-            }
-        };
+            Ok(repo) => Self::of_repo(workdir, &repo).map(Some),
+            Err(error) => Self::open_failed(workdir, &error),
+        }
+    }
+
+    /// What a repository that did not open means: `Ok(None)` when there
+    /// is none.
+    fn open_failed(workdir: PathBuf, error: &git2::Error) -> Result<Option<Self>, GitError> {
+        match error.code() {
+            ErrorCode::NotFound => Ok(None),
+            ErrorCode::Owner => Err(GitError::NotOwned { path: workdir }),
+            _ => Err(GitError::git(format!(
+                "cannot open the repository containing {}",
+                workdir.display()
+            ))(git2::Error::new(
+                error.code(),
+                error.class(),
+                error.message(),
+            ))),
+        }
+    }
+
+    /// The workspace of `repo`, found from the canonical `workdir`.
+    fn of_repo(workdir: PathBuf, repo: &Repository) -> Result<Self, GitError> {
         let git_dir = repo.path().to_path_buf();
         let Some(root) = repo.workdir() else {
             return Err(GitError::Bare { workdir, git_dir });
@@ -111,14 +198,14 @@ impl Workspace {
         } else {
             format!("{prefix}/")
         };
-        Ok(Some(Self {
+        Ok(Self {
             root,
             workdir,
             prefix,
             git_dir,
             excluded: Vec::new(),
             isolated_config: false,
-        }))
+        })
     }
 
     /// Leaves `paths` (ybs's own outputs: the output directory, the JUnit

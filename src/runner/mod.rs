@@ -195,6 +195,17 @@ pub fn prepare_all(
         }
     }
     if errors.is_empty() {
+        // A task's start reads its repository afresh when other tasks of
+        // the run prepare or run before it: only the one task of a run
+        // keeps what its set-up read.
+        if prepared.len() > 1 {
+            for task in &prepared {
+                *task
+                    .start_git
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            }
+        }
         Ok(prepared)
     } else {
         discard(&prepared);

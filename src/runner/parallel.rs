@@ -51,6 +51,7 @@ pub(super) enum InPlace {
 pub(super) fn isolate_reader(
     run: &RunContext,
     task: &TaskSpec,
+    found: &crate::git::Found,
     workdir: &Path,
 ) -> Result<TaskWorktree, InPlace> {
     if run.no_commit {
@@ -60,7 +61,7 @@ pub(super) fn isolate_reader(
         return Err(InPlace::DryRun);
     }
     let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
-    let git = TaskGit::open(workdir, &outputs)?;
+    let git = TaskGit::found(found, workdir, &outputs)?;
     if git.parts().is_none() {
         return Err(InPlace::NoRepository);
     }
@@ -70,7 +71,7 @@ pub(super) fn isolate_reader(
     if git.dirty().is_some() {
         return Err(InPlace::Dirty);
     }
-    super::prepare::isolate(run, task, workdir)?.ok_or(InPlace::NoRepository)
+    super::prepare::isolate(run, task, found)?.ok_or(InPlace::NoRepository)
 }
 
 /// One line per group of tasks that cannot run at once because they

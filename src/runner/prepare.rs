@@ -18,7 +18,7 @@ use crate::core::Environ;
 use crate::core::event::SandboxInfo;
 use crate::core::exit::Failure;
 use crate::core::span::Span;
-use crate::git::{GitError, TaskWorktree, Workspace};
+use crate::git::{GitError, TaskWorktree};
 use crate::llm::cassette::{Cassette, CassetteError};
 use crate::llm::failing::Failing;
 use crate::llm::record::Recorder;
@@ -58,6 +58,11 @@ pub struct PreparedTask {
     /// `task.note`s for the start of the task (a provider or model the
     /// config put in place of the task file's).
     pub notes: Vec<String>,
+    /// The repository and its snapshot as the set-up read them, for the
+    /// task's start when nothing can have changed them since (a run of
+    /// one task: [`super::prepare_all`] drops them otherwise); taken by
+    /// the first start.
+    pub start_git: std::sync::Mutex<Option<TaskGit>>,
 }
 
 /// Why a task cannot run.
@@ -123,9 +128,17 @@ pub fn prepare(
     let commit_enabled =
         task.commit.enabled && !run.no_commit && !run.dry_run && run.config.git.auto_commit;
     let mut worktree = None;
+    // The repository around the workdir, opened once for the whole
+    // set-up (docs/performance.md): the lock, the dirty check and the
+    // snapshot, a worktree, the submodules the sandbox protects.
+    let found = crate::git::Found::open(&workdir);
+    let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
+    // The workspace and its snapshot, read once for `--allow-dirty`'s
+    // save, the dirty check and, kept, the task's start.
+    let mut start_git = None;
     if !run.dry_run {
         // docs/git.md: one committing run per repository at a time.
-        crate::git::lock_repository(&workdir, commit_enabled).map_err(|error| {
+        found.lock(commit_enabled).map_err(|error| {
             fail(
                 error.to_string(),
                 Some("wait for the other run to finish, or run the tasks in one `ybs run` (with --jobs each gets its own worktree)"),
@@ -133,10 +146,11 @@ pub fn prepare(
         })?;
     }
     if run.allow_dirty && !run.dry_run {
-        let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
         let author = run.config.git.author.as_ref().map(GitAuthor::signature);
-        super::workspace::save_users_work(&workdir, &outputs, &run.run_id, author.as_deref())
+        let git = TaskGit::found(&found, &workdir, &outputs);
+        super::workspace::save_users_work(git.as_ref(), &run.run_id, author.as_deref())
             .map_err(|(message, hint)| fail(message, Some(hint)))?;
+        start_git = git.ok();
     }
     let setup = |error: SetupError| fail(error.to_string(), error.hint_text());
     // `--jobs`: why the task runs in its workdir rather than a worktree
@@ -145,15 +159,17 @@ pub fn prepare(
     // starts from the same tree, and none commits on the user's branch.
     let mut in_place = None;
     if commit_enabled {
-        git_preflight(run, &workdir).map_err(setup)?;
+        let git =
+            git_preflight(run, &found, &workdir, &outputs, start_git.take()).map_err(setup)?;
+        start_git = Some(git);
         if run.jobs > 1 || run.copies.expanded {
-            worktree = isolate(run, task, &workdir).map_err(setup)?;
+            worktree = isolate(run, task, &found).map_err(setup)?;
             if worktree.is_none() {
                 in_place = Some("the workdir is not in a git repository".to_owned());
             }
         }
     } else if (run.jobs > 1 || run.copies.expanded) && !run.resuming {
-        match super::parallel::isolate_reader(run, task, &workdir) {
+        match super::parallel::isolate_reader(run, task, &found, &workdir) {
             Ok(made) => worktree = Some(made),
             Err(why) => in_place = Some(why.to_string()),
         }
@@ -170,12 +186,32 @@ pub fn prepare(
         }
         error
     };
+    // In a worktree of its own the task sees another checkout: its
+    // snapshot and submodules are read there. A resumed task carries the
+    // snapshot of its start.
+    let submodules = if worktree.is_none() {
+        Some(found.submodule_paths())
+    } else {
+        start_git = None;
+        None
+    };
+    if run.resuming {
+        start_git = None;
+    }
+    drop(found);
     if let Some(worktree) = &worktree {
         workdir.clone_from(&worktree.workdir);
     }
-    let mut prepared =
-        prepare_in(run, cassettes, task, settings, workdir, worktree.clone()).map_err(discard)?;
+    let mut prepared = prepare_in(
+        run,
+        cassettes,
+        task,
+        settings,
+        (workdir, worktree.clone(), submodules),
+    )
+    .map_err(discard)?;
     prepared.in_place = in_place;
+    prepared.start_git = std::sync::Mutex::new(start_git);
     Ok(prepared)
 }
 
@@ -183,13 +219,13 @@ pub fn prepare(
 pub(super) fn isolate(
     run: &RunContext,
     task: &TaskSpec,
-    workdir: &Path,
+    found: &crate::git::Found,
 ) -> Result<Option<TaskWorktree>, SetupError> {
     let git = |error: GitError| SetupError::Git {
         message: format!("git: {error}"),
         hint: "pass --no-commit to run without git",
     };
-    let workspace = Workspace::open(workdir).map_err(git)?;
+    let workspace = found.workspace().map_err(git)?;
     workspace
         .map(|workspace| workspace.add_worktree(&run.run_id, &task.id))
         .transpose()
@@ -202,8 +238,7 @@ fn prepare_in(
     cassettes: &mut Cassettes,
     task: &TaskSpec,
     settings: TaskSettings,
-    workdir: PathBuf,
-    worktree: Option<TaskWorktree>,
+    (workdir, worktree, submodules): (PathBuf, Option<TaskWorktree>, Option<Vec<PathBuf>>),
 ) -> Result<PreparedTask, PrepareError> {
     let fail = |message: String, hint: Option<&str>| PrepareError {
         file: task.file.clone(),
@@ -227,7 +262,12 @@ fn prepare_in(
         let copies: Vec<PathBuf> = protected.iter().filter_map(|p| worktree.map(p)).collect();
         protected.extend(copies);
     }
-    let guarded = guarded_paths(run, &workdir, &protected);
+    // Read once: the file tools guard them and the sandbox binds them.
+    let control = match submodules {
+        Some(submodules) => control_paths_with(&workdir, submodules),
+        None => control_paths(&workdir),
+    };
+    let guarded = guarded_paths(run, &workdir, &protected, &control);
     let policy = task_policy(&PolicyInputs {
         config: &run.config,
         home: run.home.as_deref(),
@@ -246,7 +286,10 @@ fn prepare_in(
         || !task.tools.mcp.is_empty()
         || !run.config.tools.mcp.is_empty()
         || !task.checks.is_empty();
-    let sandbox_paths = sandbox_paths(run, &protected);
+    let sandbox_paths = SandboxPaths {
+        control: Some(control),
+        ..sandbox_paths(run, &protected)
+    };
     let (sandbox, sandbox_info) = task_sandbox(
         &run.config,
         (run.home.as_deref(), &run.environ),
@@ -284,6 +327,7 @@ fn prepare_in(
         in_place: None,
         agents_md,
         notes: pin_notes(run, task),
+        start_git: std::sync::Mutex::new(None),
     })
 }
 
@@ -328,6 +372,7 @@ fn sandbox_paths(run: &RunContext, protected: &[PathBuf]) -> SandboxPaths {
                     .flat_map(with_prefix),
             )
             .collect(),
+        control: None,
     }
 }
 
@@ -439,6 +484,9 @@ pub struct SandboxPaths {
     /// Host directories that stay visible under the private `/tmp`: the
     /// run's directory.
     pub visible: Vec<PathBuf>,
+    /// The workdir's [`control_paths`], when the caller has them already
+    /// (else they are found).
+    pub control: Option<Vec<PathBuf>>,
 }
 
 /// The kernel confinement of a task's children (docs/security.md S1, S6): off
@@ -536,7 +584,10 @@ pub fn task_sandbox(
 /// What the sandbox binds read-only: the workdir's control files, the
 /// protected files and the config files read.
 fn read_only_paths(config: &Config, workdir: &Path, paths: &SandboxPaths) -> Vec<PathBuf> {
-    let mut read_only = control_paths(workdir);
+    let mut read_only = paths
+        .control
+        .clone()
+        .unwrap_or_else(|| control_paths(workdir));
     read_only.extend(paths.protected.iter().cloned());
     read_only.extend(
         config
@@ -657,6 +708,11 @@ fn sandbox_blocked(
 /// directory it names), `.github/workflows`, `.github/actions`,
 /// `.ybs.json`, each submodule's `.git`.
 pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
+    control_paths_with(workdir, crate::git::submodule_paths(workdir))
+}
+
+/// [`control_paths`] with the repository's submodules already read.
+fn control_paths_with(workdir: &Path, submodules: Vec<PathBuf>) -> Vec<PathBuf> {
     let git = workdir.join(".git");
     let mut paths = vec![git.clone()];
     if git.is_file()
@@ -676,7 +732,7 @@ pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
     ]);
     // A submodule's `.git` (or, not checked out, its whole directory: a
     // `.git` made there would be one).
-    for submodule in crate::git::submodule_paths(workdir) {
+    for submodule in submodules {
         if submodule.starts_with(workdir) {
             let git = submodule.join(".git");
             paths.push(if git.symlink_metadata().is_ok() {
@@ -696,12 +752,22 @@ pub fn control_paths(workdir: &Path) -> Vec<PathBuf> {
 /// before anything runs (exit 2): the user's uncommitted changes (unless
 /// `--allow-dirty`), a locked index, a merge or rebase under way, a
 /// repository ybs cannot use. Read-only.
-fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), SetupError> {
-    let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
-    let git = TaskGit::open(workdir, &outputs).map_err(|error| SetupError::Git {
-        message: format!("git: {error}"),
-        hint: "pass --no-commit to run without git",
-    })?;
+/// `read`: the workspace and snapshot read already (`--allow-dirty`).
+/// Returns them, for the task's start.
+fn git_preflight(
+    run: &RunContext,
+    found: &crate::git::Found,
+    workdir: &Path,
+    outputs: &[PathBuf],
+    read: Option<TaskGit>,
+) -> Result<TaskGit, SetupError> {
+    let git = match read {
+        Some(git) => git,
+        None => TaskGit::found(found, workdir, outputs).map_err(|error| SetupError::Git {
+            message: format!("git: {error}"),
+            hint: "pass --no-commit to run without git",
+        })?,
+    };
     if !run.allow_dirty
         && !run.resuming
         && let Some(paths) = git.dirty()
@@ -711,7 +777,7 @@ fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), SetupError> {
             hint: "commit or stash them first, or pass --allow-dirty (your changes then stay out of the task's commit), or --no-commit",
         });
     }
-    git.ready_to_commit().map_err(|error| match error {
+    git.ready_in(found).map_err(|error| match error {
         GitError::IndexLocked { lock } => SetupError::Git {
             message: format!(
                 "the git index is locked: {} exists, so another git process is running or one crashed",
@@ -727,7 +793,8 @@ fn git_preflight(run: &RunContext, workdir: &Path) -> Result<(), SetupError> {
             message: format!("git: {error}"),
             hint: "pass --no-commit to run without git",
         },
-    })
+    })?;
+    Ok(git)
 }
 
 /// The directory `task` runs in, canonical. It must lie inside the
@@ -848,10 +915,15 @@ fn protected_paths(run: &RunContext, task: &TaskSpec) -> Vec<PathBuf> {
 /// `./.ybs.json` (the sandbox binds these read-only on its own), every
 /// task and config file the run read, and ybs's outputs (hidden in the
 /// sandbox, but the built-in tools run outside it).
-fn guarded_paths(run: &RunContext, workdir: &Path, protected: &[PathBuf]) -> Vec<PathBuf> {
+fn guarded_paths(
+    run: &RunContext,
+    workdir: &Path,
+    protected: &[PathBuf],
+    control: &[PathBuf],
+) -> Vec<PathBuf> {
     let canonical = |path: PathBuf| path.canonicalize().unwrap_or(path);
     let mut paths = protected.to_vec();
-    paths.extend(control_paths(workdir));
+    paths.extend(control.iter().cloned());
     paths.push(canonical(run.cwd.join(".ybs.json")));
     paths.extend(
         run.task_files

@@ -290,9 +290,15 @@ fn task_git(
     resumed: Option<&Resumed>,
 ) -> Result<TaskGit, GitError> {
     let outputs: Vec<_> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
+    // What the set-up read, when nothing can have changed it since.
+    let kept = prepared
+        .start_git
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
     match resumed.and_then(|resumed| resumed.snapshot.clone()) {
         Some(snapshot) => TaskGit::resumed(&prepared.tool_ctx.workdir, &outputs, snapshot),
-        None => TaskGit::open(&prepared.tool_ctx.workdir, &outputs),
+        None => kept.map_or_else(|| TaskGit::open(&prepared.tool_ctx.workdir, &outputs), Ok),
     }
 }
 

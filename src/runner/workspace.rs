@@ -63,6 +63,27 @@ impl TaskGit {
         })
     }
 
+    /// [`TaskGit::open`] from the repository the task's set-up opened.
+    pub fn found(
+        found: &git::Found,
+        workdir: &Path,
+        outputs: &[PathBuf],
+    ) -> Result<Self, GitError> {
+        Ok(Self {
+            workdir: workdir.to_owned(),
+            repo: found.snapshot(outputs)?,
+        })
+    }
+
+    /// Like [`TaskGit::ready_to_commit`], with the repository the task's
+    /// set-up opened.
+    pub fn ready_in(&self, found: &git::Found) -> Result<(), GitError> {
+        match &self.repo {
+            Some((workspace, _)) => found.ready_to_commit(workspace),
+            None => Ok(()),
+        }
+    }
+
     /// `ybs resume`: the repository around `workdir` with the snapshot
     /// the paused task took at its start, so its commit takes what the
     /// task changed before and after the pause and never the user's
@@ -200,12 +221,11 @@ impl TaskGit {
 /// work in the repository around `workdir` (docs/security.md S12). A workdir in no
 /// usable repository has nothing to save; a save that fails stops the run.
 pub fn save_users_work(
-    workdir: &Path,
-    outputs: &[PathBuf],
+    git: Result<&TaskGit, &GitError>,
     run_id: &str,
     author: Option<&str>,
 ) -> Result<Option<SavedWork>, (String, &'static str)> {
-    let Ok(git) = TaskGit::open(workdir, outputs) else {
+    let Ok(git) = git else {
         return Ok(None);
     };
     git.save_users_work(run_id, author).map_err(|error| {

@@ -321,6 +321,9 @@ impl Killer {
 /// all it started on every way out, cancellation included. An error says
 /// whether the child had been spawned.
 fn spawn_grouped(spec: &ProcessSpec<'_>, stdin: bool) -> Result<Spawned, (bool, io::Error)> {
+    if let Some(sandbox) = &spec.sandbox {
+        sandbox.ready().map_err(|error| (false, error))?;
+    }
     #[cfg(target_os = "linux")]
     if let Some(sandbox) = &spec.sandbox
         && let Some(running) = sandbox.start(&resident_request(spec), stdin)

@@ -224,9 +224,10 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// Builds the confinement of a task in `workdir`: creates the private
-    /// temp dir (with an empty `.home`) and the placeholders of missing
-    /// read-only paths. Fails when a required layer is unavailable.
+    /// Builds the confinement of a task in `workdir`: names the private
+    /// temp dir and lists the placeholders of missing read-only paths,
+    /// both made at the task's first confined program ([`Sandbox::ready`]).
+    /// Fails when a required layer is unavailable.
     pub fn prepare(workdir: &Path, settings: &SandboxSettings) -> Result<Self, Unavailable> {
         let probe = probe();
         let landlock = probe.landlock.clone().map_err(Unavailable)?;
@@ -245,9 +246,8 @@ impl Sandbox {
             .into_iter()
             .filter(|_| !namespaces)
             .collect();
-        let temp = PrivateTemp::create()
-            .map_err(|error| Unavailable(format!("cannot create a private temp dir: {error}")))?;
-        let _ = std::fs::create_dir(temp.path.join(".home"));
+        let temp = PrivateTemp::name()
+            .map_err(|error| Unavailable(format!("cannot name a private temp dir: {error}")))?;
         let mut writable: Vec<PathBuf> = Vec::new();
         for path in &settings.writable {
             if let Ok(path) = path.canonicalize()
@@ -350,7 +350,17 @@ impl Sandbox {
         sandbox
     }
 
-    /// The private temp dir on the host.
+    /// Makes what the task's confined programs need on the host, once, at
+    /// the first: the private temp dir (with an empty `.home`) and the
+    /// placeholders. A task that runs no program makes neither. An error
+    /// (the temp dir cannot be made) refuses the program.
+    pub fn ready(&self) -> io::Result<()> {
+        self.temp.ensure()?;
+        self.placeholders.ensure();
+        Ok(())
+    }
+
+    /// The private temp dir on the host (made by [`Sandbox::ready`]).
     pub fn temp_dir(&self) -> &Path {
         &self.temp.path
     }
@@ -652,40 +662,61 @@ impl LazyPlaceholders {
     }
 }
 
-/// A directory only ybs's user can enter, removed (with its content) on
-/// drop.
+/// A directory only ybs's user can enter, named when the task is set up,
+/// made at its first confined program ([`Sandbox::ready`]) and removed
+/// (with its content) on drop if it was made.
 #[derive(Debug)]
 struct PrivateTemp {
     path: PathBuf,
+    /// Whether it was made, or why it could not be.
+    made: OnceLock<Result<(), String>>,
 }
 
 impl PrivateTemp {
-    fn create() -> io::Result<Self> {
+    /// An unused name under the temp dir, canonical. Random: the name is
+    /// in the outputs before the directory exists, and a directory of that
+    /// name made by anyone else is never used ([`PrivateTemp::ensure`]).
+    fn name() -> io::Result<Self> {
+        use std::hash::{BuildHasher as _, Hasher as _};
+        let base = std::env::temp_dir().canonicalize()?;
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let name = format!("ybs-sandbox-{}-{random:016x}", std::process::id());
+        Ok(Self {
+            path: base.join(name),
+            made: OnceLock::new(),
+        })
+    }
+
+    /// Makes it (mode 0700, with an empty `.home`), once. A directory of
+    /// that name that exists already is not ours: an error, every time.
+    fn ensure(&self) -> io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
-        let base = std::env::temp_dir();
-        let mut last = None;
-        for attempt in 0..16u32 {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.subsec_nanos());
-            let name = format!("ybs-sandbox-{}-{nanos:08x}{attempt}", std::process::id());
-            let path = base.join(name);
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => {
-                    let path = path.canonicalize()?;
-                    return Ok(Self { path });
-                }
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => last = Some(error),
-                Err(error) => return Err(error),
-            }
-        }
-        Err(last.unwrap_or_else(|| io::Error::other("no free name")))
+        self.made
+            .get_or_init(|| {
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(&self.path)
+                    .map_err(|error| {
+                        format!(
+                            "cannot create the private temp dir {}: {error}",
+                            self.path.display()
+                        )
+                    })?;
+                let _ = std::fs::create_dir(self.path.join(".home"));
+                Ok(())
+            })
+            .clone()
+            .map_err(io::Error::other)
     }
 }
 
 impl Drop for PrivateTemp {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        if matches!(self.made.get(), Some(Ok(()))) {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
     }
 }
 

@@ -488,3 +488,47 @@ fn a_working_probe_is_kept_for_the_boot_and_used_only_under_its_key() {
     assert_ne!(value["key"], "boot=another", "{value}");
     assert_eq!(value["landlock"], probed.as_str(), "{value}");
 }
+
+/// The private temp dir (`ybs-sandbox-*` under `TMPDIR`) is made at the
+/// task's first confined program, not when the task is set up: while the
+/// model answers the first request of a task that may run `run_shell`,
+/// nothing of the sandbox is in the temp dir yet (docs/sandbox.md). The
+/// model here is a socket that reads the request and never answers; the
+/// run is then killed.
+#[test]
+fn the_private_temp_dir_waits_for_the_first_confined_program() {
+    use std::io::Read as _;
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [\"run_shell(cat *)\", read_file]\n",
+    );
+    let temp = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}/v1", listener.local_addr().unwrap());
+    let mut child = ybs
+        .command()
+        .env("TMPDIR", temp.path())
+        .args(["run", "-q", "--provider", "openai", "--model", "m"])
+        .args(["--endpoint", &endpoint, "t.yaml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (mut stream, _) = listener.accept().unwrap();
+    let mut request = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = stream.read(&mut buffer).unwrap();
+        assert!(read > 0, "the connection closed before the request");
+        request.extend_from_slice(&buffer[..read]);
+    }
+    let made: Vec<String> = std::fs::read_dir(temp.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("ybs-sandbox-"))
+        .collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(made.is_empty(), "made before any program ran: {made:?}");
+}
