@@ -163,17 +163,6 @@ fn colon_form(line: &str) -> Option<Found> {
         return None;
     }
     let (location, message) = line.split_once(": ")?;
-    let mut parts = location.rsplitn(3, ':');
-    let last = parts.next()?;
-    let middle = parts.next()?;
-    let (path, line_no, column) = match parts.next() {
-        Some(path) if number(middle).is_some() => (path, middle, Some(last)),
-        Some(_) => return None,
-        None => (middle, last, None),
-    };
-    if !looks_like_path(path) {
-        return None;
-    }
     let message = message.trim();
     let lower = message.to_ascii_lowercase();
     if ["warning", "note", "info", "hint", "remark"]
@@ -186,15 +175,7 @@ fn colon_form(line: &str) -> Option<Found> {
         .strip_prefix("fatal error: ")
         .or_else(|| message.strip_prefix("error: "))
         .unwrap_or(message);
-    Some(Found {
-        path: path.to_owned(),
-        line: number(line_no)?,
-        column: match column {
-            Some(column) => Some(number(column)?),
-            None => None,
-        },
-        message: clip(message),
-    })
+    path_line_col(location, message)
 }
 
 /// `src/lib.rs:3:5` or `src/lib.rs:3`, with `message`.
