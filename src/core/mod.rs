@@ -16,6 +16,7 @@ pub mod secrets;
 pub mod shard;
 pub mod span;
 pub mod text;
+pub mod tls;
 pub mod usage;
 
 pub use environ::Environ;

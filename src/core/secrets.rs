@@ -8,7 +8,8 @@
 
 use std::sync::{LazyLock, OnceLock};
 
-use regex::{Regex, RegexSet};
+use aho_corasick::AhoCorasick;
+use regex::Regex;
 
 /// One credential format. When the pattern has a group named `s`, only
 /// that group is the secret (the text around it is context); otherwise the
@@ -106,22 +107,61 @@ const SHAPES: &[Shape] = &[
     },
 ];
 
+/// Text every match of a shape holds, by shape (ASCII case ignored: a
+/// superset of what each pattern needs). Most texts hold none of them,
+/// and then no pattern is compiled or run at all: compiling the shapes
+/// (long counted repetitions) was the largest cost before a run's first
+/// request (docs/performance.md).
+const LITERALS: &[(&str, &[&str])] = &[
+    ("private_key", &["-----BEGIN "]),
+    (
+        "github_token",
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+    ),
+    ("aws_access_key", &["AKIA", "ASIA"]),
+    ("aws_secret_key", &["secret"]),
+    ("slack_token", &["xox"]),
+    ("anthropic_key", &["sk-ant-"]),
+    ("openai_key", &["sk-"]),
+    ("google_api_key", &["AIza"]),
+    ("npm_token", &["npm_"]),
+    ("basic_auth_header", &["authorization"]),
+    ("bearer_auth_header", &["authorization"]),
+];
+
 struct Compiled {
-    set: RegexSet,
-    /// Each shape on its own, compiled the first time the set says it
-    /// matched: most texts match none, and most runs never need one.
+    /// Every literal of [`LITERALS`], and the shape (its index in
+    /// [`SHAPES`]) of each.
+    literals: AhoCorasick,
+    shape_of: Vec<usize>,
+    /// Each shape on its own, compiled the first time its literal is in a
+    /// text: most texts hold none, and most runs never need one.
     each: Vec<OnceLock<Regex>>,
 }
 
 #[expect(
     clippy::expect_used,
-    reason = "the patterns are constants, and the tests compile each of them"
+    reason = "the literals are constants, and the tests build them"
 )]
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let patterns: Vec<&str> = SHAPES.iter().map(|shape| shape.pattern).collect();
+    let mut literals = Vec::new();
+    let mut shape_of = Vec::new();
+    for (kind, texts) in LITERALS {
+        let index = SHAPES
+            .iter()
+            .position(|shape| shape.kind == *kind)
+            .expect("every literal names a shape");
+        for text in *texts {
+            literals.push(*text);
+            shape_of.push(index);
+        }
+    }
     Compiled {
-        // The patterns are constants, checked by the tests below.
-        set: RegexSet::new(&patterns).expect("credential shapes compile"),
+        literals: AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&literals)
+            .expect("the literals build"),
+        shape_of,
         each: SHAPES.iter().map(|_| OnceLock::new()).collect(),
     }
 });
@@ -135,6 +175,16 @@ impl Compiled {
     fn shape(&self, index: usize) -> &Regex {
         self.each[index]
             .get_or_init(|| Regex::new(SHAPES[index].pattern).expect("credential shape compiles"))
+    }
+
+    /// The shapes that may match in `text` (one of their literals is in
+    /// it), in [`SHAPES`] order.
+    fn candidates(&self, text: &str) -> Vec<usize> {
+        let mut seen = vec![false; SHAPES.len()];
+        for found in self.literals.find_overlapping_iter(text) {
+            seen[self.shape_of[found.pattern().as_usize()]] = true;
+        }
+        (0..SHAPES.len()).filter(|&index| seen[index]).collect()
     }
 }
 
@@ -158,7 +208,8 @@ static KEY_END: LazyLock<Regex> = LazyLock::new(|| {
 /// Whether a private key block begins in `line` and does not end there:
 /// the lines after it, up to its end marker, are the key.
 pub fn opens_private_key(line: &str) -> bool {
-    KEY_BEGIN
+    line.contains("-----BEGIN ")
+        && KEY_BEGIN
         .find_iter(line)
         .last()
         .is_some_and(|begin| !KEY_END.is_match(&line[begin.end()..]))
@@ -166,12 +217,15 @@ pub fn opens_private_key(line: &str) -> bool {
 
 /// The byte offset just past the first private key end marker in `text`.
 pub fn private_key_end(text: &str) -> Option<usize> {
+    if !text.contains("-----END ") {
+        return None;
+    }
     KEY_END.find(text).map(|end| end.end())
 }
 
 /// Whether a private key block's end marker is in `line`.
 pub fn closes_private_key(line: &str) -> bool {
-    KEY_END.is_match(line)
+    line.contains("-----END ") && KEY_END.is_match(line)
 }
 
 /// A credential found in a text: its kind and its byte range.
@@ -186,12 +240,9 @@ pub struct Found {
 /// "aws_access_key", "private_key", …), or `None`.
 pub fn credential_kind(text: &str) -> Option<&'static str> {
     let compiled = &*COMPILED;
-    let matched = compiled.set.matches(text);
-    if !matched.matched_any() {
-        return None;
-    }
-    matched
-        .iter()
+    compiled
+        .candidates(text)
+        .into_iter()
         .find(|&index| !find_in(index, compiled.shape(index), text).is_empty())
         .map(|index| SHAPES[index].kind)
 }
@@ -200,12 +251,9 @@ pub fn credential_kind(text: &str) -> Option<&'static str> {
 /// one that starts first (then the longer one).
 pub fn find_credentials(text: &str) -> Vec<Found> {
     let compiled = &*COMPILED;
-    let matched = compiled.set.matches(text);
-    if !matched.matched_any() {
-        return Vec::new();
-    }
-    let mut found: Vec<Found> = matched
-        .iter()
+    let mut found: Vec<Found> = compiled
+        .candidates(text)
+        .into_iter()
         .flat_map(|index| find_in(index, compiled.shape(index), text))
         .collect();
     found.sort_by_key(|hit| (hit.start, std::cmp::Reverse(hit.end)));
@@ -410,6 +458,22 @@ mod tests {
     use super::*;
 
     const GHP: &str = "ghp_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2bC4";
+
+    #[test]
+    fn every_shape_has_a_literal_and_every_literal_a_shape() {
+        for shape in SHAPES {
+            assert!(
+                LITERALS.iter().any(|(kind, texts)| *kind == shape.kind && !texts.is_empty()),
+                "{} has no literal: it would never be looked for",
+                shape.kind
+            );
+        }
+        // Building the automaton finds the shape of every literal.
+        assert_eq!(
+            COMPILED.shape_of.len(),
+            LITERALS.iter().map(|(_, texts)| texts.len()).sum::<usize>()
+        );
+    }
 
     #[test]
     fn every_shape_compiles() {

@@ -119,6 +119,7 @@ impl Http {
         max_response_bytes: u64,
         key: Option<ApiKey>,
     ) -> Result<Self, ProviderError> {
+        crate::core::tls::install();
         let mut builder = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT.min(deadlines.request))
             .redirect(reqwest::redirect::Policy::none())

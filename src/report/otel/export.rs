@@ -230,6 +230,7 @@ fn deliver(settings: &Settings, receiver: &mpsc::Receiver<Vec<Span>>) -> Deliver
         .build()
         .map_err(|error| ExportError::Runtime(Arc::new(error)))
         .and_then(|runtime| {
+            crate::core::tls::install();
             let client = reqwest::Client::builder()
                 .timeout(settings.timeout)
                 .connect_timeout(settings.timeout)
