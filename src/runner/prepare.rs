@@ -2,7 +2,7 @@
 //! runs: workdir, provider, cassette, policy, tools. A problem here is a
 //! usage error (exit 2) and no task starts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -677,6 +677,15 @@ fn sandbox_blocked(
     shown: &[PathBuf],
     keep: &[&[PathBuf]],
 ) -> Vec<PathBuf> {
+    // `kept.starts_with(path)` for some kept path is `path` being one of
+    // their ancestors: one set, instead of every blocked path against
+    // every kept one component by component (the largest cost of a
+    // task's set-up before: docs/performance.md).
+    let holders: HashSet<&Path> = keep
+        .iter()
+        .flat_map(|paths| paths.iter())
+        .flat_map(|kept| kept.ancestors())
+        .collect();
     config
         .safety
         .blocked_paths
@@ -694,11 +703,16 @@ fn sandbox_blocked(
                 || shown.iter().any(|dir| path.starts_with(dir) && path != dir)
         })
         .filter(|path| {
-            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
-            !keep
-                .iter()
-                .flat_map(|paths| paths.iter())
-                .any(|kept| kept.starts_with(path) || kept.starts_with(&canonical))
+            if holders.contains(path.as_path()) {
+                return false;
+            }
+            // Most blocked paths do not exist: one `lstat` says so, where
+            // resolving them would read every component's link.
+            let canonical = match path.symlink_metadata() {
+                Ok(_) => path.canonicalize().unwrap_or_else(|_| path.clone()),
+                Err(_) => return true,
+            };
+            !holders.contains(canonical.as_path())
         })
         .collect()
 }
@@ -1203,6 +1217,34 @@ mod tests {
                 dir.path().join("missing").display()
             )),
             "{missing}"
+        );
+    }
+
+    #[test]
+    fn a_blocked_path_holding_a_kept_one_is_not_hidden_through_a_link_either() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().canonicalize().unwrap();
+        std::fs::create_dir_all(home.join("tools/bin")).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::os::unix::fs::symlink(home.join("tools"), home.join(".tools-link")).unwrap();
+        let mut config = Config::default();
+        config.safety.blocked_paths = [
+            "~/.ssh",
+            "~/.missing",
+            "~/tools",
+            "~/.tools-link",
+            "~/tools/bin/x",
+        ]
+        .iter()
+        .map(|path| (*path).to_owned())
+        .collect();
+        let kept = vec![home.join("tools/bin")];
+        // Under /tmp: shown again, so its blocked paths stay hidden.
+        let shown = vec![home.clone()];
+        let blocked = sandbox_blocked(&config, Some(&home), &shown, &[&kept]);
+        assert_eq!(
+            blocked,
+            vec![home.join(".ssh"), home.join(".missing"), home.join("tools/bin/x")]
         );
     }
 
