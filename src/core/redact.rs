@@ -115,6 +115,22 @@ impl Redactor {
         self.wrapped = Compiled::default();
     }
 
+    /// Builds the matchers (this redactor's values and the credential
+    /// shapes' literals) on a thread of their own, so that the first text
+    /// masked finds them built, or waits only for the rest: a run's set-up
+    /// goes on meanwhile (docs/performance.md). Masking is the same either
+    /// way; a value added later builds its matcher again when first used.
+    pub fn prepare_in_background(&self) {
+        let redactor = self.clone();
+        // Without a thread (none can be made) the first use builds them.
+        let _ = std::thread::Builder::new()
+            .name("ybs-redactor".to_owned())
+            .spawn(move || {
+                let _ = redactor.matcher();
+                super::secrets::prepare();
+            });
+    }
+
     /// Every form, longest first, so a secret containing another is
     /// masked whole.
     fn sorted_forms(&self) -> Vec<&String> {

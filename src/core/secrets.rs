@@ -166,6 +166,12 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
+/// Builds the literal matcher now instead of at the first text looked at
+/// (see [`super::redact::Redactor::prepare_in_background`]).
+pub fn prepare() {
+    LazyLock::force(&COMPILED);
+}
+
 impl Compiled {
     /// Shape `index` alone.
     #[expect(
@@ -210,9 +216,9 @@ static KEY_END: LazyLock<Regex> = LazyLock::new(|| {
 pub fn opens_private_key(line: &str) -> bool {
     line.contains("-----BEGIN ")
         && KEY_BEGIN
-        .find_iter(line)
-        .last()
-        .is_some_and(|begin| !KEY_END.is_match(&line[begin.end()..]))
+            .find_iter(line)
+            .last()
+            .is_some_and(|begin| !KEY_END.is_match(&line[begin.end()..]))
 }
 
 /// The byte offset just past the first private key end marker in `text`.
@@ -463,7 +469,9 @@ mod tests {
     fn every_shape_has_a_literal_and_every_literal_a_shape() {
         for shape in SHAPES {
             assert!(
-                LITERALS.iter().any(|(kind, texts)| *kind == shape.kind && !texts.is_empty()),
+                LITERALS
+                    .iter()
+                    .any(|(kind, texts)| *kind == shape.kind && !texts.is_empty()),
                 "{} has no literal: it would never be looked for",
                 shape.kind
             );

@@ -1244,7 +1244,11 @@ mod tests {
         let blocked = sandbox_blocked(&config, Some(&home), &shown, &[&kept]);
         assert_eq!(
             blocked,
-            vec![home.join(".ssh"), home.join(".missing"), home.join("tools/bin/x")]
+            vec![
+                home.join(".ssh"),
+                home.join(".missing"),
+                home.join("tools/bin/x")
+            ]
         );
     }
 

@@ -103,6 +103,7 @@ impl Session {
         console: &mut dyn Console,
     ) -> Result<Self, RunError> {
         let (context, redactor, files) = run_context(loaded, &options, entry)?;
+        redactor.prepare_in_background();
         console.set_redactor(redactor.clone());
         Ok(Self {
             layout: options.layout(),
