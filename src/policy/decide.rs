@@ -3,7 +3,9 @@
 //! Every decision names its rule. See the module docs of [`super`] for
 //! the exact semantics.
 
-use globset::{GlobBuilder, GlobMatcher};
+use std::sync::OnceLock;
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Serialize;
 
 use super::guards::{GuardError, GuardHit, GuardSettings, Guards};
@@ -150,8 +152,26 @@ pub enum PolicyError {
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledRule {
     pub rule: Rule,
-    paths: Vec<GlobMatcher>,
-    commands: Vec<GlobMatcher>,
+    paths: Vec<LazyGlob>,
+    commands: Vec<LazyGlob>,
+}
+
+/// A glob parsed when its policy is built (a bad one is an error then)
+/// and compiled to its matcher when first matched: a run's first request
+/// waits for no rule that no call has asked about yet
+/// (docs/performance.md).
+#[derive(Debug, Clone)]
+struct LazyGlob {
+    glob: Glob,
+    matcher: OnceLock<GlobMatcher>,
+}
+
+impl LazyGlob {
+    fn is_match(&self, path: impl AsRef<std::path::Path>) -> bool {
+        self.matcher
+            .get_or_init(|| self.glob.compile_matcher())
+            .is_match(path)
+    }
 }
 
 /// One side of the ceiling: merged rules of some layers.
@@ -625,7 +645,10 @@ impl CompiledRule {
             GlobBuilder::new(glob)
                 .literal_separator(literal_separator)
                 .build()
-                .map(|g| g.compile_matcher())
+                .map(|glob| LazyGlob {
+                    glob,
+                    matcher: OnceLock::new(),
+                })
                 .map_err(|error| PolicyError::Glob {
                     rule: rule.to_string(),
                     glob: glob.clone(),
