@@ -947,3 +947,97 @@ fn an_https_endpoint_still_needs_the_system_roots() {
         run.stderr
     );
 }
+
+/// A TLS server on loopback for one request: the certificate in
+/// `tests/fixtures/tls` (signed by its `ca.pem`, for `127.0.0.1`), the
+/// same `ring` provider ybs is built with. Answers `body` as an event
+/// stream and returns the request's head, or why none came.
+fn tls_server(body: String) -> (u16, std::thread::JoinHandle<Result<String, String>>) {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::{Read as _, Write as _};
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let certs = vec![CertificateDer::from_pem_file(fixtures.join("server.pem")).unwrap()];
+    let key = PrivateKeyDer::from_pem_file(fixtures.join("server.key")).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let (tcp, _) = listener.accept().unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let connection = rustls::ServerConnection::new(std::sync::Arc::new(config)).unwrap();
+        let mut stream = rustls::StreamOwned::new(connection, tcp);
+        let mut request = Vec::new();
+        let mut buffer = [0_u8; 4096];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buffer) {
+                Ok(0) => return Err("the connection closed before the request".to_owned()),
+                Ok(read) => request.extend_from_slice(&buffer[..read]),
+                Err(error) => return Err(error.to_string()),
+            }
+        }
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}"
+        );
+        stream.write_all(response.as_bytes()).unwrap();
+        stream.conn.send_close_notify();
+        let _ = stream.flush();
+        Ok(String::from_utf8_lossy(&request).into_owned())
+    });
+    (port, handle)
+}
+
+/// The root certificates are `tests/fixtures/tls/<file>` alone.
+fn only_roots(ybs: Ybs, file: &str) -> Ybs {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tls")
+        .join(file);
+    let dir = ybs.home().join("no-certs");
+    std::fs::create_dir_all(&dir).unwrap();
+    ybs.env("SSL_CERT_FILE", &file.display().to_string())
+        .env("SSL_CERT_DIR", &dir.display().to_string())
+}
+
+#[test]
+fn an_https_endpoint_is_reached_over_tls_verified_against_the_roots_named() {
+    let chunks = [
+        json!({"id": "c", "choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]}),
+        json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}),
+    ];
+    let (port, server) = tls_server(wire::sse_done(&chunks));
+    let (ybs, _) = scratch(&task_yaml(""));
+    let ybs = only_roots(ybs, "ca.pem");
+    let run = run_task(&ybs, "openai", &format!("https://127.0.0.1:{port}/v1"), &[]);
+    let request = server.join().unwrap().unwrap();
+    assert!(
+        request.starts_with("POST /v1/chat/completions"),
+        "{request}"
+    );
+    run.expect_code(0);
+}
+
+#[test]
+fn an_https_endpoint_whose_certificate_no_root_signs_is_refused() {
+    let (port, server) = tls_server(String::new());
+    let (ybs, _) = fast("");
+    // A root there is, but not the one that signed the server's.
+    let ybs = only_roots(ybs, "server.pem");
+    let run = run_task(
+        &ybs,
+        "openai",
+        &format!("https://127.0.0.1:{port}/v1"),
+        &["--config", "op.json"],
+    );
+    run.expect_code(4);
+    assert_eq!(transcript(&run)["reason"], "provider_error");
+    // ybs ended the handshake: no root it has signed that certificate.
+    let refused = server.join().unwrap().unwrap_err();
+    assert!(refused.contains("UnknownCA"), "{refused}");
+}
