@@ -22,6 +22,15 @@ use std::time::{Duration, Instant};
 const TASKS: usize = 20;
 const STEPS: usize = 10;
 
+/// The binary measured: this build's, or `YBS_BENCH_BIN` (another build,
+/// say the one before a change, on the same machine).
+fn binary() -> std::path::PathBuf {
+    std::env::var_os("YBS_BENCH_BIN").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_BIN_EXE_ybs")),
+        std::path::PathBuf::from,
+    )
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .args(args)
@@ -92,7 +101,7 @@ fn children_cpu() -> Duration {
 fn run(dir: &Path, jobs: &str) -> (Duration, Duration) {
     let cpu = children_cpu();
     let started = Instant::now();
-    let status = Command::new(env!("CARGO_BIN_EXE_ybs"))
+    let status = Command::new(binary())
         .current_dir(dir)
         .args([
             "run",
