@@ -34,14 +34,15 @@
 use std::ffi::OsString;
 use std::io::{IoSlice, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 
 use nix::libc;
-use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, sendmsg, socketpair,
+};
 
 use super::{
-    Result, SETUP_FAILED, SetupError, build_view, drop_privileges, enter_namespaces, failed,
-    failed_nix, landlock_roots, pipe, say, tie_to_parent,
+    Result, SETUP_FAILED, SetupError, build_view, drop_inherited_privileges, enter_namespaces,
+    exec_searched, failed, failed_nix, landlock_roots, pipe, say, tie_to_parent,
 };
 use crate::tools::sandbox::filter::{self, FilterSettings};
 use crate::tools::sandbox::spec::{HelperSpec, Request};
@@ -140,6 +141,7 @@ fn resident(spec: &HelperSpec, alive: &OwnedFd) -> Result<()> {
     // The programs' PID 1s are reaped by the kernel.
     sys::reap_children_automatically(true);
     answer("ok");
+    let (mut task_pids, mut spare) = prepare_spare(spec, &prepared, task_pids)?;
     loop {
         let stdin = socket();
         let Some(fds) =
@@ -151,25 +153,58 @@ fn resident(spec: &HelperSpec, alive: &OwnedFd) -> Result<()> {
         let Ok(fds) = <[OwnedFd; FDS]>::try_from(fds) else {
             continue;
         };
-        // The next child is PID 1 of a PID namespace of its own.
-        if let Err(error) = sys::unshare(libc::CLONE_NEWPID) {
-            refuse(&fds, &failed("unshare (PID namespace)")(error));
-            continue;
+        match spare {
+            Ok(socket) => {
+                if let Err(error) = send_request(socket.as_fd(), fds.each_ref().map(AsFd::as_fd)) {
+                    refuse(&fds, &failed("hand the request to its PID 1")(error));
+                }
+            }
+            Err(error) => refuse(&fds, &error),
         }
-        let forked = sys::fork();
-        if let Ok(sys::ForkResult::Child) = forked {
-            drop(task_pids);
-            std::process::exit(pid_one(spec, &prepared, fds));
-        }
-        // Back in the task's namespace for the children after: a new one
-        // can only be made from there.
-        sys::setns(task_pids.as_fd(), libc::CLONE_NEWPID)
-            .map_err(failed("setns (the task's PID namespace)"))?;
-        match forked {
-            Ok(_) => drop(fds),
-            Err(error) => refuse(&fds, &failed("fork")(error)),
-        }
+        drop(fds);
+        // The next one at once: its start overlaps this program's run.
+        (task_pids, spare) = prepare_spare(spec, &prepared, task_pids)?;
     }
+}
+
+/// Forks the *spare*: the next program's PID 1, ready before its request
+/// arrives ([`spare`]). `task_pids` (the task's PID namespace, given
+/// back) and the socket to the spare, or why there is none (for the
+/// request it would have served); an error only when the resident cannot
+/// go back to the task's PID namespace.
+fn prepare_spare(
+    spec: &HelperSpec,
+    prepared: &Prepared,
+    task_pids: OwnedFd,
+) -> Result<(OwnedFd, std::result::Result<OwnedFd, SetupError>)> {
+    let (ours, theirs) = match socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    ) {
+        Ok(pair) => pair,
+        Err(error) => return Ok((task_pids, Err(failed_nix("socketpair")(error)))),
+    };
+    // The next child is PID 1 of a PID namespace of its own.
+    if let Err(error) = sys::unshare(libc::CLONE_NEWPID) {
+        return Ok((task_pids, Err(failed("unshare (PID namespace)")(error))));
+    }
+    let forked = sys::fork();
+    if let Ok(sys::ForkResult::Child) = forked {
+        drop(task_pids);
+        std::process::exit(spare(spec, prepared, ours, theirs));
+    }
+    // Back in the task's namespace for the children after: a new one
+    // can only be made from there.
+    sys::setns(task_pids.as_fd(), libc::CLONE_NEWPID)
+        .map_err(failed("setns (the task's PID namespace)"))?;
+    drop(theirs);
+    let spare = match forked {
+        Ok(_) => Ok(ours),
+        Err(error) => Err(failed("fork")(error)),
+    };
+    Ok((task_pids, spare))
 }
 
 /// A request that could not be started: the reason on its stderr, and
@@ -179,12 +214,61 @@ fn refuse(fds: &[OwnedFd; FDS], error: &SetupError) {
     let _ = nix::unistd::write(&fds[4], &(SETUP_FAILED << 8).to_ne_bytes());
 }
 
-/// Step 3 and 4 in the program's PID 1: the exit code of that process
-/// (which nobody reads: the status goes on the status pipe).
-fn pid_one(spec: &HelperSpec, prepared: &Prepared, fds: [OwnedFd; FDS]) -> i32 {
-    let [request, stdin, stdout, stderr, status, control] = fds;
+/// The spare: a PID 1 that prepares what does not depend on the request
+/// ([`get_ready`]), then waits for its request on `socket`. Its exit code
+/// (which nobody reads). A spare whose socket ends without a request
+/// exits quietly; one whose preparation failed refuses its request with
+/// the reason, as the resident does.
+fn spare(spec: &HelperSpec, prepared: &Prepared, ours: OwnedFd, socket: OwnedFd) -> i32 {
+    drop(ours);
     // Its children are its to reap.
     sys::reap_children_automatically(false);
+    let ready = get_ready(prepared);
+    serve(ready, &socket, |fds| pid_one(spec, prepared, fds))
+}
+
+/// Waits for one request on `socket`; refuses it when the spare is not
+/// `ready`, else runs it with `run`. The exit code of the spare.
+fn serve(ready: Result<()>, socket: &OwnedFd, run: impl FnOnce([OwnedFd; FDS]) -> i32) -> i32 {
+    let Ok(Some(fds)) = sys::receive_fds::<FDS>(socket.as_fd()) else {
+        // The resident is gone, or let go of this spare.
+        return 0;
+    };
+    let Ok(fds) = <[OwnedFd; FDS]>::try_from(fds) else {
+        return 0;
+    };
+    match ready {
+        Ok(()) => run(fds),
+        Err(error) => {
+            refuse(&fds, &error);
+            SETUP_FAILED
+        }
+    }
+}
+
+/// In the spare, before its request: it dies with the resident, enters a
+/// mount namespace of its own (a copy of the view) with a `/proc` of its
+/// PID namespace, empties the capability bounding set (which every
+/// child inherits; PID 1 keeps its own capabilities, so a program cannot
+/// trace it or open its memory) and installs the seccomp filter, which
+/// its program inherits. What PID 1 still does after it (fork, wait,
+/// poll, a signal descriptor, read and write, `dup2`, `kill`) the filter
+/// allows.
+fn get_ready(prepared: &Prepared) -> Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(failed_nix("PR_SET_PDEATHSIG"))?;
+    sys::unshare(libc::CLONE_NEWNS).map_err(failed("unshare (mount namespace)"))?;
+    super::mounts::private_proc()?;
+    sys::drop_bounding_set().map_err(failed("drop the capabilities"))?;
+    filter::apply_seccomp(&prepared.seccomp)?;
+    Ok(())
+}
+
+/// Step 3 and 4 in the program's PID 1 (a spare that got its request):
+/// the exit code of that process (which nobody reads: the status goes on
+/// the status pipe).
+fn pid_one(spec: &HelperSpec, prepared: &Prepared, fds: [OwnedFd; FDS]) -> i32 {
+    let [request, stdin, stdout, stderr, status, control] = fds;
     // The socket (descriptor 0) is replaced by the program's stdin, so
     // neither this process nor the program holds it.
     for (fd, standard) in [(&stdin, 0), (&stdout, 1), (&stderr, 2)] {
@@ -217,22 +301,18 @@ fn read_request(request: OwnedFd) -> Result<Request> {
     Request::decode(&bytes).ok_or(SetupError::Protocol("a malformed request"))
 }
 
-/// In the program's PID 1: a mount namespace and a `/proc` of its own,
-/// the program started, every process reaped until it ends. Then (or on
-/// a word from ybs, or the end of the control pipe) every process left
-/// in the namespace is killed and reaped. The program's wait status, or
-/// `None` when it was killed on ybs's word.
+/// In the program's PID 1, ready ([`get_ready`]): the program started,
+/// every process reaped until it ends. Then (or on a word from ybs, or
+/// the end of the control pipe) every process left in the namespace is
+/// killed and reaped. The program's wait status, or `None` when it was
+/// killed on ybs's word.
 fn start(
     spec: &HelperSpec,
     prepared: &Prepared,
     request: OwnedFd,
     control: &OwnedFd,
 ) -> Result<Option<i32>> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(failed_nix("PR_SET_PDEATHSIG"))?;
     let request = read_request(request)?;
-    sys::unshare(libc::CLONE_NEWNS).map_err(failed("unshare (mount namespace)"))?;
-    super::mounts::private_proc()?;
     let program = match sys::fork().map_err(failed("fork"))? {
         sys::ForkResult::Child => {
             let Err(error) = exec_confined(spec, prepared, &request);
@@ -294,15 +374,17 @@ fn wait_for(program: libc::pid_t, signals: &OwnedFd, control: &OwnedFd) -> Resul
 }
 
 /// In the program's process: a session of its own, the confinement, the
-/// exec. Returns only on a failure before the exec (an exec failure
-/// exits 127 or 126 like a shell).
+/// exec. Its PID 1 emptied the capability bounding set and installed the
+/// seccomp filter already, which the program inherits. Returns only on a
+/// failure before the exec (an exec failure exits 127 or 126 like a
+/// shell).
 fn exec_confined(
     spec: &HelperSpec,
     prepared: &Prepared,
     request: &Request,
 ) -> Result<std::convert::Infallible> {
     nix::unistd::setsid().map_err(failed_nix("setsid"))?;
-    drop_privileges(spec)?;
+    drop_inherited_privileges(spec)?;
     // This process is a fork: consuming its copy of the ruleset leaves the
     // resident's for the next program.
     let ruleset = prepared
@@ -310,14 +392,19 @@ fn exec_confined(
         .try_clone()
         .map_err(failed("Landlock: the prepared ruleset"))?;
     filter::restrict(ruleset)?;
-    filter::apply_seccomp(&prepared.seccomp)?;
     std::env::set_current_dir(&request.cwd).map_err(failed(request.cwd.display()))?;
-    let error = std::process::Command::new(&request.argv[0])
-        .args(&request.argv[1..])
-        .env_clear()
-        .envs(request.env.iter().map(|(name, value)| (name, value)))
-        .exec();
-    super::exec_failed(&request.argv[0], &error)
+    // The program's own `PATH` (the last one set wins).
+    let path = request
+        .env
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.as_os_str());
+    exec_searched(&request.argv, path, |command| {
+        command
+            .env_clear()
+            .envs(request.env.iter().map(|(name, value)| (name, value)));
+    })
 }
 
 /// ybs's side of one request (see the module documentation): the
