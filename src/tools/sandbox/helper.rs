@@ -318,8 +318,9 @@ fn exec(argv: &[OsString], cwd: &Path) -> ! {
         say(&format!("ybs sandbox: {}: {error}", cwd.display()));
         std::process::exit(SETUP_FAILED);
     }
-    let path = std::env::var_os("PATH");
-    exec_searched(argv, path.as_deref(), |_| {})
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
+    exec_failed(&argv[0], &error)
 }
 
 /// Execs `argv`, a name without `/` searched in the directories of

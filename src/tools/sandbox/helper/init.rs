@@ -427,3 +427,85 @@ pub fn send_request(socket: BorrowedFd<'_>, fds: [BorrowedFd<'_>; FDS]) -> std::
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request as ybs sends it, and ybs's ends of its stderr and status
+    /// pipes.
+    fn request(socket: &OwnedFd) -> (OwnedFd, OwnedFd) {
+        let memfd =
+            nix::sys::memfd::memfd_create(c"t", nix::sys::memfd::MFdFlags::MFD_CLOEXEC).unwrap();
+        let null = OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+        let (_stdout_ours, stdout) = pipe().unwrap();
+        let (stderr_ours, stderr) = pipe().unwrap();
+        let (status_ours, status) = pipe().unwrap();
+        let (control, _control_ours) = pipe().unwrap();
+        send_request(
+            socket.as_fd(),
+            [
+                memfd.as_fd(),
+                null.as_fd(),
+                stdout.as_fd(),
+                stderr.as_fd(),
+                status.as_fd(),
+                control.as_fd(),
+            ],
+        )
+        .unwrap();
+        (stderr_ours, status_ours)
+    }
+
+    fn pair() -> (OwnedFd, OwnedFd) {
+        socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap()
+    }
+
+    fn read_all(fd: OwnedFd) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd).read_to_end(&mut bytes).unwrap();
+        bytes
+    }
+
+    #[test]
+    fn a_spare_that_could_not_get_ready_refuses_its_request_with_the_reason() {
+        let (resident, spare) = pair();
+        let (stderr, status) = request(&resident);
+        let error =
+            failed("unshare (mount namespace)")(std::io::Error::from_raw_os_error(libc::EPERM));
+        let code = serve(Err(error), &spare, |_| {
+            panic!("a spare that is not ready ran")
+        });
+        assert_eq!(code, SETUP_FAILED);
+        assert_eq!(
+            String::from_utf8(read_all(stderr)).unwrap(),
+            "ybs sandbox: unshare (mount namespace): Operation not permitted (os error 1)\n"
+        );
+        assert_eq!(read_all(status), (SETUP_FAILED << 8).to_ne_bytes());
+    }
+
+    #[test]
+    fn a_ready_spare_runs_its_request_and_a_spare_let_go_exits_quietly() {
+        let (resident, spare) = pair();
+        let _ends = request(&resident);
+        assert_eq!(
+            serve(Ok(()), &spare, |fds| i32::try_from(fds.len()).unwrap()),
+            6
+        );
+        drop(resident);
+        assert_eq!(serve(Ok(()), &spare, |_| panic!("no request was sent")), 0);
+        let (resident, spare) = pair();
+        drop(resident);
+        let error = SetupError::Protocol("not ready");
+        assert_eq!(
+            serve(Err(error), &spare, |_| panic!("no request was sent")),
+            0
+        );
+    }
+}
