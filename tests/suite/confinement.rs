@@ -1210,10 +1210,11 @@ fn sandbox_ancestor(mut pid: u32) -> Option<u32> {
 }
 
 /// The next program's PID 1 is made before its request: while a program
-/// runs, the resident has one more child, a *spare* PID 1 with no program
-/// yet, and that very process becomes the PID 1 of the task's next
-/// program. (Seen from the host; nothing here depends on how long a step
-/// takes: each side waits for the other's file.)
+/// runs, the resident has one more child, a *spare* PID 1 whose one child
+/// waits for a request, and these very processes become the PID 1 and
+/// the process of the task's next program. (Seen from the host; nothing
+/// here depends on how long a step takes: each side waits for the other's
+/// file.)
 #[test]
 fn the_next_programs_pid_one_is_ready_before_its_request() {
     let marker = format!("ybs-spare-{}", std::process::id());
@@ -1268,14 +1269,23 @@ fn the_next_programs_pid_one_is_ready_before_its_request() {
     };
     assert_eq!(spare.len(), 1, "the resident's children: {spare:?}");
     let spare = spare[0];
-    assert_eq!(children_of(spare), Vec::<u32>::new());
+    let waiting = children_of(spare);
+    assert_eq!(waiting.len(), 1, "the spare's children: {waiting:?}");
+    assert!(cmdline_has(waiting[0], b"__sandbox-init"));
     ybs.file("go-1", "1");
     let second = find_process(&format!("{marker}-second")).expect("the second program");
     let second_pid_one = sandbox_ancestor(second);
+    // The program's process is the one that waited (or, when a launcher
+    // such as a version manager's shim forked, its ancestor).
+    let mut lineage = vec![second];
+    while let Some(parent) = parent_of(*lineage.last().unwrap()).filter(|p| *p != spare && *p > 1) {
+        lineage.push(parent);
+    }
     ybs.file("go-2", "1");
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     assert_eq!(second_pid_one, Some(spare));
+    assert!(lineage.contains(&waiting[0]), "{lineage:?} {waiting:?}");
     assert_eq!(wait_for_none(&marker), 0);
 }
 

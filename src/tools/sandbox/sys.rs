@@ -212,17 +212,19 @@ pub fn drop_capabilities() -> io::Result<()> {
 /// Every capability dropped from the bounding set (inherited by every
 /// child); the other sets stay as they are.
 pub fn drop_bounding_set() -> io::Result<()> {
-    // SAFETY: plain prctl calls with integer arguments.
-    unsafe {
-        for cap in 0..64 {
-            if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) < 0 {
-                break;
-            }
-            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
-                && libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1
-            {
-                return Err(io::Error::last_os_error());
-            }
+    for cap in 0..64 {
+        // SAFETY: plain prctl calls with integer arguments.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } == 0 {
+            continue;
+        }
+        let error = io::Error::last_os_error();
+        // Not dropped: past the last capability (the read fails too:
+        // done), or already out of the set, or an error.
+        // SAFETY: as above.
+        match unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) } {
+            read if read < 0 => break,
+            1 => return Err(error),
+            _ => {}
         }
     }
     Ok(())

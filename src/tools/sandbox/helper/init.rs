@@ -223,13 +223,13 @@ fn spare(spec: &HelperSpec, prepared: &Prepared, ours: OwnedFd, socket: OwnedFd)
     drop(ours);
     // Its children are its to reap.
     sys::reap_children_automatically(false);
-    let ready = get_ready(prepared);
-    serve(ready, &socket, |fds| pid_one(spec, prepared, fds))
+    let ready = get_ready(spec, prepared);
+    serve(ready, &socket, pid_one)
 }
 
 /// Waits for one request on `socket`; refuses it when the spare is not
 /// `ready`, else runs it with `run`. The exit code of the spare.
-fn serve(ready: Result<()>, socket: &OwnedFd, run: impl FnOnce([OwnedFd; FDS]) -> i32) -> i32 {
+fn serve<T>(ready: Result<T>, socket: &OwnedFd, run: impl FnOnce(T, [OwnedFd; FDS]) -> i32) -> i32 {
     let Ok(Some(fds)) = sys::receive_fds::<FDS>(socket.as_fd()) else {
         // The resident is gone, or let go of this spare.
         return 0;
@@ -238,7 +238,7 @@ fn serve(ready: Result<()>, socket: &OwnedFd, run: impl FnOnce([OwnedFd; FDS]) -
         return 0;
     };
     match ready {
-        Ok(()) => run(fds),
+        Ok(ready) => run(ready, fds),
         Err(error) => {
             refuse(&fds, &error);
             SETUP_FAILED
@@ -246,39 +246,94 @@ fn serve(ready: Result<()>, socket: &OwnedFd, run: impl FnOnce([OwnedFd; FDS]) -
     }
 }
 
-/// In the spare, before its request: it dies with the resident, enters a
+/// A spare that is ready: its program, forked and confined, waiting for
+/// its descriptors on `program_socket`, and `SIGCHLD` on `signals`.
+struct Ready {
+    program: libc::pid_t,
+    program_socket: OwnedFd,
+    signals: OwnedFd,
+}
+
+/// Descriptors PID 1 hands its program: the request's memory file and
+/// the program's stdin, stdout and stderr.
+const PROGRAM_FDS: usize = 4;
+
+/// In the spare, before its request: it dies with the resident, lets go
+/// of the resident's socket (its stdin becomes `/dev/null`), enters a
 /// mount namespace of its own (a copy of the view) with a `/proc` of its
-/// PID namespace, empties the capability bounding set (which every
-/// child inherits; PID 1 keeps its own capabilities, so a program cannot
-/// trace it or open its memory) and installs the seccomp filter, which
-/// its program inherits. What PID 1 still does after it (fork, wait,
-/// poll, a signal descriptor, read and write, `dup2`, `kill`) the filter
-/// allows.
-fn get_ready(prepared: &Prepared) -> Result<()> {
+/// PID namespace, empties the capability bounding set (which every child
+/// inherits; PID 1 keeps its own capabilities, so a program cannot trace
+/// it or open its memory) and installs the seccomp filter. What PID 1
+/// still does after it (fork, wait, poll, a signal descriptor, read and
+/// write, `sendmsg`, `dup2`, `kill`) the filter allows. Then it forks its
+/// program, which confines itself and waits for its descriptors
+/// ([`program`]).
+fn get_ready(spec: &HelperSpec, prepared: &Prepared) -> Result<Ready> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .map_err(failed_nix("PR_SET_PDEATHSIG"))?;
+    let null = std::fs::File::open("/dev/null").map_err(failed("/dev/null"))?;
+    sys::dup_onto_standard(null.as_fd(), 0).map_err(failed("dup2 (stdin)"))?;
+    drop(null);
     sys::unshare(libc::CLONE_NEWNS).map_err(failed("unshare (mount namespace)"))?;
     super::mounts::private_proc()?;
     sys::drop_bounding_set().map_err(failed("drop the capabilities"))?;
     filter::apply_seccomp(&prepared.seccomp)?;
-    Ok(())
+    let (program_socket, socket) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(failed_nix("socketpair"))?;
+    let program = match sys::fork().map_err(failed("fork"))? {
+        sys::ForkResult::Child => {
+            drop(program_socket);
+            std::process::exit(program(spec, prepared, &socket))
+        }
+        sys::ForkResult::Parent { child } => child.as_raw(),
+    };
+    drop(socket);
+    // After the last fork: the mask is inherited.
+    let signals = sys::child_signals().map_err(failed("signalfd"))?;
+    Ok(Ready {
+        program,
+        program_socket,
+        signals,
+    })
 }
 
 /// Step 3 and 4 in the program's PID 1 (a spare that got its request):
 /// the exit code of that process (which nobody reads: the status goes on
 /// the status pipe).
-fn pid_one(spec: &HelperSpec, prepared: &Prepared, fds: [OwnedFd; FDS]) -> i32 {
+fn pid_one(ready: Ready, fds: [OwnedFd; FDS]) -> i32 {
     let [request, stdin, stdout, stderr, status, control] = fds;
-    // The socket (descriptor 0) is replaced by the program's stdin, so
-    // neither this process nor the program holds it.
-    for (fd, standard) in [(&stdin, 0), (&stdout, 1), (&stderr, 2)] {
-        if sys::dup_onto_standard(fd.as_fd(), standard).is_err() {
-            let _ = nix::unistd::write(&status, &(SETUP_FAILED << 8).to_ne_bytes());
-            return SETUP_FAILED;
-        }
+    // PID 1's own word goes where the program's stderr goes.
+    if sys::dup_onto_standard(stderr.as_fd(), 2).is_err() {
+        let _ = nix::unistd::write(&status, &(SETUP_FAILED << 8).to_ne_bytes());
+        return SETUP_FAILED;
     }
-    drop((stdin, stdout, stderr));
-    let word = match start(spec, prepared, request, &control) {
+    let handed = send_request(
+        ready.program_socket.as_fd(),
+        [
+            request.as_fd(),
+            stdin.as_fd(),
+            stdout.as_fd(),
+            stderr.as_fd(),
+        ],
+    );
+    drop((request, stdin, stdout, stderr, ready.program_socket));
+    let ended = match handed {
+        Ok(()) => wait_for(ready.program, &ready.signals, &control),
+        Err(error) => Err(failed("hand the request to the program")(error)),
+    };
+    // Whatever the program left behind goes before its status is told:
+    // when ybs hears of the end, nothing of it runs any more.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(-1),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    while sys::wait_raw(-1).is_ok() {}
+    let word = match ended {
         Ok(Some(raw)) => raw,
         // Killed: the status pipe ends without a word.
         Ok(None) => return 0,
@@ -299,45 +354,6 @@ fn read_request(request: OwnedFd) -> Result<Request> {
     std::io::Seek::rewind(&mut file).map_err(failed("request"))?;
     file.read_to_end(&mut bytes).map_err(failed("request"))?;
     Request::decode(&bytes).ok_or(SetupError::Protocol("a malformed request"))
-}
-
-/// In the program's PID 1, ready ([`get_ready`]): the program started,
-/// every process reaped until it ends. Then (or on a word from ybs, or
-/// the end of the control pipe) every process left in the namespace is
-/// killed and reaped. The program's wait status, or `None` when it was
-/// killed on ybs's word.
-fn start(
-    spec: &HelperSpec,
-    prepared: &Prepared,
-    request: OwnedFd,
-    control: &OwnedFd,
-) -> Result<Option<i32>> {
-    let request = read_request(request)?;
-    let program = match sys::fork().map_err(failed("fork"))? {
-        sys::ForkResult::Child => {
-            let Err(error) = exec_confined(spec, prepared, &request);
-            say(&format!("ybs sandbox: {error}"));
-            std::process::exit(SETUP_FAILED)
-        }
-        sys::ForkResult::Parent { child } => child.as_raw(),
-    };
-    let ended = match sys::child_signals() {
-        Ok(signals) => wait_for(program, &signals, control),
-        Err(error) => {
-            // Not expected; the program runs all the same, and is killed
-            // with this process.
-            let _ = sys::wait_raw(program);
-            Err(failed("signalfd")(error))
-        }
-    };
-    // Whatever the program left behind goes before its status is told:
-    // when ybs hears of the end, nothing of it runs any more.
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(-1),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    while sys::wait_raw(-1).is_ok() {}
-    ended
 }
 
 /// Reaps every child until `program` ends (its wait status) or a byte
@@ -373,16 +389,40 @@ fn wait_for(program: libc::pid_t, signals: &OwnedFd, control: &OwnedFd) -> Resul
     }
 }
 
-/// In the program's process: a session of its own, the confinement, the
-/// exec. Its PID 1 emptied the capability bounding set and installed the
-/// seccomp filter already, which the program inherits. Returns only on a
-/// failure before the exec (an exec failure exits 127 or 126 like a
-/// shell).
-fn exec_confined(
-    spec: &HelperSpec,
-    prepared: &Prepared,
-    request: &Request,
-) -> Result<std::convert::Infallible> {
+/// The program's process, forked by its PID 1 ahead of the request: a
+/// session of its own and the confinement (its PID 1 emptied the
+/// capability bounding set and installed the seccomp filter already,
+/// which it inherits), then it waits on `socket` for its descriptors
+/// ([`PROGRAM_FDS`]), takes its standard streams and execs the request in
+/// its working directory with its environment. Returns (its exit code)
+/// only when it cannot: it says why on the program's stderr. An exec
+/// failure exits 127 or 126 like a shell; a socket that ends without
+/// descriptors (its PID 1 is gone) exits quietly.
+fn program(spec: &HelperSpec, prepared: &Prepared, socket: &OwnedFd) -> i32 {
+    let confined = confine(spec, prepared);
+    let Ok(Some(fds)) = sys::receive_fds::<PROGRAM_FDS>(socket.as_fd()) else {
+        return 0;
+    };
+    let Ok([request, stdin, stdout, stderr]) = <[OwnedFd; PROGRAM_FDS]>::try_from(fds) else {
+        return SETUP_FAILED;
+    };
+    for (fd, standard) in [(&stdin, 0), (&stdout, 1), (&stderr, 2)] {
+        if sys::dup_onto_standard(fd.as_fd(), standard).is_err() {
+            return SETUP_FAILED;
+        }
+    }
+    drop((stdin, stdout, stderr));
+    let Err(error) = confined
+        .and_then(|()| read_request(request))
+        .and_then(|request| exec_request(&request));
+    say(&format!("ybs sandbox: {error}"));
+    SETUP_FAILED
+}
+
+/// The program's confinement before its request: a session of its own,
+/// the process limit, no capability, `no_new_privs`, its own Landlock
+/// domain (from the ruleset prepared once).
+fn confine(spec: &HelperSpec, prepared: &Prepared) -> Result<()> {
     nix::unistd::setsid().map_err(failed_nix("setsid"))?;
     drop_inherited_privileges(spec)?;
     // This process is a fork: consuming its copy of the ruleset leaves the
@@ -392,6 +432,12 @@ fn exec_confined(
         .try_clone()
         .map_err(failed("Landlock: the prepared ruleset"))?;
     filter::restrict(ruleset)?;
+    Ok(())
+}
+
+/// The exec of a confined program. Returns only on a failure before the
+/// exec (an exec failure exits 127 or 126 like a shell).
+fn exec_request(request: &Request) -> Result<std::convert::Infallible> {
     std::env::set_current_dir(&request.cwd).map_err(failed(request.cwd.display()))?;
     // The program's own `PATH` (the last one set wins).
     let path = request
@@ -408,8 +454,13 @@ fn exec_confined(
 }
 
 /// ybs's side of one request (see the module documentation): the
-/// descriptors in [`FDS`] order.
-pub fn send_request(socket: BorrowedFd<'_>, fds: [BorrowedFd<'_>; FDS]) -> std::io::Result<()> {
+/// descriptors in [`FDS`] order. (The resident hands a request on to its
+/// spare, and PID 1 its program's share of it to the program, the same
+/// way.)
+pub fn send_request<const N: usize>(
+    socket: BorrowedFd<'_>,
+    fds: [BorrowedFd<'_>; N],
+) -> std::io::Result<()> {
     let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
     let iov = [IoSlice::new(b"r")];
     let cmsg = [ControlMessage::ScmRights(&raw)];
@@ -479,7 +530,7 @@ mod tests {
         let (stderr, status) = request(&resident);
         let error =
             failed("unshare (mount namespace)")(std::io::Error::from_raw_os_error(libc::EPERM));
-        let code = serve(Err(error), &spare, |_| {
+        let code = serve(Err::<(), _>(error), &spare, |(), _| {
             panic!("a spare that is not ready ran")
         });
         assert_eq!(code, SETUP_FAILED);
@@ -495,16 +546,21 @@ mod tests {
         let (resident, spare) = pair();
         let _ends = request(&resident);
         assert_eq!(
-            serve(Ok(()), &spare, |fds| i32::try_from(fds.len()).unwrap()),
+            serve(Ok(()), &spare, |(), fds| i32::try_from(fds.len()).unwrap()),
             6
         );
         drop(resident);
-        assert_eq!(serve(Ok(()), &spare, |_| panic!("no request was sent")), 0);
+        assert_eq!(
+            serve(Ok(()), &spare, |(), _| panic!("no request was sent")),
+            0
+        );
         let (resident, spare) = pair();
         drop(resident);
         let error = SetupError::Protocol("not ready");
         assert_eq!(
-            serve(Err(error), &spare, |_| panic!("no request was sent")),
+            serve(Err::<(), _>(error), &spare, |(), _| panic!(
+                "no request was sent"
+            )),
             0
         );
     }
