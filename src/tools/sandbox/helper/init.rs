@@ -11,25 +11,34 @@
 //! 2. A request is one datagram carrying six descriptors: a memory file
 //!    holding the [`Request`], the program's stdin, stdout and stderr, the
 //!    write end of a *status* pipe and the read end of a *control* pipe.
-//!    The resident makes a new PID namespace for its next child
-//!    (`unshare(CLONE_NEWPID)`), forks the program's PID 1 into it, goes
-//!    back to the task's PID namespace (`setns`) and forgets the child
-//!    (it is reaped by the kernel).
-//! 3. The program's PID 1 enters a new mount namespace (a copy of the
-//!    view), mounts a `/proc` of its PID namespace only and forks the
-//!    program. The program gets a session of its own, the Landlock
-//!    ruleset and seccomp program prepared once by the resident (each
-//!    program its own Landlock domain), no capability, `no_new_privs`,
-//!    the process limit, and is exec'd in its working directory with its
-//!    environment.
+//! 3. The next program's PID 1 and its process are made before its
+//!    request (a *spare*), so that their making overlaps the step before:
+//!    right after the view is built, and again right after each request
+//!    is handed on, the resident makes a new PID namespace for its next
+//!    child (`unshare(CLONE_NEWPID)`), forks the spare into it, goes back
+//!    to the task's PID namespace (`setns`) and forgets the child (it is
+//!    reaped by the kernel). The spare dies with the resident
+//!    (`PR_SET_PDEATHSIG`), enters a new mount namespace (a copy of the
+//!    view), mounts a `/proc` of its PID namespace only, empties the
+//!    capability bounding set (keeping its own capabilities) and installs
+//!    the seccomp program prepared once by the resident. It then forks the
+//!    program's process, which takes a session of its own, the process
+//!    limit, no capability, `no_new_privs` and its own Landlock domain
+//!    (the ruleset prepared once) and waits. On a request the resident
+//!    passes the six descriptors on to the spare; PID 1 passes the memory
+//!    file and the standard streams on to the program, which reads its
+//!    request and is exec'd in its working directory with its
+//!    environment. A spare that could not be made or prepared refuses the
+//!    request it would have served (the reason on its stderr, the setup
+//!    failure as its status); one whose socket ends exits quietly.
 //! 4. PID 1 reaps every process until the program ends, kills and reaps
 //!    whatever the program left in its namespace, and only then writes
 //!    the program's wait status to the status pipe and exits: when ybs
 //!    hears of the end, nothing of the program runs any more. A byte on
 //!    the control pipe, or its end (ybs dropped the program), makes PID 1
 //!    kill and reap the whole namespace the same way and exit without a
-//!    status (ybs reads a kill). PID 1 dies with the resident
-//!    (`PR_SET_PDEATHSIG`), and the kernel then kills its namespace.
+//!    status (ybs reads a kill). PID 1 dies with the resident, and the
+//!    kernel then kills its namespace.
 
 use std::ffi::OsString;
 use std::io::{IoSlice, Read, Write};
@@ -302,7 +311,8 @@ fn get_ready(spec: &HelperSpec, prepared: &Prepared) -> Result<Ready> {
     })
 }
 
-/// Step 3 and 4 in the program's PID 1 (a spare that got its request):
+/// The end of step 3 and step 4 in the program's PID 1 (a spare that
+/// got its request):
 /// the exit code of that process (which nobody reads: the status goes on
 /// the status pipe).
 fn pid_one(ready: Ready, fds: [OwnedFd; FDS]) -> i32 {
