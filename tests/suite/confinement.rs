@@ -93,6 +93,21 @@ fn shell_result(run: &Run, transcript: &str) -> Value {
     serde_json::from_str(&content).unwrap_or_else(|_| json!(content))
 }
 
+/// Every tool result the model saw, in order.
+fn tool_results(run: &Run) -> Vec<Value> {
+    let transcript = run.json("ybs-out/t/transcript.json");
+    transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let content = m["content"].as_str().unwrap();
+            serde_json::from_str(content).unwrap_or_else(|_| panic!("{content}"))
+        })
+        .collect()
+}
+
 /// `key=value` lines of a probe's stdout.
 fn verdicts(result: &Value) -> std::collections::BTreeMap<String, String> {
     result["stdout"]
@@ -750,17 +765,7 @@ fn children_see_only_the_allowlist_and_canaries_appear_nowhere() {
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    let transcript = run.json("ybs-out/t/transcript.json");
-    let results: Vec<Value> = transcript["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let content = m["content"].as_str().unwrap();
-            serde_json::from_str(content).unwrap_or_else(|_| panic!("{content}"))
-        })
-        .collect();
+    let results = tool_results(&run);
     let names = |text: &str| -> Vec<String> {
         let mut names: Vec<String> = text
             .lines()
@@ -1153,4 +1158,201 @@ fn a_program_cannot_reach_the_resident_or_its_pid_one() {
             "ptrace_pid1",
         ],
     );
+}
+
+/// Process ids on the host whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| parent_of(*pid) == Some(parent))
+        .collect()
+}
+
+/// The parent of `pid` on the host, `None` when it is gone.
+fn parent_of(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("PPid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn cmdline_has(pid: u32, needle: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| cmdline.windows(needle.len()).any(|w| w == needle))
+}
+
+/// The host pid of the process whose command line holds `needle`, waited
+/// for up to 30 s.
+fn find_process(needle: &str) -> Option<u32> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .find(|pid| cmdline_has(*pid, needle.as_bytes()));
+        if found.is_some() || Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The nearest ancestor of `pid` that is the sandbox (`__sandbox-init`):
+/// the program's PID 1.
+fn sandbox_ancestor(mut pid: u32) -> Option<u32> {
+    loop {
+        pid = parent_of(pid).filter(|parent| *parent != 0)?;
+        if cmdline_has(pid, b"__sandbox-init") {
+            return Some(pid);
+        }
+    }
+}
+
+/// The next program's PID 1 is made before its request: while a program
+/// runs, the resident has one more child, a *spare* PID 1 whose one child
+/// waits for a request, and these very processes become the PID 1 and
+/// the process of the task's next program. (Seen from the host; nothing
+/// here depends on how long a step takes: each side waits for the other's
+/// file.)
+#[test]
+fn the_next_programs_pid_one_is_ready_before_its_request() {
+    let marker = format!("ybs-spare-{}", std::process::id());
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
+    );
+    let probe = "import os, sys, time\n\
+         step = sys.argv[1]\n\
+         open('ready-' + step, 'w').write('1')\n\
+         deadline = time.time() + 60\n\
+         while not os.path.exists('go-' + step) and time.time() < deadline: time.sleep(0.02)\n";
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("write_file", json!({"path": "wait.py", "content": probe})),
+            call(
+                "run_shell",
+                json!({"command": format!("python3 wait.py 1 {marker}-first")}),
+            ),
+            call(
+                "run_shell",
+                json!({"command": format!("python3 wait.py 2 {marker}-second")}),
+            ),
+            answer("done"),
+        ],
+    );
+    let mut child = ybs
+        .command()
+        .args(["run", "t.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = find_process(&format!("{marker}-first")).expect("the first program");
+    let first_pid_one = sandbox_ancestor(first).expect("the first program's PID 1");
+    let resident = parent_of(first_pid_one).expect("the resident");
+    assert!(cmdline_has(resident, b"__sandbox-init"));
+    // The spare: the resident's other child, waiting with no child of its
+    // own (it may still be on its way).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let spare = loop {
+        let spares: Vec<u32> = children_of(resident)
+            .into_iter()
+            .filter(|pid| *pid != first_pid_one && cmdline_has(*pid, b"__sandbox-init"))
+            .collect();
+        if !spares.is_empty() || Instant::now() > deadline {
+            break spares;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(spare.len(), 1, "the resident's children: {spare:?}");
+    let spare = spare[0];
+    let waiting = children_of(spare);
+    assert_eq!(waiting.len(), 1, "the spare's children: {waiting:?}");
+    assert!(cmdline_has(waiting[0], b"__sandbox-init"));
+    ybs.file("go-1", "1");
+    let second = find_process(&format!("{marker}-second")).expect("the second program");
+    let second_pid_one = sandbox_ancestor(second);
+    // The program's process is the one that waited (or, when a launcher
+    // such as a version manager's shim forked, its ancestor).
+    let mut lineage = vec![second];
+    while let Some(parent) = parent_of(*lineage.last().unwrap()).filter(|p| *p != spare && *p > 1) {
+        lineage.push(parent);
+    }
+    ybs.file("go-2", "1");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(second_pid_one, Some(spare));
+    assert!(lineage.contains(&waiting[0]), "{lineage:?} {waiting:?}");
+    assert_eq!(wait_for_none(&marker), 0);
+}
+
+/// A program found on `PATH` inside the sandbox is searched the way a
+/// shell searches: entries that are missing or not directories are
+/// skipped, and so is a file without the execute right and a directory
+/// of that name (`EACCES`); the program runs under the name it was
+/// called by (`argv[0]`), and a file without a `#!` line is run by the
+/// shell.
+#[test]
+fn a_program_is_searched_on_path_like_a_shell_does() {
+    let ybs = Ybs::new();
+    let bin = ybs.bin_dir();
+    let make = |relative: &str, body: &str, mode: u32| {
+        let path = bin.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    make("a/ybs-tool", "#!/bin/sh\necho from-a\n", 0o644);
+    std::fs::create_dir_all(bin.join("b/ybs-tool")).unwrap();
+    make("c/ybs-tool", "#!/bin/sh\necho from-c\n", 0o755);
+    make("c/ybs-plain", "echo plain-by-the-shell\n", 0o755);
+    let python = String::from_utf8(
+        Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        Path::new(python.trim()).canonicalize().unwrap(),
+        bin.join("c/ybs-python"),
+    )
+    .unwrap();
+    let path = format!(
+        "{bin}/missing:/etc/passwd:{bin}/a:{bin}/b:{bin}/c:/usr/bin:/bin",
+        bin = bin.display()
+    );
+    let ybs = ybs.env("PATH", &path);
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
+    );
+    let show = "import sys\nprint('argv0=' + sys.orig_argv[0])\n";
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            call("write_file", json!({"path": "show.py", "content": show})),
+            call("run_shell", json!({"command": "ybs-tool"})),
+            call("run_shell", json!({"command": "ybs-plain"})),
+            call("run_shell", json!({"command": "ybs-python show.py"})),
+            answer("done"),
+        ],
+    );
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    // After the write_file's.
+    let results = &tool_results(&run)[1..];
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0]["stdout"], "from-c\n", "{results:?}");
+    assert_eq!(results[1]["stdout"], "plain-by-the-shell\n", "{results:?}");
+    assert_eq!(results[2]["stdout"], "argv0=ybs-python\n", "{results:?}");
 }

@@ -275,12 +275,27 @@ fn landlock_roots(spec: &HelperSpec, namespaces: bool) -> Vec<PathBuf> {
 
 /// The process limit, every capability set emptied, `no_new_privs`.
 fn drop_privileges(spec: &HelperSpec) -> Result<()> {
+    set_process_limit(spec)?;
+    sys::drop_capabilities().map_err(failed("drop the capabilities"))?;
+    sys::no_new_privs().map_err(failed("PR_SET_NO_NEW_PRIVS"))
+}
+
+/// In a program whose PID 1 emptied the capability bounding set already
+/// (which the program inherits): the process limit, the other capability
+/// sets emptied, `no_new_privs`.
+fn drop_inherited_privileges(spec: &HelperSpec) -> Result<()> {
+    set_process_limit(spec)?;
+    sys::clear_capabilities().map_err(failed("drop the capabilities"))?;
+    sys::no_new_privs().map_err(failed("PR_SET_NO_NEW_PRIVS"))
+}
+
+/// The process limit (`RLIMIT_NPROC`) when the spec sets one.
+fn set_process_limit(spec: &HelperSpec) -> Result<()> {
     if let Some(max) = spec.max_processes {
         nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NPROC, max, max)
             .map_err(failed_nix("RLIMIT_NPROC"))?;
     }
-    sys::drop_capabilities().map_err(failed("drop the capabilities"))?;
-    sys::no_new_privs().map_err(failed("PR_SET_NO_NEW_PRIVS"))
+    Ok(())
 }
 
 /// Every capability set emptied, `no_new_privs`, Landlock, seccomp.
@@ -306,6 +321,84 @@ fn exec(argv: &[OsString], cwd: &Path) -> ! {
     use std::os::unix::process::CommandExt;
     let error = std::process::Command::new(&argv[0]).args(&argv[1..]).exec();
     exec_failed(&argv[0], &error)
+}
+
+/// Execs `argv`, a name without `/` searched in the directories of
+/// `path` (the program's `PATH`; the C library's `/bin:/usr/bin` when
+/// it has none) the way `execvp` and a shell search it: the first
+/// directory where the name is a file that can be executed wins, a
+/// directory where it cannot (`EACCES`) is skipped, and the search ends
+/// with "not found" (127), or "permission denied" (126) when some
+/// candidate was refused (else the last reason, as `execvp` leaves it).
+/// Unlike `execvp` it looks before it execs (`stat`, `access`), so a
+/// missing entry costs no failing `execve`.
+/// `configure` sets the environment of the program. On failure says
+/// why and exits like a shell ([`exec_failed`]).
+fn exec_searched(
+    argv: &[OsString],
+    path: Option<&std::ffi::OsStr>,
+    configure: impl Fn(&mut std::process::Command),
+) -> ! {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::process::CommandExt as _;
+    let name = &argv[0];
+    let exec_at = |program: &Path| -> std::io::Error {
+        let mut command = std::process::Command::new(program);
+        command.arg0(name).args(&argv[1..]);
+        configure(&mut command);
+        command.exec()
+    };
+    if name.is_empty() || name.as_bytes().contains(&b'/') {
+        exec_failed(name, &exec_at(Path::new(name)));
+    }
+    let path = path.unwrap_or(std::ffi::OsStr::new("/bin:/usr/bin"));
+    let mut refused = false;
+    let mut last = std::io::Error::from_raw_os_error(libc::ENOENT);
+    for dir in path.as_bytes().split(|byte| *byte == b':') {
+        // An empty entry is the working directory.
+        let dir = if dir.is_empty() { b"." } else { dir };
+        let candidate = Path::new(std::ffi::OsStr::from_bytes(dir)).join(name);
+        let error = match look(&candidate) {
+            Ok(()) => exec_at(&candidate),
+            Err(errno) => std::io::Error::from_raw_os_error(errno),
+        };
+        match error.raw_os_error() {
+            Some(libc::EACCES) => refused = true,
+            Some(libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT) => {}
+            _ => exec_failed(name, &error),
+        }
+        last = error;
+    }
+    if refused {
+        last = std::io::Error::from_raw_os_error(libc::EACCES);
+    }
+    exec_failed(name, &last)
+}
+
+/// What `execve` would make of one candidate of the path search: `Ok`
+/// when it is worth an `execve` (an executable file, or an error the
+/// exec itself should report), else the error `execve` would give
+/// (`EACCES` for a directory or a file without the right, which the
+/// search remembers, or why it is not there, which it skips).
+fn look(candidate: &Path) -> std::result::Result<(), i32> {
+    match std::fs::metadata(candidate) {
+        Ok(meta) if !meta.is_file() => Err(libc::EACCES),
+        Ok(_) => match nix::unistd::access(candidate, nix::unistd::AccessFlags::X_OK) {
+            Err(nix::errno::Errno::EACCES) => Err(libc::EACCES),
+            _ => Ok(()),
+        },
+        Err(error) => match error.raw_os_error() {
+            Some(
+                errno @ (libc::EACCES
+                | libc::ENOENT
+                | libc::ENOTDIR
+                | libc::ESTALE
+                | libc::ENODEV
+                | libc::ETIMEDOUT),
+            ) => Err(errno),
+            _ => Ok(()),
+        },
+    }
 }
 
 /// Says why `program` could not be exec'd and exits like a shell.

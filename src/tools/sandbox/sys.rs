@@ -204,6 +204,36 @@ pub fn no_new_privs() -> io::Result<()> {
 /// The capability sets: bounding (every capability dropped), ambient
 /// (cleared), permitted, effective, inheritable (zeroed).
 pub fn drop_capabilities() -> io::Result<()> {
+    drop_bounding_set()?;
+    clear_capabilities()
+}
+
+#[cfg(target_os = "linux")]
+/// Every capability dropped from the bounding set (inherited by every
+/// child); the other sets stay as they are.
+pub fn drop_bounding_set() -> io::Result<()> {
+    for cap in 0..64 {
+        // SAFETY: plain prctl calls with integer arguments.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } == 0 {
+            continue;
+        }
+        let error = io::Error::last_os_error();
+        // Not dropped: past the last capability (the read fails too:
+        // done), or already out of the set, or an error.
+        // SAFETY: as above.
+        match unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) } {
+            read if read < 0 => break,
+            1 => return Err(error),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+/// The ambient set cleared; the permitted, effective and inheritable
+/// sets zeroed.
+pub fn clear_capabilities() -> io::Result<()> {
     #[repr(C)]
     struct Header {
         version: u32,
@@ -220,16 +250,6 @@ pub fn drop_capabilities() -> io::Result<()> {
     // SAFETY: plain prctl and capset calls with valid pointers to local,
     // correctly laid out records.
     unsafe {
-        for cap in 0..64 {
-            if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) < 0 {
-                break;
-            }
-            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
-                && libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1
-            {
-                return Err(io::Error::last_os_error());
-            }
-        }
         check(libc::prctl(
             libc::PR_CAP_AMBIENT,
             libc::PR_CAP_AMBIENT_CLEAR_ALL,

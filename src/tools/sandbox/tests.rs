@@ -117,6 +117,117 @@ mod seccomp {
         assert_eq!(program[enosys - 1].k, 435);
     }
 
+    /// Runs a classic BPF seccomp program the way the kernel does, on
+    /// the instructions these programs use: the action, and how many
+    /// instructions it took.
+    fn run(
+        program: &[seccompiler::sock_filter],
+        nr: u32,
+        arch: u32,
+        args: [u64; 6],
+    ) -> (u32, usize) {
+        let mut data = Vec::new();
+        data.extend_from_slice(&nr.to_ne_bytes());
+        data.extend_from_slice(&arch.to_ne_bytes());
+        data.extend_from_slice(&0u64.to_ne_bytes());
+        for arg in args {
+            data.extend_from_slice(&arg.to_ne_bytes());
+        }
+        let word = |offset: u32| {
+            let offset = offset as usize;
+            u32::from_ne_bytes(data[offset..offset + 4].try_into().unwrap())
+        };
+        let (mut a, mut pc, mut steps) = (0u32, 0usize, 0usize);
+        loop {
+            let op = &program[pc];
+            pc += 1;
+            steps += 1;
+            let (jt, jf) = (usize::from(op.jt), usize::from(op.jf));
+            match op.code {
+                0x20 => a = word(op.k),
+                0x54 => a &= op.k,
+                0x15 => pc += if a == op.k { jt } else { jf },
+                0x25 => pc += if a > op.k { jt } else { jf },
+                0x35 => pc += if a >= op.k { jt } else { jf },
+                0x45 => pc += if a & op.k != 0 { jt } else { jf },
+                0x05 => pc += op.k as usize,
+                0x06 => return (op.k, steps),
+                code => panic!("instruction {code:#x} at {}", pc - 1),
+            }
+        }
+    }
+
+    /// The fast path (filter.rs) answers every system call, of every
+    /// architecture and with the arguments the rules look at, exactly as
+    /// the chain of rules alone does, and decides a number without a rule
+    /// in a few instructions (the kernel emulates the program for every
+    /// number when it is installed).
+    #[test]
+    fn the_fast_path_answers_as_the_rules_do_in_a_few_steps() {
+        let native = super::super::filter::audit_arch().unwrap();
+        let flags: Vec<u64> = [
+            0x0002_0000u64,
+            0x0400_0000,
+            0x0800_0000,
+            0x1000_0000,
+            0x2000_0000,
+            0x4000_0000,
+            0x8000_0000,
+            0x80,
+        ]
+        .into_iter()
+        .flat_map(|flag| [flag, flag | 0x11, flag | 0x0001_0f00])
+        .collect();
+        let values: Vec<u64> = [
+            0u64,
+            1,
+            2,
+            10,
+            16,
+            0x11,
+            0x0001_0f00 | 0x11,
+            0o020_666,
+            0o060_600,
+            0o100_644,
+            0o010_644,
+            0o140_755,
+            0xffff_ffff,
+            0x1_0000_0001,
+            0x1_0000_0000,
+        ]
+        .into_iter()
+        .chain(flags)
+        .collect();
+        for (network, unix_sockets) in [(false, false), (false, true), (true, false), (true, true)]
+        {
+            let settings = FilterSettings {
+                network,
+                unix_sockets,
+            };
+            let fast = seccomp_program(settings).unwrap();
+            let chain = super::super::filter::chain_only_program(settings).unwrap();
+            let mut quick = 0;
+            for arch in [native, 0x4000_0003, 0xc000_00b7, 0] {
+                for nr in (0..1024u32).chain([0x4000_0000, 0x4000_0001, 0x4000_0200, 0xffff_ffff]) {
+                    for value in &values {
+                        let args = [*value; 6];
+                        let (action, steps) = run(&fast, nr, arch, args);
+                        assert_eq!(
+                            action,
+                            run(&chain, nr, arch, args).0,
+                            "nr {nr} arch {arch:#x} args {value:#x} ({network}, {unix_sockets})"
+                        );
+                        if arch == native && *value == 0 && steps <= 20 {
+                            quick += 1;
+                        }
+                    }
+                }
+            }
+            // All but the forty-odd numbers with a rule.
+            assert!(quick >= 1028 - 50, "{quick} of 1028 numbers quickly");
+        }
+    }
+
     #[test]
     fn the_socket_rules_follow_the_grants() {
         // Every combination compiles, and they differ.
