@@ -93,21 +93,6 @@ fn shell_result(run: &Run, transcript: &str) -> Value {
     serde_json::from_str(&content).unwrap_or_else(|_| json!(content))
 }
 
-/// Every tool result the model saw, in order.
-fn tool_results(run: &Run) -> Vec<Value> {
-    let transcript = run.json("ybs-out/t/transcript.json");
-    transcript["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let content = m["content"].as_str().unwrap();
-            serde_json::from_str(content).unwrap_or_else(|_| panic!("{content}"))
-        })
-        .collect()
-}
-
 /// `key=value` lines of a probe's stdout.
 fn verdicts(result: &Value) -> std::collections::BTreeMap<String, String> {
     result["stdout"]
@@ -765,7 +750,7 @@ fn children_see_only_the_allowlist_and_canaries_appear_nowhere() {
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    let results = tool_results(&run);
+    let results = run.tool_results();
     let names = |text: &str| -> Vec<String> {
         let mut names: Vec<String> = text
             .lines()
@@ -1350,7 +1335,7 @@ fn a_program_is_searched_on_path_like_a_shell_does() {
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
     // After the write_file's.
-    let results = &tool_results(&run)[1..];
+    let results = &run.tool_results()[1..];
     assert_eq!(results.len(), 3, "{results:?}");
     assert_eq!(results[0]["stdout"], "from-c\n", "{results:?}");
     assert_eq!(results[1]["stdout"], "plain-by-the-shell\n", "{results:?}");

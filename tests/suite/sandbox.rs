@@ -12,21 +12,6 @@ use serde_json::{Value, json};
 use crate::support::cassette::{answer, call};
 use crate::support::{Run, Ybs};
 
-/// The shell results the model saw, parsed, in order.
-fn shell_results(run: &Run) -> Vec<Value> {
-    let transcript = run.json("ybs-out/t/transcript.json");
-    transcript["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let content = m["content"].as_str().unwrap();
-            serde_json::from_str(content).unwrap_or_else(|_| json!(content))
-        })
-        .collect()
-}
-
 fn manifest_sandbox(run: &Run) -> Value {
     run.json("ybs-out/t/transcript.json")["manifest"]["sandbox"].clone()
 }
@@ -62,7 +47,7 @@ fn shell_writes_outside_the_workdir_are_denied_by_the_kernel() {
     escape_task(&ybs);
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    let results = shell_results(&run);
+    let results = run.tool_results();
     let shell = &results[1];
     assert_eq!(shell["stdout"], "tmp\n", "{shell}");
     assert!(
@@ -186,7 +171,7 @@ fn no_network_nor_named_unix_sockets_unless_the_operator_grants_them() {
     connect_task(&ybs, port);
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    let shell = &shell_results(&run)[1];
+    let shell = &run.tool_results()[1];
     let stdout = shell["stdout"].as_str().unwrap();
     assert!(!stdout.contains("connected"), "{shell}");
     assert!(
@@ -205,7 +190,7 @@ fn no_network_nor_named_unix_sockets_unless_the_operator_grants_them() {
     );
     let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
-    let shell = &shell_results(&run)[1];
+    let shell = &run.tool_results()[1];
     assert!(
         shell["stdout"].as_str().unwrap().contains("connected"),
         "{shell}"
@@ -254,7 +239,7 @@ fn external_tools_are_confined_the_same_way() {
     );
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    assert_eq!(shell_results(&run)[0], "write=no tmp=yes");
+    assert_eq!(run.tool_results()[0], "write=no tmp=yes");
     assert!(!ybs.home().join("tool-escaped.txt").exists());
 
     // `ybs tools invoke` too; `--no-sandbox` lifts it and says so.
@@ -405,7 +390,7 @@ fn without_namespaces_tasks_refuse_unless_the_operator_accepts_landlock_alone() 
         run.read("ybs-out/summary.md")
             .contains("missing layer: namespaces")
     );
-    let shell = &shell_results(&run)[1];
+    let shell = &run.tool_results()[1];
     assert!(
         shell["stderr"]
             .as_str()
@@ -476,7 +461,7 @@ fn a_working_probe_is_kept_for_the_boot_and_used_only_under_its_key() {
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
     assert_eq!(manifest_sandbox(&run)["landlock"], other);
-    assert_eq!(shell_results(&run)[0]["stdout"], "hi\n");
+    assert_eq!(run.tool_results()[0]["stdout"], "hi\n");
 
     // Kept under another key (another boot, binary or user): probed again.
     value["key"] = json!("boot=another");

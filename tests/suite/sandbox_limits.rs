@@ -8,21 +8,6 @@ use serde_json::{Value, json};
 use crate::support::cassette::{answer, call};
 use crate::support::{Run, Ybs};
 
-/// The results of the tool calls the model saw, in order (JSON when the
-/// result is JSON).
-fn tool_results(run: &Run) -> Vec<Value> {
-    run.json("ybs-out/t/transcript.json")["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let content = m["content"].as_str().unwrap();
-            serde_json::from_str(content).unwrap_or_else(|_| json!(content))
-        })
-        .collect()
-}
-
 /// The output of the check named `name`.
 fn check_output(run: &Run, name: &str) -> String {
     run.events("t")
@@ -61,7 +46,7 @@ fn every_child_gets_the_non_interactive_environment() {
     );
     let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
-    let shell = tool_results(&run)[0]["stdout"].as_str().unwrap().to_owned();
+    let shell = run.tool_results()[0]["stdout"].as_str().unwrap().to_owned();
     let check = check_output(&run, "env");
     for output in [&shell, &check] {
         let lines: Vec<&str> = output.lines().collect();
@@ -143,7 +128,7 @@ fn ybs_state_and_machine_credentials_are_hidden_from_confined_programs() {
 
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
-    let shell = &tool_results(&run)[0];
+    let shell = &run.tool_results()[0];
     assert!(
         shell["stdout"].as_str().unwrap().ends_with("probed\n"),
         "{shell}"
@@ -161,7 +146,7 @@ fn ybs_state_and_machine_credentials_are_hidden_from_confined_programs() {
     );
     let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
-    let results = tool_results(&run);
+    let results = run.tool_results();
     let read = results[1].to_string();
     assert!(read.contains("blocked path"), "{read}");
     let seen = everything(&run);
@@ -284,7 +269,7 @@ fn record_never_writes_through_a_planted_link() {
     ]);
     run.expect_code(0);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
-    let shell = &tool_results(&run)[0];
+    let shell = &run.tool_results()[0];
     let stderr = shell["stderr"]
         .as_str()
         .unwrap_or_else(|| panic!("{shell}"));
@@ -356,7 +341,7 @@ fn max_processes_bounds_a_fork_bomb_and_nothing_survives_the_task() {
     );
     let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
-    let results = tool_results(&run);
+    let results = run.tool_results();
     let bomb = results[0]["stdout"].as_str().unwrap_or_default().to_owned();
     assert!(bomb.contains("refused 11"), "{}", results[0]);
     let started: usize = bomb
@@ -439,7 +424,7 @@ fn max_processes_binds_an_unprivileged_ybs_through_rlimit_nproc() {
         .expect("setpriv runs");
     let run = Run::from_output(output, root);
     run.expect_code(0);
-    let bomb = tool_results(&run)[0]["stdout"]
+    let bomb = run.tool_results()[0]["stdout"]
         .as_str()
         .unwrap_or_default()
         .to_owned();

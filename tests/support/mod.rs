@@ -169,6 +169,22 @@ impl Run {
         })
     }
 
+    /// The results of the tool calls the model saw in task `t`'s
+    /// transcript, in order (parsed when the result is JSON, else the
+    /// text as a JSON string).
+    pub fn tool_results(&self) -> Vec<Value> {
+        self.json("ybs-out/t/transcript.json")["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                let content = m["content"].as_str().unwrap();
+                serde_json::from_str(content).unwrap_or_else(|_| Value::from(content))
+            })
+            .collect()
+    }
+
     /// Every line of an events.jsonl file, parsed.
     pub fn events(&self, task: &str) -> Vec<Value> {
         self.read(&format!("ybs-out/{task}/events.jsonl"))
