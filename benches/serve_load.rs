@@ -89,6 +89,7 @@ fn main() {
         .build()
         .expect("runtime");
     let (alone, alone_s, many, many_s) = runtime.block_on(async {
+        ybs::core::tls::install();
         let http = reqwest::Client::builder()
             .no_proxy()
             .pool_max_idle_per_host(SESSIONS * 2)

@@ -420,6 +420,9 @@ mod tests {
     async fn pieces_reach_the_client_separately() {
         let text = "data: {}\n\n".repeat(20);
         let server = Server::start(vec![Reply::sse_in_pieces(&text, 1)]);
+        // reqwest has no TLS provider of its own (Cargo.toml): the one ybs
+        // installs (`core::tls`), here where this file is a test's too.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let response = reqwest::get(&server.url).await.unwrap();
         let mut chunks = response.bytes_stream();
         let mut count = 0;

@@ -115,6 +115,7 @@ fn settles(mut done: impl FnMut() -> bool) -> bool {
 }
 
 fn http() -> reqwest::Client {
+    ybs::core::tls::install();
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 
