@@ -366,7 +366,9 @@ fn sleep_unless_stopped(duration: Duration, shared: &Shared) {
     }
 }
 
-fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Request>> {
+/// One request from `socket` (a plain or a TLS stream): `None` when it
+/// closes first.
+pub fn read_request(socket: &mut impl Read) -> std::io::Result<Option<Request>> {
     let mut buffer = Vec::new();
     let mut chunk = [0_u8; 16384];
     let head_end = loop {

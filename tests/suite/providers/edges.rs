@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{Keys, assert_no_secrets, run as run_task, scratch, task_yaml, transcript};
-use crate::support::server::{Reply, Request, Server};
+use crate::support::server::{Reply, Request, Server, read_request};
 use crate::support::wire;
 use crate::support::{Run, Ybs};
 
@@ -917,11 +917,8 @@ fn a_config_replacing_a_tasks_pinned_model_says_so_once() {
 /// loads them cannot be built.
 fn no_system_roots(ybs: Ybs) -> Ybs {
     ybs.file("certs/empty.pem", "");
-    let file = ybs.path().join("certs/empty.pem").display().to_string();
-    let dir = ybs.home().join("no-certs");
-    std::fs::create_dir_all(&dir).unwrap();
-    ybs.env("SSL_CERT_FILE", &file)
-        .env("SSL_CERT_DIR", &dir.display().to_string())
+    let file = ybs.path().join("certs/empty.pem");
+    only_roots(ybs, &file)
 }
 
 #[test]
@@ -948,17 +945,23 @@ fn an_https_endpoint_still_needs_the_system_roots() {
     );
 }
 
-/// A TLS server on loopback for one request: the certificate in
-/// `tests/fixtures/tls` (signed by its `ca.pem`, for `127.0.0.1`), the
-/// same `ring` provider ybs is built with. Answers `body` as an event
-/// stream and returns the request's head, or why none came.
-fn tls_server(body: String) -> (u16, std::thread::JoinHandle<Result<String, String>>) {
+/// A file of `tests/fixtures/tls`: a test CA (`ca.pem`) and a server
+/// certificate for `127.0.0.1` signed by it (`server.pem`, `server.key`).
+fn tls_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tls")
+        .join(name)
+}
+
+/// A TLS server on loopback for one request, with the fixtures'
+/// certificate and the same `ring` provider ybs is built with. Answers
+/// `body` as an event stream and returns the request, or why none came.
+fn tls_server(body: String) -> (u16, std::thread::JoinHandle<Result<Request, String>>) {
     use rustls::pki_types::pem::PemObject as _;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    use std::io::{Read as _, Write as _};
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
-    let certs = vec![CertificateDer::from_pem_file(fixtures.join("server.pem")).unwrap()];
-    let key = PrivateKeyDer::from_pem_file(fixtures.join("server.key")).unwrap();
+    use std::io::Write as _;
+    let certs = vec![CertificateDer::from_pem_file(tls_fixture("server.pem")).unwrap()];
+    let key = PrivateKeyDer::from_pem_file(tls_fixture("server.key")).unwrap();
     let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -974,31 +977,22 @@ fn tls_server(body: String) -> (u16, std::thread::JoinHandle<Result<String, Stri
         tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let connection = rustls::ServerConnection::new(std::sync::Arc::new(config)).unwrap();
         let mut stream = rustls::StreamOwned::new(connection, tcp);
-        let mut request = Vec::new();
-        let mut buffer = [0_u8; 4096];
-        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-            match stream.read(&mut buffer) {
-                Ok(0) => return Err("the connection closed before the request".to_owned()),
-                Ok(read) => request.extend_from_slice(&buffer[..read]),
-                Err(error) => return Err(error.to_string()),
-            }
-        }
+        let request = read_request(&mut stream)
+            .map_err(|error| error.to_string())?
+            .ok_or("the connection closed before the request")?;
         let response = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}"
         );
         stream.write_all(response.as_bytes()).unwrap();
         stream.conn.send_close_notify();
         let _ = stream.flush();
-        Ok(String::from_utf8_lossy(&request).into_owned())
+        Ok(request)
     });
     (port, handle)
 }
 
-/// The root certificates are `tests/fixtures/tls/<file>` alone.
-fn only_roots(ybs: Ybs, file: &str) -> Ybs {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tls")
-        .join(file);
+/// The root certificates are `file` alone.
+fn only_roots(ybs: Ybs, file: &std::path::Path) -> Ybs {
     let dir = ybs.home().join("no-certs");
     std::fs::create_dir_all(&dir).unwrap();
     ybs.env("SSL_CERT_FILE", &file.display().to_string())
@@ -1013,12 +1007,12 @@ fn an_https_endpoint_is_reached_over_tls_verified_against_the_roots_named() {
     ];
     let (port, server) = tls_server(wire::sse_done(&chunks));
     let (ybs, _) = scratch(&task_yaml(""));
-    let ybs = only_roots(ybs, "ca.pem");
+    let ybs = only_roots(ybs, &tls_fixture("ca.pem"));
     let run = run_task(&ybs, "openai", &format!("https://127.0.0.1:{port}/v1"), &[]);
     let request = server.join().unwrap().unwrap();
-    assert!(
-        request.starts_with("POST /v1/chat/completions"),
-        "{request}"
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("POST", "/v1/chat/completions")
     );
     run.expect_code(0);
 }
@@ -1028,7 +1022,7 @@ fn an_https_endpoint_whose_certificate_no_root_signs_is_refused() {
     let (port, server) = tls_server(String::new());
     let (ybs, _) = fast("");
     // A root there is, but not the one that signed the server's.
-    let ybs = only_roots(ybs, "server.pem");
+    let ybs = only_roots(ybs, &tls_fixture("server.pem"));
     let run = run_task(
         &ybs,
         "openai",
