@@ -185,12 +185,13 @@ impl Compiled {
 
     /// The shapes that may match in `text` (one of their literals is in
     /// it), in [`SHAPES`] order.
-    fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut seen = vec![false; SHAPES.len()];
+    /// Every masked text passes here: a bit per shape, no allocation.
+    fn candidates(&self, text: &str) -> impl Iterator<Item = usize> {
+        let mut seen: u32 = 0;
         for found in self.literals.find_overlapping_iter(text) {
-            seen[self.shape_of[found.pattern().as_usize()]] = true;
+            seen |= 1 << self.shape_of[found.pattern().as_usize()];
         }
-        (0..SHAPES.len()).filter(|&index| seen[index]).collect()
+        (0..SHAPES.len()).filter(move |&index| seen & (1 << index) != 0)
     }
 }
 
@@ -248,7 +249,6 @@ pub fn credential_kind(text: &str) -> Option<&'static str> {
     let compiled = &*COMPILED;
     compiled
         .candidates(text)
-        .into_iter()
         .find(|&index| !find_in(index, compiled.shape(index), text).is_empty())
         .map(|index| SHAPES[index].kind)
 }
@@ -259,7 +259,6 @@ pub fn find_credentials(text: &str) -> Vec<Found> {
     let compiled = &*COMPILED;
     let mut found: Vec<Found> = compiled
         .candidates(text)
-        .into_iter()
         .flat_map(|index| find_in(index, compiled.shape(index), text))
         .collect();
     found.sort_by_key(|hit| (hit.start, std::cmp::Reverse(hit.end)));
@@ -467,6 +466,8 @@ mod tests {
 
     #[test]
     fn every_shape_has_a_literal_and_every_literal_a_shape() {
+        // `Compiled::candidates` keeps a bit per shape.
+        assert!(SHAPES.len() <= 32);
         for shape in SHAPES {
             assert!(
                 LITERALS
