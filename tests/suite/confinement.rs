@@ -1100,6 +1100,12 @@ fn a_program_cannot_reach_the_resident_or_its_pid_one() {
          def trace():\n    \
              if libc.ptrace(16, 1, 0, 0) != 0:\n        raise OSError(ctypes.get_errno(), 'ptrace')\n\
          attempt('ptrace_pid1', trace)\n\
+         import resource\n\
+         attempt('pid1_prlimit', lambda: resource.prlimit(1, resource.RLIMIT_NOFILE, (16, 16)))\n\
+         def uffd():\n    \
+             number = {'x86_64': 323, 'aarch64': 282}[os.uname().machine]\n    \
+             if libc.syscall(number, 1) < 0:\n        raise OSError(ctypes.get_errno(), 'userfaultfd')\n\
+         attempt('userfaultfd', uffd)\n\
          print('same_resident=' + str(open('/tmp/userns-before').read() == os.readlink('/proc/self/ns/user')))\n";
     // The user namespace is the resident's: the same for every program it
     // starts, another for another resident.
@@ -1141,6 +1147,8 @@ fn a_program_cannot_reach_the_resident_or_its_pid_one() {
             "pid1_environ",
             "pid1_root",
             "ptrace_pid1",
+            "pid1_prlimit",
+            "userfaultfd",
         ],
     );
 }
@@ -1299,6 +1307,8 @@ fn a_program_is_searched_on_path_like_a_shell_does() {
     std::fs::create_dir_all(bin.join("b/ybs-tool")).unwrap();
     make("c/ybs-tool", "#!/bin/sh\necho from-c\n", 0o755);
     make("c/ybs-plain", "echo plain-by-the-shell\n", 0o755);
+    // A Python outside every home (homes are hidden in the sandbox but for
+    // their toolchains and `PATH` entries: docs/sandbox.md, "The home").
     let python = String::from_utf8(
         Command::new("python3")
             .args(["-c", "import sys; print(sys.executable)"])
@@ -1307,11 +1317,12 @@ fn a_program_is_searched_on_path_like_a_shell_does() {
             .stdout,
     )
     .unwrap();
-    std::os::unix::fs::symlink(
-        Path::new(python.trim()).canonicalize().unwrap(),
-        bin.join("c/ybs-python"),
-    )
-    .unwrap();
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .iter()
+        .map(Path::new)
+        .find(|path| path.exists())
+        .unwrap_or(Path::new(python.trim()));
+    std::os::unix::fs::symlink(python.canonicalize().unwrap(), bin.join("c/ybs-python")).unwrap();
     let path = format!(
         "{bin}/missing:/etc/passwd:{bin}/a:{bin}/b:{bin}/c:/usr/bin:/bin",
         bin = bin.display()

@@ -26,7 +26,9 @@
 //! `process_vm_readv`/`writev`, `bpf`, `perf_event_open`, `keyctl`,
 //! `add_key`, `request_key`, `kexec_load`, `kexec_file_load`,
 //! `sethostname`, `setdomainname`, `unshare`, `setns`, `clone` with any
-//! `CLONE_NEW*` flag, `init_module`, `finit_module`, `delete_module`.
+//! `CLONE_NEW*` flag, `init_module`, `finit_module`, `delete_module`, the
+//! new mount API, `userfaultfd`, and `prlimit64` that sets the limits of
+//! another process (the sandbox's PID 1 runs as the same user).
 //!
 //! Landlock (ABI v6, best effort): read and execute everywhere, every
 //! write right under the writable roots, the device files writable, and
@@ -122,6 +124,9 @@ const REFUSED: &[i64] = &[
     libc::SYS_fsconfig,
     libc::SYS_fspick,
     libc::SYS_mount_setattr,
+    // Stalls a page fault in the kernel for as long as the program likes
+    // (the building block of many kernel exploits).
+    libc::SYS_userfaultfd,
 ];
 
 fn arch() -> Result<TargetArch, FilterError> {
@@ -144,6 +149,16 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Filte
     Ok(SeccompCondition::new(
         arg,
         SeccompCmpArgLen::Dword,
+        op,
+        value,
+    )?)
+}
+
+/// [`cond`] on the whole 64-bit argument (a pointer).
+fn cond_qword(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, FilterError> {
+    Ok(SeccompCondition::new(
+        arg,
+        SeccompCmpArgLen::Qword,
         op,
         value,
     )?)
@@ -258,6 +273,15 @@ fn build(settings: FilterSettings, fast: bool) -> Result<BpfProgram, FilterError
         })
         .collect::<Result<Vec<_>, FilterError>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
+    // Setting another process's limits (the sandbox's PID 1 runs as the
+    // same user): reading them, and setting one's own (pid 0), still work.
+    rules.insert(
+        libc::SYS_prlimit64,
+        vec![rule(vec![
+            cond(0, SeccompCmpOp::Ne, 0)?,
+            cond_qword(2, SeccompCmpOp::Ne, 0)?,
+        ])?],
+    );
     let numbers: Vec<i64> = rules.keys().copied().collect();
     let filter = SeccompFilter::new(
         rules,
