@@ -66,6 +66,7 @@ const SAFETY_FIELDS: &[&str] = &[
     "env_passthrough",
     "sandbox_enabled",
     "sandbox_writable_paths",
+    "sandbox_home_visible",
     "sandbox_network",
     "max_task_file_bytes",
     "allowed_workdirs",
@@ -351,7 +352,11 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
             && items.is_some()
             && matches!(
                 name,
-                "allowed_paths" | "env_passthrough" | "sandbox_writable_paths" | "allowed_workdirs"
+                "allowed_paths"
+                    | "env_passthrough"
+                    | "sandbox_writable_paths"
+                    | "sandbox_home_visible"
+                    | "allowed_workdirs"
             )
         {
             decoder.error_with_hint(
@@ -371,6 +376,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         env_passthrough: list(decoder, "env_passthrough", None),
         sandbox_enabled: fields.get(decoder, "sandbox_enabled"),
         sandbox_writable_paths: list(decoder, "sandbox_writable_paths", None),
+        sandbox_home_visible: list(decoder, "sandbox_home_visible", None),
         sandbox_network: fields.get(decoder, "sandbox_network"),
         max_task_file_bytes: max_bytes.and_then(|m| positive(decoder, m, "max_task_file_bytes")),
         allowed_workdirs: list(decoder, "allowed_workdirs", None),

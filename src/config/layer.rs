@@ -133,6 +133,9 @@ pub struct SafetyLayer {
     pub env_passthrough: Option<Vec<String>>,
     pub sandbox_enabled: Option<bool>,
     pub sandbox_writable_paths: Option<Vec<String>>,
+    /// Paths under the home confined programs see besides the toolchains
+    /// (operator config only).
+    pub sandbox_home_visible: Option<Vec<String>>,
     pub sandbox_network: Option<bool>,
     /// The largest task file read (default 1 MiB).
     pub max_task_file_bytes: Option<u64>,
@@ -193,7 +196,7 @@ combine_fields! {
     AgentLayer { max_iterations, max_total_tokens, max_cost_usd, retry_attempts, retry_backoff_base }
     SafetyLayer {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
-        sandbox_writable_paths, sandbox_network, sandbox_unix_sockets, sandbox_require, sandbox_check_network,
+        sandbox_writable_paths, sandbox_home_visible, sandbox_network, sandbox_unix_sockets, sandbox_require, sandbox_check_network,
         max_task_file_bytes, extra_blocked_paths, extra_blocked_commands, allowed_workdirs,
         max_processes,
     }

@@ -173,6 +173,9 @@ pub struct SafetySettings {
     /// Extra roots sandboxed children may write (operator config only;
     /// `safety.allowed_paths` are writable too).
     pub sandbox_writable_paths: Vec<String>,
+    /// Paths under the home confined programs see besides the toolchain
+    /// directories (operator config only; `~` not yet expanded).
+    pub sandbox_home_visible: Vec<String>,
     /// Sandboxed children may use the network (operator config only).
     pub sandbox_network: bool,
     /// The largest task file ybs reads (`safety.max_task_file_bytes`,
@@ -380,6 +383,7 @@ impl Config {
                 env_passthrough: safety.env_passthrough.unwrap_or_default(),
                 sandbox_enabled: safety.sandbox_enabled.unwrap_or(true),
                 sandbox_writable_paths: safety.sandbox_writable_paths.unwrap_or_default(),
+                sandbox_home_visible: safety.sandbox_home_visible.unwrap_or_default(),
                 sandbox_network: safety.sandbox_network.unwrap_or(false),
                 max_task_file_bytes: safety
                     .max_task_file_bytes

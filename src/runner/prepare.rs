@@ -2,7 +2,7 @@
 //! runs: workdir, provider, cassette, policy, tools. A problem here is a
 //! usage error (exit 2) and no task starts.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,6 +26,7 @@ use crate::llm::replay::Replay;
 use crate::llm::{self, Provider, ProviderConfig, ProviderError};
 use crate::policy::{GuardSettings, Policy, PolicySpec};
 use crate::task::TaskSpec;
+use crate::tools::sandbox::home as home_view;
 use crate::tools::sandbox::{self, Sandbox, SandboxSettings, Unavailable};
 use crate::tools::{Registry, ToolCtx, builtin, external};
 
@@ -359,7 +360,16 @@ fn sandbox_paths(run: &RunContext, protected: &[PathBuf]) -> SandboxPaths {
                     .unwrap_or_default()
                     .split(':')
                     .filter(|entry| entry.starts_with('/'))
-                    .flat_map(|entry| with_prefix(Path::new(entry))),
+                    .flat_map(|entry| {
+                        // Under the home the entry alone: its prefix is
+                        // shown only when it is a toolchain directory
+                        // (docs/sandbox.md, "The home").
+                        let entry = Path::new(entry);
+                        match &run.home {
+                            Some(home) if entry.starts_with(home) => vec![entry.to_path_buf()],
+                            _ => with_prefix(entry),
+                        }
+                    }),
             )
             .chain(
                 run.config
@@ -506,7 +516,8 @@ pub fn task_sandbox(
     let read_only = read_only_paths(config, workdir, paths);
     let mut visible = paths.visible.clone();
     if let Some(home) = home {
-        visible.push(home.join(".ybs"));
+        // The operator's external tool definitions.
+        visible.push(home.join(".ybs/tools"));
     }
     visible.extend(
         config
@@ -543,17 +554,30 @@ pub fn task_sandbox(
             .filter_map(|program| program.parent())
             .flat_map(with_prefix),
     );
-    // The home itself stays visible (the children's `HOME`, read-only;
-    // under the host's `/tmp` it would be hidden otherwise), its blocked
-    // paths hidden; an operator's blocked path that holds it still wins.
-    let shown: Vec<PathBuf> = visible
-        .iter()
-        .cloned()
-        .chain(home.map(Path::to_path_buf))
-        .collect();
-    let mut blocked = sandbox_blocked(config, home, &shown, &[&visible, &writable, &programs]);
-    visible.extend(home.map(Path::to_path_buf));
+    // The home by allow-list (docs/sandbox.md, "The home"): an empty
+    // directory of the task's own, the toolchains, the `PATH` entries
+    // under it and the operator's `safety.sandbox_home_visible` bound
+    // back; the blocked paths hidden inside them, and never given up for
+    // a path kept beneath one (it is bound back on top).
+    if let Some(home) = home {
+        visible.extend(home_view::visible(
+            home,
+            environ,
+            &environ.var("PATH").unwrap_or_default(),
+        ));
+        visible.extend(
+            config
+                .safety
+                .sandbox_home_visible
+                .iter()
+                .map(|path| expand_home(Path::new(path), Some(home))),
+        );
+    }
+    let mut blocked = sandbox_blocked(config, home, &visible);
     block_own_dirs(&mut blocked, home, environ);
+    let near: Vec<&Path> = std::iter::once(workdir)
+        .chain(paths.visible.first().map(PathBuf::as_path))
+        .collect();
     let settings = SandboxSettings {
         writable,
         network: config.safety.sandbox_network,
@@ -563,7 +587,10 @@ pub fn task_sandbox(
         hidden: paths.hidden.clone(),
         blocked,
         visible,
-        scratch: toolchain_scratch(home, environ),
+        scratch: home_view::scratch(home, environ),
+        home: home.map(Path::to_path_buf),
+        gitconfig: home_view::gitconfig(home, environ),
+        masked: home_view::masked(home, environ, &near),
         max_processes: config.safety.max_processes,
     };
     match Sandbox::prepare(workdir, &settings) {
@@ -633,59 +660,12 @@ pub fn own_dirs(home: Option<&Path>, environ: &Environ) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The toolchain homes and caches under the user's home that confined
-/// programs may write to for the task only (docs/sandbox.md, "Toolchains
-/// and caches"): cargo's package-cache lock and registry, rustup's
-/// temp files, the package managers' caches (XDG's `~/.cache`, which ybs
-/// makes for its own cache anyway, so a tool that creates its cache dir
-/// there finds it writable). `CARGO_HOME` and
-/// `RUSTUP_HOME` (passed to the children) count when set. The sandbox
-/// skips the missing ones and those at or holding a writable root.
-pub const TOOLCHAIN_SCRATCH: &[&str] = &[
-    ".cargo",
-    ".rustup",
-    ".npm",
-    // pip, uv, poetry, go-build, yarn, pnpm… (ybs's own cache in it stays
-    // hidden: the blocked paths go on top).
-    ".cache",
-    "go/pkg/mod",
-    ".local/share/pnpm",
-    ".m2/repository",
-    ".gradle/caches",
-    ".gradle/wrapper",
-];
-
-fn toolchain_scratch(home: Option<&Path>, environ: &Environ) -> Vec<PathBuf> {
-    let own = ["CARGO_HOME", "RUSTUP_HOME"]
-        .iter()
-        .filter_map(|name| environ.var_os(name))
-        .map(PathBuf::from)
-        .filter(|path| path.is_absolute());
-    home.into_iter()
-        .flat_map(|home| TOOLCHAIN_SCRATCH.iter().map(|dir| home.join(dir)))
-        .chain(own)
-        .collect()
-}
-
 /// `safety.blocked_paths` to hide from confined programs (docs/sandbox.md):
 /// the plain paths (`~/.ssh`, not the `**/.env` or `/proc/*/environ`
-/// patterns), except one holding a path the children need (the workdir is
-/// checked by the sandbox; `keep`: visible and writable paths, programs).
-fn sandbox_blocked(
-    config: &Config,
-    home: Option<&Path>,
-    shown: &[PathBuf],
-    keep: &[&[PathBuf]],
-) -> Vec<PathBuf> {
-    // `kept.starts_with(path)` for some kept path is `path` being one of
-    // their ancestors: one set, instead of every blocked path against
-    // every kept one component by component (the largest cost of a
-    // task's set-up before: docs/performance.md).
-    let holders: HashSet<&Path> = keep
-        .iter()
-        .flat_map(|paths| paths.iter())
-        .flat_map(|kept| kept.ancestors())
-        .collect();
+/// patterns). One that holds a path the children need stays hidden: the
+/// sandbox binds the kept path back on top (and the workdir is checked by
+/// the sandbox).
+fn sandbox_blocked(config: &Config, home: Option<&Path>, shown: &[PathBuf]) -> Vec<PathBuf> {
     config
         .safety
         .blocked_paths
@@ -700,19 +680,10 @@ fn sandbox_blocked(
             ["/tmp", "/proc", "/dev"]
                 .iter()
                 .all(|own| !path.starts_with(own) && !Path::new(own).starts_with(path))
-                || shown.iter().any(|dir| path.starts_with(dir) && path != dir)
-        })
-        .filter(|path| {
-            if holders.contains(path.as_path()) {
-                return false;
-            }
-            // Most blocked paths do not exist: one `lstat` says so, where
-            // resolving them would read every component's link.
-            let canonical = match path.symlink_metadata() {
-                Ok(_) => path.canonicalize().unwrap_or_else(|_| path.clone()),
-                Err(_) => return true,
-            };
-            !holders.contains(canonical.as_path())
+                || home
+                    .into_iter()
+                    .chain(shown.iter().map(PathBuf::as_path))
+                    .any(|dir| path.starts_with(dir) && path != dir)
         })
         .collect()
 }
@@ -1221,32 +1192,27 @@ mod tests {
     }
 
     #[test]
-    fn a_blocked_path_holding_a_kept_one_is_not_hidden_through_a_link_either() {
+    fn a_blocked_path_holding_a_kept_one_stays_blocked() {
         let home = tempfile::tempdir().unwrap();
         let home = home.path().canonicalize().unwrap();
         std::fs::create_dir_all(home.join("tools/bin")).unwrap();
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::os::unix::fs::symlink(home.join("tools"), home.join(".tools-link")).unwrap();
         let mut config = Config::default();
-        config.safety.blocked_paths = [
-            "~/.ssh",
-            "~/.missing",
-            "~/tools",
-            "~/.tools-link",
-            "~/tools/bin/x",
-        ]
-        .iter()
-        .map(|path| (*path).to_owned())
-        .collect();
-        let kept = vec![home.join("tools/bin")];
-        // Under /tmp: shown again, so its blocked paths stay hidden.
-        let shown = vec![home.clone()];
-        let blocked = sandbox_blocked(&config, Some(&home), &shown, &[&kept]);
+        config.safety.blocked_paths = ["~/.ssh", "~/tools", "~/.tools-link", "~/tools/bin/x"]
+            .iter()
+            .map(|path| (*path).to_owned())
+            .collect();
+        // `~/tools/bin` is kept (a `PATH` entry): the sandbox binds it back
+        // on top of the hidden `~/tools`, which is never given up.
+        let shown = vec![home.join("tools/bin")];
+        let blocked = sandbox_blocked(&config, Some(&home), &shown);
         assert_eq!(
             blocked,
             vec![
                 home.join(".ssh"),
-                home.join(".missing"),
+                home.join("tools"),
+                home.join(".tools-link"),
                 home.join("tools/bin/x")
             ]
         );

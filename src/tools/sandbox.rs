@@ -50,6 +50,7 @@ pub mod cgroup;
 pub mod filter;
 #[cfg(target_os = "linux")]
 mod helper;
+pub mod home;
 mod placeholders;
 mod probe_cache;
 #[cfg(target_os = "linux")]
@@ -157,6 +158,15 @@ pub struct SandboxSettings {
     /// dir, so it goes with the task. Missing ones, and ones holding the
     /// workdir or a writable root, are skipped.
     pub scratch: Vec<PathBuf>,
+    /// The user's home, shown as an empty directory of the task's own
+    /// with the visible paths beneath it bound back (`None`: none).
+    pub home: Option<PathBuf>,
+    /// The `.gitconfig` of the empty home (the host's identity only).
+    pub gitconfig: Option<String>,
+    /// Directories shown empty, the visible paths beneath them bound
+    /// back (other homes, relocated XDG directories, a self-hosted
+    /// runner's install directory).
+    pub masked: Vec<PathBuf>,
     /// At most this many processes of the task's confined programs at
     /// once (`safety.max_processes`); 0: no bound.
     pub max_processes: u32,
@@ -313,11 +323,26 @@ impl Sandbox {
                 .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone()))
                 .filter(|path| path.starts_with(workdir))
                 .collect(),
+            // A blocked directory holding the workdir (or another kept
+            // path) is shown empty with the kept path bound back.
             blocked: settings
                 .blocked
                 .iter()
                 .filter_map(|path| path.canonicalize().ok())
-                .filter(|path| !path.starts_with(workdir) && !workdir.starts_with(path))
+                .filter(|path| !path.starts_with(workdir))
+                .collect(),
+            home: settings
+                .home
+                .as_ref()
+                .and_then(|home| home.canonicalize().ok())
+                .filter(|home| home.is_dir() && home.parent().is_some()),
+            gitconfig: settings.gitconfig.clone(),
+            masked: settings
+                .masked
+                .iter()
+                .filter_map(|path| path.canonicalize().ok())
+                .filter(|path| path.is_dir() && path.parent().is_some())
+                .filter(|path| !path.starts_with(workdir))
                 .collect(),
             network: settings.network,
             unix_sockets: settings.unix_sockets,
@@ -679,6 +704,8 @@ impl PrivateTemp {
     fn name() -> io::Result<Self> {
         use std::hash::{BuildHasher as _, Hasher as _};
         let base = std::env::temp_dir().canonicalize()?;
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| sweep_private_temps(&base));
         let random = std::collections::hash_map::RandomState::new()
             .build_hasher()
             .finish();
@@ -715,9 +742,60 @@ impl PrivateTemp {
 impl Drop for PrivateTemp {
     fn drop(&mut self) {
         if matches!(self.made.get(), Some(Ok(()))) {
-            let _ = std::fs::remove_dir_all(&self.path);
+            remove_tree(&self.path);
         }
     }
+}
+
+/// The private temp dirs (`ybs-sandbox-PID-RANDOM`) in `base` that runs
+/// killed before their end left: those of this user whose process is
+/// gone (once per process, at the first task's set-up).
+fn sweep_private_temps(base: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("ybs-sandbox-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let ours = entry
+            .path()
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.is_dir() && meta.uid() == uid);
+        if ours && !Path::new("/proc").join(pid.to_string()).exists() {
+            remove_tree(&entry.path());
+        }
+    }
+}
+
+/// Removes the directory `path` with its content, links not followed,
+/// even where a program (or overlayfs, whose work directory it leaves at
+/// mode 000) took the owner's rights away.
+fn remove_tree(path: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    if std::fs::remove_dir_all(path).is_ok() {
+        return;
+    }
+    let mut pending = vec![path.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let is_dir = dir.symlink_metadata().is_ok_and(|meta| meta.is_dir());
+        if !is_dir {
+            continue;
+        }
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            pending.extend(entries.flatten().map(|entry| entry.path()));
+        }
+    }
+    let _ = std::fs::remove_dir_all(path);
 }
 
 #[cfg(test)]

@@ -333,10 +333,12 @@ fn home_outside_tmp() -> tempfile::TempDir {
 
 /// A script the model wrote reads the credential files under the real
 /// home by absolute path, and an operator-blocked directory, from
-/// `run_shell` and from a check: the blocked paths are empty there
-/// (`~/.ssh` an empty directory, `~/.netrc` an empty file), so their
-/// canaries reach neither the model nor any output; other files of the
-/// home stay readable, and nothing blocked is changed.
+/// `run_shell` and from a check, with the operator showing the whole
+/// home (`safety.sandbox_home_visible: ["~"]`): the blocked paths, the
+/// second layer, are empty there (`~/.ssh` an empty directory, `~/.netrc`
+/// an empty file), so their canaries reach neither the model nor any
+/// output; other files of the home stay readable, and nothing blocked is
+/// changed.
 #[test]
 fn blocked_credential_paths_are_hidden_from_confined_programs() {
     let ybs = Ybs::new();
@@ -384,7 +386,7 @@ fn blocked_credential_paths_are_hidden_from_confined_programs() {
     ybs.file("probe.py", &probe);
     ybs.file(
         "operator.json",
-        &json!({"safety": {"blocked_paths": ["~/.ssh", "~/.aws", "~/.config", "~/.netrc", "~/.git-credentials", "~/.docker/config.json", vault]}})
+        &json!({"safety": {"blocked_paths": ["~/.ssh", "~/.aws", "~/.config", "~/.netrc", "~/.git-credentials", "~/.docker/config.json", vault], "sandbox_home_visible": ["~"]}})
             .to_string(),
     );
     ybs.file(

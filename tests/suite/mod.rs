@@ -15,6 +15,7 @@ mod external;
 mod fixture;
 mod git;
 mod git_trust;
+mod home_view;
 mod interactive;
 mod jobs;
 mod left_behind;

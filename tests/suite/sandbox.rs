@@ -16,17 +16,18 @@ fn manifest_sandbox(run: &Run) -> Value {
     run.json("ybs-out/t/transcript.json")["manifest"]["sandbox"].clone()
 }
 
-/// A task whose model writes `escape.sh` (a write to the real home
-/// directory, outside the workdir, plus writes inside, in `$TMPDIR` and
-/// in the private `$HOME`) and runs it.
+/// A task whose model writes `escape.sh` (a write outside the workdir,
+/// the home and `/tmp`, plus writes inside, in `$TMPDIR` and in the
+/// task's own `$HOME`) and runs it.
 fn escape_task(ybs: &Ybs) {
     ybs.file(
         "t.yaml",
         "prompt: p\ncommit: false\npolicy:\n  allow: [run_shell, write_file]\n",
     );
-    let home = ybs.home().display();
+    let outside = ybs.outside();
+    let outside = outside.display();
     let script = format!(
-        "echo in > inside.txt && echo tmp > \"$TMPDIR/t.txt\" && cat \"$TMPDIR/t.txt\" && echo h > \"$HOME/h\"\necho out > '{home}/escaped.txt'\n"
+        "echo in > inside.txt && echo tmp > \"$TMPDIR/t.txt\" && cat \"$TMPDIR/t.txt\" && echo h > \"$HOME/h\"\necho out > '{outside}/escaped.txt'\n"
     );
     ybs.cassette(
         "t.cassette.json",
@@ -55,7 +56,7 @@ fn shell_writes_outside_the_workdir_are_denied_by_the_kernel() {
         "{shell}"
     );
     assert_ne!(shell["exit_code"], 0);
-    assert!(!ybs.home().join("escaped.txt").exists());
+    assert!(!ybs.outside().join("escaped.txt").exists());
     assert_eq!(ybs.read("inside.txt"), "in\n");
     let sandbox = manifest_sandbox(&run);
     assert_eq!(sandbox["mode"], "namespaces+landlock+seccomp", "{sandbox}");
@@ -83,7 +84,7 @@ fn no_sandbox_lifts_it_and_every_output_says_so() {
     let run = ybs.run(["run", "t.yaml", "--no-sandbox", "--quiet"]);
     run.expect_code(0);
     assert_eq!(
-        std::fs::read_to_string(ybs.home().join("escaped.txt")).unwrap(),
+        std::fs::read_to_string(ybs.outside().join("escaped.txt")).unwrap(),
         "out\n"
     );
     let sandbox = manifest_sandbox(&run);
@@ -128,14 +129,14 @@ fn the_repository_config_cannot_turn_the_sandbox_off_or_widen_it() {
 fn operator_config_grants_writable_paths() {
     let ybs = Ybs::new();
     escape_task(&ybs);
-    let home = ybs.home().display().to_string();
+    let outside = ybs.outside().display().to_string();
     ybs.file(
         "operator.json",
-        &format!(r#"{{"safety": {{"sandbox_writable_paths": ["{home}"]}}}}"#),
+        &format!(r#"{{"safety": {{"sandbox_writable_paths": ["{outside}"]}}}}"#),
     );
     let run = ybs.run(["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
-    assert!(ybs.home().join("escaped.txt").exists());
+    assert!(ybs.outside().join("escaped.txt").exists());
     assert_eq!(
         manifest_sandbox(&run)["mode"],
         "namespaces+landlock+seccomp"
@@ -202,15 +203,14 @@ fn no_network_nor_named_unix_sockets_unless_the_operator_grants_them() {
     assert_eq!(manifest_sandbox(&run)["network"], true);
 }
 
-/// An external tool that tries to write to the real home directory and
-/// reports.
+/// An external tool that tries to write outside the workdir and reports.
 const ESCAPING_TOOL: &str = r#"#!/bin/sh
 if [ "$1" = "--schema" ]; then
   echo '{"name": "escape", "description": "Escape", "parameters": {}}'
   exit 0
 fi
 cat >/dev/null
-if echo x > 'HOME_DIR/tool-escaped.txt' 2>/dev/null; then w=yes; else w=no; fi
+if echo x > 'OUTSIDE_DIR/tool-escaped.txt' 2>/dev/null; then w=yes; else w=no; fi
 if echo x > "$TMPDIR/tool-tmp.txt" 2>/dev/null; then t=yes; else t=no; fi
 printf '{"success": true, "result": "write=%s tmp=%s"}\n' "$w" "$t"
 "#;
@@ -218,8 +218,8 @@ printf '{"success": true, "result": "write=%s tmp=%s"}\n' "$w" "$t"
 fn escaping_tool(ybs: &Ybs) {
     let path = ybs.path().join("tools/escape");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let home = ybs.home().display().to_string();
-    std::fs::write(&path, ESCAPING_TOOL.replace("HOME_DIR", &home)).unwrap();
+    let outside = ybs.outside().display().to_string();
+    std::fs::write(&path, ESCAPING_TOOL.replace("OUTSIDE_DIR", &outside)).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
@@ -240,18 +240,18 @@ fn external_tools_are_confined_the_same_way() {
     let run = ybs.run(["run", "t.yaml"]);
     run.expect_code(0);
     assert_eq!(run.tool_results()[0], "write=no tmp=yes");
-    assert!(!ybs.home().join("tool-escaped.txt").exists());
+    assert!(!ybs.outside().join("tool-escaped.txt").exists());
 
     // `ybs tools invoke` too; `--no-sandbox` lifts it and says so.
     let run = ybs.run(["tools", "invoke", "escape"]);
     run.expect_code(0);
     assert!(run.stdout.contains("write=no tmp=yes"), "{}", run.stdout);
-    assert!(!ybs.home().join("tool-escaped.txt").exists());
+    assert!(!ybs.outside().join("tool-escaped.txt").exists());
     let run = ybs.run(["tools", "invoke", "escape", "--no-sandbox"]);
     run.expect_code(0);
     assert!(run.stdout.contains("write=yes"), "{}", run.stdout);
     assert!(run.stderr.contains("UNCONFINED"), "{}", run.stderr);
-    assert!(ybs.home().join("tool-escaped.txt").exists());
+    assert!(ybs.outside().join("tool-escaped.txt").exists());
 }
 
 /// `ybs` started with Landlock made unavailable by the kernel: a seccomp
@@ -312,7 +312,7 @@ fn without_kernel_confinement_a_shell_task_refuses_to_start() {
     // `--no-sandbox` runs it, and says so.
     let run = run_without_landlock(&ybs, &["run", "t.yaml", "--no-sandbox"]);
     run.expect_code(0);
-    assert!(ybs.home().join("escaped.txt").exists());
+    assert!(ybs.outside().join("escaped.txt").exists());
     assert_eq!(manifest_sandbox(&run)["mode"], "none");
 
     // A task that runs no program for the model starts, and says why
@@ -365,7 +365,7 @@ fn without_namespaces_tasks_refuse_unless_the_operator_accepts_landlock_alone() 
     );
     let run = run_without_namespaces(&ybs, &["run", "t.yaml", "--config", "operator.json"]);
     run.expect_code(0);
-    assert!(!ybs.home().join("escaped.txt").exists());
+    assert!(!ybs.outside().join("escaped.txt").exists());
     assert_eq!(ybs.read("inside.txt"), "in\n");
     let sandbox = manifest_sandbox(&run);
     assert_eq!(sandbox["mode"], "landlock+seccomp", "{sandbox}");
@@ -516,4 +516,44 @@ fn the_private_temp_dir_waits_for_the_first_confined_program() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(made.is_empty(), "made before any program ran: {made:?}");
+}
+
+/// No run leaves its private temp dir behind, and what a run killed
+/// before its end left (an overlay's work directory at mode 000 inside)
+/// is swept by the next run, while a live run's is left alone.
+#[test]
+fn private_temp_dirs_go_with_their_run_and_a_killed_runs_are_swept() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\nchecks:\n  - name: c\n    run: echo ok > \"$TMPDIR/x\"\n",
+    )
+    .cassette("t.cassette.json", vec![answer("done")]);
+    let temp = tempfile::tempdir().unwrap();
+    // pid_max is at most 2^22: this process cannot exist.
+    let dead = temp.path().join("ybs-sandbox-4999999-0123456789abcdef");
+    let locked = dead.join(".ybs-scratch/0/work/work");
+    std::fs::create_dir_all(&locked).unwrap();
+    std::fs::write(locked.join("f"), "x").unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let live = temp.path().join(format!(
+        "ybs-sandbox-{}-fedcba9876543210",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&live).unwrap();
+    let ybs = ybs.env("TMPDIR", temp.path().to_str().unwrap());
+    let run = ybs.run(["run", "t.yaml", "--cassette", "t.cassette.json"]);
+    run.expect_code(0);
+    let left: Vec<String> = std::fs::read_dir(temp.path())
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        [live.file_name().unwrap().to_string_lossy().into_owned()],
+        "{}",
+        run.stdout
+    );
 }

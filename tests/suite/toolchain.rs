@@ -100,11 +100,13 @@ fn rustup_cargo_test_passes_in_a_check_with_no_operator_config() {
     );
 }
 
-/// The home is read-only, its credentials hidden (`~/.cargo/credentials.toml`
+/// The home is the task's own (an empty directory with the toolchains
+/// bound back), their credentials hidden (`~/.cargo/credentials.toml`
 /// reads empty), and what a check writes into a toolchain's home
-/// (`~/.cargo/registry`) works during the task and is gone after it.
+/// (`~/.cargo/registry`) or elsewhere in the home works during the task
+/// and is gone after it.
 #[test]
-fn the_home_is_visible_read_only_with_credentials_hidden_and_toolchain_writes_kept_from_it() {
+fn the_home_is_the_tasks_own_with_credentials_hidden_and_toolchain_writes_kept_from_it() {
     let ybs = Ybs::new();
     let home = ybs.home();
     std::fs::create_dir_all(home.join(".cargo/registry")).unwrap();
@@ -116,7 +118,7 @@ fn the_home_is_visible_read_only_with_credentials_hidden_and_toolchain_writes_ke
     std::fs::write(home.join(".cargo/config.toml"), "# visible-setting-5a1c\n").unwrap();
     ybs.file(
         "t.yaml",
-        "prompt: p\ncommit: false\nchecks:\n  - name: home\n    run: |\n      echo \"home=$HOME\"\n      cat \"$HOME/.cargo/config.toml\"\n      echo index > \"$HOME/.cargo/registry/new-index\" && cat \"$HOME/.cargo/registry/new-index\"\n      touch \"$HOME/.cargo/.package-cache\" && echo locked\n      mkdir -p \"$HOME/.cache/pip/http\" && echo cached\n      cat \"$HOME/.cargo/credentials.toml\"\n      touch \"$HOME/elsewhere\" 2>/dev/null || echo home-read-only\n",
+        "prompt: p\ncommit: false\nchecks:\n  - name: home\n    run: |\n      echo \"home=$HOME\"\n      cat \"$HOME/.cargo/config.toml\"\n      echo index > \"$HOME/.cargo/registry/new-index\" && cat \"$HOME/.cargo/registry/new-index\"\n      touch \"$HOME/.cargo/.package-cache\" && echo locked\n      mkdir -p \"$HOME/.cache/pip/http\" && echo cached\n      cat \"$HOME/.cargo/credentials.toml\"\n      touch \"$HOME/elsewhere\" && echo home-written\n",
     )
     .cassette("t.cassette.json", vec![answer("done")]);
     let run = ybs.run(["run", "t.yaml", "--cassette", "t.cassette.json"]);
@@ -128,7 +130,7 @@ fn the_home_is_visible_read_only_with_credentials_hidden_and_toolchain_writes_ke
     );
     assert!(output.contains("visible-setting-5a1c"), "{output}");
     assert!(output.contains("index\nlocked\ncached\n"), "{output}");
-    assert!(output.contains("home-read-only"), "{output}");
+    assert!(output.contains("home-written"), "{output}");
     assert!(!output.contains("cio-canary-7f3e"), "{output}");
     assert!(!run.stdout.contains("cio-canary-7f3e"));
     // Nothing the check wrote reached the real home.
@@ -185,8 +187,13 @@ fn rustup_cargo_test_passes_for_an_unprivileged_user() {
         .tempdir_in("/var/tmp")
         .unwrap();
     let root = dir.path();
-    let (home, work) = (root.join("home"), root.join("work"));
-    for path in [home.join(".cargo"), home.join(".rustup"), work.join("src")] {
+    let (home, work, tmp) = (root.join("home"), root.join("work"), root.join("tmp"));
+    for path in [
+        home.join(".cargo"),
+        home.join(".rustup"),
+        work.join("src"),
+        tmp.clone(),
+    ] {
         std::fs::create_dir_all(path).unwrap();
     }
     std::fs::write(
@@ -223,7 +230,8 @@ fn rustup_cargo_test_passes_for_an_unprivileged_user() {
         std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     let script = format!(
-        "mount --make-rprivate / && mount --bind '{cargo}' '{home}/.cargo' && mount --bind '{rustup}' '{home}/.rustup' && exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH='{home}/.cargo/bin:/usr/bin:/bin' HOME='{home}' GIT_CONFIG_GLOBAL=/dev/null '{ybs}' run t.yaml --cassette t.cassette.json",
+        "mount --make-rprivate / && mount --bind '{cargo}' '{home}/.cargo' && mount --bind '{rustup}' '{home}/.rustup' && exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH='{home}/.cargo/bin:/usr/bin:/bin' HOME='{home}' TMPDIR='{tmp}' GIT_CONFIG_GLOBAL=/dev/null '{ybs}' run t.yaml --cassette t.cassette.json",
+        tmp = tmp.display(),
         cargo = real_home.join(".cargo").display(),
         rustup = real_home.join(".rustup").display(),
         home = home.display(),
@@ -242,6 +250,14 @@ fn rustup_cargo_test_passes_for_an_unprivileged_user() {
     let output = check_output(&run, "tests");
     run.expect_code(0);
     assert!(output.contains("1 passed"), "{output}");
+    // The private temp dir went with the task, overlay work directories
+    // (which overlayfs leaves at mode 000) included.
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 /// `root` and everything under it.

@@ -60,6 +60,18 @@ impl Ybs {
         dir
     }
 
+    /// A directory outside the workdir, the home and `/tmp` (when the
+    /// build directory is not under it): a place confined programs must
+    /// not write to.
+    pub fn outside(&self) -> PathBuf {
+        let name = self.dir.path().file_name().unwrap();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("outside")
+            .join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     /// Writes a file relative to the scratch dir (parents created).
     pub fn file(&self, relative: &str, content: &str) -> &Self {
         let path = self.dir.path().join(relative);

@@ -257,8 +257,8 @@ fn pid_one(
 }
 
 /// The writable roots of Landlock: inside the namespaces the workdir,
-/// `/tmp`, `/dev/shm`, the operator's paths and the toolchain scratch
-/// overlays; without them the host's.
+/// `/tmp`, `/dev/shm`, the operator's paths, the toolchain scratch
+/// overlays and the empty home; without them the host's.
 fn landlock_roots(spec: &HelperSpec, namespaces: bool) -> Vec<PathBuf> {
     if !namespaces {
         return spec.landlock_roots();
@@ -270,6 +270,9 @@ fn landlock_roots(spec: &HelperSpec, namespaces: bool) -> Vec<PathBuf> {
     ];
     roots.extend(spec.writable.iter().cloned());
     roots.extend(spec.scratch.iter().cloned());
+    // The empty home, the task's own (what is bound back in it is
+    // read-only by its mount).
+    roots.extend(spec.home.iter().cloned());
     roots
 }
 

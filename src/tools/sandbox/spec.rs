@@ -27,9 +27,9 @@ pub struct HelperSpec {
     pub temp: PathBuf,
     /// Operator-granted writable roots (canonical, existing).
     pub writable: Vec<PathBuf>,
-    /// Host paths under `/tmp` that stay visible (read-only) once the
-    /// private `/tmp` hides the host's: the run's directory, tool
-    /// directories.
+    /// Host paths that stay visible (read-only) where the private `/tmp`,
+    /// the empty home or a masked directory hides what holds them: the
+    /// run's directory, tool directories, the home's toolchains.
     pub visible: Vec<PathBuf>,
     /// Paths inside the workdir mounted read-only (existing, or made to
     /// exist as empty placeholder directories by ybs).
@@ -47,6 +47,23 @@ pub struct HelperSpec {
     /// (toolchain homes and caches).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scratch: Vec<PathBuf>,
+    /// The user's home (canonical): an empty directory of the task's own
+    /// (a tmpfs, writable, gone with the task), the kept paths beneath it
+    /// bound back (docs/sandbox.md, "The home").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<PathBuf>,
+    /// The `~/.gitconfig` the confined programs read in the empty home:
+    /// the host's identity only (`user.name`, `user.email`,
+    /// `init.defaultBranch`), never its credential helpers, extra headers
+    /// or URL rewrites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gitconfig: Option<String>,
+    /// Directories shown empty (read-only), the kept paths beneath them
+    /// bound back: other homes, relocated XDG directories, a self-hosted
+    /// runner's install directory. A blocked directory holding a kept path
+    /// is shown the same way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub masked: Vec<PathBuf>,
     pub network: bool,
     pub unix_sockets: bool,
     /// The task's pids cgroup, which the helper joins first

@@ -148,13 +148,15 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
         libc::MS_REC | libc::MS_PRIVATE,
         None,
     )?;
-    // Opened before the private /tmp and /dev hide them.
-    let kept = open_kept(spec)?;
+    let covers = covers(spec);
+    // Opened before the private /tmp, the empty home, the masks and /dev
+    // hide them.
+    let kept = open_kept(spec, &covers)?;
     let devices: Vec<(&str, OwnedFd)> = DEVICES
         .iter()
         .filter_map(|name| Some((*name, open_path(&Path::new("/dev").join(name)).ok()?)))
         .collect();
-    let ro_roots = private_tmp(spec, kept)?;
+    let ro_roots = cover_and_keep(spec, &covers, kept)?;
     pin_ancestors(spec)?;
     read_only_elsewhere(spec, &ro_roots)?;
     // Toolchain homes and caches writable for the task only (before the
@@ -165,12 +167,65 @@ pub fn build(spec: &HelperSpec) -> Result<()> {
             &Path::new("/tmp").join(SCRATCH_DIR).join(index.to_string()),
         );
     }
-    protect_and_hide(spec)?;
+    protect_and_hide(spec, &covers)?;
     private_proc()?;
     minimal_dev(devices)
 }
 
-/// A host path under `/tmp` to bind back under the private one.
+/// What hides a host directory in the view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cover {
+    /// `/tmp`: the task's private temp dir.
+    Tmp,
+    /// The user's home: an empty tmpfs of the task's own, writable.
+    Home,
+    /// An empty tmpfs, read-only once the kept paths are back.
+    Mask,
+}
+
+/// The host directories the view hides, each with what hides it: `/tmp`,
+/// the home, the masked directories and the blocked directories that hold
+/// a kept path (shown empty with the kept path bound back: a blocked path
+/// is never given up for a kept one). Shortest first.
+fn covers(spec: &HelperSpec) -> Vec<(PathBuf, Cover)> {
+    let kept: Vec<&PathBuf> = kept_paths(spec).map(|(path, _)| path).collect();
+    let mut covers = vec![(PathBuf::from("/tmp"), Cover::Tmp)];
+    covers.extend(spec.home.iter().map(|home| (home.clone(), Cover::Home)));
+    covers.extend(spec.masked.iter().map(|path| (path.clone(), Cover::Mask)));
+    covers.extend(
+        spec.blocked
+            .iter()
+            .filter(|blocked| {
+                kept.iter()
+                    .any(|kept| kept.starts_with(blocked) && kept != blocked)
+            })
+            .filter(|blocked| blocked.is_dir())
+            .map(|blocked| (blocked.clone(), Cover::Mask)),
+    );
+    // A kept path at the very place of a cover is bound there instead (a
+    // recursive bind of it would bring the cover along).
+    covers.retain(|(path, kind)| {
+        path.is_dir()
+            && path != Path::new("/")
+            && (*kind == Cover::Tmp
+                || !kept
+                    .iter()
+                    .any(|kept| kept == &path && !spec.blocked.contains(kept)))
+    });
+    covers.sort_by_key(|(path, _)| path.as_os_str().len());
+    covers.dedup_by(|later, earlier| later.0 == earlier.0);
+    covers
+}
+
+/// The workdir, the operator's writable roots (writable) and the visible
+/// paths (read-only).
+fn kept_paths(spec: &HelperSpec) -> impl Iterator<Item = (&PathBuf, bool)> {
+    std::iter::once((&spec.workdir, true))
+        .chain(spec.writable.iter().map(|path| (path, true)))
+        .chain(spec.visible.iter().map(|path| (path, false)))
+}
+
+/// A host path under a cover to bind back in the view.
 struct Kept {
     path: PathBuf,
     fd: OwnedFd,
@@ -178,17 +233,14 @@ struct Kept {
     writable: bool,
 }
 
-/// The host paths under `/tmp` that must stay visible (the workdir, the
-/// operator's writable roots, the visible paths), opened, parents first
-/// (so a writable root inside a visible one is bound on top).
-fn open_kept(spec: &HelperSpec) -> Result<Vec<Kept>> {
-    let tmp = Path::new("/tmp");
+/// The kept paths at or under a cover (but for a blocked one), opened.
+fn open_kept(spec: &HelperSpec, covers: &[(PathBuf, Cover)]) -> Result<Vec<Kept>> {
     let mut kept = Vec::new();
-    let wanted = std::iter::once((&spec.workdir, true))
-        .chain(spec.writable.iter().map(|path| (path, true)))
-        .chain(spec.visible.iter().map(|path| (path, false)));
-    for (path, writable) in wanted {
-        if !path.starts_with(tmp) || path == tmp {
+    for (path, writable) in kept_paths(spec) {
+        let covered = covers
+            .iter()
+            .any(|(cover, kind)| path.starts_with(cover) && (path != cover || *kind != Cover::Tmp));
+        if !covered || spec.blocked.contains(path) {
             continue;
         }
         match open_path(path) {
@@ -202,31 +254,82 @@ fn open_kept(spec: &HelperSpec) -> Result<Vec<Kept>> {
             Err(_) => {}
         }
     }
-    kept.sort_by_key(|kept| kept.path.as_os_str().len());
     Ok(kept)
 }
 
-/// The task's temp dir on `/tmp`, the kept paths bound back at their
-/// place, the workdir and writable roots bound onto themselves; the
-/// read-only roots among them.
-fn private_tmp(spec: &HelperSpec, kept: Vec<Kept>) -> Result<Vec<PathBuf>> {
-    let tmp = Path::new("/tmp");
+/// The covers laid and the kept paths bound back on them, shortest path
+/// first (a cover before a kept path at the same place), so that each
+/// lands on what holds it; the workdir and writable roots elsewhere bound
+/// onto themselves. Returns the read-only roots: the kept paths that are
+/// not writable and the masks.
+fn cover_and_keep(
+    spec: &HelperSpec,
+    covers: &[(PathBuf, Cover)],
+    kept: Vec<Kept>,
+) -> Result<Vec<PathBuf>> {
+    enum Step<'a> {
+        Cover(&'a Path, &'a Cover),
+        Keep(&'a Kept),
+    }
+    let mut steps: Vec<(usize, u8, Step<'_>)> = covers
+        .iter()
+        .map(|(path, kind)| (path.as_os_str().len(), 0, Step::Cover(path, kind)))
+        .chain(
+            kept.iter()
+                .map(|kept| (kept.path.as_os_str().len(), 1, Step::Keep(kept))),
+        )
+        .collect();
+    steps.sort_by_key(|(length, order, _)| (*length, *order));
     let mut ro_roots = Vec::new();
-    mount(Some(&spec.temp), tmp, None, libc::MS_BIND, None)?;
-    for kept in &kept {
-        mount_point(&kept.path, kept.directory)?;
-        bind(&fd_path(&kept.fd), &kept.path)?;
-        if !kept.writable {
-            ro_roots.push(kept.path.clone());
+    for (_, _, step) in &steps {
+        match step {
+            Step::Cover(path, Cover::Tmp) => {
+                mount(Some(&spec.temp), path, None, libc::MS_BIND, None)?
+            }
+            Step::Cover(path, kind) => {
+                mount_point(path, true)?;
+                empty_writable(path)?;
+                if **kind == Cover::Home {
+                    write_gitconfig(path, spec.gitconfig.as_deref());
+                } else {
+                    ro_roots.push(path.to_path_buf());
+                }
+            }
+            Step::Keep(kept) => {
+                mount_point(&kept.path, kept.directory)?;
+                bind(&fd_path(&kept.fd), &kept.path)?;
+                if !kept.writable {
+                    ro_roots.push(kept.path.clone());
+                }
+            }
         }
     }
     drop(kept);
     for path in std::iter::once(&spec.workdir).chain(&spec.writable) {
-        if !path.starts_with(tmp) {
+        if !covers.iter().any(|(cover, _)| path.starts_with(cover)) {
             bind(path, path)?;
         }
     }
     Ok(ro_roots)
+}
+
+/// An empty tmpfs over the directory `path`, writable until the view is
+/// made read-only where it must be.
+fn empty_writable(path: &Path) -> Result<()> {
+    mount(
+        Some(Path::new("tmpfs")),
+        path,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("mode=0755,size=64m"),
+    )
+}
+
+/// The home's `.gitconfig`: the identity the host's gives, nothing else.
+fn write_gitconfig(home: &Path, text: Option<&str>) {
+    if let Some(text) = text {
+        let _ = std::fs::write(home.join(".gitconfig"), text);
+    }
 }
 
 /// The directories between the workdir and a protected or hidden path
@@ -257,6 +360,14 @@ fn pin_ancestors(spec: &HelperSpec) -> Result<()> {
 fn read_only_elsewhere(spec: &HelperSpec, ro_roots: &[PathBuf]) -> Result<()> {
     let mut rw_roots = vec![spec.workdir.clone(), PathBuf::from("/tmp")];
     rw_roots.extend(spec.writable.iter().cloned());
+    // The empty home is writable; a kept path bound back over the whole
+    // of it is not (unless it is a writable root, listed above).
+    rw_roots.extend(
+        spec.home
+            .iter()
+            .filter(|home| !ro_roots.contains(home))
+            .cloned(),
+    );
     for mount_point in mount_points()? {
         let rw = longest_root(&mount_point, &rw_roots);
         let ro = longest_root(&mount_point, ro_roots);
@@ -292,7 +403,7 @@ fn bind_read_only(path: &Path) -> Result<()> {
 /// Protected paths read-only, outputs hidden, blocked paths (credentials)
 /// hidden outright, files too. A blocked path the helper cannot even look
 /// at is as unreadable to the program.
-fn protect_and_hide(spec: &HelperSpec) -> Result<()> {
+fn protect_and_hide(spec: &HelperSpec, covers: &[(PathBuf, Cover)]) -> Result<()> {
     for path in &spec.read_only {
         if path.symlink_metadata().is_ok() {
             bind_read_only(path)?;
@@ -306,6 +417,10 @@ fn protect_and_hide(spec: &HelperSpec) -> Result<()> {
         }
     }
     for path in &spec.blocked {
+        // A blocked directory holding a kept path is a cover already.
+        if covers.iter().any(|(cover, _)| cover == path) {
+            continue;
+        }
         let hidden = if path.is_dir() {
             empty_read_only(path)
         } else if path.exists() {
