@@ -175,6 +175,10 @@ impl Compaction {
                 "; the request is still over the threshold: what is left is the newest turn and the messages compaction never elides",
             );
         }
+        // What it costs with a provider's prompt cache (docs/providers.md).
+        note.push_str(
+            "; the prompt cache is read up to the first newly elided result only (the tools, the system prompt and the messages before it stay cached)",
+        );
         note
     }
 }

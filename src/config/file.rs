@@ -43,6 +43,9 @@ const LLM_FIELDS: &[&str] = &[
     "pricing",
     "price",
     "max_response_bytes",
+    "prompt_cache",
+    "prompt_cache_ttl",
+    "prompt_cache_key",
 ];
 const CONTEXT_FIELDS: &[&str] = &[
     "max_tokens",
@@ -75,7 +78,13 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_check_network",
     "max_processes",
 ];
-const PRICE_FIELDS: &[&str] = &["input_per_mtok", "output_per_mtok", "cached_input_per_mtok"];
+const PRICE_FIELDS: &[&str] = &[
+    "input_per_mtok",
+    "output_per_mtok",
+    "cached_input_per_mtok",
+    "cache_write_per_mtok",
+    "cache_write_1h_per_mtok",
+];
 const TOOLS_FIELDS: &[&str] = &["builtin", "external", "search_paths", "mcp"];
 const EXTERNAL_FIELDS: &[&str] = &[
     "name",
@@ -218,6 +227,22 @@ fn decode_llm(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: bool) 
             .and_then(|t| positive_duration(decoder, t, "stream_idle_timeout_seconds")),
         total_timeout: total.and_then(|t| positive_duration(decoder, t, "total_timeout_seconds")),
         text_tool_calls: fields.get(decoder, "text_tool_calls"),
+        prompt_cache: fields.get(decoder, "prompt_cache"),
+        prompt_cache_1h: fields
+            .get::<Spanned<String>>(decoder, "prompt_cache_ttl")
+            .and_then(|ttl| match ttl.value.as_str() {
+                "5m" => Some(false),
+                "1h" => Some(true),
+                other => {
+                    decoder.error_with_hint(
+                        ttl.span,
+                        format!("`llm.prompt_cache_ttl` is `{other}`"),
+                        "use `5m` (the default) or `1h`",
+                    );
+                    None
+                }
+            }),
+        prompt_cache_key: fields.get(decoder, "prompt_cache_key"),
         max_response_bytes: max_response.and_then(|m| positive(decoder, m, "max_response_bytes")),
         pricing: fields
             .node("pricing")
@@ -264,8 +289,9 @@ fn decode_pricing(decoder: &mut Decoder<'_>, node: &Node) -> BTreeMap<String, Pr
     pricing
 }
 
-/// `{input_per_mtok, output_per_mtok, cached_input_per_mtok}` in USD per
-/// million tokens; the first two are required.
+/// `{input_per_mtok, output_per_mtok, cached_input_per_mtok,
+/// cache_write_per_mtok, cache_write_1h_per_mtok}` in USD per million
+/// tokens; the first two are required.
 fn decode_price(decoder: &mut Decoder<'_>, node: &Node, context: &str) -> Option<Price> {
     let fields = decoder.fields(node, context, PRICE_FIELDS)?;
     let mut get = |key: &str, required: bool| {
@@ -281,10 +307,14 @@ fn decode_price(decoder: &mut Decoder<'_>, node: &Node, context: &str) -> Option
     let input = get("input_per_mtok", true);
     let output = get("output_per_mtok", true);
     let cached = get("cached_input_per_mtok", false);
+    let write = get("cache_write_per_mtok", false);
+    let write_1h = get("cache_write_1h_per_mtok", false);
     Some(Price {
         input_per_mtok: input?,
         output_per_mtok: output?,
         cached_input_per_mtok: cached,
+        cache_write_per_mtok: write,
+        cache_write_1h_per_mtok: write_1h,
     })
 }
 

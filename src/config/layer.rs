@@ -103,6 +103,13 @@ pub struct LlmLayer {
     pub idle_timeout: Option<Duration>,
     pub total_timeout: Option<Duration>,
     pub text_tool_calls: Option<bool>,
+    /// `llm.prompt_cache`: Anthropic's cache breakpoints (default on).
+    pub prompt_cache: Option<bool>,
+    /// `llm.prompt_cache_ttl: 1h` (true) or `5m`.
+    pub prompt_cache_1h: Option<bool>,
+    /// `llm.prompt_cache_key`: send the task's key to any OpenAI-compatible
+    /// endpoint, not only OpenAI's own.
+    pub prompt_cache_key: Option<bool>,
     pub max_response_bytes: Option<u64>,
     pub pricing: BTreeMap<String, Price>,
     /// `llm.price`: the price of every model without a `pricing` entry.
@@ -191,7 +198,7 @@ pub struct RunLayer {
 
 combine_fields! {
     ConfigLayer { llm, context, agent, safety, tools, git, run }
-    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, stream, idle_timeout, total_timeout, text_tool_calls, max_response_bytes, pricing, price }
+    LlmLayer { provider, model, endpoint, temperature, max_tokens, timeout, stream, idle_timeout, total_timeout, text_tool_calls, prompt_cache, prompt_cache_1h, prompt_cache_key, max_response_bytes, pricing, price }
     ContextLayer { max_tokens, compaction_threshold, max_tool_output_chars }
     AgentLayer { max_iterations, max_total_tokens, max_cost_usd, retry_attempts, retry_backoff_base }
     SafetyLayer {

@@ -138,6 +138,13 @@ pub struct LlmSettings {
     pub max_response_bytes: u64,
     /// `llm.text_tool_calls` (default off).
     pub text_tool_calls: bool,
+    /// `llm.prompt_cache` (default on): Anthropic's cache breakpoints.
+    pub prompt_cache: bool,
+    /// `llm.prompt_cache_ttl: 1h` (default `5m`).
+    pub prompt_cache_1h: bool,
+    /// `llm.prompt_cache_key` (default off): the task's cache key to any
+    /// OpenAI-compatible endpoint, not only OpenAI's own.
+    pub prompt_cache_key: bool,
     /// `llm.pricing`: per-model prices over the built-in table.
     pub pricing: BTreeMap<String, Price>,
     /// `llm.price`: the price of every model without a `pricing` entry.
@@ -352,6 +359,9 @@ impl Config {
                 idle_timeout: llm.idle_timeout.unwrap_or(defaults::LLM_IDLE_TIMEOUT),
                 total_timeout: llm.total_timeout.unwrap_or(defaults::LLM_TOTAL_TIMEOUT),
                 text_tool_calls: llm.text_tool_calls.unwrap_or(false),
+                prompt_cache: llm.prompt_cache.unwrap_or(true),
+                prompt_cache_1h: llm.prompt_cache_1h.unwrap_or(false),
+                prompt_cache_key: llm.prompt_cache_key.unwrap_or(false),
                 max_response_bytes: llm
                     .max_response_bytes
                     .unwrap_or(defaults::LLM_MAX_RESPONSE_BYTES),

@@ -363,7 +363,7 @@ fn unknown_key_names_line_col_and_suggests() {
     assert_eq!(
         diagnostics.0[0].to_string(),
         format!(
-            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `max_output_tokens`, `timeout_seconds`, `stream`, `stream_idle_timeout_seconds`, `total_timeout_seconds`, `text_tool_calls`, `pricing`, `price`, `max_response_bytes`",
+            "{}:3:5: unknown field `modle` in `llm`, expected one of `provider`, `model`, `endpoint`, `temperature`, `max_tokens`, `max_output_tokens`, `timeout_seconds`, `stream`, `stream_idle_timeout_seconds`, `total_timeout_seconds`, `text_tool_calls`, `pricing`, `price`, `max_response_bytes`, `prompt_cache`, `prompt_cache_ttl`, `prompt_cache_key`",
             path.display()
         )
     );

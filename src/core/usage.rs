@@ -9,14 +9,59 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Tokens one or more requests consumed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
+    /// Every input token, cached or not (what token budgets count).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache
+    /// (Anthropic's `cache_read_input_tokens`, OpenAI's
+    /// `prompt_tokens_details.cached_tokens`), priced at the cached rate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_input_tokens: u64,
+    /// Of `input_tokens`, those written to the provider's prompt cache
+    /// (Anthropic's `cache_creation_input_tokens`), priced at the cache
+    /// write rate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
+    /// Of `cache_creation_input_tokens`, those written for an hour (the
+    /// rest for five minutes), priced at the one-hour write rate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_1h_input_tokens: u64,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// Counts come from the provider: an absurd one (`u64::MAX`) saturates
 /// instead of overflowing into a panic, or, wrapped, into a small total
 /// that would slip under `max_total_tokens`.
 impl Usage {
+    /// Input and output tokens, none of them cached.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            cache_read_input_tokens: 0,
+            cache_creation_input_tokens: 0,
+            cache_creation_1h_input_tokens: 0,
+        }
+    }
+
+    /// The share of input tokens read from the cache, when there was
+    /// input.
+    pub fn cache_hit_share(&self) -> Option<f64> {
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "token counts are far below 2^52"
+        )]
+        (self.input_tokens > 0)
+            .then(|| self.cache_read_input_tokens as f64 / self.input_tokens as f64)
+    }
+
     pub fn total(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
@@ -24,6 +69,15 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_input_tokens = self
+            .cache_read_input_tokens
+            .saturating_add(other.cache_read_input_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(other.cache_creation_input_tokens);
+        self.cache_creation_1h_input_tokens = self
+            .cache_creation_1h_input_tokens
+            .saturating_add(other.cache_creation_1h_input_tokens);
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::http;
 use super::stream::{self, Framing, Scrub, Wire};
 use super::turn::{self, CallIds, PartialCall};
-use super::{ChatRequest, ChatResponse, FinishReason, ProviderError, Settings};
+use super::{ChatRequest, ChatResponse, FinishReason, PromptCache, ProviderError, Settings};
 use crate::core::{Message, Usage};
 
 /// The API version ybs speaks.
@@ -44,7 +44,12 @@ impl Wire for Anthropic {
     }
 
     fn body(request: &ChatRequest, settings: &Settings) -> Value {
-        request_body(request, settings.model(request), settings.streaming)
+        request_body(
+            request,
+            settings.model(request),
+            settings.streaming,
+            &settings.prompt_cache,
+        )
     }
 }
 
@@ -52,7 +57,18 @@ impl Wire for Anthropic {
 /// calls are `tool_use` blocks; tool results are `tool_result` blocks in a
 /// user message, consecutive results (and a user text right after them)
 /// merged into one message, since roles must alternate.
-pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) -> Value {
+///
+/// What stays put for the whole task comes first (settings, tools, the
+/// system prompt), the conversation last. With prompt caching on, three
+/// `cache_control` breakpoints (of the four the API allows): the last
+/// tool, the system prompt (as a text block) and the last block of the
+/// last message, so each step reads the one before it from the cache.
+pub(crate) fn request_body(
+    request: &ChatRequest,
+    model: &str,
+    streaming: bool,
+    cache: &PromptCache,
+) -> Value {
     let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
     let mut push = |role: &'static str, blocks: Vec<Value>| {
         if blocks.is_empty() {
@@ -111,6 +127,12 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
             last["text"] = json!(trimmed);
         }
     }
+    let control = cache.control();
+    if let (Some(control), Some((_, blocks))) = (&control, messages.last_mut())
+        && let Some(last) = blocks.last_mut()
+    {
+        last["cache_control"] = control.clone();
+    }
     let messages: Vec<Value> = messages
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
@@ -118,13 +140,15 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": messages,
     });
-    if !request.system.is_empty() {
-        body["system"] = json!(request.system);
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if streaming {
+        body["stream"] = json!(true);
     }
     if !request.tools.is_empty() {
-        body["tools"] = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|tool| {
@@ -135,13 +159,20 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
                 })
             })
             .collect();
+        if let (Some(control), Some(last)) = (&control, tools.last_mut()) {
+            last["cache_control"] = control.clone();
+        }
+        body["tools"] = Value::Array(tools);
     }
-    if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
+    if !request.system.is_empty() {
+        body["system"] = match &control {
+            Some(control) => json!([
+                {"type": "text", "text": request.system, "cache_control": control}
+            ]),
+            None => json!(request.system),
+        };
     }
-    if streaming {
-        body["stream"] = json!(true);
-    }
+    body["messages"] = Value::Array(messages);
     body
 }
 
@@ -173,6 +204,8 @@ pub(super) struct Assembly {
     stop_reason: Option<String>,
     usage: Usage,
     stopped: bool,
+    /// One-hour cache writes were asked for.
+    one_hour: bool,
 }
 
 impl Assembly {
@@ -247,17 +280,27 @@ impl Assembly {
         Ok(())
     }
 
-    /// Input tokens (cache reads and writes included) and output tokens;
-    /// `message_delta` carries cumulative counts that replace earlier ones.
+    /// Input tokens (cache reads and writes included, and counted apart
+    /// too) and output tokens; `message_delta` carries cumulative counts
+    /// that replace earlier ones. Writes without the API's breakdown by
+    /// lifetime count as one-hour writes when ybs asked for those (never
+    /// under-stated).
     fn usage(&mut self, usage: Option<&Value>) {
         let Some(usage) = usage.filter(|usage| usage.is_object()) else {
             return;
         };
         let count = |name: &str| usage.get(name).and_then(Value::as_u64);
         if let Some(input) = count("input_tokens") {
-            self.usage.input_tokens = input
-                + count("cache_creation_input_tokens").unwrap_or(0)
-                + count("cache_read_input_tokens").unwrap_or(0);
+            let written = count("cache_creation_input_tokens").unwrap_or(0);
+            let read = count("cache_read_input_tokens").unwrap_or(0);
+            self.usage.input_tokens = input.saturating_add(written).saturating_add(read);
+            self.usage.cache_read_input_tokens = read;
+            self.usage.cache_creation_input_tokens = written;
+            self.usage.cache_creation_1h_input_tokens = usage
+                .get("cache_creation")
+                .and_then(|by_ttl| by_ttl.get("ephemeral_1h_input_tokens"))
+                .and_then(Value::as_u64)
+                .unwrap_or(if self.one_hour { written } else { 0 });
         }
         if let Some(output) = count("output_tokens") {
             self.usage.output_tokens = output;
@@ -266,6 +309,10 @@ impl Assembly {
 }
 
 impl stream::Turn for Assembly {
+    fn configure(&mut self, settings: &Settings) {
+        self.one_hour = settings.prompt_cache.enabled && settings.prompt_cache.one_hour;
+    }
+
     fn feed(
         &mut self,
         event: Option<&str>,
@@ -503,17 +550,32 @@ mod tests {
             assert!(request.header("authorization").is_none());
             let body = request.json();
             assert_eq!(body["model"], "test-model");
-            assert_eq!(body["system"], "You are ybs.");
+            // The breakpoints of prompt caching (on by default): the
+            // system prompt, the last tool, the last message's last block.
+            let cache = json!({"type": "ephemeral"});
+            assert_eq!(
+                body["system"],
+                json!([{"type": "text", "text": "You are ybs.", "cache_control": cache}])
+            );
             assert_eq!(body["max_tokens"], 512);
             assert_eq!(
                 body["tools"][0],
                 json!({"name": "read_file", "description": "Read a file", "input_schema": {
-                    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}})
+                    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+                    "cache_control": cache})
             );
+            let last = body["messages"].as_array().unwrap().last().unwrap()["content"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone();
+            assert_eq!(last["cache_control"], cache, "{body}");
             assert_eq!(body.get("stream").is_some(), streaming);
+            assert_eq!(body["messages"][0]["role"], "user");
             assert_eq!(
-                body["messages"][0],
-                json!({"role": "user", "content": [{"type": "text", "text": "What does src/lib.rs say?"}]})
+                body["messages"][0]["content"][0]["text"],
+                "What does src/lib.rs say?"
             );
         }
         let second = requests[1].json();
@@ -530,7 +592,8 @@ mod tests {
             messages[2],
             json!({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_a", "content": "contents of \"a.txt\"", "is_error": false},
-                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "contents of \"src/lib.rs\"", "is_error": false},
+                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "contents of \"src/lib.rs\"", "is_error": false,
+                 "cache_control": {"type": "ephemeral"}},
             ]})
         );
     }
@@ -561,13 +624,7 @@ mod tests {
         assert_eq!(first.content, "Reading both.");
         assert_eq!(first.finish_reason, FinishReason::ToolCalls);
         assert_calls(&first.tool_calls);
-        assert_eq!(
-            first.usage,
-            Usage {
-                input_tokens: 50,
-                output_tokens: 30
-            }
-        );
+        assert_eq!(first.usage, Usage::new(50, 30));
         assert_eq!(first.response_id.as_deref(), Some("msg_1"));
 
         // The text of turn 1 is dropped from the history here: the
@@ -578,13 +635,7 @@ mod tests {
             .unwrap();
         assert_eq!(second.content, "Both say hello.");
         assert_eq!(second.finish_reason, FinishReason::Stop);
-        assert_eq!(
-            second.usage,
-            Usage {
-                input_tokens: 50,
-                output_tokens: 6
-            }
-        );
+        assert_eq!(second.usage, Usage::new(50, 6));
         assert_requests(&server, true);
     }
 
@@ -616,8 +667,8 @@ mod tests {
         assert_eq!(
             first.usage,
             Usage {
-                input_tokens: 60,
-                output_tokens: 30
+                cache_read_input_tokens: 10,
+                ..Usage::new(60, 30)
             }
         );
         let second = provider
@@ -689,6 +740,68 @@ mod tests {
     }
 
     #[test]
+    fn caching_off_sends_no_breakpoint_and_the_stable_part_comes_first() {
+        let request = second_request(&[ToolCall::new("t1", "read_file", json!({"path": "a"}))]);
+        let off = PromptCache {
+            enabled: false,
+            ..PromptCache::default()
+        };
+        let body = request_body(&request, "m", true, &off);
+        assert!(!body.to_string().contains("cache_control"), "{body}");
+        assert_eq!(body["system"], "You are ybs.");
+        let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "model",
+                "max_tokens",
+                "temperature",
+                "stream",
+                "tools",
+                "system",
+                "messages"
+            ]
+        );
+        let hour = PromptCache {
+            one_hour: true,
+            ..PromptCache::default()
+        };
+        let body = request_body(&request, "m", false, &hour);
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral", "ttl": "1h"})
+        );
+        assert_eq!(body.to_string().matches("cache_control").count(), 3);
+    }
+
+    #[test]
+    fn cache_reads_and_writes_are_counted_apart_and_within_the_input() {
+        let mut turn = Assembly::default();
+        turn.usage(Some(&json!({"input_tokens": 5, "output_tokens": 1,
+            "cache_read_input_tokens": 100, "cache_creation_input_tokens": 40,
+            "cache_creation": {"ephemeral_5m_input_tokens": 10, "ephemeral_1h_input_tokens": 30}})));
+        assert_eq!(
+            turn.usage,
+            Usage {
+                input_tokens: 145,
+                output_tokens: 1,
+                cache_read_input_tokens: 100,
+                cache_creation_input_tokens: 40,
+                cache_creation_1h_input_tokens: 30,
+            }
+        );
+        // Without the breakdown, writes count at the lifetime asked for.
+        let mut turn = Assembly {
+            one_hour: true,
+            ..Assembly::default()
+        };
+        turn.usage(Some(
+            &json!({"input_tokens": 5, "cache_creation_input_tokens": 40}),
+        ));
+        assert_eq!(turn.usage.cache_creation_1h_input_tokens, 40);
+    }
+
+    #[test]
     fn user_text_after_results_joins_their_message() {
         let mut request = second_request(&[ToolCall::new("t1", "read_file", json!({"path": "a"}))]);
         request.messages.push(Message::user("Wrap up now."));
@@ -697,23 +810,23 @@ mod tests {
             tool_calls: vec![],
         });
         request.system.clear();
-        let body = request_body(&request, "m", false);
+        let body = request_body(&request, "m", false, &PromptCache::default());
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[2]["content"][0]["type"], "tool_result");
         assert_eq!(
             messages[2]["content"][1],
-            json!({"type": "text", "text": "Wrap up now."})
+            json!({"type": "text", "text": "Wrap up now.", "cache_control": {"type": "ephemeral"}})
         );
         assert!(body.get("system").is_none());
         assert_eq!(
-            request_body(&first_request(), "m", false)["max_tokens"],
+            request_body(&first_request(), "m", false, &PromptCache::default())["max_tokens"],
             512
         );
         let mut unlimited = first_request();
         unlimited.max_tokens = None;
         assert_eq!(
-            request_body(&unlimited, "m", false)["max_tokens"],
+            request_body(&unlimited, "m", false, &PromptCache::default())["max_tokens"],
             DEFAULT_MAX_TOKENS
         );
     }

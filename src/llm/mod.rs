@@ -307,6 +307,66 @@ pub struct ProviderConfig {
     /// The largest response read, in bytes as they arrive (stream framing
     /// included); a larger one ends with `ResponseTooLarge`.
     pub max_response_bytes: u64,
+    /// Prompt caching (docs/providers.md, "Prompt caching").
+    pub prompt_cache: PromptCache,
+}
+
+/// Prompt caching: what ybs asks of the provider so that a task pays for
+/// each token of its stable prefix once (docs/providers.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptCache {
+    /// Anthropic: `cache_control` breakpoints on the tools, the system
+    /// prompt and the last message (`llm.prompt_cache`, default on).
+    pub enabled: bool,
+    /// Anthropic: write for an hour instead of five minutes
+    /// (`llm.prompt_cache_ttl: 1h`).
+    pub one_hour: bool,
+    /// The task's `prompt_cache_key` (from its id and file, never a
+    /// secret), sent on the OpenAI wire.
+    pub key: Option<String>,
+    /// Send the key to an OpenAI-compatible endpoint that is not OpenAI's
+    /// own (`llm.prompt_cache_key: true`); OpenAI's own always gets it.
+    pub key_anywhere: bool,
+}
+
+impl Default for PromptCache {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            one_hour: false,
+            key: None,
+            key_anywhere: false,
+        }
+    }
+}
+
+impl PromptCache {
+    /// The key a task sends: `ybs-` and 16 hex digits of the SHA-256 of
+    /// its file's path and its id.
+    pub fn task_key(file: &std::path::Path, id: &str) -> String {
+        use sha2::Digest as _;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(file.to_string_lossy().as_bytes());
+        hasher.update([0]);
+        hasher.update(id.as_bytes());
+        let digest = hasher.finalize();
+        let hex: String = digest[..8]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        format!("ybs-{hex}")
+    }
+
+    /// The `cache_control` of a breakpoint, `None` when caching is off.
+    fn control(&self) -> Option<serde_json::Value> {
+        self.enabled.then(|| {
+            if self.one_hour {
+                serde_json::json!({"type": "ephemeral", "ttl": "1h"})
+            } else {
+                serde_json::json!({"type": "ephemeral"})
+            }
+        })
+    }
 }
 
 /// `llm.max_response_bytes` when nobody sets it: 8 MiB.
@@ -327,6 +387,7 @@ impl ProviderConfig {
             idle_timeout: Duration::from_secs(60),
             total_timeout: Duration::from_secs(600),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            prompt_cache: PromptCache::default(),
         }
     }
 
@@ -404,6 +465,7 @@ pub(crate) struct Settings {
     pub key: Option<ApiKey>,
     pub deadlines: Deadlines,
     pub max_response_bytes: u64,
+    pub prompt_cache: PromptCache,
 }
 
 impl Settings {
@@ -449,6 +511,7 @@ impl Settings {
             key,
             deadlines: config.deadlines(),
             max_response_bytes: config.max_response_bytes,
+            prompt_cache: config.prompt_cache.clone(),
         })
     }
 

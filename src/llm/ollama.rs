@@ -75,7 +75,11 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
             })
         },
     );
-    let mut body = json!({"model": model, "messages": messages, "stream": streaming});
+    // The model stays loaded, and its prompt cache warm, between a task's
+    // steps and its checks (Ollama unloads it after five idle minutes by
+    // default); the options stay the same on every request, since a
+    // change of them reloads the model (docs/local-models.md).
+    let mut body = json!({"model": model, "stream": streaming, "keep_alive": KEEP_ALIVE});
     if !request.tools.is_empty() {
         body["tools"] = super::openai::function_tools(&request.tools);
     }
@@ -89,8 +93,12 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str, streaming: bool) 
     if !options.is_empty() {
         body["options"] = Value::Object(options);
     }
+    body["messages"] = Value::Array(messages);
     body
 }
+
+/// How long Ollama keeps the model loaded after a request.
+pub const KEEP_ALIVE: &str = "30m";
 
 /// A turn being assembled from stream lines (or one whole response).
 #[derive(Debug, Default)]
@@ -146,10 +154,7 @@ impl Assembly {
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             let count = |name: &str| value.get(name).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = Usage {
-                input_tokens: count("prompt_eval_count"),
-                output_tokens: count("eval_count"),
-            };
+            self.usage = Usage::new(count("prompt_eval_count"), count("eval_count"));
         }
         Ok(())
     }
@@ -294,25 +299,13 @@ mod tests {
         assert_eq!(ids, ["call_1", "call_2"]);
         assert_eq!(first.tool_calls[1].arguments, json!({"path": "src/lib.rs"}));
         assert_eq!(first.finish_reason, FinishReason::ToolCalls);
-        assert_eq!(
-            first.usage,
-            Usage {
-                input_tokens: 40,
-                output_tokens: 20
-            }
-        );
+        assert_eq!(first.usage, Usage::new(40, 20));
         let second = provider
             .complete(&second_request(&first.tool_calls))
             .await
             .unwrap();
         assert_eq!(second.content, "Both say hello.");
-        assert_eq!(
-            second.usage,
-            Usage {
-                input_tokens: 90,
-                output_tokens: 5
-            }
-        );
+        assert_eq!(second.usage, Usage::new(90, 5));
         assert_requests(&server, true);
 
         // Ids continue across the conversation and are the same each time.
@@ -345,13 +338,7 @@ mod tests {
         let provider = provider(&server, false);
         let first = provider.complete(&first_request()).await.unwrap();
         assert_eq!(first.tool_calls.len(), 2);
-        assert_eq!(
-            first.usage,
-            Usage {
-                input_tokens: 40,
-                output_tokens: 20
-            }
-        );
+        assert_eq!(first.usage, Usage::new(40, 20));
         let second = provider
             .complete(&second_request(&first.tool_calls))
             .await

@@ -36,12 +36,30 @@ impl Wire for OpenAi {
     }
 
     fn body(request: &ChatRequest, settings: &Settings) -> Value {
-        request_body(
+        let mut body = request_body(
             request,
             settings.model(request),
             settings.streaming,
             settings.vendor,
-        )
+        );
+        // The task's cache key: OpenAI's own endpoint routes the requests
+        // that share it (and their prefix) to the same cache; another
+        // server gets it only when the config says so.
+        let cache = &settings.prompt_cache;
+        if let Some(key) = cache
+            .key
+            .as_ref()
+            .filter(|_| settings.vendor || cache.key_anywhere)
+        {
+            let messages = body
+                .as_object_mut()
+                .and_then(|body| body.shift_remove("messages"));
+            body["prompt_cache_key"] = json!(key);
+            if let Some(messages) = messages {
+                body["messages"] = messages;
+            }
+        }
+        body
     }
 }
 
@@ -70,10 +88,10 @@ pub(crate) fn request_body(
         },
         |_, content, id| json!({"role": "tool", "tool_call_id": id, "content": content}),
     );
-    let mut body = json!({"model": model, "messages": messages});
-    if !request.tools.is_empty() {
-        body["tools"] = function_tools(&request.tools);
-    }
+    // What stays put for the whole task first (settings, tools, then the
+    // system prompt, the first message), so every request of a task
+    // begins with the same bytes (docs/providers.md, "Prompt caching").
+    let mut body = json!({"model": model});
     if let Some(temperature) = request.temperature {
         body["temperature"] = json!(temperature);
     }
@@ -89,6 +107,10 @@ pub(crate) fn request_body(
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
     }
+    if !request.tools.is_empty() {
+        body["tools"] = function_tools(&request.tools);
+    }
+    body["messages"] = Value::Array(messages);
     body
 }
 
@@ -139,10 +161,14 @@ impl Assembly {
         }
         if let Some(usage) = value.get("usage").filter(|usage| usage.is_object()) {
             let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = Usage {
-                input_tokens: count("prompt_tokens"),
-                output_tokens: count("completion_tokens"),
-            };
+            self.usage = Usage::new(count("prompt_tokens"), count("completion_tokens"));
+            // Of the prompt's tokens, those served from OpenAI's cache.
+            self.usage.cache_read_input_tokens = usage
+                .get("prompt_tokens_details")
+                .and_then(|details| details.get("cached_tokens"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                .min(self.usage.input_tokens);
         }
     }
 
@@ -453,13 +479,7 @@ mod tests {
         );
         assert_eq!(call.arguments, json!({"path": "src/lib.rs"}));
         assert!(call.invalid_arguments.is_none() && !call.from_text);
-        assert_eq!(
-            first.usage,
-            Usage {
-                input_tokens: 50,
-                output_tokens: 12
-            }
-        );
+        assert_eq!(first.usage, Usage::new(50, 12));
         assert_eq!(first.response_id.as_deref(), Some("chatcmpl-1"));
 
         let second = provider
@@ -469,13 +489,7 @@ mod tests {
         assert_eq!(second.content, "It says hello.");
         assert!(second.tool_calls.is_empty());
         assert_eq!(second.finish_reason, FinishReason::Stop);
-        assert_eq!(
-            second.usage,
-            Usage {
-                input_tokens: 80,
-                output_tokens: 4
-            }
-        );
+        assert_eq!(second.usage, Usage::new(80, 4));
 
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
@@ -524,13 +538,7 @@ mod tests {
         assert_eq!(first.tool_calls.len(), 1);
         assert_eq!(first.tool_calls[0].arguments, json!({"path": "src/lib.rs"}));
         assert_eq!(first.finish_reason, FinishReason::ToolCalls);
-        assert_eq!(
-            first.usage,
-            Usage {
-                input_tokens: 50,
-                output_tokens: 12
-            }
-        );
+        assert_eq!(first.usage, Usage::new(50, 12));
         assert_eq!(first.response_id.as_deref(), Some("chatcmpl-2"));
         let second = provider
             .complete(&second_request(&first.tool_calls))

@@ -45,6 +45,9 @@ pub(super) trait Turn: Default + Send {
 
     /// The complete turn.
     fn finish(self, request: &ChatRequest, text_tool_calls: bool) -> ChatResponse;
+
+    /// What of the endpoint's settings reading the turn needs.
+    fn configure(&mut self, _settings: &Settings) {}
 }
 
 /// What differs between the wire protocols besides reading the turn.
@@ -149,6 +152,7 @@ impl<W: Wire> Streaming<W> {
     ) -> Result<ChatResponse, ProviderError> {
         let scrub = |text: &str| self.endpoint.http.scrub(text);
         let mut turn = W::Turn::default();
+        turn.configure(&self.endpoint.settings);
         // How much of the turn's text `on_text` has had.
         let mut shown = 0;
         let mut show = |turn: &W::Turn| {

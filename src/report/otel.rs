@@ -530,6 +530,7 @@ impl OtelSink {
         span.attr("gen_ai.request.model", model.as_str());
         span.attr("gen_ai.usage.input_tokens", answer.usage.input_tokens);
         span.attr("gen_ai.usage.output_tokens", answer.usage.output_tokens);
+        cache_usage(&mut span, &answer.usage);
         if let Some(id) = answer.response_id {
             span.attr("gen_ai.response.id", id);
         }
@@ -677,6 +678,7 @@ impl OtelSink {
         span.attr("gen_ai.request.model", trace.model.as_str());
         span.attr("gen_ai.usage.input_tokens", end.usage.input_tokens);
         span.attr("gen_ai.usage.output_tokens", end.usage.output_tokens);
+        cache_usage(&mut span, &end.usage);
         span.attr("ybs.task.id", task);
         span.attributes.extend(trace.attributes);
         span.attr("ybs.task.status", status.as_str());
@@ -753,3 +755,20 @@ impl EventSink for OtelSink {
 
 #[cfg(test)]
 mod tests;
+
+/// The prompt cache's reads and writes (OpenTelemetry's GenAI
+/// conventions), when there were any.
+fn cache_usage(span: &mut Span, usage: &crate::core::Usage) {
+    if usage.cache_read_input_tokens > 0 {
+        span.attr(
+            "gen_ai.usage.cache_read.input_tokens",
+            usage.cache_read_input_tokens,
+        );
+    }
+    if usage.cache_creation_input_tokens > 0 {
+        span.attr(
+            "gen_ai.usage.cache_creation.input_tokens",
+            usage.cache_creation_input_tokens,
+        );
+    }
+}

@@ -134,14 +134,14 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
     if results.is_empty() {
         return Ok(());
     }
+    let mut usage = crate::core::Usage::default();
+    for result in results {
+        usage.add(result.usage);
+    }
     writeln!(
         out,
         "Tokens {} · cost {} · time {}\n",
-        thousands(
-            results
-                .iter()
-                .fold(0u64, |sum, r| sum.saturating_add(r.usage.total()))
-        ),
+        tokens(usage),
         total_cost(results),
         human_duration(wall_ms(results)),
     )?;
@@ -169,7 +169,7 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
             result.status,
             result.reason,
             result.iterations,
-            thousands(result.usage.total()),
+            tokens(result.usage),
             result.cost,
             human_duration(result.duration_ms),
             commit,
@@ -182,6 +182,18 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
     write_answers(out, results)?;
     write_failures(out, results, scope.source_url.as_deref())?;
     write_git(out, results)
+}
+
+/// Tokens used, with the share of the input read from the provider's
+/// prompt cache when there was any (`12,345 (62% of input cached)`).
+fn tokens(usage: crate::core::Usage) -> String {
+    let total = thousands(usage.total());
+    match usage.cache_hit_share() {
+        Some(share) if usage.cache_read_input_tokens > 0 => {
+            format!("{total} ({:.0}% of input cached)", share * 100.0)
+        }
+        _ => total,
+    }
 }
 
 /// The shard this run was, or the shards it merges, and any warning

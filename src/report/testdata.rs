@@ -64,10 +64,7 @@ pub(crate) fn finished(
             message: message.map(str::to_owned),
             expect: "pass".to_owned(),
             iterations: 2,
-            usage: Usage {
-                input_tokens: 1200,
-                output_tokens: 34,
-            },
+            usage: Usage::new(1200, 34),
             cost,
             duration_ms: 61_500,
         },
@@ -112,10 +109,7 @@ fn response(task: &str, ts_ms: u64, iteration: u32, cost: Cost) -> EventRecord {
             iteration,
             response_id: Some(format!("resp-{task}-{iteration}")),
             request_id: Some(format!("req-{task}-{iteration}")),
-            usage: Usage {
-                input_tokens: 600,
-                output_tokens: 17,
-            },
+            usage: Usage::new(600, 17),
             cost,
             duration_ms: 300,
             tool_calls: usize::from(iteration == 1),

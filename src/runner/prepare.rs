@@ -1126,6 +1126,15 @@ pub fn build_provider(
     config.idle_timeout = settings.llm_idle_timeout;
     config.total_timeout = settings.llm_total_timeout;
     config.max_response_bytes = run.config.llm.max_response_bytes;
+    config.prompt_cache = llm::PromptCache {
+        enabled: run.config.llm.prompt_cache,
+        one_hour: run.config.llm.prompt_cache_1h,
+        key: Some(llm::PromptCache::task_key(
+            task.file.strip_prefix(&run.cwd).unwrap_or(&task.file),
+            &task.id,
+        )),
+        key_anywhere: run.config.llm.prompt_cache_key,
+    };
     // docs/security.md S5: an endpoint chosen by the repository (task file or
     // ./.ybs.json) never receives the operator's key.
     config.endpoint_from_repository = matches!(

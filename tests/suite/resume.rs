@@ -352,10 +352,10 @@ fn a_task_may_pause_again_and_its_budgets_add_up() {
 /// outside it (the home directory), and reach the network.
 fn fake_npm(ybs: &Ybs) -> String {
     let bin = ybs.bin_dir();
-    let home = ybs.home().display().to_string();
+    let outside = ybs.outside().display().to_string();
     let script = format!(
         "#!/bin/sh\necho published > published.txt\n\
-         if echo x > '{home}/escaped.txt' 2>/dev/null; then echo escaped=yes; else echo escaped=no; fi\n"
+         if echo x > '{outside}/escaped.txt' 2>/dev/null; then echo escaped=yes; else echo escaped=no; fi\n"
     );
     let path = bin.join("npm");
     std::fs::write(&path, script).unwrap();
@@ -437,7 +437,7 @@ fn on_ask_pause_waits_for_an_approval_or_a_denial() {
             assert!(ybs.exists("published.txt"));
             // Confined: nothing written outside the workdir.
             assert!(output.contains("escaped=no"), "{output}");
-            assert!(!ybs.home().join("escaped.txt").exists());
+            assert!(!ybs.outside().join("escaped.txt").exists());
             assert_eq!(whole["pauses"][0]["resumed_by"], "approver:alice");
         } else {
             assert!(

@@ -219,10 +219,7 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 iteration: 1,
                 response_id: Some("resp-1".into()),
                 request_id: None,
-                usage: Usage {
-                    input_tokens: 100,
-                    output_tokens: 20,
-                },
+                usage: Usage::new(100, 20),
                 cost: Cost::Usd(0.5),
                 duration_ms: 150,
                 tool_calls: 2,
@@ -312,10 +309,7 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 message: Some("MESSAGE-TEXT".into()),
                 expect: "pass".into(),
                 iterations: 1,
-                usage: Usage {
-                    input_tokens: 100,
-                    output_tokens: 20,
-                },
+                usage: Usage::new(100, 20),
                 cost: Cost::Usd(0.5),
                 duration_ms: 600,
             },

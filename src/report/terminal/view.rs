@@ -387,10 +387,7 @@ mod tests {
             iteration: 1,
             response_id: None,
             request_id: None,
-            usage: Usage {
-                input_tokens: 100,
-                output_tokens: 20,
-            },
+            usage: Usage::new(100, 20),
             cost: Cost::Usd(0.5),
             duration_ms: 3,
             tool_calls: 1,

@@ -5,6 +5,7 @@
 //! no file and no output (acceptance 6).
 
 mod apple;
+mod caching;
 mod edges;
 mod faults;
 mod keys;
