@@ -62,7 +62,8 @@ impl Wire for Anthropic {
 /// system prompt), the conversation last. With prompt caching on, three
 /// `cache_control` breakpoints (of the four the API allows): the last
 /// tool, the system prompt (as a text block) and the last block of the
-/// last message, so each step reads the one before it from the cache.
+/// last user message, so each step reads the one before it from the
+/// cache.
 pub(crate) fn request_body(
     request: &ChatRequest,
     model: &str,
@@ -127,8 +128,11 @@ pub(crate) fn request_body(
             last["text"] = json!(trimmed);
         }
     }
+    // The last user message (a paused turn's assistant text, sent back
+    // to be continued, stays as it was).
     let control = cache.control();
-    if let (Some(control), Some((_, blocks))) = (&control, messages.last_mut())
+    if let Some(control) = &control
+        && let Some((_, blocks)) = messages.iter_mut().rev().find(|(role, _)| *role == "user")
         && let Some(last) = blocks.last_mut()
     {
         last["cache_control"] = control.clone();

@@ -171,8 +171,14 @@ fn assert_anthropic_request(request: &Request, streaming: bool, key: &str) {
     assert_eq!(body["model"], "m");
     assert!(body["max_tokens"].as_u64().is_some_and(|n| n > 0), "{body}");
     assert_eq!(body.get("stream").is_some(), streaming, "{body}");
+    // Top-level, as one text block with a prompt-cache breakpoint.
+    assert_eq!(body["system"][0]["type"], "text", "{body}");
+    assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
     assert!(
-        body["system"].as_str().unwrap().ends_with(MARKER),
+        body["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with(MARKER),
         "system prompt is top-level: {body}"
     );
     let messages = body["messages"].as_array().unwrap();
