@@ -36,7 +36,14 @@ fn overhead(name: &str, spec: &PolicySpec) -> u64 {
         .iter()
         .map(|tool| builtin::get(tool).unwrap().spec().clone())
         .collect();
-    let prompt = system_prompt(Path::new(workdir), &offered, &policy.summary(), None, None);
+    let prompt = system_prompt(
+        Path::new(workdir),
+        &offered,
+        &policy.summary(),
+        None,
+        None,
+        ybs::agent::prompt::Contract::default(),
+    );
     let total = fixed_tokens(&prompt, &specs);
     let system = tokens::count(&prompt);
     println!(

@@ -25,7 +25,7 @@ pub const BYTES_PER_TOKEN: usize = 4;
 /// ceiling docs/performance.md promises for a 50-step task's largest request, and it
 /// fits every current hosted model; set `context.max_tokens` to use more
 /// of a larger window, or less for a local model served with a short one.
-pub const DEFAULT_WINDOW: u32 = 32_000;
+pub const DEFAULT_WINDOW: u32 = crate::core::usage::DEFAULT_CONTEXT_WINDOW;
 
 /// A compaction brings the request down to this fraction of the
 /// threshold, not just under it: the next few steps then add their results

@@ -5,6 +5,7 @@
 //! answers without a tool call or a limit stops it. Everything it does is
 //! an event; outputs are the runner's business.
 
+pub mod answer_tool;
 pub mod approve;
 pub mod context;
 pub mod emitter;

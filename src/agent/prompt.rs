@@ -17,6 +17,15 @@ fn sentence(text: &str) -> String {
     }
 }
 
+/// What the task is held to, for the system prompt: an output contract
+/// (the answer goes through the final-answer tool) and the checks that
+/// decide it (name and command, masked).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Contract<'a> {
+    pub output: bool,
+    pub checks: &'a [(String, String)],
+}
+
 /// Builds the system prompt. `instructions` is the text of the
 /// repository's `AGENTS.md` files, already masked and bounded.
 ///
@@ -31,12 +40,21 @@ pub fn system_prompt(
     policy_summary: &str,
     task_system: Option<&str>,
     instructions: Option<&str>,
+    contract: Contract<'_>,
 ) -> String {
+    let finish = if contract.output {
+        format!(
+            "When the task is done, {}; its schema is the tool's.",
+            super::answer_tool::HOW
+        )
+    } else {
+        "When the task is done, reply with a short summary and no tool call.".to_owned()
+    };
     let mut prompt = format!(
         "You are ybs, a coding agent running unattended in CI. Work in the repository in the current directory. \
 Use the tools to inspect and change files; paths are relative to that directory. \
 Nobody can answer questions: decide, act, and verify your work. \
-When the task is done, reply with a short summary and no tool call.\n\
+{finish}\n\
 Tools: {}.\n\
 {} A denied call returns an explanation; do not retry it, find another way.",
         tools.join(", "),
@@ -51,6 +69,15 @@ Tools: {}.\n\
     if let Some(extra) = task_system.filter(|s| !s.trim().is_empty()) {
         prompt.push_str("\n\n");
         prompt.push_str(extra.trim());
+    }
+    // Last: the rest is the same for every task of a repository.
+    if !contract.checks.is_empty() {
+        prompt.push_str(
+            "\n\nWhen you answer, these checks run and decide the task; run them yourself first:",
+        );
+        for (name, command) in contract.checks {
+            prompt.push_str(&format!("\n- {name}: `{}`", command.trim()));
+        }
     }
     prompt
 }
@@ -68,10 +95,42 @@ mod tests {
             "Policy: x.",
             None,
             None,
+            Contract::default(),
         );
-        let there = system_prompt(Path::new("/srv/b/repo"), &tools, "Policy: x.", None, None);
+        let there = system_prompt(
+            Path::new("/srv/b/repo"),
+            &tools,
+            "Policy: x.",
+            None,
+            None,
+            Contract::default(),
+        );
         assert_eq!(here, there);
         assert!(!here.contains("/home") && !here.contains("repo."), "{here}");
         assert!(here.contains("current directory"), "{here}");
+        assert!(here.contains("short summary"), "{here}");
+        assert!(!here.contains("final_answer") && !here.contains("checks"));
+    }
+
+    #[test]
+    fn an_output_task_is_told_how_to_answer_and_checks_come_last() {
+        let checks = [("tests".to_owned(), "cargo test --quiet\n".to_owned())];
+        let prompt = system_prompt(
+            Path::new("/w"),
+            &["read_file".to_owned()],
+            "Policy: x.",
+            Some("Be brief."),
+            None,
+            Contract {
+                output: true,
+                checks: &checks,
+            },
+        );
+        assert!(prompt.contains("calling `final_answer`"), "{prompt}");
+        assert!(!prompt.contains("short summary"), "{prompt}");
+        assert!(
+            prompt.ends_with("Be brief.\n\nWhen you answer, these checks run and decide the task; run them yourself first:\n- tests: `cargo test --quiet`"),
+            "{prompt}"
+        );
     }
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::answer_tool;
 use super::approve::Approver;
 use super::context::{self, Compactor, ContextWindow};
 use super::emitter::Emitter;
@@ -64,6 +65,9 @@ pub struct AgentSetup<'a> {
     /// `--interactive` on a TTY: asks a human about `ask` decisions
     /// instead of `policy.on_ask`. `None` in every headless run (S3).
     pub approver: Option<&'a dyn Approver>,
+    /// The task's output schema (`output:`): offered as the final-answer
+    /// tool ([`super::answer_tool`]).
+    pub output_schema: Option<&'a serde_json::Value>,
 }
 
 /// Why the loop stopped.
@@ -128,7 +132,7 @@ impl<'a> Agent<'a> {
     /// change) with a fresh budget; nothing is emitted.
     pub fn resume(setup: AgentSetup<'a>, messages: Vec<Message>) -> Self {
         // Counted first: loading the tokenizer is not the task's time.
-        let fixed_tokens = context::fixed_tokens(&setup.system_prompt, &setup.tools.specs());
+        let fixed_tokens = context::fixed_tokens(&setup.system_prompt, &offered(&setup));
         let mut budget = Budget::new(setup.limits.clone());
         // Unknown cost is "unknown" from the start, never $0 (docs/agent-loop.md).
         if setup.pricing.price(&setup.model).is_none() {
@@ -257,15 +261,16 @@ impl<'a> Agent<'a> {
                     Some(Some(stop)) => return stop,
                     None => {}
                 }
+                let offered = offered(&self.setup);
                 let written_call = (!restated)
-                    .then(|| crate::llm::text_calls::as_call(&content, &self.setup.tools.specs()))
+                    .then(|| crate::llm::text_calls::as_call(&content, &offered))
                     .flatten();
                 if let Some(call) = written_call {
                     emitter.note(text_call_hint(&call.name));
                 } else if let Some(name) =
-                    crate::llm::text_calls::unoffered_call(&content, &self.setup.tools.specs())
+                    crate::llm::text_calls::unoffered_call(&content, &offered)
                 {
-                    emitter.note(unoffered_call_note(&name, &self.setup.tools.specs()));
+                    emitter.note(unoffered_call_note(&name, &offered));
                 }
                 return Stop::Answered { content };
             }
@@ -278,6 +283,24 @@ impl<'a> Agent<'a> {
             if !pending.is_empty() {
                 return Stop::Paused { pending };
             }
+            // A call to the final-answer tool is the answer, once the
+            // turn's other calls ran.
+            if let Some(content) = self.answer_call(turn_at) {
+                return Stop::Answered { content };
+            }
+        }
+    }
+
+    /// The answer the turn at `turn_at` gave through the final-answer
+    /// tool, if it called it.
+    fn answer_call(&self, turn_at: usize) -> Option<String> {
+        let schema = self.setup.output_schema?;
+        match self.messages.get(turn_at) {
+            Some(Message::Assistant { tool_calls, .. }) => tool_calls
+                .iter()
+                .find(|call| call.name == answer_tool::NAME)
+                .map(|call| answer_tool::answer(call, schema)),
+            _ => None,
         }
     }
 
@@ -292,11 +315,25 @@ impl<'a> Agent<'a> {
     ) -> Result<Vec<PendingCall>, Stop> {
         let max_calls = self.setup.limits.max_tool_calls_per_turn;
         let mut pending = Vec::new();
-        for index in 0..count {
-            let Some(call) = self.turn_call(turn_at, index) else {
+        // The final-answer tool's calls are no step's tool calls.
+        let mut answers = 0;
+        for position in 0..count {
+            let Some(call) = self.turn_call(turn_at, position) else {
                 break;
             };
             let call = &call;
+            if self.setup.output_schema.is_some() && call.name == answer_tool::NAME {
+                answers += 1;
+                let received = Message::Tool {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: answer_tool::RECEIVED.to_owned(),
+                    is_error: false,
+                };
+                self.push(received, emitter);
+                continue;
+            }
+            let index = position - answers;
             // A call ybs read from text and could not run is ybs's refusal,
             // not the model repeating a call: the iteration budget and
             // `same_reply` bound those replies.
@@ -457,6 +494,14 @@ pub fn text_call_hint(tool: &str) -> String {
 
 /// The note for an answer holding a call, written as JSON text, of a
 /// tool that is not offered: nothing ran, and the text is the answer.
+/// The tools a request offers: the registry's, and the final-answer tool
+/// of a task with an output contract.
+fn offered(setup: &AgentSetup<'_>) -> Vec<crate::core::ToolSpec> {
+    let mut specs = setup.tools.specs();
+    specs.extend(setup.output_schema.map(answer_tool::spec));
+    specs
+}
+
 fn unoffered_call_note(name: &str, tools: &[crate::core::ToolSpec]) -> String {
     let offered: Vec<String> = tools
         .iter()

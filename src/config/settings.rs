@@ -572,7 +572,36 @@ impl Config {
                 ),
             );
         }
+        self.check_output_size(task, &mut problems);
         problems
+    }
+
+    /// An output schema is sent with every request (the final-answer
+    /// tool's input schema): one larger than a quarter of the context
+    /// window would crowd out the work.
+    fn check_output_size(&self, task: &TaskSpec, problems: &mut Vec<Diagnostic>) {
+        let Some(output) = &task.output else {
+            return;
+        };
+        let window = u64::from(
+            self.context
+                .max_tokens
+                .unwrap_or(crate::core::usage::DEFAULT_CONTEXT_WINDOW),
+        );
+        let tokens = crate::llm::tokens::count(&output.schema.to_string());
+        if tokens > window / 4 {
+            problems.push(
+                Diagnostic::new(
+                    &task.file,
+                    task.span,
+                    format!(
+                        "the output schema of task `{}` is {tokens} tokens, more than a quarter of the {window}-token context window (context.max_tokens); it is sent with every request",
+                        task.id
+                    ),
+                )
+                .with_hint("shorten the schema (descriptions, examples), or raise context.max_tokens for a model with a larger window"),
+            );
+        }
     }
 
     /// A task's limits (and its checks' timeouts) above the operator's

@@ -6,6 +6,11 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// The context window budgeted when `context.max_tokens` is not set
+/// (docs/agent-loop.md, "Context"): the agent compacts against it, and an
+/// output schema may take at most a quarter of it.
+pub const DEFAULT_CONTEXT_WINDOW: u32 = 32_000;
+
 /// Tokens one or more requests consumed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {

@@ -88,7 +88,10 @@ pub fn check(spec: &OutputSpec, text: &str) -> Result<Value, Vec<String>> {
             } else {
                 format!("`{path}`")
             };
-            format!("{at}: {error}")
+            format!(
+                "{at}: {error}{}",
+                fragment(&spec.schema, &error.schema_path().to_string())
+            )
         })
         .collect();
     if messages.is_empty() {
@@ -102,6 +105,29 @@ pub fn check(spec: &OutputSpec, text: &str) -> Result<Value, Vec<String>> {
     Err(messages)
 }
 
+/// The part of `schema` a validator message concerns: the schema object
+/// holding the keyword at `keyword_path` (`/properties/verdict/enum` →
+/// `/properties/verdict`), at most [`FRAGMENT_CHARS`] of it.
+fn fragment(schema: &Value, keyword_path: &str) -> String {
+    let parent = keyword_path
+        .rsplit_once('/')
+        .map_or("", |(parent, _)| parent);
+    let Some(part) = schema.pointer(parent) else {
+        return String::new();
+    };
+    let text = part.to_string();
+    let text = crate::core::text::truncate_middle(&text, FRAGMENT_CHARS).0;
+    let at = if parent.is_empty() { "/" } else { parent };
+    format!(" (the schema at `{at}`: {text})")
+}
+
+/// The longest schema fragment quoted in a message.
+const FRAGMENT_CHARS: usize = 400;
+
+/// The longest schema quoted whole in the feedback to an answer that is
+/// no JSON value.
+const SCHEMA_CHARS: usize = 4000;
+
 /// How many times an invalid answer goes back to the model.
 pub fn attempts(task: &TaskSpec) -> u32 {
     task.output
@@ -110,16 +136,27 @@ pub fn attempts(task: &TaskSpec) -> u32 {
         .unwrap_or(task.fix_attempts)
 }
 
-/// What the model is told when its answer breaks the contract.
-pub fn feedback(messages: &[String]) -> String {
-    format!(
-        "Your answer does not match the required output schema. Answer again with only a JSON value that the schema accepts (bare, or in one ```json block).\n\n{}",
+/// What the model is told when its answer breaks the contract: the
+/// validator's messages with the part of the schema each concerns, how
+/// to answer, and, when the answer held no JSON value, the whole schema.
+pub fn feedback(spec: &OutputSpec, text: &str, messages: &[String]) -> String {
+    let mut feedback = format!(
+        "Your answer does not match the required output schema. Answer again: call `{}` with the answer (or reply with only a JSON value that the schema accepts, bare or in one ```json block).\n\n{}",
+        crate::agent::answer_tool::NAME,
         messages
             .iter()
             .map(|message| format!("- {message}"))
             .collect::<Vec<_>>()
             .join("\n")
-    )
+    );
+    if extract(text).is_err() {
+        let schema = spec.schema.to_string();
+        feedback.push_str(&format!(
+            "\n\nThe schema the answer must match:\n{}",
+            crate::core::text::truncate_middle(&schema, SCHEMA_CHARS).0
+        ));
+    }
+    feedback
 }
 
 /// The valid JSON value of a final answer, for `task.output`: `None`
@@ -175,7 +212,20 @@ mod tests {
         );
         let messages = check(&spec, "{\"verdict\": \"maybe\"}").unwrap_err();
         assert!(messages[0].starts_with("`/verdict`:"), "{messages:?}");
+        assert!(
+            messages[0].ends_with(
+                "(the schema at `/properties/verdict`: {\"enum\":[\"approve\",\"reject\"]})"
+            ),
+            "{messages:?}"
+        );
         let messages = check(&spec, "{}").unwrap_err();
         assert!(messages[0].contains("verdict"), "{messages:?}");
+        // No JSON at all: the feedback carries the whole schema and how to
+        // answer.
+        let prose = "I approve.";
+        let messages = check(&spec, prose).unwrap_err();
+        let told = feedback(&spec, prose, &messages);
+        assert!(told.contains("call `final_answer`"), "{told}");
+        assert!(told.contains("\"enum\":[\"approve\",\"reject\"]"), "{told}");
     }
 }

@@ -128,6 +128,7 @@ impl Chat {
             &prepared.policy.summary(),
             None,
             prepared.agents_md.text.as_deref(),
+            prompt::Contract::default(),
         );
         let setup = prepared.agent_setup(&self.session.context, registry, system_prompt);
         let mut agent = Agent::resume(setup, std::mem::take(&mut self.messages));

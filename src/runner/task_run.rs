@@ -46,6 +46,7 @@ impl PreparedTask {
             dry_run: run.dry_run,
             redactor: &run.redactor,
             approver: run.approver.as_deref(),
+            output_schema: self.task.output.as_ref().map(|output| &output.schema),
         }
     }
 }
@@ -168,7 +169,7 @@ impl<'t> TaskRun<'t> {
     ) -> (Agent<'a>, Option<Stop>) {
         let (run, prepared) = (self.run, self.prepared);
         let tool_names = tools.registry.names();
-        let system_prompt = system_prompt(prepared, &tool_names);
+        let system_prompt = system_prompt(run, prepared, &tool_names);
         let setup = prepared.agent_setup(run, &tools.registry, system_prompt.clone());
         let Some(resumed) = resumed else {
             emitter.emit(started_event(run, prepared, git, system_prompt, tool_names));
@@ -336,14 +337,26 @@ fn output_event(task: &TaskSpec, text: String, reason: Reason) -> Event {
     }
 }
 
-/// The task's system prompt, naming its tools.
-fn system_prompt(prepared: &PreparedTask, tool_names: &[String]) -> String {
+/// The task's system prompt, naming its tools, how to answer and the
+/// checks that decide it (masked; not with `context: {checks: false}`).
+fn system_prompt(run: &RunContext, prepared: &PreparedTask, tool_names: &[String]) -> String {
+    let task = &prepared.task;
+    let checks: Vec<(String, String)> = task
+        .checks
+        .iter()
+        .filter(|_| task.context.checks)
+        .map(|check| (check.name.clone(), run.redactor.redact(&check.run)))
+        .collect();
     prompt::system_prompt(
         &prepared.tool_ctx.workdir,
         tool_names,
         &prepared.policy.summary(),
-        prepared.task.system.as_deref(),
+        task.system.as_deref(),
         prepared.agents_md.text.as_deref(),
+        prompt::Contract {
+            output: task.output.is_some(),
+            checks: &checks,
+        },
     )
 }
 
@@ -629,7 +642,7 @@ impl TaskRun<'_> {
                         "the answer does not match the output schema; attempt {output_attempt} of {allowed}: {}",
                         messages.join("; ")
                     ));
-                    agent.push_user(&super::answer::feedback(&messages), emitter);
+                    agent.push_user(&super::answer::feedback(spec, content, &messages), emitter);
                     continue;
                 }
                 return (

@@ -666,15 +666,17 @@ fn decode_expect(decoder: &mut Decoder<'_>, node: &Node) -> Option<Expect> {
     }
 }
 
-const CONTEXT_FIELDS: &[&str] = &["agents_md"];
+const CONTEXT_FIELDS: &[&str] = &["agents_md", "checks"];
 pub const OUTPUT_FIELDS: &[&str] = &["schema", "schema_file", "attempts"];
 
-/// `context: {agents_md}`.
+/// `context: {agents_md, checks}`.
 fn decode_context(decoder: &mut Decoder<'_>, node: &Node) -> Option<ContextSpec> {
     let fields = decoder.fields(node, "`context`", CONTEXT_FIELDS)?;
     let agents_md: Option<bool> = fields.get(decoder, "agents_md");
+    let checks: Option<bool> = fields.get(decoder, "checks");
     Some(ContextSpec {
         agents_md: agents_md.unwrap_or(true),
+        checks: checks.unwrap_or(true),
     })
 }
 

@@ -63,11 +63,17 @@ pub struct ContextSpec {
     /// `agents_md`: the `AGENTS.md` files of the workdir and its parents
     /// up to the repository root go into the system prompt (default).
     pub agents_md: bool,
+    /// `checks`: the system prompt names the checks that decide the task
+    /// (default), so the model can run them before it answers.
+    pub checks: bool,
 }
 
 impl Default for ContextSpec {
     fn default() -> Self {
-        Self { agents_md: true }
+        Self {
+            agents_md: true,
+            checks: true,
+        }
     }
 }
 

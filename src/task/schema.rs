@@ -198,6 +198,10 @@ fn task_fields() -> Map<String, Value> {
                 "agents_md": {
                     "description": "Read the AGENTS.md files of the workdir and its parents up to the repository root into the system prompt (masked, at most 8 KB in all). Default: true.",
                     "type": "boolean"
+                },
+                "checks": {
+                    "description": "Name the task's checks (name and command, masked) in the system prompt, so the model can run them before it answers. Default: true.",
+                    "type": "boolean"
                 }
             },
             "additionalProperties": false

@@ -9,6 +9,7 @@ mod breaker;
 mod config_trust;
 mod confinement;
 mod context;
+mod contract;
 mod differential;
 mod docs;
 mod external;

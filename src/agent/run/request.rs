@@ -72,7 +72,7 @@ impl Agent<'_> {
             model: self.setup.model.clone(),
             system: self.setup.system_prompt.clone(),
             messages: prepared.messages,
-            tools: self.setup.tools.specs(),
+            tools: super::offered(&self.setup),
             temperature: self.setup.temperature,
             max_tokens: self.setup.max_tokens,
             // A stream still arriving when the task's time runs out is

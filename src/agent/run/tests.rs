@@ -224,6 +224,7 @@ struct World {
     approver: Option<FakeApprover>,
     dry_run: bool,
     limits: Limits,
+    output_schema: Option<serde_json::Value>,
 }
 
 impl World {
@@ -244,6 +245,7 @@ impl World {
                 asked: AtomicUsize::new(0),
             }),
             dry_run: case.dry_run,
+            output_schema: None,
             limits: Limits::default(),
         }
     }
@@ -265,6 +267,7 @@ impl World {
             dry_run: self.dry_run,
             redactor: &self.redactor,
             approver: self.approver.as_ref().map(|a| a as &dyn Approver),
+            output_schema: self.output_schema.as_ref(),
         };
         Agent::resume(setup, Vec::new())
     }
