@@ -208,3 +208,53 @@ fn a_schema_larger_than_a_quarter_of_the_window_is_an_error_at_load() {
     );
     assert!(run.stderr.contains("t.yaml:1:1"), "{}", run.stderr);
 }
+
+/// The schema survives a pause: after `ybs resume`, the next request
+/// still offers the final-answer tool, and a call to it is the answer.
+#[test]
+fn the_answer_tool_comes_back_after_a_pause() {
+    let ybs = review_task();
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "{REVIEW}tools:\n  caller:\n    - name: ask_owner\n      description: Ask the code owner\n      parameters: {{type: object, properties: {{q: {{type: string}}}}}}\n"
+        )
+        .replace("allow: [read_file]", "allow: [read_file, ask_owner]"),
+    );
+    let server = Server::start(vec![
+        wire::openai_sse_call("c1", "ask_owner", &json!({"q": "ok?"})),
+        wire::openai_sse_call(
+            "c2",
+            "final_answer",
+            &json!({"zorblat_verdict": "greenlight", "quintex_risk": 0}),
+        ),
+    ]);
+    let endpoint = format!("{}/v1", server.url);
+    let provider = [
+        "--provider",
+        "openai",
+        "--endpoint",
+        &endpoint,
+        "--model",
+        "m",
+    ];
+    let mut args = vec!["run", "t.yaml"];
+    args.extend_from_slice(&provider);
+    ybs.run(args).expect_code(3);
+    ybs.file(
+        "r.json",
+        "{\"results\": [{\"id\": \"c1\", \"output\": \"fine by me\"}]}",
+    );
+    let mut args = vec!["resume", "ybs-out", "--results", "r.json"];
+    args.extend_from_slice(&provider);
+    let resumed = ybs.run(args);
+    resumed.expect_code(0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let schema = answer_tool(&requests[1], "openai").to_string();
+    assert!(schema.contains("zorblat_verdict"), "{schema}");
+    assert_eq!(
+        resumed.json("ybs-out/t/output.json"),
+        json!({"zorblat_verdict": "greenlight", "quintex_risk": 0})
+    );
+}
