@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::core::Shard;
+use crate::core::shard::ShardArg;
 
 /// `ybs --version`: the crate version and the commit it was built from
 /// (short sha, or `unknown` when built outside git; see build.rs).
@@ -215,11 +215,15 @@ pub struct RunArgs {
     /// Run only tasks whose id matches this glob (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub filter: Vec<String>,
-    /// Run only shard K of N (1 ≤ K ≤ N) of the selected tasks, e.g. `2/8`.
-    /// A task's shard is a stable hash of `file#id`; a shard may be empty.
-    /// Merge the shards' outputs with `ybs report merge`.
-    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
-    pub shard: Option<Shard>,
+    /// Run only shard K of N (1 ≤ K ≤ N) of the selected tasks, e.g. `2/8`;
+    /// or `auto` (`auto/N`): K and N from the CI engine's variables
+    /// (GitLab `CI_NODE_INDEX`/`CI_NODE_TOTAL`, CircleCI, Buildkite, a
+    /// Kubernetes Indexed Job's `JOB_COMPLETION_INDEX` with `auto/N`,
+    /// else `YBS_SHARD_INDEX` from 0 and `YBS_SHARD_TOTAL`). A task's
+    /// shard is a stable hash of `file#id`; a shard may be empty. Merge
+    /// the shards' outputs with `ybs report merge`.
+    #[arg(long, value_name = "K/N|auto", value_parser = parse_shard)]
+    pub shard: Option<ShardArg>,
     /// Run up to N tasks at once (default 1). With N > 1 a task that
     /// commits runs in its own git worktree on branch `ybs/<run-id>/<task-id>`.
     #[arg(long, value_name = "N", env = "YBS_JOBS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
@@ -506,7 +510,7 @@ fn parse_budget(text: &str) -> Result<f64, BadValue> {
     }
 }
 
-fn parse_shard(text: &str) -> Result<Shard, BadValue> {
+fn parse_shard(text: &str) -> Result<ShardArg, BadValue> {
     text.parse().map_err(BadValue::Shard)
 }
 

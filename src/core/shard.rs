@@ -92,9 +92,331 @@ impl FromStr for Shard {
     }
 }
 
+/// `--shard`: a fixed `K/N`, or `auto` (`auto/N`): the index and total
+/// from the CI engine the run is in ([`from_engines`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardArg {
+    Fixed(Shard),
+    /// `auto`, or `auto/N` (the total, for an engine that gives only an
+    /// index: a Kubernetes Indexed Job).
+    Auto {
+        total: Option<u32>,
+    },
+}
+
+impl FromStr for ShardArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        if text == "auto" {
+            return Ok(Self::Auto { total: None });
+        }
+        if let Some(total) = text.strip_prefix("auto/") {
+            return match total.trim().parse::<u32>() {
+                Ok(total) if total >= 1 => Ok(Self::Auto { total: Some(total) }),
+                _ => Err(format!(
+                    "expected `auto/N` with N at least 1 (the number of shards), e.g. `auto/8`; got `{text}`"
+                )),
+            };
+        }
+        text.parse::<Shard>().map(Self::Fixed).map_err(|error| {
+            format!("{error}; or `auto` to take the shard from the CI engine's variables")
+        })
+    }
+}
+
+/// Where `--shard auto` found its shard: the engine and the variables
+/// read, as they were.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShardSource {
+    pub engine: String,
+    pub variables: std::collections::BTreeMap<String, String>,
+}
+
+impl fmt::Display for ShardSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let variables: Vec<String> = self
+            .variables
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        write!(f, "{}: {}", self.engine, variables.join(", "))
+    }
+}
+
+/// One engine's variables: its name, the index variable and whether it
+/// counts from 0, and the total variable (none: from `auto/N`).
+struct EngineVars {
+    engine: &'static str,
+    index: &'static str,
+    from_zero: bool,
+    total: Option<&'static str>,
+}
+
+/// The engines `--shard auto` knows, in the order they are reported.
+const ENGINES: &[EngineVars] = &[
+    EngineVars {
+        engine: "GitLab CI",
+        index: "CI_NODE_INDEX",
+        from_zero: false,
+        total: Some("CI_NODE_TOTAL"),
+    },
+    EngineVars {
+        engine: "CircleCI",
+        index: "CIRCLE_NODE_INDEX",
+        from_zero: true,
+        total: Some("CIRCLE_NODE_TOTAL"),
+    },
+    EngineVars {
+        engine: "Buildkite",
+        index: "BUILDKITE_PARALLEL_JOB",
+        from_zero: true,
+        total: Some("BUILDKITE_PARALLEL_JOB_COUNT"),
+    },
+    EngineVars {
+        engine: "a Kubernetes Indexed Job",
+        index: "JOB_COMPLETION_INDEX",
+        from_zero: true,
+        total: None,
+    },
+    EngineVars {
+        engine: "ybs",
+        index: "YBS_SHARD_INDEX",
+        from_zero: true,
+        total: Some("YBS_SHARD_TOTAL"),
+    },
+];
+
+/// Why `--shard auto` found no shard.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AutoError {
+    #[error("--shard auto found no CI engine's shard variables ({0})")]
+    Nothing(String),
+    #[error("--shard auto: {0}")]
+    Bad(String),
+    #[error("--shard auto: the engines' variables disagree: {0}")]
+    Disagree(String),
+}
+
+/// The variables every engine is looked up by, for the messages.
+fn known_variables() -> String {
+    ENGINES
+        .iter()
+        .map(|vars| match vars.total {
+            Some(total) => format!("{}/{total}", vars.index),
+            None => format!("{} with auto/N", vars.index),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `--shard auto`: the shard from the engine whose variables are set
+/// (`env` reads one), with `total` from `auto/N`. GitLab's non-parallel
+/// job (`CI_NODE_TOTAL=1`, no index) is 1/1; the others count from 0.
+/// No engine, a bad value, or two engines that disagree is an error that
+/// names what was found.
+pub fn from_engines(
+    env: &dyn Fn(&str) -> Option<String>,
+    total: Option<u32>,
+) -> Result<(Shard, ShardSource), AutoError> {
+    let mut found: Vec<(Shard, ShardSource)> = Vec::new();
+    for vars in ENGINES {
+        let index = env(vars.index).filter(|value| !value.trim().is_empty());
+        let own_total = vars
+            .total
+            .and_then(|name| env(name).filter(|value| !value.trim().is_empty()));
+        if index.is_none() && own_total.is_none() {
+            continue;
+        }
+        let mut variables = std::collections::BTreeMap::new();
+        let number = |name: &str, value: &str| {
+            value
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| AutoError::Bad(format!("{name}={value} is not a whole number")))
+        };
+        let count = match (&own_total, vars.total) {
+            (Some(value), Some(name)) => {
+                variables.insert(name.to_owned(), value.clone());
+                number(name, value)?
+            }
+            _ => total.ok_or_else(|| {
+                AutoError::Bad(format!(
+                    "{}={} gives no total: pass it as `--shard auto/N`",
+                    vars.index,
+                    index.clone().unwrap_or_default()
+                ))
+            })?,
+        };
+        let position = match &index {
+            Some(value) => {
+                variables.insert(vars.index.to_owned(), value.clone());
+                let raw = number(vars.index, value)?;
+                if vars.from_zero {
+                    raw.checked_add(1)
+                } else {
+                    Some(raw)
+                }
+                .unwrap_or(0)
+            }
+            // GitLab sets no index on a job that is not parallel.
+            None if count == 1 => 1,
+            None => {
+                return Err(AutoError::Bad(format!(
+                    "{} is {count} but {} is not set",
+                    vars.total.unwrap_or_default(),
+                    vars.index
+                )));
+            }
+        };
+        let shard = Shard::new(position, count).ok_or_else(|| {
+            let variables: Vec<String> =
+                variables.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            AutoError::Bad(format!(
+                "{} gives shard {position} of {count}, which does not exist",
+                variables.join(", ")
+            ))
+        })?;
+        if let Some(wanted) = total
+            && wanted != count
+        {
+            return Err(AutoError::Bad(format!(
+                "--shard auto/{wanted} but {} says {count} shards",
+                vars.engine
+            )));
+        }
+        found.push((
+            shard,
+            ShardSource {
+                engine: vars.engine.to_owned(),
+                variables,
+            },
+        ));
+    }
+    let mut found = found.into_iter();
+    let Some(first) = found.next() else {
+        return Err(AutoError::Nothing(format!(
+            "looked for {}",
+            known_variables()
+        )));
+    };
+    let others: Vec<(Shard, ShardSource)> = found.collect();
+    if others.iter().any(|(shard, _)| *shard != first.0) {
+        let all: Vec<String> = std::iter::once(&first)
+            .chain(&others)
+            .map(|(shard, source)| format!("{source} (shard {shard})"))
+            .collect();
+        return Err(AutoError::Disagree(all.join("; ")));
+    }
+    Ok(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        }
+    }
+
+    #[test]
+    fn each_engine_gives_its_shard_counting_its_own_way() {
+        let shard = |pairs: &[(&str, &str)], total| {
+            from_engines(&env(pairs), total)
+                .map(|(shard, source)| (shard.to_string(), source.engine))
+        };
+        assert_eq!(
+            shard(&[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "4")], None).unwrap(),
+            ("2/4".to_owned(), "GitLab CI".to_owned())
+        );
+        assert_eq!(shard(&[("CI_NODE_TOTAL", "1")], None).unwrap().0, "1/1");
+        assert_eq!(
+            shard(
+                &[("CIRCLE_NODE_INDEX", "0"), ("CIRCLE_NODE_TOTAL", "3")],
+                None
+            )
+            .unwrap()
+            .0,
+            "1/3"
+        );
+        assert_eq!(
+            shard(
+                &[
+                    ("BUILDKITE_PARALLEL_JOB", "4"),
+                    ("BUILDKITE_PARALLEL_JOB_COUNT", "5")
+                ],
+                None
+            )
+            .unwrap()
+            .0,
+            "5/5"
+        );
+        assert_eq!(
+            shard(&[("JOB_COMPLETION_INDEX", "7")], Some(8)).unwrap().0,
+            "8/8"
+        );
+        assert_eq!(
+            shard(&[("YBS_SHARD_INDEX", "0"), ("YBS_SHARD_TOTAL", "2")], None)
+                .unwrap()
+                .0,
+            "1/2"
+        );
+    }
+
+    #[test]
+    fn nothing_bad_or_disagreeing_is_an_error_that_says_what_it_found() {
+        let nothing = from_engines(&env(&[]), None).unwrap_err().to_string();
+        assert!(nothing.contains("CI_NODE_INDEX/CI_NODE_TOTAL"), "{nothing}");
+        assert!(
+            nothing.contains("JOB_COMPLETION_INDEX with auto/N"),
+            "{nothing}"
+        );
+        let k8s = from_engines(&env(&[("JOB_COMPLETION_INDEX", "1")]), None).unwrap_err();
+        assert!(k8s.to_string().contains("auto/N"), "{k8s}");
+        let out = from_engines(
+            &env(&[("CIRCLE_NODE_INDEX", "3"), ("CIRCLE_NODE_TOTAL", "3")]),
+            None,
+        )
+        .unwrap_err();
+        assert!(out.to_string().contains("shard 4 of 3"), "{out}");
+        let both = from_engines(
+            &env(&[
+                ("CI_NODE_INDEX", "1"),
+                ("CI_NODE_TOTAL", "2"),
+                ("YBS_SHARD_INDEX", "1"),
+                ("YBS_SHARD_TOTAL", "2"),
+            ]),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            both.contains("GitLab CI: CI_NODE_INDEX=1, CI_NODE_TOTAL=2 (shard 1/2)"),
+            "{both}"
+        );
+        assert!(both.contains("(shard 2/2)"), "{both}");
+        let wrong = from_engines(
+            &env(&[("CI_NODE_INDEX", "x"), ("CI_NODE_TOTAL", "2")]),
+            None,
+        )
+        .unwrap_err();
+        assert!(wrong.to_string().contains("CI_NODE_INDEX=x"), "{wrong}");
+        assert_eq!(
+            "auto/4".parse::<ShardArg>().unwrap(),
+            ShardArg::Auto { total: Some(4) }
+        );
+        assert!("auto/0".parse::<ShardArg>().is_err());
+        assert_eq!(
+            "2/3".parse::<ShardArg>().unwrap(),
+            ShardArg::Fixed(Shard::new(2, 3).unwrap())
+        );
+    }
 
     #[test]
     fn parses_and_displays() {

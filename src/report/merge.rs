@@ -38,6 +38,9 @@ pub const SHARD_FILE: &str = "shard.json";
 pub struct ShardFile {
     /// `K/N`.
     pub shard: String,
+    /// `--shard auto`: the engine and the variables it was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::core::shard::ShardSource>,
     pub run_id: String,
     /// The ids of the tasks in this shard, in run order (may be empty).
     pub tasks: Vec<String>,
@@ -522,6 +525,7 @@ mod tests {
         if let Some(shard) = shard {
             ShardFile {
                 shard: shard.to_owned(),
+                source: None,
                 run_id: "r".to_owned(),
                 tasks: tasks.iter().map(|task| (*task).to_owned()).collect(),
             }

@@ -8,6 +8,8 @@ use crate::core::Shard;
 pub struct RunScope {
     /// `ybs run --shard K/N`: this run took slice K of N.
     pub shard: Option<Shard>,
+    /// `--shard auto`: the engine and the variables the shard came from.
+    pub shard_source: Option<crate::core::shard::ShardSource>,
     /// `ybs report merge`: the output directories merged, in order.
     pub merged_from: Vec<String>,
     /// `ybs report merge`: the shards those directories say they hold.

@@ -200,10 +200,15 @@ fn tokens(usage: crate::core::Usage) -> String {
 /// about the run as a whole.
 fn write_scope(out: &mut String, results: &[TaskResult], scope: &RunScope) -> std::fmt::Result {
     if let Some(shard) = scope.shard {
+        let from = scope
+            .shard_source
+            .as_ref()
+            .map(|source| format!(" ({})", escape_inline(&source.to_string())))
+            .unwrap_or_default();
         if results.is_empty() {
-            writeln!(out, "Shard {shard}: no tasks fell in this shard.\n")?;
+            writeln!(out, "Shard {shard}{from}: no tasks fell in this shard.\n")?;
         } else {
-            writeln!(out, "Shard {shard}.\n")?;
+            writeln!(out, "Shard {shard}{from}.\n")?;
         }
     }
     if !scope.merged_from.is_empty() {

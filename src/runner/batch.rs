@@ -121,6 +121,7 @@ fn open_sinks<'r>(
     if let Some(shard) = run.shard {
         let file = report::ShardFile {
             shard: shard.to_string(),
+            source: run.shard_source.clone(),
             run_id: run.run_id.clone(),
             tasks: prepared.iter().map(|task| task.task.id.clone()).collect(),
         };
@@ -129,6 +130,7 @@ fn open_sinks<'r>(
         }
     }
     let mut scope = report::RunScope::shard(run.shard);
+    scope.shard_source.clone_from(&run.shard_source);
     scope.min_pass_rate = run.copies.min_pass_rate;
     scope.source_url = report::RunScope::source_url(&|name| run.environ.var(name));
     report.min_pass_rate = run.copies.min_pass_rate;

@@ -105,6 +105,8 @@ pub struct RunContext {
     pub recorder: Option<Arc<CassetteWriter>>,
     /// `--shard K/N`: recorded in the reports and `OUT/shard.json`.
     pub shard: Option<Shard>,
+    /// Where `--shard auto` found it: the engine and its variables.
+    pub shard_source: Option<crate::core::shard::ShardSource>,
     /// `--jobs N`: tasks at once (at least 1). Above 1, a task that
     /// commits runs in its own git worktree.
     pub jobs: usize,

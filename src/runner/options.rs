@@ -221,6 +221,8 @@ pub type MakeApprover = Box<dyn Fn(Redactor) -> Arc<dyn Approver>>;
 pub struct RunFlags {
     pub filter: Vec<String>,
     pub shard: Option<Shard>,
+    /// Where `--shard auto` found the shard.
+    pub shard_source: Option<crate::core::shard::ShardSource>,
     pub jobs: u16,
     /// `--max-cost-usd`: the run's budget (docs/ci.md).
     pub max_cost_usd: Option<f64>,
@@ -373,6 +375,7 @@ pub fn run_context(
         retry: config.retry(),
         recorder,
         shard: flags.shard,
+        shard_source: flags.shard_source.clone(),
         jobs: usize::from(flags.jobs).max(1),
         max_cost_usd: flags.max_cost_usd,
         approver: flags.approver.as_ref().map(|make| make(redactor.clone())),

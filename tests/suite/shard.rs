@@ -369,3 +369,131 @@ fn a_planted_digest_without_a_transcript_is_never_counted() {
     );
     assert!(!ybs.exists("merged"));
 }
+
+/// `--shard auto` under each engine's variables (GitLab from 1, CircleCI,
+/// Buildkite, a Kubernetes Indexed Job with `auto/N`, `YBS_SHARD_*` from
+/// 0): the shards merge back with every task exactly once, and each
+/// shard says where it came from.
+#[test]
+fn shard_auto_takes_the_engines_index_and_total_and_merges_back() {
+    // (engine, its variables (`K1`: the shard from 1, `K0`: from 0), flag)
+    type Engine<'a> = (&'a str, [(&'a str, String); 2], &'a str);
+    let engines: [Engine<'_>; 5] = [
+        (
+            "GitLab CI",
+            [
+                ("CI_NODE_INDEX", "K1".into()),
+                ("CI_NODE_TOTAL", "3".into()),
+            ],
+            "auto",
+        ),
+        (
+            "CircleCI",
+            [
+                ("CIRCLE_NODE_INDEX", "K0".into()),
+                ("CIRCLE_NODE_TOTAL", "3".into()),
+            ],
+            "auto",
+        ),
+        (
+            "Buildkite",
+            [
+                ("BUILDKITE_PARALLEL_JOB", "K0".into()),
+                ("BUILDKITE_PARALLEL_JOB_COUNT", "3".into()),
+            ],
+            "auto",
+        ),
+        (
+            "a Kubernetes Indexed Job",
+            [
+                ("JOB_COMPLETION_INDEX", "K0".into()),
+                ("UNUSED", String::new()),
+            ],
+            "auto/3",
+        ),
+        (
+            "ybs",
+            [
+                ("YBS_SHARD_INDEX", "K0".into()),
+                ("YBS_SHARD_TOTAL", "3".into()),
+            ],
+            "auto",
+        ),
+    ];
+    for (engine, variables, flag) in engines {
+        let ybs = Ybs::new();
+        batch(&ybs);
+        let mut outs = Vec::new();
+        let mut seen = Vec::new();
+        for k in 1..=3_u32 {
+            let out = format!("out-{k}");
+            let mut command = ybs.command();
+            for (name, value) in &variables {
+                let value = match value.as_str() {
+                    "K1" => k.to_string(),
+                    "K0" => (k - 1).to_string(),
+                    other => other.to_owned(),
+                };
+                command.env(name, value);
+            }
+            let output = command
+                .args(["run", "tasks", "--shard", flag, "--out", &out])
+                .output()
+                .unwrap();
+            let code = output.status.code().unwrap();
+            assert!(code == 0 || code == 1, "{engine}: {output:?}");
+            let listed = ybs.json(&format!("{out}/shard.json"));
+            assert_eq!(listed["shard"], format!("{k}/3"), "{engine}");
+            assert_eq!(listed["source"]["engine"], engine, "{listed}");
+            let summary = ybs.read(&format!("{out}/summary.md"));
+            assert!(
+                summary.contains(&format!("Shard {k}/3 ({engine}: ")),
+                "{summary}"
+            );
+            seen.extend(task_dirs(&ybs, &out));
+            outs.push(out);
+        }
+        seen.sort();
+        assert_eq!(seen, IDS, "{engine}: every task exactly once");
+        let mut args = vec!["report", "merge"];
+        args.extend(outs.iter().map(String::as_str));
+        args.extend(["--out", "merged"]);
+        let merge = ybs.run(args);
+        merge.expect_code(1);
+        assert!(
+            merge.stdout.contains("7 tasks: 6 passed, 1 failed"),
+            "{}",
+            merge.stdout
+        );
+    }
+}
+
+/// `--shard auto` with no engine's variables, or two engines that
+/// disagree, is a usage error that lists what it looked for or found.
+#[test]
+fn shard_auto_without_or_with_disagreeing_engines_is_a_usage_error() {
+    let ybs = Ybs::new();
+    batch(&ybs);
+    let run = ybs.run(["run", "tasks", "--shard", "auto"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("CI_NODE_INDEX/CI_NODE_TOTAL"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+    let output = ybs
+        .command()
+        .env("CI_NODE_INDEX", "1")
+        .env("CI_NODE_TOTAL", "2")
+        .env("CIRCLE_NODE_INDEX", "1")
+        .env("CIRCLE_NODE_TOTAL", "2")
+        .args(["run", "tasks", "--shard", "auto"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("disagree"), "{stderr}");
+    assert!(stderr.contains("CIRCLE_NODE_INDEX=1"), "{stderr}");
+    assert!(!ybs.exists("ybs-out"), "outputs were made");
+}

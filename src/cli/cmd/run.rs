@@ -126,9 +126,14 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         loaded.config.out = origin.join(&loaded.config.out);
     }
     let json = args.json;
+    let (shard, shard_source) = match shard(args.shard) {
+        Ok(found) => found,
+        Err(error) => return diagnostics::fail(&printer, &error),
+    };
     let flags = RunFlags {
         filter: args.filter.clone(),
-        shard: args.shard,
+        shard,
+        shard_source,
         jobs: args.jobs,
         max_cost_usd: args.max_cost_usd,
         dry_run: args.dry_run,
@@ -161,5 +166,34 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             report.exit_code()
         }
         Err(error) => diagnostics::fail(&printer, &error),
+    }
+}
+
+/// `--shard`: a fixed `K/N`, or `auto` resolved from the CI engine's
+/// variables (docs/ci.md, "Sharding"), with where it came from.
+fn shard(
+    arg: Option<crate::core::shard::ShardArg>,
+) -> Result<
+    (
+        Option<crate::core::Shard>,
+        Option<crate::core::shard::ShardSource>,
+    ),
+    RunError,
+> {
+    use crate::core::shard::{ShardArg, from_engines};
+    match arg {
+        None => Ok((None, None)),
+        Some(ShardArg::Fixed(shard)) => Ok((Some(shard), None)),
+        Some(ShardArg::Auto { total }) => {
+            let environ = crate::config::process_environ();
+            from_engines(&|name| environ.var(name), total)
+                .map(|(shard, source)| (Some(shard), Some(source)))
+                .map_err(|error| {
+                    RunError::usage(
+                        error.to_string(),
+                        Some("run it as a parallel job of the CI engine (docs/ci.md, \"Sharding\"), set YBS_SHARD_INDEX (from 0) and YBS_SHARD_TOTAL, or pass --shard K/N"),
+                    )
+                })
+        }
     }
 }
