@@ -32,7 +32,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run task files (directories are searched for *.yaml and *.yml).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Go on with the paused tasks of a run (exit 3) once their pending
     /// calls are answered: caller tool results and approvals.
     Resume(ResumeArgs),
@@ -224,6 +224,16 @@ pub struct RunArgs {
     /// the shards' outputs with `ybs report merge`.
     #[arg(long, value_name = "K/N|auto", value_parser = parse_shard)]
     pub shard: Option<ShardArg>,
+    /// How `--shard` splits the tasks: `hash` (the default: a task never
+    /// moves when others are added) or `durations`, balanced by the past
+    /// durations in `--durations FILE` (longest first onto the least
+    /// loaded shard).
+    #[arg(long, value_name = "hash|durations", requires = "shard", value_parser = ["hash", "durations"])]
+    pub shard_by: Option<String>,
+    /// The past durations for `--shard-by durations`: an earlier run's or
+    /// merge's `durations.json`, or its `junit.xml`.
+    #[arg(long, value_name = "FILE")]
+    pub durations: Option<PathBuf>,
     /// Run up to N tasks at once (default 1). With N > 1 a task that
     /// commits runs in its own git worktree on branch `ybs/<run-id>/<task-id>`.
     #[arg(long, value_name = "N", env = "YBS_JOBS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]

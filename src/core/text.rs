@@ -84,6 +84,18 @@ pub fn closest<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .map(|(_, candidate)| candidate)
 }
 
+/// A duration for people: `0.4s`, `12.3s`, `4m 05s`, `1h 02m`.
+pub fn human_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    if secs < 60 {
+        format!("{}.{}s", secs, ms % 1000 / 100)
+    } else if secs < 3600 {
+        format!("{}m {:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h {:02}m", secs / 3600, secs % 3600 / 60)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

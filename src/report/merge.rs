@@ -41,6 +41,10 @@ pub struct ShardFile {
     /// `--shard auto`: the engine and the variables it was read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<crate::core::shard::ShardSource>,
+    /// `--shard-by durations`: the digest (`sha256:HEX`) of the durations
+    /// file the split balanced; absent: split by hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durations: Option<String>,
     pub run_id: String,
     /// The ids of the tasks in this shard, in run order (may be empty).
     pub tasks: Vec<String>,
@@ -94,6 +98,13 @@ pub enum MergeError {
         second_dir: PathBuf,
         second: Shard,
     },
+    #[error("`{}` was split {first} but `{}` {second}: they come from different splits", first_dir.display(), second_dir.display())]
+    MixedMethods {
+        first_dir: PathBuf,
+        first: String,
+        second_dir: PathBuf,
+        second: String,
+    },
     #[error("`{}` does not match the digest ybs recorded for it in `{}`: it was changed after the run", path.display(), digests.display())]
     Forged { path: PathBuf, digests: PathBuf },
     #[error("`{}` has no digest recorded in `{}`", path.display(), digests.display())]
@@ -129,6 +140,7 @@ impl MergeError {
             | Self::ShardFile { .. }
             | Self::Mismatch { .. }
             | Self::MixedSplits { .. }
+            | Self::MixedMethods { .. }
             | Self::Forged { .. }
             | Self::NoDigest { .. }
             | Self::Link { .. }
@@ -152,6 +164,10 @@ impl MergeError {
             Self::MixedSplits { .. } => {
                 Some("merge the shards of one `--shard K/N` split only".to_owned())
             }
+            Self::MixedMethods { .. } => Some(
+                "run every shard with the same --shard-by and the same --durations file"
+                    .to_owned(),
+            ),
             Self::OutIsInput { .. } => Some("write the merge to a new directory".to_owned()),
             Self::Forged { .. } | Self::Link { .. } => Some(
                 "do not merge this directory: its transcript is not the one ybs wrote; run the shard again"
@@ -438,10 +454,24 @@ fn scope_of(inputs: &[Input]) -> Result<RunScope, MergeError> {
             Some((input, *shard, file))
         })
         .collect();
-    let Some(&(first_input, first, _)) = sharded.first() else {
+    let Some(&(first_input, first, first_file)) = sharded.first() else {
         return Ok(scope);
     };
-    for &(input, shard, _) in &sharded {
+    for &(input, shard, file) in &sharded {
+        if file.durations != first_file.durations {
+            let how = |file: &ShardFile| {
+                file.durations.as_ref().map_or_else(
+                    || "by hash".to_owned(),
+                    |digest| format!("by the durations of {digest}"),
+                )
+            };
+            return Err(MergeError::MixedMethods {
+                first_dir: first_input.dir.clone(),
+                first: how(first_file),
+                second_dir: input.dir.clone(),
+                second: how(file),
+            });
+        }
         if shard.total() != first.total() {
             return Err(MergeError::MixedSplits {
                 first_dir: first_input.dir.clone(),
@@ -526,6 +556,7 @@ mod tests {
             ShardFile {
                 shard: shard.to_owned(),
                 source: None,
+                durations: None,
                 run_id: "r".to_owned(),
                 tasks: tasks.iter().map(|task| (*task).to_owned()).collect(),
             }

@@ -20,6 +20,7 @@
 //! from the transcripts of several output directories.
 
 pub mod annotations;
+pub mod durations;
 mod events;
 pub mod fixture;
 mod fsutil;

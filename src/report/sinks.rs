@@ -51,7 +51,13 @@ impl OutputLayout {
         CASSETTE_FILE,
     ];
     /// Files of the run, in `OUT/` (the JUnit file by default).
-    pub const RUN_FILES: &[&str] = &[SUMMARY_FILE, JUNIT_FILE, SHARD_FILE, DIGESTS_FILE];
+    pub const RUN_FILES: &[&str] = &[
+        SUMMARY_FILE,
+        JUNIT_FILE,
+        SHARD_FILE,
+        DIGESTS_FILE,
+        super::durations::DURATIONS_FILE,
+    ];
 
     /// `junit`: `--junit FILE`, else `OUT/junit.xml`.
     pub fn new(
@@ -76,6 +82,7 @@ impl OutputLayout {
             self.out_dir.join(SUMMARY_FILE),
             self.out_dir.join(SHARD_FILE),
             self.out_dir.join(DIGESTS_FILE),
+            self.out_dir.join(super::durations::DURATIONS_FILE),
             self.junit.clone(),
         ];
         paths.extend(task_ids.into_iter().map(|id| self.out_dir.join(id)));
@@ -252,7 +259,7 @@ mod tests {
             .collect();
         all.sort_unstable();
         all.dedup();
-        assert_eq!(all.len(), 9);
+        assert_eq!(all.len(), 10);
     }
 
     #[test]

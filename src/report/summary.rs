@@ -87,11 +87,19 @@ impl EventSink for SummarySink {
                 .into_iter()
                 .map(|finding| format!("output tampering: {finding}")),
         );
-        let markdown = summary_markdown(&self.results.results(), &scope);
+        let results = self.results.results();
+        let markdown = summary_markdown(&results, &scope);
         let written = self
             .dir
             .write_atomic(None, &self.name, markdown.as_bytes())
             .map(drop);
+        // For the next run's `--shard-by durations` (docs/ci.md).
+        let durations = super::durations::Durations::of(&results);
+        let written = written.and(
+            self.dir
+                .write_atomic(None, super::durations::DURATIONS_FILE, &durations.to_json())
+                .map(drop),
+        );
         // The runner's file: its own path, but never through a link.
         let appended = match &self.github_step_summary {
             Some(path) => OpenOptions::new()
@@ -621,14 +629,7 @@ fn wall_ms(results: &[TaskResult]) -> u64 {
 
 /// `0.4s`, `12.3s`, `4m 05s`, `1h 02m`.
 fn human_duration(ms: u64) -> String {
-    let secs = ms / 1000;
-    if secs < 60 {
-        format!("{}.{}s", secs, ms % 1000 / 100)
-    } else if secs < 3600 {
-        format!("{}m {:02}s", secs / 60, secs % 60)
-    } else {
-        format!("{}h {:02}m", secs / 3600, secs % 3600 / 60)
-    }
+    crate::core::text::human_ms(ms)
 }
 
 /// `12345` → `12,345`.

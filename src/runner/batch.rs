@@ -122,6 +122,7 @@ fn open_sinks<'r>(
         let file = report::ShardFile {
             shard: shard.to_string(),
             source: run.shard_source.clone(),
+            durations: run.shard_split.clone(),
             run_id: run.run_id.clone(),
             tasks: prepared.iter().map(|task| task.task.id.clone()).collect(),
         };

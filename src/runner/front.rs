@@ -15,7 +15,10 @@ pub fn run(
     options: RunOptions,
     console: &mut dyn Console,
 ) -> Result<RunReport, RunError> {
-    let tasks = selected(&loaded, &options.flags)?;
+    let (tasks, predicted) = selected(&loaded, &options.flags)?;
+    if let Some(line) = predicted {
+        console.error(&line);
+    }
     let (tasks, copies) = super::matrix::expand(tasks, &options.flags.matrix)?;
     let entry = Entry {
         tasks: tasks.iter().map(|task| task.id.clone()).collect(),
@@ -58,7 +61,12 @@ pub fn run(
 }
 
 /// The tasks `--filter` and `--shard` select; none is a usage error.
-fn selected(loaded: &Loaded, flags: &RunFlags) -> Result<Vec<TaskSpec>, RunError> {
+/// With `--shard-by durations`, also the line predicting the shards'
+/// times.
+fn selected(
+    loaded: &Loaded,
+    flags: &RunFlags,
+) -> Result<(Vec<TaskSpec>, Option<String>), RunError> {
     let tasks = super::select(&loaded.files, &flags.filter)?;
     if tasks.is_empty() {
         return Err(RunError::usage(
@@ -66,9 +74,31 @@ fn selected(loaded: &Loaded, flags: &RunFlags) -> Result<Vec<TaskSpec>, RunError
             None,
         ));
     }
-    Ok(match flags.shard {
-        Some(shard) => super::shard(tasks, shard, &loaded.cwd),
-        None => tasks,
+    Ok(match (flags.shard, &flags.shard_split) {
+        (Some(shard), Some(split)) => {
+            let ids: Vec<&str> = tasks.iter().map(|task| task.id.as_str()).collect();
+            let (placed, loads) = split.durations.split(&ids, shard.total());
+            let longest = loads.iter().copied().max().unwrap_or(0);
+            let mean = loads.iter().sum::<u64>() / u64::from(shard.total().max(1));
+            let line = format!(
+                "ybs: shard {shard} by durations: predicted longest shard {}, mean {}, this one {}",
+                crate::core::text::human_ms(longest),
+                crate::core::text::human_ms(mean),
+                crate::core::text::human_ms(
+                    loads
+                        .get(usize::try_from(shard.index() - 1).unwrap_or(0))
+                        .copied()
+                        .unwrap_or(0)
+                ),
+            );
+            let mine = tasks
+                .into_iter()
+                .filter(|task| placed.get(&task.id) == Some(&shard.index()))
+                .collect();
+            (mine, Some(line))
+        }
+        (Some(shard), None) => (super::shard(tasks, shard, &loaded.cwd), None),
+        (None, _) => (tasks, None),
     })
 }
 

@@ -107,6 +107,8 @@ pub struct RunContext {
     pub shard: Option<Shard>,
     /// Where `--shard auto` found it: the engine and its variables.
     pub shard_source: Option<crate::core::shard::ShardSource>,
+    /// `--shard-by durations`: the digest of the durations file.
+    pub shard_split: Option<String>,
     /// `--jobs N`: tasks at once (at least 1). Above 1, a task that
     /// commits runs in its own git worktree.
     pub jobs: usize,

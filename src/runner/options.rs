@@ -216,6 +216,15 @@ fn default_paths(cwd: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
 /// Builds an approver that masks the run's secrets.
 pub type MakeApprover = Box<dyn Fn(Redactor) -> Arc<dyn Approver>>;
 
+/// `--shard-by durations --durations FILE`: what was read, and the
+/// file's digest (recorded in `shard.json`; `report merge` refuses shards
+/// split from different files).
+#[derive(Debug, Clone)]
+pub struct ShardSplit {
+    pub durations: crate::report::durations::Durations,
+    pub digest: String,
+}
+
 /// What `ybs run` (and `chat`) was asked, beyond loading: flags only.
 #[derive(Default)]
 pub struct RunFlags {
@@ -223,6 +232,8 @@ pub struct RunFlags {
     pub shard: Option<Shard>,
     /// Where `--shard auto` found the shard.
     pub shard_source: Option<crate::core::shard::ShardSource>,
+    /// `--shard-by durations`: the past durations the shards balance.
+    pub shard_split: Option<ShardSplit>,
     pub jobs: u16,
     /// `--max-cost-usd`: the run's budget (docs/ci.md).
     pub max_cost_usd: Option<f64>,
@@ -376,6 +387,7 @@ pub fn run_context(
         recorder,
         shard: flags.shard,
         shard_source: flags.shard_source.clone(),
+        shard_split: flags.shard_split.as_ref().map(|split| split.digest.clone()),
         jobs: usize::from(flags.jobs).max(1),
         max_cost_usd: flags.max_cost_usd,
         approver: flags.approver.as_ref().map(|make| make(redactor.clone())),

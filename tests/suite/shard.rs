@@ -497,3 +497,141 @@ fn shard_auto_without_or_with_disagreeing_engines_is_a_usage_error() {
     assert!(stderr.contains("CIRCLE_NODE_INDEX=1"), "{stderr}");
     assert!(!ybs.exists("ybs-out"), "outputs were made");
 }
+
+/// Twenty tasks with skewed past durations (one long, a few medium, many
+/// short), answered by a cassette; `durations.json` written by hand as a
+/// run writes it.
+fn skewed(ybs: &Ybs) -> (Vec<String>, std::collections::BTreeMap<String, u64>) {
+    let ids: Vec<String> = (0..20).map(|n| format!("job-{n:02}")).collect();
+    let ms = |n: usize| match n {
+        0 => 900_000,
+        1..=4 => 300_000,
+        _ => 20_000 + 5_000 * u64::try_from(n).unwrap(),
+    };
+    let durations: std::collections::BTreeMap<String, u64> = ids
+        .iter()
+        .enumerate()
+        .map(|(n, id)| (id.clone(), ms(n)))
+        .collect();
+    let mut yaml = String::from("tasks:\n");
+    for id in &ids {
+        yaml.push_str(&format!("  - id: {id}\n    prompt: do {id}\n"));
+    }
+    ybs.file("tasks/batch.yaml", &yaml);
+    let interactions: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            let mut turn = answer("done");
+            turn["task"] = json!(id);
+            turn
+        })
+        .collect();
+    ybs.cassette("tasks/batch.cassette.json", interactions);
+    ybs.file(
+        "durations.json",
+        &serde_json::to_string(&json!({"version": 1, "tasks": durations})).unwrap(),
+    );
+    (ids, durations)
+}
+
+/// The longest of `shards`' predicted times.
+fn longest(
+    shards: &[BTreeSet<String>],
+    durations: &std::collections::BTreeMap<String, u64>,
+) -> u64 {
+    shards
+        .iter()
+        .map(|tasks| tasks.iter().map(|id| durations[id]).sum::<u64>())
+        .max()
+        .unwrap()
+}
+
+/// `--shard-by durations`: with a durations file from a skewed earlier
+/// run, the longest of 4 shards is within 1.25× of max(mean shard,
+/// longest task), a bound the hash split of the same tasks misses; every
+/// task runs exactly once; every run writes `durations.json`; the console
+/// predicts the shards' times; merge refuses shards of different splits.
+#[test]
+fn shards_balanced_by_past_durations() {
+    let ybs = Ybs::new();
+    let (ids, durations) = skewed(&ybs);
+    let total: u64 = durations.values().sum();
+    let bound = (total / 4).max(*durations.values().max().unwrap()) * 5 / 4;
+    let mut by_durations = Vec::new();
+    let mut by_hash = Vec::new();
+    for k in 1..=4 {
+        let shard = format!("{k}/4");
+        let out = format!("d-{k}");
+        let run = ybs.run([
+            "run",
+            "tasks",
+            "--shard",
+            &shard,
+            "--shard-by",
+            "durations",
+            "--durations",
+            "durations.json",
+            "--out",
+            &out,
+        ]);
+        run.expect_code(0);
+        assert!(
+            run.stderr.contains(&format!(
+                "shard {shard} by durations: predicted longest shard"
+            )),
+            "{}",
+            run.stderr
+        );
+        let listed = ybs.json(&format!("{out}/shard.json"));
+        assert!(
+            listed["durations"].as_str().unwrap().starts_with("sha256:"),
+            "{listed}"
+        );
+        by_durations.push(task_dirs(&ybs, &out));
+        let out = format!("h-{k}");
+        ybs.run(["run", "tasks", "--shard", &shard, "--out", &out])
+            .expect_code(0);
+        by_hash.push(task_dirs(&ybs, &out));
+        // Every run writes the next run's durations.
+        let written = ybs.json(&format!("{out}/durations.json"));
+        assert_eq!(written["version"], 1);
+    }
+    let mut all: Vec<String> = by_durations.iter().flatten().cloned().collect();
+    all.sort();
+    assert_eq!(all, ids, "every task exactly once");
+    let balanced = longest(&by_durations, &durations);
+    let hashed = longest(&by_hash, &durations);
+    assert!(balanced <= bound, "{balanced} > {bound}");
+    assert!(
+        hashed > bound,
+        "hashing met the bound too: {hashed} <= {bound}"
+    );
+    // Shards of different splits do not merge.
+    let merge = ybs.run(["report", "merge", "d-1", "h-2", "--out", "mixed"]);
+    assert_eq!(merge.code, 2, "{merge:?}");
+    assert!(
+        merge.stderr.contains("different splits"),
+        "{}",
+        merge.stderr
+    );
+    let merge = ybs.run([
+        "report", "merge", "d-1", "d-2", "d-3", "d-4", "--out", "merged",
+    ]);
+    merge.expect_code(0);
+    let merged = ybs.json("merged/durations.json");
+    assert_eq!(merged["tasks"].as_object().unwrap().len(), 20);
+    // A file that is no durations file is an error, not a fallback.
+    ybs.file("bogus.json", "{\"hello\": 1}");
+    let run = ybs.run([
+        "run",
+        "tasks",
+        "--shard",
+        "1/4",
+        "--shard-by",
+        "durations",
+        "--durations",
+        "bogus.json",
+    ]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("bogus.json"), "{}", run.stderr);
+}

@@ -130,10 +130,15 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         Ok(found) => found,
         Err(error) => return diagnostics::fail(&printer, &error),
     };
+    let shard_split = match split(args) {
+        Ok(split) => split,
+        Err(error) => return diagnostics::fail(&printer, &error),
+    };
     let flags = RunFlags {
         filter: args.filter.clone(),
         shard,
         shard_source,
+        shard_split,
         jobs: args.jobs,
         max_cost_usd: args.max_cost_usd,
         dry_run: args.dry_run,
@@ -195,5 +200,31 @@ fn shard(
                     )
                 })
         }
+    }
+}
+
+/// `--shard-by durations --durations FILE`: the file read (a foreign or
+/// unreadable one is an error, never a silent fallback to hashing).
+fn split(args: &RunArgs) -> Result<Option<runner::options::ShardSplit>, RunError> {
+    match (args.shard_by.as_deref(), &args.durations) {
+        (Some("durations"), Some(file)) => {
+            let (durations, digest) = crate::report::durations::Durations::read(file)
+                .map_err(|error| {
+                    RunError::usage(
+                        error.to_string(),
+                        Some("pass an earlier run's or merge's durations.json (or junit.xml) as --durations"),
+                    )
+                })?;
+            Ok(Some(runner::options::ShardSplit { durations, digest }))
+        }
+        (Some("durations"), None) => Err(RunError::usage(
+            "--shard-by durations needs --durations FILE",
+            Some("pass an earlier run's or merge's durations.json (or junit.xml)"),
+        )),
+        (_, Some(_)) => Err(RunError::usage(
+            "--durations is only read with --shard-by durations",
+            None,
+        )),
+        _ => Ok(None),
     }
 }
