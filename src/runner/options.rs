@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::agent::Approver;
 use crate::config::{self, Config, ConfigError, Overrides, Sources};
+use crate::core::named::NamedFiles;
 use crate::core::{Environ, Redactor, Shard, ids};
 use crate::policy::PolicySpec;
 use crate::task::{self, TaskFile};
@@ -73,8 +74,8 @@ pub fn load_selected(
         overrides,
         policy_file,
         filter,
-        |cwd, max_bytes| match paths {
-            Some(paths) => task::load_each(&default_paths(cwd, paths), vars, max_bytes),
+        |cwd, max_bytes, named| match paths {
+            Some(paths) => task::load_each(&default_paths(cwd, paths), vars, max_bytes, named),
             None => (Vec::new(), Vec::new()),
         },
     )
@@ -90,12 +91,15 @@ pub fn load_text(
     text: &str,
     vars: &[(String, String)],
 ) -> Result<Loaded, Box<LoadErrors>> {
-    load_with(overrides, policy_file, &[], |_, _| {
-        match task::load_str(path, text, vars) {
+    load_with(
+        overrides,
+        policy_file,
+        &[],
+        |_, _, named| match task::load_str_with(path, text, vars, named) {
             Ok(file) => (vec![file], Vec::new()),
             Err(diagnostics) => (Vec::new(), diagnostics.0),
-        }
-    })
+        },
+    )
     .map(|mut loaded| {
         loaded.unsaved.insert(path.to_owned(), text.to_owned());
         loaded
@@ -106,7 +110,7 @@ fn load_with(
     overrides: &Overrides,
     policy_file: Option<&Path>,
     filter: &[String],
-    task_files: impl FnOnce(&Path, u64) -> (Vec<TaskFile>, Vec<task::Diagnostic>),
+    task_files: impl FnOnce(&Path, u64, &NamedFiles) -> (Vec<TaskFile>, Vec<task::Diagnostic>),
 ) -> Result<Loaded, Box<LoadErrors>> {
     let cwd = config::process_cwd().map_err(|error| {
         Box::new(LoadErrors {
@@ -129,7 +133,20 @@ fn load_with(
         .map_or(config::defaults::MAX_TASK_FILE_BYTES, |config| {
             config.safety.max_task_file_bytes
         });
-    let (loaded_files, diagnostics) = task_files(&cwd, max_bytes);
+    // What a task file names is opened beneath its repository, never a
+    // blocked path (docs/security.md S8); the defaults when the config
+    // does not load.
+    let blocked = config.as_ref().map_or_else(
+        |_| {
+            config::defaults::BLOCKED_PATHS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect()
+        },
+        |config| config.safety.blocked_paths.clone(),
+    );
+    let named = NamedFiles::new(&blocked, home.as_deref());
+    let (loaded_files, diagnostics) = task_files(&cwd, max_bytes, &named);
     let mut partial_files = Vec::new();
     let mut files = if diagnostics.is_empty() {
         Ok(loaded_files)

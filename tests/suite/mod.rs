@@ -22,6 +22,7 @@ mod masking;
 mod matrix;
 mod mcp;
 mod moving_tree;
+mod named_files;
 mod otel;
 mod outputs;
 mod pipeline;

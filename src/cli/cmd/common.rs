@@ -10,9 +10,15 @@ use crate::report::{Level, Printer};
 pub use crate::config::Overrides;
 pub use crate::runner::Loaded;
 
-/// The printer of a command, for ybs's environment.
+/// The printer of a command, for ybs's environment. What it prints
+/// passes the full redactor from the start (docs/security.md S7): a
+/// diagnostic of loading may hold a withheld value read from a file,
+/// before the run's own redactor exists.
 pub fn printer(level: Level, json: bool) -> Printer {
-    Printer::new(level, json, &crate::config::process_environ())
+    let environ = crate::config::process_environ();
+    let mut printer = Printer::new(level, json, &environ);
+    printer.set_redactor(crate::runner::resume::env_redactor(&environ));
+    printer
 }
 
 pub fn level(verbosity: &Verbosity) -> Level {
