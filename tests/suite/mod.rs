@@ -3,6 +3,7 @@ mod adversarial;
 mod adversarial_faults;
 mod annotations;
 mod answer;
+mod approvals;
 mod architecture;
 mod batch;
 mod breaker;
