@@ -363,6 +363,10 @@ pub struct ResumeArgs {
     /// Run shell commands and external tools without kernel confinement (Landlock + seccomp).
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Never commit: leave every change in the work tree. A run that
+    /// paused under --no-commit or --scratch resumes so without it.
+    #[arg(long)]
+    pub no_commit: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
 }

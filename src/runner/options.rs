@@ -243,6 +243,9 @@ pub struct RunFlags {
     pub max_cost_usd: Option<f64>,
     pub dry_run: bool,
     pub no_commit: bool,
+    /// `--scratch`: the run works in a temporary copy (it implies
+    /// `no_commit`); a paused state carries it to `ybs resume`.
+    pub scratch: bool,
     pub allow_dirty: bool,
     pub cassette: Option<PathBuf>,
     pub record: Option<PathBuf>,
@@ -398,7 +401,8 @@ pub fn run_context(
         copies: entry.copies,
         pins_noted: std::sync::atomic::AtomicBool::new(false),
         unsaved,
-        no_commit: flags.no_commit,
+        no_commit: flags.no_commit || flags.scratch,
+        scratch: flags.scratch,
         allow_dirty: flags.allow_dirty,
         outputs,
         redactor: redactor.clone(),

@@ -32,6 +32,7 @@ mod policy_bypass;
 mod progress;
 mod providers;
 mod resume;
+mod resume_commit;
 mod run;
 mod sandbox;
 mod sandbox_limits;

@@ -88,12 +88,13 @@ pub fn load_selected(
 
 /// The flags that `ybs resume` must be given again to go on with a task
 /// that paused under them: the same config, policy (its digest is in the
-/// state), provider, variables and confinement. One argument an item.
+/// state), provider, variables, confinement and `--no-commit` (which the
+/// state carries as well). One argument an item.
 pub fn resume_args(
     config: &ConfigArgs,
     provider: &ProviderArgs,
     vars: &[(String, String)],
-    no_sandbox: bool,
+    (no_sandbox, no_commit): (bool, bool),
 ) -> Vec<String> {
     let mut out = Vec::new();
     let mut flag = |name: &str, value: Option<String>| {
@@ -113,6 +114,9 @@ pub fn resume_args(
     }
     if no_sandbox {
         out.push("--no-sandbox".to_owned());
+    }
+    if no_commit {
+        out.push("--no-commit".to_owned());
     }
     out
 }
