@@ -517,12 +517,7 @@ impl Policy {
         let mut unmatched = None;
         for part in &view.parsed.parts {
             let opaque = self.opaque_part(layer, part, call.cwd);
-            match set
-                .allow
-                .iter()
-                .enumerate()
-                .find(|(_, rule)| rule.allows(call.tool, None, Some(part)))
-            {
+            match set.allow_for_part(call.tool, part, opaque.as_ref()) {
                 Some((index, rule)) => {
                     first.get_or_insert_with(|| rule.listed(layer, Verdict::Allow, index));
                     if let Some(opaque) = opaque
@@ -617,6 +612,35 @@ impl Decision {
 }
 
 impl RuleSet {
+    /// The allow rule that decides the shell part `part`: the first one
+    /// that names its opaque program (`opaque`) if any does, wherever it
+    /// is listed, else the first that matches it at all. The policy's
+    /// meaning does not depend on the order of its rules.
+    pub(crate) fn allow_for_part(
+        &self,
+        tool: &str,
+        part: &SimpleCommand,
+        opaque: Option<&Opaque>,
+    ) -> Option<(usize, &CompiledRule)> {
+        let mut matching = self
+            .allow
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| rule.allows(tool, None, Some(part)));
+        let first = matching.next()?;
+        let Some(opaque) = opaque else {
+            return Some(first);
+        };
+        if !first.1.vouches_not_for(tool, part, opaque) {
+            return Some(first);
+        }
+        Some(
+            matching
+                .find(|(_, rule)| !rule.vouches_not_for(tool, part, opaque))
+                .unwrap_or(first),
+        )
+    }
+
     fn merge(layers: &[PolicySpec]) -> Result<Self, PolicyError> {
         let mut set = Self::default();
         for layer in layers {

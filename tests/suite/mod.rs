@@ -33,6 +33,7 @@ mod progress;
 mod providers;
 mod resume;
 mod resume_commit;
+mod rule_order;
 mod run;
 mod sandbox;
 mod sandbox_limits;
