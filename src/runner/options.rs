@@ -146,17 +146,13 @@ fn load_with(
         |config| config.safety.blocked_paths.clone(),
     );
     let named = NamedFiles::new(&blocked, home.as_deref());
-    let (loaded_files, diagnostics) = task_files(&cwd, max_bytes, &named);
-    let mut partial_files = Vec::new();
-    let mut files = if diagnostics.is_empty() {
-        Ok(loaded_files)
-    } else {
-        partial_files = loaded_files;
-        Err(task::Diagnostics(diagnostics))
-    };
+    let (loaded_files, mut diagnostics) = task_files(&cwd, max_bytes, &named);
     // docs/security.md S5: a task may narrow the operator's settings, never widen
-    // them; and a cost limit needs a known price.
-    if let (Ok(config), Ok(loaded)) = (&config, &files) {
+    // them; and a cost limit needs a known price. Checked on the files
+    // that loaded even when others did not: every independent error of
+    // every file in one pass.
+    if let Ok(config) = &config {
+        let loaded = &loaded_files;
         // An invalid glob selects every task here; `select` says why later.
         let selected = super::select(loaded, filter).unwrap_or_else(|_| {
             loaded
@@ -175,10 +171,15 @@ fn load_with(
                 problems
             })
             .collect();
-        if !problems.is_empty() {
-            files = Err(task::Diagnostics(problems));
-        }
+        diagnostics.extend(problems);
     }
+    let mut partial_files = Vec::new();
+    let files = if diagnostics.is_empty() {
+        Ok(loaded_files)
+    } else {
+        partial_files = loaded_files;
+        Err(task::Diagnostics(diagnostics))
+    };
     let operator_policy = policy_file.map(config::load_policy_file).transpose();
     match (config, files, operator_policy) {
         (Ok(config), Ok(files), Ok(operator_policy)) => Ok(Loaded {

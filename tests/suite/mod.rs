@@ -48,3 +48,4 @@ mod small_models;
 mod toolchain;
 mod tools;
 mod validate;
+mod validate_preflight;
