@@ -84,6 +84,17 @@ pub fn closest<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .map(|(_, candidate)| candidate)
 }
 
+/// `1 iteration`, `2 iterations`, `0 errors`: a count and its noun,
+/// plural unless the count is one.
+pub fn count_of(count: impl Into<u64>, noun: &str) -> String {
+    let count = count.into();
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -79,7 +79,7 @@ fn totals(session: &Session, report: &RunReport) -> String {
     let flaky = super::matrix::flaky_count(&report.results, report.min_pass_rate);
     let total = report.results.len();
     format!(
-        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{}{}{}{} — outputs in {}",
+        "ybs: {}{total} task{}: {} passed, {} failed, {}{}{}{}{}{} — outputs in {}",
         flags
             .shard
             .map(|shard| format!("shard {shard}: "))
@@ -87,7 +87,7 @@ fn totals(session: &Session, report: &RunReport) -> String {
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
         report.count(Status::Failed),
-        report.count(Status::Error),
+        crate::core::text::count_of(report.count(Status::Error) as u64, "error"),
         match flaky {
             0 => String::new(),
             flaky => format!(" ({flaky} flaky)"),

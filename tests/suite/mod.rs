@@ -33,6 +33,7 @@ mod progress;
 mod providers;
 mod resume;
 mod resume_commit;
+mod result_line;
 mod rule_order;
 mod run;
 mod sandbox;

@@ -122,8 +122,9 @@ fn finished_line(record: &EventRecord) -> Option<HumanLine> {
     #[expect(clippy::cast_precision_loss, reason = "display only")]
     let seconds = *duration_ms as f64 / 1000.0;
     let line = format!(
-        "{label} {task}  {reason}  {iterations} iterations · {} tokens · cost {cost} · {seconds:.1}s{why}",
-        usage.total()
+        "{label} {task}  {reason}  {} · {} · cost {cost} · {seconds:.1}s{why}",
+        crate::core::text::count_of(*iterations, "iteration"),
+        crate::core::text::count_of(usage.total(), "token")
     );
     let failed = *status != Status::Passed;
     let detail = message.as_deref().unwrap_or_default();
