@@ -10,10 +10,7 @@ fn one_iteration_and_one_error_are_singular() {
     ybs.file("a.yaml", "prompt: hi\ncommit: false\n");
     ybs.cassette("a.cassette.json", vec![answer("done")]);
     ybs.file("b.yaml", "prompt: hi\ncommit: false\n");
-    ybs.cassette(
-        "b.cassette.json",
-        vec![error("auth", 401, "bad key")],
-    );
+    ybs.cassette("b.cassette.json", vec![error("auth", 401, "bad key")]);
     let run = ybs.run(["run", "a.yaml", "b.yaml", "--provider", "replay"]);
     run.expect_code(4);
     let printed = format!("{}{}", run.stdout, run.stderr);
@@ -32,5 +29,9 @@ fn one_iteration_and_one_error_are_singular() {
     // And plural otherwise.
     let run = ybs.run(["run", "a.yaml", "--provider", "replay"]);
     run.expect_code(0);
-    assert!(run.stdout.contains("0 failed, 0 errors —"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("0 failed, 0 errors —"),
+        "{}",
+        run.stdout
+    );
 }
