@@ -35,3 +35,35 @@ fn one_iteration_and_one_error_are_singular() {
         run.stdout
     );
 }
+
+#[test]
+fn a_run_that_min_pass_rate_lets_pass_says_so_on_its_last_line() {
+    let ybs = Ybs::new();
+    // The first run's check passes and leaves `ran`; the second's fails.
+    ybs.file(
+        "t.yaml",
+        "prompt: hi\ncommit: false\nchecks:\n  - name: once\n    run: if [ -e ran ]; then exit 1; fi; touch ran\n",
+    );
+    ybs.cassette("t.cassette.json", vec![answer("done"), answer("done")]);
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--provider",
+        "replay",
+        "--repeat",
+        "2",
+        "--min-pass-rate",
+        "0.5",
+    ]);
+    run.expect_code(0);
+    let last = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("ybs: 2 tasks:"))
+        .unwrap_or_else(|| panic!("{}{}", run.stdout, run.stderr));
+    assert!(last.contains("1 passed, 1 failed"), "{last}");
+    assert!(
+        last.contains("(1 flaky, passing at or above --min-pass-rate 0.5"),
+        "{last}"
+    );
+}
