@@ -189,8 +189,9 @@ pub struct Verbosity {
     /// Print only failures and the final line.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Print more: for `run`, also the model's text as it streams in,
-    /// each tool's first output line, notes and git steps.
+    /// Print more: of a run (`run`, `resume`, `chat`), also the model's
+    /// text as it streams in, each tool's first output line, notes and git
+    /// steps.
     #[arg(short, long, global = true)]
     pub verbose: bool,
 }
@@ -426,7 +427,7 @@ pub enum ToolsCommand {
 pub struct ToolsCommon {
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Run the tool (and `--schema`) without kernel confinement (namespaces, Landlock, seccomp); the output says so.
+    /// Run external tools (and the `TOOL --schema` call that asks one for its arguments) without kernel confinement (namespaces, Landlock, seccomp); the output says so.
     #[arg(long)]
     pub no_sandbox: bool,
     #[command(flatten)]
