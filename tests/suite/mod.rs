@@ -11,6 +11,7 @@ mod config_trust;
 mod confinement;
 mod context;
 mod differential;
+mod doc_examples;
 mod docs;
 mod docs_contract;
 mod external;
