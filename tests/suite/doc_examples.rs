@@ -139,3 +139,34 @@ fn every_yaml_example_of_the_docs_is_what_it_says() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The README's first task, walked as a new user would: the task file as
+/// it is shown, then the validate command as it is given (issue 40,
+/// mismatch 1).
+#[test]
+fn the_readme_first_task_validates_as_the_readme_says() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let (_, walk) = readme.split_once("## A first real task").unwrap();
+    let task = blocks("yaml")
+        .into_iter()
+        .find(|block| {
+            block.file == Path::new("README.md")
+                && block.body.starts_with("# tasks/fix-typos.yaml")
+        })
+        .expect("the README's first task");
+    let (_, command) = walk.split_once("`ybs validate ").unwrap();
+    let (command, _) = command.split_once('`').unwrap();
+    let ybs = Ybs::new();
+    ybs.file("tasks/fix-typos.yaml", &task.body);
+    ybs.file("src/lib.rs", "// teh answer\n");
+    let mut args = vec!["validate"];
+    args.extend(command.split_whitespace());
+    let run = ybs.run(&args);
+    run.expect_code(0);
+    assert!(run.stdout.contains("ok: 1 file, 1 task valid"), "{}", run.stdout);
+    // What the README says of the same command without a provider.
+    let run = ybs.run(["validate", "tasks/"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("no model to run with"), "{}", run.stderr);
+    assert!(walk.contains("validate says `no model to run with`"));
+}
