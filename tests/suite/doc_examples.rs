@@ -150,8 +150,7 @@ fn the_readme_first_task_validates_as_the_readme_says() {
     let task = blocks("yaml")
         .into_iter()
         .find(|block| {
-            block.file == Path::new("README.md")
-                && block.body.starts_with("# tasks/fix-typos.yaml")
+            block.file == Path::new("README.md") && block.body.starts_with("# tasks/fix-typos.yaml")
         })
         .expect("the README's first task");
     let (_, command) = walk.split_once("`ybs validate ").unwrap();
@@ -163,10 +162,97 @@ fn the_readme_first_task_validates_as_the_readme_says() {
     args.extend(command.split_whitespace());
     let run = ybs.run(&args);
     run.expect_code(0);
-    assert!(run.stdout.contains("ok: 1 file, 1 task valid"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("ok: 1 file, 1 task valid"),
+        "{}",
+        run.stdout
+    );
     // What the README says of the same command without a provider.
     let run = ybs.run(["validate", "tasks/"]);
     run.expect_code(2);
-    assert!(run.stderr.contains("no model to run with"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no model to run with"),
+        "{}",
+        run.stderr
+    );
     assert!(walk.contains("validate says `no model to run with`"));
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// docs/ci.md's "Example jobs" command, run as written (by `sh`, with
+/// this build's `ybs` on `PATH`) in a clone of the checkout's tasks:
+/// every example passes and the checkout stays clean (issue 40,
+/// mismatch 7).
+#[test]
+fn the_example_jobs_command_of_ci_md_passes_and_leaves_the_checkout_clean() {
+    let ci = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
+    let (_, section) = ci.split_once("## Example jobs").unwrap();
+    let command: Vec<&str> = section
+        .lines()
+        .skip_while(|line| !line.starts_with("    rm -rf"))
+        .take_while(|line| line.starts_with("    "))
+        .map(str::trim)
+        .collect();
+    assert!(!command.is_empty(), "no command in ci.md's Example jobs");
+    let command = command.join("\n");
+    let ybs = Ybs::new();
+    copy_tree(&root().join("tasks"), &ybs.path().join("tasks"));
+    std::fs::copy(root().join(".gitignore"), ybs.path().join(".gitignore")).unwrap();
+    git(ybs.path(), &["init", "-q", "-b", "main"]);
+    git(ybs.path(), &["add", "."]);
+    git(ybs.path(), &["commit", "-qm", "checkout"]);
+    let bin = Path::new(env!("CARGO_BIN_EXE_ybs")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .current_dir(ybs.path())
+        .env("HOME", ybs.home())
+        .env("PATH", path)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_OUTPUT")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{command}\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("7 tasks: 7 passed, 0 failed, 0 errors"),
+        "{stdout}"
+    );
+    assert_eq!(git(ybs.path(), &["status", "--porcelain"]), "", "{stdout}");
 }
