@@ -137,14 +137,13 @@ pub fn missing_model(
          the config's `llm.provider` or the task's `provider:`)"
             .to_owned()
     };
-    Some((
-        message,
-        "pass --provider openai|anthropic|ollama --model NAME (or set `llm.provider` and \
-         `llm.model` in ~/.config/ybs/config.json); to answer from a recording, pass \
-         --cassette FILE or put <task-file-stem>.cassette.json beside the task file"
-            .to_owned(),
-    ))
+    Some((message, NO_MODEL_HINT.to_owned()))
 }
+
+/// The hint of [`missing_model`], in `ybs run` and `ybs validate` alike.
+pub const NO_MODEL_HINT: &str = "pass --provider openai|anthropic|ollama --model NAME (or set \
+     `llm.provider` and `llm.model` in ~/.config/ybs/config.json); to answer from a recording, \
+     pass --cassette FILE or put <task-file-stem>.cassette.json beside the task file";
 
 #[cfg(test)]
 mod tests {

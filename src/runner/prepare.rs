@@ -1165,12 +1165,28 @@ pub fn build_provider(
         let cassette = match &run.cassette {
             Some(path) => cassettes.get(path),
             None => {
-                let path = sibling_cassette(&run.cwd, &task.file).ok_or(SetupError::Provider {
-                    message: format!("provider `replay` needs a cassette, and `{}` has none beside it", task.file.display()),
-                    hint: Some(
-                        "pass --cassette FILE, put <task-file-stem>.cassette.json next to the task file, \
-                         or use a real model: --provider openai|anthropic|ollama --model NAME",
-                    ),
+                // In `ybs validate`'s words: "no model to run with" unless
+                // the replay provider was chosen.
+                let path = sibling_cassette(&run.cwd, &task.file).ok_or_else(|| {
+                    let (message, _) = super::adhoc::missing_model(
+                        &run.config,
+                        &run.cwd,
+                        task,
+                        None,
+                    )
+                    .unwrap_or_else(|| {
+                        (
+                            format!(
+                                "provider `replay` needs a cassette, and `{}` has none beside it",
+                                task.file.display()
+                            ),
+                            String::new(),
+                        )
+                    });
+                    SetupError::Provider {
+                        message,
+                        hint: Some(super::adhoc::NO_MODEL_HINT),
+                    }
                 })?;
                 cassettes.get_beside(run, &task.file, &path)
             }

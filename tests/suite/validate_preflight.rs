@@ -80,3 +80,21 @@ fn every_independent_error_of_every_file_in_one_pass() {
         assert!(stderr.contains(needle), "no `{needle}` in:\n{stderr}");
     }
 }
+
+#[test]
+fn no_provider_is_said_the_same_way_by_run_and_validate() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", "prompt: x\ncommit: false\n");
+    let expected = "t.yaml: task `t`: no model to run with: no provider is set";
+    for command in ["validate", "run"] {
+        let run = ybs.run([command, "t.yaml"]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(expected), "{command}: {}", run.stderr);
+        assert!(!run.stderr.contains("replay"), "{command}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("hint: pass --provider"),
+            "{}",
+            run.stderr
+        );
+    }
+}
