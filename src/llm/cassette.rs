@@ -281,6 +281,27 @@ impl Cassette {
                 !used[*index] && (!self.tagged || interaction.task.as_deref() == Some(task))
             });
         let Some((index, interaction)) = found else {
+            // Recorded under other task ids only: say so, with the ids.
+            if self.tagged
+                && !self
+                    .interactions
+                    .iter()
+                    .any(|interaction| interaction.task.as_deref() == Some(task))
+            {
+                let mut ids: Vec<&str> = self
+                    .interactions
+                    .iter()
+                    .filter_map(|interaction| interaction.task.as_deref())
+                    .collect();
+                ids.dedup();
+                ids.truncate(5);
+                return Err(ProviderError::Cassette(format!(
+                    "{}: nothing was recorded for task `{task}`; the cassette holds the tasks `{}` \
+                     (was it recorded under another task id?)",
+                    self.path.display(),
+                    ids.join("`, `")
+                )));
+            }
             let served = used.iter().filter(|u| **u).count();
             return Err(ProviderError::Cassette(format!(
                 "{}: no recorded answer left for task `{task}` ({served} of {} interactions used); \

@@ -74,7 +74,7 @@ impl Session {
         let (context, flags) = (&self.context, &self.options.flags);
         let policy_file = flags.policy_file.as_deref();
         // What `ybs run` refuses when it prepares the task.
-        if let Some((message, hint)) = super::adhoc::missing_model(
+        if let Some((message, hint)) = super::prepare::missing_model(
             &context.config,
             &context.cwd,
             task,

@@ -1168,7 +1168,7 @@ pub fn build_provider(
                 // In `ybs validate`'s words: "no model to run with" unless
                 // the replay provider was chosen.
                 let path = sibling_cassette(&run.cwd, &task.file).ok_or_else(|| {
-                    let (message, _) = super::adhoc::missing_model(
+                    let (message, _) = missing_model(
                         &run.config,
                         &run.cwd,
                         task,
@@ -1185,7 +1185,7 @@ pub fn build_provider(
                     });
                     SetupError::Provider {
                         message,
-                        hint: Some(super::adhoc::NO_MODEL_HINT),
+                        hint: Some(NO_MODEL_HINT),
                     }
                 })?;
                 cassettes.get_beside(run, &task.file, &path)
@@ -1231,6 +1231,43 @@ pub fn build_provider(
         None => provider,
     })
 }
+
+/// Why `task` has no model to run with, when that is so: its provider is
+/// `replay` (the built-in default when nothing names one) and there is no
+/// cassette (`--cassette`, config `cassette`, or `<stem>.cassette.json`
+/// beside its file). The message and its hint.
+pub fn missing_model(
+    config: &Config,
+    cwd: &Path,
+    task: &TaskSpec,
+    cassette: Option<&Path>,
+) -> Option<(String, String)> {
+    let settings = config.task_settings(task);
+    if settings.provider != "replay"
+        || cassette.is_some()
+        || config.cassette.is_some()
+        || sibling_cassette(cwd, &task.file).is_some()
+    {
+        return None;
+    }
+    let chosen = task.llm.provider.is_some() || config.provider_override().is_some();
+    let message = if chosen {
+        format!(
+            "provider `replay` needs a cassette, and `{}` has none beside it",
+            task.file.display()
+        )
+    } else {
+        "no model to run with: no provider is set (by `--provider`, `YBS_PROVIDER`, \
+         the config's `llm.provider` or the task's `provider:`)"
+            .to_owned()
+    };
+    Some((message, NO_MODEL_HINT.to_owned()))
+}
+
+/// The hint of [`missing_model`], in `ybs run` and `ybs validate` alike.
+pub const NO_MODEL_HINT: &str = "pass --provider openai|anthropic|ollama --model NAME (or set \
+     `llm.provider` and `llm.model` in ~/.config/ybs/config.json); to answer from a recording, \
+     pass --cassette FILE or put <task-file-stem>.cassette.json beside the task file";
 
 /// `tasks/x.yaml` → `tasks/x.cassette.json`, if there is an entry of
 /// that name (a link there is refused when it is opened, not skipped).

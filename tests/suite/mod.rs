@@ -36,6 +36,7 @@ mod providers;
 mod result_line;
 mod resume;
 mod resume_commit;
+mod rough_edges;
 mod rule_order;
 mod run;
 mod sandbox;
