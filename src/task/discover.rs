@@ -31,7 +31,10 @@ pub(super) fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Diagnostic>) {
                             path,
                             "no task files (*.yaml, *.yml) in this directory",
                         )
-                        .with_hint("task files end in .yaml or .yml"),
+                        .with_hint(
+                            "task files end in .yaml or .yml (docs/task-files.md); or give the \
+                             task on the command line: ybs run -p 'PROMPT' --allow TOOL --check CMD",
+                        ),
                     );
                 }
             }

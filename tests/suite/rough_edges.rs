@@ -19,3 +19,18 @@ fn a_cassette_recorded_under_another_task_id_names_the_ids() {
         "{printed}"
     );
 }
+
+#[test]
+fn a_run_with_no_task_files_points_at_a_prompt_run() {
+    let ybs = Ybs::new();
+    ybs.file("README", "nothing here\n");
+    let run = ybs.run(["run"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains(".: no task files (*.yaml, *.yml) in this directory"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("ybs run -p 'PROMPT'"), "{}", run.stderr);
+}
