@@ -445,7 +445,8 @@ pub struct ToolsListArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ToolsSchemaArgs {
-    /// The tool's name (its file name without extension, or its config name).
+    /// The tool's name: a built-in's (`read_file`), or an external tool's
+    /// (its file name without extension, or its config name).
     pub name: String,
     #[command(flatten)]
     pub common: ToolsCommon,

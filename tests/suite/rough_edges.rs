@@ -34,3 +34,15 @@ fn a_run_with_no_task_files_points_at_a_prompt_run() {
     );
     assert!(run.stderr.contains("ybs run -p 'PROMPT'"), "{}", run.stderr);
 }
+
+#[test]
+fn tools_schema_prints_a_built_in_as_the_model_is_offered_it() {
+    let ybs = Ybs::new();
+    let run = ybs.run(["tools", "schema", "read_file"]);
+    run.expect_code(0);
+    let spec: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(spec["name"], "read_file");
+    assert_eq!(spec["parameters"]["properties"]["path"]["type"], "string");
+    let run = ybs.run(["tools", "schema", "no-such-tool"]);
+    run.expect_code(2);
+}
