@@ -552,10 +552,28 @@ impl Policy {
     /// `ask` (the side's `policy.opaque`) for a part a wildcard allowed:
     /// says which case applied and what rule to write.
     fn opaque_decision(&self, layer: Layer, opaque: &Opaque, by: &str, part: &str) -> Decision {
+        // The operator's ceiling is loosened in the operator's policy
+        // only: a hint never points a task at what it cannot change.
+        let operator_opaque =
+            self.task.opaque.is_none() && self.operator.as_ref().and_then(|o| o.opaque).is_some();
+        let fix = match layer {
+            Layer::Task if operator_opaque => format!(
+                "to allow it, name it in an allow rule (`run_shell({part})`); `opaque: {}` is the \
+                 operator's (--policy), which a task file cannot loosen",
+                self.opaque_of(layer)
+            ),
+            Layer::Operator => format!(
+                "only the operator's policy (--policy) can allow it: name it in an allow rule \
+                 there (`run_shell({part})`) or set its `opaque: allow`; a task file cannot"
+            ),
+            _ => format!(
+                "to allow it, name it in an allow rule (`run_shell({part})`) or set \
+                 `policy.opaque: allow`"
+            ),
+        };
         let detail = format!(
             "not auto-allowed: {opaque}; `{by}` allows it only as a wildcard while a deny or ask \
-             rule on run_shell exists; to allow it, name it in an allow rule \
-             (`run_shell({part})`) or set `policy.opaque: allow`"
+             rule on run_shell exists; {fix}"
         );
         Decision::new(
             self.opaque_of(layer),

@@ -88,3 +88,59 @@ fn a_run_allows_the_named_program_listed_after_the_wildcard() {
         .collect();
     assert_eq!(decided, ["allow[1] run_shell(sh tests/run)"], "{decided:?}");
 }
+
+#[test]
+fn the_operators_opaque_deny_never_hints_at_a_task_loosening() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "op.yaml",
+        "allow: [\"run_shell(*)\"]\ndeny: [\"run_shell(rm *)\"]\nopaque: deny\n",
+    );
+    ybs.file(
+        "t.yaml",
+        "prompt: x\ncommit: false\npolicy:\n  allow: [\"run_shell(*)\", \"run_shell(sh tests/run)\"]\n",
+    );
+    let run = ybs.run([
+        "policy",
+        "explain",
+        "--policy",
+        "op.yaml",
+        "--task",
+        "t.yaml",
+        "run_shell(sh tests/run)",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("verdict: deny"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("only the operator's policy (--policy) can allow it"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("set `policy.opaque: allow`"),
+        "{}",
+        run.stdout
+    );
+    // Without the task's named rule: the task may name it; the operator's
+    // `opaque: deny` is not the task's to loosen.
+    ybs.file(
+        "t.yaml",
+        "prompt: x\ncommit: false\npolicy:\n  allow: [\"run_shell(*)\"]\n",
+    );
+    let run = ybs.run([
+        "policy",
+        "explain",
+        "--policy",
+        "op.yaml",
+        "--task",
+        "t.yaml",
+        "run_shell(sh tests/run)",
+    ]);
+    assert!(
+        !run.stdout.contains("set `policy.opaque: allow`"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("a task file cannot"), "{}", run.stdout);
+}
