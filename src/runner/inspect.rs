@@ -194,6 +194,17 @@ impl Session {
                 }
             }
         }
+        // Without a task the task's side is an empty policy (every call
+        // denied by its default): say so, or `why` reads as if the
+        // operator's rules did not count.
+        if task.is_none() && !json && self.context.operator_policy.is_some() {
+            out.push(
+                "note: no task given: the task's side is an empty policy, which denies every \
+                 call; the operator's policy only bounds a task's. Decide with a task's policy: \
+                 --task FILE#ID"
+                    .to_owned(),
+            );
+        }
         Ok(out.join("\n"))
     }
 

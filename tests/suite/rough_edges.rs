@@ -46,3 +46,19 @@ fn tools_schema_prints_a_built_in_as_the_model_is_offered_it() {
     let run = ybs.run(["tools", "schema", "no-such-tool"]);
     run.expect_code(2);
 }
+
+#[test]
+fn explain_with_an_operator_policy_and_no_task_says_what_it_decided_with() {
+    let ybs = Ybs::new();
+    ybs.file("op.yaml", "allow: [\"run_shell(*)\"]\n");
+    let run = ybs.run(["policy", "explain", "--policy", "op.yaml", "run_shell(ls)"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("verdict: deny"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("note: no task given: the task's side is an empty policy"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("--task FILE#ID"), "{}", run.stdout);
+}
