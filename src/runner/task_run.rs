@@ -790,6 +790,13 @@ impl TaskRun<'_> {
         let info = self.commit_info(&summary, author.as_deref());
         let (text, ended) = match settle.git.finish(action, &changed, &info) {
             Ok(mut outcome) => {
+                // A `--scratch` copy is gone when the run ends: name it
+                // by what it was, not by a path that no longer exists.
+                if self.run.scratch && !settle.git.in_repository() {
+                    outcome.note = "the --scratch copy is no git repository: nothing committed \
+                                    (the changes went with the copy; the transcript says what they were)"
+                        .to_owned();
+                }
                 self.worktree_outcome(&mut outcome, settle.commit_off, reason, emitter);
                 outcome.note.push_str(&saved_note);
                 emitter.emit(Event::Git { outcome });

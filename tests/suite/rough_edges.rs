@@ -62,3 +62,21 @@ fn explain_with_an_operator_policy_and_no_task_says_what_it_decided_with() {
     );
     assert!(run.stdout.contains("--task FILE#ID"), "{}", run.stdout);
 }
+
+#[test]
+fn a_scratch_run_names_no_deleted_temp_path() {
+    let ybs = Ybs::new();
+    ybs.file("t.yaml", "prompt: hi\n");
+    ybs.cassette(
+        "t.cassette.json",
+        vec![json!({"response": {"content": "done", "usage": {"input_tokens": 1, "output_tokens": 1}}})],
+    );
+    let run = ybs.run(["run", "--scratch", "t.yaml", "--provider", "replay"]);
+    run.expect_code(0);
+    let summary = ybs.read("ybs-out/summary.md");
+    assert!(!summary.contains("ybs-scratch-"), "{summary}");
+    assert!(
+        summary.contains("the --scratch copy is no git repository"),
+        "{summary}"
+    );
+}
