@@ -394,6 +394,7 @@ const EXTERNAL_FIELDS: &[&str] = &["name", "required"];
 fn external_entry(decoder: &mut Decoder<'_>, item: &Node) -> Option<(String, bool)> {
     if let NodeKind::Str(name) = &item.kind {
         return non_empty(decoder, Spanned::new(name.clone(), item.span), "external")
+            .filter(|name| repository_tool_path(decoder, name, item.span))
             .map(|name| (name, false));
     }
     let fields = decoder.fields(item, "a `tools.external` entry", EXTERNAL_FIELDS)?;
@@ -405,8 +406,31 @@ fn external_entry(decoder: &mut Decoder<'_>, item: &Node) -> Option<(String, boo
             "missing required field `name` in a `tools.external` entry",
         );
     }
+    let span = name.as_ref().map(|name| name.span)?;
     let name = non_empty(decoder, name?, "name")?;
-    Some((name, required.unwrap_or(false)))
+    repository_tool_path(decoder, &name, span).then_some((name, required.unwrap_or(false)))
+}
+
+/// A tool a task file names by path (`./scripts/my-tool`) lies in the
+/// repository, as every file a task file names (docs/security.md S8): no
+/// absolute path, no `~`, no `..`. Reports the error; true when it holds.
+fn repository_tool_path(decoder: &mut Decoder<'_>, name: &str, span: Span) -> bool {
+    use std::path::{Component, Path};
+    if !name.contains('/') && !name.starts_with('~') {
+        return true;
+    }
+    let path = Path::new(name);
+    let outside = name.starts_with('~')
+        || path.is_absolute()
+        || path.components().any(|c| matches!(c, Component::ParentDir));
+    if outside {
+        decoder.error_with_hint(
+            span,
+            format!("`tools.external` path `{name}` is not a path in the repository: a task file names tools beneath the directory ybs runs in"),
+            "name the tool (found in ./tools, ~/.ybs/tools or the operator's tools.search_paths), give a relative path without `..`, or have the operator declare it under `tools.external` in the operator config",
+        );
+    }
+    !outside
 }
 
 /// The `tools.external` entries marked `required: true` (their errors

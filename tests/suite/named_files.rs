@@ -179,3 +179,36 @@ fn the_cassette_beside_a_task_file_is_never_read_through_a_link() {
         run.stderr
     );
 }
+
+#[test]
+fn a_tool_path_a_task_file_names_lies_in_the_repository() {
+    let ybs = Ybs::new();
+    for (path, column) in [
+        ("/usr/bin/curl", 14),
+        ("../elsewhere/tool", 14),
+        ("~/bin/tool", 14),
+    ] {
+        ybs.file(
+            "t.yaml",
+            &format!("prompt: p\ncommit: false\ntools:\n  external: [\"{path}\"]\n"),
+        );
+        let run = ybs.run(["validate", "t.yaml", "--provider", "ollama", "--model", "m"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains(&format!(
+                "t.yaml:4:{column}: `tools.external` path `{path}` is not a path in the repository"
+            )),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+    }
+    // A relative path inside is a path the task may name.
+    ybs.file("tools/t", "#!/bin/sh\n");
+    ybs.file(
+        "t.yaml",
+        "prompt: p\ncommit: false\ntools:\n  external: [\"./tools/t\"]\n",
+    );
+    ybs.run(["validate", "t.yaml", "--provider", "ollama", "--model", "m"])
+        .expect_code(0);
+}
