@@ -80,3 +80,21 @@ fn a_scratch_run_names_no_deleted_temp_path() {
         "{summary}"
     );
 }
+
+#[test]
+fn a_missing_task_file_is_one_line_and_a_hint() {
+    let ybs = Ybs::new();
+    for command in ["run", "validate"] {
+        let run = ybs.run([command, "nope.yaml"]);
+        run.expect_code(2);
+        let mut lines = run.stderr.lines();
+        assert_eq!(lines.next(), Some("nope.yaml: no such file or directory"));
+        assert!(
+            lines
+                .next()
+                .is_some_and(|line| line.starts_with("  hint: ")),
+            "{}",
+            run.stderr
+        );
+    }
+}
