@@ -169,7 +169,7 @@ status_of() {
         1) echo failed ;;
         2) echo invalid ;;
         3) echo paused ;;
-        5) echo flaky ;;
+        4) echo error ;;
         130) echo interrupted ;;
         *) echo error ;;
     esac

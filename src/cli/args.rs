@@ -189,8 +189,9 @@ pub struct Verbosity {
     /// Print only failures and the final line.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Print more: for `run`, also the model's text as it streams in,
-    /// each tool's first output line, notes and git steps.
+    /// Print more: of a run (`run`, `resume`, `chat`), also the model's
+    /// text as it streams in, each tool's first output line, notes and git
+    /// steps.
     #[arg(short, long, global = true)]
     pub verbose: bool,
 }
@@ -377,6 +378,10 @@ pub struct ResumeArgs {
     /// Run shell commands and external tools without kernel confinement (Landlock + seccomp).
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Never commit: leave every change in the work tree. A run that
+    /// paused under --no-commit or --scratch resumes so without it.
+    #[arg(long)]
+    pub no_commit: bool,
     #[command(flatten)]
     pub verbosity: Verbosity,
 }
@@ -436,7 +441,7 @@ pub enum ToolsCommand {
 pub struct ToolsCommon {
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Run the tool (and `--schema`) without kernel confinement (namespaces, Landlock, seccomp); the output says so.
+    /// Run external tools (and the `TOOL --schema` call that asks one for its arguments) without kernel confinement (namespaces, Landlock, seccomp); the output says so.
     #[arg(long)]
     pub no_sandbox: bool,
     #[command(flatten)]
@@ -454,7 +459,8 @@ pub struct ToolsListArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ToolsSchemaArgs {
-    /// The tool's name (its file name without extension, or its config name).
+    /// The tool's name: a built-in's (`read_file`), or an external tool's
+    /// (its file name without extension, or its config name).
     pub name: String,
     #[command(flatten)]
     pub common: ToolsCommon,

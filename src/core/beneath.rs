@@ -79,6 +79,75 @@ pub fn open_nofollow(
     .map_err(io::Error::from)
 }
 
+/// Reads the regular file `relative` (a path of plain names, no `..`)
+/// beneath the directory `root`, never through a symbolic link:
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` where the kernel has
+/// it, one [`open_nofollow`] a component otherwise. A FIFO or device is
+/// refused unopened for reading (no hang); at most `max_bytes + 1` bytes
+/// are read, and more is [`io::ErrorKind::FileTooLarge`].
+pub fn read_beneath(
+    root: &std::path::Path,
+    relative: &std::path::Path,
+    max_bytes: u64,
+) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::fd::AsFd as _;
+    use std::path::Component;
+    let mut names = Vec::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(name) => names.push(name),
+            Component::CurDir => {}
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not a path beneath the directory",
+                ));
+            }
+        }
+    }
+    let Some((last, dirs)) = names.split_last() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file named"));
+    };
+    let root = OwnedFd::from(File::open(root)?);
+    let read = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
+    let joined: std::path::PathBuf = names.iter().collect();
+    let fd = match open_beneath(root.as_fd(), joined.as_os_str(), read, Mode::empty()) {
+        Ok(fd) => fd,
+        // The fallback of `open_beneath` opens one component: walk them.
+        Err(err) if err.kind() == io::ErrorKind::InvalidInput && !dirs.is_empty() => {
+            let mut dir = root;
+            for name in dirs {
+                dir = open_nofollow(
+                    dir.as_fd(),
+                    name,
+                    OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+                    Mode::empty(),
+                )?;
+            }
+            open_nofollow(dir.as_fd(), last, read, Mode::empty())?
+        }
+        Err(err) => return Err(err),
+    };
+    let file = File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("larger than {max_bytes} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// A new file with a unique name beside `name`, created exclusively.
 pub fn temp_file(dir: BorrowedFd<'_>, name: &str) -> io::Result<(String, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -10,6 +10,7 @@ pub mod event;
 pub mod exit;
 pub mod ids;
 pub mod message;
+pub mod named;
 pub mod outcome;
 pub mod redact;
 pub mod secrets;

@@ -96,6 +96,17 @@ pub fn human_ms(ms: u64) -> String {
     }
 }
 
+/// `1 iteration`, `2 iterations`, `0 errors`: a count and its noun,
+/// plural unless the count is one.
+pub fn count_of(count: impl Into<u64>, noun: &str) -> String {
+    let count = count.into();
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -178,6 +178,14 @@ pub enum CassetteError {
     Version { path: PathBuf, version: u32 },
     #[error("{}: interaction {index} needs exactly one of `response` or `error`", path.display())]
     Interaction { path: PathBuf, index: usize },
+    /// The cassette beside a task file, refused or unreadable beneath
+    /// its repository (docs/security.md S8).
+    #[error("{}: cannot read cassette: {source}", path.display())]
+    Named {
+        path: PathBuf,
+        #[source]
+        source: crate::core::named::NamedFileError,
+    },
     #[error("{}: cannot write cassette: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -193,8 +201,13 @@ impl CassetteFile {
             path: path.to_owned(),
             source,
         })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses a cassette's `text`, read from `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, CassetteError> {
         let file: CassetteFile =
-            serde_json::from_str(&text).map_err(|source| CassetteError::Invalid {
+            serde_json::from_str(text).map_err(|source| CassetteError::Invalid {
                 path: path.to_owned(),
                 source,
             })?;
@@ -227,15 +240,24 @@ pub struct Cassette {
 
 impl Cassette {
     pub fn open(path: &Path) -> Result<Arc<Self>, CassetteError> {
-        let file = CassetteFile::load(path)?;
+        Ok(Self::of_file(path, CassetteFile::load(path)?))
+    }
+
+    /// A cassette of `text`, read from `path` by the caller (the cassette
+    /// beside a task file, opened beneath its repository).
+    pub fn from_text(path: &Path, text: &str) -> Result<Arc<Self>, CassetteError> {
+        Ok(Self::of_file(path, CassetteFile::parse(path, text)?))
+    }
+
+    fn of_file(path: &Path, file: CassetteFile) -> Arc<Self> {
         let tagged = file.interactions.iter().any(|i| i.task.is_some());
         let used = Mutex::new(vec![false; file.interactions.len()]);
-        Ok(Arc::new(Self {
+        Arc::new(Self {
             path: path.to_owned(),
             interactions: file.interactions,
             tagged,
             used,
-        }))
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -259,6 +281,27 @@ impl Cassette {
                 !used[*index] && (!self.tagged || interaction.task.as_deref() == Some(task))
             });
         let Some((index, interaction)) = found else {
+            // Recorded under other task ids only: say so, with the ids.
+            if self.tagged
+                && !self
+                    .interactions
+                    .iter()
+                    .any(|interaction| interaction.task.as_deref() == Some(task))
+            {
+                let mut ids: Vec<&str> = self
+                    .interactions
+                    .iter()
+                    .filter_map(|interaction| interaction.task.as_deref())
+                    .collect();
+                ids.dedup();
+                ids.truncate(5);
+                return Err(ProviderError::Cassette(format!(
+                    "{}: nothing was recorded for task `{task}`; the cassette holds the tasks `{}` \
+                     (was it recorded under another task id?)",
+                    self.path.display(),
+                    ids.join("`, `")
+                )));
+            }
             let served = used.iter().filter(|u| **u).count();
             return Err(ProviderError::Cassette(format!(
                 "{}: no recorded answer left for task `{task}` ({served} of {} interactions used); \

@@ -517,12 +517,7 @@ impl Policy {
         let mut unmatched = None;
         for part in &view.parsed.parts {
             let opaque = self.opaque_part(layer, part, call.cwd);
-            match set
-                .allow
-                .iter()
-                .enumerate()
-                .find(|(_, rule)| rule.allows(call.tool, None, Some(part)))
-            {
+            match set.allow_for_part(call.tool, part, opaque.as_ref()) {
                 Some((index, rule)) => {
                     first.get_or_insert_with(|| rule.listed(layer, Verdict::Allow, index));
                     if let Some(opaque) = opaque
@@ -557,10 +552,28 @@ impl Policy {
     /// `ask` (the side's `policy.opaque`) for a part a wildcard allowed:
     /// says which case applied and what rule to write.
     fn opaque_decision(&self, layer: Layer, opaque: &Opaque, by: &str, part: &str) -> Decision {
+        // The operator's ceiling is loosened in the operator's policy
+        // only: a hint never points a task at what it cannot change.
+        let operator_opaque =
+            self.task.opaque.is_none() && self.operator.as_ref().and_then(|o| o.opaque).is_some();
+        let fix = match layer {
+            Layer::Task if operator_opaque => format!(
+                "to allow it, name it in an allow rule (`run_shell({part})`); `opaque: {}` is the \
+                 operator's (--policy), which a task file cannot loosen",
+                self.opaque_of(layer)
+            ),
+            Layer::Operator => format!(
+                "only the operator's policy (--policy) can allow it: name it in an allow rule \
+                 there (`run_shell({part})`) or set its `opaque: allow`; a task file cannot"
+            ),
+            _ => format!(
+                "to allow it, name it in an allow rule (`run_shell({part})`) or set \
+                 `policy.opaque: allow`"
+            ),
+        };
         let detail = format!(
             "not auto-allowed: {opaque}; `{by}` allows it only as a wildcard while a deny or ask \
-             rule on run_shell exists; to allow it, name it in an allow rule \
-             (`run_shell({part})`) or set `policy.opaque: allow`"
+             rule on run_shell exists; {fix}"
         );
         Decision::new(
             self.opaque_of(layer),
@@ -617,6 +630,35 @@ impl Decision {
 }
 
 impl RuleSet {
+    /// The allow rule that decides the shell part `part`: the first one
+    /// that names its opaque program (`opaque`) if any does, wherever it
+    /// is listed, else the first that matches it at all. The policy's
+    /// meaning does not depend on the order of its rules.
+    pub(crate) fn allow_for_part(
+        &self,
+        tool: &str,
+        part: &SimpleCommand,
+        opaque: Option<&Opaque>,
+    ) -> Option<(usize, &CompiledRule)> {
+        let mut matching = self
+            .allow
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| rule.allows(tool, None, Some(part)));
+        let first = matching.next()?;
+        let Some(opaque) = opaque else {
+            return Some(first);
+        };
+        if !first.1.vouches_not_for(tool, part, opaque) {
+            return Some(first);
+        }
+        Some(
+            matching
+                .find(|(_, rule)| !rule.vouches_not_for(tool, part, opaque))
+                .unwrap_or(first),
+        )
+    }
+
     fn merge(layers: &[PolicySpec]) -> Result<Self, PolicyError> {
         let mut set = Self::default();
         for layer in layers {

@@ -135,15 +135,12 @@ impl Policy {
             }
         }
         let side = |layer: Layer, set: &super::decide::RuleSet| {
+            let opaque = self.opaque_part(layer, part, None);
             let allowed = if hazardous {
                 None
             } else {
-                set.allow
-                    .iter()
-                    .enumerate()
-                    .find(|(_, rule)| rule.allows(tool, None, Some(part)))
+                set.allow_for_part(tool, part, opaque.as_ref())
             };
-            let opaque = self.opaque_part(layer, part, None);
             match allowed {
                 Some((_, rule))
                     if opaque

@@ -6,11 +6,9 @@
 //! prompt run and a run of its saved file are the same run: the same
 //! task, policy, checks and outputs (docs/task-files.md, "Ad-hoc runs").
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::config::Config;
 use crate::core::decode::yaml::{self, NodeKind};
-use crate::task::TaskSpec;
 
 /// The task id of an ad-hoc run without `--id`.
 pub const DEFAULT_ID: &str = "prompt";
@@ -108,50 +106,14 @@ fn prompt_value(prompt: &str) -> String {
     if reads_back { block } else { plain }
 }
 
-/// Why `task` has no model to run with, when that is so: its provider is
-/// `replay` (the built-in default when nothing names one) and there is no
-/// cassette (`--cassette`, config `cassette`, or `<stem>.cassette.json`
-/// beside its file). The message and its hint.
-pub fn missing_model(
-    config: &Config,
-    cwd: &Path,
-    task: &TaskSpec,
-    cassette: Option<&Path>,
-) -> Option<(String, String)> {
-    let settings = config.task_settings(task);
-    if settings.provider != "replay"
-        || cassette.is_some()
-        || config.cassette.is_some()
-        || super::prepare::sibling_cassette(cwd, &task.file).is_some()
-    {
-        return None;
-    }
-    let chosen = task.llm.provider.is_some() || config.provider_override().is_some();
-    let message = if chosen {
-        format!(
-            "provider `replay` needs a cassette, and `{}` has none beside it",
-            task.file.display()
-        )
-    } else {
-        "no model to run with: no provider is set (by `--provider`, `YBS_PROVIDER`, \
-         the config's `llm.provider` or the task's `provider:`)"
-            .to_owned()
-    };
-    Some((
-        message,
-        "pass --provider openai|anthropic|ollama --model NAME (or set `llm.provider` and \
-         `llm.model` in ~/.config/ybs/config.json); to answer from a recording, pass \
-         --cassette FILE or put <task-file-stem>.cassette.json beside the task file"
-            .to_owned(),
-    ))
-}
+pub use super::prepare::{NO_MODEL_HINT, missing_model};
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn prompt_of(text: &str) -> String {
-        let file = crate::task::load_str(Path::new("prompt.yaml"), text, &[]).unwrap();
+        let file = crate::task::load_str(std::path::Path::new("prompt.yaml"), text, &[]).unwrap();
         file.tasks[0].prompt.clone()
     }
 

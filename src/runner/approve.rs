@@ -156,6 +156,8 @@ fn follow_up_input(line: &str) -> FollowUp {
             "  TEXT        send TEXT to the model; the task goes on".to_owned(),
             "  /exit       finish the task (so does an empty line)".to_owned(),
             "  /help       this list".to_owned(),
+            "  /model      a task keeps its model (`ybs chat` switches with /model NAME)"
+                .to_owned(),
             "  a message starting with `/` and a word is a command; write `./path` for a path"
                 .to_owned(),
         ]),

@@ -107,9 +107,10 @@ fn totals(session: &Session, report: &RunReport) -> String {
     let (context, options) = (&session.context, &session.options);
     let flags = &options.flags;
     let flaky = super::matrix::flaky_count(&report.results, report.min_pass_rate);
+    let accepted = super::matrix::accepted_flaky_count(&report.results, report.min_pass_rate);
     let total = report.results.len();
     format!(
-        "ybs: {}{total} task{}: {} passed, {} failed, {} errors{}{}{}{}{} — outputs in {}",
+        "ybs: {}{total} task{}: {} passed, {} failed, {}{}{}{}{}{} — outputs in {}",
         flags
             .shard
             .map(|shard| format!("shard {shard}: "))
@@ -117,10 +118,13 @@ fn totals(session: &Session, report: &RunReport) -> String {
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
         report.count(Status::Failed),
-        report.count(Status::Error),
-        match flaky {
-            0 => String::new(),
-            flaky => format!(" ({flaky} flaky)"),
+        crate::core::text::count_of(report.count(Status::Error) as u64, "error"),
+        match (flaky, accepted, report.min_pass_rate) {
+            (0, 0, _) => String::new(),
+            (0, accepted, Some(min)) => format!(
+                " ({accepted} flaky, passing at or above --min-pass-rate {min}: the failed runs do not fail the run)"
+            ),
+            (flaky, ..) => format!(" ({flaky} flaky)"),
         },
         match report.count(Status::Paused) {
             0 => String::new(),

@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::options::{Entry, Loaded, RunFlags, RunOptions};
 use super::prepare::build_policy;
+use super::prepare::task_workdir;
 use super::session::{Session, Threads};
-use super::{
-    PolicyInputs, PrepareError, RunError, check_workdir_root, protected_files, task_policy,
-};
+use super::{PolicyInputs, PrepareError, RunError, protected_files, task_policy};
 use crate::policy::{self, PolicySpec};
 use crate::report::Console;
 use crate::task::TaskSpec;
@@ -75,7 +74,7 @@ impl Session {
         let (context, flags) = (&self.context, &self.options.flags);
         let policy_file = flags.policy_file.as_deref();
         // What `ybs run` refuses when it prepares the task.
-        if let Some((message, hint)) = super::adhoc::missing_model(
+        if let Some((message, hint)) = super::prepare::missing_model(
             &context.config,
             &context.cwd,
             task,
@@ -89,20 +88,32 @@ impl Session {
                 hint: Some(hint),
             });
         }
-        let workdir = self.workdir(Some(task));
-        // A workdir that does not exist yet is found by `ybs run`; one
-        // outside the task file's repository is an error here too.
-        if let Ok(canonical) = workdir.canonicalize()
-            && let Err(error) = check_workdir_root(
-                &context.config,
-                &context.cwd,
-                context.home.as_deref(),
-                task,
-                &canonical,
-            )
+        // The workdir as `ybs run` refuses it before its first task: one
+        // that does not exist or is no directory, or one outside the task
+        // file's repository; in the same words.
+        if let Err(error) =
+            task_workdir(&context.config, &context.cwd, context.home.as_deref(), task)
         {
-            errors.push(error);
+            errors.push(PrepareError {
+                file: path.to_owned(),
+                ..error
+            });
             return;
+        }
+        let workdir = self.workdir(Some(task));
+        // A required external tool nothing finds, which `ybs run` ends
+        // the task with (`tool_unavailable`).
+        for message in super::tools::required_not_found(context, task) {
+            errors.push(PrepareError {
+                file: path.to_owned(),
+                span: None,
+                task: task.id.clone(),
+                message,
+                hint: Some(
+                    "install it, point `tools.search_paths` or `tools.external` at it, or drop `required: true`"
+                        .to_owned(),
+                ),
+            });
         }
         match self.policy_of(Some(task), &workdir, build_policy) {
             Err(error) => errors.push(PrepareError {
@@ -182,6 +193,17 @@ impl Session {
                     ));
                 }
             }
+        }
+        // Without a task the task's side is an empty policy (every call
+        // denied by its default): say so, or `why` reads as if the
+        // operator's rules did not count.
+        if task.is_none() && !json && self.context.operator_policy.is_some() {
+            out.push(
+                "note: no task given: the task's side is an empty policy, which denies every \
+                 call; the operator's policy only bounds a task's. Decide with a task's policy: \
+                 --task FILE#ID"
+                    .to_owned(),
+            );
         }
         Ok(out.join("\n"))
     }

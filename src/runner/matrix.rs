@@ -205,6 +205,23 @@ pub fn flaky_count(results: &[super::TaskResult], min_pass_rate: Option<f64>) ->
     .count()
 }
 
+/// How many tasks of `results` are flaky (some runs passed, some not)
+/// and pass all the same, at or above `--min-pass-rate`.
+pub fn accepted_flaky_count(results: &[super::TaskResult], min_pass_rate: Option<f64>) -> usize {
+    if min_pass_rate.is_none() {
+        return 0;
+    }
+    rates(
+        results
+            .iter()
+            .map(|result| (result.id.as_str(), result.status)),
+        min_pass_rate,
+    )
+    .iter()
+    .filter(|rate| rate.mixed && rate.verdict == Verdict::Passed)
+    .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,6 +88,9 @@ pub struct RunContext {
     pub retry: RetrySettings,
     /// `--no-commit`: no git writes at all.
     pub no_commit: bool,
+    /// `--scratch`: the run works in a temporary copy of the directory
+    /// ybs was started in.
+    pub scratch: bool,
     /// `--allow-dirty`: run on a dirty tree; the user's changes stay out of commits.
     pub allow_dirty: bool,
     /// ybs's own outputs (absolute, or relative to `cwd`): never part of a

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::agent::Approver;
 use crate::config::{self, Config, ConfigError, Overrides, Sources};
+use crate::core::named::NamedFiles;
 use crate::core::{Environ, Redactor, Shard, ids};
 use crate::policy::PolicySpec;
 use crate::task::{self, TaskFile};
@@ -73,8 +74,8 @@ pub fn load_selected(
         overrides,
         policy_file,
         filter,
-        |cwd, max_bytes| match paths {
-            Some(paths) => task::load_each(&default_paths(cwd, paths), vars, max_bytes),
+        |cwd, max_bytes, named| match paths {
+            Some(paths) => task::load_each(&default_paths(cwd, paths), vars, max_bytes, named),
             None => (Vec::new(), Vec::new()),
         },
     )
@@ -90,12 +91,15 @@ pub fn load_text(
     text: &str,
     vars: &[(String, String)],
 ) -> Result<Loaded, Box<LoadErrors>> {
-    load_with(overrides, policy_file, &[], |_, _| {
-        match task::load_str(path, text, vars) {
+    load_with(
+        overrides,
+        policy_file,
+        &[],
+        |_, _, named| match task::load_str_with(path, text, vars, named) {
             Ok(file) => (vec![file], Vec::new()),
             Err(diagnostics) => (Vec::new(), diagnostics.0),
-        }
-    })
+        },
+    )
     .map(|mut loaded| {
         loaded.unsaved.insert(path.to_owned(), text.to_owned());
         loaded
@@ -106,7 +110,7 @@ fn load_with(
     overrides: &Overrides,
     policy_file: Option<&Path>,
     filter: &[String],
-    task_files: impl FnOnce(&Path, u64) -> (Vec<TaskFile>, Vec<task::Diagnostic>),
+    task_files: impl FnOnce(&Path, u64, &NamedFiles) -> (Vec<TaskFile>, Vec<task::Diagnostic>),
 ) -> Result<Loaded, Box<LoadErrors>> {
     let cwd = config::process_cwd().map_err(|error| {
         Box::new(LoadErrors {
@@ -129,17 +133,26 @@ fn load_with(
         .map_or(config::defaults::MAX_TASK_FILE_BYTES, |config| {
             config.safety.max_task_file_bytes
         });
-    let (loaded_files, diagnostics) = task_files(&cwd, max_bytes);
-    let mut partial_files = Vec::new();
-    let mut files = if diagnostics.is_empty() {
-        Ok(loaded_files)
-    } else {
-        partial_files = loaded_files;
-        Err(task::Diagnostics(diagnostics))
-    };
+    // What a task file names is opened beneath its repository, never a
+    // blocked path (docs/security.md S8); the defaults when the config
+    // does not load.
+    let blocked = config.as_ref().map_or_else(
+        |_| {
+            config::defaults::BLOCKED_PATHS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect()
+        },
+        |config| config.safety.blocked_paths.clone(),
+    );
+    let named = NamedFiles::new(&blocked, home.as_deref());
+    let (loaded_files, mut diagnostics) = task_files(&cwd, max_bytes, &named);
     // docs/security.md S5: a task may narrow the operator's settings, never widen
-    // them; and a cost limit needs a known price.
-    if let (Ok(config), Ok(loaded)) = (&config, &files) {
+    // them; and a cost limit needs a known price. Checked on the files
+    // that loaded even when others did not: every independent error of
+    // every file in one pass.
+    if let Ok(config) = &config {
+        let loaded = &loaded_files;
         // An invalid glob selects every task here; `select` says why later.
         let selected = super::select(loaded, filter).unwrap_or_else(|_| {
             loaded
@@ -158,10 +171,15 @@ fn load_with(
                 problems
             })
             .collect();
-        if !problems.is_empty() {
-            files = Err(task::Diagnostics(problems));
-        }
+        diagnostics.extend(problems);
     }
+    let mut partial_files = Vec::new();
+    let files = if diagnostics.is_empty() {
+        Ok(loaded_files)
+    } else {
+        partial_files = loaded_files;
+        Err(task::Diagnostics(diagnostics))
+    };
     let operator_policy = policy_file.map(config::load_policy_file).transpose();
     match (config, files, operator_policy) {
         (Ok(config), Ok(files), Ok(operator_policy)) => Ok(Loaded {
@@ -239,6 +257,9 @@ pub struct RunFlags {
     pub max_cost_usd: Option<f64>,
     pub dry_run: bool,
     pub no_commit: bool,
+    /// `--scratch`: the run works in a temporary copy (it implies
+    /// `no_commit`); a paused state carries it to `ybs resume`.
+    pub scratch: bool,
     pub allow_dirty: bool,
     pub cassette: Option<PathBuf>,
     pub record: Option<PathBuf>,
@@ -396,7 +417,8 @@ pub fn run_context(
         copies: entry.copies,
         pins_noted: std::sync::atomic::AtomicBool::new(false),
         unsaved,
-        no_commit: flags.no_commit,
+        no_commit: flags.no_commit || flags.scratch,
+        scratch: flags.scratch,
         allow_dirty: flags.allow_dirty,
         outputs,
         redactor: redactor.clone(),

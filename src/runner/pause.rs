@@ -201,6 +201,8 @@ pub fn write_state(
                 path: worktree.relative_root(),
                 branch: worktree.branch.clone(),
             }),
+        no_commit: run.no_commit,
+        scratch: run.scratch,
     };
     let mut bytes = serde_json::to_vec_pretty(&state)?;
     bytes.push(b'\n');

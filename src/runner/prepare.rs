@@ -93,6 +93,37 @@ impl Cassettes {
         self.open.insert(path.to_owned(), cassette.clone());
         Ok(cassette)
     }
+
+    /// The cassette `path` beside `task_file`, opened as every file a task
+    /// file names is: beneath its repository, through no link, never a
+    /// blocked path (docs/security.md S8).
+    fn get_beside(
+        &mut self,
+        run: &RunContext,
+        task_file: &Path,
+        path: &Path,
+    ) -> Result<Arc<Cassette>, CassetteError> {
+        if let Some(cassette) = self.open.get(path) {
+            return Ok(cassette.clone());
+        }
+        let named = crate::core::named::NamedFiles::new(
+            &run.config.safety.blocked_paths,
+            run.home.as_deref(),
+        );
+        let name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = named
+            .read_text(&run.cwd.join(task_file), &name)
+            .map_err(|source| CassetteError::Named {
+                path: path.to_owned(),
+                source,
+            })?;
+        let cassette = Cassette::from_text(path, &text)?;
+        self.open.insert(path.to_owned(), cassette.clone());
+        Ok(cassette)
+    }
 }
 
 /// Prepares one task.
@@ -1102,17 +1133,36 @@ pub fn build_provider(
     settings: &TaskSettings,
 ) -> Result<Box<dyn Provider>, SetupError> {
     if settings.provider == "replay" {
-        let path = match &run.cassette {
-            Some(path) => path.clone(),
-            None => sibling_cassette(&run.cwd, &task.file).ok_or(SetupError::Provider {
-                message: format!("provider `replay` needs a cassette, and `{}` has none beside it", task.file.display()),
-                hint: Some(
-                    "pass --cassette FILE, put <task-file-stem>.cassette.json next to the task file, \
-                     or use a real model: --provider openai|anthropic|ollama --model NAME",
-                ),
-            })?,
+        let cassette = match &run.cassette {
+            Some(path) => cassettes.get(path),
+            None => {
+                // In `ybs validate`'s words: "no model to run with" unless
+                // the replay provider was chosen.
+                let path = sibling_cassette(&run.cwd, &task.file).ok_or_else(|| {
+                    let (message, _) = missing_model(
+                        &run.config,
+                        &run.cwd,
+                        task,
+                        None,
+                    )
+                    .unwrap_or_else(|| {
+                        (
+                            format!(
+                                "provider `replay` needs a cassette, and `{}` has none beside it",
+                                task.file.display()
+                            ),
+                            String::new(),
+                        )
+                    });
+                    SetupError::Provider {
+                        message,
+                        hint: Some(NO_MODEL_HINT),
+                    }
+                })?;
+                cassettes.get_beside(run, &task.file, &path)
+            }
         };
-        let cassette = cassettes.get(&path).map_err(|error| SetupError::Provider {
+        let cassette = cassette.map_err(|error| SetupError::Provider {
             message: error.to_string(),
             hint: None,
         })?;
@@ -1162,13 +1212,51 @@ pub fn build_provider(
     })
 }
 
-/// `tasks/x.yaml` → `tasks/x.cassette.json`, if it exists.
+/// Why `task` has no model to run with, when that is so: its provider is
+/// `replay` (the built-in default when nothing names one) and there is no
+/// cassette (`--cassette`, config `cassette`, or `<stem>.cassette.json`
+/// beside its file). The message and its hint.
+pub fn missing_model(
+    config: &Config,
+    cwd: &Path,
+    task: &TaskSpec,
+    cassette: Option<&Path>,
+) -> Option<(String, String)> {
+    let settings = config.task_settings(task);
+    if settings.provider != "replay"
+        || cassette.is_some()
+        || config.cassette.is_some()
+        || sibling_cassette(cwd, &task.file).is_some()
+    {
+        return None;
+    }
+    let chosen = task.llm.provider.is_some() || config.provider_override().is_some();
+    let message = if chosen {
+        format!(
+            "provider `replay` needs a cassette, and `{}` has none beside it",
+            task.file.display()
+        )
+    } else {
+        "no model to run with: no provider is set (by `--provider`, `YBS_PROVIDER`, \
+         the config's `llm.provider` or the task's `provider:`)"
+            .to_owned()
+    };
+    Some((message, NO_MODEL_HINT.to_owned()))
+}
+
+/// The hint of [`missing_model`], in `ybs run` and `ybs validate` alike.
+pub const NO_MODEL_HINT: &str = "pass --provider openai|anthropic|ollama --model NAME (or set \
+     `llm.provider` and `llm.model` in ~/.config/ybs/config.json); to answer from a recording, \
+     pass --cassette FILE or put <task-file-stem>.cassette.json beside the task file";
+
+/// `tasks/x.yaml` → `tasks/x.cassette.json`, if there is an entry of
+/// that name (a link there is refused when it is opened, not skipped).
 pub(super) fn sibling_cassette(cwd: &Path, task_file: &Path) -> Option<PathBuf> {
     let stem = task_file.file_stem()?.to_string_lossy().to_string();
     let path = cwd
         .join(task_file)
         .with_file_name(format!("{stem}.cassette.json"));
-    path.is_file().then_some(path)
+    path.symlink_metadata().is_ok().then_some(path)
 }
 
 #[cfg(test)]

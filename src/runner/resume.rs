@@ -686,11 +686,11 @@ fn resumed_totals(
 ) -> String {
     let total = report.results.len();
     format!(
-        "ybs: resumed {total} task{}: {} passed, {} failed, {} errors, {} paused{} — outputs in {}",
+        "ybs: resumed {total} task{}: {} passed, {} failed, {}, {} paused{} — outputs in {}",
         if total == 1 { "" } else { "s" },
         report.count(Status::Passed),
         report.count(Status::Failed),
-        report.count(Status::Error),
+        crate::core::text::count_of(report.count(Status::Error) as u64, "error"),
         report.count(Status::Paused),
         match report.count(Status::Paused) {
             0 => String::new(),

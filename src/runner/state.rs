@@ -87,6 +87,14 @@ pub struct State {
     /// `null` when it ran in the checkout.
     #[serde(default)]
     pub worktree: Option<StateWorktree>,
+    /// The run was `--no-commit` (or `--scratch`): `ybs resume` commits
+    /// nothing either.
+    #[serde(default)]
+    pub no_commit: bool,
+    /// The run was `--scratch`: `ybs resume` goes on in a new temporary
+    /// copy of the directory it runs in, never in the checkout.
+    #[serde(default)]
+    pub scratch: bool,
 }
 
 /// The worktree a task paused in under `--jobs` (docs/git.md).
@@ -789,6 +797,8 @@ mod tests {
             },
             wrap_up_warned: true,
             worktree: None,
+            no_commit: false,
+            scratch: false,
         };
         let mut value = serde_json::to_value(&state).unwrap();
         let back: State = serde_json::from_value(value.clone()).unwrap();

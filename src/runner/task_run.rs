@@ -468,7 +468,7 @@ impl TaskRun<'_> {
             pending: pending.clone(),
         });
         super::tools::finish(tools, self.run, emitter);
-        let message = paused_message(&pending);
+        let message = paused_message(&pending, &self.run.redactor);
         let elapsed = self.started.elapsed();
         let mut result = self.finish(emitter, agent, Reason::AwaitingInput, Some(message));
         let paused = pause::Paused {
@@ -529,11 +529,22 @@ impl TaskRun<'_> {
     }
 }
 
-/// `2 pending calls: call_1 deploy_preview (caller), …`.
-fn paused_message(pending: &[PendingCall]) -> String {
+/// `2 pending calls: call_1 deploy_preview {"service":"web"} (caller),
+/// call_2 run_shell `npm publish` (approval)`: what each call would do,
+/// masked, on one line and cut to 300 characters, so that an approval
+/// is never given blind from the summary.
+fn paused_message(pending: &[PendingCall], redactor: &crate::core::Redactor) -> String {
     let calls: Vec<String> = pending
         .iter()
-        .map(|call| format!("{} {} ({})", call.id, call.name, call.kind.as_str()))
+        .map(|call| {
+            format!(
+                "{} {} {} ({})",
+                call.id,
+                call.name,
+                shown_arguments(call, redactor),
+                call.kind.as_str()
+            )
+        })
         .collect();
     format!(
         "{} pending call{}: {}",
@@ -541,6 +552,21 @@ fn paused_message(pending: &[PendingCall]) -> String {
         if pending.len() == 1 { "" } else { "s" },
         calls.join(", ")
     )
+}
+
+/// A pending call's arguments as the approvals view shows them: a shell
+/// command as written, in backticks; anything else as compact JSON.
+pub(super) fn shown_arguments(call: &PendingCall, redactor: &crate::core::Redactor) -> String {
+    let mut arguments = call.arguments.clone();
+    redactor.redact_value(&mut arguments);
+    let text = match arguments.get("command").and_then(serde_json::Value::as_str) {
+        Some(command) if call.name == "run_shell" => {
+            format!("`{}`", command.replace('\n', "\\n"))
+        }
+        _ => arguments.to_string(),
+    };
+    let text = crate::core::text::truncate_middle(&text, 300).0;
+    redactor.redact(&text)
 }
 
 /// The outcome of a stop; a pause hands over its calls.
@@ -777,6 +803,13 @@ impl TaskRun<'_> {
         let info = self.commit_info(&summary, author.as_deref());
         let (text, ended) = match settle.git.finish(action, &changed, &info) {
             Ok(mut outcome) => {
+                // A `--scratch` copy is gone when the run ends: name it
+                // by what it was, not by a path that no longer exists.
+                if self.run.scratch && !settle.git.in_repository() {
+                    outcome.note = "the --scratch copy is no git repository: nothing committed \
+                                    (the changes went with the copy; the transcript says what they were)"
+                        .to_owned();
+                }
                 self.worktree_outcome(&mut outcome, settle.commit_off, reason, emitter);
                 outcome.note.push_str(&saved_note);
                 emitter.emit(Event::Git { outcome });

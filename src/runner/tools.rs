@@ -43,6 +43,54 @@ impl TaskTools {
     }
 }
 
+/// `ybs validate`'s look at the external tools `task` requires: the
+/// message `ybs run` ends the task with (`tool_unavailable`) for each
+/// one no discovery finds at all. Nothing is run: the tools' schemas are
+/// not asked for.
+pub fn required_not_found(run: &RunContext, task: &crate::task::TaskSpec) -> Vec<String> {
+    if task.tools.required_external.is_empty() {
+        return Vec::new();
+    }
+    let settings = discovery_settings(
+        &run.config.tools,
+        &run.cwd,
+        (run.home.as_deref(), &run.environ),
+    );
+    let names = &task.tools.external;
+    let enable = Enable {
+        names,
+        named_by: "task",
+        policy: &|_| false,
+    };
+    let catalog = external::discover::scan(&settings, &enable);
+    let mut missing = Vec::new();
+    for name in &task.tools.required_external {
+        let found = catalog
+            .entries
+            .iter()
+            .filter(|entry| names_entry(name, entry));
+        let mut any = false;
+        for entry in found {
+            any = true;
+            if matches!(
+                entry.status,
+                Status::MissingBinary | Status::NotExecutable | Status::InvalidSchema
+            ) {
+                missing.push(not_offered(entry));
+            }
+        }
+        if !any {
+            missing.push(format!(
+                "external tool `{name}` is not offered to the model: it was not found"
+            ));
+        }
+    }
+    missing
+        .into_iter()
+        .map(|message| format!("{message} (the task marks it `required: true`)"))
+        .collect()
+}
+
 /// Where external tools are looked for, from the `tools` settings, the
 /// directory ybs runs in and the home directory.
 pub fn discovery_settings(
@@ -215,20 +263,7 @@ fn offer_catalog(
         if offered && let Some(tool) = ExternalTool::new(entry, metrics.clone()) {
             offer(run, prepared, registry, std::sync::Arc::new(tool));
         } else if named || declared {
-            let why = match entry.status {
-                Status::SchemaUnknown => "its schema is unknown (no sidecar, no usable `--schema`)",
-                status => status.as_str(),
-            };
-            let detail = entry
-                .detail
-                .as_deref()
-                .map(|detail| format!(": {detail}"))
-                .unwrap_or_default();
-            let message = format!(
-                "external tool `{}` is not offered to the model: {why}{detail}",
-                entry.name
-            );
-            unavailable.push((message, required));
+            unavailable.push((not_offered(entry), required));
         }
     }
     // A required tool nothing found at all.
@@ -241,6 +276,23 @@ fn offer_catalog(
         }
     }
     unavailable
+}
+
+/// Why `entry` is not offered to the model.
+fn not_offered(entry: &external::Entry) -> String {
+    let why = match entry.status {
+        Status::SchemaUnknown => "its schema is unknown (no sidecar, no usable `--schema`)",
+        status => status.as_str(),
+    };
+    let detail = entry
+        .detail
+        .as_deref()
+        .map(|detail| format!(": {detail}"))
+        .unwrap_or_default();
+    format!(
+        "external tool `{}` is not offered to the model: {why}{detail}",
+        entry.name
+    )
 }
 
 /// The task's MCP servers: the operator's (`tools.mcp` in config) for

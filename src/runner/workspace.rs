@@ -161,6 +161,11 @@ impl TaskGit {
         })
     }
 
+    /// True if and only if the task's workdir is in a git repository.
+    pub fn in_repository(&self) -> bool {
+        self.repo.is_some()
+    }
+
     /// Does what `finish` calls for with the task's changed files.
     pub fn finish(
         &self,

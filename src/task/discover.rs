@@ -16,7 +16,12 @@ pub(super) fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Diagnostic>) {
     for path in paths {
         match std::fs::metadata(path) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                diagnostics.push(Diagnostic::whole_file(path, "no such file or directory"));
+                diagnostics.push(
+                    Diagnostic::whole_file(path, "no such file or directory").with_hint(
+                        "give task files or directories relative to the directory ybs runs in \
+                         (with no path, `ybs run` reads tasks/ if it exists, else `.`)",
+                    ),
+                );
             }
             Err(error) => diagnostics.push(Diagnostic::whole_file(
                 path,
@@ -31,7 +36,10 @@ pub(super) fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Diagnostic>) {
                             path,
                             "no task files (*.yaml, *.yml) in this directory",
                         )
-                        .with_hint("task files end in .yaml or .yml"),
+                        .with_hint(
+                            "task files end in .yaml or .yml (docs/task-files.md); or give the \
+                             task on the command line: ybs run -p 'PROMPT' --allow TOOL --check CMD",
+                        ),
                     );
                 }
             }

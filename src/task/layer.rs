@@ -394,6 +394,7 @@ const EXTERNAL_FIELDS: &[&str] = &["name", "required"];
 fn external_entry(decoder: &mut Decoder<'_>, item: &Node) -> Option<(String, bool)> {
     if let NodeKind::Str(name) = &item.kind {
         return non_empty(decoder, Spanned::new(name.clone(), item.span), "external")
+            .filter(|name| repository_tool_path(decoder, name, item.span))
             .map(|name| (name, false));
     }
     let fields = decoder.fields(item, "a `tools.external` entry", EXTERNAL_FIELDS)?;
@@ -405,8 +406,31 @@ fn external_entry(decoder: &mut Decoder<'_>, item: &Node) -> Option<(String, boo
             "missing required field `name` in a `tools.external` entry",
         );
     }
+    let span = name.as_ref().map(|name| name.span)?;
     let name = non_empty(decoder, name?, "name")?;
-    Some((name, required.unwrap_or(false)))
+    repository_tool_path(decoder, &name, span).then_some((name, required.unwrap_or(false)))
+}
+
+/// A tool a task file names by path (`./scripts/my-tool`) lies in the
+/// repository, as every file a task file names (docs/security.md S8): no
+/// absolute path, no `~`, no `..`. Reports the error; true when it holds.
+fn repository_tool_path(decoder: &mut Decoder<'_>, name: &str, span: Span) -> bool {
+    use std::path::{Component, Path};
+    if !name.contains('/') && !name.starts_with('~') {
+        return true;
+    }
+    let path = Path::new(name);
+    let outside = name.starts_with('~')
+        || path.is_absolute()
+        || path.components().any(|c| matches!(c, Component::ParentDir));
+    if outside {
+        decoder.error_with_hint(
+            span,
+            format!("`tools.external` path `{name}` is not a path in the repository: a task file names tools beneath the directory ybs runs in"),
+            "name the tool (found in ./tools, ~/.ybs/tools or the operator's tools.search_paths), give a relative path without `..`, or have the operator declare it under `tools.external` in the operator config",
+        );
+    }
+    !outside
 }
 
 /// The `tools.external` entries marked `required: true` (their errors
@@ -705,7 +729,11 @@ fn decode_output(decoder: &mut Decoder<'_>, node: &Node) -> Option<OutputSpec> {
         (None, Some(file)) => {
             let path = non_empty(decoder, file.clone(), "schema_file")?;
             let schema = read_schema_file(decoder, &path, file.span)?;
-            (schema, file.span, Some(std::path::PathBuf::from(path)))
+            return Some(OutputSpec {
+                schema,
+                schema_file: Some(std::path::PathBuf::from(path)),
+                attempts,
+            });
         }
         (None, None) => {
             decoder.error_with_hint(
@@ -731,45 +759,55 @@ fn decode_output(decoder: &mut Decoder<'_>, node: &Node) -> Option<OutputSpec> {
     })
 }
 
-/// Reads `output.schema_file`, relative to the task file's directory: a
-/// JSON file, or YAML when it is not JSON.
+/// Reads `output.schema_file`, relative to the task file's directory and
+/// beneath its repository (docs/security.md S8): a JSON file, or YAML
+/// when it is not JSON, which must be a valid JSON Schema. No error says
+/// a value read from the file: only the keyword and where it is.
 fn read_schema_file(
     decoder: &mut Decoder<'_>,
     path: &str,
     span: Span,
 ) -> Option<serde_json::Value> {
-    let base = decoder
-        .path()
-        .parent()
-        .unwrap_or_else(|| std::path::Path::new(""));
-    let full = base.join(path);
-    let text = match std::fs::read_to_string(&full) {
+    let unconfined = crate::core::named::NamedFiles::default();
+    let files = decoder.named_files().unwrap_or(&unconfined);
+    let text = match files.read_text(decoder.path(), path) {
         Ok(text) => text,
         Err(error) => {
             decoder.error_with_hint(
                 span,
-                format!("cannot read `schema_file` `{}`: {error}", full.display()),
-                "the path is relative to the task file's directory",
+                format!("`schema_file`: {error}"),
+                "name a file beneath the task file's repository, relative to the task file's directory",
             );
             return None;
         }
     };
-    if let Ok(value) = serde_json::from_str(&text) {
-        return Some(value);
+    let schema = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(_) => match crate::core::decode::yaml::parse(&text) {
+            (Some(node), errors) if errors.is_empty() => node.to_json(),
+            _ => {
+                decoder.error(
+                    span,
+                    format!("`schema_file` `{path}` is neither JSON nor YAML"),
+                );
+                return None;
+            }
+        },
+    };
+    if let Err(error) = jsonschema::validator_for(&schema) {
+        let at = error.instance_path().to_string();
+        decoder.error_with_hint(
+            span,
+            format!(
+                "`schema_file` `{path}` is not a valid JSON Schema: keyword `{}` at `{}`",
+                error.kind().keyword(),
+                if at.is_empty() { "/" } else { &at }
+            ),
+            "see https://json-schema.org/understanding-json-schema",
+        );
+        return None;
     }
-    match crate::core::decode::yaml::parse(&text) {
-        (Some(node), errors) if errors.is_empty() => Some(node.to_json()),
-        _ => {
-            decoder.error(
-                span,
-                format!(
-                    "`schema_file` `{}` is neither JSON nor YAML",
-                    full.display()
-                ),
-            );
-            None
-        }
-    }
+    Some(schema)
 }
 
 /// The fields `defaults:` accepts: every task field but `id` and `prompt`.

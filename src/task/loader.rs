@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::core::ids::is_valid_task_id;
+use crate::core::named::NamedFiles;
 use crate::core::span::Span;
 use crate::core::text::closest;
 
@@ -36,7 +37,7 @@ pub fn load(
     cli_vars: &[(String, String)],
     max_bytes: u64,
 ) -> Result<Vec<TaskFile>, Diagnostics> {
-    let (loaded, diagnostics) = load_each(paths, cli_vars, max_bytes);
+    let (loaded, diagnostics) = load_each(paths, cli_vars, max_bytes, &NamedFiles::default());
     if diagnostics.is_empty() {
         Ok(loaded)
     } else {
@@ -46,11 +47,12 @@ pub fn load(
 
 /// [`load`], keeping the files that loaded when others did not (so
 /// `ybs validate` can check their policies too): those files, and every
-/// diagnostic.
+/// diagnostic. The files a task file names are read by `named`'s rules.
 pub fn load_each(
     paths: &[PathBuf],
     cli_vars: &[(String, String)],
     max_bytes: u64,
+    named: &NamedFiles,
 ) -> (Vec<TaskFile>, Vec<Diagnostic>) {
     let (files, mut diagnostics) = discover(paths);
     let mut loaded = Vec::new();
@@ -62,7 +64,7 @@ pub fn load_each(
                 continue;
             }
         };
-        match load_str(&path, &text, cli_vars) {
+        match load_str_with(&path, &text, cli_vars, named) {
             Ok(file) => loaded.push(file),
             Err(errors) => diagnostics.extend(errors),
         }
@@ -110,7 +112,18 @@ pub fn load_str(
     text: &str,
     cli_vars: &[(String, String)],
 ) -> Result<TaskFile, Diagnostics> {
-    let mut decoder = Decoder::new(path);
+    load_str_with(path, text, cli_vars, &NamedFiles::default())
+}
+
+/// [`load_str`], the files the task file names read by `named`'s rules
+/// (`safety.blocked_paths`).
+pub fn load_str_with(
+    path: &Path,
+    text: &str,
+    cli_vars: &[(String, String)],
+    named: &NamedFiles,
+) -> Result<TaskFile, Diagnostics> {
+    let mut decoder = Decoder::new(path).with_named_files(named);
     let (root, errors) = parse(text);
     for error in errors {
         decoder.error(error.span, error.message);

@@ -17,7 +17,7 @@ pub use crate::core::decode::{Diagnostic, Diagnostics};
 pub use layer::{
     check_builtin_tool, check_endpoint, check_provider, decode_mcp_servers, output_limit,
 };
-pub use loader::{API_KEY_MESSAGE, load, load_each, load_str};
+pub use loader::{API_KEY_MESSAGE, load, load_each, load_str, load_str_with};
 pub use model::{
     BUILTIN_TOOLS, CheckSpec, CommitSpec, ContextSpec, Expect, LimitSpans, LimitsSpec, LlmSpec,
     OutputSpec, PROVIDERS, TaskFile, TaskSpec, ToolsSpec,

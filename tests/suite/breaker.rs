@@ -126,6 +126,18 @@ fn insufficient_quota_stops_the_batch_and_the_rest_are_skipped() {
         "{}",
         run.stdout
     );
+    // A task never started shows no totals (no `$0.0000` beside the
+    // `unknown` cost of the unpriced task that ran).
+    let skip = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("SKIP  b"))
+        .unwrap();
+    assert!(skip.contains("quota_exhausted  not started"), "{skip}");
+    assert!(
+        !skip.contains("cost") && !skip.contains("iteration"),
+        "{skip}"
+    );
     assert!(
         run.stdout.contains("2 skipped (not started)"),
         "{}",

@@ -330,6 +330,7 @@ fn help_and_model_at_the_follow_up_prompt_are_commands() {
     assert_eq!(run.code, 0, "{}", run.terminal);
     for expected in [
         "/exit       finish the task",
+        "/model      a task keeps its model",
         "a task keeps the model it started with",
         "unknown command /tools; /help lists the commands",
         "second answer",

@@ -318,10 +318,13 @@ fn an_example_whose_agent_does_nothing_fails_its_checks() {
 #[test]
 fn the_task_files_validate_clean() {
     let ybs = Ybs::new();
+    // The examples' workdir (`{{repo}}`, target/ybs-examples) is made by
+    // tasks/examples/setup.sh; validate refuses a missing one as run
+    // does, so the files are validated against the checkout itself.
     let mut command = ybs.command();
     let output = command
         .current_dir(repo_root())
-        .args(["validate", "tasks/"])
+        .args(["validate", "tasks/", "--var", "repo=."])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);

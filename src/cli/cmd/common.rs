@@ -10,9 +10,15 @@ use crate::report::{Level, Printer};
 pub use crate::config::Overrides;
 pub use crate::runner::Loaded;
 
-/// The printer of a command, for ybs's environment.
+/// The printer of a command, for ybs's environment. What it prints
+/// passes the full redactor from the start (docs/security.md S7): a
+/// diagnostic of loading may hold a withheld value read from a file,
+/// before the run's own redactor exists.
 pub fn printer(level: Level, json: bool) -> Printer {
-    Printer::new(level, json, &crate::config::process_environ())
+    let environ = crate::config::process_environ();
+    let mut printer = Printer::new(level, json, &environ);
+    printer.set_redactor(crate::runner::resume::env_redactor(&environ));
+    printer
 }
 
 pub fn level(verbosity: &Verbosity) -> Level {
@@ -82,12 +88,13 @@ pub fn load_selected(
 
 /// The flags that `ybs resume` must be given again to go on with a task
 /// that paused under them: the same config, policy (its digest is in the
-/// state), provider, variables and confinement. One argument an item.
+/// state), provider, variables, confinement and `--no-commit` (which the
+/// state carries as well). One argument an item.
 pub fn resume_args(
     config: &ConfigArgs,
     provider: &ProviderArgs,
     vars: &[(String, String)],
-    no_sandbox: bool,
+    (no_sandbox, no_commit): (bool, bool),
 ) -> Vec<String> {
     let mut out = Vec::new();
     let mut flag = |name: &str, value: Option<String>| {
@@ -107,6 +114,9 @@ pub fn resume_args(
     }
     if no_sandbox {
         out.push("--no-sandbox".to_owned());
+    }
+    if no_commit {
+        out.push("--no-commit".to_owned());
     }
     out
 }

@@ -48,6 +48,54 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         Err(error) => return diagnostics::fail(&printer, &error),
     };
     announce(&printer, &resumed, &redactor);
+    // The run's commit settings, carried by its states (docs/resume.md):
+    // `--no-commit` holds at resume too, and a `--scratch` run goes on in
+    // a new temporary copy, never in the checkout.
+    let mut args = args.clone();
+    args.no_commit |= paused
+        .iter()
+        .any(|task| task.state.no_commit || task.state.scratch);
+    if paused.iter().any(|task| task.state.scratch) {
+        args.out = cwd.join(&args.out);
+        let scratch = match runner::scratch::Scratch::copy_of(
+            &cwd,
+            std::slice::from_ref(&args.out),
+            &environ.temp_dir(),
+        ) {
+            Ok(scratch) => scratch,
+            Err(message) => {
+                let error = runner::RunError::usage(
+                    format!(
+                        "the run paused under --scratch, and its copy cannot be made again: {message}"
+                    ),
+                    Some("free space in the temp dir ($TMPDIR)"),
+                );
+                return diagnostics::fail(&printer, &error);
+            }
+        };
+        if let Err(error) = std::env::set_current_dir(scratch.path()) {
+            let error =
+                runner::RunError::usage(format!("--scratch: cannot enter the copy: {error}"), None);
+            return diagnostics::fail(&printer, &error);
+        }
+        let code = go_on(&args, (resumed, paused, true), &flags, &mut printer);
+        let _ = std::env::set_current_dir(&cwd);
+        drop(scratch);
+        return code;
+    }
+    go_on(&args, (resumed, paused, false), &flags, &mut printer)
+}
+
+/// Loads the paused tasks' files and goes on with them, in the current
+/// directory (a scratch copy when `scratch`).
+fn go_on(
+    args: &ResumeArgs,
+    (resumed, paused, scratch): (Vec<Resumed>, Vec<resume::PausedTask>, bool),
+    flags: &ResumeFlags,
+    printer: &mut crate::report::Printer,
+) -> u8 {
+    let environ = crate::config::process_environ();
+    let env = |name: &str| environ.var(name);
     let overrides = common::overrides(
         &args.config,
         &args.provider,
@@ -56,7 +104,7 @@ pub fn resume(args: &ResumeArgs) -> u8 {
     );
     let files: Vec<_> = paused.iter().map(|task| task.file.clone()).collect();
     let loaded = match common::load(
-        &printer,
+        printer,
         &overrides,
         args.config.policy.as_deref(),
         Some(&files),
@@ -65,10 +113,14 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let options = RunOptions::resume(run_flags(args), &loaded.config, &env, args.out.clone());
-    match resume::resume(loaded, resumed, options, &flags, &mut printer) {
+    let run_flags = RunFlags {
+        scratch,
+        ..run_flags(args)
+    };
+    let options = RunOptions::resume(run_flags, &loaded.config, &env, args.out.clone());
+    match resume::resume(loaded, resumed, options, flags, printer) {
         Ok(report) => report.exit_code(),
-        Err(error) => diagnostics::fail(&printer, &error),
+        Err(error) => diagnostics::fail(printer, &error),
     }
 }
 
@@ -97,8 +149,14 @@ fn run_flags(args: &ResumeArgs) -> RunFlags {
         cassette: args.provider.cassette.clone(),
         policy_file: args.config.policy.clone(),
         no_sandbox: args.no_sandbox,
+        no_commit: args.no_commit,
         jobs: 1,
-        resume_args: common::resume_args(&args.config, &args.provider, &args.vars, args.no_sandbox),
+        resume_args: common::resume_args(
+            &args.config,
+            &args.provider,
+            &args.vars,
+            (args.no_sandbox, args.no_commit),
+        ),
         ..RunFlags::default()
     }
 }

@@ -143,6 +143,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         max_cost_usd: args.max_cost_usd,
         dry_run: args.dry_run,
         no_commit: args.no_commit,
+        scratch: origin.is_some(),
         allow_dirty: args.allow_dirty,
         cassette: args.provider.cassette.clone(),
         record: args.record.clone(),
@@ -154,7 +155,12 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             repeat: args.repeat,
             min_pass_rate: args.min_pass_rate,
         },
-        resume_args: common::resume_args(&args.config, &args.provider, &args.vars, args.no_sandbox),
+        resume_args: common::resume_args(
+            &args.config,
+            &args.provider,
+            &args.vars,
+            (args.no_sandbox, args.no_commit),
+        ),
         approver: args.interactive.then(|| -> runner::options::MakeApprover {
             Box::new(move |redactor| {
                 let mut prompts = super::common::printer(level, json);

@@ -28,6 +28,7 @@ use yaml::{Key, Node, NodeKind};
 pub struct Decoder<'p> {
     path: &'p Path,
     diagnostics: Vec<Diagnostic>,
+    named_files: Option<&'p crate::core::named::NamedFiles>,
 }
 
 impl<'p> Decoder<'p> {
@@ -35,7 +36,19 @@ impl<'p> Decoder<'p> {
         Self {
             path,
             diagnostics: Vec::new(),
+            named_files: None,
         }
+    }
+
+    /// The rules for the files the document names (none: confined, with
+    /// no blocked paths).
+    pub fn with_named_files(mut self, files: &'p crate::core::named::NamedFiles) -> Self {
+        self.named_files = Some(files);
+        self
+    }
+
+    pub fn named_files(&self) -> Option<&'p crate::core::named::NamedFiles> {
+        self.named_files
     }
 
     pub fn path(&self) -> &'p Path {

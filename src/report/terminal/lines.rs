@@ -121,10 +121,16 @@ fn finished_line(record: &EventRecord) -> Option<HumanLine> {
         .unwrap_or_default();
     #[expect(clippy::cast_precision_loss, reason = "display only")]
     let seconds = *duration_ms as f64 / 1000.0;
-    let line = format!(
-        "{label} {task}  {reason}  {iterations} iterations · {} tokens · cost {cost} · {seconds:.1}s{why}",
-        usage.total()
-    );
+    // A task never started spent nothing: no totals, only why.
+    let line = if *status == Status::Skipped {
+        format!("{label} {task}  {reason}{why}")
+    } else {
+        format!(
+            "{label} {task}  {reason}  {} · {} · cost {cost} · {seconds:.1}s{why}",
+            crate::core::text::count_of(*iterations, "iteration"),
+            crate::core::text::count_of(usage.total(), "token")
+        )
+    };
     let failed = *status != Status::Passed;
     let detail = message.as_deref().unwrap_or_default();
     Some(HumanLine {

@@ -355,6 +355,18 @@ fn one_line(text: &str, max: usize) -> String {
 }
 
 fn schema(session: &Toolbox, name: &str) -> Result<ToolsOutcome, ToolsError> {
+    // A built-in tool, as the model is offered it (no external tool may
+    // take a built-in's name).
+    if let Some(tool) = crate::tools::builtin::get(name) {
+        let spec = tool.spec();
+        let spec = json!({
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        });
+        session.printer.result(&safe_json(&spec, true));
+        return Ok(ToolsOutcome::Done);
+    }
     let catalog = session.discover(&[name.to_owned()])?;
     let entry = session.find(&catalog, name)?;
     match (&entry.schema, entry.status) {
