@@ -378,7 +378,9 @@ const DECISIONS: &[(&str, &str, Verdict, &str)] = &[
     // "*" as a tool.
     ("star", "read_file(x.txt)", Allow, "allow[0]"),
     ("star", "my_external_tool", Allow, "allow[0]"),
-    ("star", "run_shell(make all)", Allow, "allow[0]"),
+    // `make` runs a Makefile the task may have written: a wildcard does
+    // not vouch for it while a deny rule on run_shell exists (issue 34).
+    ("star", "run_shell(make all)", Ask, "opaque"),
     ("star", "run_shell(make $(id))", Deny, "default"),
     ("star", "run_shell(rm x)", Deny, "deny[0]"),
     ("star", "read_file(secrets/key.pem)", Deny, "deny[1]"),
@@ -998,6 +1000,10 @@ fn opaque_programs_are_not_allowed_by_a_wildcard_while_a_deny_rule_exists() {
         "awk --file=p.awk x",
         "printf 'touch x' > s.sh; bash s.sh",
         "ls && ./t x",
+        "make",
+        "make -f evil.mk",
+        "make --file=evil.mk all",
+        "make -C sub",
     ] {
         assert_eq!(
             verdict(&policy, command),
@@ -1012,9 +1018,21 @@ fn opaque_programs_are_not_allowed_by_a_wildcard_while_a_deny_rule_exists() {
         "awk '{print}' x",
         "python3 --version",
         "cargo test",
-        "make",
     ] {
         assert_eq!(verdict(&policy, command).0, Verdict::Allow, "{command}");
+    }
+    // The dynamic loader is a wrapper: the program it runs is a part.
+    for command in [
+        "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch x",
+        "/lib/ld-linux-aarch64.so.1 --library-path /x --argv0 ls touch x",
+        "ld.so --preload '' /bin/touch x",
+        "/lib/ld-musl-x86_64.so.1 touch x",
+    ] {
+        assert_eq!(
+            verdict(&policy, command),
+            (Verdict::Deny, "deny[0] run_shell(touch*)".to_owned()),
+            "{command}"
+        );
     }
     // Without a deny or ask rule on run_shell there is nothing to dodge;
     // a deny rule on a file tool does not count.
