@@ -90,8 +90,8 @@ mod summary;
 
 pub use decide::{CallView, Decision, Layer, Policy, PolicyError, RuleRef};
 pub use examples::{CallParseError, ExampleFailure, parse_call};
-pub use explain::{Explanation, PartExplanation, explain};
-pub use guards::{GuardError, GuardSettings};
+pub use explain::{AssumedSandbox, Explanation, PartExplanation, explain};
+pub use guards::{GuardError, GuardSettings, SandboxMode};
 pub use rule::{Examples, OnAsk, PolicySpec, Rule, RuleParseError, RulePlace, Verdict};
 pub use shell::{Hazard, HazardKind, ParsedCommand, SimpleCommand};
 

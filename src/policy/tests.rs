@@ -662,6 +662,7 @@ fn explain_shows_every_part() {
         "run_shell(cargo test && curl x)\n  \
          verdict: deny\n  \
          rule:    deny[1] run_shell(curl*)\n  \
+         sandbox: none (given)\n  \
          parts:\n    \
          allow  cargo test  allow[4] run_shell(cargo test*)\n    \
          deny   curl x      deny[1] run_shell(curl*)\n"
@@ -673,9 +674,13 @@ fn explain_shows_every_part() {
          verdict: deny\n  \
          rule:    default\n  \
          why:     not auto-allowed: command substitution `$(id)`\n  \
+         sandbox: none (given)\n  \
          parts:\n    \
          deny   id (via $(…))  default\n    \
-         deny   echo $(id)     default\n    \
+         deny   echo $(id)     default\n           \
+         unknowns: command substitution `$(id)` — kept back: no full wildcard \
+         (`run_shell(*)`, `default: allow`) allows this part, and a narrower rule cannot \
+         vouch for values it does not see\n    \
          allow  tail           allow[11] run_shell(tail*)\n  \
          hazards:\n    \
          - command substitution `$(id)`\n"
@@ -1164,4 +1169,122 @@ fn a_named_descriptor_is_a_redirection_not_an_argument() {
         super::shell::parse("grep {1v}> f").parts[0].argv,
         vec!["grep", "{1v}"]
     );
+}
+
+/// Issue 33: under the full sandbox, a full wildcard with nothing to
+/// dodge lets every command that parses run; the guards still refuse
+/// what they name literally; a deny rule, a narrower rule or a weaker
+/// sandbox brings the parser back, and the refusal says why.
+#[test]
+fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
+    let build = |task: PolicySpec, sandbox: SandboxMode| {
+        let mut settings = settings();
+        settings.sandbox = sandbox;
+        Policy::build(None, &[task], settings).unwrap()
+    };
+    let verdict = |policy: &Policy, command: &str| policy.decide(&CallView::shell(command));
+    let everyday = [
+        "cat > notes.txt << 'EOF'\nhi\nEOF",
+        "python3 -c \"print(1)\"",
+        "node -e 'console.log(1)'",
+        "python3 - << 'EOF'\nprint(1)\nEOF",
+        "ls | xargs wc -l",
+        "grep -rl x | xargs grep -n x",
+        "for f in tests/*.py; do python3 \"$f\"; done",
+        "while read -r f; do echo \"$f\"; done < files",
+        "if [ -f pyproject.toml ]; then pip install -e .; fi",
+        "cd \"$(git rev-parse --show-toplevel)\" && git status",
+        "wc -l $(git ls-files '*.py')",
+        "echo $PATH",
+        "diff <(sort a) <(sort b)",
+        "bash -c 'cargo fmt && cargo test'",
+        "timeout 60 npm test",
+        "env X=1 cargo test",
+        "find lib/ -name '*.sh' -exec wc -l {} + > total.txt",
+        "ls ~",
+        "cat `ls`",
+        "eval \"$(ssh-agent -s)\"",
+        "printf 'touch x' > s.sh; bash s.sh",
+        "make",
+    ];
+    for open in [
+        spec(&["run_shell(*)"], &[], &[], None),
+        spec(&["run_shell"], &[], &[], None),
+        spec(&["*"], &["write_file(x)"], &[], None),
+        spec(&[], &[], &[], Some(Verdict::Allow)),
+    ] {
+        let policy = build(open.clone(), SandboxMode::Full);
+        for command in everyday {
+            let decision = verdict(&policy, command);
+            assert_eq!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+        }
+        // What does not parse, and what a guard names, never runs.
+        for (command, rule) in [
+            ("echo $(date", "default"),
+            ("sudo ls", "guard:blocked_commands"),
+            ("cat .env", "guard:blocked_paths"),
+            ("cat ~/.ssh/id_rsa", "guard:blocked_paths"),
+            ("echo x > .git/config", "guard:protected_paths"),
+            ("echo x >> $GITHUB_ENV", "guard:protected_paths"),
+        ] {
+            let decision = verdict(&policy, command);
+            assert_ne!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+            assert_eq!(decision.rule.to_string(), rule, "{command}");
+        }
+        // Without the full sandbox the parser decides, and says why.
+        for mode in [SandboxMode::None, SandboxMode::Reduced] {
+            let policy = build(open.clone(), mode);
+            let decision = verdict(&policy, "echo $PATH");
+            assert_ne!(decision.verdict, Verdict::Allow, "{decision}");
+            let detail = decision.detail.unwrap_or_default();
+            assert!(
+                detail.contains("only under the full sandbox")
+                    && detail.contains(&format!("`{mode}`")),
+                "{detail}"
+            );
+        }
+    }
+    // A deny rule on run_shell: the parser decides again, and says why.
+    let denying = build(
+        spec(&["run_shell(*)"], &["run_shell(git push*)"], &[], None),
+        SandboxMode::Full,
+    );
+    let decision = verdict(&denying, "echo $(id)");
+    assert_eq!(decision.verdict, Verdict::Deny);
+    assert!(
+        decision
+            .detail
+            .unwrap_or_default()
+            .contains("a deny or ask rule on run_shell exists"),
+    );
+    assert_eq!(verdict(&denying, "ls ~").verdict, Verdict::Allow);
+    // …unless `opaque: allow` trusts the sandbox: hazards run, what a
+    // deny rule sees is still denied, nested parts included.
+    let mut trusting = spec(&["run_shell(*)"], &["run_shell(git push*)"], &[], None);
+    trusting.opaque = Some(Verdict::Allow);
+    let trusting = build(trusting, SandboxMode::Full);
+    assert_eq!(verdict(&trusting, "echo $(id)").verdict, Verdict::Allow);
+    assert_eq!(
+        verdict(&trusting, "bash -c 'git push origin'").verdict,
+        Verdict::Deny
+    );
+    // A narrower rule does not vouch for what it cannot see.
+    let narrow = build(
+        spec(&["run_shell(git *)"], &[], &[], None),
+        SandboxMode::Full,
+    );
+    assert_ne!(verdict(&narrow, "git $X").verdict, Verdict::Allow);
+    assert_eq!(verdict(&narrow, "git status").verdict, Verdict::Allow);
+    // The model is told the truth.
+    let open = build(spec(&["run_shell(*)"], &[], &[], None), SandboxMode::Full);
+    assert!(
+        open.summary().contains("any command runs"),
+        "{}",
+        open.summary()
+    );
+    assert!(!open.summary().contains("no $("));
+    let strict = build(spec(&["run_shell(*)"], &[], &[], None), SandboxMode::None);
+    assert!(strict.summary().contains("no $("));
+    assert!(denying.summary().contains("no $("));
+    assert!(trusting.summary().contains("may match a denied rule"));
 }
