@@ -444,6 +444,16 @@ impl Policy {
     ) -> Vec<Hazard> {
         let trusted = self.sandbox_decides(layer);
         let wild = |part: &SimpleCommand| self.wildcard_allows(set, layer, tool, part);
+        if !trusted && self.decides_unknowns(layer) {
+            let parts = &view.parsed.parts;
+            let readable = view.hazards.iter().all(|hazard| {
+                super::unknowns::tolerable(hazard, hazard.part.and_then(|i| parts.get(i)))
+            });
+            if parts.iter().all(wild) && readable && self.unknowns_problem(view).is_none() {
+                return Vec::new();
+            }
+            return view.hazards.clone();
+        }
         view.hazards
             .iter()
             .filter(|hazard| {
@@ -456,6 +466,43 @@ impl Policy {
             })
             .cloned()
             .collect()
+    }
+
+    /// True if and only if, on this side, a full wildcard lets through
+    /// the unknowns that cannot reach a `deny` or `ask` rule on
+    /// `run_shell` ([`super::unknowns`]): the full sandbox is in force,
+    /// such a rule exists, and the side's `policy.opaque` is not `allow`
+    /// (which lets everything through).
+    pub(crate) fn decides_unknowns(&self, layer: Layer) -> bool {
+        self.settings.sandbox == SandboxMode::Full
+            && self.shell_rules_to_dodge()
+            && self.opaque_of(layer) != Verdict::Allow
+    }
+
+    /// The command globs of every `deny` and `ask` rule on `run_shell`,
+    /// with the rule's text.
+    pub(crate) fn dodgeable_globs(&self) -> Vec<(&str, String)> {
+        let mut globs = Vec::new();
+        for (_, set) in self.layers() {
+            for rule in set.deny.iter().chain(&set.ask) {
+                if rule.tool_matches("run_shell") && rule.paths.is_empty() {
+                    for glob in &rule.rule.commands {
+                        globs.push((glob.as_str(), rule.rule.to_string()));
+                    }
+                }
+            }
+        }
+        globs
+    }
+
+    /// The first part whose unknowns could reach a `deny` or `ask` rule,
+    /// or name a program, or become an executing option: why.
+    pub(crate) fn unknowns_problem(&self, view: &ShellView) -> Option<String> {
+        let globs = self.dodgeable_globs();
+        view.parsed
+            .parts
+            .iter()
+            .find_map(|part| super::unknowns::problem(part, globs.iter().cloned()))
     }
 
     /// True if and only if a full wildcard of the side allows `part`: an
@@ -477,9 +524,25 @@ impl Policy {
 
     /// Why a full wildcard did not let the hazards through, when the
     /// sandbox would have decided otherwise: appended to the refusal.
-    fn undecided_by_sandbox(&self, layer: Layer, blocking: &[Hazard]) -> String {
+    fn undecided_by_sandbox(&self, layer: Layer, blocking: &[Hazard], view: &ShellView) -> String {
         if blocking.iter().any(|h| h.kind == HazardKind::Unparseable) {
             return String::new();
+        }
+        if self.decides_unknowns(layer) {
+            return match blocking
+                .iter()
+                .find(|h| !super::unknowns::tolerable(h, None))
+            {
+                Some(hazard) => format!(
+                    "; a deny or ask rule on run_shell exists, and the parser cannot read what \
+                     {hazard} runs: run the inner command directly, or set `policy.opaque: \
+                     allow` to let the sandbox bound it"
+                ),
+                None => self
+                    .unknowns_problem(view)
+                    .map(|problem| format!("; {problem}"))
+                    .unwrap_or_default(),
+            };
         }
         if self.settings.sandbox != SandboxMode::Full {
             format!(
@@ -596,7 +659,7 @@ impl Policy {
                 .iter()
                 .all(|part| self.wildcard_allows(set, layer, call.tool, part));
             let why = if wild {
-                self.undecided_by_sandbox(layer, &blocking)
+                self.undecided_by_sandbox(layer, &blocking, view)
             } else {
                 String::new()
             };

@@ -158,6 +158,23 @@ impl Policy {
                 SandboxMode::Full,
                 self.settings.sandbox
             )
+        } else if self.layers().any(|(layer, _)| self.decides_unknowns(layer)) {
+            let globs = self.dodgeable_globs();
+            match (
+                hazards
+                    .iter()
+                    .find(|h| !super::unknowns::tolerable(h, Some(part))),
+                super::unknowns::problem(part, globs.iter().cloned()),
+            ) {
+                (Some(hazard), _) => format!(
+                    "kept back: a deny or ask rule on run_shell exists, and the parser cannot \
+                     read what {hazard} runs"
+                ),
+                (None, Some(problem)) => format!("kept back: {problem}"),
+                (None, None) => "left to the sandbox: no deny or ask rule can match this part \
+                                 for any value of its unknowns"
+                    .to_owned(),
+            }
         } else if self.layers().all(|(layer, _)| self.sandbox_decides(layer)) {
             if self.shell_rules_to_dodge() {
                 "left to the sandbox: `policy.opaque: allow` trusts it with what the parser \
@@ -224,7 +241,13 @@ impl Policy {
         let side = |layer: Layer, set: &super::decide::RuleSet| {
             // The sandbox bounds what the parser cannot see of a part a
             // full wildcard allows, when it decides (docs/policy.md).
-            let left_to_sandbox = self.sandbox_decides(layer)
+            let globs = self.dodgeable_globs();
+            let readable = hazards
+                .iter()
+                .all(|h| super::unknowns::tolerable(h, Some(part)))
+                && super::unknowns::problem(part, globs.iter().cloned()).is_none();
+            let left_to_sandbox = (self.sandbox_decides(layer)
+                || (self.decides_unknowns(layer) && readable))
                 && hazards.iter().all(|h| h.kind != HazardKind::Unparseable)
                 && self.wildcard_allows(set, layer, tool, part);
             let hazardous = !hazards.is_empty() && !left_to_sandbox;

@@ -87,6 +87,7 @@ mod pathshape;
 pub mod rule;
 pub mod shell;
 mod summary;
+mod unknowns;
 
 pub use decide::{CallView, Decision, Layer, Policy, PolicyError, RuleRef};
 pub use examples::{CallParseError, ExampleFailure, parse_call};

@@ -1244,26 +1244,69 @@ fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
             );
         }
     }
-    // A deny rule on run_shell: the parser decides again, and says why.
+    // A deny rule on run_shell: unknowns are decided (issue 33 item 2).
     let denying = build(
-        spec(&["run_shell(*)"], &["run_shell(git push*)"], &[], None),
+        spec(
+            &["run_shell(*)"],
+            &[
+                "run_shell(git push*)",
+                "run_shell(curl*)",
+                "run_shell(rm -rf*)",
+            ],
+            &[],
+            None,
+        ),
         SandboxMode::Full,
     );
-    let decision = verdict(&denying, "echo $(id)");
-    assert_eq!(decision.verdict, Verdict::Deny);
-    assert!(
-        decision
-            .detail
-            .unwrap_or_default()
-            .contains("a deny or ask rule on run_shell exists"),
-    );
-    assert_eq!(verdict(&denying, "ls ~").verdict, Verdict::Allow);
+    for command in [
+        "echo $(id)",
+        "ls ~",
+        "ls | xargs wc -l",
+        "grep -rl x | xargs grep -n x",
+        "wc -l $(git ls-files '*.py')",
+        "cd \"$(git rev-parse --show-toplevel)\" && git status",
+        "for f in *.txt; do wc -l \"$f\"; done",
+        "bash -c 'cargo fmt && cargo test'",
+        "timeout 60 npm test",
+        "find . -name '*.py' -exec grep -l x {} +",
+        "cat > n.txt << EOF\nhi $USER\nEOF",
+        "diff <(sort a) <(sort b)",
+        "echo $PATH",
+    ] {
+        let decision = verdict(&denying, command);
+        assert_eq!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+    }
+    for (command, why) in [
+        ("git $X", "could match `run_shell(git push*)`"),
+        ("rm $F", "could match `run_shell(rm -rf*)`"),
+        ("ls | xargs rm", "could match `run_shell(rm -rf*)`"),
+        ("$(echo curl) x", "expansion in the command word"),
+        ("c=curl; $c x", "expansion in the command word"),
+        ("sort $X f", "may become an option"),
+        ("find $D -name x", "may become an option"),
+        (
+            "for f in *.py; do python3 \"$f\"; done",
+            "may become an option",
+        ),
+        ("ls | xargs -I% % x", "xargs"),
+        ("python3 -c 'print(1)'", "the parser cannot read"),
+        ("eval \"$X\"", "the parser cannot read"),
+        ("bash -c \"$X\"", "expansion in the command word"),
+        ("find . -exec {} \\;", "may name the program"),
+        ("timeout 5 curl x", "deny[1]"),
+        ("bash -c 'curl x'", "deny[1]"),
+    ] {
+        let decision = verdict(&denying, command);
+        assert_ne!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+        let said = format!("{decision}");
+        assert!(said.contains(why), "{command}: {said}");
+    }
     // …unless `opaque: allow` trusts the sandbox: hazards run, what a
     // deny rule sees is still denied, nested parts included.
     let mut trusting = spec(&["run_shell(*)"], &["run_shell(git push*)"], &[], None);
     trusting.opaque = Some(Verdict::Allow);
     let trusting = build(trusting, SandboxMode::Full);
-    assert_eq!(verdict(&trusting, "echo $(id)").verdict, Verdict::Allow);
+    assert_eq!(verdict(&trusting, "git $(id)").verdict, Verdict::Allow);
     assert_eq!(
         verdict(&trusting, "bash -c 'git push origin'").verdict,
         Verdict::Deny

@@ -197,11 +197,17 @@ fn explain_says_which_sandbox_it_assumed_and_why_unknowns_run() {
         out.contains("sandbox: landlock+seccomp (--sandbox reduced)"),
         "{out}"
     );
-    // A deny rule on run_shell: there is something to dodge.
+    // A deny rule on run_shell: the unknowns are decided against it.
     let out = explain(&["--sandbox", "full", "--task", "d.yaml", call]);
+    assert!(out.contains("verdict: allow"), "{out}");
+    assert!(
+        out.contains("no deny or ask rule can match this part for any value of its unknowns"),
+        "{out}"
+    );
+    let out = explain(&["--sandbox", "full", "--task", "d.yaml", "run_shell(git $X)"]);
     assert!(out.contains("verdict: deny"), "{out}");
     assert!(
-        out.contains("a deny or ask rule on run_shell exists"),
+        out.contains("kept back: `git $X` could match `run_shell(git push*)`"),
         "{out}"
     );
     // Without a flag: the probe's answer, said so.
