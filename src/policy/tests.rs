@@ -1293,6 +1293,9 @@ fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
         ("eval \"$X\"", "the parser cannot read"),
         ("bash -c \"$X\"", "expansion in the command word"),
         ("find . -exec {} \\;", "may name the program"),
+        ("function f { curl x; }; f", "shell control flow `function`"),
+        ("coproc curl x", "shell control flow `coproc`"),
+        ("time A=1 curl x", "runs another program `time`"),
         ("timeout 5 curl x", "deny[1]"),
         ("bash -c 'curl x'", "deny[1]"),
     ] {

@@ -100,7 +100,6 @@ const READ_WRAPPERS: &[&str] = &[
     "nice",
     "nohup",
     "stdbuf",
-    "time",
     "env",
     "command",
     "ionice",
@@ -120,7 +119,6 @@ pub(crate) fn tolerable(hazard: &Hazard, part: Option<&SimpleCommand>) -> bool {
         | HazardKind::Arithmetic
         | HazardKind::Variable
         | HazardKind::GlobMayBeOption
-        | HazardKind::ControlFlow
         | HazardKind::Subshell
         | HazardKind::BraceGroup
         | HazardKind::HereDoc
@@ -128,6 +126,9 @@ pub(crate) fn tolerable(hazard: &Hazard, part: Option<&SimpleCommand>) -> bool {
         | HazardKind::RedirectOutside
         | HazardKind::UnknownDirectory
         | HazardKind::NamesProtectedPath => true,
+        // A function makes a later word run its body; `coproc` runs its
+        // command under another name.
+        HazardKind::ControlFlow => !matches!(hazard.text.as_str(), "function" | "coproc"),
         // `xargs -I X … X …` puts its input anywhere, the program too.
         HazardKind::RunsProgram => {
             READ_WRAPPERS.contains(&hazard.text.as_str())
@@ -141,8 +142,9 @@ pub(crate) fn tolerable(hazard: &Hazard, part: Option<&SimpleCommand>) -> bool {
                     }))
         }
         // `bash -c 'LITERAL'`: its commands are parts; `bash -c "$X"`
-        // has an unknown command word, refused per part.
-        HazardKind::NestedShell => hazard.text.ends_with(" -c"),
+        // has an unknown command word, refused per part. Other shells
+        // read some words otherwise than bash (`$"x"` in dash).
+        HazardKind::NestedShell => hazard.text == "bash -c",
         _ => false,
     }
 }

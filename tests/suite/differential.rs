@@ -514,6 +514,10 @@ fn pass(seed: u64, count: usize) -> Outcome {
                         .flatten()
                         .filter_map(|w| w.as_str().map(str::to_owned))
                         .collect();
+                    // xargs appends its input: words the policy cannot see.
+                    if part["via"] == "xargs" {
+                        argv.push("$XARGS_INPUT".to_owned());
+                    }
                     if let Some(first) = argv.first_mut() {
                         *first = first.rsplit('/').next().unwrap_or(first).to_owned();
                     }
@@ -557,7 +561,11 @@ fn pass(seed: u64, count: usize) -> Outcome {
 /// see (a variable, a substitution, a glob, `{}`) standing for any number
 /// of words.
 fn unknowns_match(part: &[String], ran: &[String]) -> bool {
-    let unknown = |word: &str| word.contains(['$', '`', '*', '?', '[', '{', '~']);
+    let unknown = |word: &str| {
+        word.contains(['$', '`', '*', '?', '[', '{', '~'])
+            || word.starts_with("<(")
+            || word.starts_with(">(")
+    };
     // Positions reachable in `ran` after each word of `part`.
     let mut reach = vec![false; ran.len() + 1];
     reach[0] = true;
