@@ -566,6 +566,15 @@ pub struct ExplainArgs {
     /// Decide with this task's policy: `FILE` (single-task file) or `FILE#TASK-ID`.
     #[arg(long, value_name = "FILE#ID")]
     pub task: Option<String>,
+    /// Decide as if shell commands ran under this sandbox: `full`
+    /// (namespaces+landlock+seccomp), `reduced` (landlock+seccomp) or
+    /// `none`. By default, what this machine's probe finds, as `ybs run`
+    /// would (`none` with `safety.sandbox_enabled: false`).
+    #[arg(long, value_name = "MODE", value_parser = ["full", "reduced", "none"])]
+    pub sandbox: Option<String>,
+    /// Decide as `ybs run --no-sandbox` would (`--sandbox none`).
+    #[arg(long, conflicts_with = "sandbox")]
+    pub no_sandbox: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

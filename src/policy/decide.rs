@@ -8,10 +8,10 @@ use std::sync::OnceLock;
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Serialize;
 
-use super::guards::{GuardError, GuardHit, GuardSettings, Guards};
+use super::guards::{GuardError, GuardHit, GuardSettings, Guards, SandboxMode};
 use super::opaque::{self, Opaque};
 use super::rule::{Examples, OnAsk, PolicySpec, Rule, Verdict};
-use super::shell::{self, Hazard, ParsedCommand, SimpleCommand};
+use super::shell::{self, Hazard, HazardKind, ParsedCommand, SimpleCommand};
 
 /// What policy sees of a call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -420,6 +420,146 @@ impl Policy {
         })
     }
 
+    /// True if and only if, on this side, a full wildcard lets through
+    /// what the parser cannot see (substitutions, variables, control
+    /// flow, nested shells, inline code, wrappers…), the sandbox bounding
+    /// it: the full sandbox is in force, and no `deny` or `ask` rule on
+    /// `run_shell` exists to dodge, or the side says `policy.opaque:
+    /// allow` (docs/policy.md, "The sandbox decides").
+    pub(crate) fn sandbox_decides(&self, layer: Layer) -> bool {
+        self.settings.sandbox == SandboxMode::Full
+            && (!self.shell_rules_to_dodge() || self.opaque_of(layer) == Verdict::Allow)
+    }
+
+    /// The hazards that keep `view` from being allowed on `set`'s side:
+    /// all of them, unless the sandbox decides ([`Self::sandbox_decides`]);
+    /// then only those of parts no full wildcard allows, and a command
+    /// that does not parse.
+    pub(crate) fn blocking_hazards(
+        &self,
+        set: &RuleSet,
+        layer: Layer,
+        tool: &str,
+        view: &ShellView,
+    ) -> Vec<Hazard> {
+        let trusted = self.sandbox_decides(layer);
+        let wild = |part: &SimpleCommand| self.wildcard_allows(set, layer, tool, part);
+        if !trusted && self.decides_unknowns(layer) {
+            let parts = &view.parsed.parts;
+            let readable = view.hazards.iter().all(|hazard| {
+                super::unknowns::tolerable(hazard, hazard.part.and_then(|i| parts.get(i)))
+            });
+            if parts.iter().all(wild) && readable && self.unknowns_problem(view).is_none() {
+                return Vec::new();
+            }
+            return view.hazards.clone();
+        }
+        view.hazards
+            .iter()
+            .filter(|hazard| {
+                hazard.kind == HazardKind::Unparseable
+                    || !trusted
+                    || !match hazard.part {
+                        Some(index) => view.parsed.parts.get(index).is_some_and(wild),
+                        None => view.parsed.parts.iter().all(wild),
+                    }
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// True if and only if, on this side, a full wildcard lets through
+    /// the unknowns that cannot reach a `deny` or `ask` rule on
+    /// `run_shell` ([`super::unknowns`]): the full sandbox is in force,
+    /// such a rule exists, and the side's `policy.opaque` is not `allow`
+    /// (which lets everything through).
+    pub(crate) fn decides_unknowns(&self, layer: Layer) -> bool {
+        self.settings.sandbox == SandboxMode::Full
+            && self.shell_rules_to_dodge()
+            && self.opaque_of(layer) != Verdict::Allow
+    }
+
+    /// The command globs of every `deny` and `ask` rule on `run_shell`,
+    /// with the rule's text.
+    pub(crate) fn dodgeable_globs(&self) -> Vec<(&str, String)> {
+        let mut globs = Vec::new();
+        for (_, set) in self.layers() {
+            for rule in set.deny.iter().chain(&set.ask) {
+                if rule.tool_matches("run_shell") && rule.paths.is_empty() {
+                    for glob in &rule.rule.commands {
+                        globs.push((glob.as_str(), rule.rule.to_string()));
+                    }
+                }
+            }
+        }
+        globs
+    }
+
+    /// The first part whose unknowns could reach a `deny` or `ask` rule,
+    /// or name a program, or become an executing option: why.
+    pub(crate) fn unknowns_problem(&self, view: &ShellView) -> Option<String> {
+        let globs = self.dodgeable_globs();
+        view.parsed
+            .parts
+            .iter()
+            .find_map(|part| super::unknowns::problem(part, globs.iter().cloned()))
+    }
+
+    /// True if and only if a full wildcard of the side allows `part`: an
+    /// allow rule for the tool with no glob or the glob `*`, or `default:
+    /// allow`.
+    pub(crate) fn wildcard_allows(
+        &self,
+        set: &RuleSet,
+        layer: Layer,
+        tool: &str,
+        part: &SimpleCommand,
+    ) -> bool {
+        self.default_of(layer) == Verdict::Allow
+            || set
+                .allow
+                .iter()
+                .any(|rule| rule.full_wildcard(tool) && rule.allows(tool, None, Some(part)))
+    }
+
+    /// Why a full wildcard did not let the hazards through, when the
+    /// sandbox would have decided otherwise: appended to the refusal.
+    fn undecided_by_sandbox(&self, layer: Layer, blocking: &[Hazard], view: &ShellView) -> String {
+        if blocking.iter().any(|h| h.kind == HazardKind::Unparseable) {
+            return String::new();
+        }
+        if self.decides_unknowns(layer) {
+            return match blocking
+                .iter()
+                .find(|h| !super::unknowns::tolerable(h, None))
+            {
+                Some(hazard) => format!(
+                    "; a deny or ask rule on run_shell exists, and the parser cannot read what \
+                     {hazard} runs: run the inner command directly, or set `policy.opaque: \
+                     allow` to let the sandbox bound it"
+                ),
+                None => self
+                    .unknowns_problem(view)
+                    .map(|problem| format!("; {problem}"))
+                    .unwrap_or_default(),
+            };
+        }
+        if self.settings.sandbox != SandboxMode::Full {
+            format!(
+                "; a wildcard lets these run only under the full sandbox ({}), and this run's \
+                 sandbox is `{}`",
+                SandboxMode::Full,
+                self.settings.sandbox
+            )
+        } else if self.shell_rules_to_dodge() && self.opaque_of(layer) != Verdict::Allow {
+            "; a deny or ask rule on run_shell exists that they could dodge: run the inner \
+             command directly, or set `policy.opaque: allow` to let the sandbox bound them"
+                .to_owned()
+        } else {
+            String::new()
+        }
+    }
+
     /// The part's opaque word, if a `deny`/`ask` rule exists it could
     /// dodge and the side does not say `opaque: allow`.
     pub(crate) fn opaque_part(
@@ -483,10 +623,13 @@ impl Policy {
         shell: Option<&ShellView>,
     ) -> Decision {
         let default = self.default_of(layer);
+        let blocking = shell
+            .map(|view| self.blocking_hazards(set, layer, call.tool, view))
+            .unwrap_or_default();
         let fallback = |detail: String| {
             // A default of `allow` never lets a hazardous command through
-            // unseen: it becomes `ask` (S3, S4).
-            let hazardous = shell.is_some_and(|view| !view.hazards.is_empty());
+            // unseen, unless the sandbox decides: it becomes `ask` (S3, S4).
+            let hazardous = !blocking.is_empty();
             let verdict = if hazardous && default == Verdict::Allow {
                 Verdict::Ask
             } else {
@@ -509,8 +652,18 @@ impl Policy {
                 None => fallback(format!("no allow rule matches `{}`", call_text(call))),
             };
         };
-        if !view.hazards.is_empty() {
-            return fallback(hazard_detail(&view.hazards));
+        if !blocking.is_empty() {
+            let wild = view
+                .parsed
+                .parts
+                .iter()
+                .all(|part| self.wildcard_allows(set, layer, call.tool, part));
+            let why = if wild {
+                self.undecided_by_sandbox(layer, &blocking, view)
+            } else {
+                String::new()
+            };
+            return fallback(format!("{}{why}", hazard_detail(&blocking)));
         }
         let mut first = None;
         let mut unseen = None;
@@ -723,6 +876,19 @@ impl CompiledRule {
 
     fn tool_matches(&self, tool: &str) -> bool {
         self.rule.matches_tool(tool)
+    }
+
+    /// True if and only if this rule allows every command of `tool`: no
+    /// path glob, and no command glob or the glob `*`.
+    pub(crate) fn full_wildcard(&self, tool: &str) -> bool {
+        self.tool_matches(tool)
+            && self.paths.is_empty()
+            && (self.rule.commands.is_empty()
+                || self
+                    .rule
+                    .commands
+                    .iter()
+                    .any(|glob| matches!(glob.trim(), "*" | "**")))
     }
 
     fn path_matches(&self, path: Option<&str>) -> bool {

@@ -5,9 +5,10 @@ use serde::Serialize;
 
 use super::decide::{Decision, Layer, Policy, RuleRef, strictness};
 use super::examples::{CallParseError, parse_call, view};
+use super::guards::SandboxMode;
 use super::opaque::Opaque;
 use super::rule::Verdict;
-use super::shell::{Hazard, ParsedCommand, SimpleCommand};
+use super::shell::{Hazard, HazardKind, ParsedCommand, SimpleCommand};
 
 /// How a call is decided, for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -21,6 +22,19 @@ pub struct Explanation {
     /// `run_shell`: what keeps the command from being auto-allowed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hazards: Vec<Hazard>,
+    /// The confinement the decision assumed, and who said so.
+    pub sandbox: AssumedSandbox,
+}
+
+/// The sandbox mode a decision assumed (docs/policy.md, "The sandbox
+/// decides").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AssumedSandbox {
+    pub mode: SandboxMode,
+    /// `probed`, or the flag or setting that chose it (`--sandbox full`,
+    /// `--no-sandbox`, `safety.sandbox_enabled: false`); `given` when
+    /// the caller said nothing.
+    pub by: String,
 }
 
 /// One simple command of a shell call, judged alone.
@@ -41,6 +55,10 @@ pub struct PartExplanation {
     /// or `ask` rule on `run_shell` makes it matter (docs/policy.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opaque: Option<Opaque>,
+    /// The part's unknowns (what the parser cannot see: variables,
+    /// substitutions, nested code…) and why they may or may not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknowns: Option<String>,
 }
 
 /// Explains how `policy` decides `call_text` (`run_shell(cargo test)`,
@@ -54,6 +72,10 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
         decision,
         parts: Vec::new(),
         hazards: Vec::new(),
+        sandbox: AssumedSandbox {
+            mode: policy.settings.sandbox,
+            by: "given".to_owned(),
+        },
     };
     if let Some(command) = call.command {
         let shell = policy.shell_view(command, None);
@@ -63,11 +85,16 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
             .iter()
             .enumerate()
             .map(|(index, part)| {
-                let hazardous = shell.hazards.iter().any(|h| h.part == Some(index));
+                let hazards: Vec<&Hazard> = shell
+                    .hazards
+                    .iter()
+                    .filter(|h| h.part == Some(index))
+                    .collect();
                 let (verdict, rule) = match policy.part_guard(part) {
                     Some(name) => (Verdict::Deny, RuleRef::Guard { name }),
-                    None => policy.part_verdict(&tool, part, hazardous),
+                    None => policy.part_verdict(&tool, part, &hazards),
                 };
+                let guarded = matches!(rule, RuleRef::Guard { .. });
                 PartExplanation {
                     text: part.text(),
                     argv: part.argv.clone(),
@@ -80,6 +107,13 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
                             .as_ref()
                             .and_then(|_| policy.opaque_part(Layer::Operator, part, None))
                     }),
+                    unknowns: if guarded {
+                        None
+                    } else {
+                        let mut all = hazards.clone();
+                        all.extend(shell.hazards.iter().filter(|h| h.part.is_none()));
+                        policy.unknowns_reasoning(&tool, part, &all)
+                    },
                 }
             })
             .collect();
@@ -89,6 +123,76 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
 }
 
 impl Policy {
+    /// Which unknowns `part` has and why they may run or not: left to
+    /// the sandbox, or kept back and why.
+    fn unknowns_reasoning(
+        &self,
+        tool: &str,
+        part: &SimpleCommand,
+        hazards: &[&Hazard],
+    ) -> Option<String> {
+        if hazards.is_empty() {
+            return None;
+        }
+        let mut seen: Vec<String> = Vec::new();
+        for hazard in hazards {
+            let text = hazard.to_string();
+            if !seen.contains(&text) {
+                seen.push(text);
+            }
+        }
+        let listed = seen.join("; ");
+        let why = if hazards.iter().any(|h| h.kind == HazardKind::Unparseable) {
+            "kept back: the command does not parse".to_owned()
+        } else if !self
+            .layers()
+            .all(|(layer, set)| self.wildcard_allows(set, layer, tool, part))
+        {
+            "kept back: no full wildcard (`run_shell(*)`, `default: allow`) allows this part, \
+             and a narrower rule cannot vouch for values it does not see"
+                .to_owned()
+        } else if self.settings.sandbox != SandboxMode::Full {
+            format!(
+                "kept back: only the full sandbox ({}) bounds what the parser cannot see, and \
+                 the sandbox assumed is `{}`",
+                SandboxMode::Full,
+                self.settings.sandbox
+            )
+        } else if self.layers().any(|(layer, _)| self.decides_unknowns(layer)) {
+            let globs = self.dodgeable_globs();
+            match (
+                hazards
+                    .iter()
+                    .find(|h| !super::unknowns::tolerable(h, Some(part))),
+                super::unknowns::problem(part, globs.iter().cloned()),
+            ) {
+                (Some(hazard), _) => format!(
+                    "kept back: a deny or ask rule on run_shell exists, and the parser cannot \
+                     read what {hazard} runs"
+                ),
+                (None, Some(problem)) => format!("kept back: {problem}"),
+                (None, None) => "left to the sandbox: no deny or ask rule can match this part \
+                                 for any value of its unknowns"
+                    .to_owned(),
+            }
+        } else if self.layers().all(|(layer, _)| self.sandbox_decides(layer)) {
+            if self.shell_rules_to_dodge() {
+                "left to the sandbox: `policy.opaque: allow` trusts it with what the parser \
+                 cannot see"
+                    .to_owned()
+            } else {
+                "left to the sandbox: no deny or ask rule on run_shell exists that they could \
+                 reach"
+                    .to_owned()
+            }
+        } else {
+            "kept back: a deny or ask rule on run_shell exists that they could reach; set \
+             `policy.opaque: allow` to leave them to the sandbox"
+                .to_owned()
+        };
+        Some(format!("{listed} — {why}"))
+    }
+
     /// The guard a simple command trips on its own, if any.
     fn part_guard(&self, part: &SimpleCommand) -> Option<String> {
         let alone = ParsedCommand {
@@ -108,7 +212,7 @@ impl Policy {
         &self,
         tool: &str,
         part: &SimpleCommand,
-        hazardous: bool,
+        hazards: &[&Hazard],
     ) -> (Verdict, RuleRef) {
         for list in [Verdict::Deny, Verdict::Ask] {
             for (layer, set) in self.layers() {
@@ -136,6 +240,18 @@ impl Policy {
         }
         let side = |layer: Layer, set: &super::decide::RuleSet| {
             let opaque = self.opaque_part(layer, part, None);
+            // The sandbox bounds what the parser cannot see of a part a
+            // full wildcard allows, when it decides (docs/policy.md).
+            let globs = self.dodgeable_globs();
+            let readable = hazards
+                .iter()
+                .all(|h| super::unknowns::tolerable(h, Some(part)))
+                && super::unknowns::problem(part, globs.iter().cloned()).is_none();
+            let left_to_sandbox = (self.sandbox_decides(layer)
+                || (self.decides_unknowns(layer) && readable))
+                && hazards.iter().all(|h| h.kind != HazardKind::Unparseable)
+                && self.wildcard_allows(set, layer, tool, part);
+            let hazardous = !hazards.is_empty() && !left_to_sandbox;
             let allowed = if hazardous {
                 None
             } else {
@@ -209,6 +325,9 @@ impl std::fmt::Display for Explanation {
         if let Some(path) = &self.decision.path {
             writeln!(f, "  path:    {path}")?;
         }
+        if self.decision.parsed.is_some() {
+            writeln!(f, "  sandbox: {} ({})", self.sandbox.mode, self.sandbox.by)?;
+        }
         if !self.parts.is_empty() {
             writeln!(f, "  parts:")?;
             let width = self
@@ -230,6 +349,9 @@ impl std::fmt::Display for Explanation {
                     part.verdict.as_str(),
                     part.rule
                 )?;
+                if let Some(unknowns) = &part.unknowns {
+                    writeln!(f, "           unknowns: {unknowns}")?;
+                }
             }
         }
         let opaque: Vec<&Opaque> = self

@@ -140,6 +140,55 @@ const READERS: &[&str] = &[
 /// Redirection targets outside the workdir that are fine.
 const DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/zero"];
 
+/// The kernel confinement the run's shell commands get, as the policy
+/// is told it (it imports nothing of the sandbox: the runner maps its
+/// probe to this, `ybs policy explain` may override it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Namespaces, Landlock and seccomp: the full sandbox. It hides the
+    /// blocked paths, keeps the control files read-only, bounds writes
+    /// to the workdir and its temp dir, and runs under `no_new_privs`
+    /// with a `/proc` of its own; so the policy lets it bound what the
+    /// parser cannot see (docs/policy.md, "The sandbox decides").
+    Full,
+    /// Landlock and seccomp without namespaces
+    /// (`safety.sandbox_require: landlock`).
+    Reduced,
+    /// No confinement (`--no-sandbox`, or none available). The default:
+    /// a policy told nothing assumes the least.
+    #[default]
+    None,
+}
+
+impl SandboxMode {
+    /// As outputs name it: `namespaces+landlock+seccomp`,
+    /// `landlock+seccomp`, `none`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "namespaces+landlock+seccomp",
+            Self::Reduced => "landlock+seccomp",
+            Self::None => "none",
+        }
+    }
+
+    /// `full`, `reduced` or `none` (`--sandbox` of `ybs policy explain`).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "full" | "namespaces+landlock+seccomp" => Some(Self::Full),
+            "reduced" | "landlock+seccomp" => Some(Self::Reduced),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the guards need to know about the run. Built by the runner from
 /// `safety.*` config; policy keeps no other state and reads no files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -164,6 +213,9 @@ pub struct GuardSettings {
     /// programs"). `None`: names are compared as written, and the policy
     /// reads nothing.
     pub program_path: Option<std::ffi::OsString>,
+    /// The confinement the shell commands get ([`SandboxMode::None`]
+    /// unless told).
+    pub sandbox: SandboxMode,
 }
 
 impl GuardSettings {
@@ -183,6 +235,7 @@ impl GuardSettings {
                 .collect(),
             protected_paths: Vec::new(),
             program_path: None,
+            sandbox: SandboxMode::None,
         }
     }
 }
@@ -217,6 +270,9 @@ pub(crate) struct Guards {
     roots: Vec<Vec<Comp>>,
     commands: Vec<BlockedCommand>,
     blocked: Vec<(String, Vec<Comp>)>,
+    /// Per `blocked` entry: the full sandbox hides it, so a word naming a
+    /// directory that holds it is no hazard.
+    hidden: Vec<bool>,
     protected: Vec<(String, Vec<Comp>)>,
 }
 
@@ -243,7 +299,9 @@ impl Guards {
         };
         let mut roots = vec![workdir.clone()];
         roots.extend(settings.allowed_roots.iter().map(|root| path_comps(root)));
+        let full_sandbox = settings.sandbox == SandboxMode::Full;
         let mut blocked = Vec::new();
+        let mut hidden = Vec::new();
         for entry in &settings.blocked_paths {
             if entry.trim().is_empty() {
                 return Err(GuardError {
@@ -256,6 +314,7 @@ impl Guards {
                 continue; // No home: nothing can expand to it either.
             }
             blocked.push((entry.clone(), pattern(entry)));
+            hidden.push(full_sandbox && sandbox_hides(entry));
         }
         let mut protected: Vec<(String, Vec<Comp>)> = PROTECTED_PATTERNS
             .iter()
@@ -285,6 +344,7 @@ impl Guards {
             roots,
             commands,
             blocked,
+            hidden,
             protected,
         })
     }
@@ -483,7 +543,8 @@ impl Guards {
                     if self
                         .blocked
                         .iter()
-                        .any(|(_, pattern)| resolved.may_contain(pattern))
+                        .zip(&self.hidden)
+                        .any(|((_, pattern), hidden)| !hidden && resolved.may_contain(pattern))
                     {
                         check.hazard(
                             HazardKind::ContainsBlockedPath,
@@ -623,6 +684,16 @@ impl ShellCheck {
             self.hazards.push(hazard);
         }
     }
+}
+
+/// True if and only if the full sandbox hides `entry` from every confined
+/// program: a literal path under the home or absolute (it binds an empty
+/// file or directory over it), or one under `/proc` (its `/proc` is its
+/// own). A pattern (`**/.env`) it cannot hide.
+fn sandbox_hides(entry: &str) -> bool {
+    entry.starts_with("/proc/")
+        || ((entry.starts_with('/') || entry.starts_with("~/"))
+            && !entry.contains(['*', '?', '[', '{']))
 }
 
 fn after_equals(shape: &Shape) -> Option<Shape> {

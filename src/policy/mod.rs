@@ -87,11 +87,12 @@ mod pathshape;
 pub mod rule;
 pub mod shell;
 mod summary;
+mod unknowns;
 
 pub use decide::{CallView, Decision, Layer, Policy, PolicyError, RuleRef};
 pub use examples::{CallParseError, ExampleFailure, parse_call};
-pub use explain::{Explanation, PartExplanation, explain};
-pub use guards::{GuardError, GuardSettings};
+pub use explain::{AssumedSandbox, Explanation, PartExplanation, explain};
+pub use guards::{GuardError, GuardSettings, SandboxMode};
 pub use rule::{Examples, OnAsk, PolicySpec, Rule, RuleParseError, RulePlace, Verdict};
 pub use shell::{Hazard, HazardKind, ParsedCommand, SimpleCommand};
 

@@ -221,6 +221,9 @@ fn find_any(part: &SimpleCommand, workdir: &Path, cwd: Option<&str>) -> Option<O
     if SHELLS.contains(&family) {
         return shell_script(part);
     }
+    if matches!(name, "make" | "gmake") {
+        return Some(makefile(part));
+    }
     if family == "deno" {
         // `deno run FILE`, `deno test`, `deno task`: files of the workdir.
         return part.argv.get(1).map(|_| Opaque {
@@ -268,6 +271,51 @@ fn shell_script(part: &SimpleCommand) -> Option<Opaque> {
         text: script.clone(),
         same_as: None,
     })
+}
+
+/// `make`: its Makefile (the default one, `-f FILE`, `--file=FILE`,
+/// `--makefile=FILE`, or the default one of `-C DIR`) may have been
+/// written by the task, and its recipes run what it says, like `bash
+/// FILE`. The opaque word is the command word: a rule that names `make`
+/// vouches for it, a wildcard does not.
+fn makefile(part: &SimpleCommand) -> Opaque {
+    let argv = &part.argv;
+    let mut file = None;
+    let mut dir = None;
+    let mut index = 1;
+    while let Some(word) = argv.get(index) {
+        let next = argv.get(index + 1).cloned();
+        match word.as_str() {
+            "-f" | "--file" | "--makefile" => file = next,
+            "-C" | "--directory" => dir = next,
+            _ => {
+                if let Some(value) = word
+                    .strip_prefix("--file=")
+                    .or_else(|| word.strip_prefix("--makefile="))
+                {
+                    file = Some(value.to_owned());
+                } else if let Some(value) = word.strip_prefix("--directory=") {
+                    dir = Some(value.to_owned());
+                } else if let Some(value) = word.strip_prefix("-f").filter(|v| !v.is_empty()) {
+                    file = Some(value.to_owned());
+                } else if let Some(value) = word.strip_prefix("-C").filter(|v| !v.is_empty()) {
+                    dir = Some(value.to_owned());
+                }
+            }
+        }
+        index += 1;
+    }
+    let file = file.unwrap_or_else(|| "Makefile".to_owned());
+    let text = match dir {
+        Some(dir) if !file.starts_with('/') => format!("{}/{file}", dir.trim_end_matches('/')),
+        _ => file,
+    };
+    Opaque {
+        kind: OpaqueKind::OpaqueProgram,
+        word: 0,
+        text,
+        same_as: None,
+    }
 }
 
 /// An interpreter's script operand or module option.

@@ -10,8 +10,16 @@ use super::rule::{PolicySpec, Verdict};
 /// The budget of [`Policy::summary`], in characters.
 const SUMMARY_BUDGET: usize = 300;
 
-/// The fixed sentence about shell commands in the summary.
+/// The sentence about shell commands when the parser decides.
 const SHELL_NOTE: &str = "Shell: every part of a chain must be allowed; no $(…), eval, sh -c or writes outside the workdir.";
+
+/// … when a full wildcard and the full sandbox decide, with nothing to
+/// dodge (docs/policy.md, "The sandbox decides").
+const SHELL_NOTE_SANDBOX: &str = "Shell: any command runs ($(…), pipes, loops, heredocs, sh -c and inline code included), confined by the sandbox: writes outside the workdir fail.";
+
+/// … when `policy.opaque: allow` leaves to the sandbox what the parser
+/// cannot see while deny or ask rules exist.
+const SHELL_NOTE_OPAQUE: &str = "Shell: no part of a chain, nested ones included, may match a denied rule; the sandbox confines the rest.";
 
 #[derive(Serialize)]
 struct Hashed<'a> {
@@ -92,7 +100,7 @@ impl Policy {
             Verdict::Deny => "is denied",
             Verdict::Ask => "needs approval",
         };
-        let tail = format!("; anything else {otherwise}. {SHELL_NOTE}");
+        let tail = format!("; anything else {otherwise}. {}", self.shell_note());
         let lists: Vec<(&str, Vec<String>)> = [
             ("allowed", &allow),
             ("denied", &deny),
@@ -119,6 +127,24 @@ impl Policy {
                 Some(index) => shown[index] -= 1,
                 None => return text,
             }
+        }
+    }
+}
+
+impl Policy {
+    /// What the model is told about shell commands: the truth of the
+    /// policy in force (issue 33). Under a full wildcard on every side
+    /// with the sandbox deciding, no shell restriction that does not exist.
+    fn shell_note(&self) -> &'static str {
+        let open = self.layers().all(|(layer, set)| {
+            self.sandbox_decides(layer)
+                && (self.default_of(layer) == Verdict::Allow
+                    || set.allow.iter().any(|rule| rule.full_wildcard("run_shell")))
+        });
+        match (open, self.shell_rules_to_dodge()) {
+            (false, _) => SHELL_NOTE,
+            (true, false) => SHELL_NOTE_SANDBOX,
+            (true, true) => SHELL_NOTE_OPAQUE,
         }
     }
 }

@@ -378,7 +378,9 @@ const DECISIONS: &[(&str, &str, Verdict, &str)] = &[
     // "*" as a tool.
     ("star", "read_file(x.txt)", Allow, "allow[0]"),
     ("star", "my_external_tool", Allow, "allow[0]"),
-    ("star", "run_shell(make all)", Allow, "allow[0]"),
+    // `make` runs a Makefile the task may have written: a wildcard does
+    // not vouch for it while a deny rule on run_shell exists (issue 34).
+    ("star", "run_shell(make all)", Ask, "opaque"),
     ("star", "run_shell(make $(id))", Deny, "default"),
     ("star", "run_shell(rm x)", Deny, "deny[0]"),
     ("star", "read_file(secrets/key.pem)", Deny, "deny[1]"),
@@ -660,6 +662,7 @@ fn explain_shows_every_part() {
         "run_shell(cargo test && curl x)\n  \
          verdict: deny\n  \
          rule:    deny[1] run_shell(curl*)\n  \
+         sandbox: none (given)\n  \
          parts:\n    \
          allow  cargo test  allow[4] run_shell(cargo test*)\n    \
          deny   curl x      deny[1] run_shell(curl*)\n"
@@ -671,9 +674,13 @@ fn explain_shows_every_part() {
          verdict: deny\n  \
          rule:    default\n  \
          why:     not auto-allowed: command substitution `$(id)`\n  \
+         sandbox: none (given)\n  \
          parts:\n    \
          deny   id (via $(…))  default\n    \
-         deny   echo $(id)     default\n    \
+         deny   echo $(id)     default\n           \
+         unknowns: command substitution `$(id)` — kept back: no full wildcard \
+         (`run_shell(*)`, `default: allow`) allows this part, and a narrower rule cannot \
+         vouch for values it does not see\n    \
          allow  tail           allow[11] run_shell(tail*)\n  \
          hazards:\n    \
          - command substitution `$(id)`\n"
@@ -998,6 +1005,10 @@ fn opaque_programs_are_not_allowed_by_a_wildcard_while_a_deny_rule_exists() {
         "awk --file=p.awk x",
         "printf 'touch x' > s.sh; bash s.sh",
         "ls && ./t x",
+        "make",
+        "make -f evil.mk",
+        "make --file=evil.mk all",
+        "make -C sub",
     ] {
         assert_eq!(
             verdict(&policy, command),
@@ -1012,9 +1023,21 @@ fn opaque_programs_are_not_allowed_by_a_wildcard_while_a_deny_rule_exists() {
         "awk '{print}' x",
         "python3 --version",
         "cargo test",
-        "make",
     ] {
         assert_eq!(verdict(&policy, command).0, Verdict::Allow, "{command}");
+    }
+    // The dynamic loader is a wrapper: the program it runs is a part.
+    for command in [
+        "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch x",
+        "/lib/ld-linux-aarch64.so.1 --library-path /x --argv0 ls touch x",
+        "ld.so --preload '' /bin/touch x",
+        "/lib/ld-musl-x86_64.so.1 touch x",
+    ] {
+        assert_eq!(
+            verdict(&policy, command),
+            (Verdict::Deny, "deny[0] run_shell(touch*)".to_owned()),
+            "{command}"
+        );
     }
     // Without a deny or ask rule on run_shell there is nothing to dodge;
     // a deny rule on a file tool does not count.
@@ -1146,4 +1169,168 @@ fn a_named_descriptor_is_a_redirection_not_an_argument() {
         super::shell::parse("grep {1v}> f").parts[0].argv,
         vec!["grep", "{1v}"]
     );
+}
+
+/// Issue 33: under the full sandbox, a full wildcard with nothing to
+/// dodge lets every command that parses run; the guards still refuse
+/// what they name literally; a deny rule, a narrower rule or a weaker
+/// sandbox brings the parser back, and the refusal says why.
+#[test]
+fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
+    let build = |task: PolicySpec, sandbox: SandboxMode| {
+        let mut settings = settings();
+        settings.sandbox = sandbox;
+        Policy::build(None, &[task], settings).unwrap()
+    };
+    let verdict = |policy: &Policy, command: &str| policy.decide(&CallView::shell(command));
+    let everyday = [
+        "cat > notes.txt << 'EOF'\nhi\nEOF",
+        "python3 -c \"print(1)\"",
+        "node -e 'console.log(1)'",
+        "python3 - << 'EOF'\nprint(1)\nEOF",
+        "ls | xargs wc -l",
+        "grep -rl x | xargs grep -n x",
+        "for f in tests/*.py; do python3 \"$f\"; done",
+        "while read -r f; do echo \"$f\"; done < files",
+        "if [ -f pyproject.toml ]; then pip install -e .; fi",
+        "cd \"$(git rev-parse --show-toplevel)\" && git status",
+        "wc -l $(git ls-files '*.py')",
+        "echo $PATH",
+        "diff <(sort a) <(sort b)",
+        "bash -c 'cargo fmt && cargo test'",
+        "timeout 60 npm test",
+        "env X=1 cargo test",
+        "find lib/ -name '*.sh' -exec wc -l {} + > total.txt",
+        "ls ~",
+        "cat `ls`",
+        "eval \"$(ssh-agent -s)\"",
+        "printf 'touch x' > s.sh; bash s.sh",
+        "make",
+    ];
+    for open in [
+        spec(&["run_shell(*)"], &[], &[], None),
+        spec(&["run_shell"], &[], &[], None),
+        spec(&["*"], &["write_file(x)"], &[], None),
+        spec(&[], &[], &[], Some(Verdict::Allow)),
+    ] {
+        let policy = build(open.clone(), SandboxMode::Full);
+        for command in everyday {
+            let decision = verdict(&policy, command);
+            assert_eq!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+        }
+        // What does not parse, and what a guard names, never runs.
+        for (command, rule) in [
+            ("echo $(date", "default"),
+            ("sudo ls", "guard:blocked_commands"),
+            ("cat .env", "guard:blocked_paths"),
+            ("cat ~/.ssh/id_rsa", "guard:blocked_paths"),
+            ("echo x > .git/config", "guard:protected_paths"),
+            ("echo x >> $GITHUB_ENV", "guard:protected_paths"),
+        ] {
+            let decision = verdict(&policy, command);
+            assert_ne!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+            assert_eq!(decision.rule.to_string(), rule, "{command}");
+        }
+        // Without the full sandbox the parser decides, and says why.
+        for mode in [SandboxMode::None, SandboxMode::Reduced] {
+            let policy = build(open.clone(), mode);
+            let decision = verdict(&policy, "echo $PATH");
+            assert_ne!(decision.verdict, Verdict::Allow, "{decision}");
+            let detail = decision.detail.unwrap_or_default();
+            assert!(
+                detail.contains("only under the full sandbox")
+                    && detail.contains(&format!("`{mode}`")),
+                "{detail}"
+            );
+        }
+    }
+    // A deny rule on run_shell: unknowns are decided (issue 33 item 2).
+    let denying = build(
+        spec(
+            &["run_shell(*)"],
+            &[
+                "run_shell(git push*)",
+                "run_shell(curl*)",
+                "run_shell(rm -rf*)",
+            ],
+            &[],
+            None,
+        ),
+        SandboxMode::Full,
+    );
+    for command in [
+        "echo $(id)",
+        "ls ~",
+        "ls | xargs wc -l",
+        "grep -rl x | xargs grep -n x",
+        "wc -l $(git ls-files '*.py')",
+        "cd \"$(git rev-parse --show-toplevel)\" && git status",
+        "for f in *.txt; do wc -l \"$f\"; done",
+        "bash -c 'cargo fmt && cargo test'",
+        "timeout 60 npm test",
+        "find . -name '*.py' -exec grep -l x {} +",
+        "cat > n.txt << EOF\nhi $USER\nEOF",
+        "diff <(sort a) <(sort b)",
+        "echo $PATH",
+    ] {
+        let decision = verdict(&denying, command);
+        assert_eq!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+    }
+    for (command, why) in [
+        ("git $X", "could match `run_shell(git push*)`"),
+        ("rm $F", "could match `run_shell(rm -rf*)`"),
+        ("ls | xargs rm", "could match `run_shell(rm -rf*)`"),
+        ("$(echo curl) x", "expansion in the command word"),
+        ("c=curl; $c x", "expansion in the command word"),
+        ("sort $X f", "may become an option"),
+        ("find $D -name x", "may become an option"),
+        (
+            "for f in *.py; do python3 \"$f\"; done",
+            "may become an option",
+        ),
+        ("ls | xargs -I% % x", "xargs"),
+        ("python3 -c 'print(1)'", "the parser cannot read"),
+        ("eval \"$X\"", "the parser cannot read"),
+        ("bash -c \"$X\"", "expansion in the command word"),
+        ("find . -exec {} \\;", "may name the program"),
+        ("function f { curl x; }; f", "shell control flow `function`"),
+        ("coproc curl x", "shell control flow `coproc`"),
+        ("time A=1 curl x", "runs another program `time`"),
+        ("timeout 5 curl x", "deny[1]"),
+        ("bash -c 'curl x'", "deny[1]"),
+    ] {
+        let decision = verdict(&denying, command);
+        assert_ne!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+        let said = format!("{decision}");
+        assert!(said.contains(why), "{command}: {said}");
+    }
+    // …unless `opaque: allow` trusts the sandbox: hazards run, what a
+    // deny rule sees is still denied, nested parts included.
+    let mut trusting = spec(&["run_shell(*)"], &["run_shell(git push*)"], &[], None);
+    trusting.opaque = Some(Verdict::Allow);
+    let trusting = build(trusting, SandboxMode::Full);
+    assert_eq!(verdict(&trusting, "git $(id)").verdict, Verdict::Allow);
+    assert_eq!(
+        verdict(&trusting, "bash -c 'git push origin'").verdict,
+        Verdict::Deny
+    );
+    // A narrower rule does not vouch for what it cannot see.
+    let narrow = build(
+        spec(&["run_shell(git *)"], &[], &[], None),
+        SandboxMode::Full,
+    );
+    assert_ne!(verdict(&narrow, "git $X").verdict, Verdict::Allow);
+    assert_eq!(verdict(&narrow, "git status").verdict, Verdict::Allow);
+    // The model is told the truth.
+    let open = build(spec(&["run_shell(*)"], &[], &[], None), SandboxMode::Full);
+    assert!(
+        open.summary().contains("any command runs"),
+        "{}",
+        open.summary()
+    );
+    assert!(!open.summary().contains("no $("));
+    let strict = build(spec(&["run_shell(*)"], &[], &[], None), SandboxMode::None);
+    assert!(strict.summary().contains("no $("));
+    assert!(denying.summary().contains("no $("));
+    assert!(trusting.summary().contains("may match a denied rule"));
 }

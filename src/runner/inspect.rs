@@ -7,11 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use super::options::{Entry, Loaded, RunFlags, RunOptions};
-use super::prepare::build_policy;
-use super::prepare::task_workdir;
+use super::prepare::{build_policy, sandbox_mode, task_workdir};
 use super::session::{Session, Threads};
 use super::{PolicyInputs, PrepareError, RunError, protected_files, task_policy};
-use crate::policy::{self, PolicySpec};
+use crate::policy::{self, PolicySpec, SandboxMode};
 use crate::report::Console;
 use crate::task::TaskSpec;
 
@@ -115,7 +114,8 @@ impl Session {
                 ),
             });
         }
-        match self.policy_of(Some(task), &workdir, build_policy) {
+        let mode = sandbox_mode(&context.config);
+        match self.policy_of(Some(task), &workdir, mode, build_policy) {
             Err(error) => errors.push(PrepareError {
                 file: path.to_owned(),
                 span: None,
@@ -144,12 +144,15 @@ impl Session {
     /// `ybs policy explain`: the explanation of each call under the
     /// policy of `task_id` (or of the only task loaded, or of the
     /// operator's policy alone when no task file was given); with `json`,
-    /// one JSON object a line (docs/policy.md).
+    /// one JSON object a line (docs/policy.md). `sandbox`: the mode to
+    /// assume (`full`, `reduced`, `none`) and the flag that said so;
+    /// `None` assumes what the probe finds.
     pub fn explain(
         &self,
         task_id: Option<&str>,
         calls: &[String],
         json: bool,
+        sandbox: Option<(String, String)>,
     ) -> Result<String, RunError> {
         let tasks: Vec<&TaskSpec> = self.files.iter().flat_map(|f| f.tasks.iter()).collect();
         let task = match (task_id, tasks.as_slice()) {
@@ -173,12 +176,34 @@ impl Session {
             },
         };
         let workdir = self.workdir(task);
+        let sandbox = sandbox
+            .map(|(mode, by)| match SandboxMode::parse(&mode) {
+                Some(mode) => Ok((mode, by)),
+                None => Err(RunError::usage(
+                    format!("unknown sandbox mode `{mode}`"),
+                    Some("give full, reduced or none"),
+                )),
+            })
+            .transpose()?;
+        let (mode, by) = sandbox.unwrap_or_else(|| {
+            let mode = sandbox_mode(&self.context.config);
+            let by = if self.context.config.safety.sandbox_enabled {
+                "probed"
+            } else {
+                "safety.sandbox_enabled: false"
+            };
+            (mode, by.to_owned())
+        });
         let policy = self
-            .policy_of(task, &workdir, task_policy)
+            .policy_of(task, &workdir, mode, task_policy)
             .map_err(|error| RunError::usage(error.to_string(), error.hint_text()))?;
         let mut out = Vec::with_capacity(calls.len());
         for call in calls {
-            match policy::explain(&policy, call) {
+            let explained = policy::explain(&policy, call).map(|mut explanation| {
+                explanation.sandbox.by.clone_from(&by);
+                explanation
+            });
+            match explained {
                 Ok(explanation) if json => out.push(
                     serde_json::to_string(&explanation)
                         .map_err(|error| RunError::usage(error.to_string(), None))?,
@@ -224,6 +249,7 @@ impl Session {
         &self,
         task: Option<&TaskSpec>,
         workdir: &Path,
+        sandbox: SandboxMode,
         build: impl FnOnce(&PolicyInputs<'_>) -> T,
     ) -> T {
         let context = &self.context;
@@ -239,6 +265,7 @@ impl Session {
                 protected_files(&context.cwd, &t.file, policy_file, &context.environ)
             }),
             layers: task.map_or(&empty, |t| &t.policy),
+            sandbox,
         })
     }
 }

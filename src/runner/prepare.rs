@@ -24,7 +24,7 @@ use crate::llm::failing::Failing;
 use crate::llm::record::Recorder;
 use crate::llm::replay::Replay;
 use crate::llm::{self, Provider, ProviderConfig, ProviderError};
-use crate::policy::{GuardSettings, Policy, PolicySpec};
+use crate::policy::{GuardSettings, Policy, PolicySpec, SandboxMode};
 use crate::task::TaskSpec;
 use crate::tools::sandbox::home as home_view;
 use crate::tools::sandbox::{self, Sandbox, SandboxSettings, Unavailable};
@@ -308,6 +308,7 @@ fn prepare_in(
         workdir: &workdir,
         protected: guarded.clone(),
         layers: &task.policy,
+        sandbox: sandbox_mode(&run.config),
     })
     .map_err(setup)?;
     let policy_hash = policy.hash();
@@ -498,6 +499,25 @@ pub type TaskSandbox = (Option<Arc<Sandbox>>, SandboxInfo);
 
 /// Why a sandbox is off when the operator turned it off.
 pub const SANDBOX_DISABLED: &str = "disabled by --no-sandbox or safety.sandbox_enabled: false";
+
+/// The confinement [`task_sandbox`] gives a task's programs under
+/// `config`, from the probe, for the policy (docs/policy.md, "The sandbox
+/// decides"): `None` with `--no-sandbox` or when a required layer is
+/// missing (no program runs then), `Reduced` without namespaces when the
+/// operator accepts it.
+pub fn sandbox_mode(config: &Config) -> SandboxMode {
+    if !config.safety.sandbox_enabled {
+        return SandboxMode::None;
+    }
+    let probe = sandbox::probe();
+    let require = sandbox::Require::parse(&config.safety.sandbox_require).unwrap_or_default();
+    match (probe.available(), &probe.namespaces, require) {
+        (false, _, _) => SandboxMode::None,
+        (true, Ok(()), _) => SandboxMode::Full,
+        (true, Err(_), sandbox::Require::Landlock) => SandboxMode::Reduced,
+        (true, Err(_), sandbox::Require::All) => SandboxMode::None,
+    }
+}
 
 /// A program directory and, for `PREFIX/bin`, its install prefix too (a
 /// virtualenv or an install prefix keeps its libraries beside `bin/`).
@@ -995,6 +1015,8 @@ pub struct PolicyInputs<'a> {
     pub workdir: &'a Path,
     pub protected: Vec<PathBuf>,
     pub layers: &'a [PolicySpec],
+    /// The confinement the task's shell commands get ([`sandbox_mode`]).
+    pub sandbox: SandboxMode,
 }
 
 /// Builds a task's policy (guards from `safety.*`, the operator ceiling,
@@ -1029,6 +1051,7 @@ pub fn build_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
         .clone_from(&inputs.config.safety.blocked_paths);
     guards.protected_paths.clone_from(&inputs.protected);
     guards.program_path = inputs.environ.var_os("PATH").map(ToOwned::to_owned);
+    guards.sandbox = inputs.sandbox;
     Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| SetupError::Policy {
         message: e.to_string(),
         hint: None,

@@ -141,6 +141,7 @@ impl Session {
             workdir: &context.cwd,
             protected: Vec::new(),
             layers: std::slice::from_ref(spec),
+            sandbox: super::prepare::sandbox_mode(&context.config),
         })
         .map(Some)
     }

@@ -33,6 +33,8 @@ mod outputs;
 mod pipeline;
 mod policy;
 mod policy_bypass;
+mod policy_corpus;
+mod policy_sandbox;
 mod progress;
 mod providers;
 mod result_line;

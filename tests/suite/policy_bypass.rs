@@ -20,6 +20,7 @@ fn spellings() -> Vec<(String, String, &'static str)> {
     const STDIN: &str = "stdin program";
     const RENAMED: &str = "renamed program";
     const OPAQUE: &str = "opaque program";
+    const DENIED: &str = "rule `deny[0] run_shell(touch*)`";
     let mut cases: Vec<(String, String, &'static str)> = Vec::new();
     let mut add = |template: &str, reason: &'static str| {
         let n = cases.len();
@@ -112,7 +113,46 @@ fn spellings() -> Vec<(String, String, &'static str)> {
         "printf 'require(\"child_process\").execSync(\"touch FILE\")' > m.js; node -r ./m.js app.js",
         OPAQUE,
     );
+    // Issue 34 item 4: the dynamic loader runs the program it is given.
+    let loader = loader();
+    add(&format!("{loader} /usr/bin/touch FILE"), DENIED);
+    add(
+        &format!("{loader} --library-path /usr/lib /usr/bin/touch FILE"),
+        DENIED,
+    );
+    add(&format!("{loader} --argv0 ls /usr/bin/touch FILE"), DENIED);
+    add(
+        &format!("{loader} --inhibit-cache --preload '' /usr/bin/touch FILE"),
+        DENIED,
+    );
+    // Issue 34 item 4: a Makefile the task wrote runs what it says.
+    add("printf 'all:\\n\\ttouch FILE\\n' > Makefile; make", OPAQUE);
+    add(
+        "printf 'all:\\n\\ttouch FILE\\n' > m1.mk; make -f m1.mk",
+        OPAQUE,
+    );
+    add(
+        "printf 'all:\\n\\ttouch FILE\\n' > m2.mk; make --file=m2.mk",
+        OPAQUE,
+    );
+    add(
+        "mkdir -p d3 && printf 'all:\\n\\ttouch ../FILE\\n' > d3/Makefile; make -C d3",
+        OPAQUE,
+    );
     cases
+}
+
+/// The dynamic loader of this machine, run as a program.
+fn loader() -> &'static str {
+    [
+        "/lib64/ld-linux-x86-64.so.2",
+        "/lib/ld-linux-aarch64.so.1",
+        "/lib/ld-linux-armhf.so.3",
+        "/lib/ld-linux.so.2",
+    ]
+    .into_iter()
+    .find(|path| std::path::Path::new(path).exists())
+    .expect("a glibc dynamic loader")
 }
 
 fn outputs(run_dir: &Value) -> Vec<(String, String, String)> {
@@ -182,7 +222,9 @@ fn what_the_analysis_cannot_see_through_is_refused_with_its_reason() {
     assert!(told.contains("run_shell(./early later-made)"), "{told}");
     assert!(!ybs.exists("later-made"));
     // Nothing of a refused chain ran: not even its harmless first part.
-    for made in ["t", "t2", "t3", "s.sh", "s.py", "evil.py", "p.awk"] {
+    for made in [
+        "t", "t2", "t3", "s.sh", "s.py", "evil.py", "p.awk", "Makefile", "m1.mk", "d3",
+    ] {
         assert!(!ybs.exists(made), "{made}");
     }
 }
@@ -200,13 +242,14 @@ fn opaque_allow_and_naming_rules_restore_what_the_operator_wants() {
     );
     ybs.file(
         "named.yaml",
-        "prompt: do the thing\nmodel: test-model\ncommit: false\npolicy:\n  allow: [\"run_shell(printf*)\", \"run_shell(bash s.sh)\", \"run_shell(./build.sh*)\"]\n  deny: [\"run_shell(touch*)\"]\n",
+        "prompt: do the thing\nmodel: test-model\ncommit: false\npolicy:\n  allow: [\"run_shell(printf*)\", \"run_shell(bash s.sh)\", \"run_shell(./build.sh*)\", \"run_shell(make*)\"]\n  deny: [\"run_shell(touch*)\"]\n",
     );
     ybs.file(
         "nodeny.yaml",
         "prompt: do the thing\nmodel: test-model\ncommit: false\npolicy:\n  allow: [\"run_shell(*)\"]\n",
     );
     ybs.file("build.sh", "#!/bin/sh\necho built > built.txt\n");
+    ybs.file("m.mk", "all:\n\techo made > made.txt\n");
     std::fs::set_permissions(
         ybs.path().join("build.sh"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
@@ -227,10 +270,19 @@ fn opaque_allow_and_naming_rules_restore_what_the_operator_wants() {
 
     let mut named = script("s.sh", "b.txt");
     named.insert(1, calls(&[("run_shell", json!({"command": "./build.sh"}))]));
+    named.insert(
+        1,
+        calls(&[("run_shell", json!({"command": "make -f m.mk"}))]),
+    );
     ybs.cassette("named.cassette.json", named);
     ybs.run(["run", "named.yaml"]).expect_code(0);
     assert_eq!(ybs.read("b.txt"), "ran\n");
     assert_eq!(ybs.read("built.txt"), "built\n");
+    assert_eq!(
+        ybs.read("made.txt"),
+        "made\n",
+        "a rule naming make vouches for it"
+    );
 
     ybs.cassette("nodeny.cassette.json", script("n.sh", "c.txt"));
     ybs.run(["run", "nodeny.yaml"]).expect_code(0);
@@ -251,6 +303,10 @@ fn explain_names_the_case_that_applied() {
         ("run_shell(bash s.sh)", "opaque program `s.sh`"),
         ("run_shell(python3 -m code)", "stdin program"),
         ("run_shell(awk -f - x)", "stdin program"),
+        ("run_shell(make)", "opaque program `Makefile`"),
+        ("run_shell(make -f evil.mk all)", "opaque program `evil.mk`"),
+        ("run_shell(make --file=evil.mk)", "opaque program `evil.mk`"),
+        ("run_shell(make -C sub)", "opaque program `sub/Makefile`"),
     ] {
         let run = ybs.run(["policy", "explain", "--task", "t.yaml", call]);
         run.expect_code(0);
@@ -276,6 +332,20 @@ fn explain_names_the_case_that_applied() {
     );
     assert_eq!(explained["parts"][1]["opaque"]["kind"], "renamed_program");
     assert_eq!(explained["parts"][1]["rule"]["kind"], "opaque");
+    // The loader is a wrapper: the program it runs is a part of its own.
+    let call = format!(
+        "run_shell({} --library-path /usr/lib --argv0 ls /usr/bin/touch x)",
+        loader()
+    );
+    let run = ybs.run(["policy", "explain", "--json", "--task", "t.yaml", &call]);
+    run.expect_code(0);
+    let explained: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(explained["decision"]["verdict"], "deny", "{explained}");
+    assert_eq!(explained["decision"]["rule"]["text"], "run_shell(touch*)");
+    assert_eq!(
+        explained["parts"][1]["argv"],
+        json!(["/usr/bin/touch", "x"])
+    );
 }
 
 /// A bare name on `PATH` that is the same file as a program a deny rule

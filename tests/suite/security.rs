@@ -452,9 +452,11 @@ fn links_and_control_files_in_any_spelling() {
     let ybs = ybs
         .env("GITHUB_ENV", work.join("gh_env").to_str().unwrap())
         .env("GITHUB_STATE", work.join("gh_state").to_str().unwrap());
+    // A deny rule on run_shell: the parser decides every spelling (under
+    // the bare default the sandbox does: the test after this one).
     ybs.file(
         "t.yaml",
-        "prompt: p\nworkdir: work\ncommit: false\npolicy:\n  default: allow\n",
+        "prompt: p\nworkdir: work\ncommit: false\npolicy:\n  default: allow\n  deny: ['run_shell(curl*)']\n",
     );
     let attacks: Vec<(&str, Value)> = vec![
         (
@@ -545,6 +547,58 @@ fn links_and_control_files_in_any_spelling() {
             sent["content"].as_str().unwrap().contains("not run"),
             "{context}"
         );
+    }
+}
+
+/// Issue 33: under the bare `default: allow` the full sandbox decides
+/// what the parser cannot see, and it keeps the control files: a write
+/// through a git option or a variable runs and changes nothing; what the
+/// guards name literally is still refused.
+#[test]
+fn under_the_bare_default_the_sandbox_keeps_the_control_files() {
+    let ybs = Ybs::new();
+    let work = ybs.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git_init(&work);
+    ybs.file(
+        "t.yaml",
+        "prompt: p\nworkdir: work\ncommit: false\npolicy:\n  default: allow\n",
+    );
+    let bounded = [
+        "git config core.hooksPath /tmp/evil",
+        "d=.git; echo x > $d/config",
+        "echo x | tee $(echo .git)/hooks/pre-commit",
+        "w=.github/workflows; bash -c \"echo x > $w/ci.yml\"",
+    ];
+    let literal = [
+        "echo x > .git/hooks/pre-commit",
+        "cp /etc/hostname .git/config",
+        "bash -c 'echo x > .github/workflows/ci.yml'",
+    ];
+    let turn: Vec<(&str, Value)> = bounded
+        .iter()
+        .chain(&literal)
+        .map(|command| ("run_shell", json!({"command": command})))
+        .collect();
+    ybs.file("work/.github/workflows/ci.yml", "on: push\n");
+    ybs.cassette("t.cassette.json", vec![calls(&turn), answer("done")]);
+    let git_before = snapshot(&work.join(".git"));
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(snapshot(&work.join(".git")), git_before);
+    assert_eq!(ybs.read("work/.github/workflows/ci.yml"), "on: push\n");
+    let transcript = run.json("ybs-out/t/transcript.json");
+    let entries = tool_calls(&transcript);
+    for (entry, command) in entries.iter().zip(&bounded) {
+        assert_eq!(entry["decision"]["verdict"], "allow", "{command}: {entry}");
+        assert_eq!(entry["result"]["ran"], true, "{command}: {entry}");
+    }
+    for (entry, command) in entries[bounded.len()..].iter().zip(&literal) {
+        assert_eq!(
+            entry["decision"]["rule"], "guard:protected_paths",
+            "{command}: {entry}"
+        );
+        assert_eq!(entry["result"]["ran"], false, "{command}: {entry}");
     }
 }
 

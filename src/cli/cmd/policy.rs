@@ -50,8 +50,13 @@ pub fn explain(args: &ExplainArgs) -> u8 {
         policy_file: policy_file.map(PathBuf::from),
         ..RunFlags::default()
     };
+    let sandbox = match (&args.sandbox, args.no_sandbox) {
+        (_, true) => Some(("none".to_owned(), "--no-sandbox".to_owned())),
+        (Some(mode), false) => Some((mode.clone(), format!("--sandbox {mode}"))),
+        (None, false) => None,
+    };
     let explained = inspect::open(loaded, flags, &mut printer)
-        .and_then(|session| session.explain(task_id, &calls, args.json));
+        .and_then(|session| session.explain(task_id, &calls, args.json, sandbox));
     match explained {
         Ok(explanation) => {
             printer.result(&explanation);

@@ -282,6 +282,33 @@ const WRAPPERS: &[Wrapper] = &[
     },
 ];
 
+/// The dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2
+/// [OPTIONS] PROGRAM ARGS`): a wrapper whose first operand is the program
+/// it loads and runs. Its options with a value.
+const LOADER: Wrapper = wrapper(
+    &[],
+    &[
+        "--library-path",
+        "--preload",
+        "--argv0",
+        "--audit",
+        "--inhibit-rpath",
+        "--glibc-hwcaps-prepend",
+        "--glibc-hwcaps-mask",
+    ],
+);
+
+/// True if and only if `name` is a dynamic loader's: glibc's
+/// `ld-linux*.so*`, `ld64.so*` and `ld.so`, musl's `ld-musl-*.so*`.
+fn is_loader(name: &str) -> bool {
+    name == "ld.so"
+        || name.starts_with("ld.so.")
+        || ((name.starts_with("ld-linux")
+            || name.starts_with("ld-musl")
+            || name.starts_with("ld64"))
+            && name.contains(".so"))
+}
+
 /// Shells whose `-c` or stdin is code.
 const SHELLS: &[&str] = &[
     "sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "pdksh", "ash", "yash", "posh", "fish",
@@ -386,6 +413,8 @@ pub(super) fn analyze(cmd: &SimpleCommand) -> Analysis {
             shell(cmd, program, &mut analysis);
         } else if let Some(spec) = WRAPPERS.iter().find(|w| w.names.contains(&program)) {
             wrapped(cmd, program, spec, &mut analysis);
+        } else if is_loader(program) {
+            wrapped(cmd, program, &LOADER, &mut analysis);
         } else {
             execs::analyze(family, cmd, &mut analysis);
         }
