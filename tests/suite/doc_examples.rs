@@ -256,3 +256,134 @@ fn the_example_jobs_command_of_ci_md_passes_and_leaves_the_checkout_clean() {
     );
     assert_eq!(git(ybs.path(), &["status", "--porcelain"]), "", "{stdout}");
 }
+
+/// The words of one shell command line, quotes taken off (single and
+/// double quotes, backslash escapes; no expansion).
+fn words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut started = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => word.extend(chars.next()),
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                started = true;
+            }
+            (None, '\\') => word.extend(chars.next()),
+            (None, c) if c.is_whitespace() => {
+                if started || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    if started || !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// The `ybs` commands of a shell block: its lines (continuations joined,
+/// comments dropped), each split at `&&`, `||` and `;`, leading
+/// `NAME=value` words dropped; the arguments of those that run `ybs`.
+fn ybs_commands(body: &str) -> Vec<Vec<String>> {
+    let joined = body.replace("\\\n", " ");
+    let mut commands = Vec::new();
+    for line in joined.lines() {
+        let line = match line.find(" #") {
+            Some(at) => &line[..at],
+            None if line.trim_start().starts_with('#') => "",
+            None => line,
+        };
+        for part in line
+            .split("&&")
+            .flat_map(|p| p.split("||"))
+            .flat_map(|p| p.split(';'))
+        {
+            let words = words(part);
+            let mut rest = words
+                .iter()
+                .skip_while(|word| {
+                    word.split_once('=').is_some_and(|(name, _)| {
+                        !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                    })
+                })
+                .cloned();
+            if rest.next().as_deref() == Some("ybs") {
+                commands.push(rest.collect());
+            }
+        }
+    }
+    commands
+}
+
+/// Every `ybs` command in the docs' shell examples (```` ```sh ````,
+/// ```` ```bash ````) is one the CLI takes as written: its subcommand and
+/// flags parse (`ybs ARGS --help` exits 0; a flag that does not exist, or
+/// a bad value, exits 2). Running them needs a model, the network or the
+/// reader's machine; the README's first task, its validate command and
+/// ci.md's example jobs run for real in the tests above. A block marked
+/// `<!-- doc-test: synopsis -->` is a usage line (`[--flag]`), not a
+/// command.
+#[test]
+fn every_ybs_command_of_the_docs_shell_examples_parses() {
+    let ybs = Ybs::new();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for block in blocks("sh").into_iter().chain(blocks("bash")) {
+        if block.marker.as_deref() == Some("synopsis") {
+            continue;
+        }
+        for args in ybs_commands(&block.body) {
+            checked += 1;
+            let mut all = args.clone();
+            all.push("--help".to_owned());
+            let run = ybs.run(&all);
+            if run.code != 0 {
+                failures.push(format!(
+                    "{}:{}: `ybs {}`: exit {}\n{}",
+                    block.file.display(),
+                    block.line,
+                    args.join(" "),
+                    run.code,
+                    run.stderr
+                ));
+            }
+        }
+    }
+    assert!(checked >= 8, "only {checked} ybs commands found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The check can fail: a flag that does not exist.
+    let run = ybs.run(["run", "--no-such-flag", "tasks/", "--help"]);
+    assert_eq!(run.code, 2);
+}
+
+#[test]
+fn shell_words_and_commands_are_read_like_a_shell_does() {
+    assert_eq!(
+        words(r#"ybs run -p 'Fix it' --allow "edit_file(src/**)" a\ b"#),
+        [
+            "ybs",
+            "run",
+            "-p",
+            "Fix it",
+            "--allow",
+            "edit_file(src/**)",
+            "a b"
+        ]
+    );
+    assert_eq!(
+        ybs_commands("X=1 ybs run tasks/ \\\n  --jobs 2 # note\ncd a && ybs validate t.yaml\n"),
+        [
+            vec!["run", "tasks/", "--jobs", "2"],
+            vec!["validate", "t.yaml"]
+        ]
+    );
+}
