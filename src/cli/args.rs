@@ -51,12 +51,34 @@ pub enum Command {
     /// Interactive REPL with the same tools and policy as a task, starting
     /// empty. Needs a terminal; `/help` lists the commands.
     Chat(ChatArgs),
+    /// Remove what earlier runs left in this repository: ybs's worktrees
+    /// (`.ybs-worktrees/<run-id>/<task-id>`) and branches
+    /// (`ybs/<run-id>/<task-id>`) that hold no work. A worktree with
+    /// uncommitted changes, or a branch whose commits no other branch has,
+    /// is kept unless `--force`; salvage refs are always kept.
+    Clean(CleanArgs),
     /// Print a shell completion script on stdout, e.g.
     /// `ybs completions bash > ~/.local/share/bash-completion/completions/ybs`.
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout, e.g. `ybs man | man -l -`;
     /// `ybs man run` prints ybs-run(1).
     Man(ManArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CleanArgs {
+    /// Only what the run with this id left (`ybs/<run-id>/…`).
+    #[arg(long, value_name = "RUN_ID")]
+    pub run: Option<String>,
+    /// List what would be removed and what kept; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also remove worktrees with uncommitted changes and branches with
+    /// commits no other branch has (salvage refs stay).
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
 }
 
 #[derive(Debug, Clone, Args)]

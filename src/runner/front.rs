@@ -39,6 +39,9 @@ pub fn run(
     for note in super::saved_work_notes(context, &prepared) {
         console.error(&format!("ybs: {note}"));
     }
+    if let Some(note) = super::clean::leftover_note(&context.cwd, &context.run_id) {
+        console.error(&format!("ybs: note: {note}"));
+    }
     console.planned(
         &prepared
             .iter()

@@ -9,6 +9,7 @@ mod batch;
 mod breaker;
 pub mod chat;
 pub mod checks;
+pub mod clean;
 mod error;
 mod front;
 pub mod inspect;

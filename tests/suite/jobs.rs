@@ -500,3 +500,144 @@ fn the_worktree_copy_of_the_task_file_is_protected_too() {
     assert_eq!(repo.git(&["branch", "--list", "ybs/*"]), "");
     repo.fsck();
 }
+
+/// `kill -9` in the middle of a committing batch under `--jobs`: nothing
+/// of the user's is lost, and the next run names what the killed one left
+/// (its worktrees and branches). `ybs clean --dry-run` lists them, `ybs
+/// clean` removes what holds no work and keeps the worktree that does
+/// (and its branch); `--force` removes that too.
+#[test]
+fn what_a_killed_run_left_is_named_and_ybs_clean_removes_what_holds_no_work() {
+    let ybs = Ybs::new();
+    ybs.file(
+        "t.yaml",
+        &tasks_yaml(&[("a", ""), ("b", ""), ("c", ""), ("d", "")]),
+    );
+    ybs.cassette(
+        "t.cassette.json",
+        vec![
+            for_task(
+                "a",
+                crate::support::cassette::calls(&[
+                    ("write_file", json!({"path": "a.txt", "content": "a\n"})),
+                    (
+                        "run_shell",
+                        json!({"command": "sleep 41.5", "timeout_seconds": 60}),
+                    ),
+                ]),
+            ),
+            for_task(
+                "b",
+                call(
+                    "run_shell",
+                    json!({"command": "sleep 41.75", "timeout_seconds": 60}),
+                ),
+            ),
+            for_task("a", answer("never")),
+            for_task("b", answer("never")),
+            for_task("c", answer("never")),
+            for_task("d", answer("never")),
+        ],
+    );
+    let repo = Repo::init(&ybs, "");
+    std::fs::write(ybs.path().join("mine.txt"), "my uncommitted edit\n").unwrap();
+    let mut child = ybs
+        .command()
+        .args(["run", "t.yaml", "--jobs", "2", "--allow-dirty"])
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let running = |id: &str, seconds: &str| {
+        let path = format!("ybs-out/{id}/events.jsonl");
+        ybs.exists(&path) && ybs.read(&path).contains(&format!("sleep {seconds}"))
+    };
+    while !(running("a", "41.5") && running("b", "41.75")) {
+        assert!(started.elapsed() < Duration::from_secs(30), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Nothing of the user's is lost.
+    assert_eq!(ybs.read("mine.txt"), "my uncommitted edit\n");
+    let killed = repo.git(&["branch", "--list", "ybs/*", "--format=%(refname:short)"]);
+    let run = killed
+        .lines()
+        .next()
+        .unwrap()
+        .split('/')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    assert_eq!(killed.lines().count(), 4, "{killed}");
+
+    // The next run (a no-op task) names what the killed one left.
+    ybs.file("n.yaml", "prompt: p\ncommit: false\n");
+    ybs.cassette("n.cassette.json", vec![answer("done")]);
+    let next = ybs.run(["run", "n.yaml", "--allow-dirty"]);
+    next.expect_code(0);
+    assert!(
+        next.stderr.contains(&format!(
+            "earlier runs ({run}) left 4 worktrees (1 with uncommitted work), 4 branches"
+        )),
+        "{}",
+        next.stderr
+    );
+    assert!(
+        next.stderr.contains("ybs clean --dry-run"),
+        "{}",
+        next.stderr
+    );
+
+    let dry = ybs.run(["clean", "--dry-run"]);
+    dry.expect_code(0);
+    assert!(
+        dry.stdout.contains(&format!(
+            "kept worktree {}",
+            ybs.path()
+                .canonicalize()
+                .unwrap()
+                .join(format!(".ybs-worktrees/{run}/a"))
+                .display()
+        )),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout.contains("would remove 6, kept 2"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(
+        repo.git(&["branch", "--list", "ybs/*", "--format=%(refname:short)"])
+            .lines()
+            .count(),
+        4,
+        "a dry run removed something"
+    );
+    let clean = ybs.run(["clean"]);
+    clean.expect_code(0);
+    assert!(
+        clean.stdout.contains("removed 6, kept 2"),
+        "{}",
+        clean.stdout
+    );
+    assert_eq!(
+        repo.git(&["branch", "--list", "ybs/*", "--format=%(refname:short)"]),
+        format!("ybs/{run}/a")
+    );
+    assert!(ybs.exists(&format!(".ybs-worktrees/{run}/a/a.txt")));
+    let force = ybs.run(["clean", "--force"]);
+    force.expect_code(0);
+    assert!(
+        force.stdout.contains("removed 2, kept 0"),
+        "{}",
+        force.stdout
+    );
+    assert_eq!(
+        repo.git(&["branch", "--list", "ybs/*", "--format=%(refname:short)"]),
+        ""
+    );
+    assert_eq!(ybs.read("mine.txt"), "my uncommitted edit\n");
+    repo.fsck();
+}

@@ -2,6 +2,7 @@
 
 pub mod adhoc;
 pub mod chat;
+pub mod clean;
 pub mod common;
 pub mod completions;
 pub mod policy;
@@ -25,6 +26,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Report(ReportCommand::Fixture(args)) => report::fixture(&args),
         Command::Schema(args) => schema::schema(&args),
         Command::Chat(args) => chat::chat(&args),
+        Command::Clean(args) => clean::clean(&args),
         Command::Completions(args) => completions::completions(&args),
         Command::Man(args) => completions::man(&args),
     }
