@@ -50,6 +50,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
 /// unconfined warning) in `session`.
 const RUNNER_DOORS: &[&str] = &[
     "front", "resume", "chat", "toolbox", "inspect", "schemas", "approve", "adhoc", "scratch",
+    "clean",
 ];
 const RUNNER_ENGINE: &[&str] = &[
     "mod",
