@@ -49,7 +49,16 @@ const MAY_USE: &[(&str, &[&str])] = &[
 /// end every run shares (totals, step outputs, OpenTelemetry, the
 /// unconfined warning) in `session`.
 const RUNNER_DOORS: &[&str] = &[
-    "front", "resume", "chat", "toolbox", "inspect", "schemas", "approve", "adhoc", "scratch",
+    "front",
+    "resume",
+    "chat",
+    "toolbox",
+    "inspect",
+    "schemas",
+    "approve",
+    "adhoc",
+    "scratch",
+    "sandbox_check",
 ];
 const RUNNER_ENGINE: &[&str] = &[
     "mod",
