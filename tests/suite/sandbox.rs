@@ -601,6 +601,15 @@ fn sandbox_check_prints_each_layer_and_exits_by_what_works() {
         "{}",
         run.stderr
     );
+    // The Action's script looks for this text (.github/action/run.sh).
+    let run = run_without_namespaces(&ybs, &["sandbox", "check", "--json"]);
+    run.expect_code(4);
+    assert!(
+        run.stdout
+            .starts_with(r#"{"ok":false,"layers":[{"layer":"namespaces","ok":false,"#),
+        "{}",
+        run.stdout
+    );
 
     let run = run_without_landlock(&ybs, &["sandbox", "check", "--json"]);
     run.expect_code(4);
