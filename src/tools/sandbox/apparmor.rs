@@ -207,6 +207,24 @@ mod tests {
         );
     }
 
+    /// The printed command writes exactly the profile.
+    #[test]
+    fn the_printed_command_writes_the_profile() {
+        let restricted = diagnose(true, Some("1"), Some(Path::new("/opt/x/ybs")), false).unwrap();
+        let write = restricted.commands()[1]
+            .strip_suffix(&format!(" | sudo tee {PROFILE_PATH} > /dev/null"))
+            .unwrap()
+            .to_owned();
+        let output = std::process::Command::new("sh")
+            .args(["-c", &write])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(output.stdout).unwrap(),
+            restricted.profile()
+        );
+    }
+
     #[test]
     fn the_profile_grants_userns_to_one_path() {
         assert_eq!(
