@@ -5,6 +5,12 @@
 #                    a release download (version, target, cache directory)
 #   run.sh install   download the release binary for this runner and check
 #                    it against the release's SHA256SUMS
+#   run.sh sandbox   on Linux, when `ybs sandbox check` finds user namespaces
+#                    refused because AppArmor restricts them and sudo needs no
+#                    password (GitHub's ubuntu-24.04 runners): install ybs
+#                    root-owned and load a narrow AppArmor profile for that
+#                    path alone (docs/sandbox.md, "AppArmor"); never turns
+#                    the restriction off machine-wide
 #   run.sh run       `ybs run`, which writes the job outputs (from
 #                    OUT/junit.xml here when ybs stopped before running)
 #   run.sh finish    exit with ybs's exit code (after the artifact upload)
@@ -141,7 +147,7 @@ resolve() {
     [ -z "${GITHUB_PATH-}" ] || echo "$dir" >> "$GITHUB_PATH"
 }
 
-install() {
+install_release() {
     version=${YBS_VERSION:?} target=${YBS_TARGET:?} dir=${YBS_DIR:?} repo=${YBS_REPOSITORY:?}
     base=${YBS_DOWNLOAD_URL:-https://github.com/$repo/releases/download}
     asset=ybs-$target
@@ -160,6 +166,65 @@ install() {
         die "cannot install ybs into $dir"
     fi
     echo "ybs $version ($target) installed in $dir, sha256 $actual"
+}
+
+# Where the sandbox phase installs ybs and its AppArmor profile.
+# YBS_SANDBOX_ROOT prefixes both for the tests (tests/suite/pipeline.rs);
+# the profile always names the real path.
+AA_BINARY=/usr/local/lib/ybs/ybs
+AA_PROFILE=/etc/apparmor.d/ybs
+
+sandbox() {
+    binary=${YBS_BINARY:?}
+    root=${YBS_SANDBOX_ROOT-}
+    [ "$(uname -s)" = Linux ] || { output binary "$binary"; return; }
+    check=$("$binary" sandbox check --json 2> /dev/null)
+    code=$?
+    # 0: every layer works; anything but 4: a ybs without `sandbox check`.
+    if [ "$code" != 4 ]; then
+        output binary "$binary"
+        return
+    fi
+    case $check in
+        *'{"layer":"namespaces","ok":false'*) ;;
+        *)
+            echo "ybs: the sandbox lacks a layer other than namespaces; \`ybs sandbox check\` says why"
+            output binary "$binary"
+            return
+            ;;
+    esac
+    restrict=$(sysctl -n kernel.apparmor_restrict_unprivileged_userns 2> /dev/null)
+    if [ "$restrict" != 1 ]; then
+        echo "ybs: user namespaces are refused, and not by AppArmor; \`ybs sandbox check\` says why"
+        output binary "$binary"
+        return
+    fi
+    if ! sudo -n true > /dev/null 2>&1; then
+        echo "::warning title=ybs action::AppArmor restricts unprivileged user namespaces here (kernel.apparmor_restrict_unprivileged_userns=1) and sudo needs a password; \`ybs sandbox check\` prints the fix"
+        output binary "$binary"
+        return
+    fi
+    echo "ybs: AppArmor restricts unprivileged user namespaces here (kernel.apparmor_restrict_unprivileged_userns=1)"
+    # Root-owned and writable by root alone: AppArmor attaches the profile
+    # by path, and a path the runner user could write would hand userns to
+    # whatever is copied there.
+    sudo -n install -D -o root -g root -m 0755 "$binary" "$root$AA_BINARY" ||
+        die "cannot install ybs at $AA_BINARY"
+    printf '%s\n' 'abi <abi/4.0>,' 'include <tunables/global>' '' \
+        "profile ybs $AA_BINARY flags=(unconfined) {" '  userns,' '' \
+        '  include if exists <local/ybs>' '}' |
+        sudo -n tee "$root$AA_PROFILE" > /dev/null ||
+        die "cannot write the AppArmor profile $AA_PROFILE"
+    sudo -n apparmor_parser -r "$root$AA_PROFILE" ||
+        die "apparmor_parser cannot load $AA_PROFILE"
+    echo "ybs: installed ybs root-owned at $AA_BINARY and loaded the AppArmor profile $AA_PROFILE, which lets that path alone make user namespaces; the restriction stays on for everything else"
+    output binary "$root$AA_BINARY"
+    [ -z "${GITHUB_PATH-}" ] || echo "$root${AA_BINARY%/*}" >> "$GITHUB_PATH"
+    if "$root$AA_BINARY" sandbox check; then
+        echo "ybs: the sandbox works now"
+    else
+        echo "::warning title=ybs action::the sandbox still lacks a layer after loading the AppArmor profile; tasks that run programs will refuse to start"
+    fi
 }
 
 # ybs's exit code as a word for the `status` output.
@@ -247,8 +312,9 @@ run() {
 
 case ${1-} in
     resolve) resolve ;;
-    install) install ;;
+    install) install_release ;;
+    sandbox) sandbox ;;
     run) run ;;
     finish) exit "${YBS_EXIT_CODE:-2}" ;;
-    *) die "usage: run.sh resolve|install|run|finish" ;;
+    *) die "usage: run.sh resolve|install|sandbox|run|finish" ;;
 esac

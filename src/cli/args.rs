@@ -48,6 +48,9 @@ pub enum Command {
     Report(ReportCommand),
     /// Print the JSON Schema (draft 2020-12) of a file format ybs reads or writes.
     Schema(SchemaArgs),
+    /// The kernel confinement on this machine.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
     /// Interactive REPL with the same tools and policy as a task, starting
     /// empty. Needs a terminal; `/help` lists the commands.
     Chat(ChatArgs),
@@ -63,6 +66,22 @@ pub enum Command {
     /// Print the man page (roff) on stdout, e.g. `ybs man | man -l -`;
     /// `ybs man run` prints ybs-run(1).
     Man(ManArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Probe each layer (namespaces, Landlock, seccomp) and print what
+    /// works, what is missing and why, and the fix when AppArmor's
+    /// restriction of user namespaces is the cause. Exit 0 when every
+    /// layer works, 4 when one is missing.
+    Check(SandboxCheckArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SandboxCheckArgs {
+    /// Print one JSON object on stdout instead of the lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

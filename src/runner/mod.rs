@@ -22,6 +22,7 @@ pub mod redacting;
 pub mod results;
 pub mod resume;
 pub mod rule_tools;
+pub mod sandbox_check;
 pub mod schemas;
 pub mod scratch;
 pub mod session;

@@ -651,12 +651,21 @@ pub fn task_sandbox(
         }
         Err(Unavailable(reason)) if may_run_programs => Err(SetupError::Sandbox {
             message: format!(
-                "kernel confinement is unavailable ({reason}), and this task runs programs (run_shell, external tools or checks)"
+                "kernel confinement is unavailable ({reason}), and this task runs programs (run_shell, external tools or checks){}",
+                apparmor_cause()
             ),
             hint: "pass --no-sandbox to run them unconfined (every output then says so), set safety.sandbox_require: landlock in operator config to accept Landlock and seccomp without namespaces, or run ybs where user namespaces, Landlock and seccomp work",
         }),
         Err(Unavailable(reason)) => Ok((None, sandbox::unconfined(&reason))),
     }
+}
+
+/// The cause and the fix when AppArmor's restriction of user namespaces
+/// is why they are refused (docs/sandbox.md, "AppArmor"), after `; `.
+fn apparmor_cause() -> String {
+    sandbox::apparmor::current(sandbox::probe().namespaces.is_err())
+        .map(|restricted| format!("; cause: {}; fix: {}", restricted.cause(), restricted.fix()))
+        .unwrap_or_default()
 }
 
 /// What the sandbox binds read-only: the workdir's control files, the

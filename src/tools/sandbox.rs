@@ -44,6 +44,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::core::event::SandboxInfo;
 
+pub mod apparmor;
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 #[cfg(target_os = "linux")]

@@ -49,8 +49,17 @@ const MAY_USE: &[(&str, &[&str])] = &[
 /// end every run shares (totals, step outputs, OpenTelemetry, the
 /// unconfined warning) in `session`.
 const RUNNER_DOORS: &[&str] = &[
-    "front", "resume", "chat", "toolbox", "inspect", "schemas", "approve", "adhoc", "scratch",
+    "front",
+    "resume",
+    "chat",
+    "toolbox",
+    "inspect",
+    "schemas",
+    "approve",
+    "adhoc",
+    "scratch",
     "clean",
+    "sandbox_check",
 ];
 const RUNNER_ENGINE: &[&str] = &[
     "mod",

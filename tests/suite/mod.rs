@@ -15,6 +15,7 @@ mod differential;
 mod doc_examples;
 mod docs;
 mod docs_contract;
+mod engines;
 mod external;
 mod fixture;
 mod git;

@@ -606,7 +606,12 @@ fn the_action_runs_every_example_with_a_local_binary() {
         &[],
     );
     assert!(run.succeeded, "{}", run.log);
-    assert_eq!(ran(&run), ["resolve", "run", "finish"], "{}", run.log);
+    assert_eq!(
+        ran(&run),
+        ["resolve", "sandbox", "run", "finish"],
+        "{}",
+        run.log
+    );
     let expected = [
         ("status", "passed"),
         ("exit-code", "0"),
@@ -811,7 +816,7 @@ fn the_action_installs_a_release_binary_only_when_its_checksum_matches() {
     assert!(run.succeeded, "{}", run.log);
     assert_eq!(
         ran(&run),
-        ["resolve", "install", "run", "finish"],
+        ["resolve", "install", "sandbox", "run", "finish"],
         "{}",
         run.log
     );
@@ -844,7 +849,7 @@ fn the_action_installs_a_release_binary_only_when_its_checksum_matches() {
         &only,
     );
     assert!(run.succeeded, "{}", run.log);
-    assert_eq!(ran(&run), ["resolve", "install"], "{}", run.log);
+    assert_eq!(ran(&run), ["resolve", "install", "sandbox"], "{}", run.log);
     assert!(
         tools
             .path()
@@ -1088,4 +1093,178 @@ fn the_read_only_example_policy_refuses_writes_and_commands() {
         .collect();
     assert_eq!(verdicts, ["allow", "deny", "deny"]);
     assert_eq!(ybs.read("src.txt"), "hello\n");
+}
+
+/// The stand-ins of the Action's sandbox phase, each logging its arguments
+/// to `$STANDIN_LOG`: `sysctl` (answers `$STANDIN_RESTRICT`), `sudo`
+/// (refuses when `$STANDIN_SUDO` is `password`, else runs the command),
+/// `install` (the real one without `-o`/`-g`, which need root),
+/// `apparmor_parser`, and a ybs whose `sandbox check` finds namespaces
+/// refused (exit 4) unless `$STANDIN_LAYERS` is `ok` or it runs from the
+/// path the profile names.
+fn sandbox_standins(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let missing = r#"{"ok":false,"layers":[{"layer":"namespaces","ok":false,"detail":"cannot write /proc/self/uid_map: Permission denied"},{"layer":"landlock","ok":true,"detail":"fully_enforced"},{"layer":"seccomp","ok":true,"detail":null}]}"#;
+    let scripts = [
+        (
+            "sysctl",
+            "printf 'sysctl %s\\n' \"$*\" >> \"$STANDIN_LOG\"\necho \"$STANDIN_RESTRICT\"\n"
+                .to_owned(),
+        ),
+        (
+            "sudo",
+            "printf 'sudo %s\\n' \"$*\" >> \"$STANDIN_LOG\"\n[ \"$1\" = -n ] && shift\n\
+             [ \"${STANDIN_SUDO-}\" = password ] && exit 1\nexec \"$@\"\n"
+                .to_owned(),
+        ),
+        (
+            "install",
+            "n=$#\nskip=\nfor a do\n  if [ -n \"$skip\" ]; then skip=; continue; fi\n  \
+             case $a in -o|-g) skip=1; continue ;; esac\n  set -- \"$@\" \"$a\"\ndone\n\
+             shift \"$n\"\nexec /usr/bin/install \"$@\"\n"
+                .to_owned(),
+        ),
+        (
+            "apparmor_parser",
+            "printf 'apparmor_parser %s\\n' \"$*\" >> \"$STANDIN_LOG\"\n[ -f \"$2\" ]\n".to_owned(),
+        ),
+        (
+            "ybs",
+            format!(
+                "printf 'ybs %s\\n' \"$*\" >> \"$STANDIN_LOG\"\n\
+                 case $0 in */usr/local/lib/ybs/ybs) echo 'namespaces ok'; exit 0 ;; esac\n\
+                 [ \"${{STANDIN_LAYERS-}}\" = ok ] && exit 0\necho '{missing}'\nexit 4\n"
+            ),
+        ),
+    ];
+    for (name, body) in scripts {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// What one run of `run.sh sandbox` did.
+struct SandboxPhase {
+    log: String,
+    outputs: BTreeMap<String, String>,
+    github_path: String,
+    stdout: String,
+}
+
+fn sandbox_phase(dir: &Path, env: &[(&str, &str)]) -> SandboxPhase {
+    let bin = dir.join("bin");
+    let root = dir.join("root");
+    let log = dir.join("log");
+    let output = dir.join("output");
+    let github_path = dir.join("github_path");
+    for file in [&log, &output, &github_path] {
+        std::fs::write(file, "").unwrap();
+    }
+    // As on the runner: AppArmor's directory is there, ybs's is not.
+    std::fs::create_dir_all(root.join("etc/apparmor.d")).unwrap();
+    let mut command = Command::new("sh");
+    command
+        .arg(repo_root().join(".github/action/run.sh"))
+        .arg("sandbox")
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("YBS_BINARY", bin.join("ybs"))
+        .env("YBS_SANDBOX_ROOT", &root)
+        .env("GITHUB_OUTPUT", &output)
+        .env("GITHUB_PATH", &github_path)
+        .env("STANDIN_LOG", &log)
+        .env("STANDIN_RESTRICT", "1");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let ran = command.output().unwrap();
+    let stdout = format!(
+        "{}{}",
+        String::from_utf8_lossy(&ran.stdout),
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(ran.status.success(), "{stdout}");
+    SandboxPhase {
+        log: std::fs::read_to_string(&log).unwrap(),
+        outputs: parse_outputs(&std::fs::read_to_string(&output).unwrap()),
+        github_path: std::fs::read_to_string(&github_path).unwrap(),
+        stdout,
+    }
+}
+
+/// Issue 38, item 4: on a runner where AppArmor restricts user namespaces
+/// and sudo needs no password (GitHub's ubuntu-24.04), the Action installs
+/// ybs root-owned, loads a profile for that path alone and probes again;
+/// it never turns the restriction off, and does nothing elsewhere.
+#[test]
+fn the_action_lets_its_own_ybs_make_user_namespaces_where_apparmor_restricts_them() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir(dir.path().join("bin")).unwrap();
+    sandbox_standins(&dir.path().join("bin"));
+    let bin = dir.path().join("bin").display().to_string();
+    let root = dir.path().join("root").display().to_string();
+
+    let phase = sandbox_phase(dir.path(), &[]);
+    let installed = format!("{root}/usr/local/lib/ybs/ybs");
+    let profile = format!("{root}/etc/apparmor.d/ybs");
+    assert_eq!(
+        phase.log.lines().collect::<Vec<_>>(),
+        [
+            "ybs sandbox check --json".to_owned(),
+            "sysctl -n kernel.apparmor_restrict_unprivileged_userns".to_owned(),
+            "sudo -n true".to_owned(),
+            format!("sudo -n install -D -o root -g root -m 0755 {bin}/ybs {installed}"),
+            format!("sudo -n tee {profile}"),
+            format!("sudo -n apparmor_parser -r {profile}"),
+            format!("apparmor_parser -r {profile}"),
+            "ybs sandbox check".to_owned(),
+        ],
+        "{}",
+        phase.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(&profile).unwrap(),
+        "abi <abi/4.0>,\ninclude <tunables/global>\n\nprofile ybs /usr/local/lib/ybs/ybs flags=(unconfined) {\n  userns,\n\n  include if exists <local/ybs>\n}\n"
+    );
+    let mode = std::fs::metadata(&installed).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o755);
+    assert_eq!(phase.outputs["binary"], installed);
+    assert_eq!(
+        phase.github_path.trim(),
+        format!("{root}/usr/local/lib/ybs")
+    );
+    assert!(
+        phase
+            .stdout
+            .contains("loaded the AppArmor profile /etc/apparmor.d/ybs"),
+        "{}",
+        phase.stdout
+    );
+    assert!(
+        phase.stdout.contains("the sandbox works now"),
+        "{}",
+        phase.stdout
+    );
+    assert!(!phase.log.contains("-w"), "{}", phase.log);
+
+    // Not restricted by AppArmor, sudo needs a password, every layer
+    // works: nothing is installed and the binary stays what it was.
+    for (env, says) in [
+        (&[("STANDIN_RESTRICT", "0")][..], "not by AppArmor"),
+        (&[("STANDIN_SUDO", "password")][..], "sudo needs a password"),
+        (&[("STANDIN_LAYERS", "ok")][..], ""),
+    ] {
+        std::fs::remove_dir_all(&root).ok();
+        let phase = sandbox_phase(dir.path(), env);
+        assert_eq!(phase.outputs["binary"], format!("{bin}/ybs"), "{env:?}");
+        assert!(phase.stdout.contains(says), "{env:?}: {}", phase.stdout);
+        assert!(!phase.log.contains("install"), "{env:?}: {}", phase.log);
+        assert!(!phase.log.contains("apparmor_parser"), "{}", phase.log);
+        assert!(!phase.log.contains("-w"), "{}", phase.log);
+        assert!(phase.github_path.is_empty());
+        assert!(!Path::new(&installed).exists());
+        assert!(!Path::new(&profile).exists());
+    }
 }

@@ -557,3 +557,70 @@ fn private_temp_dirs_go_with_their_run_and_a_killed_runs_are_swept() {
         run.stdout
     );
 }
+
+/// `ybs sandbox check` (issue 38, item 4): every layer, what is missing
+/// and why; exit 0 when all work, 4 when one is missing.
+#[test]
+fn sandbox_check_prints_each_layer_and_exits_by_what_works() {
+    let ybs = Ybs::new();
+    let run = ybs.run(["sandbox", "check"]);
+    run.expect_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines[0], "namespaces ok", "{}", run.stdout);
+    assert!(lines[1].starts_with("landlock   ok ("), "{}", run.stdout);
+    assert_eq!(lines[2], "seccomp    ok", "{}", run.stdout);
+    assert!(run.stdout.contains("ok: every layer works"));
+    assert!(!run.stdout.contains("AppArmor"), "{}", run.stdout);
+
+    let run = ybs.run(["sandbox", "check", "--json"]);
+    run.expect_code(0);
+    let check: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(check["ok"], true);
+    assert_eq!(check["layers"][0]["layer"], "namespaces");
+    assert_eq!(check["missing"], json!([]));
+    assert_eq!(check["cause"], Value::Null);
+
+    let run = run_without_namespaces(&ybs, &["sandbox", "check"]);
+    run.expect_code(4);
+    assert!(
+        run.stdout.starts_with("namespaces missing: "),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("landlock   ok ("), "{}", run.stdout);
+    assert!(!run.stdout.contains("ok: every layer"), "{}", run.stdout);
+    assert!(
+        run.stderr.starts_with(
+            "error: kernel confinement is incomplete here: namespaces missing\nhint: "
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("sandbox_require: landlock"),
+        "{}",
+        run.stderr
+    );
+    // The Action's script looks for this text (.github/action/run.sh).
+    let run = run_without_namespaces(&ybs, &["sandbox", "check", "--json"]);
+    run.expect_code(4);
+    assert!(
+        run.stdout
+            .starts_with(r#"{"ok":false,"layers":[{"layer":"namespaces","ok":false,"#),
+        "{}",
+        run.stdout
+    );
+
+    let run = run_without_landlock(&ybs, &["sandbox", "check", "--json"]);
+    run.expect_code(4);
+    let check: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(check["ok"], false);
+    assert_eq!(check["layers"][1]["ok"], false);
+    assert!(
+        check["missing"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("landlock: "),
+        "{check}"
+    );
+}

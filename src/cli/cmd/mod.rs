@@ -9,11 +9,12 @@ pub mod policy;
 pub mod report;
 pub mod resume;
 pub mod run;
+pub mod sandbox;
 pub mod schema;
 pub mod tools;
 pub mod validate;
 
-use super::args::{Cli, Command, PolicyCommand, ReportCommand};
+use super::args::{Cli, Command, PolicyCommand, ReportCommand, SandboxCommand};
 
 pub fn dispatch(cli: Cli) -> u8 {
     match cli.command {
@@ -25,6 +26,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Report(ReportCommand::Merge(args)) => report::merge(&args),
         Command::Report(ReportCommand::Fixture(args)) => report::fixture(&args),
         Command::Schema(args) => schema::schema(&args),
+        Command::Sandbox(SandboxCommand::Check(args)) => sandbox::check(&args),
         Command::Chat(args) => chat::chat(&args),
         Command::Clean(args) => clean::clean(&args),
         Command::Completions(args) => completions::completions(&args),
