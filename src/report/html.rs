@@ -41,7 +41,7 @@ const PATCH_FILE: &str = "changes.patch";
 /// The most of one text the page holds, in bytes.
 pub const TEXT_BYTES: usize = 4096;
 /// Text bytes a task may spend at [`TEXT_BYTES`] a text.
-pub const TASK_BUDGET: usize = 24 * 1024;
+pub const TASK_BUDGET: usize = 16 * 1024;
 /// The most of one text once the task's budget is spent.
 pub const SMALL_BYTES: usize = 256;
 
@@ -607,6 +607,70 @@ mod tests {
             "{total}"
         );
         assert!(cutter.cut("\u{202e}evil\u{7}").contains("\\u{202e}"));
+    }
+
+    /// A transcript of `steps` turns, each with a model text and a tool
+    /// result of `bytes` bytes (and planted markup).
+    fn synthetic(steps: usize, bytes: usize) -> Transcript {
+        let records = crate::report::testdata::records_two_files();
+        let mut transcript = super::super::build_transcript(
+            &records
+                .into_iter()
+                .filter(|record| record.task == records_task())
+                .collect::<Vec<_>>(),
+        );
+        let text = format!("</script><img src=x onerror=alert(1)>{}", "m".repeat(bytes));
+        for step in 0..steps {
+            let id = format!("call_{step}");
+            transcript.messages.push(Message::Assistant {
+                content: text.clone(),
+                tool_calls: vec![
+                    serde_json::from_value(json!({"id": id, "name": "run_shell", "arguments": {"command": "make test"}}))
+                        .unwrap(),
+                ],
+            });
+            transcript.tool_calls.push(
+                serde_json::from_value(json!({
+                    "id": id, "name": "run_shell", "arguments": {"command": "make test"},
+                    "decision": {"verdict": "allow", "rule": "allow[0] run_shell(make *)", "detail": null, "resolved": null},
+                    "result": {"ok": true, "ran": true, "output": "o".repeat(bytes), "truncated": false},
+                    "duration_ms": 12
+                }))
+                .unwrap(),
+            );
+        }
+        transcript
+    }
+
+    fn records_task() -> String {
+        crate::report::testdata::records_two_files()[0].task.clone()
+    }
+
+    /// 200 tasks × 30 steps, every text far over the cut: under 10 MB,
+    /// and the planted markup stays data.
+    #[test]
+    fn a_run_of_200_tasks_of_30_steps_stays_under_10_mb() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutDir::open(Path::new("out"), dir.path()).unwrap();
+        let json = serde_json::to_vec(&synthetic(30, 20_000)).unwrap();
+        std::fs::write(dir.path().join("first.json"), &json).unwrap();
+        let tasks: Vec<String> = (0..200).map(|n| format!("task-{n:03}")).collect();
+        for task in &tasks {
+            std::fs::create_dir(dir.path().join("out").join(task)).unwrap();
+            std::fs::hard_link(
+                dir.path().join("first.json"),
+                dir.path().join("out").join(task).join(TRANSCRIPT_FILE),
+            )
+            .unwrap();
+        }
+        let mut page = Vec::new();
+        write_page(&out, &tasks, &PageInfo::default(), &mut page).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.len() < 10_000_000, "{} bytes", page.len());
+        assert_eq!(page.matches("class=\"ybs-task\"").count(), 200);
+        assert!(page.contains("the whole text is in task-199/transcript.json"));
+        assert!(!page.contains("<img") && page.matches("</script>").count() == 202);
+        eprintln!("200 × 30 steps: {} bytes", page.len());
     }
 
     #[test]

@@ -233,6 +233,35 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
     assert!(html.contains("\\u003cscript\\u003edocument.title='pwned'\\u003c/script\\u003e"));
     assert!(html.contains("\\\\u{202e}evil"), "bidi made visible");
 
+    // `ybs report merge` and `ybs resume` write the page too.
+    ybs.run(["report", "merge", "ybs-out", "--out", "merged"])
+        .expect_code(1);
+    let merged = ybs.read("merged/report.html");
+    check_raw(&merged);
+    assert_eq!(merged.matches("class=\"ybs-task\"").count(), 3);
+    ybs.cassette(
+        "later.cassette.json",
+        vec![for_task("waits", answer("not published"))],
+    );
+    let before = ybs.read("ybs-out/report.html");
+    ybs.run([
+        "resume",
+        "ybs-out",
+        "--no-sandbox",
+        "--deny",
+        "all",
+        "--cassette",
+        "later.cassette.json",
+    ])
+    .expect_code(0);
+    let resumed = ybs.read("ybs-out/report.html");
+    check_raw(&resumed);
+    // Every task of the run, not only the resumed one.
+    assert_eq!(resumed.matches("class=\"ybs-task\"").count(), 3);
+    assert!(before.contains("\"status\":\"paused\""));
+    assert!(!resumed.contains("\"status\":\"paused\"") && resumed.contains("not published"));
+    std::fs::write(ybs.path().join("ybs-out/report.html"), before).unwrap();
+
     // A hostile task directory name and file name, through `report html`.
     let hostile = "x\u{202e}<img src=x onerror=alert(1)>";
     let out = ybs.path().join("ybs-out");

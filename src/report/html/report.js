@@ -173,7 +173,7 @@
     box.open = open;
     box.setAttribute("data-task", task.id);
     add(box, el("summary", null, task.name + " — " + task.status + (task.reason ? " (" + task.reason + ")" : "")));
-    var facts = [task.file, task.model && "model " + task.model, ms(task.duration_ms), task.steps + " tool calls", cost(task.cost_usd)];
+    var facts = [task.file, task.model && "model " + task.model, ms(task.duration_ms), task.steps + " tool calls", "cost " + cost(task.cost_usd)];
     add(box, el("p", "kv", facts.filter(Boolean).join(" · ")));
     if (task.message) add(box, el("p", null, task.message));
     if (task.pending && task.pending.length) {
