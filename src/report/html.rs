@@ -398,14 +398,18 @@ fn task_value(out: &OutDir, task: &str) -> Value {
             serde_json::from_slice::<Transcript>(&bytes).map_err(|error| error.to_string())
         });
     let mut cutter = Cutter::new(task);
-    let patch = out
-        .read_file(Some(task), PATCH_FILE)
-        .ok()
-        .map(|bytes| cutter.cut(&String::from_utf8_lossy(&bytes)));
+    let mut patch_of = |name: &str| {
+        out.read_file(Some(task), name)
+            .ok()
+            .map(|bytes| cutter.cut(&String::from_utf8_lossy(&bytes)))
+    };
+    let patch = patch_of(PATCH_FILE);
+    let commit_patch = patch_of(super::sinks::COMMIT_PATCH_FILE);
     match transcript {
         Ok(transcript) => {
             let mut value = transcript_value(task, &transcript, &mut cutter);
             value["patch"] = json!(patch);
+            value["commit_patch"] = json!(commit_patch);
             value
         }
         Err(error) => json!({
@@ -416,6 +420,7 @@ fn task_value(out: &OutDir, task: &str) -> Value {
             "message": neutralize_chars(&format!("no readable {TRANSCRIPT_FILE}: {error}")),
             "transcript": cutter.transcript,
             "patch": patch,
+            "commit_patch": commit_patch,
         }),
     }
 }

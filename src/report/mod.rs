@@ -51,7 +51,9 @@ pub use otel::OtelSink;
 pub use outdir::{DIGESTS_FILE, Digests, OpenError, OutDir};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use scope::RunScope;
-pub use sinks::{CASSETTE_FILE, JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
+pub use sinks::{
+    CASSETTE_FILE, COMMIT_PATCH_FILE, JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE,
+};
 pub use summary::{SummarySink, summary_markdown};
 pub use terminal::{Console, Level, PlannedTask, Printer};
 pub use transcript::{

@@ -18,6 +18,9 @@ pub const SUMMARY_FILE: &str = "summary.md";
 /// `OUT/<task>/cassette.json`: under `--record`, the task's own
 /// interactions, for `ybs report fixture`.
 pub const CASSETTE_FILE: &str = "cassette.json";
+/// `OUT/<task>/commit.patch`: the task's commit (message, trailers,
+/// diff), masked, when it committed.
+pub const COMMIT_PATCH_FILE: &str = "commit.patch";
 /// `OUT/junit.xml`: the JUnit XML, unless `--junit FILE`.
 pub const JUNIT_FILE: &str = "junit.xml";
 
@@ -50,6 +53,7 @@ impl OutputLayout {
         OUTPUT_FILE,
         OUTPUT_JSON_FILE,
         CASSETTE_FILE,
+        COMMIT_PATCH_FILE,
     ];
     /// Files of the run, in `OUT/` (the JUnit file by default).
     pub const RUN_FILES: &[&str] = &[
@@ -267,7 +271,7 @@ mod tests {
             .collect();
         all.sort_unstable();
         all.dedup();
-        assert_eq!(all.len(), 11);
+        assert_eq!(all.len(), 12);
     }
 
     #[test]

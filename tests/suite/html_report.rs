@@ -31,6 +31,7 @@ defaults:
 tasks:
   - id: passes
     prompt: write the greeting
+    commit: true
     policy:
       allow: [write_file, read_file, \"run_shell(echo *)\"]
   - id: fails
@@ -311,7 +312,14 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
         "check output"
     );
     assert!(dom.contains("build &lt;b&gt;check&lt;/b&gt;"));
+    // The passing task's commit (message, trailers, diff); the failing
+    // task's changes.patch.
     assert!(dom.contains("+hello from passes"), "the diff");
+    assert!(
+        dom.contains("commit.patch") && dom.contains("Ybs-Task: passes"),
+        "the commit"
+    );
+    assert!(dom.contains("+attempted fix"), "the patch");
     // The model's Markdown heading rendered as text, the payload as text.
     assert!(dom.contains("<strong>Done</strong>"));
     assert!(dom.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;"));

@@ -215,6 +215,7 @@
       add(box, el("h3", null, "Git"), el("p", null, lines.filter(Boolean).join(" · ")));
       if (git.files && git.files.length) add(box, pre(git.files.join("\n")));
     }
+    if (task.commit_patch) add(box, section("the commit: message, trailers and diff (commit.patch)", open, pre(task.commit_patch)));
     if (task.patch) add(box, section("changes.patch", open, pre(task.patch)));
     var link = el("a", null, "transcript: " + task.transcript);
     link.href = encodeURIComponent(task.id) + "/transcript.json";
