@@ -97,13 +97,25 @@ impl EventSink for HtmlSink {
 /// Writes `OUT/report.html` through the held directory, streaming: one
 /// task's data in memory at a time.
 pub fn write_report(out: &OutDir, tasks: &[String], info: &PageInfo) -> io::Result<()> {
-    let file = out.create(None, HTML_FILE, false)?;
+    write_report_to(out, tasks, info, out, HTML_FILE)
+}
+
+/// [`write_report`] into `name` in the held directory `to` (created there,
+/// never through a link).
+fn write_report_to(
+    out: &OutDir,
+    tasks: &[String],
+    info: &PageInfo,
+    to: &OutDir,
+    name: &str,
+) -> io::Result<()> {
+    let file = to.create(None, name, false)?;
     let mut counted = Counted {
         inner: io::BufWriter::new(file),
         bytes: 0,
     };
     let written = write_page(out, tasks, info, &mut counted);
-    out.wrote(None, HTML_FILE, counted.bytes);
+    to.wrote(None, name, counted.bytes);
     written
 }
 
@@ -189,8 +201,18 @@ pub fn report_dir(
                 path: path.to_owned(),
                 source,
             };
-            let file = std::fs::File::create(cwd.join(path)).map_err(write_error)?;
-            write_page(&out, &tasks, &info, &mut io::BufWriter::new(file)).map_err(write_error)?;
+            // Like `--junit FILE`: its directory opened beneath the
+            // working directory, the file created there, no link followed.
+            let name = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .ok_or_else(|| write_error(io::Error::other("not a file name")))?;
+            let parent = path
+                .parent()
+                .filter(|parent| !parent.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let to = OutDir::open(parent, cwd)?;
+            write_report_to(&out, &tasks, &info, &to, name).map_err(write_error)?;
             Ok((path.to_owned(), tasks.len()))
         }
     }

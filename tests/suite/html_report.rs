@@ -280,6 +280,14 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
         other.stdout
     );
     check_raw(&ybs.read("all.html"));
+    // `--to` never writes through a planted link.
+    let victim = ybs.outside().join("victim.txt");
+    std::fs::write(&victim, "mine\n").unwrap();
+    std::os::unix::fs::symlink(&victim, ybs.path().join("linked.html")).unwrap();
+    ybs.run(["report", "html", "ybs-out", "--to", "linked.html"])
+        .expect_code(0);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+    check_raw(&ybs.read("linked.html"));
 
     let Some(chromium) = browser() else {
         println!("SKIPPED: no headless Chromium (set YBS_CHROMIUM, or install chromium)");
