@@ -341,6 +341,13 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
     assert!(!dom.contains("<details class=\"task\" open=\"\" data-task=\"passes\""));
     assert!(dom.contains("BROKEN-CHECK-OUTPUT"));
 
+    // Filters through the fragment: by status, and a text search.
+    let dom = dump_dom(&chromium, &page, "status=failed");
+    assert!(dom.contains("<tr data-task=\"fails\""));
+    assert!(!dom.contains("<tr data-task=\"passes\"") && dom.contains("1 of 3 tasks shown"));
+    let dom = dump_dom(&chromium, &page, "q=npm%20publish");
+    assert!(dom.contains("1 of 3 tasks shown") && dom.contains("<tr data-task=\"waits\""));
+
     // The hostile task id renders as text, and its link stays relative.
     let dom = dump_dom(&chromium, &ybs.path().join("all.html"), "open=all");
     check_dom_safe(&dom);

@@ -257,13 +257,21 @@
     });
     document.body.setAttribute("data-rendered", String(tasks.length));
   }
+  // The fragment may also set the filters: #status=failed, #reason=…, #q=….
+  function fromFragment() {
+    var params = fragment();
+    ["status", "reason", "q"].forEach(function (key) {
+      if (params[key] !== undefined) state[key] = params[key];
+    });
+    render();
+  }
   document.body.insertBefore(root, document.body.firstChild);
-  window.addEventListener("hashchange", render);
+  window.addEventListener("hashchange", fromFragment);
   document.addEventListener("keydown", function (event) {
     if (event.key === "/" && document.activeElement && document.activeElement.tagName !== "INPUT") {
       event.preventDefault();
       document.getElementById("search").focus();
     }
   });
-  render();
+  fromFragment();
 })();
