@@ -305,6 +305,15 @@ run() {
         output output ""
         echo "ybs: $status (exit $code): $passed passed, $failed failed, $errors errors, $paused paused"
     fi
+    # The page people open first (docs/ci.md): named in the step summary,
+    # with where to find it.
+    if [ -f "$out/report.html" ] && [ -n "${GITHUB_STEP_SUMMARY-}" ]; then
+        if [ "${INPUT_UPLOAD_ARTIFACT-}" = true ]; then
+            printf '%s\n' "**ybs**: the HTML report is \`report.html\` in the artifact \`${INPUT_ARTIFACT_NAME:-ybs-out}\`: download it, unzip it, open \`report.html\` in a browser (it needs no network)." >> "$GITHUB_STEP_SUMMARY"
+        else
+            printf '%s\n' "**ybs**: the HTML report is \`$out/report.html\` on the runner; set \`upload-artifact: true\` to keep it as an artifact." >> "$GITHUB_STEP_SUMMARY"
+        fi
+    fi
     if [ "$code" = 2 ] && [ -n "${GITHUB_STEP_SUMMARY-}" ]; then
         printf '%s\n' "**ybs**: the task files, config or arguments are invalid (exit 2); nothing ran. The log has the errors." >> "$GITHUB_STEP_SUMMARY"
     fi

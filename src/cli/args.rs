@@ -145,6 +145,24 @@ pub enum ReportCommand {
     /// end. Run it from the directory the run ran in. Exit 0, or 2 when
     /// the task's directory has no transcript or no cassette.
     Fixture(FixtureArgs),
+    /// Write the HTML report of an output directory: one self-contained
+    /// page (no network, works from file://) over every task directory
+    /// in it that holds a transcript.json. `ybs run`, `resume` and
+    /// `report merge` write OUT/report.html themselves. Exit 0, or 2 when
+    /// DIR holds no transcript.
+    Html(HtmlArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HtmlArgs {
+    /// The output directory (a `--out` of `ybs run`).
+    #[arg(value_name = "OUT")]
+    pub dir: PathBuf,
+    /// Where the page goes. Default: OUT/report.html.
+    #[arg(long, value_name = "FILE")]
+    pub to: Option<PathBuf>,
+    #[command(flatten)]
+    pub verbosity: Verbosity,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -131,6 +131,39 @@ enum Target {
 }
 
 impl Workspace {
+    /// The commit `sha` as a reader wants it: its id, its message (with
+    /// its trailers), then its changes against its first parent as a
+    /// patch (`git show`'s content).
+    pub fn commit_patch(&self, sha: &str) -> Result<Vec<u8>, GitError> {
+        let repo = self.repo()?;
+        let commit = Oid::from_str(sha)
+            .and_then(|oid| repo.find_commit(oid))
+            .map_err(GitError::git(format!("cannot find commit {sha}")))?;
+        let tree = commit
+            .tree()
+            .map_err(GitError::git("cannot read the commit's tree"))?;
+        let parent = commit.parent(0).ok().and_then(|parent| parent.tree().ok());
+        let mut options = git2::DiffOptions::new();
+        options.show_binary(true);
+        let diff = repo
+            .diff_tree_to_tree(parent.as_ref(), Some(&tree), Some(&mut options))
+            .map_err(GitError::git("cannot diff the commit"))?;
+        let mut patch = format!(
+            "commit {sha}\n\n{}\n",
+            String::from_utf8_lossy(commit.message_bytes()).trim_end()
+        )
+        .into_bytes();
+        diff.print(git2::DiffFormat::Patch, |_, _, line| {
+            if let origin @ ('+' | '-' | ' ') = line.origin() {
+                patch.push(u8::try_from(origin).unwrap_or(b' '));
+            }
+            patch.extend_from_slice(line.content());
+            true
+        })
+        .map_err(GitError::git("cannot write the commit as a patch"))?;
+        Ok(patch)
+    }
+
     /// Commits exactly the task's files (see [`Workspace::task_changes`]
     /// for which paths those are) on HEAD. Never an empty commit, never a
     /// path the user had dirty, never an ignored file; the user's other

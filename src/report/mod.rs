@@ -8,6 +8,7 @@
 //! - [`TranscriptSink`]: `OUT/<task>/transcript.json` at `task.finished`.
 //! - [`JunitSink`]: the JUnit XML at `finish()`.
 //! - [`SummarySink`]: `OUT/summary.md` (and `$GITHUB_STEP_SUMMARY`) at `finish()`.
+//! - [`html::HtmlSink`]: `OUT/report.html`, one self-contained page, at `finish()`.
 //! - [`schema`]: the JSON Schemas of the transcript and of `events.jsonl`.
 //! - [`OtelSink`]: OpenTelemetry spans over OTLP/HTTP, when an endpoint is set.
 //! - [`log`]: neutralizing model and tool text for CI logs, `::error` lines.
@@ -25,6 +26,7 @@ mod events;
 pub mod fixture;
 mod fsutil;
 mod github_output;
+pub mod html;
 mod junit;
 pub mod log;
 pub mod merge;
@@ -49,7 +51,9 @@ pub use otel::OtelSink;
 pub use outdir::{DIGESTS_FILE, Digests, OpenError, OutDir};
 pub use results::{FailedCheck, ResultCollector, RunTotals, TaskResult};
 pub use scope::RunScope;
-pub use sinks::{CASSETTE_FILE, JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE};
+pub use sinks::{
+    CASSETTE_FILE, COMMIT_PATCH_FILE, JUNIT_FILE, OpenOutputs, OutputLayout, RunSinks, SUMMARY_FILE,
+};
 pub use summary::{SummarySink, summary_markdown};
 pub use terminal::{Console, Level, PlannedTask, Printer};
 pub use transcript::{

@@ -6,6 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::html::{HTML_FILE, HtmlSink};
 use super::{
     DIGESTS_FILE, EVENTS_FILE, EventsSink, JunitSink, OUTPUT_FILE, OUTPUT_JSON_FILE, OpenError,
     OtelSink, OutDir, RunScope, SHARD_FILE, SummarySink, TRANSCRIPT_FILE, TranscriptSink,
@@ -17,6 +18,9 @@ pub const SUMMARY_FILE: &str = "summary.md";
 /// `OUT/<task>/cassette.json`: under `--record`, the task's own
 /// interactions, for `ybs report fixture`.
 pub const CASSETTE_FILE: &str = "cassette.json";
+/// `OUT/<task>/commit.patch`: the task's commit (message, trailers,
+/// diff), masked, when it committed.
+pub const COMMIT_PATCH_FILE: &str = "commit.patch";
 /// `OUT/junit.xml`: the JUnit XML, unless `--junit FILE`.
 pub const JUNIT_FILE: &str = "junit.xml";
 
@@ -49,10 +53,12 @@ impl OutputLayout {
         OUTPUT_FILE,
         OUTPUT_JSON_FILE,
         CASSETTE_FILE,
+        COMMIT_PATCH_FILE,
     ];
     /// Files of the run, in `OUT/` (the JUnit file by default).
     pub const RUN_FILES: &[&str] = &[
         SUMMARY_FILE,
+        HTML_FILE,
         JUNIT_FILE,
         SHARD_FILE,
         DIGESTS_FILE,
@@ -80,6 +86,7 @@ impl OutputLayout {
         let mut paths = vec![
             self.out_dir.clone(),
             self.out_dir.join(SUMMARY_FILE),
+            self.out_dir.join(HTML_FILE),
             self.out_dir.join(SHARD_FILE),
             self.out_dir.join(DIGESTS_FILE),
             self.out_dir.join(super::durations::DURATIONS_FILE),
@@ -130,12 +137,13 @@ pub struct RunSinks {
     transcripts: Option<TranscriptSink>,
     junit: JunitSink,
     summary: SummarySink,
+    html: HtmlSink,
     /// OpenTelemetry spans, when an endpoint is set (docs/observability.md).
     otel: Option<OtelSink>,
 }
 
 impl RunSinks {
-    /// `ybs run`: events, transcripts, JUnit and summary.
+    /// `ybs run`: events, transcripts, JUnit, summary and the HTML page.
     pub fn run(layout: &OutputLayout, outputs: &OpenOutputs, scope: RunScope) -> Self {
         Self {
             events: Some(EventsSink::new(Arc::clone(&outputs.out))),
@@ -144,7 +152,7 @@ impl RunSinks {
         }
     }
 
-    /// `ybs report merge`: JUnit and summary (the task directories are
+    /// `ybs report merge`: JUnit, summary and the page (the task directories are
     /// copied, not written again).
     pub fn reports(layout: &OutputLayout, outputs: &OpenOutputs, scope: RunScope) -> Self {
         Self {
@@ -157,7 +165,8 @@ impl RunSinks {
                 SUMMARY_FILE,
                 layout.github_step_summary.clone(),
             )
-            .with_scope(scope),
+            .with_scope(scope.clone()),
+            html: HtmlSink::new(Arc::clone(&outputs.out), scope),
             otel: None,
         }
     }
@@ -177,7 +186,7 @@ impl RunSinks {
         &mut self,
         mut call: impl FnMut(&mut dyn EventSink) -> io::Result<()>,
     ) -> io::Result<()> {
-        let mut sinks: Vec<&mut dyn EventSink> = Vec::with_capacity(5);
+        let mut sinks: Vec<&mut dyn EventSink> = Vec::with_capacity(6);
         if let Some(events) = &mut self.events {
             sinks.push(events);
         }
@@ -186,6 +195,8 @@ impl RunSinks {
         }
         sinks.push(&mut self.junit);
         sinks.push(&mut self.summary);
+        // After the transcripts: the page reads them at `finish()`.
+        sinks.push(&mut self.html);
         if let Some(otel) = &mut self.otel {
             sinks.push(otel);
         }
@@ -216,7 +227,8 @@ impl RunSinks {
 
     fn replay_to(&mut self, record: &EventRecord, transcript: bool) -> io::Result<()> {
         let mut first_error = None;
-        let mut sinks: Vec<&mut dyn EventSink> = vec![&mut self.junit, &mut self.summary];
+        let mut sinks: Vec<&mut dyn EventSink> =
+            vec![&mut self.junit, &mut self.summary, &mut self.html];
         if let Some(transcripts) = self.transcripts.as_mut().filter(|_| transcript) {
             sinks.push(transcripts);
         }
@@ -259,7 +271,7 @@ mod tests {
             .collect();
         all.sort_unstable();
         all.dedup();
-        assert_eq!(all.len(), 10);
+        assert_eq!(all.len(), 12);
     }
 
     #[test]

@@ -791,6 +791,9 @@ impl EventSink for TranscriptSink {
             // An answer an earlier run left here is not this run's.
             self.out.remove(&record.task, OUTPUT_FILE)?;
             self.out.remove(&record.task, OUTPUT_JSON_FILE)?;
+            // Nor a commit of an earlier run.
+            self.out
+                .remove(&record.task, super::sinks::COMMIT_PATCH_FILE)?;
         }
         if let Event::TaskOutput {
             content: text,

@@ -810,6 +810,14 @@ impl TaskRun<'_> {
                                     (the changes went with the copy; the transcript says what they were)"
                         .to_owned();
                 }
+                if let Some(sha) = outcome.commit.as_deref()
+                    && let Err(error) =
+                        settle
+                            .git
+                            .write_commit_patch(sha, self.out, &task.id, &self.run.redactor)
+                {
+                    outcome.note = format!("{}; commit.patch not written: {error}", outcome.note);
+                }
                 self.worktree_outcome(&mut outcome, settle.commit_off, reason, emitter);
                 outcome.note.push_str(&saved_note);
                 emitter.emit(Event::Git { outcome });

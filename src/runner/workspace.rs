@@ -161,6 +161,32 @@ impl TaskGit {
         })
     }
 
+    /// `OUT/<task>/commit.patch`: the task's commit `sha` (message,
+    /// trailers, diff), masked, for the HTML report. Returns why it could
+    /// not be written.
+    pub fn write_commit_patch(
+        &self,
+        sha: &str,
+        out: &crate::report::OutDir,
+        task_id: &str,
+        redactor: &crate::core::Redactor,
+    ) -> Result<(), String> {
+        let Some((workspace, _)) = &self.repo else {
+            return Ok(());
+        };
+        let patch = workspace
+            .commit_patch(sha)
+            .map_err(|error| error.to_string())?;
+        let masked = redactor.redact(&String::from_utf8_lossy(&patch));
+        out.write_atomic(
+            Some(task_id),
+            crate::report::COMMIT_PATCH_FILE,
+            masked.as_bytes(),
+        )
+        .map(drop)
+        .map_err(|error| error.to_string())
+    }
+
     /// True if and only if the task's workdir is in a git repository.
     pub fn in_repository(&self) -> bool {
         self.repo.is_some()

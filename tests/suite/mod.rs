@@ -21,6 +21,7 @@ mod fixture;
 mod git;
 mod git_trust;
 mod home_view;
+mod html_report;
 mod interactive;
 mod jobs;
 mod left_behind;

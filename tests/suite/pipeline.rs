@@ -692,6 +692,16 @@ fn the_action_reports_a_failing_run_and_fails_after_the_upload() {
         run.log
     );
     assert_eq!(run.used.len(), 1, "the upload runs before the step fails");
+    // The artifact is the output directory, which holds the HTML report,
+    // and the step summary says so.
+    assert_eq!(run.used[0].1["path"], "ybs-out");
+    assert!(ybs.path().join("ybs-out/report.html").is_file());
+    assert!(
+        run.step_summary
+            .contains("the HTML report is `report.html` in the artifact `"),
+        "{}",
+        run.step_summary
+    );
     for (name, value) in [
         ("status", "failed"),
         ("exit-code", "1"),

@@ -25,6 +25,7 @@ pub fn dispatch(cli: Cli) -> u8 {
         Command::Tools(args) => tools::tools(&args),
         Command::Report(ReportCommand::Merge(args)) => report::merge(&args),
         Command::Report(ReportCommand::Fixture(args)) => report::fixture(&args),
+        Command::Report(ReportCommand::Html(args)) => report::html(&args),
         Command::Schema(args) => schema::schema(&args),
         Command::Sandbox(SandboxCommand::Check(args)) => sandbox::check(&args),
         Command::Chat(args) => chat::chat(&args),

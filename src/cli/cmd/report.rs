@@ -1,9 +1,10 @@
 //! `ybs report merge`: one report from the outputs of several shards;
-//! `ybs report fixture`: a recorded task as a regression fixture.
+//! `ybs report fixture`: a recorded task as a regression fixture;
+//! `ybs report html`: the HTML page of an output directory.
 
 use std::path::PathBuf;
 
-use super::super::args::{FixtureArgs, MergeArgs};
+use super::super::args::{FixtureArgs, HtmlArgs, MergeArgs};
 use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
@@ -108,6 +109,35 @@ pub fn fixture(args: &FixtureArgs) -> u8 {
                 fixture.tool_calls,
                 if fixture.tool_calls == 1 { "" } else { "s" },
                 fixture.task_file.display(),
+            ));
+            exit::OK
+        }
+        Err(error) => diagnostics::fail(&printer, &error),
+    }
+}
+
+/// Writes the page; exit 0, or 2 when there is nothing to show or it
+/// cannot be written.
+pub fn html(args: &HtmlArgs) -> u8 {
+    let printer = common::printer(common::level(&args.verbosity), false);
+    let cwd = match crate::config::process_cwd() {
+        Ok(cwd) => cwd,
+        Err(source) => {
+            return diagnostics::fail(
+                &printer,
+                &report::html::HtmlError::Read {
+                    path: PathBuf::from("."),
+                    source,
+                },
+            );
+        }
+    };
+    match report::html::report_dir(&args.dir, args.to.as_deref(), &cwd) {
+        Ok((path, tasks)) => {
+            printer.result(&format!(
+                "ybs: report of {tasks} task{} in {}",
+                if tasks == 1 { "" } else { "s" },
+                path.display()
             ));
             exit::OK
         }
