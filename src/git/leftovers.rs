@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use git2::{BranchType, Repository, WorktreePruneOptions};
+use git2::{BranchType, Repository};
 
 use super::{GitError, WORKTREES_DIR, Workspace};
 
@@ -79,24 +79,7 @@ impl Workspace {
         for leftover in remove {
             match &leftover.kind {
                 LeftoverKind::Worktree { name, path } => {
-                    let worktree = repo
-                        .find_worktree(name)
-                        .map_err(GitError::git(format!("cannot find worktree {name}")))?;
-                    worktree
-                        .prune(Some(
-                            WorktreePruneOptions::new()
-                                .valid(true)
-                                .locked(false)
-                                .working_tree(true),
-                        ))
-                        .map_err(GitError::git(format!(
-                            "cannot remove worktree {}",
-                            path.display()
-                        )))?;
-                    if let Some(parent) = path.parent() {
-                        // Only when empty: the last worktree of its run.
-                        let _ = std::fs::remove_dir(parent);
-                    }
+                    super::worktree::prune_worktree(&repo, name, path)?;
                 }
                 LeftoverKind::Branch { name } => {
                     repo.find_branch(name, BranchType::Local)

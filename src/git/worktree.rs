@@ -195,31 +195,42 @@ impl Workspace {
     }
 }
 
+/// Removes the worktree `name` at `root` (its directory and git's record
+/// of it; its branch stays), then the run's directory when that was its
+/// last worktree.
+pub(super) fn prune_worktree(
+    repo: &git2::Repository,
+    name: &str,
+    root: &Path,
+) -> Result<(), GitError> {
+    let worktree = repo
+        .find_worktree(name)
+        .map_err(GitError::git(format!("cannot find worktree {name}")))?;
+    worktree
+        .prune(Some(
+            WorktreePruneOptions::new()
+                .valid(true)
+                .locked(false)
+                .working_tree(true),
+        ))
+        .map_err(GitError::git(format!(
+            "cannot remove worktree {}",
+            root.display()
+        )))?;
+    if let Some(parent) = root.parent() {
+        // Only when empty: the last worktree of the run.
+        let _ = std::fs::remove_dir(parent);
+    }
+    Ok(())
+}
+
 impl TaskWorktree {
     /// Removes the worktree's directory and git's record of it; the branch
     /// stays. Only for a worktree whose work is committed.
     pub fn remove(&self) -> Result<(), GitError> {
         let repo = git2::Repository::open(&self.git_dir)
             .map_err(GitError::git("cannot reopen the repository"))?;
-        let worktree = repo
-            .find_worktree(&self.name)
-            .map_err(GitError::git(format!("cannot find worktree {}", self.name)))?;
-        worktree
-            .prune(Some(
-                WorktreePruneOptions::new()
-                    .valid(true)
-                    .locked(false)
-                    .working_tree(true),
-            ))
-            .map_err(GitError::git(format!(
-                "cannot remove worktree {}",
-                self.root.display()
-            )))?;
-        if let Some(parent) = self.root.parent() {
-            // Only when empty: the last worktree of the run.
-            let _ = std::fs::remove_dir(parent);
-        }
-        Ok(())
+        prune_worktree(&repo, &self.name, &self.root)
     }
 
     /// Removes the worktree and its branch: for a task that never ran, or
