@@ -43,7 +43,8 @@ pub enum Command {
     Policy(PolicyCommand),
     /// External tools: list them, print a schema, invoke one, serve them over MCP.
     Tools(ToolsArgs),
-    /// Reports over several runs: merge the outputs of shards.
+    /// Reports: merge the outputs of shards, a task as a regression
+    /// fixture, the HTML page of an output directory.
     #[command(subcommand)]
     Report(ReportCommand),
     /// Print the JSON Schema (draft 2020-12) of a file format ybs reads or writes.
