@@ -72,6 +72,10 @@ pub enum Event {
         /// the repository root (docs/task-files.md, `context`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         context_files: Vec<String>,
+        /// `--shard`: which shard of the run's tasks this run took, and
+        /// how it was found (docs/ci.md, "Sharding").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shard: Option<crate::core::shard::ShardRecord>,
     },
     /// A message was appended to the conversation.
     #[serde(rename = "message")]

@@ -145,6 +145,40 @@ impl fmt::Display for ShardSource {
     }
 }
 
+/// What a task's manifest says of the run's shard: `K/N`, and, for
+/// `--shard auto`, the engine and the variables read; for `--shard-by
+/// durations`, the durations file's digest.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct ShardRecord {
+    /// `K/N`.
+    pub shard: String,
+    /// The CI engine `--shard auto` read it from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The engine's variables, as they were.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub variables: std::collections::BTreeMap<String, String>,
+    /// `--shard-by durations`: the digest (`sha256:HEX`) of the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durations: Option<String>,
+}
+
+impl ShardRecord {
+    /// The record of `shard` found by `source` and split by `durations`.
+    pub fn of(shard: Shard, source: Option<&ShardSource>, durations: Option<&str>) -> Self {
+        Self {
+            shard: shard.to_string(),
+            engine: source.map(|source| source.engine.clone()),
+            variables: source
+                .map(|source| source.variables.clone())
+                .unwrap_or_default(),
+            durations: durations.map(str::to_owned),
+        }
+    }
+}
+
 /// One engine's variables: its name, the index variable and whether it
 /// counts from 0, and the total variable (none: from `auto/N`).
 struct EngineVars {

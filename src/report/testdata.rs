@@ -43,6 +43,7 @@ pub(crate) fn started(task: &str, file: &str, ts_ms: u64) -> EventRecord {
             dry_run: false,
             sandbox: None,
             context_files: Vec::new(),
+            shard: None,
         },
     )
 }

@@ -110,6 +110,9 @@ pub struct Manifest {
     /// repository root; absent when none was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context_files: Vec<String>,
+    /// `--shard`: the run's shard and how it was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::core::shard::ShardRecord>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -331,6 +334,7 @@ impl Transcript {
             dry_run: manifest.dry_run,
             sandbox: manifest.sandbox.clone().map(Box::new),
             context_files: manifest.context_files.clone(),
+            shard: manifest.shard.clone(),
         }
     }
 }
@@ -514,6 +518,7 @@ impl TranscriptBuilder {
             tools: start.tools.to_vec(),
             sandbox: start.sandbox.cloned(),
             context_files: start.context_files.to_vec(),
+            shard: start.shard.cloned(),
         };
         start.system_prompt.clone_into(&mut self.system_prompt);
     }

@@ -156,6 +156,13 @@ pub(crate) fn skip(
         dry_run: run.dry_run,
         sandbox: Some(Box::new(task.sandbox.clone())),
         context_files: Vec::new(),
+        shard: run.shard.map(|shard| {
+            crate::core::shard::ShardRecord::of(
+                shard,
+                run.shard_source.as_ref(),
+                run.shard_split.as_deref(),
+            )
+        }),
     });
     emitter.emit(Event::TaskFinished {
         status: Status::Skipped,

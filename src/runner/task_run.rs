@@ -386,6 +386,13 @@ fn started_event(
         dry_run: run.dry_run,
         sandbox: Some(Box::new(prepared.sandbox.clone())),
         context_files: prepared.agents_md.files.clone(),
+        shard: run.shard.map(|shard| {
+            crate::core::shard::ShardRecord::of(
+                shard,
+                run.shard_source.as_ref(),
+                run.shard_split.as_deref(),
+            )
+        }),
     }
 }
 

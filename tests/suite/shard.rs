@@ -450,6 +450,12 @@ fn shard_auto_takes_the_engines_index_and_total_and_merges_back() {
                 summary.contains(&format!("Shard {k}/3 ({engine}: ")),
                 "{summary}"
             );
+            // Each task's manifest says so too.
+            for task in task_dirs(&ybs, &out) {
+                let manifest = &ybs.json(&format!("{out}/{task}/transcript.json"))["manifest"];
+                assert_eq!(manifest["shard"]["shard"], format!("{k}/3"), "{manifest}");
+                assert_eq!(manifest["shard"]["engine"], engine, "{manifest}");
+            }
             seen.extend(task_dirs(&ybs, &out));
             outs.push(out);
         }

@@ -28,6 +28,7 @@ pub struct TaskStart<'a> {
     pub dry_run: bool,
     pub sandbox: Option<&'a SandboxInfo>,
     pub context_files: &'a [String],
+    pub shard: Option<&'a crate::core::shard::ShardRecord>,
 }
 
 /// `llm.response` ([`Event::LlmResponse`]).
@@ -129,6 +130,7 @@ impl Event {
             dry_run,
             sandbox,
             context_files,
+            shard,
         } = self
         else {
             return None;
@@ -150,6 +152,7 @@ impl Event {
             dry_run: *dry_run,
             sandbox: sandbox.as_deref(),
             context_files,
+            shard: shard.as_ref(),
         })
     }
 

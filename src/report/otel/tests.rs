@@ -193,6 +193,7 @@ fn started(task: &str, ts_ms: u64) -> EventRecord {
                 ..SandboxInfo::default()
             })),
             context_files: vec![],
+            shard: None,
         },
     )
 }
