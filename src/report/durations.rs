@@ -43,10 +43,20 @@ pub enum DurationsError {
 impl Durations {
     /// The mean duration per run of each task of `results`.
     pub fn of(results: &[TaskResult]) -> Self {
+        Self::mean_per_task(
+            results
+                .iter()
+                .map(|result| (result.task.as_str(), result.duration_ms)),
+        )
+    }
+
+    /// Each task's mean over its runs, `(id, ms)` a run; a copy's id
+    /// (`--repeat`, `--models`) counts as its task's.
+    fn mean_per_task<'a>(runs: impl Iterator<Item = (&'a str, u64)>) -> Self {
         let mut sums: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        for result in results {
-            let entry = sums.entry(base_id(&result.task).to_owned()).or_default();
-            entry.0 = entry.0.saturating_add(result.duration_ms);
+        for (id, ms) in runs {
+            let entry = sums.entry(base_id(id).to_owned()).or_default();
+            entry.0 = entry.0.saturating_add(ms);
             entry.1 += 1;
         }
         Self {
@@ -106,28 +116,18 @@ impl Durations {
         if name != "ybs" {
             return Err(format!("its report is `{name}`, not `ybs`"));
         }
-        let mut sums: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        for case in report
-            .test_suites
-            .iter()
-            .flat_map(|suite| suite.test_cases.iter())
-        {
-            let ms = case.time.map_or(0, |time| {
-                u64::try_from(time.as_millis()).unwrap_or(u64::MAX)
-            });
-            let entry = sums
-                .entry(base_id(case.name.as_str()).to_owned())
-                .or_default();
-            entry.0 = entry.0.saturating_add(ms);
-            entry.1 += 1;
-        }
-        Ok(Self {
-            version: 1,
-            tasks: sums
-                .into_iter()
-                .map(|(id, (sum, runs))| (id, sum / runs.max(1)))
-                .collect(),
-        })
+        Ok(Self::mean_per_task(
+            report
+                .test_suites
+                .iter()
+                .flat_map(|suite| suite.test_cases.iter())
+                .map(|case| {
+                    let ms = case.time.map_or(0, |time| {
+                        u64::try_from(time.as_millis()).unwrap_or(u64::MAX)
+                    });
+                    (case.name.as_str(), ms)
+                }),
+        ))
     }
 
     /// The shard (`1..=total`) of each of `ids`, balanced by duration:

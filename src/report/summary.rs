@@ -7,6 +7,7 @@
 //! longer than any backtick run in it, so it cannot break the table or
 //! inject links, images or HTML.
 
+use crate::core::text::human_ms;
 use std::fmt::Write as _;
 use std::fs::OpenOptions;
 use std::io::{self, Write as _};
@@ -151,7 +152,7 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
         "Tokens {} · cost {} · time {}\n",
         tokens(usage),
         total_cost(results),
-        human_duration(wall_ms(results)),
+        human_ms(wall_ms(results)),
     )?;
     writeln!(
         out,
@@ -179,7 +180,7 @@ fn write_summary(out: &mut String, results: &[TaskResult], scope: &RunScope) -> 
             result.iterations,
             tokens(result.usage),
             result.cost,
-            human_duration(result.duration_ms),
+            human_ms(result.duration_ms),
             commit,
         )?;
     }
@@ -274,7 +275,7 @@ fn write_models(out: &mut String, results: &[TaskResult]) -> std::fmt::Result {
                     .fold(0u64, |sum, r| sum.saturating_add(r.usage.total()))
             ),
             total_cost(members),
-            human_duration(
+            human_ms(
                 members
                     .iter()
                     .fold(0u64, |sum, r| sum.saturating_add(r.duration_ms))
@@ -627,11 +628,6 @@ fn wall_ms(results: &[TaskResult]) -> u64 {
     end.saturating_sub(start)
 }
 
-/// `0.4s`, `12.3s`, `4m 05s`, `1h 02m`.
-fn human_duration(ms: u64) -> String {
-    crate::core::text::human_ms(ms)
-}
-
 /// `12345` → `12,345`.
 fn thousands(value: u64) -> String {
     let digits = value.to_string();
@@ -821,9 +817,9 @@ mod tests {
         assert_eq!(thousands(0), "0");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(human_duration(400), "0.4s");
-        assert_eq!(human_duration(12_345), "12.3s");
-        assert_eq!(human_duration(245_000), "4m 05s");
-        assert_eq!(human_duration(3_720_000), "1h 02m");
+        assert_eq!(human_ms(400), "0.4s");
+        assert_eq!(human_ms(12_345), "12.3s");
+        assert_eq!(human_ms(245_000), "4m 05s");
+        assert_eq!(human_ms(3_720_000), "1h 02m");
     }
 }
