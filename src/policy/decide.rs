@@ -446,9 +446,7 @@ impl Policy {
         let wild = |part: &SimpleCommand| self.wildcard_allows(set, layer, tool, part);
         if !trusted && self.decides_unknowns(layer) {
             let parts = &view.parsed.parts;
-            let readable = view.hazards.iter().all(|hazard| {
-                super::unknowns::tolerable(hazard, hazard.part.and_then(|i| parts.get(i)))
-            });
+            let readable = view.hazards.iter().all(super::unknowns::tolerable);
             if parts.iter().all(wild) && readable && self.unknowns_problem(view).is_none() {
                 return Vec::new();
             }
@@ -529,10 +527,7 @@ impl Policy {
             return String::new();
         }
         if self.decides_unknowns(layer) {
-            return match blocking
-                .iter()
-                .find(|h| !super::unknowns::tolerable(h, None))
-            {
+            return match blocking.iter().find(|h| !super::unknowns::tolerable(h)) {
                 Some(hazard) => format!(
                     "; a deny or ask rule on run_shell exists, and the parser cannot read what \
                      {hazard} runs: run the inner command directly, or set `policy.opaque: \

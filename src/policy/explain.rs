@@ -161,9 +161,7 @@ impl Policy {
         } else if self.layers().any(|(layer, _)| self.decides_unknowns(layer)) {
             let globs = self.dodgeable_globs();
             match (
-                hazards
-                    .iter()
-                    .find(|h| !super::unknowns::tolerable(h, Some(part))),
+                hazards.iter().find(|h| !super::unknowns::tolerable(h)),
                 super::unknowns::problem(part, globs.iter().cloned()),
             ) {
                 (Some(hazard), _) => format!(
@@ -243,9 +241,7 @@ impl Policy {
             // The sandbox bounds what the parser cannot see of a part a
             // full wildcard allows, when it decides (docs/policy.md).
             let globs = self.dodgeable_globs();
-            let readable = hazards
-                .iter()
-                .all(|h| super::unknowns::tolerable(h, Some(part)))
+            let readable = hazards.iter().all(|h| super::unknowns::tolerable(h))
                 && super::unknowns::problem(part, globs.iter().cloned()).is_none();
             let left_to_sandbox = (self.sandbox_decides(layer)
                 || (self.decides_unknowns(layer) && readable))

@@ -8,7 +8,8 @@
 //!
 //! - every hazard is of a kind whose inside the analysis reads
 //!   ([`tolerable`]): substitutions (their commands are parts of their
-//!   own), variables, control flow, subshells, here-documents, and the
+//!   own), variables (not arithmetic on names: `$((x))`, `${a[i]}`,
+//!   `${!x}` evaluate a value `a[$(…)]` as code), control flow, subshells, here-documents, and the
 //!   wrappers whose command is a part of its own (`xargs` without `-I`,
 //!   `find -exec`, `timeout`, `nice`, `env` …, `bash -c 'LITERAL'`);
 //! - no part could match a deny or ask rule for any value of its
@@ -110,13 +111,11 @@ const READ_WRAPPERS: &[&str] = &[
 
 /// True if and only if the analysis reads what `hazard` hides: its
 /// commands are parts of their own, its unknowns are checked per part.
-/// `part` is the part it was found in.
-pub(crate) fn tolerable(hazard: &Hazard, part: Option<&SimpleCommand>) -> bool {
+pub(crate) fn tolerable(hazard: &Hazard) -> bool {
     match hazard.kind {
         HazardKind::CommandSubstitution
         | HazardKind::Backticks
         | HazardKind::ProcessSubstitution
-        | HazardKind::Arithmetic
         | HazardKind::Variable
         | HazardKind::GlobMayBeOption
         | HazardKind::Subshell
@@ -129,22 +128,15 @@ pub(crate) fn tolerable(hazard: &Hazard, part: Option<&SimpleCommand>) -> bool {
         // A function makes a later word run its body; `coproc` runs its
         // command under another name.
         HazardKind::ControlFlow => !matches!(hazard.text.as_str(), "function" | "coproc"),
-        // `xargs -I X … X …` puts its input anywhere, the program too.
-        HazardKind::RunsProgram => {
-            READ_WRAPPERS.contains(&hazard.text.as_str())
-                && !(hazard.text == "xargs"
-                    && part.is_some_and(|part| {
-                        part.argv.iter().any(|word| {
-                            word.starts_with("-I")
-                                || word.starts_with("-i")
-                                || word.starts_with("--replace")
-                        })
-                    }))
-        }
+        // `xargs -I X … X …` puts its input anywhere, the program too:
+        // its command's words hold an unknown where `X` stood.
+        HazardKind::RunsProgram => READ_WRAPPERS.contains(&hazard.text.as_str()),
         // `bash -c 'LITERAL'`: its commands are parts; `bash -c "$X"`
         // has an unknown command word, refused per part. Other shells
         // read some words otherwise than bash (`$"x"` in dash).
-        HazardKind::NestedShell => hazard.text == "bash -c",
+        // `sh -c 'LITERAL'` too when the code reads alike in both (else
+        // the runners add a second, intolerable hazard).
+        HazardKind::NestedShell => matches!(hazard.text.as_str(), "bash -c" | "sh -c" | "dash -c"),
         _ => false,
     }
 }
@@ -203,13 +195,343 @@ pub(crate) fn problem<'a>(
         }
     }
     let program = part.program().unwrap_or_default();
-    if !OPTIONLESS.contains(&program) {
+    if OPTIONLESS.contains(&program) {
+        return None;
+    }
+    operand_problem(part, program).map(|why| format!("`{text}`: {why}"))
+}
+
+/// Programs and builtins whose operands are code, a program, a
+/// subscript the shell evaluates, or expressions (`find . "$X"` may be
+/// `-exec …`): an unknown anywhere in their arguments is refused.
+const CODE_OPERANDS: &[&str] = &[
+    // Builtins that evaluate array subscripts or define what runs.
+    "printf",
+    "test",
+    "[",
+    "[[",
+    "let",
+    "read",
+    "unset",
+    "wait",
+    "getopts",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+    "mapfile",
+    "readarray",
+    "compgen",
+    "complete",
+    "eval",
+    "source",
+    ".",
+    "trap",
+    "alias",
+    "exec",
+    "command",
+    "builtin",
+    "enable",
+    "hash",
+    "type",
+    "shopt",
+    "set",
+    "bind",
+    "fc",
+    "history",
+    "ulimit",
+    "umask",
+    "caller",
+    // Programs whose operands are scripts, expressions or remote commands.
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "perl",
+    "ruby",
+    "php",
+    "lua",
+    "luajit",
+    "node",
+    "nodejs",
+    "bun",
+    "deno",
+    "tsx",
+    "ts-node",
+    "Rscript",
+    "julia",
+    "tclsh",
+    "wish",
+    "expect",
+    "guile",
+    "sbcl",
+    "find",
+    "tar",
+    "ps",
+    "ssh",
+    "scp",
+    "sftp",
+    "slogin",
+    "rsync",
+    "make",
+    "gmake",
+    "dc",
+    "bc",
+    "m4",
+    "jq",
+    "yq",
+    "gdb",
+    "lldb",
+    "busybox",
+    "toybox",
+    "sqlite3",
+    "mysql",
+    "psql",
+    "redis-cli",
+    "osascript",
+    "xargs",
+    "parallel",
+    "watch",
+    "at",
+    "batch",
+    "crontab",
+    "git",
+    "sed",
+];
+
+/// Why an unknown argument of `program` (no [`OPTIONLESS`] one) might
+/// make it run something a deny or ask rule names, if it might.
+///
+/// Every unknown must be an operand that cannot turn into an option or
+/// into several words: a quoted expansion (no word splitting) after a
+/// literal that starts the word with a character no option starts with
+/// (`"./$f"`, `src/*.rs`, `"$HOME/x"`, find's `{}` under a literal start
+/// point). The first argument must be literal: it may pick a subcommand
+/// or an alias (`cargo x$Y`). Programs whose operands are code or
+/// expressions ([`CODE_OPERANDS`], shells, interpreters) take none;
+/// `git` and `sed` take them only behind a literal subcommand or script.
+fn operand_problem(part: &SimpleCommand, program: &str) -> Option<String> {
+    let family = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let family = if family.is_empty() { program } else { family };
+    let unknown_words: Vec<usize> = (1..part.argv.len())
+        .filter(|&index| word_unknown(part, index))
+        .collect();
+    let option = || {
+        Some(format!(
+            "an unknown argument of `{program}` may become an option that runs a program or code"
+        ))
+    };
+    let code = || {
+        Some(format!(
+            "an unknown argument of `{program}` may become code, a program or an expression it runs"
+        ))
+    };
+    if part.via.as_deref() == Some("xargs") {
+        // Its input is appended: any words at all.
+        return option();
+    }
+    let shell_like = SHELL_FAMILIES.contains(&family) || family == "python" || family == "pypy";
+    let gated = matches!(family, "git" | "sed");
+    let code_operands = CODE_OPERANDS.contains(&program) || CODE_OPERANDS.contains(&family);
+    if shell_like || (code_operands && !gated) {
+        return code();
+    }
+    let whole_first = part.assignments.len() + 1;
+    if unknown_words.first() == Some(&1) && !path_operand(part, whole_first) {
         return Some(format!(
-            "`{text}`: an unknown argument of `{program}` may become an option that runs a \
-             program or code"
+            "the first argument of `{program}` is unknown: it may pick a subcommand or an alias"
         ));
     }
+    if (family == "sed" && !sed_script_literal(part))
+        || (family == "git" && !git_subcommand_literal(part))
+    {
+        return code();
+    }
+    if unknown_words
+        .iter()
+        .any(|&index| !operand_only(part, part.assignments.len() + index))
+    {
+        return option();
+    }
     None
+}
+
+/// Shells, by family name.
+const SHELL_FAMILIES: &[&str] = &[
+    "sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "pdksh", "ash", "yash", "posh", "fish",
+    "csh", "tcsh",
+];
+
+/// `word` as a pattern when it holds the part's placeholder (`xargs -I
+/// R`, find's `{}`, inside a word too: GNU find replaces `-r{}`): what
+/// the wrapper puts there is its known prefix, then any text.
+fn placeholder_tokens(part: &SimpleCommand, word: &str) -> Option<Vec<Tok>> {
+    let placeholder = part.placeholder.as_ref()?;
+    if !word.contains(placeholder.pattern.as_str()) {
+        return None;
+    }
+    let mut tokens = Vec::new();
+    for (at, piece) in word.split(placeholder.pattern.as_str()).enumerate() {
+        if at > 0 {
+            tokens.extend(
+                placeholder
+                    .prefix
+                    .iter()
+                    .flat_map(|p| p.chars().map(Tok::Char)),
+            );
+            tokens.push(Tok::Star);
+        }
+        tokens.extend(piece.chars().map(Tok::Char));
+    }
+    Some(tokens)
+}
+
+/// True if and only if argv word `index` holds an unknown.
+fn word_unknown(part: &SimpleCommand, index: usize) -> bool {
+    let word = &part.argv[index];
+    if placeholder_tokens(part, word).is_some() {
+        return true;
+    }
+    let whole = part.assignments.len() + index;
+    let found = word == "{}"
+        && part
+            .via
+            .as_deref()
+            .is_some_and(|via| via.starts_with("find"));
+    let braced = word.contains('{') && (word.contains(',') || word.contains(".."));
+    if found || braced {
+        return true;
+    }
+    match shape_of(part, whole) {
+        Some(shape) => shape.iter().any(|seg| match seg {
+            Seg::Lit(_) => false,
+            Seg::Var(name) => !matches!(name.as_str(), "?" | "#" | "$" | "!"),
+            Seg::Glob(_) => true,
+        }),
+        None => word.contains(['$', '`', '*', '?', '[']),
+    }
+}
+
+fn shape_of(part: &SimpleCommand, whole: usize) -> Option<&Vec<Seg>> {
+    part.shapes
+        .get(whole)
+        .filter(|_| part.shapes.len() == part.assignments.len() + part.argv.len())
+}
+
+/// True if and only if word `whole` (counting assignments) is one word
+/// that no option starts: no unquoted expansion in it, and it starts with
+/// a literal letter, digit, `.`, `/`, `_`, `~`, or `$HOME`/`$PWD` (an
+/// absolute path).
+fn operand_only(part: &SimpleCommand, whole: usize) -> bool {
+    if part.splits.get(whole).copied().unwrap_or(true) {
+        return false;
+    }
+    if let Some(index) = whole.checked_sub(part.assignments.len())
+        && let Some(tokens) = placeholder_tokens(part, &part.argv[index])
+    {
+        return match tokens.first() {
+            Some(Tok::Char(c)) => c.is_alphanumeric() || "./_~".contains(*c),
+            _ => false,
+        };
+    }
+    match shape_of(part, whole).and_then(|shape| shape.first()) {
+        Some(Seg::Lit(text)) => text
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || "./_~".contains(c)),
+        Some(Seg::Var(name)) => matches!(name.as_str(), "HOME" | "PWD"),
+        _ => false,
+    }
+}
+
+/// True if and only if word `whole` is an [`operand_only`] path: it
+/// starts with a literal holding a `/`, with `$HOME`/`$PWD`, or with the
+/// start point of a `find` (no subcommand or alias has a `/`).
+fn path_operand(part: &SimpleCommand, whole: usize) -> bool {
+    if !operand_only(part, whole) {
+        return false;
+    }
+    let Some(index) = whole.checked_sub(part.assignments.len()) else {
+        return false;
+    };
+    let word = &part.argv[index];
+    if let Some(placeholder) = &part.placeholder
+        && word.starts_with(placeholder.pattern.as_str())
+    {
+        return placeholder.prefix.is_some();
+    }
+    match shape_of(part, whole).and_then(|shape| shape.first()) {
+        Some(Seg::Lit(text)) => text.contains('/'),
+        Some(Seg::Var(_)) => true,
+        _ => false,
+    }
+}
+
+/// `git`: its global options (`-c alias.x=!…`, `--exec-path`) and its
+/// subcommand are literal.
+fn git_subcommand_literal(part: &SimpleCommand) -> bool {
+    let mut index = 1;
+    while index < part.argv.len() {
+        if word_unknown(part, index) {
+            return false;
+        }
+        let word = part.argv[index].as_str();
+        if matches!(
+            word,
+            "-C" | "-c"
+                | "--git-dir"
+                | "--work-tree"
+                | "--namespace"
+                | "--exec-path"
+                | "--config-env"
+        ) {
+            if part.argv.get(index + 1).is_none() || word_unknown(part, index + 1) {
+                return false;
+            }
+            index += 2;
+            continue;
+        }
+        if !word.starts_with('-') {
+            return true;
+        }
+        index += 1;
+    }
+    false
+}
+
+/// `sed`: the script is literal, so unknown operands are files: a literal
+/// `-e`/`-f`/`--expression`/`--file` gives it, else the first word that is
+/// no option (`-l N` skipped) is it, and must come before every unknown.
+fn sed_script_literal(part: &SimpleCommand) -> bool {
+    let mut index = 1;
+    while index < part.argv.len() {
+        if word_unknown(part, index) {
+            return false;
+        }
+        let word = part.argv[index].as_str();
+        if matches!(word, "-e" | "-f" | "--expression" | "--file") {
+            return part.argv.get(index + 1).is_some() && !word_unknown(part, index + 1);
+        }
+        if word.starts_with("--expression=") || word.starts_with("--file=") {
+            return true;
+        }
+        if word == "-l" {
+            index += 2;
+            continue;
+        }
+        if word == "--" {
+            return part
+                .argv
+                .get(index + 1)
+                .is_some_and(|_| !word_unknown(part, index + 1));
+        }
+        if !word.starts_with('-') {
+            return true;
+        }
+        index += 1;
+    }
+    false
 }
 
 /// The texts deny and ask rules are tried on, as patterns, and whether
@@ -235,6 +557,10 @@ fn views(part: &SimpleCommand) -> (Vec<Vec<Tok>>, bool) {
             let is_found = argv_index.is_some() && word == "{}" && found;
             // `{a,b}`, `{1..5}`: brace expansion makes other words.
             let braced = word.contains('{') && (word.contains(',') || word.contains(".."));
+            if let Some(tokens) = argv_index.and_then(|_| placeholder_tokens(part, word)) {
+                unknown = true;
+                return tokens;
+            }
             match shape {
                 _ if is_found || braced => {
                     unknown = true;

@@ -57,6 +57,8 @@ struct Word {
     equals_seen: bool,
     /// `{a,b}` or `{1..3}` seen.
     brace: bool,
+    /// An unquoted `$…` or backticks: the value may split into words.
+    splits: bool,
     hazards: Vec<(HazardKind, String)>,
 }
 
@@ -109,6 +111,45 @@ impl Builder {
 
     fn hazard(&mut self, kind: HazardKind, text: &str) {
         self.hazards.push((kind, text.to_owned()));
+    }
+}
+
+/// True if and only if bash evaluates something of the parameter
+/// expansion `source` (`${…}`) as arithmetic or as a name: an
+/// indirection (`${!x}`), a subscript other than `@`, `*` or digits
+/// (`${a[i]}`), or an offset or length with a name in it (`${x:i}`).
+/// A name there is expanded and evaluated again, so a value
+/// `a[$(…)]` runs a command.
+fn parameter_evaluates(source: &str) -> bool {
+    let inner = source
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .unwrap_or(source);
+    let inner = inner
+        .strip_prefix('#')
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(inner);
+    if inner.starts_with('!') {
+        return true;
+    }
+    let rest = inner.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    let rest = match rest.strip_prefix('[') {
+        Some(subscript) => {
+            let Some((index, after)) = subscript.split_once(']') else {
+                return true;
+            };
+            if !(index == "@" || index == "*" || index.bytes().all(|b| b.is_ascii_digit())) {
+                return true;
+            }
+            after
+        }
+        None => rest,
+    };
+    match rest.strip_prefix(':') {
+        Some(offset) if !offset.starts_with(['-', '=', '+', '?']) => !offset
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ' ' || c == ':' || "+-*/%()".contains(c)),
+        _ => false,
     }
 }
 
@@ -269,6 +310,11 @@ impl Parser {
                     if cmd.is_empty() {
                         subshell = true;
                         cmd.hazard(HazardKind::Subshell, "( … )");
+                        if self.peek() == Some('(') {
+                            // `(( … ))`: arithmetic, whose names are
+                            // evaluated (a value `a[$(…)]` runs a command).
+                            cmd.hazard(HazardKind::Arithmetic, "(( … ))");
+                        }
                     } else {
                         cmd.hazard(HazardKind::Unparseable, "`(` after a word");
                     }
@@ -484,13 +530,48 @@ impl Parser {
         }
     }
 
+    /// With `pos` on the first `(` of `$((…))`: the position after its
+    /// `))` when everything inside is digits, blanks and arithmetic
+    /// operators (no name, no expansion).
+    fn literal_arithmetic_end(&self) -> Option<usize> {
+        let mut depth = 0usize;
+        let mut at = self.pos + 2;
+        loop {
+            match *self.chars.get(at)? {
+                '(' => depth += 1,
+                ')' if depth == 0 => {
+                    return (self.chars.get(at + 1) == Some(&')')).then_some(at + 2);
+                }
+                ')' => depth -= 1,
+                c if c.is_ascii_digit() || c == ' ' || "+-*/%<>=!&|^~?:".contains(c) => {}
+                _ => return None,
+            }
+            at += 1;
+        }
+    }
+
     /// `$…` at `pos`.
     fn dollar(&mut self, word: &mut Word, in_quotes: bool) {
         let start = self.pos;
         self.pos += 1;
+        if !in_quotes
+            && self.peek().is_some_and(|c| {
+                c == '(' || c == '{' || c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c)
+            })
+        {
+            word.splits = true;
+        }
         match self.peek() {
             Some('(') => {
                 let arithmetic = self.peek_at(1) == Some('(');
+                if arithmetic && let Some(end) = self.literal_arithmetic_end() {
+                    // Numbers and operators only: a number, like `$#`
+                    // (no variable whose value could hold a subscript).
+                    self.pos = end;
+                    let source = self.source(start);
+                    word.var("#", &source);
+                    return;
+                }
                 self.pos += 1;
                 let (kind, via) = if arithmetic {
                     (HazardKind::Arithmetic, "$((…))")
@@ -514,8 +595,27 @@ impl Parser {
                 let name = self.source(name_start);
                 self.parameter_rest(word);
                 let source = self.source(start);
+                if parameter_evaluates(&source) {
+                    word.hazards.push((HazardKind::Arithmetic, source.clone()));
+                }
                 word.variable = true;
                 word.var(if name.is_empty() { &source } else { &name }, &source);
+            }
+            Some('[') => {
+                // `$[ … ]`: the old arithmetic expansion.
+                let mut depth = 0usize;
+                while let Some(c) = self.peek() {
+                    self.pos += 1;
+                    match c {
+                        '[' => depth += 1,
+                        ']' if depth <= 1 => break,
+                        ']' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                let source = self.source(start);
+                word.hazards.push((HazardKind::Arithmetic, source.clone()));
+                word.var(&source, &source);
             }
             Some('\'') if !in_quotes => {
                 self.pos += 1;
@@ -651,6 +751,9 @@ impl Parser {
     fn backticks(&mut self, word: &mut Word, in_quotes: bool) {
         let start = self.pos;
         self.pos += 1;
+        if !in_quotes {
+            word.splits = true;
+        }
         let mut inner = String::new();
         loop {
             match self.peek() {
@@ -914,6 +1017,11 @@ impl Parser {
             return;
         }
         let part = SimpleCommand {
+            splits: assignments
+                .iter()
+                .chain(&argv)
+                .map(|word| word.splits)
+                .collect(),
             shapes: assignments
                 .iter()
                 .chain(&argv)
@@ -923,6 +1031,7 @@ impl Parser {
             argv: argv.into_iter().map(|word| word.text).collect(),
             redirections,
             via: via.map(str::to_owned),
+            placeholder: None,
         };
         let index = self.out.parts.len();
         self.out.parts.push(part);

@@ -65,6 +65,23 @@ pub struct SimpleCommand {
     /// assignment, then one per argv word.
     #[serde(skip)]
     pub(crate) shapes: Vec<Shape>,
+    /// Per word, like `shapes`: whether it holds an unquoted expansion,
+    /// whose value may split into several words (and so start options).
+    #[serde(skip)]
+    pub(crate) splits: Vec<bool>,
+    /// What a wrapper puts into the words in place of a pattern
+    /// (`xargs -I R`, find's `{}`), for the analysis of unknowns.
+    #[serde(skip)]
+    pub(crate) placeholder: Option<Placeholder>,
+}
+
+/// A pattern in a nested command's words that its wrapper replaces at
+/// run time: `xargs -I R` with a line of its input, `find -exec` with
+/// the file found, which starts with `prefix` when that is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Placeholder {
+    pub pattern: String,
+    pub prefix: Option<String>,
 }
 
 impl SimpleCommand {

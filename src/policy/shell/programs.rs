@@ -4,7 +4,8 @@
 
 use super::HazardKind;
 use super::SimpleCommand;
-use super::runners::Analysis;
+use super::runners::{Analysis, Inner};
+use super::{Placeholder, Seg};
 
 /// An interpreter taking code in an option (`python -c`, `perl -e`) or
 /// from stdin. Options are scanned up to the script operand or a `stop`
@@ -205,6 +206,44 @@ pub(super) fn awk(cmd: &SimpleCommand, analysis: &mut Analysis) {
     }
 }
 
+/// What every file `find` hands to `-exec` starts with: `./` under
+/// `-execdir`, else its one start point when that is literal (`.` when
+/// none is given).
+fn found_prefix(cmd: &SimpleCommand, in_dir: bool) -> Option<String> {
+    if in_dir {
+        return Some("./".to_owned());
+    }
+    let argv = &cmd.argv;
+    let offset = cmd.assignments.len();
+    let mut index = 1;
+    while argv
+        .get(index)
+        .is_some_and(|w| matches!(w.as_str(), "-H" | "-L" | "-P"))
+    {
+        index += 1;
+    }
+    if argv
+        .get(index)
+        .is_some_and(|w| w.starts_with("-D") || w.starts_with("-O"))
+    {
+        return None;
+    }
+    let starts: Vec<usize> = (index..argv.len())
+        .take_while(|&at| !argv[at].starts_with(['-', '(', '!', ')', ',']))
+        .collect();
+    match starts.as_slice() {
+        [] => Some(".".to_owned()),
+        [at] => {
+            let literal = cmd
+                .shapes
+                .get(offset + at)
+                .is_some_and(|shape| shape.iter().all(|seg| matches!(seg, Seg::Lit(_))));
+            literal.then(|| argv[*at].clone())
+        }
+        _ => None,
+    }
+}
+
 /// `find … -exec cmd {} ;` (and `-execdir`, `-ok`, `-okdir`).
 pub(super) fn find(cmd: &SimpleCommand, analysis: &mut Analysis) {
     let argv = &cmd.argv;
@@ -220,6 +259,12 @@ pub(super) fn find(cmd: &SimpleCommand, analysis: &mut Analysis) {
             }
             if index > start {
                 analysis.inner_words(cmd, argv[start..index].to_vec(), start, "find -exec");
+                if let Some(Inner::Command(inner)) = analysis.inner.last_mut() {
+                    inner.placeholder = Some(Placeholder {
+                        pattern: "{}".to_owned(),
+                        prefix: found_prefix(cmd, word.ends_with("dir")),
+                    });
+                }
             }
         }
     }

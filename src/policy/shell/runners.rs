@@ -22,7 +22,7 @@
 //! `-c`, stdin or a descriptor (`bash /dev/stdin`) are.
 
 use super::execs::{self, abbreviates};
-use super::{HazardKind, SimpleCommand};
+use super::{HazardKind, Placeholder, SimpleCommand};
 use super::{programs, sed};
 
 /// What a part runs besides itself.
@@ -643,8 +643,14 @@ impl Analysis {
             argv: cmd.argv[argv_start..].to_vec(),
             redirections: Vec::new(),
             via: Some(via.to_owned()),
+            placeholder: None,
             shapes: cmd
                 .shapes
+                .get(offset + assign_start..)
+                .map(<[_]>::to_vec)
+                .unwrap_or_default(),
+            splits: cmd
+                .splits
                 .get(offset + assign_start..)
                 .map(<[_]>::to_vec)
                 .unwrap_or_default(),
@@ -666,12 +672,19 @@ impl Analysis {
             .get(offset..offset + argv.len())
             .map(<[_]>::to_vec)
             .unwrap_or_default();
+        let splits = cmd
+            .splits
+            .get(offset..offset + argv.len())
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
         self.inner.push(Inner::Command(SimpleCommand {
             assignments: Vec::new(),
             argv,
             redirections: Vec::new(),
             via: Some(via.to_owned()),
+            placeholder: None,
             shapes,
+            splits,
         }));
     }
 }
@@ -733,6 +746,18 @@ fn env(cmd: &SimpleCommand, analysis: &mut Analysis) {
 }
 
 /// `bash -c CODE`, `sh -lc CODE`, a shell reading stdin.
+/// True if and only if `sh` or `dash` runs no command in `code` that
+/// bash would not: none of the syntax where they part ways (`((` is a
+/// subshell to dash and arithmetic to bash; dash expands aliases) and
+/// none where bash's reading is the one the analysis has.
+fn read_alike(code: &str) -> bool {
+    const APART: &[&str] = &[
+        "((", "$'", "$\"", "[[", "<(", ">(", "|&", "&>", "<<<", "function", "select", "coproc",
+        "alias", "{", "}",
+    ];
+    !APART.iter().any(|syntax| code.contains(syntax))
+}
+
 fn shell(cmd: &SimpleCommand, program: &str, analysis: &mut Analysis) {
     let argv = &cmd.argv;
     let mut index = 1;
@@ -771,6 +796,14 @@ fn shell(cmd: &SimpleCommand, program: &str, analysis: &mut Analysis) {
     }
     if code_flag {
         analysis.hazard(HazardKind::NestedShell, &format!("{program} -c"));
+        let family = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        if family != "bash" && !argv.get(index).is_some_and(|code| read_alike(code)) {
+            // The analysis reads code as bash does.
+            analysis.hazard(
+                HazardKind::NestedShell,
+                &format!("{program} -c with code another shell may read otherwise"),
+            );
+        }
         if let Some(code) = argv.get(index) {
             analysis.script(code.clone(), &format!("{program} -c"));
         }
@@ -1069,5 +1102,36 @@ fn wrapped(cmd: &SimpleCommand, program: &str, spec: &Wrapper, analysis: &mut An
         analysis.script(argv[index..].join(" "), program);
     } else {
         analysis.command(cmd, index, index, program);
+        if program == "xargs"
+            && let Some(replace) = xargs_replace(&argv[1..index])
+            && let Some(Inner::Command(inner)) = analysis.inner.last_mut()
+        {
+            inner.via = Some("xargs -I".to_owned());
+            inner.placeholder = Some(Placeholder {
+                pattern: replace,
+                prefix: None,
+            });
+        }
     }
+}
+
+/// `xargs -I R` (`-IR`, `-i[R]`, `--replace[=R]`): the replace string,
+/// given the words before the command.
+fn xargs_replace(options: &[String]) -> Option<String> {
+    let mut found = None;
+    let mut words = options.iter();
+    while let Some(word) = words.next() {
+        found = match word.as_str() {
+            "-I" => words.next().cloned(),
+            "-i" | "--replace" => Some("{}".to_owned()),
+            _ => word
+                .strip_prefix("--replace=")
+                .or_else(|| word.strip_prefix("-I"))
+                .or_else(|| word.strip_prefix("-i"))
+                .filter(|_| !word.starts_with("--") || word.starts_with("--replace="))
+                .map(str::to_owned)
+                .or(found),
+        };
+    }
+    found.filter(|replace| !replace.is_empty())
 }
