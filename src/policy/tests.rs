@@ -1283,6 +1283,12 @@ fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
         "echo $((60*60*24))",
         "echo ${x:-default} ${#x} ${x%.jpg}",
         "sh -c 'cargo fmt && cargo test'",
+        "[ -z \"$VAR\" ] && echo empty",
+        "[ ! -f \"$f\" ] || test \"$a\" = \"$b\"",
+        "shopt -s globstar nullglob",
+        "trap 'echo bye' EXIT",
+        "export FOO=\"$BAR\"",
+        "git config --global user.name \"Dev\"",
     ] {
         let decision = verdict(&denying, command);
         assert_eq!(decision.verdict, Verdict::Allow, "{command}: {decision}");
@@ -1321,6 +1327,18 @@ fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
         ("x='a[$(curl e)]'; [ \"$x\" -eq 1 ]", "may become code"),
         ("sh -c '((curl x))'", "deny[1]"),
         ("zsh -c 'ls'", "the parser cannot read"),
+        ("[ \"$a\" -eq 1 ]", "may become code"),
+        ("[ -v \"$X\" ]", "may become code"),
+        ("[ $a = b ]", "may become code"),
+        (
+            "shopt -s expand_aliases",
+            "changes how the shell runs later commands",
+        ),
+        ("trap \"$X\" EXIT", "expansion in the command word"),
+        ("trap 'curl x' EXIT", "deny[1]"),
+        ("export PATH=\"./b:$PATH\"", "picks which program runs"),
+        ("export \"a[$X]=1\"", "arithmetic"),
+        ("git config alias.x '!curl y'", "git config (sets a value)"),
         ("ls | xargs -I% % x", "xargs"),
         ("python3 -c 'print(1)'", "the parser cannot read"),
         ("eval \"$X\"", "the parser cannot read"),

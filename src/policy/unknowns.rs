@@ -125,6 +125,8 @@ pub(crate) fn tolerable(hazard: &Hazard) -> bool {
         | HazardKind::RedirectOutside
         | HazardKind::UnknownDirectory
         | HazardKind::NamesProtectedPath => true,
+        // `trap 'CODE' SIG`: the code is parsed into parts of its own.
+        HazardKind::ChangesShell => hazard.text == "trap",
         // A function makes a later word run its body; `coproc` runs its
         // command under another name.
         HazardKind::ControlFlow => !matches!(hazard.text.as_str(), "function" | "coproc"),
@@ -333,6 +335,12 @@ fn operand_problem(part: &SimpleCommand, program: &str) -> Option<String> {
     }
     let shell_like = SHELL_FAMILIES.contains(&family) || family == "python" || family == "pypy";
     let gated = matches!(family, "git" | "sed");
+    if matches!(program, "test" | "[") {
+        return (!plain_test(part)).then(code).flatten();
+    }
+    if matches!(program, "export" | "readonly" | "local") {
+        return (!plain_assignments(part)).then(code).flatten();
+    }
     let code_operands = CODE_OPERANDS.contains(&program) || CODE_OPERANDS.contains(&family);
     if shell_like || (code_operands && !gated) {
         return code();
@@ -355,6 +363,70 @@ fn operand_problem(part: &SimpleCommand, program: &str) -> Option<String> {
         return option();
     }
     None
+}
+
+/// `test`/`[` whose unknowns are only string or file operands: `[ -z
+/// "$X" ]`, `[ ! -f "$f" ]`, `[ "$a" = "$b" ]`. With two words the first
+/// is the operator; with three the middle one is, and it takes priority
+/// (POSIX), so no unknown becomes `-v` (which evaluates a subscript) or
+/// an arithmetic operand (`-eq` evaluates names).
+fn plain_test(part: &SimpleCommand) -> bool {
+    const UNARY: &[&str] = &[
+        "-z", "-n", "-e", "-f", "-d", "-s", "-r", "-w", "-x", "-L", "-h", "-p", "-S", "-b", "-c",
+        "-g", "-u", "-k", "-O", "-G", "-N",
+    ];
+    const BINARY: &[&str] = &["=", "==", "!=", "<", ">", "-nt", "-ot", "-ef"];
+    let offset = part.assignments.len();
+    let mut words: Vec<usize> = (1..part.argv.len()).collect();
+    if part.argv[0] == "[" {
+        if words
+            .last()
+            .is_none_or(|&last| part.argv[last] != "]" || word_unknown(part, last))
+        {
+            return false;
+        }
+        words.pop();
+    }
+    if words
+        .first()
+        .is_some_and(|&first| part.argv[first] == "!" && !word_unknown(part, first))
+    {
+        words.remove(0);
+    }
+    let literal = |index: usize| !word_unknown(part, index);
+    let single = |index: usize| !part.splits.get(offset + index).copied().unwrap_or(true);
+    match words.as_slice() {
+        [op, operand] => {
+            literal(*op) && UNARY.contains(&part.argv[*op].as_str()) && single(*operand)
+        }
+        [left, op, right] => {
+            literal(*op)
+                && BINARY.contains(&part.argv[*op].as_str())
+                && single(*left)
+                && single(*right)
+        }
+        _ => false,
+    }
+}
+
+/// `export`/`readonly`/`local` whose every word is `NAME=value` with a
+/// literal name (no option, no subscript): the value is a string, never
+/// evaluated. Names that change which program runs are a hazard of their
+/// own ([`super::shell`]'s hijack list).
+fn plain_assignments(part: &SimpleCommand) -> bool {
+    (1..part.argv.len()).all(|index| {
+        let Some(Some(Seg::Lit(head))) =
+            shape_of(part, part.assignments.len() + index).map(|s| s.first())
+        else {
+            return false;
+        };
+        head.split_once('=').is_some_and(|(name, _)| {
+            name.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    })
 }
 
 /// Shells, by family name.

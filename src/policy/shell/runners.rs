@@ -433,6 +433,7 @@ fn builtin(cmd: &SimpleCommand, program: &str, family: &str, analysis: &mut Anal
                 analysis.script(argv[1..].join(" "), "eval");
             }
         }
+        "shopt" if harmless_shopt(&argv[1..]) => {}
         "source" | "." | "alias" | "unalias" | "shopt" | "enable" | "hash" => {
             analysis.hazard(HazardKind::ChangesShell, program);
         }
@@ -746,6 +747,29 @@ fn env(cmd: &SimpleCommand, analysis: &mut Analysis) {
 }
 
 /// `bash -c CODE`, `sh -lc CODE`, a shell reading stdin.
+/// `shopt -s|-u|-q OPT…` of options that change globbing or reporting
+/// only: not `expand_aliases`, `extglob` (which changes how later lines
+/// parse), `extdebug`, `sourcepath` and the like.
+fn harmless_shopt(args: &[String]) -> bool {
+    const GLOBBING: &[&str] = &[
+        "globstar",
+        "nullglob",
+        "dotglob",
+        "nocaseglob",
+        "failglob",
+        "nocasematch",
+        "globasciiranges",
+        "lastpipe",
+        "inherit_errexit",
+        "checkwinsize",
+    ];
+    matches!(args.first().map(String::as_str), Some("-s" | "-u" | "-q"))
+        && args.len() > 1
+        && args[1..]
+            .iter()
+            .all(|word| GLOBBING.contains(&word.as_str()))
+}
+
 /// True if and only if `sh` or `dash` runs no command in `code` that
 /// bash would not: none of the syntax where they part ways (`((` is a
 /// subshell to dash and arithmetic to bash; dash expands aliases) and
@@ -943,7 +967,10 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         "receive-pack" => {
             analysis.hazard(HazardKind::RunsProgram, "git receive-pack (runs hooks)");
         }
-        "config" if rest.iter().filter(|w| !w.starts_with('-')).count() >= 2 => {
+        "config"
+            if rest.iter().filter(|w| !w.starts_with('-')).count() >= 2
+                && !plain_git_setting(rest) =>
+        {
             analysis.hazard(HazardKind::RunsProgram, "git config (sets a value)");
         }
         _ => {}
@@ -959,6 +986,45 @@ fn git(cmd: &SimpleCommand, analysis: &mut Analysis) {
         let what = format!("git {subcommand} --upload-pack");
         analysis.hazard(HazardKind::RunsProgram, &what);
     }
+}
+
+/// `git config [--global|--local|--replace-all|--add] KEY VALUE` of a
+/// key that names no program, hook, filter, alias or included file.
+fn plain_git_setting(rest: &[String]) -> bool {
+    const KEYS: &[&str] = &[
+        "user.name",
+        "user.email",
+        "init.defaultbranch",
+        "pull.rebase",
+        "pull.ff",
+        "push.default",
+        "push.autosetupremote",
+        "fetch.prune",
+        "merge.ff",
+        "rebase.autosquash",
+        "rebase.autostash",
+        "core.autocrlf",
+        "core.filemode",
+        "core.ignorecase",
+        "core.quotepath",
+        "core.safecrlf",
+        "color.ui",
+        "advice.detachedhead",
+        "commit.gpgsign",
+        "tag.gpgsign",
+        "diff.renames",
+        "log.date",
+    ];
+    let mut words = rest.iter();
+    let mut operands = Vec::new();
+    for word in words.by_ref() {
+        match word.as_str() {
+            "--global" | "--local" | "--replace-all" | "--add" | "--unset" | "--unset-all" => {}
+            option if option.starts_with('-') => return false,
+            operand => operands.push(operand),
+        }
+    }
+    operands.len() == 2 && KEYS.contains(&operands[0].to_ascii_lowercase().as_str())
 }
 
 /// PowerShell: `-Command`, `-EncodedCommand`, `-CommandWithArgs` (any
