@@ -1289,6 +1289,7 @@ fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
         "trap 'echo bye' EXIT",
         "export FOO=\"$BAR\"",
         "git config --global user.name \"Dev\"",
+        "case \"$1\" in start|begin) echo s;; (stop) echo t;; *) ls; esac",
     ] {
         let decision = verdict(&denying, command);
         assert_eq!(decision.verdict, Verdict::Allow, "{command}: {decision}");
@@ -1339,6 +1340,9 @@ fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
         ("export PATH=\"./b:$PATH\"", "picks which program runs"),
         ("export \"a[$X]=1\"", "arithmetic"),
         ("git config alias.x '!curl y'", "git config (sets a value)"),
+        ("case $x in a) curl y;; esac", "deny[1]"),
+        ("case $x in $(curl y)) echo;; esac", "deny[1]"),
+        ("ls() { echo; }; ls", "shell control flow `function`"),
         ("ls | xargs -I% % x", "xargs"),
         ("python3 -c 'print(1)'", "the parser cannot read"),
         ("eval \"$X\"", "the parser cannot read"),

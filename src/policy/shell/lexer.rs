@@ -153,6 +153,26 @@ fn parameter_evaluates(source: &str) -> bool {
     }
 }
 
+/// Where a `case` statement is in this list: reading a clause's
+/// patterns (after `in` or `;;`), or its commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CaseAt {
+    Pattern,
+    Body,
+}
+
+/// `Some(n)` when `cmd` is `case WORD in` and `n` pattern words after it.
+fn case_head(cmd: &Builder) -> Option<usize> {
+    match cmd.words.as_slice() {
+        [case, _, keyword, patterns @ ..]
+            if !case.special && case.text == "case" && !keyword.special && keyword.text == "in" =>
+        {
+            Some(patterns.len())
+        }
+        _ => None,
+    }
+}
+
 /// bash refuses an operator with no command on one side (`&& x`,
 /// `x |` at the end, `;;`-less `; x`): such a line does not parse.
 fn needs_command(cmd: &mut Builder, subshell: bool, op: &str) {
@@ -190,6 +210,35 @@ impl Parser {
         };
         parser.list(false, None);
         parser.out
+    }
+
+    /// True if and only if `word` starts at `pos`, followed by a
+    /// metacharacter or the end.
+    fn upcoming_word(&self, word: &str) -> bool {
+        let len = word.chars().count();
+        self.chars
+            .get(self.pos..self.pos + len)
+            .is_some_and(|chars| chars.iter().copied().eq(word.chars()))
+            && self
+                .chars
+                .get(self.pos + len)
+                .is_none_or(|&c| is_metachar(c))
+    }
+
+    /// True if and only if `(` at `pos` opens `name()` after the one
+    /// plain word of `cmd`.
+    fn function_definition(&self, cmd: &Builder) -> bool {
+        let [word] = cmd.words.as_slice() else {
+            return false;
+        };
+        if word.special || !is_name(&word.text) || !cmd.redirections.is_empty() {
+            return false;
+        }
+        let mut at = self.pos + 1;
+        while matches!(self.chars.get(at), Some(' ' | '\t')) {
+            at += 1;
+        }
+        self.chars.get(at) == Some(&')')
     }
 
     fn peek(&self) -> Option<char> {
@@ -232,11 +281,16 @@ impl Parser {
         // and whether the command being read is a `( … )` (no words).
         let mut dangling: Option<&'static str> = None;
         let mut subshell = false;
+        // The `case` statements open in this list, innermost last.
+        let mut cases: Vec<CaseAt> = Vec::new();
         loop {
             self.skip_blanks();
             let Some(c) = self.peek() else {
                 if close {
                     cmd.hazard(HazardKind::Unparseable, "missing `)`");
+                }
+                if !cases.is_empty() {
+                    cmd.hazard(HazardKind::Unparseable, "missing `esac`");
                 }
                 if let Some(op) = dangling {
                     needs_command(&mut cmd, subshell, op);
@@ -259,6 +313,9 @@ impl Parser {
                         dangling = None;
                         subshell = false;
                     }
+                    if case_head(&cmd) == Some(0) {
+                        cases.push(CaseAt::Pattern);
+                    }
                     self.finish(&mut cmd, via);
                     self.heredoc_bodies(via);
                 }
@@ -266,7 +323,22 @@ impl Parser {
                     self.pos += 1;
                     if matches!(self.peek(), Some(';' | '&')) {
                         self.pos += 1;
+                        if self.peek() == Some('&') {
+                            self.pos += 1;
+                        }
+                        // `;;`, `;&`, `;;&` end a `case` clause.
+                        if let Some(top) = cases.last_mut()
+                            && *top == CaseAt::Body
+                        {
+                            *top = CaseAt::Pattern;
+                            (dangling, subshell) = (None, false);
+                            self.finish(&mut cmd, via);
+                            continue;
+                        }
                         cmd.hazard(HazardKind::Unparseable, ";;");
+                    }
+                    if case_head(&cmd) == Some(0) {
+                        cases.push(CaseAt::Pattern);
                     }
                     needs_command(&mut cmd, subshell, dangling.unwrap_or(";"));
                     (dangling, subshell) = (None, false);
@@ -275,6 +347,10 @@ impl Parser {
                 '&' if self.peek_at(1) == Some('>') => {
                     self.pos += 1;
                     self.redirection(&mut cmd, None, true, via);
+                }
+                '|' if cases.last() == Some(&CaseAt::Pattern) || case_head(&cmd).is_some() => {
+                    // `a|b)`: one clause's patterns.
+                    self.pos += 1;
                 }
                 '&' | '|' => {
                     self.pos += 1;
@@ -293,6 +369,24 @@ impl Parser {
                     subshell = false;
                     self.finish(&mut cmd, via);
                 }
+                ')' if cases.last() == Some(&CaseAt::Pattern) || case_head(&cmd).is_some() => {
+                    // The end of a clause's patterns: they are data (what
+                    // they substitute was read as parts of its own).
+                    self.pos += 1;
+                    let patterns = match case_head(&cmd) {
+                        Some(_) => cmd.words.split_off(3),
+                        None => std::mem::take(&mut cmd.words),
+                    };
+                    for mut word in patterns {
+                        cmd.hazards.append(&mut word.hazards);
+                    }
+                    if !cmd.words.is_empty() {
+                        cases.push(CaseAt::Body);
+                    } else if let Some(top) = cases.last_mut() {
+                        *top = CaseAt::Body;
+                    }
+                    self.finish(&mut cmd, via);
+                }
                 ')' => {
                     self.pos += 1;
                     if close {
@@ -303,6 +397,26 @@ impl Parser {
                         return;
                     }
                     cmd.hazard(HazardKind::Unparseable, "unmatched `)`");
+                    self.finish(&mut cmd, via);
+                }
+                '(' if cases.last() == Some(&CaseAt::Pattern) && cmd.is_empty() => {
+                    // `(a)`: a pattern's optional opening parenthesis.
+                    self.pos += 1;
+                }
+                '(' if case_head(&cmd) == Some(0) => {
+                    self.pos += 1;
+                    cases.push(CaseAt::Pattern);
+                    self.finish(&mut cmd, via);
+                }
+                '(' if self.function_definition(&cmd) => {
+                    // `name() BODY`: the name runs the body later.
+                    while self.peek() != Some(')') {
+                        self.pos += 1;
+                    }
+                    self.pos += 1;
+                    let name = cmd.words.remove(0);
+                    cmd.hazard(HazardKind::ControlFlow, "function");
+                    cmd.hazard(HazardKind::ControlFlow, &format!("{}()", name.text));
                     self.finish(&mut cmd, via);
                 }
                 '(' => {
@@ -326,6 +440,10 @@ impl Parser {
                     cmd.words.push(word);
                 }
                 '<' | '>' => self.redirection(&mut cmd, None, false, via),
+                'e' if cmd.is_empty() && !cases.is_empty() && self.upcoming_word("esac") => {
+                    self.pos += 4;
+                    cases.pop();
+                }
                 _ => self.word_or_descriptor(&mut cmd, via),
             }
         }

@@ -141,8 +141,10 @@ const HAZARDS: &[(&str, HazardKind)] = &[
     ("echo `unterminated", HazardKind::Unparseable),
     ("echo $(unterminated", HazardKind::Unparseable),
     ("echo a)", HazardKind::Unparseable),
-    ("f() { rm x; }", HazardKind::Unparseable),
-    ("case x in a) rm;; esac", HazardKind::Unparseable),
+    ("f() { rm x; }", HazardKind::ControlFlow),
+    ("case x in a) rm;; esac", HazardKind::ControlFlow),
+    ("case x in a) rm;; esac; esac", HazardKind::Unparseable),
+    ("case x in a) rm;;", HazardKind::Unparseable),
     ("echo >", HazardKind::Unparseable),
 ];
 
