@@ -405,12 +405,7 @@ impl OtelSink {
                 "ybs.task.pending_calls",
                 (pending.len() as u64).into(),
             ),
-            Event::TaskResumed(TaskResumed {
-                resumed_by,
-                provider,
-                model,
-                ..
-            }) => self.resumed(record, resumed_by, (provider.as_deref(), model.as_deref())),
+            Event::TaskResumed(resumed) => self.resumed(record, resumed),
             Event::LlmRetry(retry) => self.retry(record, retry),
             Event::LlmResponse(answer) => self.llm_response(record, answer),
             Event::ToolDecided(decided) => self.tool_decided(record, decided),
@@ -451,12 +446,7 @@ impl OtelSink {
 
     /// `ybs resume` goes on in a new process: its half of the task is a
     /// span of its own (the first half's ended at the pause).
-    fn resumed(
-        &mut self,
-        record: &EventRecord,
-        resumed_by: &str,
-        (provider, model): (Option<&str>, Option<&str>),
-    ) {
+    fn resumed(&mut self, record: &EventRecord, resumed: &TaskResumed) {
         if self.tasks.contains_key(&record.task) {
             return;
         }
@@ -471,9 +461,9 @@ impl OtelSink {
                 span_id: self.ids.span(),
                 parent,
                 start_ms: record.ts_ms,
-                provider: provider.unwrap_or_default().to_owned(),
-                model: model.unwrap_or_default().to_owned(),
-                attributes: vec![("ybs.resumed_by".into(), resumed_by.into())],
+                provider: resumed.provider.clone().unwrap_or_default(),
+                model: resumed.model.clone().unwrap_or_default(),
+                attributes: vec![("ybs.resumed_by".into(), resumed.resumed_by.as_str().into())],
                 call_spans: HashMap::new(),
                 decided: HashMap::new(),
                 retries: HashMap::new(),
