@@ -100,6 +100,19 @@ fn normalise(text: &str, root: &Path) -> String {
     text
 }
 
+/// With the `tokenizer` feature the request estimates are counted another
+/// way (`o200k`, not `bytes/4`): their values are replaced on both sides,
+/// so the golden files, made by a default build, still hold the rest.
+fn estimates(text: &str) -> String {
+    if !cfg!(feature = "tokenizer") {
+        return text.to_owned();
+    }
+    Regex::new(r#""(request_tokens_estimate|request_tokens_method)":( ?)("[^"]*"|\d+)"#)
+        .unwrap()
+        .replace_all(text, r#""$1":$2"<$1>""#)
+        .into_owned()
+}
+
 /// Compares `actual` with the golden file `name`, or writes it under
 /// `YBS_BLESS=1`.
 fn golden(name: &str, actual: &str) {
@@ -112,6 +125,7 @@ fn golden(name: &str, actual: &str) {
     }
     let expected = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let (expected, actual) = (estimates(&expected), estimates(actual));
     if expected != actual {
         let line = expected
             .lines()
