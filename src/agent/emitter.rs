@@ -1,6 +1,6 @@
 //! Stamps events with the task id and time and hands them to a sink.
 
-use crate::core::event::{Event, EventRecord, EventSink, now_ms};
+use crate::core::event::{Event, EventRecord, EventSink, Note, now_ms};
 
 /// The agent's and runner's way to emit events for one task.
 pub struct Emitter<'a> {
@@ -40,8 +40,8 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn note(&mut self, message: impl Into<String>) {
-        self.emit(Event::Note {
+        self.emit(Event::Note(Note {
             message: message.into(),
-        });
+        }));
     }
 }

@@ -10,7 +10,7 @@ use super::context::{self, Compactor, ContextWindow};
 use super::emitter::Emitter;
 use super::limits::{Budget, Limits};
 use super::loop_guard::LoopGuard;
-use crate::core::event::{Event, PendingCall};
+use crate::core::event::{Event, MessageAppended, PendingCall, Redactions};
 use crate::core::text::truncate_middle;
 use crate::core::{Cost, Message, Reason, Redactor, ToolCall, Usage};
 use crate::llm::pricing::PriceTable;
@@ -203,9 +203,9 @@ impl<'a> Agent<'a> {
     }
 
     fn push(&mut self, message: Message, emitter: &mut Emitter<'_>) {
-        emitter.emit(Event::Message {
+        emitter.emit(Event::MessageAppended(MessageAppended {
             message: message.clone(),
-        });
+        }));
         self.messages.push(message);
     }
 
@@ -544,7 +544,7 @@ fn redact_counted(redactor: &Redactor, text: &str, emitter: &mut Emitter<'_>) ->
     let mut counts = crate::core::redact::Redactions::new();
     let clean = redactor.redact_counting(text, &mut counts);
     if !counts.is_empty() {
-        emitter.emit(Event::Redactions { counts });
+        emitter.emit(Event::Redactions(Redactions { counts }));
     }
     clean
 }

@@ -49,7 +49,7 @@ impl EventsSink {
 
 impl EventSink for EventsSink {
     fn event(&mut self, record: &EventRecord) -> io::Result<()> {
-        let started = matches!(record.event, Event::TaskStarted { .. });
+        let started = matches!(record.event, Event::TaskStarted(_));
         if started || !self.open.contains_key(&record.task) {
             // Events of a task whose start we never saw (a sink created
             // mid-run) are appended rather than lost.
@@ -67,7 +67,7 @@ impl EventSink for EventsSink {
         if written.is_ok() {
             self.out.wrote(Some(&record.task), EVENTS_FILE, line.len());
         }
-        if matches!(record.event, Event::TaskFinished { .. })
+        if matches!(record.event, Event::TaskFinished(_))
             && let Some(file) = self.open.remove(&record.task)
         {
             // Replaced under ybs (renamed over, or a link): the events

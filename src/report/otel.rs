@@ -31,7 +31,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sha2::{Digest, Sha256};
 
 use crate::core::Status;
-use crate::core::event::{Event, EventRecord, EventSink};
+use crate::core::event::{
+    CheckCompleted, Event, EventRecord, EventSink, Git, LlmResponse, LlmRetry, Redactions,
+    TaskFinished, TaskPaused, TaskResumed, TaskStarted, ToolCompleted, ToolDecided,
+};
 
 /// An attribute value.
 #[derive(Debug, Clone, PartialEq)]
@@ -338,21 +341,18 @@ impl OtelSink {
         }
     }
 
-    fn started(&mut self, record: &EventRecord) {
-        let Some(start) = record.event.task_start() else {
-            return;
-        };
+    fn started(&mut self, record: &EventRecord, start: &TaskStarted) {
         let (trace_id, parent) = match self.parent {
             Some((trace, span)) => (trace, Some(span)),
             None => (self.ids.trace(), None),
         };
         let mut attributes: Vec<(String, AttrValue)> = vec![
-            ("ybs.run_id".into(), start.run_id.into()),
-            ("ybs.task.file".into(), start.file.into()),
-            ("ybs.task.suite".into(), start.suite.into()),
+            ("ybs.run_id".into(), start.run_id.as_str().into()),
+            ("ybs.task.file".into(), start.file.as_str().into()),
+            ("ybs.task.suite".into(), start.suite.as_str().into()),
             ("ybs.dry_run".into(), start.dry_run.into()),
         ];
-        if let Some(sandbox) = start.sandbox {
+        if let Some(sandbox) = &start.sandbox {
             attributes.push(("ybs.sandbox.mode".into(), sandbox.mode.as_str().into()));
         }
         self.tasks.insert(
@@ -362,8 +362,8 @@ impl OtelSink {
                 span_id: self.ids.span(),
                 parent,
                 start_ms: record.ts_ms,
-                provider: start.provider.to_owned(),
-                model: start.model.to_owned(),
+                provider: start.provider.clone(),
+                model: start.model.clone(),
                 attributes,
                 call_spans: HashMap::new(),
                 decided: HashMap::new(),
@@ -399,29 +399,24 @@ impl OtelSink {
 
     fn event_inner(&mut self, record: &EventRecord) {
         match &record.event {
-            Event::TaskStarted { .. } => self.started(record),
-            Event::TaskPaused { pending } => self.attribute(
+            Event::TaskStarted(start) => self.started(record, start),
+            Event::TaskPaused(TaskPaused { pending }) => self.attribute(
                 &record.task,
                 "ybs.task.pending_calls",
                 (pending.len() as u64).into(),
             ),
-            Event::TaskResumed {
-                resumed_by,
-                provider,
-                model,
-                ..
-            } => self.resumed(record, resumed_by, (provider.as_deref(), model.as_deref())),
-            Event::LlmRetry { .. } => self.retry(record),
-            Event::LlmResponse { .. } => self.llm_response(record),
-            Event::ToolDecided { .. } => self.tool_decided(record),
-            Event::ToolCompleted { .. } => self.tool_completed(record),
-            Event::CheckCompleted { .. } => self.check_completed(record),
-            Event::Redactions { counts } => {
+            Event::TaskResumed(resumed) => self.resumed(record, resumed),
+            Event::LlmRetry(retry) => self.retry(record, retry),
+            Event::LlmResponse(answer) => self.llm_response(record, answer),
+            Event::ToolDecided(decided) => self.tool_decided(record, decided),
+            Event::ToolCompleted(done) => self.tool_completed(record, done),
+            Event::CheckCompleted(check) => self.check_completed(record, check),
+            Event::Redactions(Redactions { counts }) => {
                 if let Some(trace) = self.tasks.get_mut(&record.task) {
                     trace.redactions += counts.values().sum::<u64>();
                 }
             }
-            Event::Git { outcome } => {
+            Event::Git(Git { outcome }) => {
                 if let Some(commit) = &outcome.commit {
                     self.attribute(&record.task, "ybs.git.commit", commit.as_str().into());
                 }
@@ -434,11 +429,11 @@ impl OtelSink {
                     (outcome.files.len() as u64).into(),
                 );
             }
-            Event::TaskFinished { .. } => self.finished(record),
-            Event::Message { .. }
-            | Event::Note { .. }
-            | Event::ToolMetrics { .. }
-            | Event::TaskOutput { .. } => {}
+            Event::TaskFinished(end) => self.finished(record, end),
+            Event::MessageAppended(_)
+            | Event::Note(_)
+            | Event::ToolMetricsReported(_)
+            | Event::TaskOutput(_) => {}
         }
     }
 
@@ -451,12 +446,7 @@ impl OtelSink {
 
     /// `ybs resume` goes on in a new process: its half of the task is a
     /// span of its own (the first half's ended at the pause).
-    fn resumed(
-        &mut self,
-        record: &EventRecord,
-        resumed_by: &str,
-        (provider, model): (Option<&str>, Option<&str>),
-    ) {
+    fn resumed(&mut self, record: &EventRecord, resumed: &TaskResumed) {
         if self.tasks.contains_key(&record.task) {
             return;
         }
@@ -471,9 +461,9 @@ impl OtelSink {
                 span_id: self.ids.span(),
                 parent,
                 start_ms: record.ts_ms,
-                provider: provider.unwrap_or_default().to_owned(),
-                model: model.unwrap_or_default().to_owned(),
-                attributes: vec![("ybs.resumed_by".into(), resumed_by.into())],
+                provider: resumed.provider.clone().unwrap_or_default(),
+                model: resumed.model.clone().unwrap_or_default(),
+                attributes: vec![("ybs.resumed_by".into(), resumed.resumed_by.as_str().into())],
                 call_spans: HashMap::new(),
                 decided: HashMap::new(),
                 retries: HashMap::new(),
@@ -483,10 +473,7 @@ impl OtelSink {
     }
 
     /// A retry is an event of the model call's span, which ends later.
-    fn retry(&mut self, record: &EventRecord) {
-        let Some(retry) = record.event.llm_retried() else {
-            return;
-        };
+    fn retry(&mut self, record: &EventRecord, retry: &LlmRetry) {
         // The error text stays out: a provider's message may quote the
         // request.
         if let Some(trace) = self.tasks.get_mut(&record.task) {
@@ -506,10 +493,7 @@ impl OtelSink {
     }
 
     /// The `chat MODEL` span of one model call, its retries as events.
-    fn llm_response(&mut self, record: &EventRecord) {
-        let Some(answer) = record.event.llm_answer() else {
-            return;
-        };
+    fn llm_response(&mut self, record: &EventRecord, answer: &LlmResponse) {
         let (task, ts) = (record.task.as_str(), record.ts_ms);
         let Some(trace) = self.tasks.get_mut(task) else {
             return;
@@ -531,11 +515,11 @@ impl OtelSink {
         span.attr("gen_ai.usage.input_tokens", answer.usage.input_tokens);
         span.attr("gen_ai.usage.output_tokens", answer.usage.output_tokens);
         cache_usage(&mut span, &answer.usage);
-        if let Some(id) = answer.response_id {
-            span.attr("gen_ai.response.id", id);
+        if let Some(id) = &answer.response_id {
+            span.attr("gen_ai.response.id", id.as_str());
         }
-        if let Some(id) = answer.request_id {
-            span.attr("ybs.llm.request_id", id);
+        if let Some(id) = &answer.request_id {
+            span.attr("ybs.llm.request_id", id.as_str());
         }
         span.attr("ybs.llm.iteration", answer.iteration);
         span.attr("ybs.llm.retries", retries.len() as u64);
@@ -549,21 +533,16 @@ impl OtelSink {
 
     /// A decided call gets its span id now (a script's calls are its
     /// children) and its decision is kept for its span.
-    fn tool_decided(&mut self, record: &EventRecord) {
-        let Some(decision) = record.event.tool_decision() else {
-            return;
-        };
+    fn tool_decided(&mut self, record: &EventRecord, decision: &ToolDecided) {
         let span_id = self.ids.span();
         if let Some(trace) = self.tasks.get_mut(&record.task) {
-            trace
-                .call_spans
-                .insert(decision.call_id.to_owned(), span_id);
+            trace.call_spans.insert(decision.call_id.clone(), span_id);
             trace.decided.insert(
-                decision.call_id.to_owned(),
+                decision.call_id.clone(),
                 Decided {
-                    verdict: decision.verdict.to_owned(),
-                    rule: decision.rule.to_owned(),
-                    parent: decision.parent.map(str::to_owned),
+                    verdict: decision.verdict.clone(),
+                    rule: decision.rule.clone(),
+                    parent: decision.parent.clone(),
                     ts_ms: record.ts_ms,
                 },
             );
@@ -571,19 +550,16 @@ impl OtelSink {
     }
 
     /// The `execute_tool` span of one call, from its decision to its end.
-    fn tool_completed(&mut self, record: &EventRecord) {
-        let Some(done) = record.event.tool_done() else {
-            return;
-        };
+    fn tool_completed(&mut self, record: &EventRecord, done: &ToolCompleted) {
         let ts = record.ts_ms;
         let fresh = self.ids.span();
         let Some(trace) = self.tasks.get_mut(&record.task) else {
             return;
         };
-        let decided = trace.decided.remove(done.call_id);
+        let decided = trace.decided.remove(&done.call_id);
         let span_id = *trace
             .call_spans
-            .entry(done.call_id.to_owned())
+            .entry(done.call_id.clone())
             .or_insert(fresh);
         let parent = decided
             .as_ref()
@@ -598,14 +574,14 @@ impl OtelSink {
             span_id,
             Some(parent),
             &ToolFacts {
-                name: done.name,
-                call_id: done.call_id,
+                name: &done.name,
+                call_id: &done.call_id,
                 verdict: decided.as_ref().map(|decided| decided.verdict.as_str()),
                 rule: decided.as_ref().map(|decided| decided.rule.as_str()),
                 ok: done.ok,
                 ran: done.ran,
                 truncated: done.truncated,
-                exit_code: shell_exit_code(done.name, done.output),
+                exit_code: shell_exit_code(&done.name, &done.output),
                 duration_ms: done.duration_ms,
             },
             ms_to_ns(start_ms),
@@ -615,10 +591,7 @@ impl OtelSink {
     }
 
     /// The `check NAME` span of one check run.
-    fn check_completed(&mut self, record: &EventRecord) {
-        let Some(check) = record.event.check_done() else {
-            return;
-        };
+    fn check_completed(&mut self, record: &EventRecord, check: &CheckCompleted) {
         let ts = record.ts_ms;
         let Some(mut span) = self.child(
             &record.task,
@@ -629,7 +602,7 @@ impl OtelSink {
         ) else {
             return;
         };
-        span.attr("ybs.check.name", check.name);
+        span.attr("ybs.check.name", check.name.as_str());
         span.attr("ybs.check.passed", check.passed);
         span.attr("ybs.check.attempt", check.attempt);
         if let Some(code) = check.exit_code {
@@ -645,10 +618,7 @@ impl OtelSink {
     }
 
     /// The task's `invoke_agent` span, ended with the task.
-    fn finished(&mut self, record: &EventRecord) {
-        let Some(end) = record.event.task_end() else {
-            return;
-        };
+    fn finished(&mut self, record: &EventRecord, end: &TaskFinished) {
         let (status, reason) = (end.status, end.reason);
         let task = record.task.as_str();
         let Some(trace) = self.tasks.remove(task) else {
@@ -683,7 +653,7 @@ impl OtelSink {
         span.attributes.extend(trace.attributes);
         span.attr("ybs.task.status", status.as_str());
         span.attr("ybs.task.reason", reason.as_str());
-        span.attr("ybs.task.expect", end.expect);
+        span.attr("ybs.task.expect", end.expect.as_str());
         span.attr("ybs.task.iterations", end.iterations);
         if let crate::core::Cost::Usd(usd) = end.cost {
             span.attr("ybs.task.cost_usd", usd);

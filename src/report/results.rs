@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use crate::core::event::{CheckLocation, Event, EventRecord, GitOutcome, SandboxInfo};
+use crate::core::event::{
+    CheckLocation, Event, EventRecord, Git, GitOutcome, LlmResponse, Note, SandboxInfo, TaskOutput,
+};
 use crate::core::outcome::{Reason, Status};
 use crate::core::usage::{Cost, Usage};
 
@@ -152,7 +154,7 @@ impl ResultCollector {
         let Some(pending) = self.tasks.get_mut(index) else {
             return;
         };
-        if matches!(record.event, Event::TaskStarted { .. }) && pending.result.finished {
+        if matches!(record.event, Event::TaskStarted(_)) && pending.result.finished {
             // The same task again (a resumed run): start over, keep the slot.
             *pending = Pending::new(&record.task, record.ts_ms);
         }
@@ -206,68 +208,67 @@ impl Pending {
     fn push(&mut self, record: &EventRecord) {
         self.last_ms = self.last_ms.max(record.ts_ms);
         let result = &mut self.result;
-        // The events of many fields through their accessors, the rest here.
-        if let Some(start) = record.event.task_start() {
-            result.dry_run = start.dry_run;
-            result.sandbox = start.sandbox.cloned();
-            result.started_ms = record.ts_ms;
-            start.file.clone_into(&mut result.file);
-            start.suite.clone_into(&mut result.suite);
-            start.run_id.clone_into(&mut result.run_id);
-            start.provider.clone_into(&mut result.provider);
-            start.model.clone_into(&mut result.model);
-        } else if let Some(check) = record.event.check_done() {
-            self.checks.push((
+        match &record.event {
+            Event::TaskStarted(start) => {
+                result.dry_run = start.dry_run;
+                result.sandbox = start.sandbox.as_deref().cloned();
+                result.started_ms = record.ts_ms;
+                result.file.clone_from(&start.file);
+                result.suite.clone_from(&start.suite);
+                result.run_id.clone_from(&start.run_id);
+                result.provider.clone_from(&start.provider);
+                result.model.clone_from(&start.model);
+            }
+            Event::CheckCompleted(check) => self.checks.push((
                 check.attempt,
                 check.passed,
                 FailedCheck {
-                    name: check.name.to_owned(),
-                    command: check.command.to_owned(),
+                    name: check.name.clone(),
+                    command: check.command.clone(),
                     exit_code: check.exit_code,
                     expected_exit: check.expected_exit,
                     timed_out: check.timed_out,
-                    output_tail: check.output_tail.to_owned(),
-                    locations: check.locations.to_vec(),
+                    output_tail: check.output_tail.clone(),
+                    locations: check.locations.clone(),
                 },
-            ));
-        } else if let Some(end) = record.event.task_end() {
-            result.finished = true;
-            result.status = end.status;
-            result.reason = end.reason;
-            result.message = end.message.map(str::to_owned);
-            end.expect.clone_into(&mut result.expect);
-            result.iterations = end.iterations;
-            result.usage = end.usage;
-            result.cost = end.cost;
-            result.duration_ms = end.duration_ms;
-        }
-        match &record.event {
-            Event::LlmResponse {
+            )),
+            Event::TaskFinished(end) => {
+                result.finished = true;
+                result.status = end.status;
+                result.reason = end.reason;
+                result.message.clone_from(&end.message);
+                result.expect.clone_from(&end.expect);
+                result.iterations = end.iterations;
+                result.usage = end.usage;
+                result.cost = end.cost;
+                result.duration_ms = end.duration_ms;
+            }
+            Event::LlmResponse(LlmResponse {
                 iteration,
                 usage,
                 cost,
                 ..
-            } if !result.finished => {
+            }) if !result.finished => {
                 result.usage.add(*usage);
                 result.cost = result.cost.plus(*cost);
                 result.iterations = result.iterations.max(*iteration);
             }
-            Event::Git { outcome } => result.git = Some(outcome.clone()),
-            Event::Note { message } => {
+            Event::Git(Git { outcome }) => result.git = Some(outcome.clone()),
+            Event::Note(Note { message }) => {
                 if let Some(warning) = message.strip_prefix(crate::core::event::WARNING) {
                     result.warnings.push(warning.to_owned());
                 }
             }
-            Event::TaskOutput {
+            Event::TaskOutput(TaskOutput {
                 content: text,
                 json,
-            } => {
+            }) => {
                 result.output = Some(text.clone());
                 result.output_json.clone_from(json);
             }
             // `ybs resume`: the paused half's `task.finished` was not the
             // end; what follows adds to its totals.
-            Event::TaskResumed { .. } => result.finished = false,
+            Event::TaskResumed(_) => result.finished = false,
             _ => {}
         }
     }
@@ -380,8 +381,8 @@ mod tests {
     #[test]
     fn only_the_last_attempts_failures_count() {
         let mut retried = testdata::check("t", 3, "builds", 0, "ok");
-        if let Event::CheckCompleted { attempt, .. } = &mut retried.event {
-            *attempt = 2;
+        if let Event::CheckCompleted(check) = &mut retried.event {
+            check.attempt = 2;
         }
         let results = collect(&[
             testdata::started("t", "t.yaml", 1),

@@ -779,13 +779,13 @@ mod tests {
         let mut git = testdata::record(
             "t",
             2,
-            crate::core::event::Event::Git {
+            crate::core::event::Event::Git(crate::core::event::Git {
                 outcome: crate::core::event::GitOutcome {
                     salvage_ref: Some("refs/ybs/salvage/run/t".to_owned()),
                     note: "changes kept in place".to_owned(),
                     ..Default::default()
                 },
-            },
+            }),
         );
         git.ts_ms = 2;
         let records = [

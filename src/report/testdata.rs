@@ -2,7 +2,10 @@
 
 use serde_json::json;
 
-use crate::core::event::{Event, EventRecord, GitOutcome};
+use crate::core::event::{
+    CheckCompleted, Event, EventRecord, Git, GitOutcome, LlmResponse, LlmRetry, MessageAppended,
+    Note, TaskFinished, TaskStarted, ToolCompleted, ToolDecided,
+};
 use crate::core::message::{Message, ToolCall};
 use crate::core::outcome::{Reason, Status};
 use crate::core::usage::{Cost, Usage};
@@ -26,7 +29,7 @@ pub(crate) fn started(task: &str, file: &str, ts_ms: u64) -> EventRecord {
     record(
         task,
         ts_ms,
-        Event::TaskStarted {
+        Event::TaskStarted(TaskStarted {
             file: file.to_owned(),
             suite: suite_of(file),
             run_id: "20261122T155213Z-3f9a1c".to_owned(),
@@ -44,7 +47,7 @@ pub(crate) fn started(task: &str, file: &str, ts_ms: u64) -> EventRecord {
             sandbox: None,
             context_files: Vec::new(),
             shard: None,
-        },
+        }),
     )
 }
 
@@ -59,7 +62,7 @@ pub(crate) fn finished(
     record(
         task,
         ts_ms,
-        Event::TaskFinished {
+        Event::TaskFinished(TaskFinished {
             status,
             reason,
             message: message.map(str::to_owned),
@@ -68,7 +71,7 @@ pub(crate) fn finished(
             usage: Usage::new(1200, 34),
             cost,
             duration_ms: 61_500,
-        },
+        }),
     )
 }
 
@@ -87,7 +90,7 @@ pub(crate) fn check(task: &str, ts_ms: u64, name: &str, exit_code: i32, tail: &s
     record(
         task,
         ts_ms,
-        Event::CheckCompleted {
+        Event::CheckCompleted(CheckCompleted {
             name: name.to_owned(),
             command: "cargo build".to_owned(),
             exit_code: Some(exit_code),
@@ -98,7 +101,7 @@ pub(crate) fn check(task: &str, ts_ms: u64, name: &str, exit_code: i32, tail: &s
             output_tail: tail.to_owned(),
             attempt: 1,
             locations: Vec::new(),
-        },
+        }),
     )
 }
 
@@ -106,7 +109,7 @@ fn response(task: &str, ts_ms: u64, iteration: u32, cost: Cost) -> EventRecord {
     record(
         task,
         ts_ms,
-        Event::LlmResponse {
+        Event::LlmResponse(LlmResponse {
             iteration,
             response_id: Some(format!("resp-{task}-{iteration}")),
             request_id: Some(format!("req-{task}-{iteration}")),
@@ -119,7 +122,7 @@ fn response(task: &str, ts_ms: u64, iteration: u32, cost: Cost) -> EventRecord {
             incomplete: None,
             finish_reason: None,
             usage_estimated: false,
-        },
+        }),
     )
 }
 
@@ -139,32 +142,32 @@ pub(crate) fn records_two_files() -> Vec<EventRecord> {
         record(
             "alpha",
             1_020,
-            Event::Message {
+            Event::MessageAppended(MessageAppended {
                 message: Message::user("rename it"),
-            },
+            }),
         ),
         record(
             "beta",
             1_030,
-            Event::Message {
+            Event::MessageAppended(MessageAppended {
                 message: Message::user("build it"),
-            },
+            }),
         ),
         response("alpha", 1_100, 1, Cost::Usd(0.006)),
         record(
             "alpha",
             1_101,
-            Event::Message {
+            Event::MessageAppended(MessageAppended {
                 message: Message::Assistant {
                     content: String::new(),
                     tool_calls: vec![call],
                 },
-            },
+            }),
         ),
         record(
             "alpha",
             1_102,
-            Event::ToolDecided {
+            Event::ToolDecided(ToolDecided {
                 call_id: "call-1".to_owned(),
                 name: "read_file".to_owned(),
                 arguments: json!({"path": "src/lib.rs"}),
@@ -173,22 +176,22 @@ pub(crate) fn records_two_files() -> Vec<EventRecord> {
                 detail: None,
                 resolved: Some(json!("/repo/src/lib.rs")),
                 parent: None,
-            },
+            }),
         ),
         record(
             "beta",
             1_103,
-            Event::LlmRetry {
+            Event::LlmRetry(LlmRetry {
                 iteration: 1,
                 attempt: 1,
                 delay_ms: 500,
                 error: "HTTP 529 overloaded".to_owned(),
-            },
+            }),
         ),
         record(
             "alpha",
             1_110,
-            Event::ToolCompleted {
+            Event::ToolCompleted(ToolCompleted {
                 call_id: "call-1".to_owned(),
                 name: "read_file".to_owned(),
                 ok: true,
@@ -196,19 +199,19 @@ pub(crate) fn records_two_files() -> Vec<EventRecord> {
                 duration_ms: 2,
                 truncated: false,
                 output: "1\tfn main() {}".to_owned(),
-            },
+            }),
         ),
         record(
             "alpha",
             1_111,
-            Event::Message {
+            Event::MessageAppended(MessageAppended {
                 message: Message::Tool {
                     call_id: "call-1".to_owned(),
                     name: "read_file".to_owned(),
                     content: "1\tfn main() {}".to_owned(),
                     is_error: false,
                 },
-            },
+            }),
         ),
         response("beta", 1_200, 1, Cost::Unknown),
         started("gamma", "tasks/a.yaml", 1_250),
@@ -216,16 +219,16 @@ pub(crate) fn records_two_files() -> Vec<EventRecord> {
         record(
             "beta",
             1_310,
-            Event::Note {
+            Event::Note(Note {
                 message: "fix attempt 1 of 1".to_owned(),
-            },
+            }),
         ),
         check("alpha", 1_400, "builds", 0, "Finished"),
         check("beta", 1_410, "builds", 1, NASTY_TAIL),
         record(
             "alpha",
             1_500,
-            Event::Git {
+            Event::Git(Git {
                 outcome: GitOutcome {
                     commit: Some("89abcdef0123456789".to_owned()),
                     branch: Some("main".to_owned()),
@@ -233,18 +236,18 @@ pub(crate) fn records_two_files() -> Vec<EventRecord> {
                     files: vec!["src/lib.rs".to_owned()],
                     note: "committed 1 file".to_owned(),
                 },
-            },
+            }),
         ),
         passed("alpha", 62_500),
         record(
             "beta",
             1_600,
-            Event::Git {
+            Event::Git(Git {
                 outcome: GitOutcome {
                     note: "changes left uncommitted in /repo".to_owned(),
                     ..GitOutcome::default()
                 },
-            },
+            }),
         ),
         finished(
             "gamma",

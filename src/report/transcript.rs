@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::core::event::{
-    CheckLocation, Event, EventRecord, EventSink, GitOutcome, PendingAnswer, PendingCall,
-    SCHEMA_VERSION, SandboxInfo, ToolMetrics,
+    CheckCompleted, CheckLocation, Event, EventRecord, EventSink, Git, GitOutcome, LlmResponse,
+    LlmRetry, MessageAppended, Note, PendingAnswer, PendingCall, Redactions, SCHEMA_VERSION,
+    SandboxInfo, TaskFinished, TaskOutput, TaskPaused, TaskResumed, TaskStarted, ToolCompleted,
+    ToolDecided, ToolMetrics, ToolMetricsReported,
 };
 use crate::core::ids::{parse_rfc3339, rfc3339};
 use crate::core::message::Message;
@@ -269,18 +271,18 @@ impl Transcript {
         if let Some(outcome) = &self.git {
             records.push(record(
                 started_ms,
-                Event::Git {
+                Event::Git(Git {
                     outcome: outcome.clone(),
-                },
+                }),
             ));
         }
         if let Some(text) = &self.output {
             records.push(record(
                 last_ms,
-                Event::TaskOutput {
+                Event::TaskOutput(TaskOutput {
                     content: text.clone(),
                     json: self.output_json.clone(),
-                },
+                }),
             ));
         }
         match self.status {
@@ -290,7 +292,7 @@ impl Transcript {
                     .as_deref()
                     .and_then(parse_rfc3339)
                     .unwrap_or(last_ms),
-                Event::TaskFinished {
+                Event::TaskFinished(TaskFinished {
                     status,
                     reason: self.reason.unwrap_or(Reason::InternalError),
                     message: self.message.clone(),
@@ -299,14 +301,14 @@ impl Transcript {
                     usage: self.usage,
                     cost: self.cost,
                     duration_ms: self.timings.duration_ms,
-                },
+                }),
             )),
             // The run stopped mid-task: its span is all there is.
             None => records.push(record(
                 last_ms,
-                Event::Note {
+                Event::Note(Note {
                     message: "the transcript ends before task.finished".to_owned(),
-                },
+                }),
             )),
         }
         records
@@ -317,7 +319,7 @@ impl Transcript {
     /// The `task.started` this transcript was built from.
     fn started_event(&self) -> Event {
         let manifest = &self.manifest;
-        Event::TaskStarted {
+        Event::TaskStarted(TaskStarted {
             file: self.task.file.clone(),
             suite: self.task.suite.clone(),
             run_id: manifest.run_id.clone(),
@@ -335,14 +337,14 @@ impl Transcript {
             sandbox: manifest.sandbox.clone().map(Box::new),
             context_files: manifest.context_files.clone(),
             shard: manifest.shard.clone(),
-        }
+        })
     }
 }
 
 impl LlmCall {
     /// The `llm.response` this call was built from.
     fn event(&self) -> Event {
-        Event::LlmResponse {
+        Event::LlmResponse(LlmResponse {
             iteration: self.iteration,
             response_id: self.response_id.clone(),
             request_id: self.request_id.clone(),
@@ -355,14 +357,14 @@ impl LlmCall {
             incomplete: self.incomplete.clone(),
             finish_reason: self.finish_reason.clone(),
             usage_estimated: self.usage_estimated,
-        }
+        })
     }
 }
 
 impl CheckEntry {
     /// The `check.completed` this entry was built from.
     fn event(&self) -> Event {
-        Event::CheckCompleted {
+        Event::CheckCompleted(CheckCompleted {
             name: self.name.clone(),
             command: self.command.clone(),
             exit_code: self.exit_code,
@@ -373,7 +375,7 @@ impl CheckEntry {
             output_tail: self.output_tail.clone(),
             attempt: self.attempt,
             locations: self.locations.clone(),
-        }
+        })
     }
 }
 
@@ -449,37 +451,41 @@ impl TranscriptBuilder {
         self.first_ms.get_or_insert(record.ts_ms);
         self.last_ms = self.last_ms.max(record.ts_ms);
         match &record.event {
-            Event::TaskStarted { .. } => self.started(record),
-            Event::Message { message } => self.messages.push(message.clone()),
-            Event::LlmResponse { .. } => self.llm_response(record),
-            Event::LlmRetry { .. } => self.retry(record),
-            Event::ToolDecided { .. } => self.tool_decided(record),
-            Event::ToolCompleted { .. } => self.tool_completed(record),
-            Event::Note { message } => self.notes.push(message.clone()),
-            Event::ToolMetrics { tools } => self.tool_metrics.clone_from(tools),
-            Event::Redactions { counts } => {
+            Event::TaskStarted(start) => self.started(record, start),
+            Event::MessageAppended(MessageAppended { message }) => {
+                self.messages.push(message.clone())
+            }
+            Event::LlmResponse(answer) => self.llm_response(answer),
+            Event::LlmRetry(retry) => self.retry(retry),
+            Event::ToolDecided(decided) => self.tool_decided(decided),
+            Event::ToolCompleted(done) => self.tool_completed(done),
+            Event::Note(Note { message }) => self.notes.push(message.clone()),
+            Event::ToolMetricsReported(ToolMetricsReported { tools }) => {
+                self.tool_metrics.clone_from(tools)
+            }
+            Event::Redactions(Redactions { counts }) => {
                 for (kind, count) in counts {
                     *self.redactions.entry(kind.clone()).or_default() += count;
                 }
             }
-            Event::CheckCompleted { .. } => self.check_completed(record),
-            Event::Git { outcome } => self.git = Some(outcome.clone()),
-            Event::TaskOutput {
+            Event::CheckCompleted(check) => self.check_completed(check),
+            Event::Git(Git { outcome }) => self.git = Some(outcome.clone()),
+            Event::TaskOutput(TaskOutput {
                 content: text,
                 json,
-            } => self.output = Some((text.clone(), json.clone())),
-            Event::TaskPaused { pending } => self.pauses.push(Pause {
+            }) => self.output = Some((text.clone(), json.clone())),
+            Event::TaskPaused(TaskPaused { pending }) => self.pauses.push(Pause {
                 paused_at: rfc3339(record.ts_ms),
                 pending: pending.clone(),
                 resumed_at: None,
                 resumed_by: None,
                 answers: Vec::new(),
             }),
-            Event::TaskResumed {
+            Event::TaskResumed(TaskResumed {
                 resumed_by,
                 answers,
                 ..
-            } => {
+            }) => {
                 // The paused half's `task.finished` was not the end.
                 self.finished = None;
                 if let Some(pause) = self.pauses.last_mut() {
@@ -488,91 +494,78 @@ impl TranscriptBuilder {
                     pause.answers.clone_from(answers);
                 }
             }
-            Event::TaskFinished { .. } => self.finished(record),
+            Event::TaskFinished(end) => self.finished(record, end),
         }
     }
 
     /// `task.started`: the task, its manifest and system prompt.
-    fn started(&mut self, record: &EventRecord) {
-        let Some(start) = record.event.task_start() else {
-            return;
-        };
+    fn started(&mut self, record: &EventRecord, start: &TaskStarted) {
         self.started_ms = Some(record.ts_ms);
         self.task = TaskInfo {
             id: record.task.clone(),
-            file: start.file.to_owned(),
-            suite: start.suite.to_owned(),
+            file: start.file.clone(),
+            suite: start.suite.clone(),
         };
         self.manifest = Manifest {
-            ybs_version: start.ybs_version.to_owned(),
-            run_id: start.run_id.to_owned(),
-            provider: start.provider.to_owned(),
-            model: start.model.to_owned(),
+            ybs_version: start.ybs_version.clone(),
+            run_id: start.run_id.clone(),
+            provider: start.provider.clone(),
+            model: start.model.clone(),
             temperature: start.temperature,
             seed: start.seed,
             response_ids: std::mem::take(&mut self.manifest.response_ids),
-            policy_hash: start.policy_hash.to_owned(),
-            base_commit: start.base_commit.map(str::to_owned),
-            workdir: start.workdir.to_owned(),
+            policy_hash: start.policy_hash.clone(),
+            base_commit: start.base_commit.clone(),
+            workdir: start.workdir.clone(),
             dry_run: start.dry_run,
-            tools: start.tools.to_vec(),
-            sandbox: start.sandbox.cloned(),
-            context_files: start.context_files.to_vec(),
-            shard: start.shard.cloned(),
+            tools: start.tools.clone(),
+            sandbox: start.sandbox.as_deref().cloned(),
+            context_files: start.context_files.clone(),
+            shard: start.shard.clone(),
         };
-        start.system_prompt.clone_into(&mut self.system_prompt);
+        self.system_prompt.clone_from(&start.system_prompt);
     }
 
     /// A retry of a model call.
-    fn retry(&mut self, record: &EventRecord) {
-        let Some(retry) = record.event.llm_retried() else {
-            return;
-        };
+    fn retry(&mut self, retry: &LlmRetry) {
         self.retries.push(Retry {
             iteration: retry.iteration,
             attempt: retry.attempt,
             delay_ms: retry.delay_ms,
-            error: retry.error.to_owned(),
+            error: retry.error.clone(),
         });
     }
 
     /// One model call, its response id kept for the manifest.
-    fn llm_response(&mut self, record: &EventRecord) {
-        let Some(answer) = record.event.llm_answer() else {
-            return;
-        };
-        let owned = |text: Option<&str>| text.map(str::to_owned);
-        if let Some(id) = answer.response_id {
-            self.manifest.response_ids.push(id.to_owned());
+    fn llm_response(&mut self, answer: &LlmResponse) {
+        if let Some(id) = &answer.response_id {
+            self.manifest.response_ids.push(id.clone());
         }
         self.llm_calls.push(LlmCall {
             iteration: answer.iteration,
-            response_id: owned(answer.response_id),
-            request_id: owned(answer.request_id),
+            response_id: answer.response_id.clone(),
+            request_id: answer.request_id.clone(),
             usage: answer.usage,
             cost: answer.cost,
             duration_ms: answer.duration_ms,
             tool_calls: answer.tool_calls,
             request_tokens_estimate: answer.request_tokens_estimate,
-            request_tokens_method: owned(answer.request_tokens_method),
-            incomplete: owned(answer.incomplete),
-            finish_reason: owned(answer.finish_reason),
+            request_tokens_method: answer.request_tokens_method.clone(),
+            incomplete: answer.incomplete.clone(),
+            finish_reason: answer.finish_reason.clone(),
             usage_estimated: answer.usage_estimated,
         });
     }
 
     /// A call decided: a new entry, or (decided again at `ybs resume`, an
     /// approval) the open entry takes the decision that let it run or not.
-    fn tool_decided(&mut self, record: &EventRecord) {
-        let Some(decided) = record.event.tool_decision() else {
-            return;
-        };
-        let (call_id, parent) = (decided.call_id, decided.parent.map(str::to_owned));
+    fn tool_decided(&mut self, decided: &ToolDecided) {
+        let (call_id, parent) = (decided.call_id.as_str(), decided.parent.clone());
         let decision = Decision {
-            verdict: decided.verdict.to_owned(),
-            rule: decided.rule.to_owned(),
-            detail: decided.detail.map(str::to_owned),
-            resolved: decided.resolved.cloned(),
+            verdict: decided.verdict.clone(),
+            rule: decided.rule.clone(),
+            detail: decided.detail.clone(),
+            resolved: decided.resolved.clone(),
         };
         // Decided again at `ybs resume` (an approval): the call's
         // one entry takes the decision that let it run or not.
@@ -591,7 +584,7 @@ impl TranscriptBuilder {
         self.tool_calls.push(ToolCallEntry {
             from_text,
             id: call_id.to_owned(),
-            name: decided.name.to_owned(),
+            name: decided.name.clone(),
             arguments: decided.arguments.clone(),
             decision: Some(decision),
             result: None,
@@ -602,19 +595,16 @@ impl TranscriptBuilder {
 
     /// A call completed: its entry gets the result (one made when the
     /// decision was not seen).
-    fn tool_completed(&mut self, record: &EventRecord) {
-        let Some(done) = record.event.tool_done() else {
-            return;
-        };
+    fn tool_completed(&mut self, done: &ToolCompleted) {
         let result = ToolResult {
             ok: done.ok,
             ran: done.ran,
-            output: done.output.to_owned(),
+            output: done.output.clone(),
             truncated: done.truncated,
         };
         let open = self
             .call_index
-            .get(done.call_id)
+            .get(&done.call_id)
             .and_then(|&index| self.tool_calls.get_mut(index))
             .filter(|entry| entry.result.is_none());
         if let Some(entry) = open {
@@ -622,11 +612,11 @@ impl TranscriptBuilder {
             entry.duration_ms = Some(done.duration_ms);
         } else {
             self.call_index
-                .insert(done.call_id.to_owned(), self.tool_calls.len());
+                .insert(done.call_id.clone(), self.tool_calls.len());
             self.tool_calls.push(ToolCallEntry {
-                from_text: self.called_from_text(done.call_id),
-                id: done.call_id.to_owned(),
-                name: done.name.to_owned(),
+                from_text: self.called_from_text(&done.call_id),
+                id: done.call_id.clone(),
+                name: done.name.clone(),
                 arguments: Value::Null,
                 decision: None,
                 result: Some(result),
@@ -637,35 +627,29 @@ impl TranscriptBuilder {
     }
 
     /// One check run.
-    fn check_completed(&mut self, record: &EventRecord) {
-        let Some(check) = record.event.check_done() else {
-            return;
-        };
+    fn check_completed(&mut self, check: &CheckCompleted) {
         self.checks.push(CheckEntry {
-            name: check.name.to_owned(),
-            command: check.command.to_owned(),
+            name: check.name.clone(),
+            command: check.command.clone(),
             exit_code: check.exit_code,
             expected_exit: check.expected_exit,
             passed: check.passed,
             timed_out: check.timed_out,
             duration_ms: check.duration_ms,
-            output_tail: check.output_tail.to_owned(),
+            output_tail: check.output_tail.clone(),
             attempt: check.attempt,
-            locations: check.locations.to_vec(),
+            locations: check.locations.clone(),
         });
     }
 
     /// `task.finished`, with the totals.
-    fn finished(&mut self, record: &EventRecord) {
-        let Some(end) = record.event.task_end() else {
-            return;
-        };
+    fn finished(&mut self, record: &EventRecord, end: &TaskFinished) {
         self.finished = Some(Finished {
             ts_ms: record.ts_ms,
             status: end.status,
             reason: end.reason,
-            message: end.message.map(str::to_owned),
-            expect: end.expect.to_owned(),
+            message: end.message.clone(),
+            expect: end.expect.clone(),
             iterations: end.iterations,
             usage: end.usage,
             cost: end.cost,
@@ -791,7 +775,7 @@ impl TranscriptSink {
 
 impl EventSink for TranscriptSink {
     fn event(&mut self, record: &EventRecord) -> io::Result<()> {
-        if matches!(record.event, Event::TaskStarted { .. }) {
+        if matches!(record.event, Event::TaskStarted(_)) {
             self.tasks.remove(&record.task);
             // An answer an earlier run left here is not this run's.
             self.out.remove(&record.task, OUTPUT_FILE)?;
@@ -800,10 +784,10 @@ impl EventSink for TranscriptSink {
             self.out
                 .remove(&record.task, super::sinks::COMMIT_PATCH_FILE)?;
         }
-        if let Event::TaskOutput {
+        if let Event::TaskOutput(TaskOutput {
             content: text,
             json,
-        } = &record.event
+        }) = &record.event
         {
             self.write_output(&record.task, text, json.as_ref())?;
         }
@@ -816,10 +800,10 @@ impl EventSink for TranscriptSink {
         // first half): its builder stays until the run ends.
         if matches!(
             record.event,
-            Event::TaskFinished {
+            Event::TaskFinished(TaskFinished {
                 status: Status::Paused,
                 ..
-            }
+            })
         ) {
             let builder = builder.clone();
             return self.write(&record.task, &builder);
@@ -934,7 +918,7 @@ mod tests {
             testdata::record(
                 "t",
                 ts,
-                Event::ToolDecided {
+                Event::ToolDecided(ToolDecided {
                     call_id: "call_0".to_owned(),
                     name: "run_shell".to_owned(),
                     arguments: json!({"command": "ls"}),
@@ -943,14 +927,14 @@ mod tests {
                     detail: Some("not allowed".to_owned()),
                     resolved: None,
                     parent: None,
-                },
+                }),
             )
         };
         let completed = |ts, id: &str| {
             testdata::record(
                 "t",
                 ts,
-                Event::ToolCompleted {
+                Event::ToolCompleted(ToolCompleted {
                     call_id: id.to_owned(),
                     name: "run_shell".to_owned(),
                     ok: false,
@@ -958,7 +942,7 @@ mod tests {
                     duration_ms: 0,
                     truncated: false,
                     output: "denied".to_owned(),
-                },
+                }),
             )
         };
         let transcript = build_transcript(&[
@@ -987,7 +971,7 @@ mod tests {
         let records = records_two_files();
         let alpha_done = records
             .iter()
-            .position(|r| r.task == "alpha" && matches!(r.event, Event::TaskFinished { .. }))
+            .position(|r| r.task == "alpha" && matches!(r.event, Event::TaskFinished(_)))
             .unwrap();
         for record in &records[..alpha_done] {
             sink.event(record).unwrap();

@@ -12,7 +12,7 @@ use futures_util::stream::FuturesUnordered;
 use super::{PreparedTask, RedactingSink, RunContext, RunReport, TaskResult};
 use super::{breaker, discard, pause, session, task_run};
 use crate::agent::Emitter;
-use crate::core::event::{Event, EventRecord, EventSink};
+use crate::core::event::{Event, EventRecord, EventSink, LlmResponse, TaskFinished};
 use crate::core::{Cost, Reason, Redactor, Status, Usage};
 use crate::git::TaskWorktree;
 use crate::report;
@@ -295,7 +295,7 @@ fn interrupted_task(
         None => message,
     };
     let mut emitter = Emitter::new(&task.task.id, sink);
-    emitter.emit(Event::TaskFinished {
+    emitter.emit(Event::TaskFinished(TaskFinished {
         status: Status::Failed,
         reason: Reason::Interrupted,
         message: Some(message.clone()),
@@ -304,7 +304,7 @@ fn interrupted_task(
         usage: done.usage,
         cost: done.cost,
         duration_ms: done.elapsed_ms(),
-    });
+    }));
     TaskResult {
         id: task.task.id.clone(),
         status: Status::Failed,
@@ -455,12 +455,12 @@ impl Progress {
     }
 
     fn record(&mut self, event: &Event) {
-        if let Event::LlmResponse {
+        if let Event::LlmResponse(LlmResponse {
             iteration,
             usage,
             cost,
             ..
-        } = event
+        }) = event
         {
             self.iterations = self.iterations.max(*iteration);
             self.usage.add(*usage);

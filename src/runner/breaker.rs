@@ -6,7 +6,7 @@
 //! the events and a later `ybs report merge` list every selected task.
 
 use crate::agent::Emitter;
-use crate::core::event::{Event, EventSink};
+use crate::core::event::{Event, EventSink, TaskFinished, TaskStarted};
 use crate::core::{Cost, Reason, Status, Usage};
 
 use super::{PreparedTask, RunContext, TaskResult};
@@ -138,7 +138,7 @@ pub(crate) fn skip(
 ) -> TaskResult {
     let spec = &task.task;
     let mut emitter = Emitter::new(&spec.id, sink);
-    emitter.emit(Event::TaskStarted {
+    emitter.emit(Event::TaskStarted(TaskStarted {
         file: spec.file.display().to_string(),
         suite: spec.suite.clone(),
         run_id: run.run_id.clone(),
@@ -163,8 +163,8 @@ pub(crate) fn skip(
                 run.shard_split.as_deref(),
             )
         }),
-    });
-    emitter.emit(Event::TaskFinished {
+    }));
+    emitter.emit(Event::TaskFinished(TaskFinished {
         status: Status::Skipped,
         reason,
         message: Some(message.clone()),
@@ -173,7 +173,7 @@ pub(crate) fn skip(
         usage: Usage::default(),
         cost: Cost::Usd(0.0),
         duration_ms: 0,
-    });
+    }));
     TaskResult {
         id: spec.id.clone(),
         status: Status::Skipped,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::agent::Emitter;
 use crate::core::Redactor;
-use crate::core::event::{CheckLocation, Event};
+use crate::core::event::{self, CheckCompleted, CheckLocation, Event};
 use crate::core::redact::Redactions;
 use crate::core::text::tail;
 use crate::report::annotations::{self, MAX_PER_CHECK};
@@ -86,7 +86,7 @@ fn masked_output(
         text.push_str(&redactor.redact_counting(&stderr, &mut counts));
     }
     if !counts.is_empty() {
-        emitter.emit(Event::Redactions { counts });
+        emitter.emit(Event::Redactions(event::Redactions { counts }));
     }
     text
 }
@@ -142,7 +142,7 @@ pub async fn run_checks(
             let root = repository_root.get_or_insert_with(|| repository_root_of(setting.workdir));
             locations(&output, root.as_ref())
         };
-        emitter.emit(Event::CheckCompleted {
+        emitter.emit(Event::CheckCompleted(CheckCompleted {
             name: check.name.clone(),
             command: check.run.clone(),
             exit_code,
@@ -153,7 +153,7 @@ pub async fn run_checks(
             output_tail: output_tail.clone(),
             attempt,
             locations,
-        });
+        }));
         if !passed {
             let how = if timed_out {
                 format!(

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::core::Redactor;
-use crate::core::event::{Event, EventRecord, EventSink};
+use crate::core::event::{self, Event, EventRecord, EventSink, Note};
 use crate::core::redact::{LineMasker, Redactions};
 
 /// Redacts each record, then hands it to the inner sinks.
@@ -44,9 +44,9 @@ impl<'a> RedactingSink<'a> {
         let withheld = || EventRecord {
             ts_ms: record.ts_ms,
             task: self.redactor.redact(&record.task),
-            event: Event::Note {
+            event: Event::Note(Note {
                 message: "[an event was withheld: it could not be redacted]".to_owned(),
-            },
+            }),
         };
         let Ok(mut value) = serde_json::to_value(record) else {
             return withheld();
@@ -66,7 +66,7 @@ impl<'a> RedactingSink<'a> {
 
 impl EventSink for RedactingSink<'_> {
     fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
-        if let Event::Redactions { counts } = &record.event {
+        if let Event::Redactions(event::Redactions { counts }) = &record.event {
             let total = self.counts.entry(record.task.clone()).or_default();
             for (kind, count) in counts {
                 *total.entry(kind.clone()).or_default() += count;
@@ -74,7 +74,7 @@ impl EventSink for RedactingSink<'_> {
             return Ok(());
         }
         // A turn's text has ended (or streams again from its start).
-        if matches!(record.event, Event::Message { .. } | Event::LlmRetry { .. }) {
+        if matches!(record.event, Event::MessageAppended(_) | Event::LlmRetry(_)) {
             self.streams.remove(&record.task);
         }
         let mut masked = Redactions::new();
@@ -85,14 +85,14 @@ impl EventSink for RedactingSink<'_> {
                 *total.entry(kind).or_default() += count;
             }
         }
-        if matches!(clean.event, Event::TaskFinished { .. })
+        if matches!(clean.event, Event::TaskFinished(_))
             && let Some(counts) = self.counts.remove(&record.task)
             && !counts.is_empty()
         {
             self.forward(&EventRecord {
                 ts_ms: clean.ts_ms,
                 task: clean.task.clone(),
-                event: Event::Redactions { counts },
+                event: Event::Redactions(event::Redactions { counts }),
             });
         }
         self.forward(&clean);
@@ -135,6 +135,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::core::event::{MessageAppended, ToolCompleted};
     use crate::core::message::Message;
     use crate::core::redact::testing::{assert_masked, credential, needles, place, position};
 
@@ -177,7 +178,7 @@ mod tests {
             {
                 let mut sink = RedactingSink::new(credential.redactor(), vec![&mut collect]);
                 let record = |event| EventRecord { ts_ms: 1, task: "t".to_owned(), event };
-                sink.event(&record(Event::ToolCompleted {
+                sink.event(&record(Event::ToolCompleted(ToolCompleted {
                     call_id: "c1".to_owned(),
                     name: "run_shell".to_owned(),
                     ok: true,
@@ -185,17 +186,17 @@ mod tests {
                     duration_ms: 1,
                     truncated: false,
                     output: result.clone(),
-                }))?;
-                sink.event(&record(Event::Message {
+                })))?;
+                sink.event(&record(Event::MessageAppended(MessageAppended {
                     message: Message::Tool {
                         call_id: "c1".to_owned(),
                         name: "run_shell".to_owned(),
                         content: result.clone(),
                         is_error: false,
                     },
-                }))?;
+                })))?;
                 if !position.is_split() {
-                    sink.event(&record(Event::Note { message: stdout.clone() }))?;
+                    sink.event(&record(Event::Note(Note { message: stdout.clone() })))?;
                     for line in stdout.lines() {
                         sink.text("t", line);
                     }

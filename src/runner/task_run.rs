@@ -14,7 +14,10 @@ use super::state::{CarriedFile, Key};
 use super::workspace::{CommitInfo, Finish, TaskGit};
 use crate::agent::{Agent, AgentSetup, Emitter, Stop, prompt};
 use crate::config::GitAuthor;
-use crate::core::event::{Event, EventSink, GitOutcome, HINT, PendingCall};
+use crate::core::event::{
+    Event, EventSink, Git, GitOutcome, HINT, PendingCall, TaskFinished, TaskOutput, TaskPaused,
+    TaskResumed, TaskStarted,
+};
 use crate::core::{Reason, Status};
 use crate::git::{GitError, SavedWork, Snapshot, TaskWorktree};
 use crate::report::OutDir;
@@ -182,12 +185,12 @@ impl<'t> TaskRun<'t> {
         // A resumed task's events go on after its `task.resumed`.
         let carried = Duration::from_millis(resumed.state.spent.elapsed_ms);
         let mut agent = resumed_agent(setup, resumed, carried);
-        emitter.emit(Event::TaskResumed {
+        emitter.emit(Event::TaskResumed(TaskResumed {
             resumed_by: resumed.resumed_by.clone(),
             answers: resumed.summary.clone(),
             provider: Some(prepared.settings.provider.clone()),
             model: Some(prepared.settings.model.clone()),
-        });
+        }));
         for note in &tools.notes {
             emitter.note(note.clone());
         }
@@ -331,10 +334,10 @@ fn saved_work(
 /// an output contract and the answer meets it.
 fn output_event(task: &TaskSpec, text: String, reason: Reason) -> Event {
     let json = super::answer::valid_value(task, &text, reason);
-    Event::TaskOutput {
+    Event::TaskOutput(TaskOutput {
         content: text,
         json,
-    }
+    })
 }
 
 /// The task's system prompt, naming its tools, how to answer and the
@@ -369,7 +372,7 @@ fn started_event(
     tools: Vec<String>,
 ) -> Event {
     let task = &prepared.task;
-    Event::TaskStarted {
+    Event::TaskStarted(TaskStarted {
         file: task.file.display().to_string(),
         suite: task.suite.clone(),
         run_id: run.run_id.clone(),
@@ -393,7 +396,7 @@ fn started_event(
                 run.shard_split.as_deref(),
             )
         }),
-    }
+    })
 }
 
 /// The agent of a resumed task: its conversation, what it spent and its
@@ -471,9 +474,9 @@ impl TaskRun<'_> {
                 return self.finish(emitter, agent, reason, Some(message));
             }
         };
-        emitter.emit(Event::TaskPaused {
+        emitter.emit(Event::TaskPaused(TaskPaused {
             pending: pending.clone(),
-        });
+        }));
         super::tools::finish(tools, self.run, emitter);
         let message = paused_message(&pending, &self.run.redactor);
         let elapsed = self.started.elapsed();
@@ -827,7 +830,7 @@ impl TaskRun<'_> {
                 }
                 self.worktree_outcome(&mut outcome, settle.commit_off, reason, emitter);
                 outcome.note.push_str(&saved_note);
-                emitter.emit(Event::Git { outcome });
+                emitter.emit(Event::Git(Git { outcome }));
                 return (reason, message);
             }
             Err(error @ GitError::SecretInCommit { .. }) => {
@@ -845,12 +848,12 @@ impl TaskRun<'_> {
                 }
             }
         };
-        emitter.emit(Event::Git {
+        emitter.emit(Event::Git(Git {
             outcome: GitOutcome {
                 note: format!("{text}{saved_note}"),
                 ..GitOutcome::default()
             },
-        });
+        }));
         ended
     }
 
@@ -982,7 +985,7 @@ fn finish(
         ),
         _ => (status, reason, message),
     };
-    emitter.emit(Event::TaskFinished {
+    emitter.emit(Event::TaskFinished(TaskFinished {
         status,
         reason,
         message: message.clone(),
@@ -991,7 +994,7 @@ fn finish(
         usage: agent.usage(),
         cost: agent.cost(),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    });
+    }));
     TaskResult {
         id: task.id.clone(),
         status,

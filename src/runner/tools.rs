@@ -9,7 +9,7 @@ use super::prepare::PreparedTask;
 use crate::agent::Emitter;
 use crate::config::ToolsSettings;
 use crate::core::Environ;
-use crate::core::event::Event;
+use crate::core::event::{Event, ToolMetricsReported};
 use crate::policy::{CallView, Policy, RuleRef, Verdict};
 use crate::tools::Registry;
 use crate::tools::builtin;
@@ -446,7 +446,9 @@ pub fn finish(tools: &TaskTools, run: &RunContext, emitter: &mut Emitter<'_>) {
     if summaries.is_empty() {
         return;
     }
-    emitter.emit(Event::ToolMetrics { tools: summaries });
+    emitter.emit(Event::ToolMetricsReported(ToolMetricsReported {
+        tools: summaries,
+    }));
     if let Some(dir) = cache_dir(run.home.as_deref(), &run.environ)
         && let Err(error) = cache::record_metrics(&dir, &tools.metrics.snapshot())
     {

@@ -20,6 +20,7 @@ mod external;
 mod fixture;
 mod git;
 mod git_trust;
+mod golden;
 mod home_view;
 mod html_report;
 mod interactive;

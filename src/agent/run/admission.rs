@@ -9,7 +9,7 @@ use serde_json::json;
 use super::outcome::not_run;
 use super::{Agent, Emitter, Stop};
 use crate::agent::approve::Approval;
-use crate::core::event::{Event, PendingCall, PendingKind};
+use crate::core::event::{Event, PendingCall, PendingKind, ToolDecided};
 use crate::core::{Message, Reason, ToolCall};
 use crate::policy::{CallView, Decision, OnAsk, Verdict};
 use crate::tools::{Target, Tool, ToolError};
@@ -270,7 +270,7 @@ impl Agent<'_> {
                 },
             ),
         };
-        emitter.emit(Event::ToolDecided {
+        emitter.emit(Event::ToolDecided(ToolDecided {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
@@ -284,7 +284,7 @@ impl Agent<'_> {
                 "argv": decision.parsed,
             })),
             parent: self.parent.clone(),
-        });
+        }));
         (decision, approval)
     }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{Agent, Emitter, Stop, millis, redact_counted};
-use crate::core::event::Event;
+use crate::core::event::{Event, ToolCompleted, ToolDecided};
 use crate::core::text::truncate_middle;
 use crate::core::{Message, Reason, ToolCall};
 use crate::policy::{CallView, RuleRef, Verdict};
@@ -95,7 +95,7 @@ impl Agent<'_> {
             _ => "guard:arguments".to_owned(),
         };
         let text = format!("{}: {message}", not_run(call));
-        emitter.emit(Event::ToolDecided {
+        emitter.emit(Event::ToolDecided(ToolDecided {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
@@ -109,7 +109,7 @@ impl Agent<'_> {
                 "argv": decision.parsed,
             })),
             parent: self.parent.clone(),
-        });
+        }));
         self.completed(call, false, false, Duration::ZERO, &text, emitter)
     }
 
@@ -122,7 +122,7 @@ impl Agent<'_> {
         text: &str,
         emitter: &mut Emitter<'_>,
     ) -> Message {
-        emitter.emit(Event::ToolDecided {
+        emitter.emit(Event::ToolDecided(ToolDecided {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
@@ -131,7 +131,7 @@ impl Agent<'_> {
             detail: Some(text.to_owned()),
             resolved: None,
             parent: self.parent.clone(),
-        });
+        }));
         self.completed(call, false, false, Duration::ZERO, text, emitter)
     }
 
@@ -150,7 +150,7 @@ impl Agent<'_> {
         let output = redact_counted(self.setup.redactor, output, emitter);
         let (content, truncated) =
             truncate_middle(&output, self.setup.limits.max_tool_output_chars);
-        emitter.emit(Event::ToolCompleted {
+        emitter.emit(Event::ToolCompleted(ToolCompleted {
             call_id: call.id.clone(),
             name: call.name.clone(),
             ok,
@@ -158,7 +158,7 @@ impl Agent<'_> {
             duration_ms: millis(elapsed),
             truncated,
             output: content.clone(),
-        });
+        }));
         Message::Tool {
             call_id: call.id.clone(),
             name: call.name.clone(),

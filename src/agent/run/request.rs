@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Agent, Emitter, Stop, millis};
-use crate::core::event::Event;
+use crate::core::event::{Event, LlmResponse, LlmRetry};
 use crate::core::{Cost, Message, Reason, Usage};
 use crate::llm::retry;
 use crate::llm::{ChatRequest, ChatResponse, FinishReason};
@@ -24,7 +24,7 @@ struct Attempt {
 impl Attempt {
     /// The `llm.response` of a request that returned no turn.
     fn failed(&self, error: &str) -> Event {
-        Event::LlmResponse {
+        Event::LlmResponse(LlmResponse {
             iteration: self.iteration,
             response_id: None,
             request_id: None,
@@ -37,7 +37,7 @@ impl Attempt {
             incomplete: Some(error.to_owned()),
             finish_reason: None,
             usage_estimated: false,
-        }
+        })
     }
 }
 
@@ -97,12 +97,12 @@ impl Agent<'_> {
         let mut on_progress = |progress: retry::Progress<'_>| match progress {
             retry::Progress::Retry(notice) => {
                 partial.clear();
-                emitter.emit(Event::LlmRetry {
+                emitter.emit(Event::LlmRetry(LlmRetry {
                     iteration,
                     attempt: notice.attempt,
                     delay_ms: millis(notice.delay),
                     error: notice.error.to_string(),
-                });
+                }));
             }
             retry::Progress::Text(piece) => {
                 partial.push_str(piece);
@@ -184,7 +184,7 @@ impl Agent<'_> {
         let cost = self.setup.pricing.cost(&self.setup.model, response.usage);
         self.budget.usage.add(response.usage);
         self.budget.cost = self.budget.cost.plus(cost);
-        emitter.emit(Event::LlmResponse {
+        emitter.emit(Event::LlmResponse(LlmResponse {
             iteration: attempt.iteration,
             response_id: response.response_id.clone(),
             request_id: response.request_id.clone(),
@@ -197,7 +197,7 @@ impl Agent<'_> {
             incomplete,
             finish_reason: Some(response.finish_reason.as_str().to_owned()),
             usage_estimated: response.usage_estimated,
-        });
+        }));
         if interrupted {
             self.push(
                 Message::Assistant {

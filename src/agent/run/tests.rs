@@ -18,7 +18,7 @@ use super::admission::Admitted;
 use super::{Agent, AgentSetup, Answer, Stop};
 use crate::agent::approve::{Approval, Approver};
 use crate::agent::{ContextWindow, Emitter, Limits};
-use crate::core::event::{Event, EventRecord, EventSink, PendingKind};
+use crate::core::event::{Event, EventRecord, EventSink, PendingKind, ToolDecided};
 use crate::core::{Message, Reason, Redactor, ToolCall, ToolSpec};
 use crate::llm::pricing::PriceTable;
 use crate::llm::retry::RetrySettings;
@@ -355,12 +355,12 @@ async fn admit_call(case: Case, call: ToolCall) -> Outcome {
         }
     };
     let decided = sink.0.iter().find_map(|event| match event {
-        Event::ToolDecided {
+        Event::ToolDecided(ToolDecided {
             verdict,
             rule,
             parent,
             ..
-        } => Some((verdict.clone(), rule.clone(), parent.clone())),
+        }) => Some((verdict.clone(), rule.clone(), parent.clone())),
         _ => None,
     });
     let (verdict, rule, parent) = decided.unwrap_or_default();
@@ -521,7 +521,7 @@ async fn the_users_changed_file_is_refused_even_where_the_policy_allows() {
     assert_eq!(done(&message, world.runs()).0, Refused);
     assert!(sink.0.iter().any(|event| matches!(
         event,
-        Event::ToolDecided { rule, .. } if rule == "guard:user_changes"
+        Event::ToolDecided(ToolDecided { rule, .. }) if rule == "guard:user_changes"
     )));
 }
 
@@ -597,7 +597,7 @@ async fn calls_past_the_turns_limit_are_refused() {
     assert_eq!(world.runs(), 1);
     assert!(sink.0.iter().any(|event| matches!(
         event,
-        Event::ToolDecided { call_id, rule, .. } if call_id == "c2" && rule == "limit:tool_calls_per_turn"
+        Event::ToolDecided(ToolDecided { call_id, rule, .. }) if call_id == "c2" && rule == "limit:tool_calls_per_turn"
     )));
 }
 

@@ -10,7 +10,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::core::event::SandboxInfo;
+use crate::core::event::{
+    CheckCompleted, LlmResponse, LlmRetry, SandboxInfo, TaskFinished, TaskPaused, TaskResumed,
+    TaskStarted, ToolCompleted, ToolDecided,
+};
 use crate::core::{Cost, Reason, Usage};
 use test_server::{Reply, Server};
 
@@ -173,7 +176,7 @@ fn started(task: &str, ts_ms: u64) -> EventRecord {
     record(
         task,
         ts_ms,
-        Event::TaskStarted {
+        Event::TaskStarted(TaskStarted {
             file: "t.yaml".into(),
             suite: "t".into(),
             run_id: "run-1".into(),
@@ -194,7 +197,7 @@ fn started(task: &str, ts_ms: u64) -> EventRecord {
             })),
             context_files: vec![],
             shard: None,
-        },
+        }),
     )
 }
 
@@ -206,17 +209,17 @@ fn task_events(task: &str) -> Vec<EventRecord> {
         record(
             task,
             1_100,
-            Event::LlmRetry {
+            Event::LlmRetry(LlmRetry {
                 iteration: 1,
                 attempt: 1,
                 delay_ms: 50,
                 error: "HTTP 429 quoting the prompt".into(),
-            },
+            }),
         ),
         record(
             task,
             1_300,
-            Event::LlmResponse {
+            Event::LlmResponse(LlmResponse {
                 iteration: 1,
                 response_id: Some("resp-1".into()),
                 request_id: None,
@@ -229,12 +232,12 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 incomplete: None,
                 finish_reason: None,
                 usage_estimated: false,
-            },
+            }),
         ),
         record(
             task,
             1_310,
-            Event::ToolDecided {
+            Event::ToolDecided(ToolDecided {
                 call_id: "c1".into(),
                 name: "run_shell".into(),
                 arguments: json!({"command": "echo ARGUMENT-TEXT"}),
@@ -243,12 +246,12 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 detail: None,
                 resolved: None,
                 parent: None,
-            },
+            }),
         ),
         record(
             task,
             1_400,
-            Event::ToolCompleted {
+            Event::ToolCompleted(ToolCompleted {
                 call_id: "c1".into(),
                 name: "run_shell".into(),
                 ok: true,
@@ -256,12 +259,12 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 duration_ms: 80,
                 truncated: false,
                 output: r#"{"exit_code":2,"stdout":"OUTPUT-TEXT"}"#.into(),
-            },
+            }),
         ),
         record(
             task,
             1_410,
-            Event::ToolDecided {
+            Event::ToolDecided(ToolDecided {
                 call_id: "c2".into(),
                 name: "write_file".into(),
                 arguments: json!({"path": "x"}),
@@ -270,12 +273,12 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 detail: None,
                 resolved: None,
                 parent: None,
-            },
+            }),
         ),
         record(
             task,
             1_410,
-            Event::ToolCompleted {
+            Event::ToolCompleted(ToolCompleted {
                 call_id: "c2".into(),
                 name: "write_file".into(),
                 ok: false,
@@ -283,12 +286,12 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 duration_ms: 0,
                 truncated: false,
                 output: "refused".into(),
-            },
+            }),
         ),
         record(
             task,
             1_500,
-            Event::CheckCompleted {
+            Event::CheckCompleted(CheckCompleted {
                 name: "tests".into(),
                 command: "make test SECRET-CHECK".into(),
                 exit_code: Some(1),
@@ -299,12 +302,12 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 output_tail: "CHECK-OUTPUT".into(),
                 attempt: 1,
                 locations: Vec::new(),
-            },
+            }),
         ),
         record(
             task,
             1_600,
-            Event::TaskFinished {
+            Event::TaskFinished(TaskFinished {
                 status: Status::Failed,
                 reason: Reason::ChecksFailed,
                 message: Some("MESSAGE-TEXT".into()),
@@ -313,7 +316,7 @@ fn task_events(task: &str) -> Vec<EventRecord> {
                 usage: Usage::new(100, 20),
                 cost: Cost::Usd(0.5),
                 duration_ms: 600,
-            },
+            }),
         ),
     ]
 }
@@ -473,24 +476,28 @@ fn a_script_call_parents_its_commands() {
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
     ]))
     .unwrap();
-    let decided = |call_id: &str, name: &str, parent: Option<&str>| Event::ToolDecided {
-        call_id: call_id.into(),
-        name: name.into(),
-        arguments: json!({}),
-        verdict: "allow".into(),
-        rule: "r".into(),
-        detail: None,
-        resolved: None,
-        parent: parent.map(str::to_owned),
+    let decided = |call_id: &str, name: &str, parent: Option<&str>| {
+        Event::ToolDecided(ToolDecided {
+            call_id: call_id.into(),
+            name: name.into(),
+            arguments: json!({}),
+            verdict: "allow".into(),
+            rule: "r".into(),
+            detail: None,
+            resolved: None,
+            parent: parent.map(str::to_owned),
+        })
     };
-    let completed = |call_id: &str, name: &str| Event::ToolCompleted {
-        call_id: call_id.into(),
-        name: name.into(),
-        ok: true,
-        ran: true,
-        duration_ms: 1,
-        truncated: false,
-        output: String::new(),
+    let completed = |call_id: &str, name: &str| {
+        Event::ToolCompleted(ToolCompleted {
+            call_id: call_id.into(),
+            name: name.into(),
+            ok: true,
+            ran: true,
+            duration_ms: 1,
+            truncated: false,
+            output: String::new(),
+        })
     };
     for event in [
         started("t", 1),
@@ -682,7 +689,7 @@ fn a_paused_task_and_its_resumed_half_are_spans_of_their_own() {
         record(
             "t",
             ts_ms,
-            Event::TaskFinished {
+            Event::TaskFinished(TaskFinished {
                 status,
                 reason: Reason::Completed,
                 message: None,
@@ -691,7 +698,7 @@ fn a_paused_task_and_its_resumed_half_are_spans_of_their_own() {
                 usage: Usage::default(),
                 cost: Cost::Usd(0.0),
                 duration_ms: 10,
-            },
+            }),
         )
     };
     let pending: PendingCall = serde_json::from_value(json!({
@@ -703,9 +710,9 @@ fn a_paused_task_and_its_resumed_half_are_spans_of_their_own() {
         record(
             "t",
             1_100,
-            Event::TaskPaused {
+            Event::TaskPaused(TaskPaused {
                 pending: vec![pending],
-            },
+            }),
         ),
         finished(1_100, Status::Paused),
     ] {
@@ -716,12 +723,12 @@ fn a_paused_task_and_its_resumed_half_are_spans_of_their_own() {
         record(
             "t",
             5_000,
-            Event::TaskResumed {
+            Event::TaskResumed(TaskResumed {
                 resumed_by: "approver:alice".into(),
                 answers: Vec::new(),
                 provider: Some("openai".into()),
                 model: Some("m".into()),
-            },
+            }),
         ),
         finished(5_200, Status::Passed),
     ] {

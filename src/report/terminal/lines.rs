@@ -2,7 +2,10 @@
 //! that shows.
 
 use crate::core::Status;
-use crate::core::event::{Event, EventRecord};
+use crate::core::event::{
+    CheckCompleted, Event, EventRecord, Git, Note, TaskFinished, TaskStarted, ToolCompleted,
+    ToolDecided,
+};
 
 use crate::report::log::neutralize;
 
@@ -29,32 +32,32 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
         })
     };
     match &record.event {
-        Event::TaskStarted {
+        Event::TaskStarted(TaskStarted {
             provider, model, ..
-        } if verbose => line(format!(
+        }) if verbose => line(format!(
             "RUN   {task}  ({}/{})",
             inline(provider),
             inline(model)
         )),
-        Event::ToolDecided {
+        Event::ToolDecided(ToolDecided {
             name,
             arguments,
             verdict,
             rule,
             ..
-        } if verbose => {
+        }) if verbose => {
             let name = inline(&clip(name, 80));
             let args = inline(&clip(&arguments.to_string(), 160));
             line(format!("  → {name} {args}  [{verdict}: {}]", inline(rule)))
         }
-        Event::ToolCompleted {
+        Event::ToolCompleted(ToolCompleted {
             ok,
             ran,
             duration_ms,
             truncated,
             output,
             ..
-        } if verbose => {
+        }) if verbose => {
             let mark = if *ok { "✓" } else { "✗" };
             let first = output.lines().next().unwrap_or_default();
             let first = neutralize(&clip(first, 120));
@@ -65,12 +68,12 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
             };
             line(format!("    {mark} {duration_ms}ms{note}  {first}"))
         }
-        Event::CheckCompleted {
+        Event::CheckCompleted(CheckCompleted {
             name,
             passed,
             exit_code,
             ..
-        } if verbose => {
+        }) if verbose => {
             let state = if *passed { "passed" } else { "FAILED" };
             let code = exit_code.map_or("none".to_owned(), |c| c.to_string());
             line(format!(
@@ -78,24 +81,25 @@ pub fn human_line(record: &EventRecord, verbose: bool) -> Option<HumanLine> {
                 neutralize(name)
             ))
         }
-        Event::Note { message }
+        Event::Note(Note { message })
             if verbose
                 || message.starts_with(crate::core::event::HINT)
                 || message.starts_with(crate::core::event::WARNING) =>
         {
             line(format!("  note: {}", neutralize(message)))
         }
-        Event::Git { outcome } if verbose => line(format!("  git: {}", neutralize(&outcome.note))),
-        Event::TaskFinished { .. } => finished_line(record),
+        Event::Git(Git { outcome }) if verbose => {
+            line(format!("  git: {}", neutralize(&outcome.note)))
+        }
+        Event::TaskFinished(end) => Some(finished_line(task, end)),
         _ => None,
     }
 }
 
 /// A task's last line: its status, reason and totals (and, when it did not
 /// pass, its annotation).
-fn finished_line(record: &EventRecord) -> Option<HumanLine> {
-    let task = &record.task;
-    let Event::TaskFinished {
+fn finished_line(task: &str, end: &TaskFinished) -> HumanLine {
+    let TaskFinished {
         status,
         reason,
         message,
@@ -104,10 +108,7 @@ fn finished_line(record: &EventRecord) -> Option<HumanLine> {
         cost,
         duration_ms,
         ..
-    } = &record.event
-    else {
-        return None;
-    };
+    } = end;
     let label = match status {
         Status::Passed => "PASS ",
         Status::Failed => "FAIL ",
@@ -133,14 +134,14 @@ fn finished_line(record: &EventRecord) -> Option<HumanLine> {
     };
     let failed = *status != Status::Passed;
     let detail = message.as_deref().unwrap_or_default();
-    Some(HumanLine {
+    HumanLine {
         text: line,
         failed,
         // A task never started is no error of its own: the one that
         // stopped the batch has its annotation.
         annotation: (failed && *status != Status::Skipped)
             .then(|| (format!("ybs {task}"), format!("{reason}: {detail}"))),
-    })
+    }
 }
 
 /// `text` neutralised and kept on one line: a line break in a name or an

@@ -24,7 +24,7 @@ use super::lines::human_line;
 use super::view::LogView;
 use crate::core::Environ;
 use crate::core::Redactor;
-use crate::core::event::{Event, EventRecord, EventSink};
+use crate::core::event::{CheckCompleted, Event, EventRecord, EventSink, TaskOutput};
 use crate::core::redact::{LineMasker, MASK};
 use crate::report::annotations;
 use crate::report::log::{AnnotationKind, github_annotation, neutralize, neutralize_chars};
@@ -217,8 +217,10 @@ impl Printer {
     }
 
     fn human(&self, record: &EventRecord) {
-        if !self.json {
-            for line in self.check_annotations(record) {
+        if let Event::CheckCompleted(check) = &record.event
+            && !self.json
+        {
+            for line in self.check_annotations(&record.task, check) {
                 self.out_raw(&line);
             }
         }
@@ -250,9 +252,9 @@ impl Printer {
     /// terminal), or in the task's group (GitHub Actions).
     fn live_event(&mut self, mut live: Live, record: &EventRecord) {
         let task = record.task.as_str();
-        let finished = matches!(record.event, Event::TaskFinished { .. });
+        let finished = matches!(record.event, Event::TaskFinished(_));
         if let Some(bars) = &mut live.bars {
-            if matches!(record.event, Event::TaskStarted { .. }) {
+            if matches!(record.event, Event::TaskStarted(_)) {
                 bars.start(task);
             } else if !finished {
                 let clean = |text: &str| neutralize(&self.redactor.redact(text));
@@ -284,8 +286,10 @@ impl Printer {
                 ));
             }
         }
-        if !self.json {
-            printed.extend(self.check_annotations(record));
+        if let Event::CheckCompleted(check) = &record.event
+            && !self.json
+        {
+            printed.extend(self.check_annotations(task, check));
         }
         self.write_live(&mut live, task, printed, finished);
         self.live = Some(live);
@@ -295,22 +299,14 @@ impl Printer {
     /// (docs/ci.md#annotations-on-the-failing-line): one
     /// `::error file=…,line=…,col=…,title=<task>/<check>::<message>` each,
     /// redacted before it is escaped.
-    fn check_annotations(&self, record: &EventRecord) -> Vec<String> {
-        let Event::CheckCompleted {
-            name,
-            passed: false,
-            locations,
-            ..
-        } = &record.event
-        else {
-            return Vec::new();
-        };
-        if !self.github {
+    fn check_annotations(&self, task: &str, check: &CheckCompleted) -> Vec<String> {
+        if check.passed || !self.github {
             return Vec::new();
         }
         let redact = |text: &str| self.redactor.redact(text);
-        let title = redact(&format!("{}/{name}", record.task));
-        locations
+        let title = redact(&format!("{task}/{}", check.name));
+        check
+            .locations
             .iter()
             .map(|location| {
                 annotations::workflow_command(
@@ -376,7 +372,7 @@ fn paint(text: &str, color: bool) -> String {
 
 impl EventSink for Printer {
     fn event(&mut self, record: &EventRecord) -> std::io::Result<()> {
-        if let (Some(answers), Event::TaskOutput { content: text, .. }) =
+        if let (Some(answers), Event::TaskOutput(TaskOutput { content: text, .. })) =
             (&mut self.answers, &record.event)
         {
             answers.push((record.task.clone(), text.clone()));
@@ -384,11 +380,11 @@ impl EventSink for Printer {
         if let Some(chat) = &mut self.chat {
             match record.event {
                 // A retried turn streams again from its start.
-                Event::LlmRetry { .. } => {
+                Event::LlmRetry(_) => {
                     chat.turn = 0;
                     chat.masker = LineMasker::default();
                 }
-                Event::LlmResponse { .. } => chat.last_turn = std::mem::take(&mut chat.turn),
+                Event::LlmResponse(_) => chat.last_turn = std::mem::take(&mut chat.turn),
                 _ => {}
             }
         }

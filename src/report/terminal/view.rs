@@ -6,7 +6,10 @@
 
 use std::collections::HashMap;
 
-use crate::core::event::{Event, EventRecord};
+use crate::core::event::{
+    CheckCompleted, Event, EventRecord, Git, LlmResponse, LlmRetry, MessageAppended, Note,
+    ToolCompleted, ToolDecided,
+};
 use crate::core::{Cost, Message};
 
 use super::lines::{HumanLine, clip, human_line, inline};
@@ -48,13 +51,13 @@ impl TaskActivity {
     /// Takes in one event of the task.
     pub fn record(&mut self, event: &Event) {
         match event {
-            Event::LlmResponse {
+            Event::LlmResponse(LlmResponse {
                 iteration,
                 usage,
                 cost,
                 tool_calls,
                 ..
-            } => {
+            }) => {
                 self.step = self.step.max(*iteration);
                 self.tokens = self.tokens.saturating_add(usage.total());
                 self.cost = self.cost.plus(*cost);
@@ -64,13 +67,15 @@ impl TaskActivity {
                     Doing::Model
                 };
             }
-            Event::LlmRetry { attempt, .. } => self.doing = Doing::Retry(*attempt),
-            Event::ToolDecided { name, .. } => self.doing = Doing::Tool(inline(&clip(name, 40))),
-            Event::ToolCompleted { .. } => self.doing = Doing::Model,
-            Event::CheckCompleted { name, .. } => {
+            Event::LlmRetry(LlmRetry { attempt, .. }) => self.doing = Doing::Retry(*attempt),
+            Event::ToolDecided(ToolDecided { name, .. }) => {
+                self.doing = Doing::Tool(inline(&clip(name, 40)))
+            }
+            Event::ToolCompleted(_) => self.doing = Doing::Model,
+            Event::CheckCompleted(CheckCompleted { name, .. }) => {
                 self.doing = Doing::Check(neutralize(&clip(name, 40)));
             }
-            Event::Git { .. } => self.doing = Doing::Git,
+            Event::Git(_) => self.doing = Doing::Git,
             _ => {}
         }
     }
@@ -137,21 +142,16 @@ impl LogView {
 
     /// A call's line: its decision (kept from `tool.decided`), its mark,
     /// time and, with -v, the first line of its output.
-    fn tool_completed(&mut self, record: &EventRecord) -> Vec<HumanLine> {
+    fn tool_completed(&mut self, record: &EventRecord, done: &ToolCompleted) -> Vec<HumanLine> {
         let task = &record.task;
-        let Some(done) = record.event.tool_done() else {
-            return Vec::new();
-        };
-        let decided = self
-            .decided
-            .remove(&(task.clone(), done.call_id.to_owned()));
+        let decided = self.decided.remove(&(task.clone(), done.call_id.clone()));
         let (name, arguments, decision) = match &decided {
             Some(d) => (
                 d.name.clone(),
                 format!(" {}", d.arguments),
                 format!("  [{}: {}]", d.verdict, d.rule),
             ),
-            None => (inline(&clip(done.name, 80)), String::new(), String::new()),
+            None => (inline(&clip(&done.name, 80)), String::new(), String::new()),
         };
         let mark = if done.ok { "✓" } else { "✗" };
         let note = match (done.ran, done.truncated) {
@@ -176,15 +176,15 @@ impl LogView {
         let task = &record.task;
         let line = plain;
         match &record.event {
-            Event::TaskStarted { .. } => human_line(record, true).into_iter().collect(),
-            Event::ToolDecided {
+            Event::TaskStarted(_) => human_line(record, true).into_iter().collect(),
+            Event::ToolDecided(ToolDecided {
                 call_id,
                 name,
                 arguments,
                 verdict,
                 rule,
                 ..
-            } => {
+            }) => {
                 self.decided.insert(
                     (task.clone(), call_id.clone()),
                     Decided {
@@ -196,15 +196,15 @@ impl LogView {
                 );
                 Vec::new()
             }
-            Event::ToolCompleted { .. } => self.tool_completed(record),
-            Event::CheckCompleted {
+            Event::ToolCompleted(done) => self.tool_completed(record, done),
+            Event::CheckCompleted(CheckCompleted {
                 name,
                 passed,
                 exit_code,
                 duration_ms,
                 timed_out,
                 ..
-            } => {
+            }) => {
                 let state = if *passed { "passed" } else { "FAILED" };
                 let code = exit_code.map_or("none".to_owned(), |c| c.to_string());
                 let timeout = if *timed_out { ", timed out" } else { "" };
@@ -215,23 +215,23 @@ impl LogView {
             }
             // A hint (e.g. the option a model needs) or a warning (a
             // declared tool that could not start) shows without -v.
-            Event::Note { message }
+            Event::Note(Note { message })
                 if self.verbose
                     || message.starts_with(crate::core::event::HINT)
                     || message.starts_with(crate::core::event::WARNING) =>
             {
                 vec![line(format!("  {task} · note: {}", inline(message)))]
             }
-            Event::Git { outcome } if self.verbose => {
+            Event::Git(Git { outcome }) if self.verbose => {
                 vec![line(format!("  {task} · git: {}", inline(&outcome.note)))]
             }
-            Event::LlmRetry { .. } => {
+            Event::LlmRetry(_) => {
                 self.streamed.remove(task);
                 Vec::new()
             }
-            Event::Message {
+            Event::MessageAppended(MessageAppended {
                 message: Message::Assistant { content, .. },
-            } if self.verbose => {
+            }) if self.verbose => {
                 let shown = self.streamed.remove(task).unwrap_or(0);
                 content
                     .lines()
@@ -239,7 +239,7 @@ impl LogView {
                     .filter_map(|text| model_line(task, text))
                     .collect()
             }
-            Event::TaskFinished { .. } => {
+            Event::TaskFinished(_) => {
                 self.decided.retain(|(owner, _), _| owner != task);
                 human_line(record, false).into_iter().collect()
             }
@@ -271,6 +271,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::core::event::TaskFinished;
     use crate::core::{Reason, Status, Usage};
 
     fn record(task: &str, event: Event) -> EventRecord {
@@ -282,7 +283,7 @@ mod tests {
     }
 
     fn decided(call_id: &str, name: &str) -> Event {
-        Event::ToolDecided {
+        Event::ToolDecided(ToolDecided {
             call_id: call_id.to_owned(),
             name: name.to_owned(),
             arguments: json!({"command": "ls\nrm"}),
@@ -291,11 +292,11 @@ mod tests {
             detail: None,
             resolved: None,
             parent: None,
-        }
+        })
     }
 
     fn completed(call_id: &str, name: &str, ok: bool) -> Event {
-        Event::ToolCompleted {
+        Event::ToolCompleted(ToolCompleted {
             call_id: call_id.to_owned(),
             name: name.to_owned(),
             ok,
@@ -303,7 +304,7 @@ mod tests {
             duration_ms: 12,
             truncated: false,
             output: "first\nsecond".to_owned(),
-        }
+        })
     }
 
     #[test]
@@ -336,12 +337,12 @@ mod tests {
     fn model_text_shows_only_when_verbose_and_neutralised() {
         let message = record(
             "a",
-            Event::Message {
+            Event::MessageAppended(MessageAppended {
                 message: Message::Assistant {
                     content: "Done.\n::set-output name=x::y\n\u{1b}[31mred".to_owned(),
                     tool_calls: Vec::new(),
                 },
-            },
+            }),
         );
         assert!(LogView::new(false).lines(&message).is_empty());
         let lines = LogView::new(true).lines(&message);
@@ -361,12 +362,12 @@ mod tests {
         assert!(view.streamed_line("a", "").is_none());
         let message = record(
             "a",
-            Event::Message {
+            Event::MessageAppended(MessageAppended {
                 message: Message::Assistant {
                     content: "First line.\n\nLast line".to_owned(),
                     tool_calls: Vec::new(),
                 },
-            },
+            }),
         );
         let rest = view.lines(&message);
         assert_eq!(rest.len(), 1);
@@ -383,7 +384,7 @@ mod tests {
             activity.status(),
             "step 0/25 · 0 tokens · cost $0.0000 · waiting for the model"
         );
-        activity.record(&Event::LlmResponse {
+        activity.record(&Event::LlmResponse(LlmResponse {
             iteration: 1,
             response_id: None,
             request_id: None,
@@ -396,13 +397,13 @@ mod tests {
             incomplete: None,
             finish_reason: None,
             usage_estimated: false,
-        });
+        }));
         activity.record(&decided("c1", "run_shell"));
         assert_eq!(
             activity.status(),
             "step 1/25 · 120 tokens · cost $0.5000 · run_shell"
         );
-        let finished = Event::TaskFinished {
+        let finished = Event::TaskFinished(TaskFinished {
             status: Status::Passed,
             reason: Reason::Completed,
             message: None,
@@ -411,7 +412,7 @@ mod tests {
             usage: Usage::default(),
             cost: Cost::Usd(0.5),
             duration_ms: 5,
-        };
+        });
         activity.record(&finished);
         assert!(TaskActivity::new(None).status().starts_with("step 0/? "));
     }
