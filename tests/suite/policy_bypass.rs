@@ -125,6 +125,18 @@ fn spellings() -> Vec<(String, String, &'static str)> {
         &format!("{loader} --inhibit-cache --preload '' /usr/bin/touch FILE"),
         DENIED,
     );
+    // Arithmetic on a name evaluates the variable's value as an
+    // expression: a value `a[$(…)]` runs its command.
+    const ARITHMETIC: &str = "arithmetic";
+    add("x='a[$(touch FILE)]'; echo $((x+1))", ARITHMETIC);
+    add("i='b[$(touch FILE)]'; echo ${a[i]}", ARITHMETIC);
+    add("x='a[$(touch FILE)]'; (( x ))", ARITHMETIC);
+    add("x='a[$(touch FILE)]'; echo $[x+1]", ARITHMETIC);
+    add("x='a[$(touch FILE)]'; echo ${!x}", ARITHMETIC);
+    add("x='a[$(touch FILE)]'; echo \"${x:0:x}\"", ARITHMETIC);
+    add("x='a[$(touch FILE)]'; [ \"$x\" -eq 1 ]", "may become code");
+    // dash reads `((` as two subshells.
+    add("sh -c '((touch FILE))'", DENIED);
     // Issue 34 item 4: a Makefile the task wrote runs what it says.
     add("printf 'all:\\n\\ttouch FILE\\n' > Makefile; make", OPAQUE);
     add(

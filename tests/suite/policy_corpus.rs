@@ -165,7 +165,7 @@ fn the_corpus_runs_under_a_wildcard_and_deny_rules_hold() {
     println!("{report}");
     assert!(wild.agent_refused.is_empty(), "{report}");
     assert!(wild.percent(rows.len()) >= 97.0, "{report}");
-    assert!(denying.percent(rows.len()) >= 75.0, "{report}");
+    assert!(denying.percent(rows.len()) >= 80.0, "{report}");
     // No allowed command has a part that runs a denied program.
     for (command, explanation) in commands.iter().zip(&denying_explained) {
         if explanation["decision"]["verdict"] != "allow" {
