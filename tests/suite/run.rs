@@ -596,7 +596,7 @@ fn a_mistyped_command_suggests_the_one_meant() {
     run.expect_code(2);
     assert!(
         run.stderr
-            .contains("tip: a similar subcommand exists: 'run'"),
+            .contains("hint: a similar subcommand exists: 'run'"),
         "{}",
         run.stderr
     );
