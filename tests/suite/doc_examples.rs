@@ -33,7 +33,8 @@
 //!   `cargo run -q --` in a block is this build's `ybs` (the suite does
 //!   not build again). The home is empty; `RUSTUP_HOME` and `CARGO_HOME`
 //!   are the test's own, so a check's `cargo` finds its toolchain.
-//! - `<!-- doc-test: synopsis -->`: usage lines (`[--flag]`), not commands;
+//! - `<!-- doc-test: synopsis -->`: usage lines (`[--flag]`), not commands:
+//!   each names a command that exists, and flags its `--help` lists;
 //! - `<!-- doc-test: illustration -->`: needs the reader's things (an API
 //!   key and the vendor's network, a local model server, a CI engine, a
 //!   release download, root) or is this suite itself; its `ybs` commands
@@ -539,6 +540,114 @@ fn every_ybs_command_of_the_docs_shell_examples_parses() {
     // The check can fail: a flag that does not exist.
     let run = ybs.run(["run", "--no-such-flag", "tasks/", "--help"]);
     assert_eq!(run.code, 2);
+}
+
+/// The commands of a synopsis block: its `ybs` lines, an indented line
+/// joined to the one before, what follows two blanks (a description, a
+/// `# comment`) dropped.
+fn synopsis_lines(body: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for line in body.lines() {
+        let text = line.trim_start();
+        let text = text.split("  ").next().unwrap_or_default();
+        match lines.last_mut() {
+            Some(last) if line.starts_with(' ') => {
+                last.push(' ');
+                last.push_str(text);
+            }
+            _ if line.starts_with("ybs ") => lines.push(text.to_owned()),
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// A synopsis line's subcommand path (its lowercase words after `ybs`,
+/// up to the first argument), whether an alternative (`list|schema`)
+/// ended it, and the `--flags` it names.
+fn synopsis_parts(line: &str) -> (Vec<String>, bool, Vec<String>) {
+    let mut words = line.split_whitespace().skip(1).peekable();
+    let mut path = Vec::new();
+    while let Some(word) = words.peek() {
+        if !word.chars().all(|c| c.is_ascii_lowercase() || c == '-') || word.starts_with('-') {
+            break;
+        }
+        path.push((*word).to_owned());
+        words.next();
+    }
+    let alternatives = words.peek().is_some_and(|word| {
+        word.contains('|') && word.chars().all(|c| c.is_ascii_lowercase() || c == '|')
+    });
+    let flags = line
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|token| token.starts_with("--") && token.len() > 2)
+        .map(str::to_owned)
+        .collect();
+    (path, alternatives, flags)
+}
+
+/// Every usage line of a `synopsis` block names a command that exists,
+/// with flags that command has (its `--help` lists them).
+#[test]
+fn every_synopsis_names_commands_and_flags_that_exist() {
+    let ybs = Ybs::new();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for block in blocks("sh") {
+        if block.marker.as_deref() != Some("synopsis") {
+            continue;
+        }
+        for line in synopsis_lines(&block.body) {
+            checked += 1;
+            let (path, alternatives, flags) = synopsis_parts(&line);
+            let mut args = path.clone();
+            args.push("--help".to_owned());
+            let help = ybs.run(&args);
+            if help.code != 0 {
+                failures.push(format!(
+                    "{}:{}: `ybs {}` is no command",
+                    block.file.display(),
+                    block.line,
+                    path.join(" ")
+                ));
+                continue;
+            }
+            if alternatives {
+                continue;
+            }
+            for flag in flags {
+                let named = help
+                    .stdout
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+                if !named.into_iter().any(|word| word == flag) {
+                    failures.push(format!(
+                        "{}:{}: `ybs {}` has no `{flag}`",
+                        block.file.display(),
+                        block.line,
+                        path.join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} synopsis lines");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(
+        synopsis_parts("ybs tools invoke NAME --input '{}' [--provider/--model]"),
+        (
+            vec!["tools".to_owned(), "invoke".to_owned()],
+            false,
+            vec![
+                "--input".to_owned(),
+                "--provider".to_owned(),
+                "--model".to_owned()
+            ]
+        )
+    );
+    assert_eq!(
+        synopsis_lines("ybs a [--x]  # note #1\n    [--y]\nybs b FILE#ID   what it does\n"),
+        ["ybs a [--x] [--y]", "ybs b FILE#ID"]
+    );
 }
 
 #[test]
