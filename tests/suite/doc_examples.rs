@@ -29,7 +29,9 @@
 //!   `OPENAI_BASE_URL` pointing at the scripted server, which fixes the
 //!   typo with `edit_file` and answers. The block must exit N (0 unless
 //!   given), print every TEXT (stdout or stderr), and leave the work tree
-//!   clean (a passing task is committed; outputs are ignored).
+//!   clean (a passing task is committed; outputs are ignored); with
+//!   `file=PATH` (repeatable), leave that file; with `head="TEXT"`, end
+//!   with a commit whose subject starts with TEXT.
 //!   `cargo run -q --` in a block is this build's `ybs` (the suite does
 //!   not build again). The home is empty; `RUSTUP_HOME` and `CARGO_HOME`
 //!   are the test's own, so a check's `cargo` finds its toolchain.
@@ -228,6 +230,10 @@ struct RunMarker {
     place: String,
     exit: i32,
     expect: Vec<String>,
+    /// Files the block leaves (outputs).
+    files: Vec<String>,
+    /// How the subject of the last commit starts.
+    head: Option<String>,
 }
 
 /// The marker of a shell block: `Ok(None)` for `synopsis` and
@@ -248,6 +254,8 @@ fn shell_marker(marker: Option<&str>) -> Result<Option<RunMarker>, String> {
                 place: String::new(),
                 exit: 0,
                 expect: Vec::new(),
+                files: Vec::new(),
+                head: None,
             };
             for part in &parts[1..] {
                 match part.split_once('=') {
@@ -256,6 +264,8 @@ fn shell_marker(marker: Option<&str>) -> Result<Option<RunMarker>, String> {
                         run.exit = code.parse().map_err(|_| format!("bad `exit={code}`"))?;
                     }
                     Some(("expect", text)) => run.expect.push(text.to_owned()),
+                    Some(("file", path)) => run.files.push(path.to_owned()),
+                    Some(("head", subject)) => run.head = Some(subject.to_owned()),
                     _ => return Err(format!("unknown `{part}` in `{marker}`")),
                 }
             }
@@ -365,6 +375,20 @@ fn run_shell_block(body: &str, run: &RunMarker) -> Option<String> {
             wrong.push(format!("no `{text}` in what it printed"));
         }
     }
+    for file in &run.files {
+        if !ybs.path().join(file).is_file() {
+            wrong.push(format!("no file `{file}`"));
+        }
+    }
+    if let Some(head) = &run.head {
+        let subject = git(ybs.path(), &["log", "-1", "--format=%s"]);
+        if !subject.starts_with(head.as_str()) {
+            wrong.push(format!(
+                "the last commit is `{}`, not `{head}…`",
+                subject.trim()
+            ));
+        }
+    }
     let status = git(ybs.path(), &["status", "--porcelain"]);
     if !status.is_empty() {
         wrong.push(format!("the work tree is not clean:\n{status}"));
@@ -409,6 +433,8 @@ fn shell_markers_are_read_strictly() {
             place: "checkout".to_owned(),
             exit: 1,
             expect: vec!["1 failed".to_owned(), "x y".to_owned()],
+            files: Vec::new(),
+            head: None,
         }))
     );
     assert!(shell_marker(None).is_err());
@@ -433,6 +459,21 @@ fn shell_markers_are_read_strictly() {
         .unwrap()
         .unwrap();
     assert!(run_shell_block("ybs run --no-such-flag tasks/\n", &exits).is_some());
+    // A file not left, a commit not made.
+    let file = shell_marker(Some("run in=checkout file=ybs-out/summary.md"))
+        .unwrap()
+        .unwrap();
+    assert!(
+        run_shell_block(
+            "ybs validate --provider ollama --model m tasks/demo.yaml\n",
+            &file
+        )
+        .is_some()
+    );
+    let head = shell_marker(Some(r#"run in=checkout head="[ybs] ""#))
+        .unwrap()
+        .unwrap();
+    assert!(run_shell_block("ybs run --scratch tasks/demo.yaml\n", &head).is_some());
     // A block that dirties the checkout fails.
     assert!(run_shell_block("echo x > tasks/demo/hello.sh\n", &exits).is_some());
 }
