@@ -92,13 +92,15 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    /// The hint for an environment error. File diagnostics carry their own
-    /// hints, one per diagnostic (and their Display includes them).
-    pub fn hint(&self) -> Option<&str> {
+    /// The hint for an environment or flag error. File diagnostics carry
+    /// their own hints, one per diagnostic (and their Display includes them).
+    pub fn hint(&self) -> Option<String> {
         match self {
             Self::Files(_) => None,
-            Self::Env(error) => error.hint.as_deref(),
-            Self::Flag { .. } => None,
+            Self::Env(error) => error.hint.clone(),
+            Self::Flag { flag, .. } => {
+                Some(format!("the command's `--help` says what --{flag} takes"))
+            }
         }
     }
 

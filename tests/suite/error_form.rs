@@ -142,6 +142,20 @@ const CASES: &[Case] = &[
         starts: "error: invalid value `[REDACTED]` for environment variable YBS_GIT_AUTHOR",
     },
     Case {
+        name: "a bad --provider (a flag ybs checks)",
+        files: &[("t.yaml", "prompt: x\n")],
+        args: &["validate", "--provider", "foo", "--model", "m", "t.yaml"],
+        env: &[],
+        starts: "error: invalid value `foo` for `--provider`",
+    },
+    Case {
+        name: "a bad duration in the environment",
+        files: &[("t.yaml", "prompt: x\n")],
+        args: &["validate", "t.yaml"],
+        env: &[("YBS_TIMEOUT", "soon")],
+        starts: "error: invalid value `soon` for environment variable YBS_TIMEOUT",
+    },
+    Case {
         name: "a bad durations file",
         files: &[
             (
