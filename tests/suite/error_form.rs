@@ -156,6 +156,20 @@ const CASES: &[Case] = &[
         starts: "error: invalid value `soon` for environment variable YBS_TIMEOUT",
     },
     Case {
+        name: "a --filter no task matches",
+        files: &[("t.yaml", "prompt: x\n")],
+        args: &["run", "--filter", "zz*", "t.yaml"],
+        env: &[],
+        starts: "error: no task matches the given paths and --filter",
+    },
+    Case {
+        name: "a --filter that is no glob",
+        files: &[("t.yaml", "prompt: x\n")],
+        args: &["run", "--filter", "zz[", "t.yaml"],
+        env: &[],
+        starts: "error: invalid --filter `zz[`",
+    },
+    Case {
         name: "a bad durations file",
         files: &[
             (
