@@ -326,8 +326,12 @@ fn run_shell_block(body: &str, run: &RunMarker) -> Option<String> {
         std::env::var("PATH").unwrap_or_default()
     );
     let home = PathBuf::from(std::env::var("HOME").unwrap_or_default());
+    // The test's rustup and cargo homes, where they exist (a rustup
+    // install under the real home); a system cargo needs neither.
     let toolchain = |name: &str, default: &str| {
-        std::env::var_os(name).unwrap_or_else(|| home.join(default).into_os_string())
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(default))
     };
     let script = body.replace("cargo run -q --", "ybs");
     let mut command = std::process::Command::new("sh");
@@ -336,8 +340,6 @@ fn run_shell_block(body: &str, run: &RunMarker) -> Option<String> {
         .current_dir(ybs.path())
         .env("HOME", ybs.home())
         .env("PATH", path)
-        .env("RUSTUP_HOME", toolchain("RUSTUP_HOME", ".rustup"))
-        .env("CARGO_HOME", toolchain("CARGO_HOME", ".cargo"))
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .stdin(std::process::Stdio::null());
@@ -351,6 +353,12 @@ fn run_shell_block(body: &str, run: &RunMarker) -> Option<String> {
             || key == "CARGO_TARGET_DIR"
         {
             command.env_remove(key);
+        }
+    }
+    for (name, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+        let dir = toolchain(name, default);
+        if dir.is_dir() {
+            command.env(name, dir);
         }
     }
     if let Some(server) = &server {
