@@ -2,7 +2,7 @@
 //! one line naming `file:line:col` where there is one, its cause chain and
 //! its `hint:` line.
 
-use crate::core::exit::Failure;
+use crate::core::exit::{self, Failure};
 use crate::report::Printer;
 
 /// The one place a failure becomes an exit code: prints its message
@@ -26,4 +26,28 @@ pub fn fail(printer: &Printer, error: &dyn Failure) -> u8 {
         printer.error(&format!("  hint: {hint}"));
     }
     error.exit_code()
+}
+
+/// A usage error in a file the command line names (`--durations FILE`):
+/// its message starts with the file (and `line:col` where there is one),
+/// so it prints without `error: `.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct FileError {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl Failure for FileError {
+    fn exit_code(&self) -> u8 {
+        exit::USAGE
+    }
+
+    fn hint(&self) -> Option<String> {
+        self.hint.clone()
+    }
+
+    fn is_diagnostic(&self) -> bool {
+        true
+    }
 }

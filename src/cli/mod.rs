@@ -22,16 +22,51 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Err(error) => {
             let first = args.get(1).and_then(|arg| arg.to_str());
             let error = suggest_subcommand(error, first);
-            // clap prints help/version to stdout and usage errors to stderr.
-            let _ = error.print();
-            return ExitCode::from(if error.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            });
+            // clap prints help/version to stdout; a usage error goes to
+            // stderr in ybs's error form.
+            if !error.use_stderr() {
+                let _ = error.print();
+                return ExitCode::from(exit::OK);
+            }
+            let text = usage_error(&error.render().to_string(), first);
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+            return ExitCode::from(exit::USAGE);
         }
     };
     ExitCode::from(cmd::dispatch(cli))
+}
+
+/// A clap usage error in ybs's error form: its `error:` lines, its
+/// `tip:` lines as `hint:` lines, and a `hint:` naming the help of the
+/// command when clap gives none (for its "For more information" line).
+fn usage_error(rendered: &str, first: Option<&str>) -> String {
+    use clap::CommandFactory;
+    let mut lines: Vec<String> = Vec::new();
+    let mut hints: Vec<String> = Vec::new();
+    for line in rendered.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with("For more information, try") {
+            continue;
+        }
+        match trimmed.strip_prefix("tip: ") {
+            Some(tip) => hints.push(format!("  hint: {tip}")),
+            None => lines.push(line.to_owned()),
+        }
+    }
+    let hinted = !hints.is_empty();
+    lines.extend(hints);
+    if !hinted {
+        let command = args::Cli::command();
+        let sub = first.filter(|name| command.get_subcommands().any(|sub| sub.get_name() == *name));
+        let help = match sub {
+            Some(name) => format!("ybs {name} --help"),
+            None => "ybs --help".to_owned(),
+        };
+        lines.push(format!(
+            "  hint: `{help}` lists every flag and what it takes"
+        ));
+    }
+    lines.join("\n") + "\n"
 }
 
 /// `ybs rn`: clap suggests only what is very close (`rn` is not, by its

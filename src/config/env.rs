@@ -118,7 +118,7 @@ fn error(name: &str, value: &str, expected: &str) -> EnvError {
         name: name.to_owned(),
         value: value.to_owned(),
         expected: expected.to_owned(),
-        hint: None,
+        hint: Some(format!("set {name} to {expected}, or unset it")),
     }
 }
 

@@ -92,13 +92,15 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    /// The hint for an environment error. File diagnostics carry their own
-    /// hints, one per diagnostic (and their Display includes them).
-    pub fn hint(&self) -> Option<&str> {
+    /// The hint for an environment or flag error. File diagnostics carry
+    /// their own hints, one per diagnostic (and their Display includes them).
+    pub fn hint(&self) -> Option<String> {
         match self {
             Self::Files(_) => None,
-            Self::Env(error) => error.hint.as_deref(),
-            Self::Flag { .. } => None,
+            Self::Env(error) => error.hint.clone(),
+            Self::Flag { flag, .. } => {
+                Some(format!("the command's `--help` says what --{flag} takes"))
+            }
         }
     }
 
@@ -283,15 +285,19 @@ fn read_candidate(candidate: &Candidate, diagnostics: &mut Vec<Diagnostic>) -> O
             None
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            diagnostics.push(Diagnostic::whole_file(
-                &candidate.shown,
-                "config file not found",
-            ));
+            diagnostics.push(
+                Diagnostic::whole_file(&candidate.shown, "config file not found").with_hint(
+                    "give `--config` a path from the directory ybs runs in (or absolute)",
+                ),
+            );
             None
         }
         Err(error) => {
             let message = format!("cannot read the config file: {error}");
-            diagnostics.push(Diagnostic::whole_file(&candidate.shown, message));
+            diagnostics.push(
+                Diagnostic::whole_file(&candidate.shown, message)
+                    .with_hint("make it a readable file, or pass another with `--config`"),
+            );
             None
         }
     }
@@ -444,9 +450,7 @@ pub fn parse_config(
 fn decode_file(path: &Path, text: &str, repository: bool) -> (ConfigLayer, Vec<Diagnostic>) {
     let mut decoder = Decoder::new(path);
     let (root, errors) = parse(text);
-    for error in errors {
-        decoder.error(error.span, error.message);
-    }
+    decoder.yaml_errors(errors);
     let layer = root
         .map(|root| decode_config(&mut decoder, &root, repository))
         .unwrap_or_default();
@@ -563,7 +567,11 @@ pub fn load_policy_file(path: &Path) -> Result<PolicySpec, ConfigError> {
         } else {
             format!("cannot read the policy file: {error}")
         };
-        ConfigError::Files(Diagnostics(vec![Diagnostic::whole_file(path, message)]))
+        ConfigError::Files(Diagnostics(vec![
+            Diagnostic::whole_file(path, message).with_hint(
+                "give `--policy` a path from the directory ybs runs in (or absolute); docs/policy.md shows the file's form",
+            ),
+        ]))
     })?;
     load_policy_str(path, &text).map_err(ConfigError::Files)
 }

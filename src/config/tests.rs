@@ -529,7 +529,7 @@ fn missing_config_file_is_an_error_only_when_asked_for() {
     assert!(
         error
             .to_string()
-            .ends_with("nope.json: config file not found"),
+            .contains("nope.json: config file not found\nhint: "),
         "{error}"
     );
     world.set("YBS_CONFIG", "also-missing.yaml");

@@ -28,14 +28,16 @@ pub struct Durations {
 /// Why `--durations FILE` cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum DurationsError {
-    #[error("cannot read `{}`: {source}", path.display())]
+    #[error("{}: cannot read the durations file: {source}", path.display())]
     Read {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
-    #[error("`{}` is neither a ybs durations.json nor a JUnit XML file ybs wrote: {why}", path.display())]
+    /// `place` is the `line:col` a JSON file goes wrong at.
+    #[error("{}{}: neither a ybs durations.json nor a JUnit XML file ybs wrote: {why}", path.display(), place.map(|(line, col)| format!(":{line}:{col}")).unwrap_or_default())]
     Foreign {
         path: std::path::PathBuf,
+        place: Option<(usize, usize)>,
         why: String,
     },
 }
@@ -91,14 +93,26 @@ impl Durations {
         };
         let foreign = |why: String| DurationsError::Foreign {
             path: path.to_owned(),
+            place: None,
             why,
         };
         let text = String::from_utf8_lossy(&bytes);
         let durations = if text.trim_start().starts_with('<') {
             Self::of_junit(&text).map_err(foreign)?
         } else {
-            let durations: Self =
-                serde_json::from_slice(&bytes).map_err(|error| foreign(error.to_string()))?;
+            let durations: Self = serde_json::from_slice(&bytes).map_err(|error| {
+                // serde's own "at line L column C" becomes the place.
+                let why = error.to_string();
+                let why = why
+                    .split_once(" at line ")
+                    .map_or(why.as_str(), |(why, _)| why)
+                    .to_owned();
+                DurationsError::Foreign {
+                    path: path.to_owned(),
+                    place: (error.line() > 0).then(|| (error.line(), error.column().max(1))),
+                    why,
+                }
+            })?;
             if durations.version != 1 {
                 return Err(foreign(format!("version {} is unknown", durations.version)));
             }

@@ -163,7 +163,10 @@ impl SetupError {
         match self {
             Self::Sandbox { hint, .. } | Self::Git { hint, .. } => Some(hint),
             Self::Policy { hint, .. } | Self::Provider { hint, .. } => *hint,
-            Self::Workdir { .. } | Self::Tools { .. } => None,
+            Self::Workdir { .. } => Some(
+                "a relative `workdir` is taken from the directory ybs runs in: create the directory, or fix the task's `workdir` (or the `--var` it names)",
+            ),
+            Self::Tools { .. } => None,
         }
     }
 }

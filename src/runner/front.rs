@@ -74,7 +74,9 @@ fn selected(
     if tasks.is_empty() {
         return Err(RunError::usage(
             "no task matches the given paths and --filter",
-            None,
+            Some(
+                "--filter matches task ids (globs like `fix-*`); `ybs validate PATHS` lists how many tasks load",
+            ),
         ));
     }
     Ok(match (flags.shard, &flags.shard_split) {

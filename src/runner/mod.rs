@@ -144,7 +144,10 @@ pub fn select(files: &[TaskFile], filters: &[String]) -> Result<Vec<TaskSpec>, R
     let mut builder = GlobSetBuilder::new();
     for filter in filters {
         builder.add(Glob::new(filter).map_err(|e| {
-            RunError::usage(format!("invalid --filter `{filter}`: {}", e.kind()), None)
+            RunError::usage(
+                format!("invalid --filter `{filter}`: {}", e.kind()),
+                Some("a filter is a glob over task ids, like `fix-*` or `lint-{a,b}`"),
+            )
         })?);
     }
     let set = builder

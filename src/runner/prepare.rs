@@ -1309,7 +1309,7 @@ mod tests {
             }
         );
         assert_eq!(error.exit_code(), exit::USAGE);
-        assert_eq!(error.hint(), None);
+        assert!(error.hint().unwrap().contains("fix the task's `workdir`"));
         let missing = resolve_workdir(dir.path(), Some(Path::new("missing"))).unwrap_err();
         assert!(
             missing.to_string().starts_with(&format!(

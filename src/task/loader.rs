@@ -125,9 +125,7 @@ pub fn load_str_with(
 ) -> Result<TaskFile, Diagnostics> {
     let mut decoder = Decoder::new(path).with_named_files(named);
     let (root, errors) = parse(text);
-    for error in errors {
-        decoder.error(error.span, error.message);
-    }
+    decoder.yaml_errors(errors);
     let file = match root {
         Some(root) => decode_file(&mut decoder, &root, cli_vars),
         None => {

@@ -67,9 +67,7 @@ pub fn decode_policy(decoder: &mut Decoder<'_>, node: &Node, context: &str) -> O
 pub fn load_policy_str(path: &Path, text: &str) -> Result<PolicySpec, Diagnostics> {
     let mut decoder = Decoder::new(path);
     let (root, errors) = parse(text);
-    for error in errors {
-        decoder.error(error.span, error.message);
-    }
+    decoder.yaml_errors(errors);
     let spec = match root {
         Some(root) => decode_policy(&mut decoder, &root, "the policy file"),
         None if decoder.error_count() == 0 => {

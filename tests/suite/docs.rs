@@ -120,15 +120,17 @@ fn every_relative_link_in_the_docs_resolves() {
 #[test]
 fn the_readme_opens_with_the_demo_and_the_test_command_ci_runs() {
     let readme = read(&root().join("README.md"));
-    let commands: Vec<&str> = readme
-        .lines()
-        .take(20)
-        .filter_map(|line| line.strip_prefix("    "))
+    // The line after each ```` ```sh ```` fence of the top.
+    let top: Vec<&str> = readme.lines().take(25).collect();
+    let commands: Vec<&str> = top
+        .windows(2)
+        .filter(|pair| pair[0] == "```sh")
+        .map(|pair| pair[1])
         .collect();
     assert_eq!(
         commands.len(),
         2,
-        "two indented commands at the top: {commands:?}"
+        "two one-line commands at the top: {commands:?}"
     );
     assert!(commands[0].contains("cargo run") && commands[0].contains("tasks/demo.yaml"));
     // One command a newcomer runs as is: no setup chain in front.

@@ -16,6 +16,7 @@ mod doc_examples;
 mod docs;
 mod docs_contract;
 mod engines;
+mod error_form;
 mod external;
 mod fixture;
 mod git;

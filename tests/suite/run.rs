@@ -107,7 +107,7 @@ fn the_readme_demo_runs_twice_in_a_clean_checkout_and_leaves_it_clean() {
     let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
     let demo = readme
         .lines()
-        .find_map(|line| line.strip_prefix("    cargo run -q -- "))
+        .find_map(|line| line.strip_prefix("cargo run -q -- "))
         .expect("the README's demo line");
     let args: Vec<&str> = demo.split_whitespace().collect();
     let ybs = Ybs::new();
@@ -596,7 +596,7 @@ fn a_mistyped_command_suggests_the_one_meant() {
     run.expect_code(2);
     assert!(
         run.stderr
-            .contains("tip: a similar subcommand exists: 'run'"),
+            .contains("hint: a similar subcommand exists: 'run'"),
         "{}",
         run.stderr
     );

@@ -132,7 +132,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
     };
     let shard_split = match split(args) {
         Ok(split) => split,
-        Err(error) => return diagnostics::fail(&printer, &error),
+        Err(error) => return diagnostics::fail(&printer, &*error),
     };
     let flags = RunFlags {
         filter: args.filter.clone(),
@@ -211,26 +211,28 @@ fn shard(
 
 /// `--shard-by durations --durations FILE`: the file read (a foreign or
 /// unreadable one is an error, never a silent fallback to hashing).
-fn split(args: &RunArgs) -> Result<Option<runner::options::ShardSplit>, RunError> {
+fn split(
+    args: &RunArgs,
+) -> Result<Option<runner::options::ShardSplit>, Box<dyn crate::core::exit::Failure>> {
     match (args.shard_by.as_deref(), &args.durations) {
         (Some("durations"), Some(file)) => {
             let (durations, digest) = crate::report::durations::Durations::read(file)
-                .map_err(|error| {
-                    RunError::usage(
-                        error.to_string(),
-                        Some("pass an earlier run's or merge's durations.json (or junit.xml) as --durations"),
-                    )
+                .map_err(|error| -> Box<dyn crate::core::exit::Failure> {
+                    Box::new(diagnostics::FileError {
+                        message: error.to_string(),
+                        hint: Some("pass an earlier run's or merge's durations.json (or junit.xml) as --durations".to_owned()),
+                    })
                 })?;
             Ok(Some(runner::options::ShardSplit { durations, digest }))
         }
-        (Some("durations"), None) => Err(RunError::usage(
+        (Some("durations"), None) => Err(Box::new(RunError::usage(
             "--shard-by durations needs --durations FILE",
             Some("pass an earlier run's or merge's durations.json (or junit.xml)"),
-        )),
-        (_, Some(_)) => Err(RunError::usage(
+        ))),
+        (_, Some(_)) => Err(Box::new(RunError::usage(
             "--durations is only read with --shard-by durations",
-            None,
-        )),
+            Some("add --shard-by durations (and --shard K/N), or drop --durations"),
+        ))),
         _ => Ok(None),
     }
 }

@@ -5,9 +5,10 @@
 use super::super::args::ValidateArgs;
 use super::super::diagnostics;
 use super::common;
+use crate::config::ConfigError;
 use crate::core::exit;
 use crate::report::Printer;
-use crate::runner::{Loaded, RunFlags, inspect};
+use crate::runner::{LoadErrors, Loaded, RunError, RunFlags, inspect};
 
 pub fn validate(args: &ValidateArgs) -> u8 {
     let mut printer = common::printer(common::level(&args.verbosity), false);
@@ -26,23 +27,71 @@ pub fn validate(args: &ValidateArgs) -> u8 {
                 printer.result(&validated);
                 exit::OK
             }
-            Err(code) => code,
+            Err((code, count)) => {
+                found(&printer, count);
+                code
+            }
         },
         Err(mut errors) => {
-            let code = diagnostics::fail(&printer, &*errors);
-            // The files that did load are checked all the same: one bad
-            // file does not hide another's failing policy examples.
-            if let Some(partial) = errors.partial.take() {
-                let _ = check(*partial, args, &mut printer);
+            // The load's errors without their own count: the one count
+            // comes last, of every error printed (issue 40).
+            let text = errors.to_string();
+            for line in text.lines().filter(|line| !is_count(line)) {
+                printer.error(line);
             }
-            code
+            let mut count = load_count(&errors);
+            // The files that did load are checked all the same: one bad
+            // file does not hide another's failing policy examples, or a
+            // good file's preflight errors.
+            if let Some(partial) = errors.partial.take()
+                && let Err((_, more)) = check(*partial, args, &mut printer)
+            {
+                count += more;
+            }
+            found(&printer, count);
+            exit::USAGE
         }
     }
 }
 
+/// The last line of a failed validate: how many errors it printed.
+fn found(printer: &Printer, count: usize) {
+    printer.error(&format!(
+        "{count} error{} found",
+        if count == 1 { "" } else { "s" }
+    ));
+}
+
+/// A load's own `N errors found` line.
+fn is_count(line: &str) -> bool {
+    line.strip_suffix(" found")
+        .and_then(|rest| {
+            rest.strip_suffix(" errors")
+                .or_else(|| rest.strip_suffix(" error"))
+        })
+        .is_some_and(|number| number.parse::<usize>().is_ok())
+}
+
+/// The errors of a load, one per line it prints (hints aside).
+fn load_count(errors: &LoadErrors) -> usize {
+    let config = |error: &Option<ConfigError>| match error {
+        Some(ConfigError::Files(diagnostics)) => diagnostics.len(),
+        Some(_) => 1,
+        None => 0,
+    };
+    usize::from(errors.cwd.is_some())
+        + config(&errors.policy)
+        + config(&errors.config)
+        + errors.files.as_ref().map_or(0, |files| files.len())
+}
+
 /// The files of `loaded` checked on their session: the line to print, or
-/// the exit code once every error is printed.
-fn check(loaded: Loaded, args: &ValidateArgs, printer: &mut Printer) -> Result<String, u8> {
+/// the exit code and how many errors were printed.
+fn check(
+    loaded: Loaded,
+    args: &ValidateArgs,
+    printer: &mut Printer,
+) -> Result<String, (u8, usize)> {
     let flags = RunFlags {
         filter: args.filter.clone(),
         cassette: args.provider.cassette.clone(),
@@ -52,5 +101,11 @@ fn check(loaded: Loaded, args: &ValidateArgs, printer: &mut Printer) -> Result<S
     inspect::open(loaded, flags, printer)
         .and_then(|session| session.validate())
         .map(|validated| validated.to_string())
-        .map_err(|error| diagnostics::fail(printer, &error))
+        .map_err(|error| {
+            let count = match &error {
+                RunError::Prepare(errors) => errors.len(),
+                _ => 1,
+            };
+            (diagnostics::fail(printer, &error), count)
+        })
 }

@@ -23,6 +23,9 @@ pub use diagnostic::{Diagnostic, Diagnostics};
 use duration::parse_duration;
 use yaml::{Key, Node, NodeKind};
 
+/// What usually makes a file unreadable as YAML.
+const YAML_SYNTAX_HINT: &str = "check the indentation and the brackets and quotes up to this place; quote a value that holds `: ` or ` #`, or starts with `*`, `&`, `!`, `[`, `{`, `%`, `@` or a backtick";
+
 /// Collects diagnostics for one file.
 #[derive(Debug)]
 pub struct Decoder<'p> {
@@ -70,6 +73,18 @@ impl<'p> Decoder<'p> {
             .push(Diagnostic::new(self.path, span, message).with_hint(hint));
     }
 
+    /// The errors of reading the YAML, each at its place; a syntax error
+    /// with a hint on what usually causes one.
+    pub fn yaml_errors(&mut self, errors: Vec<yaml::YamlError>) {
+        for error in errors {
+            if error.message.starts_with("invalid YAML: ") {
+                self.error_with_hint(error.span, error.message, YAML_SYNTAX_HINT);
+            } else {
+                self.error(error.span, error.message);
+            }
+        }
+    }
+
     pub fn push(&mut self, diagnostic: Diagnostic) {
         self.diagnostics.push(diagnostic);
     }
@@ -91,12 +106,13 @@ impl<'p> Decoder<'p> {
 
     /// `invalid `field`: expected EXPECTED, found FOUND`.
     pub fn expected(&mut self, node: &Node, field: &str, expected: &str) {
-        self.error(
+        self.error_with_hint(
             node.span,
             format!(
                 "invalid `{field}`: expected {expected}, found {}",
                 node.describe()
             ),
+            format!("write `{field}` as {expected}"),
         );
     }
 
@@ -203,12 +219,14 @@ impl<'p> Decoder<'p> {
         );
         let hint = closest(&key.name, allowed.iter().copied())
             .map(|field| format!("did you mean `{field}`?"))
-            .or_else(|| hint(&key.name));
-        let diagnostic = Diagnostic::new(self.path, key.span, message);
-        self.push(match hint {
-            Some(hint) => diagnostic.with_hint(hint),
-            None => diagnostic,
-        });
+            .or_else(|| hint(&key.name))
+            .unwrap_or_else(|| {
+                format!(
+                    "remove `{}` or put it where it belongs: a key ybs does not know is refused, not ignored",
+                    key.name
+                )
+            });
+        self.push(Diagnostic::new(self.path, key.span, message).with_hint(hint));
     }
 
     /// Decodes `node` as `T`, reporting a wrong type against `field`.
@@ -462,7 +480,14 @@ mod tests {
         );
         assert_eq!(diagnostics[0].hint.as_deref(), Some("did you mean `name`?"));
         assert_eq!(diagnostics[1].span, Span::new(2, 1));
-        assert_eq!(diagnostics[1].hint, None);
+        // No close match: a hint all the same, that the key is refused.
+        assert!(
+            diagnostics[1]
+                .hint
+                .as_deref()
+                .unwrap()
+                .starts_with("remove `zzz`")
+        );
     }
 
     #[test]
