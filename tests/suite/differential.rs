@@ -59,6 +59,7 @@ const ADVERSARIAL: &[&str] = &[
     "-delete",
     "",
     "a b",
+    "a[$(touch x)]",
 ];
 
 /// Builtins: no shim (bash runs them itself).
@@ -188,6 +189,14 @@ fn argument(rng: &mut Rng) -> String {
         25 => "a}b".to_owned(),
         26 => "\\\n".to_owned(),
         27 => "'\\'".to_owned(),
+        // Arithmetic on names evaluates their values (`a[$(…)]`).
+        28 => "$((X+1))".to_owned(),
+        29 => "${A[X]}".to_owned(),
+        30 => "${!X}".to_owned(),
+        31 => "$[X]".to_owned(),
+        // Operands no option starts, behind a literal.
+        32 => "\"./$X\"".to_owned(),
+        33 => "\"src/${Y}.rs\"".to_owned(),
         _ => {
             let word = rng.pick(&plain);
             quoted(rng, word)
