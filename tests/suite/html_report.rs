@@ -125,7 +125,7 @@ fn check_raw(html: &str) {
     assert_eq!(opened, closed);
     assert_eq!(
         opened,
-        2 + html
+        3 + html
             .matches("<script type=\"application/json\" class=\"ybs-task\">")
             .count()
     );
@@ -347,6 +347,27 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
     assert!(!dom.contains("<tr data-task=\"passes\"") && dom.contains("1 of 3 tasks shown"));
     let dom = dump_dom(&chromium, &page, "q=npm%20publish");
     assert!(dom.contains("1 of 3 tasks shown") && dom.contains("<tr data-task=\"waits\""));
+    // The filters are part of every link the page makes: following one
+    // keeps the view; a filter with a task selects it among those shown.
+    let dom = dump_dom(&chromium, &page, "status=failed&q=fix&task=fails");
+    check_dom_safe(&dom);
+    assert!(
+        dom.contains("1 of 3 tasks shown"),
+        "filters from the fragment"
+    );
+    assert!(
+        dom.contains("<a href=\"#status=failed&amp;q=fix&amp;task=fails\">fails</a>"),
+        "a task's link keeps the filters"
+    );
+    assert!(
+        dom.contains("<option value=\"failed\" selected"),
+        "the status filter"
+    );
+    assert!(dom.contains("<details class=\"task\" open=\"\" data-task=\"fails\""));
+    // Not a filter of ours, or a status no task has: nothing is thrown away
+    // silently, and no task matches.
+    let dom = dump_dom(&chromium, &page, "status=skipped");
+    assert!(dom.contains("0 of 3 tasks shown"), "an unmatched filter");
 
     // The hostile task id renders as text, and its link stays relative.
     let dom = dump_dom(&chromium, &ybs.path().join("all.html"), "open=all");
@@ -358,4 +379,182 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
     assert!(
         dom.contains("href=\"x%E2%80%AE%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E/transcript.json\"")
     );
+}
+
+/// The DOM of `page` at `fragment` in Chromium, or `None` (said) when
+/// no browser can be had.
+fn dom_or_skip(page: &Path, fragment: &str) -> Option<String> {
+    let Some(chromium) = browser() else {
+        println!("SKIPPED: no headless Chromium (set YBS_CHROMIUM, or install chromium)");
+        return None;
+    };
+    let dom = dump_dom(&chromium, page, fragment);
+    check_dom_safe(&dom);
+    Some(dom)
+}
+
+/// The `<tr>` of the page's table row marked `attribute="value"`.
+fn row<'a>(dom: &'a str, attribute: &str, value: &str) -> &'a str {
+    let start = dom
+        .find(&format!("<tr {attribute}=\"{value}\""))
+        .unwrap_or_else(|| panic!("no row {attribute}={value}"));
+    let end = start + dom[start..].find("</tr>").unwrap();
+    &dom[start..end]
+}
+
+/// `--models alpha,beta --repeat 2`: the overview's pass rates (flaky
+/// when the runs are mixed) and the task × model matrix, in the browser.
+#[test]
+fn the_overview_shows_pass_rates_and_the_model_matrix() {
+    use crate::support::server::Server;
+    use crate::support::wire;
+
+    let ybs = Ybs::new();
+    // `shaky`'s check passes the first time only, of all its four runs.
+    let flag = ybs.path().join("flag");
+    ybs.file(
+        "t.yaml",
+        &format!(
+            "defaults:\n  policy:\n    default: allow\ntasks:\n  - id: steady\n    prompt: do steady\n  \
+             - id: shaky\n    prompt: do shaky\n    checks:\n      - name: once\n        run: mkdir {}\n",
+            flag.display()
+        ),
+    );
+    let server = Server::start((0..8).map(|_| wire::openai_sse_answer("done")).collect());
+    let endpoint = format!("{}/v1", server.url);
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--provider",
+        "openai",
+        "--endpoint",
+        &endpoint,
+        "--no-sandbox",
+        "--models",
+        "alpha,beta",
+        "--repeat",
+        "2",
+        "--jobs",
+        "1",
+    ]);
+    run.expect_code(1);
+    let html = ybs.read("ybs-out/report.html");
+    check_raw(&html);
+    let Some(dom) = dom_or_skip(&ybs.path().join("ybs-out/report.html"), "") else {
+        return;
+    };
+    assert!(dom.contains("<h2>Pass rates</h2>") && dom.contains("<h2>Models</h2>"));
+    for model in ["alpha", "beta"] {
+        let steady = row(&dom, "data-rate", &format!("steady@{model}"));
+        assert!(
+            steady.contains("2/2 (100%)") && steady.contains(">passed<"),
+            "{steady}"
+        );
+        assert!(steady.contains(&format!("href=\"#task=steady%40{model}%232\"")));
+    }
+    // Exactly one of shaky's four runs passed: its model is flaky (1/2),
+    // the other failed (0/2).
+    let rates: Vec<&str> = ["alpha", "beta"]
+        .iter()
+        .map(|model| row(&dom, "data-rate", &format!("shaky@{model}")))
+        .collect();
+    let flaky = rates
+        .iter()
+        .filter(|rate| rate.contains("1/2 (50%)") && rate.contains(">flaky<"))
+        .count();
+    let failed = rates
+        .iter()
+        .filter(|rate| rate.contains("0/2 (0%)") && rate.contains(">failed<"))
+        .count();
+    assert_eq!((flaky, failed), (1, 1), "{rates:?}");
+    // The matrix: a row per task, a column per model, each cell the
+    // verdict of that task with that model.
+    assert!(dom.contains("<th>task</th><th>alpha</th><th>beta</th>"));
+    let steady = row(&dom, "data-matrix", "steady");
+    assert_eq!(steady.matches(">passed</a>").count(), 2, "{steady}");
+    let shaky = row(&dom, "data-matrix", "shaky");
+    assert!(
+        shaky.contains(">flaky</a><span class=\"kv\"> 1/2 (50%)</span>")
+            && shaky.contains(">failed</a><span class=\"kv\"> 0/2 (0%)</span>"),
+        "{shaky}"
+    );
+    assert!(shaky.contains("data-model=\"alpha\"") && shaky.contains("data-model=\"beta\""));
+    // No shard here: no shard table.
+    assert!(!dom.contains("<h2>Shards</h2>"));
+}
+
+/// Three `--shard auto` machines (YBS_SHARD_* from 0), merged: the merged
+/// page names each shard, its engine and split, and its tasks, each task
+/// once.
+#[test]
+fn a_merged_report_shows_each_shard_and_its_tasks() {
+    const IDS: [&str; 6] = ["s1", "s2", "s3", "s4", "s5", "s6"];
+    let ybs = Ybs::new();
+    let mut yaml = String::from("tasks:\n");
+    for id in IDS {
+        yaml.push_str(&format!("  - id: {id}\n    prompt: do {id}\n"));
+    }
+    ybs.file("tasks/batch.yaml", &yaml);
+    ybs.cassette(
+        "tasks/batch.cassette.json",
+        IDS.iter()
+            .map(|id| for_task(id, answer(&format!("{id} done"))))
+            .collect(),
+    );
+    for k in 0..3 {
+        let output = ybs
+            .command()
+            .env("YBS_SHARD_INDEX", k.to_string())
+            .env("YBS_SHARD_TOTAL", "3")
+            .args([
+                "run",
+                "tasks",
+                "--shard",
+                "auto",
+                "--out",
+                &format!("out-{k}"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+    }
+    ybs.run([
+        "report", "merge", "out-0", "out-1", "out-2", "--out", "merged",
+    ])
+    .expect_code(0);
+    check_raw(&ybs.read("merged/report.html"));
+    let Some(dom) = dom_or_skip(&ybs.path().join("merged/report.html"), "") else {
+        return;
+    };
+    assert!(dom.contains("<h2>Shards</h2>"));
+    let mut seen = Vec::new();
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let listed = ybs.json(&format!("out-{}/shard.json", k - 1));
+        let line = row(&dom, "data-shard", &shard);
+        assert!(
+            line.contains("<td>ybs</td><td>hash</td>"),
+            "engine and split: {line}"
+        );
+        // The row lists the tasks the shard ran, as its shard.json does.
+        for task in listed["tasks"].as_array().unwrap() {
+            let id = task.as_str().unwrap();
+            assert!(
+                line.contains(&format!("<a href=\"#task={id}\">{id}</a>")),
+                "{id} in {line}"
+            );
+            seen.push(id.to_owned());
+        }
+        assert_eq!(
+            line.matches("<a ").count(),
+            listed["tasks"].as_array().unwrap().len()
+        );
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, IDS, "each task in exactly one shard's row");
+    // A single shard's own page shows its one shard.
+    let Some(dom) = dom_or_skip(&ybs.path().join("out-0/report.html"), "") else {
+        return;
+    };
+    assert!(dom.contains("<tr data-shard=\"1/3\"") && !dom.contains("data-shard=\"2/3\""));
 }
