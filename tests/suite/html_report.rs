@@ -308,6 +308,28 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
             "{id} {status}"
         );
     }
+    // Keyboard: every control is a native one (a link, a select, the
+    // search field, a button, a <details>' summary), none taken out of
+    // the tab order; light and dark: the style follows the system's mode
+    // and marks the focus.
+    for control in [
+        "<select data-filter=\"status\" id=\"filter-status\">",
+        "<select data-filter=\"reason\" id=\"filter-reason\">",
+        "<input type=\"search\" id=\"search\"",
+        "<button type=\"button\" id=\"expand\">collapse all</button>",
+        "<summary>passes — passed",
+    ] {
+        assert!(dom.contains(control), "{control}");
+    }
+    for bad in ["tabindex=", "onclick", "<div role=\"button\""] {
+        assert!(!dom.contains(bad), "{bad}");
+    }
+    assert!(
+        html.contains(":root{color-scheme:light dark;")
+            && html.contains("@media (prefers-color-scheme:dark){:root{--bg:")
+            && html.contains(":focus-visible{outline:2px solid var(--focus)"),
+        "light and dark, and a visible focus"
+    );
     // A tool call's command and its rule; the pending approval's command.
     assert!(dom.contains("TOOL-OUTPUT-MARK"), "tool output");
     assert!(dom.contains("run_shell(echo *)"), "the allowing rule");

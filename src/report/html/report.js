@@ -108,6 +108,7 @@
     var box = el("label", null, label + " ");
     var sel = add(box, el("select")).lastChild;
     sel.setAttribute("data-filter", key);
+    sel.id = "filter-" + key;
     [""].concat(values).forEach(function (value) {
       var option = add(sel, el("option", null, value || "all")).lastChild;
       option.value = value;
@@ -321,7 +322,19 @@
   }
 
   var root = el("main");
+  // The page is built anew on each change: the control that had the
+  // keyboard's focus (a filter, the search, the expand button) gets it
+  // back, the caret at the end of the search.
   function render() {
+    var focused = document.activeElement && document.activeElement.id;
+    draw();
+    var again = focused && document.getElementById(focused);
+    if (again) {
+      again.focus();
+      if (again.type === "search") again.setSelectionRange(again.value.length, again.value.length);
+    }
+  }
+  function draw() {
     var params = fragment();
     var all = params.open === "all";
     var selected = params.task || "";
@@ -341,9 +354,10 @@
     input.id = "search";
     input.placeholder = "id or text (press /)";
     input.value = state.q;
-    input.addEventListener("input", function () { state.q = input.value; writeFragment(); render(); document.getElementById("search").focus(); });
+    input.addEventListener("input", function () { state.q = input.value; writeFragment(); render(); });
     var all_button = add(bar, el("button", null, all ? "collapse all" : "expand all")).lastChild;
     all_button.type = "button";
+    all_button.id = "expand";
     all_button.addEventListener("click", function () { location.hash = hashOf({ task: params.task, open: all ? "" : "all" }); });
     add(root, overview(selected), ratesView(), matrixView(), shardsView(), pendingList());
     add(root, el("h2", null, "Tasks"));
@@ -361,7 +375,16 @@
     render();
   }
   document.body.insertBefore(root, document.body.firstChild);
-  window.addEventListener("hashchange", fromFragment);
+  // Following a task's link moves the focus to that task.
+  window.addEventListener("hashchange", function () {
+    fromFragment();
+    var task = fragment().task;
+    if (!task || document.activeElement.id === "expand") return;
+    var opened = Array.prototype.filter.call(document.querySelectorAll("details.task"), function (node) {
+      return node.getAttribute("data-task") === task;
+    })[0];
+    if (opened) opened.firstChild.focus();
+  });
   document.addEventListener("keydown", function (event) {
     if (event.key === "/" && document.activeElement && document.activeElement.tagName !== "INPUT") {
       event.preventDefault();
