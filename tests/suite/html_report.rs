@@ -390,6 +390,7 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
     // silently, and no task matches.
     let dom = dump_dom(&chromium, &page, "status=skipped");
     assert!(dom.contains("0 of 3 tasks shown"), "an unmatched filter");
+    assert!(dom.contains("<option value=\"skipped\" selected"), "{dom}");
 
     // The hostile task id renders as text, and its link stays relative.
     let dom = dump_dom(&chromium, &ybs.path().join("all.html"), "open=all");

@@ -109,6 +109,8 @@
     var sel = add(box, el("select")).lastChild;
     sel.setAttribute("data-filter", key);
     sel.id = "filter-" + key;
+    // A value from the fragment that no task has is still shown.
+    if (state[key] && values.indexOf(state[key]) < 0) values = values.concat([state[key]]);
     [""].concat(values).forEach(function (value) {
       var option = add(sel, el("option", null, value || "all")).lastChild;
       option.value = value;
