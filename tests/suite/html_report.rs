@@ -166,6 +166,10 @@ fn browser() -> Option<PathBuf> {
 
 /// The DOM after the page's scripts ran, opened at `fragment`.
 fn dump_dom(chromium: &Path, page: &Path, fragment: &str) -> String {
+    dump_dom_with(chromium, page, fragment, &[])
+}
+
+fn dump_dom_with(chromium: &Path, page: &Path, fragment: &str, extra: &[&str]) -> String {
     let profile = tempfile::tempdir().unwrap();
     let url = format!("file://{}#{fragment}", page.display());
     let output = Command::new("timeout")
@@ -183,6 +187,7 @@ fn dump_dom(chromium: &Path, page: &Path, fragment: &str) -> String {
             "--disable-dev-shm-usage",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
         .arg("--dump-dom")
         .arg(&url)
         .output()
@@ -391,6 +396,40 @@ fn every_run_writes_a_self_contained_report_that_a_browser_renders_safely() {
     let dom = dump_dom(&chromium, &page, "status=skipped");
     assert!(dom.contains("0 of 3 tasks shown"), "an unmatched filter");
     assert!(dom.contains("<option value=\"skipped\" selected"), "{dom}");
+    // Changing the filters writes them back to the fragment: a driver page
+    // (its own, not the report's, script; file access between the two
+    // allowed for it alone) opens the report in a frame at #status=failed,
+    // clears the status, types a search, presses "expand all", and
+    // notes the report's fragment after each.
+    ybs.file(
+        "driver.html",
+        "<!DOCTYPE html><html><body><iframe id=\"f\" src=\"ybs-out/report.html#status=failed&task=fails\"></iframe>\
+         <script>var f = document.getElementById('f'); var seen = [];\
+         f.addEventListener('load', function () {\
+           var d = f.contentDocument, w = f.contentWindow;\
+           seen.push(w.location.hash);\
+           var status = d.getElementById('filter-status'); status.value = ''; status.dispatchEvent(new Event('change'));\
+           seen.push(w.location.hash);\
+           var q = d.getElementById('search'); q.value = 'npm publish'; q.dispatchEvent(new Event('input'));\
+           seen.push(w.location.hash + ' ' + d.body.textContent.match(/\\d+ of \\d+ tasks shown/)[0]);\
+           d.getElementById('expand').click();\
+           seen.push(w.location.hash);\
+           document.body.setAttribute('data-seen', seen.join('|'));\
+         });</script></body></html>",
+    );
+    let dom = dump_dom_with(
+        &chromium,
+        &ybs.path().join("driver.html"),
+        "",
+        &["--allow-file-access-from-files"],
+    );
+    assert!(
+        dom.contains(
+            "data-seen=\"#status=failed&amp;task=fails|#task=fails|#q=npm%20publish&amp;task=fails 1 of 3 tasks shown|\
+             #q=npm%20publish&amp;task=fails&amp;open=all\""
+        ),
+        "{dom}"
+    );
 
     // The hostile task id renders as text, and its link stays relative.
     let dom = dump_dom(&chromium, &ybs.path().join("all.html"), "open=all");
