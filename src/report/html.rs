@@ -28,8 +28,10 @@ use sha2::{Digest, Sha256};
 
 use super::log::neutralize_chars;
 use super::outdir::OutDir;
+use super::rates;
 use super::scope::RunScope;
 use super::transcript::{TRANSCRIPT_FILE, ToolCallEntry, Transcript};
+use crate::core::Status;
 use crate::core::event::{EventRecord, EventSink};
 use crate::core::message::Message;
 use crate::core::usage::Cost;
@@ -245,16 +247,136 @@ pub fn write_page(
     sink: &mut dyn Write,
 ) -> io::Result<()> {
     write_head(sink, info)?;
+    let mut seen = Vec::with_capacity(tasks.len());
     for task in tasks {
-        let value = task_value(out, task);
+        let (value, status) = task_value(out, task);
+        seen.push(Seen {
+            id: task.clone(),
+            status,
+            shard: value["shard"].clone(),
+            duration_ms: value["duration_ms"].as_u64().unwrap_or(0),
+        });
         sink.write_all(b"<script type=\"application/json\" class=\"ybs-task\">")?;
         write_json(sink, &value)?;
         sink.write_all(b"</script>\n")?;
     }
-    sink.write_all(b"<script>")?;
+    sink.write_all(b"<script type=\"application/json\" id=\"ybs-groups\">")?;
+    write_json(sink, &groups_value(&seen, info.scope.min_pass_rate))?;
+    sink.write_all(b"</script>\n<script>")?;
     sink.write_all(SCRIPT.as_bytes())?;
     sink.write_all(b"</script>\n</body>\n</html>\n")?;
     sink.flush()
+}
+
+/// What the page keeps of each task once its block is written: enough
+/// for the pass rates, the model matrix and the shards.
+struct Seen {
+    id: String,
+    status: Option<Status>,
+    shard: Value,
+    duration_ms: u64,
+}
+
+/// The run's groups (docs/outputs.md): `rates`, the runs of each task of
+/// `--repeat` with its pass rate and verdict; `matrix`, each task's
+/// verdict per model of `--models`; `shards`, each shard of the run (or
+/// of the merged runs) with its engine and tasks. Each is empty where it
+/// does not apply.
+fn groups_value(seen: &[Seen], min_pass_rate: Option<f64>) -> Value {
+    let finished: Vec<(&str, Status)> = seen
+        .iter()
+        .filter_map(|task| Some((task.id.as_str(), task.status?)))
+        .collect();
+    let ids = || finished.iter().map(|(id, _)| *id);
+    let all = rates::rates(finished.iter().copied(), min_pass_rate);
+    let rate_value = |rate: &rates::Rate| {
+        json!({
+            "key": neutralize_chars(&rate.key),
+            "runs": rate.runs,
+            "passed": rate.passed,
+            "verdict": rate.verdict.as_str(),
+            "mixed": rate.mixed,
+            "describe": rate.describe(),
+            "ids": rate.members.iter().map(|&index| finished[index].0).collect::<Vec<_>>(),
+        })
+    };
+    let repeated: Vec<Value> = if rates::has_runs(ids()) {
+        all.iter()
+            .filter(|rate| rate.runs > 1)
+            .map(rate_value)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let matrix = rates::has_models(ids()).then(|| {
+        let mut models: Vec<&str> = Vec::new();
+        let mut rows: Vec<&str> = Vec::new();
+        for rate in &all {
+            if let Some((base, model)) = rate.key.split_once(rates::MODEL_MARK) {
+                if !models.contains(&model) {
+                    models.push(model);
+                }
+                if !rows.contains(&base) {
+                    rows.push(base);
+                }
+            }
+        }
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|base| {
+                let cells: Vec<Value> = models
+                    .iter()
+                    .map(|model| {
+                        let key = format!("{base}{}{model}", rates::MODEL_MARK);
+                        all.iter()
+                            .find(|rate| rate.key == key)
+                            .map_or(Value::Null, rate_value)
+                    })
+                    .collect();
+                json!({"task": neutralize_chars(base), "cells": cells})
+            })
+            .collect();
+        json!({
+            "models": models.iter().map(|model| neutralize_chars(model)).collect::<Vec<_>>(),
+            "rows": rows,
+        })
+    });
+    let mut shards: Vec<(String, Value, Vec<&str>, u64)> = Vec::new();
+    for task in seen {
+        let Some(name) = task.shard["shard"].as_str() else {
+            continue;
+        };
+        match shards.iter_mut().find(|(shard, ..)| shard == name) {
+            Some((_, _, ids, total)) => {
+                ids.push(&task.id);
+                *total += task.duration_ms;
+            }
+            None => shards.push((
+                name.to_owned(),
+                task.shard.clone(),
+                vec![&task.id],
+                task.duration_ms,
+            )),
+        }
+    }
+    shards.sort_by_key(|(name, ..)| {
+        name.split_once('/')
+            .and_then(|(index, _)| index.parse::<u32>().ok())
+            .unwrap_or(u32::MAX)
+    });
+    let shards: Vec<Value> = shards
+        .into_iter()
+        .map(|(_, record, ids, total)| {
+            json!({
+                "shard": record["shard"],
+                "engine": record["engine"],
+                "split": if record["durations"].is_string() { "durations" } else { "hash" },
+                "tasks": ids,
+                "duration_ms": total,
+            })
+        })
+        .collect();
+    json!({"rates": repeated, "matrix": matrix, "shards": shards})
 }
 
 /// `sha256-…` of an inline block, as a CSP source.
@@ -411,8 +533,8 @@ pub fn cut_middle(text: &str, limit: usize, transcript: &str) -> String {
     format!("{}{note}{}", &text[..head], &text[tail..])
 }
 
-/// One task's data for the page.
-fn task_value(out: &OutDir, task: &str) -> Value {
+/// One task's data for the page, and its status when it finished.
+fn task_value(out: &OutDir, task: &str) -> (Value, Option<Status>) {
     let transcript = out
         .read_file(Some(task), TRANSCRIPT_FILE)
         .map_err(|error| error.to_string())
@@ -432,18 +554,21 @@ fn task_value(out: &OutDir, task: &str) -> Value {
             let mut value = transcript_value(task, &transcript, &mut cutter);
             value["patch"] = json!(patch);
             value["commit_patch"] = json!(commit_patch);
-            value
+            (value, transcript.status)
         }
-        Err(error) => json!({
-            "id": task,
-            "name": neutralize_chars(task),
-            "status": "unknown",
-            "reason": null,
-            "message": neutralize_chars(&format!("no readable {TRANSCRIPT_FILE}: {error}")),
-            "transcript": cutter.transcript,
-            "patch": patch,
-            "commit_patch": commit_patch,
-        }),
+        Err(error) => (
+            json!({
+                "id": task,
+                "name": neutralize_chars(task),
+                "status": "unknown",
+                "reason": null,
+                "message": neutralize_chars(&format!("no readable {TRANSCRIPT_FILE}: {error}")),
+                "transcript": cutter.transcript,
+                "patch": patch,
+                "commit_patch": commit_patch,
+            }),
+            None,
+        ),
     }
 }
 
@@ -513,6 +638,11 @@ fn transcript_value(task: &str, transcript: &Transcript, cutter: &mut Cutter) ->
         "reason": transcript.reason.map(|reason| reason.as_str()),
         "message": transcript.message.as_deref().map(|message| cutter.cut(message)),
         "model": neutralize_chars(&transcript.manifest.model),
+        "shard": transcript.manifest.shard.as_ref().map(|record| json!({
+            "shard": neutralize_chars(&record.shard),
+            "engine": record.engine.as_deref().map(neutralize_chars),
+            "durations": record.durations.as_deref().map(neutralize_chars),
+        })),
         "provider": neutralize_chars(&transcript.manifest.provider),
         "duration_ms": transcript.timings.duration_ms,
         "iterations": transcript.iterations,
@@ -696,7 +826,7 @@ mod tests {
         assert!(page.len() < 10_000_000, "{} bytes", page.len());
         assert_eq!(page.matches("class=\"ybs-task\"").count(), 200);
         assert!(page.contains("the whole text is in task-199/transcript.json"));
-        assert!(!page.contains("<img") && page.matches("</script>").count() == 202);
+        assert!(!page.contains("<img") && page.matches("</script>").count() == 203);
         eprintln!("200 × 30 steps: {} bytes", page.len());
     }
 

@@ -641,3 +641,160 @@ fn shards_balanced_by_past_durations() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("bogus.json"), "{}", run.stderr);
 }
+
+/// The task directories under `dir` and each one's status.
+fn statuses(ybs: &Ybs, dir: &str) -> std::collections::BTreeMap<String, String> {
+    task_dirs(ybs, dir)
+        .into_iter()
+        .map(|task| {
+            let status = ybs.json(&format!("{dir}/{task}/transcript.json"))["status"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            (task, status)
+        })
+        .collect()
+}
+
+/// Four simulated machines at once (a small `tools/bench/shard-sim.py`):
+/// sixteen tasks whose checks sleep a skewed time (one long, a few
+/// medium, many short; one fails), run once unsharded, then as four
+/// `--shard auto` processes with four engines' variables, split by
+/// hashing and by the first run's durations.json, and merged. Each split
+/// runs every task exactly once and merges to the single run's ids and
+/// statuses; by durations the longest machine is within 1.25× of
+/// max(mean machine, longest task), in the first run's measured times.
+#[test]
+fn four_machines_at_once_run_each_task_once_and_merge_to_a_single_runs_result() {
+    let ybs = Ybs::new();
+    let sleeps = |n: usize| match n {
+        0 => "1.2",
+        1..=3 => "0.4",
+        4..=6 => "0.2",
+        _ => "0.05",
+    };
+    let ids: Vec<String> = (0..16).map(|n| format!("sim-{n:02}")).collect();
+    let mut yaml = String::from("tasks:\n");
+    for (n, id) in ids.iter().enumerate() {
+        let fail = if n == 9 { "; false" } else { "" };
+        yaml.push_str(&format!(
+            "  - id: {id}\n    prompt: do {id}\n    checks: [{{name: work, run: \"sleep {}{fail}\"}}]\n",
+            sleeps(n)
+        ));
+    }
+    ybs.file("tasks/batch.yaml", &yaml);
+    ybs.cassette(
+        "tasks/batch.cassette.json",
+        ids.iter()
+            .map(|id| {
+                let mut turn = answer("done");
+                turn["task"] = json!(id);
+                turn
+            })
+            .collect(),
+    );
+    ybs.run(["run", "tasks", "--jobs", "8", "--out", "single"])
+        .expect_code(1);
+    let expected = statuses(&ybs, "single");
+    assert_eq!(expected.len(), 16);
+    assert_eq!(expected["sim-09"], "failed");
+    let measured: std::collections::BTreeMap<String, u64> =
+        serde_json::from_value(ybs.json("single/durations.json")["tasks"].clone()).unwrap();
+    // (variables, --shard) of machine k (1..=4).
+    let machine = |k: u32| -> (Vec<(&str, String)>, &str) {
+        match k {
+            1 => (
+                vec![("CI_NODE_INDEX", "1".into()), ("CI_NODE_TOTAL", "4".into())],
+                "auto",
+            ),
+            2 => (
+                vec![
+                    ("CIRCLE_NODE_INDEX", "1".into()),
+                    ("CIRCLE_NODE_TOTAL", "4".into()),
+                ],
+                "auto",
+            ),
+            3 => (
+                vec![
+                    ("BUILDKITE_PARALLEL_JOB", "2".into()),
+                    ("BUILDKITE_PARALLEL_JOB_COUNT", "4".into()),
+                ],
+                "auto",
+            ),
+            _ => (vec![("JOB_COMPLETION_INDEX", "3".into())], "auto/4"),
+        }
+    };
+    for split in ["hash", "durations"] {
+        let children: Vec<_> = (1..=4)
+            .map(|k| {
+                let (variables, flag) = machine(k);
+                let mut command = ybs.command();
+                command.envs(variables).args([
+                    "run",
+                    "tasks",
+                    "--jobs",
+                    "1",
+                    "--shard",
+                    flag,
+                    "--out",
+                    &format!("{split}-{k}"),
+                ]);
+                if split == "durations" {
+                    command.args([
+                        "--shard-by",
+                        "durations",
+                        "--durations",
+                        "single/durations.json",
+                    ]);
+                }
+                command
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut shards = Vec::new();
+        for (k, child) in (1..=4).zip(children) {
+            let output = child.wait_with_output().unwrap();
+            let code = output.status.code();
+            assert!(
+                code == Some(0) || code == Some(1),
+                "{split} {k}: {code:?} {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let out = format!("{split}-{k}");
+            assert_eq!(
+                ybs.json(&format!("{out}/shard.json"))["shard"],
+                format!("{k}/4")
+            );
+            shards.push(task_dirs(&ybs, &out));
+        }
+        let mut all: Vec<String> = shards.iter().flatten().cloned().collect();
+        all.sort();
+        assert_eq!(all, ids, "{split}: every task exactly once");
+        let merged = format!("{split}-merged");
+        let merge = ybs.run([
+            "report",
+            "merge",
+            &format!("{split}-1"),
+            &format!("{split}-2"),
+            &format!("{split}-3"),
+            &format!("{split}-4"),
+            "--out",
+            &merged,
+        ]);
+        merge.expect_code(1);
+        assert_eq!(
+            statuses(&ybs, &merged),
+            expected,
+            "{split}: merged = single"
+        );
+        if split == "durations" {
+            let total: u64 = measured.values().sum();
+            let bound = (total / 4).max(*measured.values().max().unwrap()) * 5 / 4;
+            let balanced = longest(&shards, &measured);
+            assert!(balanced <= bound, "{balanced} ms > {bound} ms: {shards:?}");
+        }
+    }
+}

@@ -7,6 +7,7 @@
     document.querySelectorAll("script.ybs-task"),
     function (node) { return JSON.parse(node.textContent); }
   );
+  var groups = JSON.parse(document.getElementById("ybs-groups").textContent);
   var state = { status: "", reason: "", q: "" };
 
   function el(tag, cls, text) {
@@ -35,7 +36,26 @@
     });
     return params;
   }
-  function hrefFor(id) { return "#task=" + encodeURIComponent(id); }
+  // The fragment for the filters in `state` plus `extra` (task, open):
+  // a link to it reproduces the view.
+  function hashOf(extra) {
+    var parts = [];
+    ["status", "reason", "q"].forEach(function (key) {
+      if (state[key]) parts.push(key + "=" + encodeURIComponent(state[key]));
+    });
+    Object.keys(extra).forEach(function (key) {
+      if (extra[key]) parts.push(key + "=" + encodeURIComponent(extra[key]));
+    });
+    return "#" + parts.join("&");
+  }
+  function hrefFor(id) { return hashOf({ task: id }); }
+  // A filter changed: the fragment follows without a new history entry,
+  // keeping the selected task and open=all.
+  function writeFragment() {
+    var params = fragment();
+    var hash = hashOf({ task: params.task, open: params.open });
+    if (hash !== location.hash && !(hash === "#" && !location.hash)) history.replaceState(null, "", hash);
+  }
 
   // A small Markdown subset, built as DOM nodes: paragraphs, headings as
   // bold lines, lists, fenced code and inline code. No links, no images,
@@ -88,10 +108,17 @@
     var box = el("label", null, label + " ");
     var sel = add(box, el("select")).lastChild;
     sel.setAttribute("data-filter", key);
-    add(sel, el("option", null, "all")).lastChild.value = "";
-    values.forEach(function (value) { add(sel, el("option", null, value)).lastChild.value = value; });
+    sel.id = "filter-" + key;
+    // A value from the fragment that no task has is still shown.
+    if (state[key] && values.indexOf(state[key]) < 0) values = values.concat([state[key]]);
+    [""].concat(values).forEach(function (value) {
+      var option = add(sel, el("option", null, value || "all")).lastChild;
+      option.value = value;
+      // As an attribute too, so that the page's markup shows the view.
+      option.defaultSelected = value === state[key];
+    });
     sel.value = state[key];
-    sel.addEventListener("change", function () { state[key] = sel.value; render(); });
+    sel.addEventListener("change", function () { state[key] = sel.value; writeFragment(); render(); });
     return box;
   }
   function unique(key) {
@@ -129,6 +156,79 @@
     });
     add(box, el("p", "kv", shown + " of " + tasks.length + " tasks shown"));
     return box;
+  }
+
+  function taskLink(id) {
+    var link = el("a", null, id);
+    link.href = hrefFor(id);
+    return link;
+  }
+  function table(title, label, columns) {
+    var box = add(el("section"), el("h2", null, title));
+    box.setAttribute("aria-label", label);
+    var grid = add(box, el("table", label)).lastChild;
+    var head = add(grid, el("thead")).lastChild.appendChild(el("tr"));
+    columns.forEach(function (name) { add(head, el("th", null, name)); });
+    return { box: box, body: add(grid, el("tbody")).lastChild };
+  }
+
+  // --repeat N: each task's runs, passed over run, flaky when mixed.
+  function ratesView() {
+    if (!groups.rates.length) return null;
+    var view = table("Pass rates", "rates", ["task", "passed", "verdict", "runs"]);
+    groups.rates.forEach(function (rate) {
+      var row = add(view.body, el("tr")).lastChild;
+      row.setAttribute("data-rate", rate.key);
+      add(row, el("td", null, rate.key), el("td", "num", rate.describe), el("td", "status s-" + rate.verdict, rate.verdict));
+      var runs = add(row, el("td")).lastChild;
+      rate.ids.forEach(function (id, index) {
+        if (index) runs.appendChild(document.createTextNode(" "));
+        add(runs, taskLink(id));
+      });
+    });
+    return view.box;
+  }
+
+  // --models: a task per row, a model per column, each cell its verdict
+  // (and pass rate under --repeat).
+  function matrixView() {
+    var matrix = groups.matrix;
+    if (!matrix) return null;
+    var view = table("Models", "matrix", ["task"].concat(matrix.models));
+    matrix.rows.forEach(function (line) {
+      var row = add(view.body, el("tr")).lastChild;
+      row.setAttribute("data-matrix", line.task);
+      add(row, el("td", null, line.task));
+      line.cells.forEach(function (cell, index) {
+        var td = add(row, el("td", cell ? "status s-" + cell.verdict : "kv")).lastChild;
+        td.setAttribute("data-model", matrix.models[index]);
+        if (!cell) { td.textContent = "—"; return; }
+        var link = el("a", null, cell.verdict);
+        link.href = hrefFor(cell.ids[0]);
+        add(td, link);
+        if (cell.runs > 1) add(td, el("span", "kv", " " + cell.describe));
+      });
+    });
+    return view.box;
+  }
+
+  // --shard: each shard K/N, the engine it came from, how it was split,
+  // its tasks and their time.
+  function shardsView() {
+    if (!groups.shards.length) return null;
+    var view = table("Shards", "shards", ["shard", "engine", "split", "time", "tasks"]);
+    groups.shards.forEach(function (shard) {
+      var row = add(view.body, el("tr")).lastChild;
+      row.setAttribute("data-shard", shard.shard);
+      add(row, el("td", null, shard.shard), el("td", null, shard.engine || "--shard K/N"), el("td", null, shard.split),
+        el("td", "num", ms(shard.duration_ms)));
+      var list = add(row, el("td")).lastChild;
+      shard.tasks.forEach(function (id, index) {
+        if (index) list.appendChild(document.createTextNode(" "));
+        add(list, taskLink(id));
+      });
+    });
+    return view.box;
   }
 
   function pendingList() {
@@ -224,7 +324,19 @@
   }
 
   var root = el("main");
+  // The page is built anew on each change: the control that had the
+  // keyboard's focus (a filter, the search, the expand button) gets it
+  // back, the caret at the end of the search.
   function render() {
+    var focused = document.activeElement && document.activeElement.id;
+    draw();
+    var again = focused && document.getElementById(focused);
+    if (again) {
+      again.focus();
+      if (again.type === "search") again.setSelectionRange(again.value.length, again.value.length);
+    }
+  }
+  function draw() {
     var params = fragment();
     var all = params.open === "all";
     var selected = params.task || "";
@@ -244,11 +356,12 @@
     input.id = "search";
     input.placeholder = "id or text (press /)";
     input.value = state.q;
-    input.addEventListener("input", function () { state.q = input.value; render(); document.getElementById("search").focus(); });
+    input.addEventListener("input", function () { state.q = input.value; writeFragment(); render(); });
     var all_button = add(bar, el("button", null, all ? "collapse all" : "expand all")).lastChild;
     all_button.type = "button";
-    all_button.addEventListener("click", function () { location.hash = all ? "" : "open=all"; });
-    add(root, overview(selected), pendingList());
+    all_button.id = "expand";
+    all_button.addEventListener("click", function () { location.hash = hashOf({ task: params.task, open: all ? "" : "all" }); });
+    add(root, overview(selected), ratesView(), matrixView(), shardsView(), pendingList());
     add(root, el("h2", null, "Tasks"));
     tasks.forEach(function (task) {
       if (!matches(task) && task.id !== selected) return;
@@ -257,16 +370,23 @@
     });
     document.body.setAttribute("data-rendered", String(tasks.length));
   }
-  // The fragment may also set the filters: #status=failed, #reason=…, #q=….
+  // The fragment holds the filters too: #status=failed, #reason=…, #q=….
   function fromFragment() {
     var params = fragment();
-    ["status", "reason", "q"].forEach(function (key) {
-      if (params[key] !== undefined) state[key] = params[key];
-    });
+    ["status", "reason", "q"].forEach(function (key) { state[key] = params[key] || ""; });
     render();
   }
   document.body.insertBefore(root, document.body.firstChild);
-  window.addEventListener("hashchange", fromFragment);
+  // Following a task's link moves the focus to that task.
+  window.addEventListener("hashchange", function () {
+    fromFragment();
+    var task = fragment().task;
+    if (!task || document.activeElement.id === "expand") return;
+    var opened = Array.prototype.filter.call(document.querySelectorAll("details.task"), function (node) {
+      return node.getAttribute("data-task") === task;
+    })[0];
+    if (opened) opened.firstChild.focus();
+  });
   document.addEventListener("keydown", function (event) {
     if (event.key === "/" && document.activeElement && document.activeElement.tagName !== "INPUT") {
       event.preventDefault();
