@@ -3,13 +3,14 @@
 //! commands as nested parts.
 
 use super::runners::{self, Inner};
-use super::{
-    Hazard, HazardKind, ParsedCommand, RedirectKind, Redirection, Seg, Shape, SimpleCommand,
-};
+use super::{Hazard, HazardKind, ParsedCommand, Redirection, Seg, Shape, SimpleCommand};
 
 /// Nesting beyond this (substitutions in substitutions, `bash -c` in
 /// `bash -c` …) is [`HazardKind::Unparseable`].
 const MAX_DEPTH: usize = 8;
+
+mod redirect;
+mod words;
 
 /// Words that open or close a compound command in command position; the
 /// parser drops them and judges the command that follows.
@@ -111,45 +112,6 @@ impl Builder {
 
     fn hazard(&mut self, kind: HazardKind, text: &str) {
         self.hazards.push((kind, text.to_owned()));
-    }
-}
-
-/// True if and only if bash evaluates something of the parameter
-/// expansion `source` (`${…}`) as arithmetic or as a name: an
-/// indirection (`${!x}`), a subscript other than `@`, `*` or digits
-/// (`${a[i]}`), or an offset or length with a name in it (`${x:i}`).
-/// A name there is expanded and evaluated again, so a value
-/// `a[$(…)]` runs a command.
-fn parameter_evaluates(source: &str) -> bool {
-    let inner = source
-        .strip_prefix("${")
-        .and_then(|rest| rest.strip_suffix('}'))
-        .unwrap_or(source);
-    let inner = inner
-        .strip_prefix('#')
-        .filter(|rest| !rest.is_empty())
-        .unwrap_or(inner);
-    if inner.starts_with('!') {
-        return true;
-    }
-    let rest = inner.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
-    let rest = match rest.strip_prefix('[') {
-        Some(subscript) => {
-            let Some((index, after)) = subscript.split_once(']') else {
-                return true;
-            };
-            if !(index == "@" || index == "*" || index.bytes().all(|b| b.is_ascii_digit())) {
-                return true;
-            }
-            after
-        }
-        None => rest,
-    };
-    match rest.strip_prefix(':') {
-        Some(offset) if !offset.starts_with(['-', '=', '+', '?']) => !offset
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == ' ' || c == ':' || "+-*/%()".contains(c)),
-        _ => false,
     }
 }
 
@@ -299,6 +261,14 @@ impl Parser {
                 self.heredoc_bodies(via);
                 return;
             };
+            if self.case_syntax(c, &mut cmd, &mut cases, via) {
+                (dangling, subshell) = (None, false);
+                continue;
+            }
+            if c == '(' && self.function_definition(&cmd) {
+                self.function_name(&mut cmd, via);
+                continue;
+            }
             match c {
                 '#' => {
                     while self.peek().is_some_and(|c| c != '\n') {
@@ -323,18 +293,6 @@ impl Parser {
                     self.pos += 1;
                     if matches!(self.peek(), Some(';' | '&')) {
                         self.pos += 1;
-                        if self.peek() == Some('&') {
-                            self.pos += 1;
-                        }
-                        // `;;`, `;&`, `;;&` end a `case` clause.
-                        if let Some(top) = cases.last_mut()
-                            && *top == CaseAt::Body
-                        {
-                            *top = CaseAt::Pattern;
-                            (dangling, subshell) = (None, false);
-                            self.finish(&mut cmd, via);
-                            continue;
-                        }
                         cmd.hazard(HazardKind::Unparseable, ";;");
                     }
                     if case_head(&cmd) == Some(0) {
@@ -347,10 +305,6 @@ impl Parser {
                 '&' if self.peek_at(1) == Some('>') => {
                     self.pos += 1;
                     self.redirection(&mut cmd, None, true, via);
-                }
-                '|' if cases.last() == Some(&CaseAt::Pattern) || case_head(&cmd).is_some() => {
-                    // `a|b)`: one clause's patterns.
-                    self.pos += 1;
                 }
                 '&' | '|' => {
                     self.pos += 1;
@@ -369,24 +323,6 @@ impl Parser {
                     subshell = false;
                     self.finish(&mut cmd, via);
                 }
-                ')' if cases.last() == Some(&CaseAt::Pattern) || case_head(&cmd).is_some() => {
-                    // The end of a clause's patterns: they are data (what
-                    // they substitute was read as parts of its own).
-                    self.pos += 1;
-                    let patterns = match case_head(&cmd) {
-                        Some(_) => cmd.words.split_off(3),
-                        None => std::mem::take(&mut cmd.words),
-                    };
-                    for mut word in patterns {
-                        cmd.hazards.append(&mut word.hazards);
-                    }
-                    if !cmd.words.is_empty() {
-                        cases.push(CaseAt::Body);
-                    } else if let Some(top) = cases.last_mut() {
-                        *top = CaseAt::Body;
-                    }
-                    self.finish(&mut cmd, via);
-                }
                 ')' => {
                     self.pos += 1;
                     if close {
@@ -397,26 +333,6 @@ impl Parser {
                         return;
                     }
                     cmd.hazard(HazardKind::Unparseable, "unmatched `)`");
-                    self.finish(&mut cmd, via);
-                }
-                '(' if cases.last() == Some(&CaseAt::Pattern) && cmd.is_empty() => {
-                    // `(a)`: a pattern's optional opening parenthesis.
-                    self.pos += 1;
-                }
-                '(' if case_head(&cmd) == Some(0) => {
-                    self.pos += 1;
-                    cases.push(CaseAt::Pattern);
-                    self.finish(&mut cmd, via);
-                }
-                '(' if self.function_definition(&cmd) => {
-                    // `name() BODY`: the name runs the body later.
-                    while self.peek() != Some(')') {
-                        self.pos += 1;
-                    }
-                    self.pos += 1;
-                    let name = cmd.words.remove(0);
-                    cmd.hazard(HazardKind::ControlFlow, "function");
-                    cmd.hazard(HazardKind::ControlFlow, &format!("{}()", name.text));
                     self.finish(&mut cmd, via);
                 }
                 '(' => {
@@ -440,13 +356,78 @@ impl Parser {
                     cmd.words.push(word);
                 }
                 '<' | '>' => self.redirection(&mut cmd, None, false, via),
-                'e' if cmd.is_empty() && !cases.is_empty() && self.upcoming_word("esac") => {
-                    self.pos += 4;
-                    cases.pop();
-                }
                 _ => self.word_or_descriptor(&mut cmd, via),
             }
         }
+    }
+
+    /// `case` syntax at `c`, if it is: `;;`, `;&` or `;;&` ending a
+    /// clause, the `|` and `)` of a clause's patterns (which are data: what
+    /// they substitute was read as parts of its own), a pattern's optional
+    /// `(`, and `esac`. Returns whether it was.
+    fn case_syntax(
+        &mut self,
+        c: char,
+        cmd: &mut Builder,
+        cases: &mut Vec<CaseAt>,
+        via: Option<&str>,
+    ) -> bool {
+        let top = cases.last().copied();
+        let head = case_head(cmd);
+        match c {
+            ';' if top == Some(CaseAt::Body) && matches!(self.peek_at(1), Some(';' | '&')) => {
+                self.pos += 2;
+                if self.peek() == Some('&') {
+                    self.pos += 1;
+                }
+                if let Some(top) = cases.last_mut() {
+                    *top = CaseAt::Pattern;
+                }
+                self.finish(cmd, via);
+            }
+            '|' if top == Some(CaseAt::Pattern) || head.is_some() => self.pos += 1,
+            ')' if top == Some(CaseAt::Pattern) || head.is_some() => {
+                self.pos += 1;
+                let patterns = match head {
+                    Some(_) => cmd.words.split_off(3),
+                    None => std::mem::take(&mut cmd.words),
+                };
+                for mut word in patterns {
+                    cmd.hazards.append(&mut word.hazards);
+                }
+                if !cmd.words.is_empty() {
+                    cases.push(CaseAt::Body);
+                } else if let Some(top) = cases.last_mut() {
+                    *top = CaseAt::Body;
+                }
+                self.finish(cmd, via);
+            }
+            '(' if top == Some(CaseAt::Pattern) && cmd.is_empty() => self.pos += 1,
+            '(' if head == Some(0) => {
+                self.pos += 1;
+                cases.push(CaseAt::Pattern);
+                self.finish(cmd, via);
+            }
+            'e' if cmd.is_empty() && top.is_some() && self.upcoming_word("esac") => {
+                self.pos += 4;
+                cases.pop();
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// `name()` at `pos` (the `(`): the name runs the body that follows
+    /// later.
+    fn function_name(&mut self, cmd: &mut Builder, via: Option<&str>) {
+        while self.peek().is_some_and(|c| c != ')') {
+            self.pos += 1;
+        }
+        self.pos += 1;
+        let name = cmd.words.remove(0);
+        cmd.hazard(HazardKind::ControlFlow, "function");
+        cmd.hazard(HazardKind::ControlFlow, &format!("{}()", name.text));
+        self.finish(cmd, via);
     }
 
     /// A word, or a descriptor number (`2>`) or name (`{fd}>`) before a
@@ -516,560 +497,6 @@ impl Parser {
         self.chars = chars;
         self.pos = pos;
         self.heredocs = heredocs;
-    }
-
-    fn word(&mut self) -> Word {
-        let mut word = Word::default();
-        let mut braces = 0usize;
-        while let Some(c) = self.peek() {
-            if is_metachar(c) {
-                break;
-            }
-            match c {
-                '\\' => {
-                    self.pos += 1;
-                    match self.peek() {
-                        Some('\n') => self.pos += 1,
-                        Some(escaped) => {
-                            self.pos += 1;
-                            word.quoted = true;
-                            word.special = true;
-                            word.lit(escaped);
-                        }
-                        None => word.lit('\\'),
-                    }
-                }
-                '\'' => {
-                    self.pos += 1;
-                    word.quoted = true;
-                    word.special = true;
-                    self.single_quoted(&mut word);
-                }
-                '"' => {
-                    self.pos += 1;
-                    word.quoted = true;
-                    word.special = true;
-                    self.double_quoted(&mut word, true);
-                }
-                '$' => self.dollar(&mut word, false),
-                '`' => self.backticks(&mut word, false),
-                '*' | '?' => {
-                    self.pos += 1;
-                    word.glob_piece(&c.to_string());
-                }
-                '[' => self.bracket(&mut word),
-                '~' if word.tilde_position() => self.tilde(&mut word),
-                '=' => {
-                    self.pos += 1;
-                    if !word.equals_seen {
-                        word.equals_seen = true;
-                        let name = word.text.strip_suffix('+').unwrap_or(&word.text);
-                        word.assignment = !word.special && !word.glob && is_name(name);
-                    }
-                    word.lit('=');
-                }
-                _ => {
-                    self.pos += 1;
-                    match c {
-                        '{' => braces += 1,
-                        '}' => braces = braces.saturating_sub(1),
-                        ',' if braces > 0 => word.brace = true,
-                        '.' if braces > 0 && self.peek() == Some('.') => word.brace = true,
-                        _ => {}
-                    }
-                    word.lit(c);
-                }
-            }
-        }
-        if word.brace {
-            word.hazards
-                .push((HazardKind::BraceExpansion, word.text.clone()));
-        }
-        word
-    }
-
-    fn single_quoted(&mut self, word: &mut Word) {
-        loop {
-            match self.peek() {
-                None => {
-                    word.hazards
-                        .push((HazardKind::Unparseable, "unterminated `'`".to_owned()));
-                    return;
-                }
-                Some('\'') => {
-                    self.pos += 1;
-                    return;
-                }
-                Some(c) => {
-                    self.pos += 1;
-                    word.lit(c);
-                }
-            }
-        }
-    }
-
-    /// Inside `"…"` (`closing`), or a here-doc body (no closing quote).
-    fn double_quoted(&mut self, word: &mut Word, closing: bool) {
-        loop {
-            match self.peek() {
-                None => {
-                    if closing {
-                        word.hazards
-                            .push((HazardKind::Unparseable, "unterminated `\"`".to_owned()));
-                    }
-                    return;
-                }
-                Some('"') if closing => {
-                    self.pos += 1;
-                    return;
-                }
-                Some('\\') => {
-                    self.pos += 1;
-                    match self.peek() {
-                        Some('\n') => self.pos += 1,
-                        Some(c @ ('$' | '`' | '\\')) => {
-                            self.pos += 1;
-                            word.lit(c);
-                        }
-                        Some('"') if closing => {
-                            self.pos += 1;
-                            word.lit('"');
-                        }
-                        _ => word.lit('\\'),
-                    }
-                }
-                Some('$') => self.dollar(word, true),
-                Some('`') => self.backticks(word, true),
-                Some(c) => {
-                    self.pos += 1;
-                    word.lit(c);
-                }
-            }
-        }
-    }
-
-    /// With `pos` on the first `(` of `$((…))`: the position after its
-    /// `))` when everything inside is digits, blanks and arithmetic
-    /// operators (no name, no expansion).
-    fn literal_arithmetic_end(&self) -> Option<usize> {
-        let mut depth = 0usize;
-        let mut at = self.pos + 2;
-        loop {
-            match *self.chars.get(at)? {
-                '(' => depth += 1,
-                ')' if depth == 0 => {
-                    return (self.chars.get(at + 1) == Some(&')')).then_some(at + 2);
-                }
-                ')' => depth -= 1,
-                c if c.is_ascii_digit() || c == ' ' || "+-*/%<>=!&|^~?:".contains(c) => {}
-                _ => return None,
-            }
-            at += 1;
-        }
-    }
-
-    /// `$…` at `pos`.
-    fn dollar(&mut self, word: &mut Word, in_quotes: bool) {
-        let start = self.pos;
-        self.pos += 1;
-        if !in_quotes
-            && self.peek().is_some_and(|c| {
-                c == '(' || c == '{' || c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c)
-            })
-        {
-            word.splits = true;
-        }
-        match self.peek() {
-            Some('(') => {
-                let arithmetic = self.peek_at(1) == Some('(');
-                if arithmetic && let Some(end) = self.literal_arithmetic_end() {
-                    // Numbers and operators only: a number, like `$#`
-                    // (no variable whose value could hold a subscript).
-                    self.pos = end;
-                    let source = self.source(start);
-                    word.var("#", &source);
-                    return;
-                }
-                self.pos += 1;
-                let (kind, via) = if arithmetic {
-                    (HazardKind::Arithmetic, "$((…))")
-                } else {
-                    (HazardKind::CommandSubstitution, "$(…)")
-                };
-                self.nested_list(via);
-                let source = self.source(start);
-                word.hazards.push((kind, source.clone()));
-                word.var(&source, &source);
-            }
-            Some('{') => {
-                self.pos += 1;
-                let name_start = self.pos;
-                while self
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                {
-                    self.pos += 1;
-                }
-                let name = self.source(name_start);
-                self.parameter_rest(word);
-                let source = self.source(start);
-                if parameter_evaluates(&source) {
-                    word.hazards.push((HazardKind::Arithmetic, source.clone()));
-                }
-                word.variable = true;
-                word.var(if name.is_empty() { &source } else { &name }, &source);
-            }
-            Some('[') => {
-                // `$[ … ]`: the old arithmetic expansion.
-                let mut depth = 0usize;
-                while let Some(c) = self.peek() {
-                    self.pos += 1;
-                    match c {
-                        '[' => depth += 1,
-                        ']' if depth <= 1 => break,
-                        ']' => depth -= 1,
-                        _ => {}
-                    }
-                }
-                let source = self.source(start);
-                word.hazards.push((HazardKind::Arithmetic, source.clone()));
-                word.var(&source, &source);
-            }
-            Some('\'') if !in_quotes => {
-                self.pos += 1;
-                word.quoted = true;
-                word.special = true;
-                let before = word.text.len();
-                self.ansi_c_quoted(word);
-                let decoded = word.text[before..].to_owned();
-                word.hazards.push((HazardKind::AnsiCQuote, decoded));
-            }
-            Some('"') if !in_quotes => {
-                self.pos += 1;
-                word.quoted = true;
-                word.special = true;
-                self.double_quoted(word, true);
-            }
-            Some(c) if c.is_ascii_alphabetic() || c == '_' => {
-                while self
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                {
-                    self.pos += 1;
-                }
-                let source = self.source(start);
-                word.variable = true;
-                word.var(&source[1..], &source);
-            }
-            Some(c) if c.is_ascii_digit() || "@*#?$!-".contains(c) => {
-                self.pos += 1;
-                let source = self.source(start);
-                word.variable = true;
-                word.var(&source[1..], &source);
-            }
-            _ => word.lit('$'),
-        }
-    }
-
-    /// The rest of `${…}` after the name: skips to the matching `}`,
-    /// parsing substitutions inside it.
-    fn parameter_rest(&mut self, word: &mut Word) {
-        let mut depth = 1usize;
-        let mut scratch = Word::default();
-        loop {
-            match self.peek() {
-                None => {
-                    word.hazards
-                        .push((HazardKind::Unparseable, "unterminated `${`".to_owned()));
-                    return;
-                }
-                Some('}') => {
-                    self.pos += 1;
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                Some('{') => {
-                    self.pos += 1;
-                    depth += 1;
-                }
-                Some('\\') => self.pos += 2,
-                Some('\'') => {
-                    self.pos += 1;
-                    self.single_quoted(&mut scratch);
-                }
-                Some('"') => {
-                    self.pos += 1;
-                    self.double_quoted(&mut scratch, true);
-                }
-                Some('$') => self.dollar(&mut scratch, true),
-                Some('`') => self.backticks(&mut scratch, true),
-                Some(_) => self.pos += 1,
-            }
-        }
-        word.hazards.append(&mut scratch.hazards);
-    }
-
-    /// `$'…'` after the quote: decodes the usual escapes.
-    fn ansi_c_quoted(&mut self, word: &mut Word) {
-        loop {
-            match self.peek() {
-                None => {
-                    word.hazards
-                        .push((HazardKind::Unparseable, "unterminated `$'`".to_owned()));
-                    return;
-                }
-                Some('\'') => {
-                    self.pos += 1;
-                    return;
-                }
-                Some('\\') => {
-                    self.pos += 1;
-                    let Some(c) = self.peek() else { continue };
-                    self.pos += 1;
-                    let decoded = match c {
-                        'n' => '\n',
-                        't' => '\t',
-                        'r' => '\r',
-                        'a' => '\u{7}',
-                        'b' => '\u{8}',
-                        'e' | 'E' => '\u{1b}',
-                        'f' => '\u{c}',
-                        'v' => '\u{b}',
-                        'x' => self.radix_char(16, 2),
-                        '0'..='7' => {
-                            self.pos -= 1;
-                            self.radix_char(8, 3)
-                        }
-                        other => other,
-                    };
-                    word.lit(decoded);
-                }
-                Some(c) => {
-                    self.pos += 1;
-                    word.lit(c);
-                }
-            }
-        }
-    }
-
-    fn radix_char(&mut self, radix: u32, max: usize) -> char {
-        let mut value = 0u32;
-        for _ in 0..max {
-            let Some(digit) = self.peek().and_then(|c| c.to_digit(radix)) else {
-                break;
-            };
-            value = value * radix + digit;
-            self.pos += 1;
-        }
-        char::from_u32(value).unwrap_or('\u{fffd}')
-    }
-
-    fn backticks(&mut self, word: &mut Word, in_quotes: bool) {
-        let start = self.pos;
-        self.pos += 1;
-        if !in_quotes {
-            word.splits = true;
-        }
-        let mut inner = String::new();
-        loop {
-            match self.peek() {
-                None => {
-                    word.hazards
-                        .push((HazardKind::Unparseable, "unterminated backtick".to_owned()));
-                    break;
-                }
-                Some('`') => {
-                    self.pos += 1;
-                    break;
-                }
-                Some('\\') => {
-                    self.pos += 1;
-                    match self.peek() {
-                        Some(c @ ('$' | '`' | '\\')) => {
-                            self.pos += 1;
-                            inner.push(c);
-                        }
-                        Some('"') if in_quotes => {
-                            self.pos += 1;
-                            inner.push('"');
-                        }
-                        _ => inner.push('\\'),
-                    }
-                }
-                Some(c) => {
-                    self.pos += 1;
-                    inner.push(c);
-                }
-            }
-        }
-        let source = self.source(start);
-        word.hazards.push((HazardKind::Backticks, source.clone()));
-        self.nested_text(&inner, "`…`");
-        word.var(&source, &source);
-    }
-
-    /// `<(…)` or `>(…)` at `pos`.
-    fn process_substitution(&mut self, word: &mut Word) {
-        let start = self.pos;
-        self.pos += 2;
-        self.nested_list("<(…)");
-        let source = self.source(start);
-        word.hazards
-            .push((HazardKind::ProcessSubstitution, source.clone()));
-        word.var(&source, &source);
-    }
-
-    /// `[` at `pos`: a glob class if a `]` closes it within the word.
-    fn bracket(&mut self, word: &mut Word) {
-        let mut end = self.pos + 1;
-        if matches!(self.chars.get(end), Some('!' | '^')) {
-            end += 1;
-        }
-        if self.chars.get(end) == Some(&']') {
-            end += 1;
-        }
-        while let Some(&c) = self.chars.get(end) {
-            if c == ']' {
-                let piece = self.chars[self.pos..=end].iter().collect::<String>();
-                self.pos = end + 1;
-                word.glob_piece(&piece);
-                return;
-            }
-            if is_metachar(c) || matches!(c, '\'' | '"' | '\\' | '$' | '`') {
-                break;
-            }
-            end += 1;
-        }
-        self.pos += 1;
-        word.lit('[');
-    }
-
-    /// An unquoted `~` at a tilde position.
-    fn tilde(&mut self, word: &mut Word) {
-        let start = self.pos;
-        self.pos += 1;
-        while self
-            .peek()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+'))
-        {
-            self.pos += 1;
-        }
-        let source = self.source(start);
-        match &source[1..] {
-            "" => word.var("HOME", &source),
-            "+" => word.var("PWD", &source),
-            "-" => word.var("OLDPWD", &source),
-            _ => {
-                word.hazards.push((HazardKind::TildeUser, source.clone()));
-                word.var(&source, &source);
-            }
-        }
-    }
-
-    /// A redirection operator at `pos` (past `&` for `&>`), then its target.
-    fn redirection(
-        &mut self,
-        cmd: &mut Builder,
-        fd: Option<u32>,
-        ampersand: bool,
-        via: Option<&str>,
-    ) {
-        let (kind, length, strip_tabs) = if ampersand {
-            if self.peek_at(1) == Some('>') {
-                (RedirectKind::AppendAll, 2, false)
-            } else {
-                (RedirectKind::OutputAll, 1, false)
-            }
-        } else {
-            match (self.peek(), self.peek_at(1), self.peek_at(2)) {
-                (Some('>'), Some('>'), _) => (RedirectKind::Append, 2, false),
-                (Some('>'), Some('|'), _) => (RedirectKind::Clobber, 2, false),
-                (Some('>'), Some('&'), _) => (RedirectKind::DupOutput, 2, false),
-                (Some('>'), _, _) => (RedirectKind::Output, 1, false),
-                (Some('<'), Some('<'), Some('<')) => (RedirectKind::HereString, 3, false),
-                (Some('<'), Some('<'), Some('-')) => (RedirectKind::HereDoc, 3, true),
-                (Some('<'), Some('<'), _) => (RedirectKind::HereDoc, 2, false),
-                (Some('<'), Some('>'), _) => (RedirectKind::ReadWrite, 2, false),
-                (Some('<'), Some('&'), _) => (RedirectKind::DupInput, 2, false),
-                _ => (RedirectKind::Input, 1, false),
-            }
-        };
-        let operator_start = self.pos;
-        self.pos += length;
-        let operator = self.source(operator_start);
-        self.skip_blanks();
-        if self.peek().is_none_or(is_metachar) {
-            cmd.hazard(
-                HazardKind::Unparseable,
-                &format!("`{operator}` without a target"),
-            );
-            let _ = via;
-            return;
-        }
-        let target = self.word();
-        if kind == RedirectKind::HereDoc {
-            cmd.hazard(HazardKind::HereDoc, &format!("{operator}{}", target.text));
-            self.heredocs.push(PendingHereDoc {
-                delimiter: target.text.clone(),
-                strip_tabs,
-                expands: !target.quoted,
-            });
-        }
-        let redirection = Redirection {
-            fd,
-            kind,
-            target: target.text.clone(),
-            shape: target.shape.clone(),
-        };
-        cmd.redirections.push((redirection, target));
-    }
-
-    /// Consumes the bodies of pending here-docs at the start of a line;
-    /// parses substitutions in bodies whose delimiter is unquoted.
-    fn heredoc_bodies(&mut self, via: Option<&str>) {
-        for doc in std::mem::take(&mut self.heredocs) {
-            let mut body = String::new();
-            let mut found = false;
-            while self.pos < self.chars.len() {
-                let end = self.chars[self.pos..]
-                    .iter()
-                    .position(|&c| c == '\n')
-                    .map_or(self.chars.len(), |offset| self.pos + offset);
-                let line: String = self.chars[self.pos..end].iter().collect();
-                self.pos = (end + 1).min(self.chars.len());
-                let compared = if doc.strip_tabs {
-                    line.trim_start_matches('\t')
-                } else {
-                    &line
-                };
-                if compared == doc.delimiter {
-                    found = true;
-                    break;
-                }
-                body.push_str(&line);
-                body.push('\n');
-            }
-            if !found {
-                self.push_hazard(HazardKind::Unparseable, None, "unterminated here-document");
-            }
-            if doc.expands {
-                self.heredoc_expansions(&body, via);
-            }
-        }
-    }
-
-    fn heredoc_expansions(&mut self, body: &str, _via: Option<&str>) {
-        let chars = std::mem::replace(&mut self.chars, body.chars().collect());
-        let pos = std::mem::replace(&mut self.pos, 0);
-        let mut scratch = Word::default();
-        self.double_quoted(&mut scratch, false);
-        self.chars = chars;
-        self.pos = pos;
-        for (kind, text) in scratch.hazards {
-            self.push_hazard(kind, None, &text);
-        }
     }
 
     /// Ends the simple command being read: sorts its words, records its
