@@ -1029,7 +1029,11 @@ const ENV_READS_ALLOWED: &[(&str, &str, &str)] = &[
         "var_os",
         "the sandbox rebuild",
     ),
-    ("tools/sandbox.rs", "temp_dir", "the sandbox rebuild"),
+    (
+        "tools/sandbox/private_temp.rs",
+        "temp_dir",
+        "the sandbox rebuild",
+    ),
 ];
 
 /// The text of a file without its test-only items (`#[cfg(test)]`

@@ -12,7 +12,7 @@ use tokio::process::Command;
 /// True once ybs is a child subreaper and must reap re-parented orphans.
 pub(super) static SUBREAPER: AtomicBool = AtomicBool::new(false);
 
-/// Process ids (= process group ids) of children started by [`run`] that
+/// Process ids (= process group ids) of children started by [`run`](super::run) that
 /// are still running; only maintained while ybs is a subreaper.
 pub(super) static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
@@ -74,7 +74,7 @@ pub fn harden_self() -> io::Result<()> {
     Ok(())
 }
 
-/// Kills and reaps every child of ybs that no live [`run`] owns: orphans
+/// Kills and reaps every child of ybs that no live [`run`](super::run) owns: orphans
 /// re-parented to ybs (as subreaper) after escaping their process group.
 /// Children in ybs's own process group are left alone (they were started
 /// by something else in ybs), as are members of a live run's group (its
