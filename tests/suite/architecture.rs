@@ -1571,8 +1571,9 @@ fn production_errors_are_typed() {
 const LONGEST_FILE: usize = 1200;
 /// ... a file over this many is long ...
 const LONG_FILE: usize = 600;
-/// ... and at most this many are.
-const MOST_LONG_FILES: usize = 23;
+/// ... and at most this many are (12 once the runner's and the policy's
+/// long files are split).
+const MOST_LONG_FILES: usize = 17;
 /// The files over [`LONGEST_FILE`] while they are being split, each with
 /// why; the list only shrinks.
 const TOO_LONG_FOR_NOW: &[(&str, &str)] = &[(

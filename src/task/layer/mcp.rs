@@ -1,10 +1,11 @@
 //! A `tools.mcp` list, in task files and operator config (docs/mcp.md).
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use super::scalar_text;
 use crate::core::decode::yaml::{Node, NodeKind};
 use crate::core::decode::{Decoder, Spanned, positive_duration};
-use std::collections::BTreeMap;
-use std::time::Duration;
 
 pub(super) const MCP_FIELDS: &[&str] = &[
     "name",

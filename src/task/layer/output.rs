@@ -1,9 +1,9 @@
 //! `context:` and `output:`, with the schema an `output.schema_file` names.
 
-use super::super::model::{ContextSpec, OutputSpec};
 use crate::core::decode::yaml::{Node, NodeKind};
 use crate::core::decode::{Decoder, Spanned, non_empty};
 use crate::core::span::Span;
+use crate::task::model::{ContextSpec, OutputSpec};
 
 pub(super) const CONTEXT_FIELDS: &[&str] = &["agents_md", "checks"];
 pub const OUTPUT_FIELDS: &[&str] = &["schema", "schema_file", "attempts"];

@@ -1,11 +1,11 @@
 //! `tools:`: `builtin`, `external`, `caller` and `script`.
 
-use super::super::model::{BUILTIN_TOOLS, CallerToolSpec};
 use super::TOOLS_FIELDS;
 use crate::core::decode::yaml::{Node, NodeKind};
 use crate::core::decode::{Decoder, Fields, Spanned, non_empty};
 use crate::core::span::Span;
 use crate::core::text::{closest, list};
+use crate::task::model::{BUILTIN_TOOLS, CallerToolSpec};
 
 /// `builtin:`, `external:` and `script:` (`caller:` and `mcp:` are
 /// decoded on their own).
