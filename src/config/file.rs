@@ -644,7 +644,7 @@ fn decode_external(
             kind: "executable".to_owned(),
             path: PathBuf::from(path.unwrap_or_default()),
             description: fields.get(decoder, "description"),
-            parameters: fields.node("parameters").map(to_json),
+            parameters: fields.node("parameters").map(Node::to_json),
             timeout: timeout.unwrap_or(defaults::EXTERNAL_TOOL_TIMEOUT),
             enabled: fields.get(decoder, "enabled").unwrap_or(true),
             from_repository: repository,
@@ -669,27 +669,6 @@ fn decode_external(
         );
     }
     tools
-}
-
-/// A node as JSON (for inline tool schemas).
-pub fn to_json(node: &Node) -> serde_json::Value {
-    use serde_json::Value;
-    match &node.kind {
-        NodeKind::Null => Value::Null,
-        NodeKind::Bool(value) => Value::Bool(*value),
-        NodeKind::Int(value) => Value::from(*value),
-        NodeKind::Float(value) => {
-            serde_json::Number::from_f64(*value).map_or(Value::Null, Value::Number)
-        }
-        NodeKind::Str(text) => Value::String(text.clone()),
-        NodeKind::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
-        NodeKind::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(key, value)| (key.name.clone(), to_json(value)))
-                .collect(),
-        ),
-    }
 }
 
 fn at_least(decoder: &mut Decoder<'_>, value: Spanned<f64>, min: f64, field: &str) -> Option<f64> {

@@ -24,10 +24,17 @@ use serde::{Deserialize, Serialize};
 use super::changes::{SkippedPath, TaskChanges};
 use super::secrets;
 use super::status::{Head, HeadInfo, read_head, short};
-use super::tree::{self, Identity, Staged, commit_message, files, list};
+use super::tree::{self, Identity, commit_message};
 use super::{GitError, Snapshot, Workspace};
 use crate::core::Redactor;
 use crate::core::event::GitOutcome;
+
+mod note;
+pub(crate) use note::push_skips;
+use note::{committed_note, nothing_to_commit};
+
+mod index;
+use index::{restore_index, update_index, write_index};
 
 /// What to commit, and how to describe it. The same request serves
 /// [`Workspace::salvage`].
@@ -404,103 +411,6 @@ fn existing(repo: &Repository, refname: &str) -> Result<Option<Oid>, GitError> {
     }
 }
 
-/// Makes the index agree with the commit for the committed paths.
-/// `add_path` records the stat data `git status` needs to stay fast; if it
-/// yields other content than was committed (the file changed meanwhile),
-/// the committed entry wins and git shows the file as modified.
-fn update_index(index: &mut git2::Index, staged: &[Staged]) -> Result<(), GitError> {
-    for item in staged.iter().filter(|item| item.blob.is_none()) {
-        index
-            .remove_path(Path::new(&item.path))
-            .map_err(GitError::git(format!(
-                "cannot remove {} from the index",
-                item.path
-            )))?;
-    }
-    for item in staged {
-        let Some((oid, mode)) = item.blob else {
-            continue;
-        };
-        let path = Path::new(&item.path);
-        let matches = index.add_path(path).is_ok()
-            && index
-                .get_path(path, 0)
-                .is_some_and(|entry| entry.id == oid && entry.mode == mode);
-        if !matches {
-            index
-                .add(&tree::entry(&item.path, oid, mode))
-                .map_err(GitError::git(format!(
-                    "cannot add {} to the index",
-                    item.path
-                )))?;
-        }
-    }
-    Ok(())
-}
-
-/// The second the index file at `path` was last written, if it exists.
-fn written_at(path: &Path) -> Option<i64> {
-    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
-    let seconds = modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs();
-    i64::try_from(seconds).ok()
-}
-
-/// Racy git, as git itself handles it: git (built, by default, without
-/// nanosecond timestamps) trusts an index entry whose file has the same
-/// size and the same mtime second, unless the entry is as new as the index
-/// file, which it then rereads. libgit2 judges that to the nanosecond, so
-/// an index it writes (newer than the entries) could make a file changed
-/// in the second of its entry, to the same size, look unchanged to `git
-/// status` and `git commit -a`: the user's work, or the task's, hidden.
-/// Every entry as new as the index being replaced gets its size zeroed, as
-/// git does: git rereads those files and refreshes them.
-fn smudge_racy_entries(index: &mut git2::Index, replaced: i64) {
-    let racy: Vec<git2::IndexEntry> = index
-        .iter()
-        .filter(|entry| i64::from(entry.mtime.seconds()) >= replaced && entry.file_size != 0)
-        .collect();
-    for mut entry in racy {
-        entry.file_size = 0;
-        let _ = index.add(&entry);
-    }
-}
-
-/// Writes the index, its racy entries smudged first (see
-/// [`smudge_racy_entries`]).
-fn write_index(index: &mut git2::Index, lock: &Path) -> Result<(), GitError> {
-    if let Some(replaced) = index.path().and_then(written_at) {
-        smudge_racy_entries(index, replaced);
-    }
-    index.write().map_err(|cause| {
-        if cause.code() == ErrorCode::Locked {
-            GitError::IndexLocked {
-                lock: lock.to_path_buf(),
-            }
-        } else {
-            GitError::git("cannot write the index")(cause)
-        }
-    })
-}
-
-/// Best effort: puts the committed paths' index entries back after a ref
-/// update failed, so the index matches HEAD again.
-fn restore_index(
-    index: &mut git2::Index,
-    previous: &[(String, Option<git2::IndexEntry>)],
-    lock: &Path,
-) {
-    for (path, entry) in previous {
-        let _ = match entry {
-            Some(entry) => index.add(entry),
-            None => index.remove_path(Path::new(path)),
-        };
-    }
-    let _ = write_index(index, lock);
-}
-
 /// What moving the refs achieved.
 struct Moved {
     branch: Option<String>,
@@ -579,77 +489,6 @@ fn move_refs(
                 },
             })
         }
-    }
-}
-
-fn nothing_to_commit(changes: &TaskChanges, why: &str) -> String {
-    let mut note = format!("nothing to commit: {why}");
-    push_skips(&mut note, changes);
-    note
-}
-
-fn committed_note(
-    outcome: &CommitOutcome,
-    changes: &TaskChanges,
-    head: &HeadInfo,
-    snapshot: &Snapshot,
-    target: &Target,
-    moved: &Moved,
-) -> String {
-    let sha = outcome.sha.as_deref().map(short).unwrap_or_default();
-    let branch = moved.branch.as_deref().unwrap_or_default();
-    let mut note = format!("committed {} as {sha}", files(outcome.files.len()));
-    note.push_str(&match target {
-        Target::Branch { .. } => format!(" on {branch}"),
-        Target::Unborn { .. } => format!(" on {branch} (its first commit)"),
-        Target::Switch { .. } if moved.created => format!(" on new branch {branch}"),
-        Target::Switch { .. } => format!(" on branch {branch}"),
-        Target::Detached { .. } => match &moved.warning {
-            Some(warning) => format!(" on a detached HEAD; {warning}"),
-            None if moved.created => format!(" on a detached HEAD; created branch {branch}"),
-            None => format!(" on a detached HEAD; advanced branch {branch}"),
-        },
-    });
-    if !outcome.unreported.is_empty() {
-        note.push_str(&format!(
-            "; {} changed outside the file tools: {}",
-            files(outcome.unreported.len()),
-            list(&outcome.unreported)
-        ));
-    }
-    push_skips(&mut note, changes);
-    if outcome.identity_fallback {
-        note.push_str(&format!(
-            "; as {} (no user.name/user.email in git config; set YBS_GIT_AUTHOR)",
-            outcome.identity
-        ));
-    }
-    let base = head.oid.map(|oid| oid.to_string());
-    if base != snapshot.base {
-        note.push_str(&format!(
-            "; HEAD moved during the task (from {} to {})",
-            snapshot.base.as_deref().map_or("an unborn branch", short),
-            base.as_deref().map_or("an unborn branch", short)
-        ));
-    }
-    note
-}
-
-/// Appends the paths left out to a note.
-pub(crate) fn push_skips(note: &mut String, changes: &TaskChanges) {
-    if !changes.skipped_user_dirty.is_empty() {
-        note.push_str(&format!(
-            "; not committed because they already had uncommitted changes when the task started: {}",
-            list(&changes.skipped_user_dirty)
-        ));
-    }
-    if !changes.skipped.is_empty() {
-        let skipped: Vec<String> = changes
-            .skipped
-            .iter()
-            .map(|skip| format!("{} ({})", skip.path, skip.reason.as_str()))
-            .collect();
-        note.push_str(&format!("; not committed: {}", list(&skipped)));
     }
 }
 

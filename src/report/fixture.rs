@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::core::decode::yaml::{Node, NodeKind, parse};
+use crate::core::decode::yaml::parse;
 use crate::core::exit;
 use crate::core::outcome::{Reason, Status};
 
@@ -134,7 +134,7 @@ pub fn make(task_dir: &Path, to: &Path, cwd: &Path) -> Result<Fixture, FixtureEr
             message: error.message.clone(),
         });
     }
-    let root = root.map(|node| to_json(&node)).unwrap_or(Value::Null);
+    let root = root.map(|node| node.to_json()).unwrap_or(Value::Null);
     let fixture = alone(root, &transcript).map_err(|error| invalid(error.to_string()))?;
     let status = transcript
         .status
@@ -228,23 +228,6 @@ fn replay(task: &mut Map<String, Value>) {
     task.insert("provider".to_owned(), Value::String("replay".to_owned()));
 }
 
-fn to_json(node: &Node) -> Value {
-    match &node.kind {
-        NodeKind::Null => Value::Null,
-        NodeKind::Bool(value) => Value::Bool(*value),
-        NodeKind::Int(value) => Value::from(*value),
-        NodeKind::Float(value) => Value::from(*value),
-        NodeKind::Str(value) => Value::String(value.clone()),
-        NodeKind::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
-        NodeKind::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(key, value)| (key.name.clone(), to_json(value)))
-                .collect(),
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -260,7 +243,7 @@ mod tests {
     }
 
     fn yaml(text: &str) -> Value {
-        to_json(&parse(text).0.unwrap())
+        parse(text).0.unwrap().to_json()
     }
 
     #[test]

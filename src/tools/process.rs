@@ -35,17 +35,24 @@ use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 
 use super::ChildEnv;
 use super::sandbox::Sandbox;
+
+mod pipes;
+mod reaper;
+use pipes::{Capture, feed, pump};
+use reaper::{SUBREAPER, live_children, spawn_registered};
+pub(crate) use reaper::{forget_live, spawn_registered_std};
+pub use reaper::{harden_self, reap_escapees};
 
 /// How long pipes may stay open after the child exited before the group
 /// is killed.
@@ -541,120 +548,6 @@ impl Service {
     }
 }
 
-/// Writes `bytes` to the child's stdin, then closes it. A child that does
-/// not read (broken pipe) is not an error.
-async fn feed<W: AsyncWrite + Unpin>(stdin: Option<W>, bytes: Option<Vec<u8>>) {
-    if let (Some(mut stdin), Some(bytes)) = (stdin, bytes) {
-        let _ = stdin.write_all(&bytes).await;
-        let _ = stdin.shutdown().await;
-    }
-}
-
-/// Reads `pipe` to its end into `capture`.
-async fn pump<R: AsyncRead + Unpin>(pipe: Option<R>, capture: &mut Capture) {
-    let Some(mut pipe) = pipe else { return };
-    let mut buffer = vec![0u8; CHUNK];
-    loop {
-        match pipe.read(&mut buffer).await {
-            Ok(0) => break,
-            Ok(read) => capture.push(&buffer[..read]),
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-}
-
-/// A stream's captured bytes: everything up to `cap`; beyond, the first
-/// and last `cap / 2` bytes and a count of what was dropped in between.
-#[derive(Debug)]
-struct Capture {
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    total: usize,
-    cap: usize,
-    overflowed: bool,
-}
-
-impl Capture {
-    fn new(cap: usize) -> Self {
-        Self {
-            head: Vec::new(),
-            tail: Vec::new(),
-            total: 0,
-            cap,
-            overflowed: false,
-        }
-    }
-
-    fn head_keep(&self) -> usize {
-        self.cap / 2
-    }
-
-    fn tail_keep(&self) -> usize {
-        self.cap - self.cap / 2
-    }
-
-    fn push(&mut self, mut chunk: &[u8]) {
-        self.total += chunk.len();
-        if !self.overflowed {
-            if self.head.len() + chunk.len() <= self.cap {
-                self.head.extend_from_slice(chunk);
-                return;
-            }
-            self.overflowed = true;
-            let keep = self.head_keep();
-            if self.head.len() > keep {
-                self.tail.extend_from_slice(&self.head[keep..]);
-                self.head.truncate(keep);
-            } else {
-                let fill = keep - self.head.len();
-                self.head.extend_from_slice(&chunk[..fill]);
-                chunk = &chunk[fill..];
-            }
-            self.head.shrink_to_fit();
-        }
-        self.tail.extend_from_slice(chunk);
-        // Trim in batches so the copy cost stays linear in the output.
-        let keep = self.tail_keep();
-        if self.tail.len() > keep.saturating_mul(2).max(keep + CHUNK) {
-            let cut = self.tail.len() - keep;
-            self.tail.drain(..cut);
-        }
-    }
-
-    /// The text (lossy UTF-8) and whether anything was dropped.
-    fn finish(mut self) -> (String, bool) {
-        if !self.overflowed {
-            return (into_string(self.head), false);
-        }
-        let keep = self.tail_keep();
-        if self.tail.len() > keep {
-            let cut = self.tail.len() - keep;
-            self.tail.drain(..cut);
-        }
-        // Start the tail on a character boundary.
-        let skip = self
-            .tail
-            .iter()
-            .take(3)
-            .take_while(|byte| (**byte & 0xC0) == 0x80)
-            .count();
-        let omitted = self.total - self.head.len() - self.tail.len() + skip;
-        let mut text = String::from_utf8_lossy(&self.head).into_owned();
-        text.push_str(&format!(
-            "\n[... {omitted} of {} bytes of output omitted ...]\n",
-            self.total
-        ));
-        text.push_str(&String::from_utf8_lossy(&self.tail[skip..]));
-        (text, true)
-    }
-}
-
-fn into_string(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes)
-        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
-}
-
 /// Kills a child's process group when dropped.
 struct GroupGuard(Pid);
 
@@ -682,135 +575,6 @@ impl Drop for GroupGuard {
 /// sandbox helper the child then becomes ([`Sandbox::command`]).
 pub(crate) fn detach_std(command: &mut std::process::Command) {
     super::sandbox::sys::detach_in_child(command);
-}
-
-// ---------------------------------------------------------------------------
-// Hardening of ybs itself and the subreaper.
-
-/// True once ybs is a child subreaper and must reap re-parented orphans.
-static SUBREAPER: AtomicBool = AtomicBool::new(false);
-
-/// Process ids (= process group ids) of children started by [`run`] that
-/// are still running; only maintained while ybs is a subreaper.
-static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-
-fn live_children() -> std::sync::MutexGuard<'static, Vec<i32>> {
-    LIVE.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A child ybs keeps for a task (a resident sandbox), spawned under the
-/// registry lock like [`spawn_registered`]: never taken for an orphan.
-/// [`forget_live`] when it is gone.
-pub(crate) fn spawn_registered_std(
-    command: &mut std::process::Command,
-) -> io::Result<std::process::Child> {
-    if !SUBREAPER.load(Ordering::Relaxed) {
-        return command.spawn();
-    }
-    let mut live = live_children();
-    let child = command.spawn()?;
-    if let Ok(pid) = i32::try_from(child.id()) {
-        live.push(pid);
-    }
-    Ok(child)
-}
-
-/// Forgets a child registered by [`spawn_registered_std`] once reaped.
-pub(crate) fn forget_live(pid: u32) {
-    if SUBREAPER.load(Ordering::Relaxed) {
-        live_children().retain(|live| i32::try_from(pid).ok() != Some(*live));
-    }
-}
-
-/// Spawns under the registry lock, so [`reap_escapees`] never mistakes a
-/// child being started for an orphan.
-fn spawn_registered(command: &mut Command) -> io::Result<tokio::process::Child> {
-    if !SUBREAPER.load(Ordering::Relaxed) {
-        return command.spawn();
-    }
-    let mut live = live_children();
-    let child = command.spawn()?;
-    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
-        live.push(pid);
-    }
-    Ok(child)
-}
-
-/// Makes ybs non-dumpable, so no child (same uid) can read
-/// `/proc/<ybs>/environ` or attach to it, and a child subreaper, so
-/// processes that escape their group are re-parented to ybs and killed
-/// after their run. Call once at start-up, before any task runs. A no-op
-/// outside Linux.
-pub fn harden_self() -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        nix::sys::prctl::set_dumpable(false)?;
-        nix::sys::prctl::set_child_subreaper(true)?;
-        SUBREAPER.store(true, Ordering::Relaxed);
-    }
-    Ok(())
-}
-
-/// Kills and reaps every child of ybs that no live [`run`] owns: orphans
-/// re-parented to ybs (as subreaper) after escaping their process group.
-/// Children in ybs's own process group are left alone (they were started
-/// by something else in ybs), as are members of a live run's group (its
-/// own drain and kill handle them). Repeats until none is left, since
-/// killing one may re-parent its own children to ybs.
-pub async fn reap_escapees() {
-    for _ in 0..32 {
-        let strays = stray_children();
-        if strays.is_empty() {
-            return;
-        }
-        let reaped = tokio::task::spawn_blocking(move || {
-            for pid in strays {
-                let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
-                let _ = nix::sys::wait::waitpid(pid, None);
-            }
-        })
-        .await;
-        if reaped.is_err() {
-            return;
-        }
-    }
-}
-
-fn stray_children() -> Vec<Pid> {
-    let own_group = nix::unistd::getpgrp();
-    let children = direct_children();
-    if children.is_empty() {
-        return children;
-    }
-    let live = live_children();
-    children
-        .into_iter()
-        .filter(|pid| !live.contains(&pid.as_raw()))
-        .filter(|pid| match nix::unistd::getpgid(Some(*pid)) {
-            Ok(group) => group != own_group && !live.contains(&group.as_raw()),
-            Err(_) => false,
-        })
-        .collect()
-}
-
-/// ybs's direct children, from `/proc/self/task/*/children`.
-fn direct_children() -> Vec<Pid> {
-    let mut children = Vec::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return children;
-    };
-    for task in tasks.flatten() {
-        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
-            continue;
-        };
-        children.extend(
-            list.split_ascii_whitespace()
-                .filter_map(|pid| pid.parse().ok())
-                .map(Pid::from_raw),
-        );
-    }
-    children
 }
 
 #[cfg(test)]

@@ -62,6 +62,12 @@ pub(crate) mod sys;
 use placeholders::Placeholders;
 pub use spec::HelperSpec;
 
+mod private_temp;
+use private_temp::PrivateTemp;
+
+mod probe;
+pub use probe::{probe, probe_in_background};
+
 /// The name of the full confinement in outputs.
 pub const MECHANISM: &str = "namespaces+landlock+seccomp";
 /// The name of the confinement without namespaces.
@@ -562,113 +568,6 @@ pub fn unconfined(reason: &str) -> SandboxInfo {
     }
 }
 
-/// Where the probe's answer is kept for the boot ([`probe_cache`]):
-/// ybs's cache directory, once [`probe_in_background`] named it.
-static PROBE_CACHE: OnceLock<PathBuf> = OnceLock::new();
-
-/// Probes once per process which layers work, by running
-/// `ybs __sandbox-probe` (namespaces cannot be tried in a multi-threaded
-/// process), unless an answer kept earlier in this boot for this binary
-/// and user says every layer works ([`probe_cache`]).
-pub fn probe() -> &'static Probe {
-    static PROBE: OnceLock<Probe> = OnceLock::new();
-    PROBE.get_or_init(cached_probe)
-}
-
-/// Starts [`probe`] on a thread, so it overlaps with whatever the caller
-/// does next; the first real use waits for it. `cache`: ybs's cache
-/// directory, where a probe that found every layer is kept for the boot.
-pub fn probe_in_background(cache: Option<PathBuf>) {
-    if let Some(dir) = cache {
-        let _ = PROBE_CACHE.set(dir);
-    }
-    let _ = std::thread::Builder::new()
-        .name("ybs-sandbox-probe".to_owned())
-        .spawn(|| {
-            probe();
-        });
-}
-
-#[cfg(target_os = "linux")]
-fn cached_probe() -> Probe {
-    let kept = PROBE_CACHE
-        .get()
-        .filter(|_| HELPER.load(Ordering::Relaxed))
-        .and_then(|dir| probe_cache::Key::current().map(|key| (dir, key)));
-    if let Some((dir, key)) = &kept
-        && let Some(probe) = probe_cache::load(dir, key)
-    {
-        return probe;
-    }
-    let probe = run_probe();
-    if let Some((dir, key)) = &kept {
-        probe_cache::store(dir, key, &probe);
-    }
-    probe
-}
-
-#[cfg(not(target_os = "linux"))]
-fn cached_probe() -> Probe {
-    run_probe()
-}
-
-#[cfg(target_os = "linux")]
-fn run_probe() -> Probe {
-    let fail = |reason: String| Probe {
-        namespaces: Err(reason.clone()),
-        landlock: Err(reason.clone()),
-        seccomp: Err(reason),
-    };
-    if !HELPER.load(Ordering::Relaxed) {
-        return fail(
-            "the sandbox helper is part of the ybs binary, not of this program".to_owned(),
-        );
-    }
-    let output = std::process::Command::new(SELF_EXE)
-        .arg(spec::PROBE_ARG)
-        .env_clear()
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    let output = match output {
-        Ok(output) => output,
-        Err(error) => return fail(format!("cannot run the sandbox probe: {error}")),
-    };
-    let Ok(report) = serde_json::from_slice::<serde_json::Value>(&output.stdout) else {
-        return fail(format!("the sandbox probe failed ({})", output.status));
-    };
-    let error = |key: &str| -> Result<(), String> {
-        match report[key].as_str() {
-            None => Ok(()),
-            Some(reason) => Err(reason.to_owned()),
-        }
-    };
-    let landlock = match (
-        report["landlock"]["status"].as_str(),
-        report["landlock"]["error"].as_str(),
-    ) {
-        (Some("fully_enforced"), _) => Ok("fully_enforced"),
-        (Some("partially_enforced"), _) => Ok("partially_enforced"),
-        (_, Some(reason)) => Err(reason.to_owned()),
-        _ => Err("Landlock: the probe said nothing".to_owned()),
-    };
-    Probe {
-        namespaces: error("namespaces"),
-        landlock,
-        seccomp: error("seccomp"),
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn run_probe() -> Probe {
-    let reason = "kernel confinement is implemented for Linux only".to_owned();
-    Probe {
-        namespaces: Err(reason.clone()),
-        landlock: Err(reason.clone()),
-        seccomp: Err(reason),
-    }
-}
-
 /// The placeholders of a task's missing read-only paths, made once, at
 /// its first confined program ([`Placeholders`]).
 #[derive(Debug)]
@@ -686,117 +585,6 @@ impl LazyPlaceholders {
                 .get_or_init(|| Placeholders::create(&self.workdir, &self.paths));
         }
     }
-}
-
-/// A directory only ybs's user can enter, named when the task is set up,
-/// made at its first confined program ([`Sandbox::ready`]) and removed
-/// (with its content) on drop if it was made.
-#[derive(Debug)]
-struct PrivateTemp {
-    path: PathBuf,
-    /// Whether it was made, or why it could not be.
-    made: OnceLock<Result<(), String>>,
-}
-
-impl PrivateTemp {
-    /// An unused name under the temp dir, canonical. Random: the name is
-    /// in the outputs before the directory exists, and a directory of that
-    /// name made by anyone else is never used ([`PrivateTemp::ensure`]).
-    fn name() -> io::Result<Self> {
-        use std::hash::{BuildHasher as _, Hasher as _};
-        let base = std::env::temp_dir().canonicalize()?;
-        static SWEPT: std::sync::Once = std::sync::Once::new();
-        SWEPT.call_once(|| sweep_private_temps(&base));
-        let random = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
-        let name = format!("ybs-sandbox-{}-{random:016x}", std::process::id());
-        Ok(Self {
-            path: base.join(name),
-            made: OnceLock::new(),
-        })
-    }
-
-    /// Makes it (mode 0700, with an empty `.home`), once. A directory of
-    /// that name that exists already is not ours: an error, every time.
-    fn ensure(&self) -> io::Result<()> {
-        use std::os::unix::fs::DirBuilderExt;
-        self.made
-            .get_or_init(|| {
-                std::fs::DirBuilder::new()
-                    .mode(0o700)
-                    .create(&self.path)
-                    .map_err(|error| {
-                        format!(
-                            "cannot create the private temp dir {}: {error}",
-                            self.path.display()
-                        )
-                    })?;
-                let _ = std::fs::create_dir(self.path.join(".home"));
-                Ok(())
-            })
-            .clone()
-            .map_err(io::Error::other)
-    }
-}
-
-impl Drop for PrivateTemp {
-    fn drop(&mut self) {
-        if matches!(self.made.get(), Some(Ok(()))) {
-            remove_tree(&self.path);
-        }
-    }
-}
-
-/// The private temp dirs (`ybs-sandbox-PID-RANDOM`) in `base` that runs
-/// killed before their end left: those of this user whose process is
-/// gone (once per process, at the first task's set-up).
-fn sweep_private_temps(base: &Path) {
-    use std::os::unix::fs::MetadataExt as _;
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    let uid = nix::unistd::geteuid().as_raw();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|name| name.strip_prefix("ybs-sandbox-"))
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let ours = entry
-            .path()
-            .symlink_metadata()
-            .is_ok_and(|meta| meta.is_dir() && meta.uid() == uid);
-        if ours && !Path::new("/proc").join(pid.to_string()).exists() {
-            remove_tree(&entry.path());
-        }
-    }
-}
-
-/// Removes the directory `path` with its content, links not followed,
-/// even where a program (or overlayfs, whose work directory it leaves at
-/// mode 000) took the owner's rights away.
-fn remove_tree(path: &Path) {
-    use std::os::unix::fs::PermissionsExt as _;
-    if std::fs::remove_dir_all(path).is_ok() {
-        return;
-    }
-    let mut pending = vec![path.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let is_dir = dir.symlink_metadata().is_ok_and(|meta| meta.is_dir());
-        if !is_dir {
-            continue;
-        }
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            pending.extend(entries.flatten().map(|entry| entry.path()));
-        }
-    }
-    let _ = std::fs::remove_dir_all(path);
 }
 
 #[cfg(test)]

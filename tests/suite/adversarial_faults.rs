@@ -14,6 +14,7 @@ use crate::support::Ybs;
 use crate::support::cassette::{answer, calls};
 use crate::support::server::{Reply, Server};
 use crate::support::wire;
+use crate::support::{git, tool_calls};
 
 // ---------------------------------------------------------------------------
 // Helpers.
@@ -31,30 +32,6 @@ fn explain(ybs: &Ybs, call: &str) -> (String, String) {
         .trim()
         .to_owned();
     (verdict, run.stdout)
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "u")
-        .env("GIT_AUTHOR_EMAIL", "u@example.com")
-        .env("GIT_COMMITTER_NAME", "u")
-        .env("GIT_COMMITTER_EMAIL", "u@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn tool_calls(transcript: &Value) -> &Vec<Value> {
-    transcript["tool_calls"].as_array().expect("tool_calls")
 }
 
 // ---------------------------------------------------------------------------

@@ -6,8 +6,13 @@
 //! blanked first), not as lines: every `use` item is parsed up to its `;`,
 //! nested and multi-line `crate::{…}` groups included, and every path in
 //! code that starts at `crate`, `self`, `super` or a child module is
-//! resolved against the file's own module path. A `pub use` that hands a
-//! lower module to a level that may not name it is flagged too.
+//! resolved against the file's own module path, as is every path that
+//! begins at a name a `use` binds (`use crate as x;` … `x::runner`). A
+//! `pub use` or `pub type` that hands a lower module to a level that may
+//! not name it is flagged too, and so is a glob or alias of the crate
+//! root (`use crate::*`, `use crate as x`): what it brings in goes by
+//! unseen names. A `#[path]` module is scanned where it is mounted, and
+//! production code has none.
 //!
 //! The CLI parses argv, builds options and maps errors to exit codes: it
 //! reaches the agent, the providers, the tools, task files, policies and
@@ -273,18 +278,27 @@ struct Named {
     segments: Vec<String>,
     /// The line of each segment.
     lines: Vec<usize>,
-    /// From a `pub` or `pub(crate)` `use` item: a re-export.
+    /// From a `pub` or `pub(crate)` `use` item, or the type a `pub` or
+    /// `pub(crate)` `type` alias names: a re-export.
     exported: bool,
     /// The file's module at that point (inline `mod x { … }` included).
     module: Vec<String>,
+    /// Inside a test-only item (`#[cfg(test)] mod tests { … }`).
+    in_test: bool,
+    /// The name a `use` leaf binds (`Agent` for `crate::agent::Agent`,
+    /// `x` for `crate as x`); `None` for a glob or a path in code.
+    binds: Option<String>,
 }
 
 /// One path as written, each segment with its line.
 type Path_ = Vec<(String, usize)>;
 
+/// One leaf of a use tree: its path, and the name an `as` gives it.
+type Leaf = (Path_, Option<String>);
+
 /// Parses one use tree from `at`: `a::b::{c, d::{e, f}}`, `a::*`,
 /// `a as b`, each leaf expanded into a path.
-fn use_tree(tokens: &[(Token, usize)], at: &mut usize, prefix: &Path_, out: &mut Vec<Path_>) {
+fn use_tree(tokens: &[(Token, usize)], at: &mut usize, prefix: &Path_, out: &mut Vec<Leaf>) {
     let mut path = prefix.clone();
     if is_punct(tokens.get(*at), "::") {
         *at += 1;
@@ -294,20 +308,24 @@ fn use_tree(tokens: &[(Token, usize)], at: &mut usize, prefix: &Path_, out: &mut
             Some((Token::Ident(word), line)) => {
                 path.push((word.clone(), *line));
                 *at += 1;
+                let mut alias = None;
                 if is_ident(tokens.get(*at), "as") {
+                    if let Some((Token::Ident(name), _)) = tokens.get(*at + 1) {
+                        alias = Some(name.clone());
+                    }
                     *at += 2;
                 }
                 if is_punct(tokens.get(*at), "::") {
                     *at += 1;
                     continue;
                 }
-                out.push(path);
+                out.push((path, alias));
                 return;
             }
             Some((Token::Punct("*"), line)) => {
                 *at += 1;
                 path.push(("*".to_owned(), *line));
-                out.push(path);
+                out.push((path, None));
                 return;
             }
             Some((Token::Punct("{"), _)) => {
@@ -326,6 +344,65 @@ fn use_tree(tokens: &[(Token, usize)], at: &mut usize, prefix: &Path_, out: &mut
     }
 }
 
+/// Every `use` item in `tokens`: the index of its `use`, whether it is
+/// `pub` or `pub(crate)`, and its leaves.
+fn use_items(tokens: &[(Token, usize)]) -> Vec<(usize, bool, Vec<Leaf>)> {
+    let mut out = Vec::new();
+    for i in 0..tokens.len() {
+        if !is_ident(tokens.get(i), "use") {
+            continue;
+        }
+        let mut at = i + 1;
+        let mut leaves = Vec::new();
+        use_tree(tokens, &mut at, &Vec::new(), &mut leaves);
+        out.push((i, is_pub(tokens, i), leaves));
+    }
+    out
+}
+
+/// The item at `at` is `pub` or `pub(crate)` (so seen outside its top-level module).
+fn is_pub(tokens: &[(Token, usize)], at: usize) -> bool {
+    is_ident(tokens.get(at.wrapping_sub(1)), "pub")
+        || (is_punct(tokens.get(at.wrapping_sub(1)), ")")
+            && is_ident(tokens.get(at.wrapping_sub(2)), "crate")
+            && is_ident(tokens.get(at.wrapping_sub(4)), "pub"))
+}
+
+/// The name a `use` leaf binds: its alias, or its last segment (the one
+/// before a trailing `self`); `None` for a glob and for `_`.
+fn binds(path: &Path_, alias: Option<&String>) -> Option<String> {
+    let name = match alias {
+        Some(alias) => alias.clone(),
+        None => {
+            let mut names = path.iter().rev().map(|(s, _)| s);
+            let last = names.next()?;
+            if last == "self" {
+                names.next()?.clone()
+            } else {
+                last.clone()
+            }
+        }
+    };
+    (name != "_" && name != "*").then_some(name)
+}
+
+/// A path in code from `at`: `first::second::…`, each segment with its line.
+fn code_path(tokens: &[(Token, usize)], at: usize) -> (Path_, usize) {
+    let mut path = Vec::new();
+    if let Some((Token::Ident(first), line)) = tokens.get(at) {
+        path.push((first.clone(), *line));
+    }
+    let mut at = at + 1;
+    while is_punct(tokens.get(at), "::") {
+        match tokens.get(at + 1) {
+            Some((Token::Ident(next), line)) => path.push((next.clone(), *line)),
+            _ => break,
+        }
+        at += 2;
+    }
+    (path, at)
+}
+
 /// The module at a point of a file: its own, and the inline modules open there.
 fn within(module: &[String], inline: &[(String, usize)]) -> Vec<String> {
     let mut path = module.to_vec();
@@ -333,12 +410,80 @@ fn within(module: &[String], inline: &[(String, usize)]) -> Vec<String> {
     path
 }
 
-/// Every path a file names: the leaves of its `use` items and the paths
-/// in its code that begin at `crate`, `self`, `super` or one of
-/// `children` (the modules declared right below the file's module).
+/// The token ranges of a file's test-only items (`#[cfg(test)]` modules,
+/// functions, …), and the names of the test-only child modules it
+/// declares in files of their own (`#[cfg(test)] mod tests;`).
+fn test_items(tokens: &[(Token, usize)]) -> (Vec<std::ops::Range<usize>>, BTreeSet<String>) {
+    let mut ranges = Vec::new();
+    let mut test_children = BTreeSet::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let cfg_test = is_ident(tokens.get(i), "cfg")
+            && is_punct(tokens.get(i + 1), "(")
+            && is_ident(tokens.get(i + 2), "test")
+            && is_punct(tokens.get(i + 3), ")");
+        if !cfg_test {
+            i += 1;
+            continue;
+        }
+        // The item: up to its `;`, or its body's closing brace.
+        let mut at = i + 4;
+        while at < tokens.len() && !is_punct(tokens.get(at), ";") && !is_punct(tokens.get(at), "{")
+        {
+            if is_ident(tokens.get(at), "mod")
+                && let Some((Token::Ident(name), _)) = tokens.get(at + 1)
+                && is_punct(tokens.get(at + 2), ";")
+            {
+                test_children.insert(name.clone());
+            }
+            at += 1;
+        }
+        if is_punct(tokens.get(at), "{") {
+            let mut depth = 0_usize;
+            while at < tokens.len() {
+                if is_punct(tokens.get(at), "{") {
+                    depth += 1;
+                } else if is_punct(tokens.get(at), "}") {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                at += 1;
+            }
+        }
+        ranges.push(i..at + 1);
+        i = at + 1;
+    }
+    (ranges, test_children)
+}
+
+/// Every path a file names: the leaves of its `use` items (and an
+/// `extern crate self as x`), the paths in its code that begin at
+/// `crate`, `self`, `super`, one of `children` (the modules declared
+/// right below the file's module) or a name a `use` item binds to a
+/// path in the crate (`use crate as x;` … `x::runner::run`), and the
+/// type each `pub type` alias names.
 fn named_paths(text: &str, module: &[String], children: &BTreeSet<String>) -> Vec<Named> {
     let tokens = tokens(&blank_comments_and_literals(text));
+    let (tests, _) = test_items(&tokens);
+    let in_test = |at: usize| tests.iter().any(|range| range.contains(&at));
+    let uses: BTreeMap<usize, (bool, Vec<Leaf>)> = use_items(&tokens)
+        .into_iter()
+        .map(|(at, exported, leaves)| (at, (exported, leaves)))
+        .collect();
     let mut out = Vec::new();
+    // Paths in code that begin at another name: resolved once the names
+    // the `use` items bind are known.
+    let mut pending = Vec::new();
+    let named = |path: &Path_, exported: bool, module: Vec<String>, at: usize| Named {
+        segments: path.iter().map(|(segment, _)| segment.clone()).collect(),
+        lines: path.iter().map(|(_, line)| *line).collect(),
+        exported,
+        module,
+        in_test: in_test(at),
+        binds: None,
+    };
     // Inline `mod x {`: the brace depth each opened at.
     let mut inline: Vec<(String, usize)> = Vec::new();
     let mut depth = 0_usize;
@@ -364,58 +509,116 @@ fn named_paths(text: &str, module: &[String], children: &BTreeSet<String>) -> Ve
                 depth += 1;
                 continue;
             }
-            (Token::Ident(word), line) if word == "use" => {
-                let exported = is_ident(tokens.get(i.wrapping_sub(1)), "pub")
-                    || (is_punct(tokens.get(i.wrapping_sub(1)), ")")
-                        && is_ident(tokens.get(i.wrapping_sub(2)), "crate")
-                        && is_ident(tokens.get(i.wrapping_sub(4)), "pub"));
-                let mut at = i + 1;
-                let mut leaves = Vec::new();
-                use_tree(&tokens, &mut at, &Vec::new(), &mut leaves);
+            (Token::Ident(word), line)
+                if word == "extern"
+                    && is_ident(tokens.get(i + 1), "crate")
+                    && is_ident(tokens.get(i + 2), "self") =>
+            {
+                let mut root = named(
+                    &vec![("crate".to_owned(), *line)],
+                    false,
+                    within(module, &inline),
+                    i,
+                );
+                if is_ident(tokens.get(i + 3), "as")
+                    && let Some((Token::Ident(alias), _)) = tokens.get(i + 4)
+                {
+                    root.binds = Some(alias.clone());
+                }
+                out.push(root);
+                i += 3;
+                continue;
+            }
+            (Token::Ident(word), _) if word == "use" => {
                 let module = within(module, &inline);
-                out.extend(leaves.into_iter().map(|path| Named {
-                    segments: path.iter().map(|(segment, _)| segment.clone()).collect(),
-                    lines: path.iter().map(|(_, line)| *line).collect(),
-                    exported,
-                    module: module.clone(),
-                }));
+                if let Some((exported, leaves)) = uses.get(&i) {
+                    for (path, alias) in leaves {
+                        let mut leaf = named(path, *exported, module.clone(), i);
+                        leaf.binds = binds(path, alias.as_ref());
+                        out.push(leaf);
+                    }
+                }
+                let mut at = i + 1;
                 while at < tokens.len() && !is_punct(tokens.get(at), ";") {
                     at += 1;
                 }
                 i = at + 1;
                 continue;
             }
-            (Token::Ident(word), line)
-                if (matches!(word.as_str(), "crate" | "self" | "super")
-                    || (inline.is_empty() && children.contains(word)))
-                    && is_punct(tokens.get(i + 1), "::")
+            (Token::Ident(word), _) if word == "type" && is_pub(&tokens, i) => {
+                // `pub type Name<…> = path::To<…>;`: the path after `=`
+                // (the first token at the outer level that is not a
+                // generic's bracket).
+                let mut at = i + 2;
+                let mut angle = 0_usize;
+                while at < tokens.len() && !is_punct(tokens.get(at), ";") {
+                    match &tokens[at] {
+                        (Token::Punct("<"), _) => angle += 1,
+                        (Token::Punct(">"), _) => angle = angle.saturating_sub(1),
+                        (Token::Other, _) if angle == 0 => break,
+                        _ => {}
+                    }
+                    at += 1;
+                }
+                if matches!(tokens.get(at), Some((Token::Other, _)))
+                    && matches!(tokens.get(at + 1), Some((Token::Ident(_), _)))
+                {
+                    let (path, _) = code_path(&tokens, at + 1);
+                    let alias = named(&path, true, within(module, &inline), i);
+                    if path.len() == 1 {
+                        pending.push(alias);
+                    } else {
+                        out.push(alias.clone());
+                        pending.push(alias);
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            (Token::Ident(word), _)
+                if is_punct(tokens.get(i + 1), "::")
                     && !is_punct(tokens.get(i.wrapping_sub(1)), "::") =>
             {
-                let mut segments = vec![word.clone()];
-                let mut lines = vec![*line];
-                let mut at = i + 1;
-                while is_punct(tokens.get(at), "::") {
-                    match tokens.get(at + 1) {
-                        Some((Token::Ident(next), line)) => {
-                            segments.push(next.clone());
-                            lines.push(*line);
-                        }
-                        _ => break,
-                    }
-                    at += 2;
+                let (path, at) = code_path(&tokens, i);
+                let found = named(&path, false, within(module, &inline), i);
+                if matches!(word.as_str(), "crate" | "self" | "super")
+                    || (inline.is_empty() && children.contains(word))
+                {
+                    out.push(found);
+                } else {
+                    pending.push(found);
                 }
-                out.push(Named {
-                    segments,
-                    lines,
-                    exported: false,
-                    module: within(module, &inline),
-                });
                 i = at;
                 continue;
             }
             _ => {}
         }
         i += 1;
+    }
+    // The names `use` items bind to paths in the crate.
+    let aliases: BTreeMap<String, Vec<String>> = out
+        .iter()
+        .filter_map(|named| Some((named.binds.clone()?, resolve(named, children)?)))
+        .collect();
+    for mut found in pending {
+        let Some(first) = found.segments.first() else {
+            continue;
+        };
+        if matches!(first.as_str(), "crate" | "self" | "super") {
+            continue;
+        }
+        let Some(base) = aliases.get(first) else {
+            continue;
+        };
+        let line = found.lines[0];
+        let mut segments = vec!["crate".to_owned()];
+        segments.extend(base.iter().cloned());
+        segments.extend(found.segments.iter().skip(1).cloned());
+        let mut lines = vec![line; base.len() + 1];
+        lines.extend(found.lines.iter().skip(1));
+        found.segments = segments;
+        found.lines = lines;
+        out.push(found);
     }
     out
 }
@@ -487,20 +690,154 @@ fn module_of(file: &Path) -> Vec<String> {
     module
 }
 
-fn sources(files: &[(PathBuf, String)]) -> Vec<Source> {
-    let modules: Vec<Vec<String>> = files.iter().map(|(file, _)| module_of(file)).collect();
-    files
+/// A `#[path = "…"] mod name;` in a file: the line of its `mod`, the
+/// path as written, and the module's name.
+fn path_attributes(text: &str) -> Vec<(usize, String, String)> {
+    let original: Vec<char> = text.chars().collect();
+    let blanked: Vec<char> = blank_comments_and_literals(text).chars().collect();
+    let skip = |mut at: usize| {
+        // (A string literal is blanked too: stop at its quote.)
+        while blanked.get(at).is_some_and(|c| c.is_whitespace()) && original.get(at) != Some(&'"') {
+            at += 1;
+        }
+        at
+    };
+    let mut out = Vec::new();
+    for start in 0..blanked.len() {
+        if blanked[start] != '#' {
+            continue;
+        }
+        let mut at = skip(start + 1);
+        if blanked.get(at) != Some(&'[') {
+            continue;
+        }
+        at = skip(at + 1);
+        let word: String = blanked[at..].iter().take(4).collect();
+        if word != "path"
+            || blanked
+                .get(at + 4)
+                .is_some_and(|c| c.is_alphanumeric() || *c == '_')
+        {
+            continue;
+        }
+        at = skip(at + 4);
+        if blanked.get(at) != Some(&'=') {
+            continue;
+        }
+        at = skip(at + 1);
+        // The literal is blanked: read it from the original text.
+        if original.get(at) != Some(&'"') {
+            continue;
+        }
+        let Some(close) = (at + 1..original.len()).find(|&k| original[k] == '"') else {
+            continue;
+        };
+        let written: String = original[at + 1..close].iter().collect();
+        let rest: String = blanked[close + 1..].iter().collect();
+        let before = blanked[..close].iter().filter(|c| **c == '\n').count();
+        let tokens = tokens(&rest);
+        for (k, (token, line)) in tokens.iter().enumerate() {
+            if matches!(token, Token::Punct(";" | "{")) {
+                break;
+            }
+            if *token == Token::Ident("mod".to_owned())
+                && let Some((Token::Ident(name), _)) = tokens.get(k + 1)
+            {
+                out.push((before + line, written.clone(), name.clone()));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// `dir/written` with `.` and `..` folded away.
+fn joined(dir: &Path, written: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in dir.join(written).components() {
+        match component {
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The modules declared test-only (`#[cfg(test)] mod tests;`), by path.
+fn test_modules(located: &[(PathBuf, Vec<String>, &String)]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (_, module, text) in located {
+        for child in without_test_items(text).1 {
+            let mut module = module.clone();
+            module.push(child);
+            out.push(module);
+        }
+    }
+    out
+}
+
+/// The `#[path]` modules of production code: the file that declares one,
+/// the line, the file it mounts (relative to `src/`) and the module
+/// path it mounts it at.
+fn path_mounts(files: &[(PathBuf, String)]) -> Vec<(PathBuf, usize, PathBuf, Vec<String>)> {
+    let located: Vec<(PathBuf, Vec<String>, &String)> = files
         .iter()
-        .zip(&modules)
-        .map(|((file, text), module)| Source {
+        .map(|(file, text)| (file.clone(), module_of(file), text))
+        .collect();
+    let tests = test_modules(&located);
+    let mut out = Vec::new();
+    for (file, module, text) in &located {
+        if tests.iter().any(|test| module.starts_with(test)) {
+            continue;
+        }
+        let (kept, _) = without_test_items(text);
+        for (line, written, name) in path_attributes(text) {
+            let in_production = kept.iter().enumerate().any(|(k, (token, at))| {
+                *at == line
+                    && *token == Token::Ident("mod".to_owned())
+                    && is_ident(kept.get(k + 1), &name)
+            });
+            if !in_production {
+                continue;
+            }
+            let dir = file.parent().unwrap_or(Path::new(""));
+            let mut mounted = module.clone();
+            mounted.push(name);
+            out.push((file.clone(), line, joined(dir, &written), mounted));
+        }
+    }
+    out
+}
+
+/// Every file with its module path: where it lies, and again where a
+/// production `#[path]` module mounts it.
+fn sources(files: &[(PathBuf, String)]) -> Vec<Source> {
+    let mut entries: Vec<(PathBuf, Vec<String>, &String)> = files
+        .iter()
+        .map(|(file, text)| (file.clone(), module_of(file), text))
+        .collect();
+    for (_, _, target, module) in path_mounts(files) {
+        if let Some((file, text)) = files.iter().find(|(file, _)| *file == target) {
+            entries.push((file.clone(), module, text));
+        }
+    }
+    entries
+        .iter()
+        .map(|(file, module, text)| Source {
             file: file.clone(),
             module: module.clone(),
-            children: modules
+            children: entries
                 .iter()
+                .map(|(_, m, _)| m)
                 .filter(|m| m.len() == module.len() + 1 && m.starts_with(module))
                 .filter_map(|m| m.last().cloned())
                 .collect(),
-            text: text.clone(),
+            text: (*text).clone(),
         })
         .collect()
 }
@@ -527,6 +864,17 @@ fn level_violations(files: &[(PathBuf, String)]) -> Vec<String> {
             let Some(path) = resolve(&named, &source.children) else {
                 continue;
             };
+            if path.is_empty() || path == ["*"] {
+                // `use crate::*`, `use crate as x`: what is used from the
+                // crate then goes by unseen names.
+                violations.push(format!(
+                    "{}:{}: `{own}` names the crate root whole (`{}`): name the module it uses",
+                    source.file.display(),
+                    named.line(),
+                    named.segments.join("::")
+                ));
+                continue;
+            }
             let Some(used) = path.first() else {
                 continue;
             };
@@ -606,7 +954,15 @@ fn room_violations(files: &[(PathBuf, String)]) -> Vec<String> {
             let Some(path) = resolve(&named, &source.children) else {
                 continue;
             };
-            if let Some(used) = room_of(&path, &reexports)
+            if path == ["runner", "*"] && !named.in_test {
+                // `use super::*` takes the root's re-exported doors too.
+                violations.push(format!(
+                    "{}:{}: the engine room `{room}` imports the runner's root whole (`{}`), its doors included",
+                    source.file.display(),
+                    named.line(),
+                    named.segments.join("::")
+                ));
+            } else if let Some(used) = room_of(&path, &reexports)
                 && RUNNER_DOORS.contains(&used.as_str())
             {
                 violations.push(format!(
@@ -673,7 +1029,11 @@ const ENV_READS_ALLOWED: &[(&str, &str, &str)] = &[
         "var_os",
         "the sandbox rebuild",
     ),
-    ("tools/sandbox.rs", "temp_dir", "the sandbox rebuild"),
+    (
+        "tools/sandbox/private_temp.rs",
+        "temp_dir",
+        "the sandbox rebuild",
+    ),
 ];
 
 /// The text of a file without its test-only items (`#[cfg(test)]`
@@ -681,47 +1041,13 @@ const ENV_READS_ALLOWED: &[(&str, &str, &str)] = &[
 /// modules it declares in files of their own (`#[cfg(test)] mod tests;`).
 fn without_test_items(text: &str) -> (Vec<(Token, usize)>, BTreeSet<String>) {
     let tokens = tokens(&blank_comments_and_literals(text));
-    let mut kept = Vec::new();
-    let mut test_children = BTreeSet::new();
-    let mut i = 0;
-    while i < tokens.len() {
-        let cfg_test = is_ident(tokens.get(i), "cfg")
-            && is_punct(tokens.get(i + 1), "(")
-            && is_ident(tokens.get(i + 2), "test")
-            && is_punct(tokens.get(i + 3), ")");
-        if !cfg_test {
-            kept.push(tokens[i].clone());
-            i += 1;
-            continue;
-        }
-        // Skip the item: up to its `;`, or its body's closing brace.
-        let mut at = i + 4;
-        while at < tokens.len() && !is_punct(tokens.get(at), ";") && !is_punct(tokens.get(at), "{")
-        {
-            if is_ident(tokens.get(at), "mod")
-                && let Some((Token::Ident(name), _)) = tokens.get(at + 1)
-                && is_punct(tokens.get(at + 2), ";")
-            {
-                test_children.insert(name.clone());
-            }
-            at += 1;
-        }
-        if is_punct(tokens.get(at), "{") {
-            let mut depth = 0_usize;
-            while at < tokens.len() {
-                if is_punct(tokens.get(at), "{") {
-                    depth += 1;
-                } else if is_punct(tokens.get(at), "}") {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                at += 1;
-            }
-        }
-        i = at + 1;
-    }
+    let (tests, test_children) = test_items(&tokens);
+    let kept = tokens
+        .into_iter()
+        .enumerate()
+        .filter(|(at, _)| !tests.iter().any(|range| range.contains(at)))
+        .map(|(_, token)| token)
+        .collect();
     (kept, test_children)
 }
 
@@ -769,15 +1095,34 @@ fn env_reads(files: &[(PathBuf, String)]) -> Vec<String> {
                 reads.push(read);
             }
         };
+        // The names `std::env` goes by: its own, and each `as` it is given.
+        let mut env = BTreeSet::from(["env".to_owned()]);
+        for (_, _, leaves) in use_items(&tokens) {
+            for (path, alias) in leaves {
+                let mut segments: Vec<&str> = path.iter().map(|(s, _)| s.as_str()).collect();
+                if segments.last() == Some(&"self") {
+                    segments.pop();
+                }
+                if segments == ["std", "env"]
+                    && let Some(alias) = alias
+                {
+                    env.insert(alias);
+                }
+            }
+        }
         for i in 0..tokens.len() {
-            // `env::NAME` in code or a `use` path, `env::{…, NAME}` in a group.
-            if !is_ident(tokens.get(i), "env") || !is_punct(tokens.get(i + 1), "::") {
+            // `env::NAME` in code or a `use` path, `env::{…, NAME}` in a
+            // group, `env::*`.
+            let named_env =
+                matches!(tokens.get(i), Some((Token::Ident(word), _)) if env.contains(word));
+            if !named_env || !is_punct(tokens.get(i + 1), "::") {
                 continue;
             }
             match tokens.get(i + 2) {
                 Some((Token::Ident(name), line)) if ENV_READS.contains(&name.as_str()) => {
                     found(name, *line);
                 }
+                Some((Token::Punct("*"), line)) => found("*", *line),
                 Some((Token::Punct("{"), _)) => {
                     let mut at = i + 3;
                     while at < tokens.len() && !is_punct(tokens.get(at), "}") {
@@ -1220,4 +1565,261 @@ fn production_errors_are_typed() {
         errors.len(),
         errors.join("\n")
     );
+}
+
+/// No production file is longer than this many production lines ...
+const LONGEST_FILE: usize = 1200;
+/// ... a file over this many is long ...
+const LONG_FILE: usize = 600;
+/// ... and at most this many are (12 once the runner's and the policy's
+/// long files are split).
+const MOST_LONG_FILES: usize = 17;
+/// The files over [`LONGEST_FILE`] while they are being split, each with
+/// why; the list only shrinks.
+const TOO_LONG_FOR_NOW: &[(&str, &str)] = &[(
+    "runner/prepare.rs",
+    "split into the prepare/ pipeline of rooms (issue 39 item 1)",
+)];
+
+/// Each production file with its production lines, longest first: the
+/// lines before its `#[cfg(test)]` module (all of them if it has none);
+/// the files of test-only modules (`tests.rs`, …) are not counted.
+fn production_lines(files: &[(PathBuf, String)]) -> Vec<(String, usize)> {
+    let located: Vec<(PathBuf, Vec<String>, &String)> = files
+        .iter()
+        .map(|(file, text)| (file.clone(), module_of(file), text))
+        .collect();
+    let tests = test_modules(&located);
+    let mut out = Vec::new();
+    for (file, module, text) in &located {
+        if file.file_name().is_some_and(|name| name == "tests.rs")
+            || tests.iter().any(|test| module.starts_with(test))
+        {
+            continue;
+        }
+        let tokens = tokens(&blank_comments_and_literals(text));
+        // The first `#[cfg(test)]` on an inline module: `mod name {`.
+        let test_module = (0..tokens.len()).find_map(|i| {
+            let cfg_test = is_ident(tokens.get(i), "cfg")
+                && is_punct(tokens.get(i + 1), "(")
+                && is_ident(tokens.get(i + 2), "test")
+                && is_punct(tokens.get(i + 3), ")");
+            if !cfg_test {
+                return None;
+            }
+            let item = tokens[i + 4..]
+                .iter()
+                .position(|(token, _)| matches!(token, Token::Punct(";" | "{")))?;
+            let at = i + 4 + item;
+            let inline = is_punct(tokens.get(at), "{")
+                && is_ident(tokens.get(at.wrapping_sub(2)), "mod")
+                && matches!(tokens.get(at - 1), Some((Token::Ident(_), _)));
+            inline.then_some(tokens[i].1)
+        });
+        let lines = match test_module {
+            Some(line) => line - 1,
+            None => text.lines().count(),
+        };
+        out.push((file.display().to_string(), lines));
+    }
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
+}
+
+#[test]
+fn a_planted_long_file_is_measured_and_its_tests_are_not() {
+    let code = |lines: usize| "fn f() {}\n".repeat(lines);
+    let inline = format!(
+        "{}#[cfg(test)]\nfn helper() {{}}\n{}#[cfg(test)]\n#[allow(unused)]\nmod tests {{\n{}}}\n",
+        code(3),
+        code(4),
+        code(50)
+    );
+    let declared = format!("#[cfg(test)]\nmod tests;\n{}", code(8));
+    let files = fixture(&[
+        ("tools/inline.rs", &inline),
+        ("tools/declared.rs", &declared),
+        ("tools/declared/tests.rs", &code(900)),
+        ("tools/declared/tests/more.rs", &code(900)),
+        ("tools/mod.rs", "mod inline;\nmod declared;\n"),
+        ("llm/tests.rs", &code(700)),
+    ]);
+    assert_eq!(
+        production_lines(&files),
+        [
+            ("tools/declared.rs".to_owned(), 10),
+            ("tools/inline.rs".to_owned(), 9),
+            ("tools/mod.rs".to_owned(), 2),
+        ]
+    );
+}
+
+#[test]
+fn no_production_file_is_too_long() {
+    let files = production_lines(&crate_files());
+    let too_long: Vec<_> = files
+        .iter()
+        .filter(|(file, n)| *n > LONGEST_FILE && !TOO_LONG_FOR_NOW.iter().any(|(f, _)| f == file))
+        .collect();
+    let long: Vec<_> = files.iter().filter(|(_, n)| *n > LONG_FILE).collect();
+    assert!(
+        too_long.is_empty() && long.len() <= MOST_LONG_FILES,
+        "production files over {LONGEST_FILE} lines: none may be; over {LONG_FILE} lines: \
+         at most {MOST_LONG_FILES} may be, there are {} (move cohesive parts into \
+         sub-modules):\n{}",
+        long.len(),
+        long.iter()
+            .map(|(file, n)| format!("{file} {n} lines"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// Every production `#[path]` module: `file:line: … mounts FILE as MODULE`.
+fn path_modules(files: &[(PathBuf, String)]) -> Vec<String> {
+    path_mounts(files)
+        .into_iter()
+        .map(|(file, line, target, module)| {
+            format!(
+                "{}:{line}: a `#[path]` module mounts {} as `{}`",
+                file.display(),
+                target.display(),
+                module.join("::")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_planted_glob_or_alias_of_the_crate_root_is_caught() {
+    let files = fixture(&[
+        (
+            "tools/planted.rs",
+            "use crate::*;\nuse crate as x;\nuse crate::{self as y};\nextern crate self as z;\nfn f() {\n    x::runner::run();\n    let _ = z::agent::Agent::new;\n}\n",
+        ),
+        ("tools/mod.rs", "mod planted;\nuse super::*;\n"),
+    ]);
+    assert_eq!(
+        level_violations(&files),
+        [
+            "tools/planted.rs:1: `tools` names the crate root whole (`crate::*`): name the module it uses",
+            "tools/planted.rs:2: `tools` names the crate root whole (`crate`): name the module it uses",
+            "tools/planted.rs:3: `tools` names the crate root whole (`crate::self`): name the module it uses",
+            "tools/planted.rs:4: `tools` names the crate root whole (`crate`): name the module it uses",
+            "tools/planted.rs:6: `tools` uses `crate::runner`",
+            "tools/planted.rs:7: `tools` uses `crate::agent`",
+            "tools/mod.rs:2: `tools` names the crate root whole (`super::*`): name the module it uses",
+        ]
+    );
+}
+
+#[test]
+fn a_planted_glob_of_the_runners_root_in_an_engine_room_is_caught() {
+    let files = fixture(&[
+        (
+            "runner/mod.rs",
+            "mod front;\nmod prepare;\nmod batch;\npub use front::run;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+        ),
+        ("runner/front.rs", "use super::*;\n"),
+        (
+            "runner/prepare.rs",
+            "use super::*;\nuse super as root;\nfn f() {\n    run();\n    root::run();\n}\n#[cfg(test)]\nmod tests {\n    use super::super::*;\n}\n",
+        ),
+        ("runner/batch.rs", "use crate::runner::{*, RunError};\n"),
+    ]);
+    assert_eq!(
+        room_violations(&files),
+        [
+            "runner/prepare.rs:1: the engine room `prepare` imports the runner's root whole (`super::*`), its doors included",
+            "runner/prepare.rs:5: the engine room `prepare` uses the door `front`",
+            "runner/batch.rs:1: the engine room `batch` imports the runner's root whole (`crate::runner::*`), its doors included",
+        ]
+    );
+}
+
+#[test]
+fn a_type_alias_is_a_re_export() {
+    let files = fixture(&[
+        (
+            "runner/mod.rs",
+            "use crate::agent::Stop;\npub type S = Stop;\npub type A = crate::agent::Agent<u8>;\npub(crate) type G<T> = crate::git::Repo<T>;\npub type Pair = (Option<crate::agent::Stop>, u8);\ntype Private = crate::agent::Turn;\npub type Hook = Box<dyn Fn(Stop) -> u8>;\n",
+        ),
+        ("tools/planted.rs", "pub type T = crate::agent::Turn;\n"),
+    ]);
+    assert_eq!(
+        level_violations(&files),
+        [
+            "runner/mod.rs:3: `runner` re-exports `crate::agent::Agent` to `cli`, which may not use `agent`",
+            "runner/mod.rs:4: `runner` re-exports `crate::git::Repo` to `cli`, which may not use `git`",
+            "runner/mod.rs:2: `runner` re-exports `crate::agent::Stop` to `cli`, which may not use `agent`",
+            "tools/planted.rs:1: `tools` uses `crate::agent`",
+        ]
+    );
+}
+
+#[test]
+fn a_planted_alias_or_glob_of_std_env_is_a_read() {
+    let files = fixture(&[
+        (
+            "tools/planted.rs",
+            "use std::env as e;\nuse std::{env as f};\nuse std::env::*;\nfn g() {\n    e::var(\"X\");\n    f::current_dir();\n    e::args();\n}\n",
+        ),
+        ("tools/mod.rs", "mod planted;\n"),
+    ]);
+    assert_eq!(
+        env_reads(&files),
+        [
+            "tools/planted.rs:3: std::env::*",
+            "tools/planted.rs:5: std::env::var",
+            "tools/planted.rs:6: std::env::current_dir",
+        ]
+    );
+}
+
+#[test]
+fn a_planted_path_module_is_resolved_where_it_is_mounted() {
+    let files = fixture(&[
+        (
+            "tools/mod.rs",
+            "#[path = \"../runner/evil.rs\"]\nmod evil;\n#[path = \"../config/reader.rs\"] mod reader;\n#[cfg(test)]\n#[path = \"../llm/fixture.rs\"]\nmod fixture;\n",
+        ),
+        ("runner/evil.rs", "use crate::agent::Agent;\n"),
+        ("config/reader.rs", "fn f() { std::env::var(\"X\"); }\n"),
+        ("llm/fixture.rs", "use crate::llm::Provider;\n"),
+    ]);
+    assert_eq!(
+        path_modules(&files),
+        [
+            "tools/mod.rs:2: a `#[path]` module mounts runner/evil.rs as `tools::evil`",
+            "tools/mod.rs:3: a `#[path]` module mounts config/reader.rs as `tools::reader`",
+        ]
+    );
+    assert_eq!(
+        level_violations(&files),
+        ["runner/evil.rs:1: `tools` uses `crate::agent`"]
+    );
+    assert_eq!(env_reads(&files), ["config/reader.rs:1: std::env::var"]);
+}
+
+/// A `#[path]` module's file lies elsewhere than its module path says;
+/// production code has none (test code may borrow a fixture that way).
+#[test]
+fn no_production_module_is_mounted_by_path() {
+    let mounted = path_modules(&crate_files());
+    assert!(
+        mounted.is_empty(),
+        "production `#[path]` modules (move the file where its module is):\n{}",
+        mounted.join("\n")
+    );
+}
+
+#[test]
+fn every_file_too_long_for_now_still_is() {
+    let files = production_lines(&crate_files());
+    for (file, why) in TOO_LONG_FOR_NOW {
+        assert!(
+            files.iter().any(|(f, n)| f == file && *n > LONGEST_FILE),
+            "{file} ({why}) is no longer over {LONGEST_FILE} lines: drop it from TOO_LONG_FOR_NOW"
+        );
+    }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::cassette::{answer, call, error};
+use crate::support::tool_calls;
 use crate::support::{Run, Ybs};
 
 /// A one-task file with a permissive policy, no commit, and `extra`.
@@ -24,10 +25,6 @@ fn operator_config(ybs: &Ybs, text: &str) {
 
 fn transcript(run: &Run) -> Value {
     run.json("ybs-out/t/transcript.json")
-}
-
-fn tool_calls(transcript: &Value) -> Vec<Value> {
-    transcript["tool_calls"].as_array().unwrap().clone()
 }
 
 /// The content of the tool messages the model was sent.

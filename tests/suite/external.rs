@@ -486,21 +486,6 @@ fn invoke_expecting(ybs: &Ybs, name: &str, input: &str, code: i32) -> Value {
     serde_json::from_str(&run.stdout).unwrap()
 }
 
-fn git(ybs: &Ybs, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .args(args)
-        .current_dir(ybs.path())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 #[test]
 fn example_tools_have_schemas() {
     let ybs = with_examples();
@@ -517,10 +502,10 @@ fn example_tools_have_schemas() {
 #[test]
 fn example_git_summary_reports_the_repository() {
     let ybs = with_examples();
-    git(&ybs, &["init", "-q", "-b", "main"]);
+    ybs.git(&["init", "-q", "-b", "main"]);
     ybs.file("a.txt", "a\n");
-    git(&ybs, &["add", "a.txt"]);
-    git(&ybs, &["commit", "-q", "-m", "first \"quoted\" commit"]);
+    ybs.git(&["add", "a.txt"]);
+    ybs.git(&["commit", "-q", "-m", "first \"quoted\" commit"]);
     ybs.file("b.txt", "b\n");
     let envelope = invoke(&ybs, "git-summary", r#"{"max_commits": 2}"#);
     assert_eq!(envelope["success"], true, "{envelope}");

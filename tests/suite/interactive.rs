@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call};
 use crate::support::server::{Reply, Server};
+use crate::support::tool_calls;
 
 const TASK: &str = "prompt: p\ncommit: false\npolicy:\n  allow: [read_file]\n  ask: [write_file]\n";
 
@@ -111,10 +112,6 @@ fn on_tty(ybs: &Ybs, args: &[&str], typed: &[u8], stdout_too: bool) -> TtyRun {
         terminal,
         arrivals,
     }
-}
-
-fn tool_calls(transcript: &Value) -> &Vec<Value> {
-    transcript["tool_calls"].as_array().expect("tool_calls")
 }
 
 fn tool_message(transcript: &Value, index: usize) -> String {

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::Ybs;
+use crate::support::git;
 
 #[test]
 fn version_names_the_build_commit() {
@@ -142,23 +143,6 @@ fn copy_tree(from: &Path, to: &Path) {
 
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A git command in `dir` with no user or system config.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The repository's tasks/ copied into a scratch dir, the fixture

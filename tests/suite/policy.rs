@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};
+use crate::support::tool_calls;
 
 /// A task file with two tasks sharing `defaults.policy`.
 const TASKS: &str = "\
@@ -76,10 +77,6 @@ fn fake_programs(ybs: &Ybs, names: &[&str]) -> String {
         ybs.bin_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     )
-}
-
-fn tool_calls(transcript: &Value) -> &Vec<Value> {
-    transcript["tool_calls"].as_array().expect("tool_calls")
 }
 
 fn tool_message(transcript: &Value, index: usize) -> String {

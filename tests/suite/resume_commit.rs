@@ -2,28 +2,13 @@
 //! `--no-commit` and `--scratch` are carried by the state, `ybs resume`
 //! takes `--no-commit` itself, and the printed resume command repeats it.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::json;
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, calls};
+use crate::support::git;
 
 const TASK: &str = "id: t\nprompt: Write a.txt, then publish.\npolicy:\n  allow: [read_file, write_file]\n  ask: [\"run_shell(npm publish*)\"]\n  on_ask: pause\n";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8(output.stdout).unwrap()
-}
 
 /// A repository with the task committed on `main`, and the two cassettes
 /// (outside it): the paused half and the resumed one.

@@ -4,11 +4,7 @@ use serde_json::{Value, json};
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};
-
-/// A one-task file with a permissive policy and the given extra YAML.
-fn task_yaml(extra: &str) -> String {
-    format!("prompt: do the thing\npolicy:\n  default: allow\n{extra}")
-}
+use crate::support::{git, task_yaml, tool_calls};
 
 fn junit(ybs: &Ybs) -> String {
     let xml = ybs.read("ybs-out/junit.xml");
@@ -31,12 +27,6 @@ pub fn well_formed(path: &std::path::Path) {
         "{} is not well-formed XML",
         path.display()
     );
-}
-
-fn tool_calls(transcript: &Value) -> &Vec<Value> {
-    transcript["tool_calls"]
-        .as_array()
-        .expect("tool_calls array")
 }
 
 #[test]
@@ -70,19 +60,6 @@ fn demo_task_from_the_repository_passes() {
     assert!(ybs.exists("ybs-out/fix-greeting/events.jsonl"));
     assert!(junit(&ybs).contains("fix-greeting"));
     assert!(ybs.exists("ybs-out/summary.md"));
-}
-
-/// A git command in `dir` with no user or system config; its stdout.
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 fn copy_tree(from: &std::path::Path, to: &std::path::Path) {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use jsonschema::Validator;
-use serde_json::{Map, Value, json};
-use ybs::core::decode::yaml::{NodeKind, parse};
+use serde_json::{Value, json};
+use ybs::core::decode::yaml::parse;
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};
@@ -248,24 +248,7 @@ fn the_schemas_reject_what_ybs_never_writes() {
 fn yaml_to_json(text: &str) -> Value {
     let (root, errors) = parse(text);
     assert!(errors.is_empty(), "{errors:?}");
-    to_json(&root.expect("a YAML document").kind)
-}
-
-fn to_json(kind: &NodeKind) -> Value {
-    match kind {
-        NodeKind::Null => Value::Null,
-        NodeKind::Bool(flag) => json!(flag),
-        NodeKind::Int(int) => json!(int),
-        NodeKind::Float(float) => json!(float),
-        NodeKind::Str(text) => json!(text),
-        NodeKind::Seq(items) => items.iter().map(|item| to_json(&item.kind)).collect(),
-        NodeKind::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(key, node)| (key.name.clone(), to_json(&node.kind)))
-                .collect::<Map<String, Value>>(),
-        ),
-    }
+    root.expect("a YAML document").to_json()
 }
 
 /// The example of docs/task-files.md, both forms' edge cases, and the repository's

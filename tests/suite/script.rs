@@ -6,11 +6,8 @@ use serde_json::{Value, json};
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call};
 use crate::support::server::Server;
+use crate::support::tool_calls;
 use crate::support::wire;
-
-fn tool_calls(transcript: &Value) -> &Vec<Value> {
-    transcript["tool_calls"].as_array().expect("tool_calls")
-}
 
 /// The `{stdout, stderr, exit_code}` the model got for the script call.
 fn script_result(transcript: &Value) -> Value {

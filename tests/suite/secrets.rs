@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::support::git;
 use crate::support::server::Server;
 use crate::support::wire;
 use crate::support::{Run, Ybs};
@@ -41,17 +42,6 @@ fn base64(bytes: &[u8]) -> String {
         }
     }
     out
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
 }
 
 /// Every file under `root` but the inputs that hold the secrets.

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};
+use crate::support::tool_calls;
 
 // ---------------------------------------------------------------------------
 // Helpers.
@@ -94,10 +95,6 @@ fn run_within(mut command: Command, limit: Duration) -> (Output, Duration) {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn tool_calls(transcript: &Value) -> &Vec<Value> {
-    transcript["tool_calls"].as_array().expect("tool_calls")
 }
 
 /// The tool messages the model was sent, in order: one per entry of

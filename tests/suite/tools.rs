@@ -5,21 +5,10 @@ use serde_json::json;
 use crate::support::Ybs;
 use crate::support::cassette::{answer, call, calls};
 
-fn git(ybs: &Ybs, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .args(args)
-        .current_dir(ybs.path())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 #[test]
 fn list_and_search_respect_gitignore_and_skip_binary_files() {
     let ybs = Ybs::new();
-    git(&ybs, &["init", "-q"]);
+    ybs.git(&["init", "-q"]);
     ybs.file(".gitignore", "target/\n*.log\n");
     ybs.file("src/lib.rs", "fn needle() {}\n");
     ybs.file("target/debug/out.rs", "fn needle() {}\n");

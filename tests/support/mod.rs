@@ -1,5 +1,8 @@
 //! Test support: a temp-dir builder that runs the real `ybs` binary, and
-//! helpers to write cassettes.
+//! helpers to write cassettes. Every suite takes its helpers from here:
+//! [`git`] (a repository set up and inspected), [`task_yaml`] (a task
+//! file), [`tool_calls`] (what a transcript records); a helper written a
+//! second time in a suite belongs here instead.
 #![allow(dead_code)]
 
 pub mod cassette;
@@ -31,7 +34,52 @@ pub struct Run {
     root: PathBuf,
 }
 
+/// Runs git in `dir` with no user or system config, a fixed identity and
+/// every directory trusted (some suites hand the repository to another
+/// user); asserts it succeeded and returns its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "safe.directory")
+        .env("GIT_CONFIG_VALUE_0", "*")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A task file's text: a prompt, a policy that allows everything, then
+/// `extra` (more fields, one a line).
+pub fn task_yaml(extra: &str) -> String {
+    format!("prompt: do the thing\npolicy:\n  default: allow\n{extra}")
+}
+
+/// The tool calls a task's transcript records, in order.
+pub fn tool_calls(transcript: &Value) -> &Vec<Value> {
+    transcript["tool_calls"]
+        .as_array()
+        .expect("the transcript has tool_calls")
+}
+
 impl Ybs {
+    /// [`git`] in this directory.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(self.path(), args)
+    }
+
     pub fn new() -> Self {
         Self {
             dir: TempDir::new().unwrap(),

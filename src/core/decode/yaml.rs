@@ -74,8 +74,8 @@ impl Node {
         }
     }
 
-    /// The entry for `key`, when this node is a mapping that has it.
-    /// The node as JSON (inline JSON Schemas in YAML).
+    /// The node as JSON (inline JSON Schemas in YAML, tool parameters,
+    /// fixtures): the one conversion.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::Value;
         match &self.kind {
@@ -96,6 +96,7 @@ impl Node {
         }
     }
 
+    /// The entry for `key`, when this node is a mapping that has it.
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.kind {
             NodeKind::Map(entries) => entries
