@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::options::{Entry, Loaded, ResumeEntry, RunOptions};
+use super::load::Loaded;
+use super::options::{Entry, ResumeEntry, RunOptions};
 use super::pause::Resumed;
 use super::session::{Session, Threads};
 use super::state::{self, Key, STATE_FILE, State, StateError};

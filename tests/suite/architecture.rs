@@ -61,7 +61,7 @@ const RUNNER_DOORS: &[&str] = &[
     "clean",
     "sandbox_check",
 ];
-const RUNNER_ENGINE: &[&str] = &[
+pub(super) const RUNNER_ENGINE: &[&str] = &[
     "mod",
     "batch",
     "options",
@@ -83,6 +83,10 @@ const RUNNER_ENGINE: &[&str] = &[
     "matrix",
     "breaker",
     "rule_tools",
+    "load",
+    "context",
+    "select",
+    "dirs",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -269,14 +273,14 @@ fn is_punct(token: Option<&(Token, usize)>, punct: &str) -> bool {
 /// One path a file names, as written (`crate::agent::Agent`,
 /// `super::prepare::PreparedTask`), with the line of its first segment.
 #[derive(Debug, Clone)]
-struct Named {
-    segments: Vec<String>,
+pub(super) struct Named {
+    pub(super) segments: Vec<String>,
     /// The line of each segment.
-    lines: Vec<usize>,
+    pub(super) lines: Vec<usize>,
     /// From a `pub` or `pub(crate)` `use` item: a re-export.
-    exported: bool,
+    pub(super) exported: bool,
     /// The file's module at that point (inline `mod x { … }` included).
-    module: Vec<String>,
+    pub(super) module: Vec<String>,
 }
 
 /// One path as written, each segment with its line.
@@ -336,7 +340,11 @@ fn within(module: &[String], inline: &[(String, usize)]) -> Vec<String> {
 /// Every path a file names: the leaves of its `use` items and the paths
 /// in its code that begin at `crate`, `self`, `super` or one of
 /// `children` (the modules declared right below the file's module).
-fn named_paths(text: &str, module: &[String], children: &BTreeSet<String>) -> Vec<Named> {
+pub(super) fn named_paths(
+    text: &str,
+    module: &[String],
+    children: &BTreeSet<String>,
+) -> Vec<Named> {
     let tokens = tokens(&blank_comments_and_literals(text));
     let mut out = Vec::new();
     // Inline `mod x {`: the brace depth each opened at.
@@ -425,7 +433,7 @@ fn named_paths(text: &str, module: &[String], children: &BTreeSet<String>) -> Ve
 impl Named {
     /// The line of the segment that names a module: the first one past
     /// `crate`, `self` and `super`.
-    fn line(&self) -> usize {
+    pub(super) fn line(&self) -> usize {
         self.segments
             .iter()
             .zip(&self.lines)
@@ -435,7 +443,7 @@ impl Named {
     }
 }
 
-fn resolve(named: &Named, children: &BTreeSet<String>) -> Option<Vec<String>> {
+pub(super) fn resolve(named: &Named, children: &BTreeSet<String>) -> Option<Vec<String>> {
     let mut segments = named.segments.iter().peekable();
     let mut path = match segments.peek().map(|s| s.as_str()) {
         Some("crate") => {
@@ -462,12 +470,12 @@ fn resolve(named: &Named, children: &BTreeSet<String>) -> Option<Vec<String>> {
 }
 
 /// A source file: where it is, its module path, the modules right below it.
-struct Source {
+pub(super) struct Source {
     /// Relative to `src/`.
-    file: PathBuf,
-    module: Vec<String>,
-    children: BTreeSet<String>,
-    text: String,
+    pub(super) file: PathBuf,
+    pub(super) module: Vec<String>,
+    pub(super) children: BTreeSet<String>,
+    pub(super) text: String,
 }
 
 /// The module path of a file under `src/` (`agent/run/admission.rs` →
@@ -487,7 +495,7 @@ fn module_of(file: &Path) -> Vec<String> {
     module
 }
 
-fn sources(files: &[(PathBuf, String)]) -> Vec<Source> {
+pub(super) fn sources(files: &[(PathBuf, String)]) -> Vec<Source> {
     let modules: Vec<Vec<String>> = files.iter().map(|(file, _)| module_of(file)).collect();
     files
         .iter()
@@ -796,7 +804,7 @@ fn env_reads(files: &[(PathBuf, String)]) -> Vec<String> {
     reads
 }
 
-fn crate_files() -> Vec<(PathBuf, String)> {
+pub(super) fn crate_files() -> Vec<(PathBuf, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -809,7 +817,7 @@ fn crate_files() -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-fn fixture(files: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
+pub(super) fn fixture(files: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
     files
         .iter()
         .map(|(file, text)| (PathBuf::from(file), (*text).to_owned()))
