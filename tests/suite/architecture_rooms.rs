@@ -78,13 +78,38 @@ fn module_named(
     path
 }
 
-/// Whether a path is named in test code: a `tests` module, inline or a file.
-fn in_tests(source: &Source, named: &Named) -> bool {
+/// Whether a path is named in test code: a `tests` module, inline or a
+/// file, or a file `test_modules` lists (`#[cfg(test)] mod fixture;`).
+fn in_tests(source: &Source, named: &Named, test_modules: &[Vec<String>]) -> bool {
     source
         .module
         .iter()
         .chain(&named.module)
         .any(|m| m == "tests")
+        || test_modules
+            .iter()
+            .any(|test| source.module.starts_with(test))
+}
+
+/// The modules declared test-only in a file of their own:
+/// `#[cfg(test)]` on the line before `mod name;`.
+fn test_modules(sources: &[&Source]) -> Vec<Vec<String>> {
+    let mut modules = Vec::new();
+    for source in sources {
+        let lines: Vec<&str> = source.text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            if pair[0] == "#[cfg(test)]"
+                && let Some(name) = pair[1]
+                    .strip_prefix("mod ")
+                    .and_then(|rest| rest.strip_suffix(';'))
+            {
+                let mut module = source.module.clone();
+                module.push(name.to_owned());
+                modules.push(module);
+            }
+        }
+    }
+    modules
 }
 
 /// Every arrow between the runner's rooms in production code. The root
@@ -97,13 +122,14 @@ fn room_arrows(files: &[(PathBuf, String)]) -> Arrows {
         .collect();
     let modules: BTreeSet<Vec<String>> = runner.iter().map(|s| s.module.clone()).collect();
     let reexports = reexports(&runner);
+    let test_modules = test_modules(&runner);
     let mut arrows = Arrows::new();
     for source in &runner {
         let Some(room) = room_of_module(&source.module) else {
             continue;
         };
         for named in named_paths(&source.text, &source.module, &source.children) {
-            if in_tests(source, &named) || (room == "mod" && named.exported) {
+            if in_tests(source, &named, &test_modules) || (room == "mod" && named.exported) {
                 continue;
             }
             let Some(path) = resolve(&named, &source.children) else {
@@ -228,7 +254,11 @@ fn every_prepare_stage_is_listed_in_order() {
     let mut found: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())
-        .filter(|path| path.file_stem().is_some_and(|stem| stem != "mod"))
+        // The root, and the test-only fixture of the stages' unit tests.
+        .filter(|path| {
+            path.file_stem()
+                .is_some_and(|stem| stem != "mod" && stem != "fixture")
+        })
         .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     found.sort();

@@ -9,6 +9,9 @@ pub mod tools;
 pub mod workdir;
 pub mod worktree;
 
+#[cfg(test)]
+mod fixture;
+
 use std::path::PathBuf;
 
 use super::RunContext;

@@ -62,3 +62,59 @@ pub fn build_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
         hint: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::prepare::fixture::Site;
+
+    fn inputs<'a>(
+        site: &'a Site,
+        operator: Option<&'a PolicySpec>,
+        layers: &'a [PolicySpec],
+    ) -> PolicyInputs<'a> {
+        PolicyInputs {
+            config: &site.run.config,
+            home: Some(&site.home),
+            environ: &site.run.environ,
+            operator,
+            workdir: &site.repo,
+            protected: Vec::new(),
+            layers,
+            sandbox: SandboxMode::Full,
+        }
+    }
+
+    #[test]
+    fn the_operators_policy_is_a_ceiling_the_task_cannot_raise() {
+        let site = Site::new();
+        let task = site.task("id: t\nprompt: p\npolicy: { allow: [read_file, write_file] }\n");
+        let alone = task_policy(&inputs(&site, None, &task.policy)).unwrap();
+        assert!(alone.may_allow("write_file", false));
+        let ceiling = site
+            .task("id: o\nprompt: p\npolicy: { allow: [read_file] }\n")
+            .policy
+            .remove(0);
+        let merged = task_policy(&inputs(&site, Some(&ceiling), &task.policy)).unwrap();
+        assert!(merged.may_allow("read_file", false));
+        assert!(!merged.may_allow("write_file", false));
+        assert_ne!(alone.hash(), merged.hash());
+    }
+
+    #[test]
+    fn failing_examples_refuse_the_task_with_the_hint() {
+        let site = Site::new();
+        let task = site.task(
+            "id: t\nprompt: p\npolicy:\n  allow: [read_file]\n  examples:\n    allow: ['write_file(a.txt)']\n",
+        );
+        let error = task_policy(&inputs(&site, None, &task.policy)).unwrap_err();
+        assert!(
+            error.to_string().starts_with("policy examples fail: ")
+                && error.to_string().contains("write_file(a.txt)"),
+            "{error}"
+        );
+        assert_eq!(error.hint_text(), Some(EXAMPLES_HINT));
+        // Without the examples' check the policy builds.
+        assert!(build_policy(&inputs(&site, None, &task.policy)).is_ok());
+    }
+}

@@ -211,3 +211,64 @@ pub(super) fn pin_notes(run: &RunContext, task: &TaskSpec) -> Vec<String> {
     let prefix = if first { crate::core::event::HINT } else { "" };
     vec![format!("{prefix}{replaced}")]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::prepare::fixture::{Site, TASK_FILE};
+
+    #[test]
+    fn no_provider_and_no_cassette_is_no_model_to_run_with() {
+        let site = Site::new();
+        let task = site.task("id: t\nprompt: p\n");
+        let (message, hint) = missing_model(&site.run.config, &site.repo, &task, None).unwrap();
+        assert!(message.starts_with("no model to run with: "), "{message}");
+        assert_eq!(hint, NO_MODEL_HINT);
+        let settings = site.run.config.task_settings(&task);
+        let Err(error) = build_provider(&site.run, &mut Cassettes::default(), &task, &settings)
+        else {
+            panic!("a provider without a model");
+        };
+        assert_eq!(error.to_string(), message);
+        assert_eq!(error.hint_text(), Some(NO_MODEL_HINT));
+        // `--cassette` answers.
+        let cassette = site.repo.join("run.cassette.json");
+        assert_eq!(
+            missing_model(&site.run.config, &site.repo, &task, Some(&cassette)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_cassette_beside_the_task_file_is_found_by_its_stem() {
+        let site = Site::new();
+        let task = site.task("id: t\nprompt: p\nprovider: replay\n");
+        assert_eq!(sibling_cassette(&site.repo, Path::new(TASK_FILE)), None);
+        let (message, _) = missing_model(&site.run.config, &site.repo, &task, None).unwrap();
+        assert_eq!(
+            message,
+            format!("provider `replay` needs a cassette, and `{TASK_FILE}` has none beside it")
+        );
+        let beside = site.repo.join("tasks/t.cassette.json");
+        std::fs::write(&beside, "not json").unwrap();
+        assert_eq!(
+            sibling_cassette(&site.repo, Path::new(TASK_FILE)),
+            Some(beside)
+        );
+        assert_eq!(
+            missing_model(&site.run.config, &site.repo, &task, None),
+            None
+        );
+        // Opened when the provider is built: a cassette that does not
+        // parse is the provider's error.
+        let settings = site.run.config.task_settings(&task);
+        let Err(error) = build_provider(&site.run, &mut Cassettes::default(), &task, &settings)
+        else {
+            panic!("a cassette that does not parse replayed");
+        };
+        assert!(
+            matches!(error, SetupError::Provider { hint: None, .. }),
+            "{error:?}"
+        );
+    }
+}

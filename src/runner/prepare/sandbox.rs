@@ -329,6 +329,7 @@ fn sandbox_blocked(config: &Config, home: Option<&Path>, shown: &[PathBuf]) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::prepare::fixture::{Site, TASK_FILE};
 
     #[test]
     fn a_blocked_path_holding_a_kept_one_stays_blocked() {
@@ -370,5 +371,85 @@ mod tests {
             with_prefix(Path::new("/tmp/tools")),
             [PathBuf::from("/tmp/tools")]
         );
+    }
+
+    #[test]
+    fn the_sandbox_shows_the_run_and_its_program_directories_and_hides_the_outputs() {
+        let mut site = Site::new();
+        let cargo = site.home.join(".cargo/bin");
+        site.run.child_env.set(
+            "PATH",
+            &format!("/tmp/ci/venv/bin:{}:relative/bin:/usr/bin", cargo.display()),
+        );
+        let protected = vec![site.repo.join("policy.yaml")];
+        let paths = sandbox_paths(&site.run, &protected);
+        // A `PATH` entry under the home comes alone; elsewhere with its
+        // install prefix; a relative one not at all.
+        assert_eq!(
+            paths.visible,
+            [
+                site.repo.clone(),
+                PathBuf::from("/tmp/ci/venv/bin"),
+                PathBuf::from("/tmp/ci/venv"),
+                cargo,
+                PathBuf::from("/usr/bin"),
+                PathBuf::from("/usr"),
+            ]
+        );
+        assert_eq!(paths.hidden, [site.repo.join("ybs-out")]);
+        assert_eq!(
+            paths.protected,
+            [site.repo.join("policy.yaml"), site.repo.join(TASK_FILE)]
+        );
+        assert_eq!(paths.control, None);
+    }
+
+    #[test]
+    fn ybs_own_directories_are_made_private_and_blocked_once() {
+        let site = Site::new();
+        let state = site.home.join(".local/state/ybs");
+        let cache = site.home.join(".cache/ybs");
+        let mut blocked = vec![site.home.join(".ssh"), cache.clone()];
+        block_own_dirs(&mut blocked, Some(&site.home), &site.run.environ);
+        assert_eq!(
+            blocked,
+            [site.home.join(".ssh"), cache.clone(), state.clone()]
+        );
+        for dir in [state, cache] {
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+        }
+    }
+
+    #[test]
+    fn a_sandbox_turned_off_confines_nothing_and_says_why() {
+        let mut site = Site::new();
+        site.run.config.safety.sandbox_enabled = false;
+        assert_eq!(sandbox_mode(&site.run.config), SandboxMode::None);
+        let (sandbox, info) = task_sandbox(
+            &site.run.config,
+            (Some(&site.home), &site.run.environ),
+            &site.repo,
+            true,
+            &SandboxPaths::default(),
+        )
+        .unwrap();
+        assert!(sandbox.is_none());
+        assert_eq!(info.mode, "none");
+        assert_eq!(info.reason.as_deref(), Some(SANDBOX_DISABLED));
+    }
+
+    #[test]
+    fn unconfined_children_lose_the_workdirs_path_entries_and_keep_their_home() {
+        let mut site = Site::new();
+        let mut env = site.run.child_env.clone();
+        env.set(
+            "PATH",
+            &format!("{}:/usr/bin", site.repo.join("bin").display()),
+        );
+        site.run.config.safety.sandbox_enabled = false;
+        child_env_for(&mut env, None, &site.repo, &site.run.config);
+        assert_eq!(env.get("PATH"), Some("/usr/bin"));
+        assert_eq!(env.get("HOME"), site.home.to_str());
     }
 }

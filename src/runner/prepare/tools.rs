@@ -136,3 +136,108 @@ pub(super) fn tool_ctx(
         sandbox,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::prepare::fixture::Site;
+    use crate::runner::prepare::policy::{PolicyInputs, task_policy};
+
+    fn policy(site: &Site, task: &TaskSpec) -> Policy {
+        task_policy(&PolicyInputs {
+            config: &site.run.config,
+            home: Some(&site.home),
+            environ: &site.run.environ,
+            operator: None,
+            workdir: &site.repo,
+            protected: Vec::new(),
+            layers: &task.policy,
+            sandbox: crate::policy::SandboxMode::Full,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_registry_offers_the_named_tools_the_policy_may_allow() {
+        let site = Site::new();
+        let task = site.task(
+            "id: t\nprompt: p\ntools: { builtin: [read_file, write_file] }\npolicy: { allow: [read_file], deny: [write_file] }\n",
+        );
+        let registry = build_registry(&site.run, &task, &policy(&site, &task)).unwrap();
+        assert_eq!(registry.names(), ["read_file"]);
+        assert_eq!(registry.withheld_names(), ["write_file"]);
+    }
+
+    #[test]
+    fn tools_that_can_never_work_are_refused() {
+        let mut site = Site::new();
+        let refused = |site: &Site, yaml: &str| {
+            let task = site.task(yaml);
+            match build_registry(&site.run, &task, &policy(site, &task)) {
+                Ok(_) => panic!("{yaml}: a registry"),
+                Err(error) => error.to_string(),
+            }
+        };
+        // The task file's loader refuses the name first; a task built
+        // otherwise (`ybs chat`) meets this check.
+        let mut task = site.task("id: t\nprompt: p\n");
+        task.tools.builtin = Some(vec!["read_fil".to_owned()]);
+        let Err(error) = build_registry(&site.run, &task, &policy(&site, &task)) else {
+            panic!("an unknown built-in tool offered");
+        };
+        assert_eq!(error.to_string(), "unknown built-in tool `read_fil`");
+        assert_eq!(
+            refused(
+                &site,
+                "id: t\nprompt: p\ntools: { external: [read_file] }\n"
+            ),
+            "external tool `read_file`: a built-in tool has that name"
+        );
+        assert!(
+            refused(
+                &site,
+                "id: t\nprompt: p\ntools: { external: ['bad name'] }\n"
+            )
+            .contains("not a tool name"),
+        );
+        site.run
+            .config
+            .tools
+            .builtin
+            .get_mut("write_file")
+            .unwrap()
+            .enabled = false;
+        assert_eq!(
+            refused(
+                &site,
+                "id: t\nprompt: p\ntools: { builtin: [write_file] }\n"
+            ),
+            "built-in tool `write_file` is disabled in the config (`enabled: false`)"
+        );
+        // Not named: not offered, and no error.
+        let task = site.task("id: t\nprompt: p\n");
+        let registry = build_registry(&site.run, &task, &policy(&site, &task)).unwrap();
+        assert!(!registry.names().contains(&"write_file".to_owned()));
+    }
+
+    #[test]
+    fn tool_calls_work_in_the_workdir_and_never_in_ybs_own_directories() {
+        let mut site = Site::new();
+        site.run.config.safety.blocked_paths = vec!["~/.ssh".to_owned()];
+        let guarded = vec![site.repo.join(".git")];
+        let ctx = tool_ctx(&site.run, site.repo.clone(), guarded.clone(), None);
+        assert_eq!(ctx.workdir, site.repo);
+        assert_eq!(ctx.allowed_roots, [site.repo.clone()]);
+        assert_eq!(ctx.protected_paths, guarded);
+        assert_eq!(
+            ctx.blocked_paths,
+            [
+                site.home.join(".ssh").display().to_string(),
+                site.home.join(".local/state/ybs").display().to_string(),
+                site.home.join(".cache/ybs").display().to_string(),
+            ]
+        );
+        assert_eq!(ctx.shell_timeout, Duration::from_secs(30));
+        assert!(ctx.sandbox.is_none());
+    }
+}

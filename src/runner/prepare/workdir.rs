@@ -242,6 +242,7 @@ pub(super) fn control_paths_with(workdir: &Path, submodules: Vec<PathBuf>) -> Ve
 mod tests {
     use super::*;
     use crate::core::exit;
+    use crate::runner::prepare::fixture::{Site, TASK_FILE};
 
     #[test]
     fn an_unusable_workdir_is_a_usage_error_with_its_message() {
@@ -264,6 +265,93 @@ mod tests {
                 dir.path().join("missing").display()
             )),
             "{missing}"
+        );
+    }
+
+    #[test]
+    fn a_workdir_outside_the_repository_is_refused_at_its_field() {
+        let site = Site::new();
+        let outside = site.dir("elsewhere");
+        let task = site.task("id: t\nprompt: p\nworkdir: ../elsewhere\n");
+        let config = &site.run.config;
+        let error = task_workdir(config, &site.repo, Some(&site.home), &task).unwrap_err();
+        assert_eq!(error.file, Path::new(TASK_FILE));
+        assert_eq!(error.span, task.workdir_span);
+        assert!(error.span.is_some());
+        assert_eq!(
+            error.message,
+            format!(
+                "`workdir` `../elsewhere` resolves to `{}`, outside `{}`, the repository the task file belongs to",
+                outside.display(),
+                site.repo.display()
+            )
+        );
+        assert!(error.hint.unwrap().contains("safety.allowed_workdirs"));
+    }
+
+    #[test]
+    fn a_workdir_inside_the_repository_or_an_allowed_root_is_taken() {
+        let mut site = Site::new();
+        let sub = site.dir("repo/sub");
+        let task = site.task("id: t\nprompt: p\nworkdir: sub\n");
+        let workdir = task_workdir(&site.run.config, &site.repo, Some(&site.home), &task);
+        assert_eq!(workdir.unwrap(), sub);
+        // The operator lists a root beside the repository, `~` expanded.
+        let shared = site.dir("home/shared");
+        site.run.config.safety.allowed_workdirs = vec!["~/shared".to_owned()];
+        let task = site.task(&format!(
+            "id: t\nprompt: p\nworkdir: {}\n",
+            shared.display()
+        ));
+        let workdir = task_workdir(&site.run.config, &site.repo, Some(&site.home), &task);
+        assert_eq!(workdir.unwrap(), shared);
+    }
+
+    #[test]
+    fn the_guarded_paths_hold_the_runs_files_but_not_an_output_around_the_workdir() {
+        let mut site = Site::new();
+        let task = site.task("id: t\nprompt: p\n");
+        site.run.outputs = vec![PathBuf::from("ybs-out"), PathBuf::from(".")];
+        let protected = protected_paths(&site.run, &task);
+        assert_eq!(protected, [site.repo.join(TASK_FILE)]);
+        let control = control_paths(&site.repo);
+        let guarded = guarded_paths(&site.run, &site.repo, &protected, &control);
+        for path in [
+            site.repo.join(TASK_FILE),
+            site.repo.join(".git"),
+            site.repo.join(".github/workflows"),
+            site.repo.join(".ybs.json"),
+            site.repo.join("ybs-out"),
+        ] {
+            assert!(
+                guarded.contains(&path),
+                "{} not in {guarded:?}",
+                path.display()
+            );
+        }
+        // `--out .` holds the workdir: guarding it would refuse every write.
+        assert!(!guarded.contains(&site.repo), "{guarded:?}");
+    }
+
+    #[test]
+    fn a_worktrees_gitfile_brings_its_git_directories() {
+        let site = Site::new();
+        let checkout = site.dir("checkout");
+        let gitdir = site.dir("repo/.git/worktrees/w");
+        std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+        std::fs::write(
+            checkout.join(".git"),
+            format!("gitdir: {}\n", gitdir.display()),
+        )
+        .unwrap();
+        let paths = control_paths_with(&checkout, Vec::new());
+        assert_eq!(
+            paths[..3],
+            [
+                checkout.join(".git"),
+                site.repo.join(".git"),
+                gitdir.clone()
+            ]
         );
     }
 }

@@ -126,3 +126,81 @@ pub(super) fn isolate_reader(
     }
     isolate(run, task, found)?.ok_or(InPlace::NoRepository)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::prepare::fixture::Site;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}: {status:?}");
+    }
+
+    /// A repository with one commit, in the site's `dir`.
+    fn repository(site: &Site, dir: &str) -> PathBuf {
+        let repo = site.dir(dir);
+        git(&repo, &["init", "-q"]);
+        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "-qm", "start"]);
+        repo
+    }
+
+    #[test]
+    fn a_task_that_does_not_commit_says_why_it_has_no_worktree() {
+        let mut site = Site::new();
+        let task = site.task("id: t\nprompt: p\n");
+        let plain = site.dir("plain");
+        let why = |run: &RunContext| {
+            let found = crate::git::Found::open(&plain);
+            isolate_reader(run, &task, &found, &plain)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(why(&site.run), "the workdir is not in a git repository");
+        site.run.dry_run = true;
+        assert_eq!(why(&site.run), "--dry-run makes no git worktree");
+        site.run.no_commit = true;
+        assert_eq!(why(&site.run), "--no-commit makes no git worktree");
+    }
+
+    #[test]
+    fn a_reader_in_a_repository_gets_a_worktree_unless_the_tree_is_dirty() {
+        let site = Site::new();
+        let task = site.task("id: t\nprompt: p\n");
+        let repo = repository(&site, "work");
+        let found = crate::git::Found::open(&repo);
+        let worktree = isolate_reader(&site.run, &task, &found, &repo).unwrap();
+        assert!(worktree.workdir.join("a.txt").is_file());
+        assert_ne!(worktree.workdir, repo);
+        worktree.discard().unwrap();
+        std::fs::write(repo.join("a.txt"), "changed\n").unwrap();
+        let found = crate::git::Found::open(&repo);
+        let why = isolate_reader(&site.run, &task, &found, &repo).unwrap_err();
+        assert!(matches!(why, InPlace::Dirty), "{why}");
+    }
+
+    #[test]
+    fn the_preflight_refuses_uncommitted_changes_unless_allowed() {
+        let mut site = Site::new();
+        let repo = repository(&site, "work");
+        std::fs::write(repo.join("a.txt"), "changed\n").unwrap();
+        let found = crate::git::Found::open(&repo);
+        let Err(error) = git_preflight(&site.run, &found, &repo, &[], None) else {
+            panic!("a dirty tree passed the preflight");
+        };
+        assert_eq!(
+            error.to_string(),
+            "the work tree has uncommitted changes: a.txt (modified)"
+        );
+        assert!(error.hint_text().unwrap().contains("--allow-dirty"));
+        site.run.allow_dirty = true;
+        assert!(git_preflight(&site.run, &found, &repo, &[], None).is_ok());
+    }
+}
