@@ -9,7 +9,7 @@ use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
 use crate::report::{self, OutputLayout, RunTotals};
-use crate::runner::session::{self, Ending};
+use crate::runner::{self as session, Ending};
 use crate::runner::{RunReport, TaskResult};
 
 /// Merges, prints one line of totals, and exits as `run` would have over

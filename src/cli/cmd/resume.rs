@@ -8,7 +8,7 @@ use super::super::diagnostics;
 use super::common;
 use crate::core::{Redactor, exit};
 use crate::report::Console;
-use crate::runner::pause::Resumed;
+use crate::runner::Resumed;
 use crate::runner::resume::{self, ResultsInput, ResumeFlags};
 use crate::runner::{self, RunFlags, RunOptions};
 

@@ -150,7 +150,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         junit: args.junit.clone(),
         policy_file: args.config.policy.clone(),
         no_sandbox: args.no_sandbox,
-        matrix: runner::matrix::Matrix {
+        matrix: runner::Matrix {
             models: args.models.clone(),
             repeat: args.repeat,
             min_pass_rate: args.min_pass_rate,
@@ -161,7 +161,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             &args.vars,
             (args.no_sandbox, args.no_commit),
         ),
-        approver: args.interactive.then(|| -> runner::options::MakeApprover {
+        approver: args.interactive.then(|| -> runner::MakeApprover {
             Box::new(move |redactor| {
                 let mut prompts = super::common::printer(level, json);
                 prompts.set_redactor(redactor);
@@ -211,7 +211,7 @@ fn shard(
 
 /// `--shard-by durations --durations FILE`: the file read (a foreign or
 /// unreadable one is an error, never a silent fallback to hashing).
-fn split(args: &RunArgs) -> Result<Option<runner::options::ShardSplit>, RunError> {
+fn split(args: &RunArgs) -> Result<Option<runner::ShardSplit>, RunError> {
     match (args.shard_by.as_deref(), &args.durations) {
         (Some("durations"), Some(file)) => {
             let (durations, digest) = crate::report::durations::Durations::read(file)
@@ -221,7 +221,7 @@ fn split(args: &RunArgs) -> Result<Option<runner::options::ShardSplit>, RunError
                         Some("pass an earlier run's or merge's durations.json (or junit.xml) as --durations"),
                     )
                 })?;
-            Ok(Some(runner::options::ShardSplit { durations, digest }))
+            Ok(Some(runner::ShardSplit { durations, digest }))
         }
         (Some("durations"), None) => Err(RunError::usage(
             "--shard-by durations needs --durations FILE",

@@ -2,12 +2,12 @@
 //! runs: workdir, provider, cassette, policy, tools. A problem here is a
 //! usage error (exit 2) and no task starts.
 
-pub mod policy;
-pub mod provider;
-pub mod sandbox;
-pub mod tools;
-pub mod workdir;
-pub mod worktree;
+pub(super) mod policy;
+pub(super) mod provider;
+pub(super) mod sandbox;
+pub(super) mod tools;
+pub(super) mod workdir;
+pub(super) mod worktree;
 
 #[cfg(test)]
 mod fixture;
