@@ -356,3 +356,74 @@ fn a_planted_backwards_stage_is_caught() {
     // And a loop of stages is a loop of rooms too.
     assert!(engine_loop(&arrows).is_some());
 }
+
+/// Every engine room (or a part of one) declared `pub mod` or
+/// `pub(crate) mod`: the runner's engine is private, so the compiler
+/// keeps the CLI on the doors.
+fn public_engine_rooms(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for source in sources(files) {
+        let Some(room) = room_of_module(&source.module) else {
+            continue;
+        };
+        let root = room == "mod";
+        if !root && !RUNNER_ENGINE.contains(&room.split("::").next().unwrap_or(&room)) {
+            continue;
+        }
+        for (index, line) in source.text.lines().enumerate() {
+            let line = line.trim();
+            let Some(rest) = line
+                .strip_prefix("pub mod ")
+                .or_else(|| line.strip_prefix("pub(crate) mod "))
+            else {
+                continue;
+            };
+            let name = rest.trim_end_matches([';', ' ', '{']);
+            if !root || RUNNER_ENGINE.contains(&name) {
+                found.push(format!(
+                    "{}:{}: `{name}` is engine and `{line}`",
+                    source.file.display(),
+                    index + 1
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_runners_engine_rooms_are_private() {
+    let found = public_engine_rooms(&crate_files());
+    assert!(
+        found.is_empty(),
+        "engine rooms the CLI could reach past the doors:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_public_engine_room_is_caught() {
+    let files = fixture(&[
+        (
+            "runner/mod.rs",
+            "pub mod front;\nmod prepare;\npub mod session;\npub(crate) mod state;\n",
+        ),
+        ("runner/front.rs", ""),
+        ("runner/session.rs", ""),
+        ("runner/state.rs", ""),
+        (
+            "runner/prepare/mod.rs",
+            "pub(super) mod workdir;\npub mod sandbox;\n",
+        ),
+        ("runner/prepare/workdir.rs", ""),
+        ("runner/prepare/sandbox.rs", ""),
+    ]);
+    assert_eq!(
+        public_engine_rooms(&files),
+        [
+            "runner/mod.rs:3: `session` is engine and `pub mod session;`",
+            "runner/mod.rs:4: `state` is engine and `pub(crate) mod state;`",
+            "runner/prepare/mod.rs:2: `sandbox` is engine and `pub mod sandbox;`",
+        ]
+    );
+}

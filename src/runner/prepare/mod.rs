@@ -1,6 +1,21 @@
 //! Everything about a task that can be wrong is found before anything
 //! runs: workdir, provider, cassette, policy, tools. A problem here is a
 //! usage error (exit 2) and no task starts.
+//!
+//! Task assembly is a pipeline of stages, each a room that uses only the
+//! ones before it (the architecture test holds it):
+//!
+//! 1. [`workdir`]: the directory the task runs in, and the files no tool
+//!    may write;
+//! 2. [`worktree`]: the repository ready for the task's commit, and the
+//!    task's own worktree;
+//! 3. [`sandbox`]: what the task's sandbox shows, protects and hides;
+//! 4. [`policy`]: the task's policy under the operator's ceiling;
+//! 5. [`provider`]: the provider, a cassette's replay or a recorder;
+//! 6. [`tools`]: the built-in tools offered, and the tool calls' context.
+//!
+//! [`prepare`] runs them in that order; the sandbox itself is made once
+//! the tools stage knows whether the task runs programs.
 
 pub(super) mod policy;
 pub(super) mod provider;
