@@ -47,7 +47,7 @@ pub fn open(
     flags: RunFlags,
     console: &mut dyn Console,
 ) -> Result<Session, RunError> {
-    let options = RunOptions::resolve(flags, &loaded.config, &|_| None);
+    let options = RunOptions::local(flags, &loaded);
     Session::open(loaded, options, Entry::default(), Threads::Current, console)
 }
 

@@ -42,7 +42,7 @@ pub use error::{LoadErrors, RunError};
 pub use front::run;
 pub use load::{Loaded, load, load_selected, load_text};
 pub use matrix::Matrix;
-pub use options::{Entry, MakeApprover, RunFlags, RunOptions, ShardSplit, harden};
+pub use options::{Entry, MakeApprover, RunFlags, RunOptions, ShardSplit, StepOutputs, harden};
 pub use pause::Resumed;
 pub use results::{RunReport, TaskResult};
 pub use session::{Ending, Session, Threads, finish};

@@ -10,6 +10,7 @@ use crate::config::{self, Config};
 use crate::core::{Environ, Redactor, Shard};
 use crate::tools::ChildEnv;
 
+use super::load::Loaded;
 use super::workspace::InWorktree;
 
 /// Builds an approver that masks the run's secrets.
@@ -69,32 +70,61 @@ pub struct RunOptions {
     pub github_output: Option<PathBuf>,
 }
 
-impl RunOptions {
-    /// The one place run options are decided: flags over config over
-    /// defaults; `env` supplies `$GITHUB_STEP_SUMMARY` and `$GITHUB_OUTPUT`.
-    pub fn resolve(flags: RunFlags, config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Self {
+/// Where a run's results go besides `OUT`, from ybs's environment:
+/// `$GITHUB_STEP_SUMMARY` and `$GITHUB_OUTPUT` (docs/progress.md). One
+/// resolver for `ybs run`, `chat`, `resume` and `report merge`.
+#[derive(Debug, Clone, Default)]
+pub struct StepOutputs {
+    pub github_step_summary: Option<PathBuf>,
+    pub github_output: Option<PathBuf>,
+}
+
+impl StepOutputs {
+    pub fn from_environ(environ: &Environ) -> Self {
         Self {
-            out_dir: config.out.clone(),
-            junit: flags.junit.clone(),
-            github_step_summary: env("GITHUB_STEP_SUMMARY").map(PathBuf::from),
-            github_output: env("GITHUB_OUTPUT")
+            github_step_summary: environ.var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            github_output: environ
+                .var_os("GITHUB_OUTPUT")
                 .filter(|path| !path.is_empty())
                 .map(PathBuf::from),
-            flags,
         }
+    }
+}
+
+impl RunOptions {
+    /// The one place run options are decided: flags over config over
+    /// defaults; the step outputs from the environment `loaded` was read
+    /// with.
+    pub fn resolve(flags: RunFlags, loaded: &Loaded) -> Self {
+        Self::with_steps(
+            flags,
+            &loaded.config,
+            StepOutputs::from_environ(&loaded.environ),
+        )
+    }
+
+    /// [`Self::resolve`] without step outputs: for the commands that
+    /// report no run (`validate`, `policy explain`, `tools`).
+    pub fn local(flags: RunFlags, loaded: &Loaded) -> Self {
+        Self::with_steps(flags, &loaded.config, StepOutputs::default())
     }
 
     /// `ybs resume OUT`: as [`Self::resolve`], the outputs going on in
     /// `out_dir`, the output directory of the run that paused.
-    pub fn resume(
-        flags: RunFlags,
-        config: &Config,
-        env: &dyn Fn(&str) -> Option<String>,
-        out_dir: PathBuf,
-    ) -> Self {
+    pub fn resume(flags: RunFlags, loaded: &Loaded, out_dir: PathBuf) -> Self {
         Self {
             out_dir,
-            ..Self::resolve(flags, config, env)
+            ..Self::resolve(flags, loaded)
+        }
+    }
+
+    fn with_steps(flags: RunFlags, config: &Config, steps: StepOutputs) -> Self {
+        Self {
+            out_dir: config.out.clone(),
+            junit: flags.junit.clone(),
+            github_step_summary: steps.github_step_summary,
+            github_output: steps.github_output,
+            flags,
         }
     }
 

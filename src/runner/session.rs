@@ -343,7 +343,7 @@ mod tests {
             environ,
             unsaved: HashMap::new(),
         };
-        let options = RunOptions::resolve(RunFlags::default(), &loaded.config, &|_| None);
+        let options = RunOptions::local(RunFlags::default(), &loaded);
         let session = Session::open(
             loaded,
             options,

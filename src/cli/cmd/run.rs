@@ -169,8 +169,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             })
         }),
     };
-    let env = |name: &str| std::env::var(name).ok();
-    let options = RunOptions::resolve(flags, &loaded.config, &env);
+    let options = RunOptions::resolve(flags, &loaded);
     match runner::run(loaded, options, &mut printer) {
         Ok(report) => {
             printer.print_answers();

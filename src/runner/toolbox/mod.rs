@@ -136,7 +136,7 @@ impl Toolbox {
         } else {
             Threads::Current
         };
-        let options = RunOptions::resolve(RunFlags::default(), &loaded.config, &|_| None);
+        let options = RunOptions::local(RunFlags::default(), &loaded);
         let entry = options::Entry::default();
         let session = runner::Session::open(loaded, options, entry, threads, printer.as_mut())?;
         let policy = session.policy_here().map_err(setup)?;
