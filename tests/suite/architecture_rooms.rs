@@ -238,6 +238,22 @@ fn the_runners_engine_rooms_form_no_loop() {
 }
 
 #[test]
+fn the_runners_errors_use_no_room() {
+    let arrows = room_arrows(&crate_files());
+    let used: Vec<String> = arrows
+        .get("error")
+        .into_iter()
+        .flatten()
+        .map(|(room, at)| format!("{at}: uses `{room}`"))
+        .collect();
+    assert!(
+        used.is_empty(),
+        "runner/error.rs uses rooms of the runner:\n{}",
+        used.join("\n")
+    );
+}
+
+#[test]
 fn the_prepare_stages_point_only_backwards() {
     let arrows = room_arrows(&crate_files());
     let violations = stage_violations(&arrows);
