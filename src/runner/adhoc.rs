@@ -106,7 +106,7 @@ fn prompt_value(prompt: &str) -> String {
     if reads_back { block } else { plain }
 }
 
-pub use super::prepare::{NO_MODEL_HINT, missing_model};
+pub use super::prepare::provider::{NO_MODEL_HINT, missing_model};
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
+use super::parallel::shares_workdir;
 use super::{PreparedTask, RedactingSink, RunContext, RunReport, TaskResult};
-use super::{breaker, discard, pause, session, task_run};
+use super::{breaker, discard, pause, task_run};
 use crate::agent::Emitter;
 use crate::core::event::{Event, EventRecord, EventSink, LlmResponse, TaskFinished};
 use crate::core::{Cost, Reason, Redactor, Status, Usage};
@@ -144,7 +145,7 @@ fn open_sinks<'r>(
         }
         None => &[],
     };
-    (session::with_otel(sinks, &run.environ, report), resumed)
+    (with_otel(sinks, &run.environ, report), resumed)
 }
 
 /// One task, started: its progress kept from its events, and, once
@@ -376,16 +377,6 @@ fn spent_usd(progress: &[Mutex<Progress>]) -> f64 {
         .sum()
 }
 
-/// Whether two tasks would work in one directory: neither has its own
-/// worktree and one workdir is, or contains, the other.
-pub(crate) fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
-    if a.worktree.is_some() || b.worktree.is_some() {
-        return false;
-    }
-    let (a, b) = (&a.tool_ctx.workdir, &b.tool_ctx.workdir);
-    a.starts_with(b) || b.starts_with(a)
-}
-
 /// An interrupted task's worktree: kept (and named) when it holds
 /// changes, removed with its branch when it holds none.
 pub(crate) fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
@@ -549,4 +540,22 @@ pub(crate) fn interrupted() -> impl std::future::Future<Output = &'static str> {
             _ = term.recv() => "SIGTERM",
         }
     }
+}
+
+/// The run's report sinks with the OpenTelemetry export attached when an
+/// endpoint is set (docs/observability.md); a variable that cannot be
+/// used is a warning in `report`, and the run goes on without export.
+pub(crate) fn with_otel(
+    sinks: report::RunSinks,
+    environ: &crate::core::Environ,
+    report: &mut RunReport,
+) -> report::RunSinks {
+    let otel =
+        report::OtelSink::from_env(&|name: &str| environ.var(name)).unwrap_or_else(|error| {
+            report
+                .warnings
+                .push(format!("warning: OpenTelemetry disabled: {error}"));
+            None
+        });
+    sinks.with_otel(otel)
 }

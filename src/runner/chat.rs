@@ -3,7 +3,8 @@
 //! "task" and the conversation; the CLI reads lines and hands them over.
 
 use super::RunError;
-use super::prepare::{Cassettes, PreparedTask, build_provider, prepare};
+use super::prepare::provider::{Cassettes, build_provider};
+use super::prepare::{PreparedTask, prepare};
 use super::session::Session;
 use super::tools::{TaskTools, task_tools};
 use crate::agent::{Agent, Emitter, Stop, prompt};

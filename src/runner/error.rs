@@ -2,11 +2,11 @@
 //! [`crate::core::exit::Failure`]).
 
 use std::fmt;
+use std::path::PathBuf;
 
-use super::options::LoadErrors;
-use super::prepare::PrepareError;
 use crate::config::ConfigError;
 use crate::core::exit::{self, Failure};
+use crate::core::span::Span;
 use crate::task::Diagnostics;
 
 /// Why a run (or a chat) cannot start or finish.
@@ -75,7 +75,7 @@ impl Failure for RunError {
 /// Every problem of a load, in the order found: the current directory,
 /// the operator policy, the config, the task files. Diagnostics keep their
 /// `file:line:col` and hint lines and end with a count.
-impl fmt::Display for LoadErrors {
+impl<L> fmt::Display for LoadErrors<L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut lines: Vec<String> = Vec::new();
         if let Some(error) = &self.cwd {
@@ -113,9 +113,9 @@ fn diagnostic_lines(lines: &mut Vec<String>, diagnostics: &Diagnostics) {
     ));
 }
 
-impl std::error::Error for LoadErrors {}
+impl<L: fmt::Debug> std::error::Error for LoadErrors<L> {}
 
-impl Failure for LoadErrors {
+impl<L: fmt::Debug> Failure for LoadErrors<L> {
     fn exit_code(&self) -> u8 {
         exit::USAGE
     }
@@ -180,6 +180,44 @@ impl Failure for SetupError {
     }
 }
 
+/// Why a task cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: task `{task}`: {message}", file.display(), span.map(|span| format!(":{span}")).unwrap_or_default())]
+pub struct PrepareError {
+    pub file: PathBuf,
+    /// Where in `file` the problem is, when one field is to blame.
+    pub span: Option<Span>,
+    pub task: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// Everything wrong with the inputs, in the order it is printed: the
+/// operator policy, the config, the task files. `L` is what did load
+/// (the runner's `Loaded`).
+#[derive(Debug)]
+pub struct LoadErrors<L> {
+    pub cwd: Option<std::io::Error>,
+    pub policy: Option<ConfigError>,
+    pub config: Option<ConfigError>,
+    pub files: Option<Diagnostics>,
+    /// With only task-file errors: the files that did load, with the
+    /// config and policy (`ybs validate` checks their policies too).
+    pub partial: Option<Box<L>>,
+}
+
+impl<L> Default for LoadErrors<L> {
+    fn default() -> Self {
+        Self {
+            cwd: None,
+            policy: None,
+            config: None,
+            files: None,
+            partial: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -191,7 +229,7 @@ mod tests {
 
     #[test]
     fn load_errors_print_every_problem_with_hints_and_a_count() {
-        let errors = LoadErrors {
+        let errors = LoadErrors::<()> {
             cwd: None,
             partial: None,
             policy: None,
@@ -221,5 +259,23 @@ mod tests {
         );
         assert_eq!(errors.exit_code(), exit::USAGE);
         assert!(errors.is_diagnostic());
+    }
+
+    #[test]
+    fn a_setup_hint_is_the_one_the_user_sees() {
+        let error = SetupError::Git {
+            message: "git: broken".to_owned(),
+            hint: "pass --no-commit to run without git",
+        };
+        assert_eq!(error.to_string(), "git: broken");
+        assert_eq!(error.exit_code(), exit::USAGE);
+        assert_eq!(
+            error.hint().as_deref(),
+            Some("pass --no-commit to run without git")
+        );
+        let tools = SetupError::Tools {
+            message: "unknown built-in tool `x`".to_owned(),
+        };
+        assert_eq!(tools.hint(), None);
     }
 }

@@ -1,7 +1,8 @@
 //! `ybs run` behind the CLI: select, prepare, open the outputs, execute,
 //! and say how it went.
 
-use super::options::{Entry, Loaded, RunFlags, RunOptions};
+use super::load::Loaded;
+use super::options::{Entry, RunFlags, RunOptions};
 use super::session::{self, Session, Threads};
 use super::{RunError, RunReport};
 use crate::core::Status;

@@ -6,8 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::options::{Entry, Loaded, RunFlags, RunOptions};
-use super::prepare::{build_policy, sandbox_mode, task_workdir};
+use super::load::Loaded;
+use super::options::{Entry, RunFlags, RunOptions};
+use super::prepare::policy::{EXAMPLES_HINT, build_policy};
+use super::prepare::provider::missing_model;
+use super::prepare::sandbox::sandbox_mode;
+use super::prepare::workdir::task_workdir;
 use super::session::{Session, Threads};
 use super::{PolicyInputs, PrepareError, RunError, protected_files, task_policy};
 use crate::policy::{self, PolicySpec, SandboxMode};
@@ -43,7 +47,7 @@ pub fn open(
     flags: RunFlags,
     console: &mut dyn Console,
 ) -> Result<Session, RunError> {
-    let options = RunOptions::resolve(flags, &loaded.config, &|_| None);
+    let options = RunOptions::local(flags, &loaded);
     Session::open(loaded, options, Entry::default(), Threads::Current, console)
 }
 
@@ -73,7 +77,7 @@ impl Session {
         let (context, flags) = (&self.context, &self.options.flags);
         let policy_file = flags.policy_file.as_deref();
         // What `ybs run` refuses when it prepares the task.
-        if let Some((message, hint)) = super::prepare::missing_model(
+        if let Some((message, hint)) = missing_model(
             &context.config,
             &context.cwd,
             task,
@@ -134,7 +138,7 @@ impl Session {
                         span,
                         task: task.id.clone(),
                         message: format!("policy example fails: {failure}"),
-                        hint: Some(super::prepare::EXAMPLES_HINT.to_owned()),
+                        hint: Some(EXAMPLES_HINT.to_owned()),
                     });
                 }
             }

@@ -7,72 +7,16 @@
 //! its workdir, and the console says which tasks wait for each other and
 //! why.
 
-use std::path::{Path, PathBuf};
-
-use super::RunContext;
-use super::error::SetupError;
 use super::prepare::PreparedTask;
-use super::workspace::TaskGit;
 use crate::core::event::GitOutcome;
 use crate::core::{Redactor, Status};
-use crate::git::{GitError, TaskWorktree};
+use crate::git::TaskWorktree;
 use crate::report::OutDir;
 use crate::report::rates::{MODEL_MARK, RUN_MARK};
-use crate::task::TaskSpec;
 
 /// The file, in the task's output directory, that holds the changes of a
 /// task that ran in its own worktree without committing.
 pub const CHANGES_PATCH: &str = "changes.patch";
-
-/// Why a task that does not commit runs in its workdir rather than a
-/// worktree of its own (the console says it).
-#[derive(Debug, thiserror::Error)]
-pub(super) enum InPlace {
-    #[error("--no-commit makes no git worktree")]
-    NoCommit,
-    #[error("--dry-run makes no git worktree")]
-    DryRun,
-    #[error("git: {0}")]
-    Git(#[from] GitError),
-    #[error("the workdir is not in a git repository")]
-    NoRepository,
-    #[error("the repository has no commit to start a worktree from")]
-    NoBase,
-    /// A worktree starts at HEAD: the user's uncommitted changes would
-    /// not be in it, and the task would see another tree than the one asked.
-    #[error("the work tree has uncommitted changes, which a worktree would not hold")]
-    Dirty,
-    #[error(transparent)]
-    Setup(#[from] SetupError),
-}
-
-/// `--jobs N` (N > 1), a task that does not commit: its own worktree, or
-/// why it runs in `workdir` instead.
-pub(super) fn isolate_reader(
-    run: &RunContext,
-    task: &TaskSpec,
-    found: &crate::git::Found,
-    workdir: &Path,
-) -> Result<TaskWorktree, InPlace> {
-    if run.no_commit {
-        return Err(InPlace::NoCommit);
-    }
-    if run.dry_run {
-        return Err(InPlace::DryRun);
-    }
-    let outputs: Vec<PathBuf> = run.outputs.iter().map(|path| run.cwd.join(path)).collect();
-    let git = TaskGit::found(found, workdir, &outputs)?;
-    if git.parts().is_none() {
-        return Err(InPlace::NoRepository);
-    }
-    if git.base_commit().is_none() {
-        return Err(InPlace::NoBase);
-    }
-    if git.dirty().is_some() {
-        return Err(InPlace::Dirty);
-    }
-    super::prepare::isolate(run, task, found)?.ok_or(InPlace::NoRepository)
-}
 
 /// One line per group of tasks that cannot run at once because they
 /// share a workdir without a worktree of their own: which tasks, where,
@@ -82,7 +26,7 @@ pub fn serial_notes(prepared: &[PreparedTask]) -> Vec<String> {
     for task in prepared.iter().filter(|task| task.in_place.is_some()) {
         match groups
             .iter_mut()
-            .find(|group| group.iter().any(|other| super::shares_workdir(task, other)))
+            .find(|group| group.iter().any(|other| shares_workdir(task, other)))
         {
             Some(group) => group.push(task),
             None => groups.push(vec![task]),
@@ -194,4 +138,14 @@ pub(super) fn settle_reader(
             (format!("{note}; {kept}"), Some(kept))
         }
     }
+}
+
+/// Whether two tasks would work in one directory: neither has its own
+/// worktree and one workdir is, or contains, the other.
+pub(crate) fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
+    if a.worktree.is_some() || b.worktree.is_some() {
+        return false;
+    }
+    let (a, b) = (&a.tool_ctx.workdir, &b.tool_ctx.workdir);
+    a.starts_with(b) || b.starts_with(a)
 }

@@ -34,10 +34,6 @@ impl<'a> RedactingSink<'a> {
         }
     }
 
-    pub fn take_error(&mut self) -> Option<std::io::Error> {
-        self.error.take()
-    }
-
     fn clean(&self, record: &EventRecord, counts: &mut Redactions) -> EventRecord {
         // Fails closed: a record that cannot be redacted is withheld, never
         // passed on as is.

@@ -21,7 +21,7 @@ use crate::task::{Diagnostic, TaskSpec};
 use crate::tools::builtin;
 use crate::tools::external::{self, Enable};
 
-use super::tools::discovery_settings;
+use super::dirs::discovery_settings;
 
 /// The tools every task of a run can name: built-ins, the external tools
 /// found, the config's MCP servers.

@@ -16,8 +16,11 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use super::options::{Entry, Loaded, RunOptions, run_context};
-use super::prepare::{PolicyInputs, SandboxPaths, child_env_for, task_policy, task_sandbox};
+use super::context::run_context;
+use super::load::Loaded;
+use super::options::{Entry, RunOptions};
+use super::prepare::policy::{PolicyInputs, task_policy};
+use super::prepare::sandbox::{SandboxPaths, child_env_for, sandbox_mode, task_sandbox};
 use super::{PreparedTask, RunContext, RunError, RunReport, SetupError, pause};
 use crate::core::Redactor;
 use crate::core::event::SandboxInfo;
@@ -141,7 +144,7 @@ impl Session {
             workdir: &context.cwd,
             protected: Vec::new(),
             layers: std::slice::from_ref(spec),
-            sandbox: super::prepare::sandbox_mode(&context.config),
+            sandbox: sandbox_mode(&context.config),
         })
         .map(Some)
     }
@@ -236,24 +239,6 @@ impl Session {
         };
         finish(console, report, &ending);
     }
-}
-
-/// The run's report sinks with the OpenTelemetry export attached when an
-/// endpoint is set (docs/observability.md); a variable that cannot be
-/// used is a warning in `report`, and the run goes on without export.
-pub(crate) fn with_otel(
-    sinks: report::RunSinks,
-    environ: &crate::core::Environ,
-    report: &mut RunReport,
-) -> report::RunSinks {
-    let otel =
-        report::OtelSink::from_env(&|name: &str| environ.var(name)).unwrap_or_else(|error| {
-            report
-                .warnings
-                .push(format!("warning: OpenTelemetry disabled: {error}"));
-            None
-        });
-    sinks.with_otel(otel)
 }
 
 /// How a run ends, beyond its report.
@@ -358,7 +343,7 @@ mod tests {
             environ,
             unsaved: HashMap::new(),
         };
-        let options = RunOptions::resolve(RunFlags::default(), &loaded.config, &|_| None);
+        let options = RunOptions::local(RunFlags::default(), &loaded);
         let session = Session::open(
             loaded,
             options,

@@ -2,20 +2,17 @@
 //! (so a tool added between tasks of a batch is found), their call
 //! metrics emitted at the end and added to the persisted totals.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::RunContext;
+use super::dirs::{cache_dir, discovery_settings};
 use super::prepare::PreparedTask;
 use crate::agent::Emitter;
-use crate::config::ToolsSettings;
-use crate::core::Environ;
 use crate::core::event::{Event, ToolMetricsReported};
 use crate::policy::{CallView, Policy, RuleRef, Verdict};
 use crate::tools::Registry;
 use crate::tools::builtin;
-use crate::tools::external::{
-    self, Declared, DiscoverySettings, Enable, ExternalTool, Metrics, Source, Status, cache,
-};
+use crate::tools::external::{self, Enable, ExternalTool, Metrics, Source, Status, cache};
 use crate::tools::mcp::{self, McpServer, ServerSpec};
 
 /// The tools one task is offered, and where their calls are counted.
@@ -89,45 +86,6 @@ pub fn required_not_found(run: &RunContext, task: &crate::task::TaskSpec) -> Vec
         .into_iter()
         .map(|message| format!("{message} (the task marks it `required: true`)"))
         .collect()
-}
-
-/// Where external tools are looked for, from the `tools` settings, the
-/// directory ybs runs in and the home directory.
-pub fn discovery_settings(
-    tools: &ToolsSettings,
-    cwd: &Path,
-    (home, environ): (Option<&Path>, &Environ),
-) -> DiscoverySettings {
-    DiscoverySettings {
-        cwd: cwd.to_owned(),
-        home: home.map(Path::to_owned),
-        search_paths: tools.search_paths.clone(),
-        declared: tools
-            .external
-            .iter()
-            .map(|tool| Declared {
-                name: tool.name.clone(),
-                path: tool.path.clone(),
-                description: tool.description.clone(),
-                parameters: tool.parameters.clone(),
-                timeout: tool.timeout,
-                enabled: tool.enabled,
-                source: if tool.from_repository {
-                    Source::RepositoryConfig
-                } else {
-                    Source::Config
-                },
-            })
-            .collect(),
-        cache_dir: cache_dir(home, environ),
-        sandbox: None,
-    }
-}
-
-/// ybs's cache directory: `$XDG_CACHE_HOME/ybs` or `~/.cache/ybs`.
-pub fn cache_dir(home: Option<&Path>, environ: &Environ) -> Option<PathBuf> {
-    let xdg = environ.var_os("XDG_CACHE_HOME").map(PathBuf::from);
-    cache::cache_dir(xdg.as_deref(), home)
 }
 
 /// Returns true if and only if an `allow` rule of `policy` names the tool

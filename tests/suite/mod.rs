@@ -5,6 +5,7 @@ mod annotations;
 mod answer;
 mod approvals;
 mod architecture;
+mod architecture_rooms;
 mod batch;
 mod breaker;
 mod config_trust;

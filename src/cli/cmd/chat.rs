@@ -55,9 +55,8 @@ pub fn chat(args: &ChatArgs) -> u8 {
         })),
         ..RunFlags::default()
     };
-    let env = |name: &str| std::env::var(name).ok();
-    let options = RunOptions::resolve(flags, &loaded.config, &env);
-    let entry = runner::options::Entry::default();
+    let options = RunOptions::resolve(flags, &loaded);
+    let entry = runner::Entry::default();
     let mut chat = match Session::open(loaded, options, entry, Threads::Two, &mut printer)
         .and_then(Chat::start)
     {

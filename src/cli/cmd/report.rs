@@ -9,18 +9,15 @@ use super::super::diagnostics;
 use super::common;
 use crate::core::exit;
 use crate::report::{self, OutputLayout, RunTotals};
-use crate::runner::session::{self, Ending};
-use crate::runner::{RunReport, TaskResult};
+use crate::runner::{Ending, RunReport, StepOutputs, TaskResult, finish};
 
 /// Merges, prints one line of totals, and exits as `run` would have over
 /// all the merged tasks; at least `4` when a shard or a task is missing.
 pub fn merge(args: &MergeArgs) -> u8 {
     let printer = common::printer(common::level(&args.verbosity), false);
-    let outputs = OutputLayout::new(
-        args.out.clone(),
-        None,
-        std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
-    );
+    // The step outputs as `ybs run` resolves them (docs/progress.md).
+    let steps = StepOutputs::from_environ(&crate::config::process_environ());
+    let outputs = OutputLayout::new(args.out.clone(), None, steps.github_step_summary);
     let cwd = match crate::config::process_cwd() {
         Ok(cwd) => cwd,
         Err(source) => {
@@ -59,10 +56,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
         code
     };
     // The merged run ends as `run` does, its step outputs too (docs/progress.md).
-    let github_output = std::env::var_os("GITHUB_OUTPUT")
-        .filter(|path| !path.is_empty())
-        .map(PathBuf::from);
-    session::finish(
+    finish(
         &printer,
         &report,
         &Ending {
@@ -75,7 +69,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
             ),
             code,
             layout: &outputs,
-            github_output: github_output.as_deref(),
+            github_output: steps.github_output.as_deref(),
             seed: &crate::core::ids::new_run_id(),
         },
     );

@@ -8,7 +8,7 @@ use super::super::diagnostics;
 use super::common;
 use crate::core::{Redactor, exit};
 use crate::report::Console;
-use crate::runner::pause::Resumed;
+use crate::runner::Resumed;
 use crate::runner::resume::{self, ResultsInput, ResumeFlags};
 use crate::runner::{self, RunFlags, RunOptions};
 
@@ -94,8 +94,6 @@ fn go_on(
     flags: &ResumeFlags,
     printer: &mut crate::report::Printer,
 ) -> u8 {
-    let environ = crate::config::process_environ();
-    let env = |name: &str| environ.var(name);
     let overrides = common::overrides(
         &args.config,
         &args.provider,
@@ -117,7 +115,7 @@ fn go_on(
         scratch,
         ..run_flags(args)
     };
-    let options = RunOptions::resume(run_flags, &loaded.config, &env, args.out.clone());
+    let options = RunOptions::resume(run_flags, &loaded, args.out.clone());
     match resume::resume(loaded, resumed, options, flags, printer) {
         Ok(report) => report.exit_code(),
         Err(error) => diagnostics::fail(printer, &error),

@@ -150,7 +150,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         junit: args.junit.clone(),
         policy_file: args.config.policy.clone(),
         no_sandbox: args.no_sandbox,
-        matrix: runner::matrix::Matrix {
+        matrix: runner::Matrix {
             models: args.models.clone(),
             repeat: args.repeat,
             min_pass_rate: args.min_pass_rate,
@@ -161,7 +161,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             &args.vars,
             (args.no_sandbox, args.no_commit),
         ),
-        approver: args.interactive.then(|| -> runner::options::MakeApprover {
+        approver: args.interactive.then(|| -> runner::MakeApprover {
             Box::new(move |redactor| {
                 let mut prompts = super::common::printer(level, json);
                 prompts.set_redactor(redactor);
@@ -169,8 +169,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             })
         }),
     };
-    let env = |name: &str| std::env::var(name).ok();
-    let options = RunOptions::resolve(flags, &loaded.config, &env);
+    let options = RunOptions::resolve(flags, &loaded);
     match runner::run(loaded, options, &mut printer) {
         Ok(report) => {
             printer.print_answers();
@@ -213,7 +212,7 @@ fn shard(
 /// unreadable one is an error, never a silent fallback to hashing).
 fn split(
     args: &RunArgs,
-) -> Result<Option<runner::options::ShardSplit>, Box<dyn crate::core::exit::Failure>> {
+) -> Result<Option<runner::ShardSplit>, Box<dyn crate::core::exit::Failure>> {
     match (args.shard_by.as_deref(), &args.durations) {
         (Some("durations"), Some(file)) => {
             let (durations, digest) = crate::report::durations::Durations::read(file)
@@ -223,7 +222,7 @@ fn split(
                         hint: Some("pass an earlier run's or merge's durations.json (or junit.xml) as --durations".to_owned()),
                     })
                 })?;
-            Ok(Some(runner::options::ShardSplit { durations, digest }))
+            Ok(Some(runner::ShardSplit { durations, digest }))
         }
         (Some("durations"), None) => Err(Box::new(RunError::usage(
             "--shard-by durations needs --durations FILE",

@@ -73,7 +73,7 @@ fn is_count(line: &str) -> bool {
 }
 
 /// The errors of a load, one per line it prints (hints aside).
-fn load_count(errors: &LoadErrors) -> usize {
+fn load_count<L>(errors: &LoadErrors<L>) -> usize {
     let config = |error: &Option<ConfigError>| match error {
         Some(ConfigError::Files(diagnostics)) => diagnostics.len(),
         Some(_) => 1,

@@ -16,13 +16,16 @@ use serde_json::{Value, json};
 pub mod serve;
 
 use super::RunError;
-use super::options::{self, Loaded};
+use super::load::Loaded;
+use super::options;
 use crate::core::Environ;
 use crate::core::exit::{self, Failure};
 use crate::policy::{CallView, Policy, Verdict};
 use crate::report::Console;
 use crate::report::log::neutralize;
-use crate::runner::tools::{cache_dir, discovery_settings, policy_enables};
+use crate::runner::dirs::cache_dir;
+use crate::runner::dirs::discovery_settings;
+use crate::runner::tools::policy_enables;
 use crate::runner::{self, RunFlags, RunOptions, Threads};
 use crate::tools::external::cache::load_metrics;
 use crate::tools::external::{
@@ -133,7 +136,7 @@ impl Toolbox {
         } else {
             Threads::Current
         };
-        let options = RunOptions::resolve(RunFlags::default(), &loaded.config, &|_| None);
+        let options = RunOptions::local(RunFlags::default(), &loaded);
         let entry = options::Entry::default();
         let session = runner::Session::open(loaded, options, entry, threads, printer.as_mut())?;
         let policy = session.policy_here().map_err(setup)?;
@@ -500,7 +503,7 @@ pub(super) fn tool_ctx(session: &Toolbox) -> ToolCtx {
             .blocked_paths
             .iter()
             .map(|path| {
-                runner::prepare::expand_home(Path::new(path), context.home.as_deref())
+                runner::prepare::workdir::expand_home(Path::new(path), context.home.as_deref())
                     .display()
                     .to_string()
             })

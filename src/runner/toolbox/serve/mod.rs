@@ -28,18 +28,21 @@
 //!   `Host` is not a loopback name are refused (DNS rebinding): the
 //!   server runs programs, it is not for the network.
 
+mod handler;
+mod status;
+mod transport;
+
+pub(super) use status::status;
+use status::{status_path, write_status};
+use transport::{serve_http, serve_stdio};
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerConfig,
-};
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, ServiceExt};
-use rmcp::{ErrorData, ServerHandler};
+use rmcp::model::{CallToolResult, ServerConfig};
+use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 
 use super::{Toolbox, ToolsError, ToolsOutcome};
@@ -326,153 +329,6 @@ async fn notify_list_changed(shared: &Shared) {
     }
 }
 
-/// One session on stdin/stdout, until EOF, a signal or the client ends it.
-async fn serve_stdio(
-    shared: &Arc<Shared>,
-    rescan: impl Future<Output = ()>,
-    stopped: impl Future<Output = ()>,
-) -> Result<(), RunError> {
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let eof = Arc::new(tokio::sync::Notify::new());
-    let stdin = EofSignal {
-        inner: stdin,
-        eof: eof.clone(),
-    };
-    let service = Server(shared.clone())
-        .serve((stdin, stdout))
-        .await
-        .map_err(|error| RunError::usage(format!("MCP session did not start: {error}"), None))?;
-    let cancel = service.cancellation_token();
-    tokio::select! {
-        _ = service.waiting() => {}
-        () = rescan => {}
-        // The SDK would wait for calls in flight: end them now.
-        () = eof.notified() => cancel.cancel(),
-        () = stopped => cancel.cancel(),
-    }
-    Ok(())
-}
-
-/// Streamable HTTP on `addr` (`/mcp`), until a signal.
-async fn serve_http(
-    session: &Toolbox,
-    shared: &Arc<Shared>,
-    addr: std::net::SocketAddr,
-    rescan: impl Future<Output = ()>,
-    stopped: impl Future<Output = ()>,
-) -> Result<(), RunError> {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|error| {
-        RunError::usage(format!("--listen {addr}: cannot listen: {error}"), None)
-    })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|error| RunError::usage(format!("--listen {addr}: {error}"), None))?;
-    let cancel = tokio_util::sync::CancellationToken::new();
-    // The SDK's defaults accept loopback `Host`s only (DNS rebinding).
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());
-    let factory_shared = shared.clone();
-    let mcp = StreamableHttpService::new(
-        move || Ok(Server(factory_shared.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    // The one line on stdout: where to connect (the port, when 0 was asked).
-    session
-        .printer
-        .result(&format!("listening on http://{bound}{HTTP_PATH}"));
-    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let accept = async {
-        loop {
-            // Closed never: the semaphore lives as long as this loop.
-            let Ok(permit) = connections.clone().acquire_owned().await else {
-                break;
-            };
-            let Ok((stream, _)) = listener.accept().await else {
-                // Out of descriptors, say: wait for a connection to end
-                // instead of spinning on the error.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            };
-            // Answers go out as soon as they are written (an SSE answer
-            // is several small writes; Nagle would hold them for the
-            // client's delayed ACK, tens of milliseconds a call).
-            let _ = stream.set_nodelay(true);
-            let mcp = mcp.clone();
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let mut mcp = mcp.clone();
-                    async move {
-                        if request.uri().path() == HTTP_PATH {
-                            tower_service::Service::call(&mut mcp, request).await
-                        } else {
-                            Ok(not_found())
-                        }
-                    }
-                });
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                tokio::select! {
-                    _ = connection => {}
-                    () = cancel.cancelled() => {}
-                }
-                drop(permit);
-            });
-        }
-    };
-    tokio::select! {
-        () = accept => {}
-        () = rescan => {}
-        () = stopped => {}
-    }
-    cancel.cancel();
-    Ok(())
-}
-
-type HttpBody = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
-
-fn not_found() -> http::Response<HttpBody> {
-    use http_body_util::BodyExt as _;
-    let body = http_body_util::Full::new(bytes::Bytes::from_static(
-        b"not found: the MCP endpoint is /mcp\n",
-    ))
-    .boxed();
-    let mut response = http::Response::new(body);
-    *response.status_mut() = http::StatusCode::NOT_FOUND;
-    response
-}
-
-/// stdin, telling `eof` when it ends.
-struct EofSignal<R> {
-    inner: R,
-    eof: Arc<tokio::sync::Notify>,
-}
-
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofSignal<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        let ended = match &poll {
-            std::task::Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
-            std::task::Poll::Ready(Err(_)) => true,
-            std::task::Poll::Pending => false,
-        };
-        if ended {
-            self.eof.notify_one();
-        }
-        poll
-    }
-}
-
 /// Persists the metrics and removes the status file.
 fn finish(shared: &Shared, session: &Toolbox) {
     // Started before the server ran: nothing to reap otherwise.
@@ -485,13 +341,6 @@ fn finish(shared: &Shared, session: &Toolbox) {
     if let Some(file) = &shared.status_file {
         let _ = std::fs::remove_file(file);
     }
-}
-
-/// Where a serving process writes its metrics: one file per process.
-fn status_path(cache_dir: &std::path::Path) -> PathBuf {
-    cache_dir
-        .join("serve")
-        .join(format!("{}.json", std::process::id()))
 }
 
 fn server_info() -> ServerConfig {
@@ -738,197 +587,6 @@ impl Server {
     }
 }
 
-/// Rewrites the status file `ybs tools status` reads.
-fn write_status(shared: &Arc<Shared>) {
-    let Some(file) = &shared.status_file else {
-        return;
-    };
-    shared
-        .status_dirty
-        .store(false, std::sync::atomic::Ordering::Relaxed);
-    *shared
-        .status_written
-        .lock()
-        .unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-    let server = Server(shared.clone());
-    let text = server.metrics_json().to_string();
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let temp = file.with_extension("tmp");
-    if std::fs::write(&temp, text).is_ok() {
-        let _ = std::fs::rename(&temp, file);
-    }
-}
-
 fn failure(message: String) -> Value {
     json!({"success": false, "error": message})
-}
-
-impl ServerHandler for Server {
-    fn get_info(&self) -> ServerConfig {
-        self.0.info.clone()
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let mut peers = self.0.peers.lock().unwrap_or_else(|e| e.into_inner());
-        peers.retain(|peer| !peer.is_transport_closed());
-        peers.push(context.peer);
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let tools: Vec<Value> = self
-            .0
-            .tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .map(describe)
-            .collect();
-        serde_json::from_value(json!({ "tools": tools }))
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let started = Instant::now();
-        let name = request.name.to_string();
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let (envelope, verdict, ran) = {
-            // Closed never: the semaphore lives as long as the server.
-            let _permit = self.0.running.acquire().await.ok();
-            self.call(&name, arguments).await
-        };
-        let result = self.result(&envelope);
-        self.0
-            .status_dirty
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        let due = self
-            .0
-            .status_written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none_or(|at| at.elapsed() >= STATUS_INTERVAL);
-        if due {
-            write_status(&self.0);
-        }
-        if let Some(hook) = &self.0.on_call {
-            hook(&CallRecord {
-                tool: name,
-                verdict,
-                success: envelope["success"] == json!(true),
-                ran,
-                duration: started.elapsed(),
-            });
-        }
-        Ok(result.into())
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        serde_json::from_value(json!({"resources": [{
-            "uri": METRICS_URI,
-            "name": "metrics",
-            "description": "Per-tool call metrics of this server: calls, failures, p50/p95 duration.",
-            "mimeType": "application/json",
-        }]}))
-        .map_err(|error| ErrorData::internal_error(error.to_string(), None))
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        if request.uri != METRICS_URI {
-            return Err(ErrorData::resource_not_found(
-                format!("no resource `{}`", request.uri),
-                None,
-            ));
-        }
-        let result: ReadResourceResult = serde_json::from_value(json!({"contents": [{
-            "uri": METRICS_URI,
-            "mimeType": "application/json",
-            "text": self.metrics_json().to_string(),
-        }]}))
-        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-        Ok(result.into())
-    }
-}
-
-/// `ybs tools status`: the metrics of every `ybs tools serve` running
-/// for this user (their status files), as a table or JSON.
-pub(super) fn status(session: &Toolbox, json_output: bool) -> ToolsOutcome {
-    let mut servers = Vec::new();
-    if let Some(dir) = session.cache_dir().map(|dir| dir.join("serve"))
-        && let Ok(entries) = std::fs::read_dir(&dir)
-    {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_none_or(|ext| ext != "json") {
-                continue;
-            }
-            let Some(doc) = std::fs::read(&path)
-                .ok()
-                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-            else {
-                continue;
-            };
-            let alive = doc["pid"]
-                .as_u64()
-                .is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
-            if alive {
-                servers.push(doc);
-            } else {
-                // Left by a server that was killed: gone.
-                let _ = std::fs::remove_file(&path);
-            }
-        }
-    }
-    servers.sort_by_key(|doc| doc["pid"].as_u64());
-    if json_output {
-        session
-            .printer
-            .result(&json!({ "servers": servers }).to_string());
-        return ToolsOutcome::Done;
-    }
-    if servers.is_empty() {
-        session
-            .printer
-            .result("no `ybs tools serve` is running (totals of past calls: `ybs tools list`)");
-        return ToolsOutcome::Done;
-    }
-    let mut lines = Vec::new();
-    for server in &servers {
-        lines.push(format!(
-            "ybs tools serve, pid {}, up {}s",
-            server["pid"], server["uptime_s"]
-        ));
-        lines.push(format!(
-            "  {:<24} {:>6} {:>8} {:>8} {:>8}",
-            "TOOL", "CALLS", "FAILED", "P50", "P95"
-        ));
-        for tool in server["tools"].as_array().into_iter().flatten() {
-            lines.push(format!(
-                "  {:<24} {:>6} {:>8} {:>6}ms {:>6}ms",
-                crate::report::log::neutralize(tool["name"].as_str().unwrap_or("?")),
-                tool["calls"],
-                tool["failures"],
-                tool["p50_ms"],
-                tool["p95_ms"],
-            ));
-        }
-    }
-    session.printer.result(&lines.join("\n"));
-    ToolsOutcome::Done
 }
