@@ -21,6 +21,11 @@ const SHELL_NOTE_SANDBOX: &str = "Shell: any command runs ($(…), pipes, loops,
 /// cannot see while deny or ask rules exist.
 const SHELL_NOTE_OPAQUE: &str = "Shell: no part of a chain, nested ones included, may match a denied rule; the sandbox confines the rest.";
 
+/// … when a full wildcard and the full sandbox decide while deny or ask
+/// rules exist: what the parser reads runs unless a part may match one
+/// (docs/policy.md, "Unknowns under deny rules").
+const SHELL_NOTE_UNKNOWNS: &str = "Shell: commands run confined by the sandbox ($(…), pipes, loops, heredocs, sh -c included) unless a part may match a denied rule; inline interpreter code, eval and scripts are not auto-allowed.";
+
 #[derive(Serialize)]
 struct Hashed<'a> {
     version: u32,
@@ -136,15 +141,21 @@ impl Policy {
     /// policy in force (issue 33). Under a full wildcard on every side
     /// with the sandbox deciding, no shell restriction that does not exist.
     fn shell_note(&self) -> &'static str {
-        let open = self.layers().all(|(layer, set)| {
-            self.sandbox_decides(layer)
-                && (self.default_of(layer) == Verdict::Allow
-                    || set.allow.iter().any(|rule| rule.full_wildcard("run_shell")))
-        });
-        match (open, self.shell_rules_to_dodge()) {
-            (false, _) => SHELL_NOTE,
-            (true, false) => SHELL_NOTE_SANDBOX,
-            (true, true) => SHELL_NOTE_OPAQUE,
+        let wild = |layer: Layer, set: &super::decide::RuleSet| {
+            self.default_of(layer) == Verdict::Allow
+                || set.allow.iter().any(|rule| rule.full_wildcard("run_shell"))
+        };
+        let open = self
+            .layers()
+            .all(|(layer, set)| self.sandbox_decides(layer) && wild(layer, set));
+        let reading = self
+            .layers()
+            .all(|(layer, set)| self.decides_unknowns(layer) && wild(layer, set));
+        match (open, reading, self.shell_rules_to_dodge()) {
+            (true, _, false) => SHELL_NOTE_SANDBOX,
+            (true, _, true) => SHELL_NOTE_OPAQUE,
+            (false, true, _) => SHELL_NOTE_UNKNOWNS,
+            (false, false, _) => SHELL_NOTE,
         }
     }
 }
