@@ -106,10 +106,10 @@ impl Session {
         let workdir = self.workdir(Some(task));
         // A required external tool nothing finds, which `ybs run` ends
         // the task with (`tool_unavailable`).
-        for message in super::tools::required_not_found(context, task) {
+        for (message, span) in super::tools::required_not_found(context, task) {
             errors.push(PrepareError {
                 file: path.to_owned(),
-                span: None,
+                span: Some(span),
                 task: task.id.clone(),
                 message,
                 hint: Some(

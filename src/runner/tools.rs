@@ -42,9 +42,12 @@ impl TaskTools {
 
 /// `ybs validate`'s look at the external tools `task` requires: the
 /// message `ybs run` ends the task with (`tool_unavailable`) for each
-/// one no discovery finds at all. Nothing is run: the tools' schemas are
-/// not asked for.
-pub fn required_not_found(run: &RunContext, task: &crate::task::TaskSpec) -> Vec<String> {
+/// one no discovery finds at all, with where the task file requires it.
+/// Nothing is run: the tools' schemas are not asked for.
+pub fn required_not_found(
+    run: &RunContext,
+    task: &crate::task::TaskSpec,
+) -> Vec<(String, crate::core::span::Span)> {
     if task.tools.required_external.is_empty() {
         return Vec::new();
     }
@@ -61,7 +64,8 @@ pub fn required_not_found(run: &RunContext, task: &crate::task::TaskSpec) -> Vec
     };
     let catalog = external::discover::scan(&settings, &enable);
     let mut missing = Vec::new();
-    for name in &task.tools.required_external {
+    for required in &task.tools.required_external {
+        let name = &required.value;
         let found = catalog
             .entries
             .iter()
@@ -73,18 +77,24 @@ pub fn required_not_found(run: &RunContext, task: &crate::task::TaskSpec) -> Vec
                 entry.status,
                 Status::MissingBinary | Status::NotExecutable | Status::InvalidSchema
             ) {
-                missing.push(not_offered(entry));
+                missing.push((not_offered(entry), required.span));
             }
         }
         if !any {
-            missing.push(format!(
-                "external tool `{name}` is not offered to the model: it was not found"
+            missing.push((
+                format!("external tool `{name}` is not offered to the model: it was not found"),
+                required.span,
             ));
         }
     }
     missing
         .into_iter()
-        .map(|message| format!("{message} (the task marks it `required: true`)"))
+        .map(|(message, span)| {
+            (
+                format!("{message} (the task marks it `required: true`)"),
+                span,
+            )
+        })
         .collect()
 }
 
@@ -203,7 +213,7 @@ fn offer_catalog(
             .tools
             .required_external
             .iter()
-            .any(|name| names_entry(name, entry));
+            .any(|name| names_entry(&name.value, entry));
         // The operator declared it (`tools.external`) and did not turn it
         // off: it is meant to be there.
         let declared = entry.source == Source::Config && entry.enabled_by == Some("operator");
@@ -225,7 +235,13 @@ fn offer_catalog(
         }
     }
     // A required tool nothing found at all.
-    for name in &prepared.task.tools.required_external {
+    for name in prepared
+        .task
+        .tools
+        .required_external
+        .iter()
+        .map(|name| &name.value)
+    {
         if !catalog.entries.iter().any(|entry| names_entry(name, entry)) {
             unavailable.push((
                 format!("external tool `{name}` is not offered to the model: it was not found"),

@@ -74,7 +74,7 @@ pub struct TaskLayer {
     pub builtin_tools: Option<Vec<String>>,
     pub external_tools: Option<Vec<String>>,
     /// The `external_tools` marked `required: true`.
-    pub required_external: Vec<String>,
+    pub required_external: Vec<Spanned<String>>,
     /// `tools.script`.
     pub script_tool: Option<bool>,
     /// `tools.caller`.

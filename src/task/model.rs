@@ -107,9 +107,10 @@ pub struct ToolsSpec {
     pub builtin: Option<Vec<String>>,
     /// `external:` names or paths.
     pub external: Vec<String>,
-    /// The `external` entries marked `required: true`: one that cannot be
-    /// offered makes the task an error.
-    pub required_external: Vec<String>,
+    /// The `external` entries marked `required: true`, each where it is
+    /// written: one that cannot be offered makes the task an error.
+    #[serde(serialize_with = "names_only")]
+    pub required_external: Vec<crate::core::decode::Spanned<String>>,
     /// `script: true`: the `script` tool is offered too (docs/tools.md).
     pub script: bool,
     /// `caller:`: tools the caller runs; calling one pauses the task
@@ -202,4 +203,12 @@ impl Expect {
             Self::Fail => "fail",
         }
     }
+}
+
+/// `required_external` as the names it holds (their places are for errors).
+fn names_only<S: serde::Serializer>(
+    names: &[crate::core::decode::Spanned<String>],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(names.iter().map(|name| &name.value))
 }

@@ -86,7 +86,7 @@ const CASES: &[Case] = &[
         )],
         args: &["validate", "t.yaml"],
         env: &[],
-        starts: "t.yaml: task `t`: ",
+        starts: "t.yaml:3:14: task `t`: external tool `nosuchtool`",
     },
     Case {
         name: "no model",

@@ -89,16 +89,19 @@ pub(super) fn repository_tool_path(decoder: &mut Decoder<'_>, name: &str, span: 
 
 /// The `tools.external` entries marked `required: true` (their errors
 /// are reported by [`decode_tools`]).
-pub(super) fn decode_required_external(decoder: &mut Decoder<'_>, node: &Node) -> Vec<String> {
+pub(super) fn decode_required_external(
+    decoder: &mut Decoder<'_>,
+    node: &Node,
+) -> Vec<Spanned<String>> {
     let Some(NodeKind::Seq(items)) = node.get("external").map(|node| &node.kind) else {
         return Vec::new();
     };
     let mut quiet = Decoder::new(decoder.path());
     items
         .iter()
-        .filter_map(|item| external_entry(&mut quiet, item))
-        .filter(|(_, required)| *required)
-        .map(|(name, _)| name)
+        .filter_map(|item| Some((external_entry(&mut quiet, item)?, item.span)))
+        .filter(|((_, required), _)| *required)
+        .map(|((name, _), span)| Spanned::new(name, span))
         .collect()
 }
 
