@@ -99,7 +99,7 @@ fn read_results(input: &ResultsInput) -> Result<(Vec<u8>, String), RunError> {
     match input {
         ResultsInput::File(path) => Ok((
             read_plain(path, MAX_RESULTS_BYTES)
-                .map_err(|error| RunError::usage(format!("{}: {error}", path.display()), None))?,
+                .map_err(|error| RunError::usage(format!("{}: {error}", path.display()), Some("pass the JSON file the caller wrote (docs/resume.md, \"Answering caller tools\"), or - for stdin")))?,
             path.display().to_string(),
         )),
         ResultsInput::Stdin => {
@@ -107,9 +107,12 @@ fn read_results(input: &ResultsInput) -> Result<(Vec<u8>, String), RunError> {
             std::io::stdin()
                 .take(MAX_RESULTS_BYTES + 1)
                 .read_to_end(&mut bytes)
-                .map_err(|error| RunError::usage(format!("stdin: {error}"), None))?;
+                .map_err(|error| RunError::usage(format!("stdin: {error}"), Some("pass the JSON file the caller wrote (docs/resume.md, \"Answering caller tools\"), or - for stdin")))?;
             if bytes.len() as u64 > MAX_RESULTS_BYTES {
-                return Err(RunError::usage("stdin: the results pass 16 MiB", None));
+                return Err(RunError::usage(
+                    "stdin: the results pass 16 MiB",
+                    Some("answer each caller tool with its result only, or write them to a file"),
+                ));
             }
             Ok((bytes, "stdin".to_owned()))
         }

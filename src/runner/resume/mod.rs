@@ -92,7 +92,12 @@ pub fn find_paused(
     let mut ids: Vec<String> = match task {
         Some(task) => vec![task.to_owned()],
         None => std::fs::read_dir(&out)
-            .map_err(|error| RunError::usage(format!("{}: {error}", out_dir.display()), None))?
+            .map_err(|error| {
+                RunError::usage(
+                    format!("{}: {error}", out_dir.display()),
+                    Some("pass the output directory of the run that paused (`--out-dir`, `ybs-out` by default)"),
+                )
+            })?
             .filter_map(Result::ok)
             .filter(|entry| entry.path().join(STATE_FILE).is_file())
             .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
@@ -139,7 +144,12 @@ fn read_state(
     let shown = out_dir.join(id).join(STATE_FILE);
     let plain = !id.is_empty() && !id.starts_with('.') && !id.contains(['/', '\\']);
     if !plain {
-        return Err(RunError::usage(format!("invalid task id `{id}`"), None));
+        return Err(RunError::usage(
+            format!("invalid task id `{id}`"),
+            Some(
+                "name a task of the paused run: the directories under the output directory that hold a state.json",
+            ),
+        ));
     }
     let bytes = read_plain(&out.join(id).join(STATE_FILE), 512 << 20).map_err(|error| {
         RunError::usage(
@@ -251,7 +261,14 @@ fn resumed_task(
         .as_ref()
         .map(|git| serde_json::from_value::<Snapshot>(git.snapshot.clone()))
         .transpose()
-        .map_err(|error| RunError::usage(format!("the state's git snapshot: {error}"), None))?;
+        .map_err(|error| {
+            RunError::usage(
+                format!("the state's git snapshot: {error}"),
+                Some(
+                    "the state file was written by another ybs version or changed: rerun the task",
+                ),
+            )
+        })?;
     Ok(Resumed {
         state: task.state.clone(),
         snapshot,
@@ -368,7 +385,12 @@ fn paused_tasks(
                 )
             })?;
         let bytes = std::fs::read(loaded.cwd.join(&state.task.file))
-            .map_err(|error| RunError::usage(format!("{}: {error}", state.task.file), None))?;
+            .map_err(|error| {
+                RunError::usage(
+                    format!("{}: {error}", state.task.file),
+                    Some("resume from the directory `ybs run` ran in, with the task file the run paused with"),
+                )
+            })?;
         if state::sha256(&bytes) != state.task.file_sha256 && !allow_changed {
             return Err(RunError::usage(
                 format!(
@@ -387,9 +409,12 @@ fn paused_tasks(
 /// against the state's.
 fn earlier_events(out: &OutDir, item: &Resumed) -> Result<Vec<EventRecord>, RunError> {
     let id = &item.state.task.id;
-    let bytes = out
-        .read_file(Some(id), EVENTS_FILE)
-        .map_err(|error| RunError::usage(format!("{id}/{EVENTS_FILE}: {error}"), None))?;
+    let bytes = out.read_file(Some(id), EVENTS_FILE).map_err(|error| {
+        RunError::usage(
+            format!("{id}/{EVENTS_FILE}: {error}"),
+            Some("the paused run's outputs are incomplete: rerun the task"),
+        )
+    })?;
     if state::sha256(&bytes) != item.state.events_sha256 {
         return Err(RunError::usage(
             format!("{id}/{EVENTS_FILE} changed since the task paused; refusing to resume"),
@@ -490,7 +515,12 @@ fn check_prepared(
         }
         if let (Some(git), Some(snapshot)) = (&state.git, &item.snapshot) {
             let workspace = Workspace::open(&task.tool_ctx.workdir)
-                .map_err(|error| RunError::usage(format!("git: {error}"), None))?
+                .map_err(|error| {
+                    RunError::usage(
+                        format!("git: {error}"),
+                        Some("run `ybs resume` from the directory `ybs run` ran in"),
+                    )
+                })?
                 .ok_or_else(|| {
                     RunError::usage(
                         format!(

@@ -403,9 +403,11 @@ fn invoke(session: &Toolbox, name: &str, input: &str) -> Result<ToolsOutcome, To
     let input = if input == "-" {
         let mut text = String::new();
         if let Err(error) = std::io::stdin().read_to_string(&mut text) {
-            return Err(
-                RunError::usage(format!("cannot read --input from stdin: {error}"), None).into(),
-            );
+            return Err(RunError::usage(
+                format!("cannot read --input from stdin: {error}"),
+                Some("pass the arguments as --input '{…}' or pipe a JSON object"),
+            )
+            .into());
         }
         text
     } else {
@@ -421,9 +423,11 @@ fn invoke(session: &Toolbox, name: &str, input: &str) -> Result<ToolsOutcome, To
             .into());
         }
         Err(error) => {
-            return Err(
-                RunError::usage(format!("--input is not valid JSON: {error}"), None).into(),
-            );
+            return Err(RunError::usage(
+                format!("--input is not valid JSON: {error}"),
+                Some("`ybs tools schema NAME` shows the arguments the tool takes"),
+            )
+            .into());
         }
     };
     let catalog = session.discover(&[name.to_owned()])?;

@@ -51,7 +51,10 @@ pub(super) async fn serve_http(
     };
 
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|error| {
-        RunError::usage(format!("--listen {addr}: cannot listen: {error}"), None)
+        RunError::usage(
+            format!("--listen {addr}: cannot listen: {error}"),
+            Some("pick a free port, or 127.0.0.1:0 for any"),
+        )
     })?;
     let bound = listener
         .local_addr()
