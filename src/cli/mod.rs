@@ -1,7 +1,8 @@
 //! L5 cli: argv, stdout/stderr, exit codes.
 //!
-//! `main` parses, dispatches and turns the outcome into an exit code in
-//! one place. `--version` and `--help` answer before any I/O.
+//! `main` parses, reads the process environment once, dispatches and turns
+//! the outcome into an exit code in one place. `--version` and `--help`
+//! answer before any I/O.
 
 pub mod args;
 pub mod cmd;
@@ -33,7 +34,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
-    ExitCode::from(cmd::dispatch(cli))
+    // The one read of the process environment: every command and the
+    // runner below it get their variables from this value
+    // (docs/architecture.md; tests/suite/architecture.rs checks it).
+    let environ = crate::config::process_environ();
+    ExitCode::from(cmd::dispatch(cli, &environ))
 }
 
 /// A clap usage error in ybs's error form: its `error:` lines, its

@@ -33,20 +33,16 @@ pub struct Sources<'a> {
     pub home: Option<&'a Path>,
     /// Normally [`SYSTEM_CONFIG`].
     pub system_config: &'a Path,
-    /// Looks up an environment variable; normally [`process_env`].
+    /// Looks up an environment variable; normally in the [`Environ`] the
+    /// CLI read at its entry ([`process_environ`]).
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
-/// The real process environment, for [`Sources::env`].
-pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
-/// The process environment and working directory, read once for a
-/// command: the one read of them below the CLI. Everything under `config`
-/// (the runner, the agent, tools, reports) gets its variables from the
-/// [`Environ`] this returns, never from the process
-/// (`tests/suite/architecture.rs` checks it).
+/// The process environment, read once for a command by the CLI's entry
+/// (`cli::main`, its one caller) and handed down from there. Everything
+/// under `config` (the runner, the agent, tools, reports) gets its
+/// variables from the [`Environ`] this returns, never from the process
+/// (`tests/suite/architecture.rs` checks both).
 pub fn process_environ() -> Environ {
     Environ::new(std::env::vars_os())
 }

@@ -17,7 +17,7 @@ pub use env::{EnvError, VARIABLES};
 pub use layer::Combine;
 pub use load::{
     ConfigError, Overrides, SYSTEM_CONFIG, Sources, load, load_policy_file, parse_config,
-    process_cwd, process_env, process_environ,
+    process_cwd, process_environ,
 };
 pub use settings::{
     AgentSettings, BuiltinToolSettings, Config, ContextSettings, ExternalToolConfig, GitAuthor,

@@ -36,8 +36,9 @@ pub struct RunContext {
     pub operator_policy: Option<PolicySpec>,
     /// The allowlisted environment for every subprocess.
     pub child_env: ChildEnv,
-    /// ybs's own environment, read once with the config
-    /// (`config::process_environ`): provider keys, `$PATH`, `$XDG_*`.
+    /// ybs's own environment, read once at the CLI's entry
+    /// (`config::process_environ`) and carried in by [`super::Loaded`]:
+    /// provider keys, `$PATH`, `$XDG_*`.
     pub environ: crate::core::Environ,
     pub pricing: PriceTable,
     pub retry: RetrySettings,

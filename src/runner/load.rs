@@ -25,8 +25,9 @@ pub struct Loaded {
     pub home: Option<PathBuf>,
     /// `--policy FILE`, parsed.
     pub operator_policy: Option<PolicySpec>,
-    /// The process environment, read once with the config: every variable
-    /// the run needs below `config` comes from here.
+    /// The process environment, read once at the CLI's entry and handed to
+    /// the loader: every variable the run needs below `config` comes from
+    /// here.
     pub environ: Environ,
     /// Task files given as text, not read from disk (`ybs run --prompt`):
     /// path (as loaded) and text. A task that pauses keeps a copy.
@@ -34,20 +35,23 @@ pub struct Loaded {
 }
 
 /// Loads config, `--policy FILE` and the task files (`None`: no task
-/// files, for commands that need none); on error returns every problem.
+/// files, for commands that need none), with the environment the CLI read
+/// at its entry; on error returns every problem.
 pub fn load(
+    environ: &Environ,
     overrides: &Overrides,
     policy_file: Option<&Path>,
     paths: Option<&[PathBuf]>,
     vars: &[(String, String)],
 ) -> Result<Loaded, Box<LoadErrors<Loaded>>> {
-    load_selected(overrides, policy_file, paths, vars, &[])
+    load_selected(environ, overrides, policy_file, paths, vars, &[])
 }
 
 /// [`load`] for a run of the tasks `filter` selects (`--filter`; empty:
 /// all): what the config refuses in a task (a limit above the operator's,
 /// a cost limit with no known price) is an error only for those.
 pub fn load_selected(
+    environ: &Environ,
     overrides: &Overrides,
     policy_file: Option<&Path>,
     paths: Option<&[PathBuf]>,
@@ -55,6 +59,7 @@ pub fn load_selected(
     filter: &[String],
 ) -> Result<Loaded, Box<LoadErrors<Loaded>>> {
     load_with(
+        environ,
         overrides,
         policy_file,
         filter,
@@ -69,6 +74,7 @@ pub fn load_selected(
 /// `path`, relative to the directory ybs runs in, is where the file is
 /// considered to be (see [`super::adhoc`]).
 pub fn load_text(
+    environ: &Environ,
     overrides: &Overrides,
     policy_file: Option<&Path>,
     path: &Path,
@@ -76,6 +82,7 @@ pub fn load_text(
     vars: &[(String, String)],
 ) -> Result<Loaded, Box<LoadErrors<Loaded>>> {
     load_with(
+        environ,
         overrides,
         policy_file,
         &[],
@@ -91,6 +98,7 @@ pub fn load_text(
 }
 
 fn load_with(
+    environ: &Environ,
     overrides: &Overrides,
     policy_file: Option<&Path>,
     filter: &[String],
@@ -102,7 +110,7 @@ fn load_with(
             ..LoadErrors::default()
         })
     })?;
-    let environ = config::process_environ();
+    let environ = environ.clone();
     let home = environ.home();
     let env = |name: &str| environ.var(name);
     let sources = Sources {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::agent::Approver;
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::core::{Environ, Redactor, Shard};
 use crate::tools::ChildEnv;
 
@@ -175,17 +175,22 @@ pub fn redactor(env: &ChildEnv, environ: &Environ) -> Redactor {
 /// Before any child exists: children cannot read our environment (API
 /// keys) through /proc, and escapees are re-parented to us. With the
 /// sandbox on and `probe`, its probe starts in the background, overlapping
-/// loading.
-pub fn harden(console: &dyn crate::report::Console, no_sandbox: bool, probe: bool) {
+/// loading; its cache directory is found in `environ`, the environment the
+/// CLI read at its entry.
+pub fn harden(
+    console: &dyn crate::report::Console,
+    environ: &Environ,
+    no_sandbox: bool,
+    probe: bool,
+) {
     if let Err(error) = crate::tools::process::harden_self() {
         console.warn(&format!("cannot harden the ybs process: {error}"));
     }
     if probe && !no_sandbox {
-        let environ = config::process_environ();
         let home = environ.home();
         crate::tools::sandbox::probe_in_background(super::dirs::cache_dir(
             home.as_deref(),
-            &environ,
+            environ,
         ));
     }
 }

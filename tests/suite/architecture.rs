@@ -1394,6 +1394,137 @@ fn every_allowed_read_of_the_environment_is_still_there() {
     }
 }
 
+/// The one place production code reads the process environment into a
+/// `core::Environ` (`config::process_environ`): the CLI's entry, as file
+/// and function. Every command and the runner get the value from there.
+const ENVIRON_READ_AT: (&str, &str) = ("cli/mod.rs", "main");
+
+/// Every production site that names `config::process_environ` (a call, or
+/// the function taken as a value), or a name a `use` gives it, but its
+/// definition and the `use` items themselves: `(file, line, function)`,
+/// the function being the `fn` the site is in.
+fn environ_reads(files: &[(PathBuf, String)]) -> Vec<(String, usize, String)> {
+    let mut sites = Vec::new();
+    for (source, tokens) in production(files) {
+        let mut names = BTreeSet::from(["process_environ".to_owned()]);
+        let mut in_use = vec![false; tokens.len()];
+        for (at, _, leaves) in use_items(&tokens) {
+            for (path, alias) in leaves {
+                if path
+                    .last()
+                    .is_some_and(|(last, _)| last == "process_environ")
+                    && let Some(alias) = alias
+                {
+                    names.insert(alias);
+                }
+            }
+            let mut end = at;
+            while end < tokens.len() && !is_punct(tokens.get(end), ";") {
+                in_use[end] = true;
+                end += 1;
+            }
+        }
+        let mut function = String::new();
+        for (i, (token, line)) in tokens.iter().enumerate() {
+            let Token::Ident(word) = token else {
+                continue;
+            };
+            if is_ident(tokens.get(i.wrapping_sub(1)), "fn") {
+                function.clone_from(word);
+            } else if names.contains(word) && !in_use[i] {
+                sites.push((source.file.display().to_string(), *line, function.clone()));
+            }
+        }
+    }
+    sites
+}
+
+/// What is wrong with where the process environment is read: each site
+/// but [`ENVIRON_READ_AT`], or that one missing.
+fn environ_read_problems(files: &[(PathBuf, String)]) -> Vec<String> {
+    let sites = environ_reads(files);
+    let (file, function) = ENVIRON_READ_AT;
+    let mut problems: Vec<String> = sites
+        .iter()
+        .filter(|(at, _, within)| (at.as_str(), within.as_str()) != ENVIRON_READ_AT)
+        .map(|(at, line, within)| format!("{at}:{line}: in fn {within}"))
+        .collect();
+    let entry = sites
+        .iter()
+        .filter(|(at, _, within)| (at.as_str(), within.as_str()) == ENVIRON_READ_AT)
+        .count();
+    if entry != 1 {
+        problems.push(format!(
+            "{file}: fn {function} reads it {entry} times, not once"
+        ));
+    }
+    problems
+}
+
+#[test]
+fn a_planted_second_read_of_the_environ_is_caught() {
+    let entry = (
+        "cli/mod.rs",
+        "pub fn main() -> u8 {\n    let environ = crate::config::process_environ();\n    cmd::dispatch(&environ)\n}\n",
+    );
+    let config = (
+        "config/mod.rs",
+        "mod load;\npub use load::{process_cwd, process_environ};\n/// process_environ() in a comment\npub fn defined() {}\n",
+    );
+    let definition = (
+        "config/load.rs",
+        "pub fn process_environ() -> Environ {\n    Environ::new(std::env::vars_os())\n}\n#[cfg(test)]\nmod tests {\n    fn t() { super::process_environ(); }\n}\n",
+    );
+    assert_eq!(
+        environ_read_problems(&fixture(&[entry, config, definition])),
+        Vec::<String>::new()
+    );
+    let planted = fixture(&[
+        config,
+        definition,
+        (
+            "runner/load.rs",
+            "use crate::config;\nfn load_with() {\n    let environ = config::process_environ();\n}\n",
+        ),
+        (
+            "cli/cmd/report.rs",
+            "use crate::config::process_environ as read;\nfn merge() {\n    let steps = read();\n}\nfn html() {\n    let f: fn() -> Environ = crate::config::process_environ;\n}\n",
+        ),
+        (
+            "cli/mod.rs",
+            "pub fn main() -> u8 {\n    let environ = crate::config::process_environ();\n    let again = crate::config::process_environ();\n    cmd::dispatch(&environ)\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        environ_read_problems(&planted),
+        [
+            "runner/load.rs:3: in fn load_with",
+            "cli/cmd/report.rs:3: in fn merge",
+            "cli/cmd/report.rs:6: in fn html",
+            "cli/mod.rs: fn main reads it 2 times, not once",
+        ]
+    );
+    assert_eq!(
+        environ_read_problems(&fixture(&[config, definition])),
+        ["cli/mod.rs: fn main reads it 0 times, not once"]
+    );
+}
+
+/// The process environment is read into an `Environ` once, at the CLI's
+/// entry, and passed down to every command and into the runner.
+#[test]
+fn the_environ_is_read_once_at_the_entry() {
+    let problems = environ_read_problems(&crate_files());
+    assert!(
+        problems.is_empty(),
+        "`config::process_environ` is called once, in {}: fn {} (take the \
+         `core::Environ` handed down from there):\n{}",
+        ENVIRON_READ_AT.0,
+        ENVIRON_READ_AT.1,
+        problems.join("\n")
+    );
+}
+
 /// No production function is longer than this many lines, from `fn` to
 /// its closing brace.
 const LONGEST_FUNCTION: usize = 150;

@@ -90,6 +90,63 @@ fn nothing_cites_a_document_outside_the_repository() {
     );
 }
 
+/// The `src/…` paths a text names that are ybs's own: a Rust file
+/// (`src/runner/load.rs`) or a folder (`src/runner/prepare/`). Other
+/// names under `src/` (a user's `src/tools/utils.py` in an example) are
+/// not ybs's.
+fn source_paths(text: &str) -> Vec<&str> {
+    let is_path = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("src/") {
+        if text[..at].chars().next_back().is_some_and(is_path) {
+            continue;
+        }
+        let end = text[at..]
+            .find(|c: char| !is_path(c))
+            .map_or(text.len(), |n| at + n);
+        let path = text[at..end].trim_end_matches('.');
+        if path.ends_with(".rs") || path.ends_with('/') {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn source_paths_are_found_as_written() {
+    let text = "`src/runner/load.rs`, the stages in src/runner/prepare/, then\n\
+                src/cli/mod.rs. Not `tests/src/x.rs`, `src/tools/utils.py` \
+                or src/report/html/report.{css,js}.";
+    assert_eq!(
+        source_paths(text),
+        [
+            "src/runner/load.rs",
+            "src/runner/prepare/",
+            "src/cli/mod.rs"
+        ]
+    );
+}
+
+/// A moved or renamed file leaves no stale path in the docs.
+#[test]
+fn every_source_path_in_the_docs_exists() {
+    let mut missing = Vec::new();
+    for file in markdown_files() {
+        let text = read(&file);
+        for path in source_paths(&text) {
+            if !root().join(path).exists() {
+                let relative = file.strip_prefix(root()).unwrap().display().to_string();
+                missing.push(format!("{relative}: {path}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "source paths in the docs that do not exist (name the file where it now lies):\n{}",
+        missing.join("\n")
+    );
+}
+
 #[test]
 fn every_relative_link_in_the_docs_resolves() {
     let mut broken = Vec::new();

@@ -7,6 +7,7 @@ use std::path::Path;
 use super::super::args::RunArgs;
 use super::super::diagnostics;
 use super::common::{self, Overrides};
+use crate::core::Environ;
 use crate::report::Printer;
 use crate::runner::adhoc::{AdHoc, DEFAULT_ID, missing_model};
 use crate::runner::{self, RunError};
@@ -26,7 +27,7 @@ pub fn load(
     args: &RunArgs,
     prompt: &str,
     overrides: &Overrides,
-    printer: &Printer,
+    (printer, environ): (&Printer, &Environ),
 ) -> Result<Loaded, u8> {
     let prompt = match read_prompt(prompt) {
         Ok(prompt) => prompt,
@@ -45,6 +46,7 @@ pub fn load(
     let text = adhoc.task_file();
     let path = flags.save.clone().unwrap_or_else(|| adhoc.path());
     let loaded = runner::load_text(
+        environ,
         overrides,
         args.config.policy.as_deref(),
         &path,

@@ -12,27 +12,28 @@ use super::super::args::ChatArgs;
 use super::super::diagnostics;
 use super::super::repl;
 use super::common;
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::report::Level;
 use crate::runner::approve::TerminalApprover;
 use crate::runner::chat::{Chat, Flow};
 use crate::runner::{self, RunError, RunFlags, RunOptions, Session, Threads};
 
-pub fn chat(args: &ChatArgs) -> u8 {
+pub fn chat(args: &ChatArgs, environ: &Environ) -> u8 {
     // Tool calls are shown as they happen unless -q.
     let level = match common::level(&args.verbosity) {
         Level::Quiet => Level::Quiet,
         _ => Level::Verbose,
     };
-    let mut printer = common::printer(level, false);
+    let mut printer = common::printer(level, false, environ);
     printer.stream_answers();
     if let Err(error) = repl::require_chat_terminal() {
         return diagnostics::fail(&printer, &error);
     }
-    runner::harden(&printer, args.no_sandbox, false);
+    runner::harden(&printer, environ, args.no_sandbox, false);
     let overrides = common::overrides(&args.config, &args.provider, args.no_sandbox, None);
     let loaded = match common::load(
         &printer,
+        environ,
         &overrides,
         args.config.policy.as_deref(),
         None,
@@ -42,6 +43,7 @@ pub fn chat(args: &ChatArgs) -> u8 {
         Err(code) => return code,
     };
     // A chat never commits; `ask` decisions are answered on the terminal.
+    let prompts_environ = environ.clone();
     let flags = RunFlags {
         no_commit: true,
         cassette: args.provider.cassette.clone(),
@@ -49,7 +51,7 @@ pub fn chat(args: &ChatArgs) -> u8 {
         no_sandbox: args.no_sandbox,
         jobs: 1,
         approver: Some(Box::new(move |redactor| {
-            let mut prompts = common::printer(level, false);
+            let mut prompts = common::printer(level, false, &prompts_environ);
             prompts.set_redactor(redactor);
             Arc::new(TerminalApprover::new(Box::new(prompts)))
         })),

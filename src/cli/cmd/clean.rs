@@ -3,13 +3,13 @@
 use super::super::args::CleanArgs;
 use super::super::diagnostics;
 use super::common;
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::runner::RunError;
 
 /// Lists what is removed (or, `--dry-run`, would be) and what is kept,
 /// one line each, then a line of totals. Exit 0, 2 on a usage error.
-pub fn clean(args: &CleanArgs) -> u8 {
-    let printer = common::printer(common::level(&args.verbosity), false);
+pub fn clean(args: &CleanArgs, environ: &Environ) -> u8 {
+    let printer = common::printer(common::level(&args.verbosity), false, environ);
     let cwd = match crate::config::process_cwd() {
         Ok(cwd) => cwd,
         Err(error) => {

@@ -5,19 +5,19 @@ use std::path::{Path, PathBuf};
 
 use super::super::args::{ConfigArgs, ProviderArgs, Verbosity};
 use super::super::diagnostics;
+use crate::core::Environ;
 use crate::report::{Level, Printer};
 
 pub use crate::config::Overrides;
 pub use crate::runner::Loaded;
 
-/// The printer of a command, for ybs's environment. What it prints
-/// passes the full redactor from the start (docs/security.md S7): a
+/// The printer of a command, for ybs's environment `environ`. What it
+/// prints passes the full redactor from the start (docs/security.md S7): a
 /// diagnostic of loading may hold a withheld value read from a file,
 /// before the run's own redactor exists.
-pub fn printer(level: Level, json: bool) -> Printer {
-    let environ = crate::config::process_environ();
-    let mut printer = Printer::new(level, json, &environ);
-    printer.set_redactor(crate::runner::resume::env_redactor(&environ));
+pub fn printer(level: Level, json: bool, environ: &Environ) -> Printer {
+    let mut printer = Printer::new(level, json, environ);
+    printer.set_redactor(crate::runner::resume::env_redactor(environ));
     printer
 }
 
@@ -63,12 +63,13 @@ pub fn config_overrides(config: &ConfigArgs, no_sandbox: bool) -> Overrides {
 /// exit code.
 pub fn load(
     printer: &Printer,
+    environ: &Environ,
     overrides: &Overrides,
     policy_file: Option<&Path>,
     paths: Option<&[PathBuf]>,
     vars: &[(String, String)],
 ) -> Result<Loaded, u8> {
-    crate::runner::load(overrides, policy_file, paths, vars)
+    crate::runner::load(environ, overrides, policy_file, paths, vars)
         .map_err(|errors| diagnostics::fail(printer, &*errors))
 }
 
@@ -76,13 +77,14 @@ pub fn load(
 /// selects.
 pub fn load_selected(
     printer: &Printer,
+    environ: &Environ,
     overrides: &Overrides,
     policy_file: Option<&Path>,
     paths: &[PathBuf],
     vars: &[(String, String)],
     filter: &[String],
 ) -> Result<Loaded, u8> {
-    crate::runner::load_selected(overrides, policy_file, Some(paths), vars, filter)
+    crate::runner::load_selected(environ, overrides, policy_file, Some(paths), vars, filter)
         .map_err(|errors| diagnostics::fail(printer, &*errors))
 }
 

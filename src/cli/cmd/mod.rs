@@ -14,23 +14,27 @@ pub mod schema;
 pub mod tools;
 pub mod validate;
 
+use crate::core::Environ;
+
 use super::args::{Cli, Command, PolicyCommand, ReportCommand, SandboxCommand};
 
-pub fn dispatch(cli: Cli) -> u8 {
+/// Runs `cli`'s command with `environ`, the process environment the entry
+/// read once: every command and the runner take their variables from it.
+pub fn dispatch(cli: Cli, environ: &Environ) -> u8 {
     match cli.command {
-        Command::Run(args) => run::run(&args),
-        Command::Resume(args) => resume::resume(&args),
-        Command::Validate(args) => validate::validate(&args),
-        Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args),
-        Command::Tools(args) => tools::tools(&args),
-        Command::Report(ReportCommand::Merge(args)) => report::merge(&args),
-        Command::Report(ReportCommand::Fixture(args)) => report::fixture(&args),
-        Command::Report(ReportCommand::Html(args)) => report::html(&args),
-        Command::Schema(args) => schema::schema(&args),
-        Command::Sandbox(SandboxCommand::Check(args)) => sandbox::check(&args),
-        Command::Chat(args) => chat::chat(&args),
-        Command::Clean(args) => clean::clean(&args),
-        Command::Completions(args) => completions::completions(&args),
-        Command::Man(args) => completions::man(&args),
+        Command::Run(args) => run::run(&args, environ),
+        Command::Resume(args) => resume::resume(&args, environ),
+        Command::Validate(args) => validate::validate(&args, environ),
+        Command::Policy(PolicyCommand::Explain(args)) => policy::explain(&args, environ),
+        Command::Tools(args) => tools::tools(&args, environ),
+        Command::Report(ReportCommand::Merge(args)) => report::merge(&args, environ),
+        Command::Report(ReportCommand::Fixture(args)) => report::fixture(&args, environ),
+        Command::Report(ReportCommand::Html(args)) => report::html(&args, environ),
+        Command::Schema(args) => schema::schema(&args, environ),
+        Command::Sandbox(SandboxCommand::Check(args)) => sandbox::check(&args, environ),
+        Command::Chat(args) => chat::chat(&args, environ),
+        Command::Clean(args) => clean::clean(&args, environ),
+        Command::Completions(args) => completions::completions(&args, environ),
+        Command::Man(args) => completions::man(&args, environ),
     }
 }

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use super::super::args::ExplainArgs;
 use super::super::diagnostics;
 use super::common;
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::report::Level;
 use crate::runner::{RunFlags, inspect};
 
-pub fn explain(args: &ExplainArgs) -> u8 {
-    let mut printer = common::printer(Level::Normal, false);
+pub fn explain(args: &ExplainArgs, environ: &Environ) -> u8 {
+    let mut printer = common::printer(Level::Normal, false, environ);
     let (task_file, task_id) = match args.task.as_deref().map(|spec| spec.split_once('#')) {
         Some(Some((file, id))) => (Some(PathBuf::from(file)), Some(id)),
         Some(None) => (args.task.as_ref().map(PathBuf::from), None),
@@ -21,7 +21,7 @@ pub fn explain(args: &ExplainArgs) -> u8 {
     let policy_file = args.config.policy.as_deref();
     let paths: Vec<PathBuf> = task_file.into_iter().collect();
     let task_paths = (!paths.is_empty()).then_some(paths.as_slice());
-    let loaded = match common::load(&printer, &overrides, policy_file, task_paths, &[]) {
+    let loaded = match common::load(&printer, environ, &overrides, policy_file, task_paths, &[]) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };

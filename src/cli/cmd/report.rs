@@ -7,16 +7,16 @@ use std::path::PathBuf;
 use super::super::args::{FixtureArgs, HtmlArgs, MergeArgs};
 use super::super::diagnostics;
 use super::common;
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::report::{self, OutputLayout, RunTotals};
 use crate::runner::{Ending, RunReport, StepOutputs, TaskResult, finish};
 
 /// Merges, prints one line of totals, and exits as `run` would have over
 /// all the merged tasks; at least `4` when a shard or a task is missing.
-pub fn merge(args: &MergeArgs) -> u8 {
-    let printer = common::printer(common::level(&args.verbosity), false);
+pub fn merge(args: &MergeArgs, environ: &Environ) -> u8 {
+    let printer = common::printer(common::level(&args.verbosity), false, environ);
     // The step outputs as `ybs run` resolves them (docs/progress.md).
-    let steps = StepOutputs::from_environ(&crate::config::process_environ());
+    let steps = StepOutputs::from_environ(environ);
     let outputs = OutputLayout::new(args.out.clone(), None, steps.github_step_summary);
     let cwd = match crate::config::process_cwd() {
         Ok(cwd) => cwd,
@@ -77,8 +77,8 @@ pub fn merge(args: &MergeArgs) -> u8 {
 }
 
 /// Writes the fixture of one recorded task and says what it replays.
-pub fn fixture(args: &FixtureArgs) -> u8 {
-    let printer = common::printer(common::level(&args.verbosity), false);
+pub fn fixture(args: &FixtureArgs, environ: &Environ) -> u8 {
+    let printer = common::printer(common::level(&args.verbosity), false, environ);
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(error) => {
@@ -112,8 +112,8 @@ pub fn fixture(args: &FixtureArgs) -> u8 {
 
 /// Writes the page; exit 0, or 2 when there is nothing to show or it
 /// cannot be written.
-pub fn html(args: &HtmlArgs) -> u8 {
-    let printer = common::printer(common::level(&args.verbosity), false);
+pub fn html(args: &HtmlArgs, environ: &Environ) -> u8 {
+    let printer = common::printer(common::level(&args.verbosity), false, environ);
     let cwd = match crate::config::process_cwd() {
         Ok(cwd) => cwd,
         Err(source) => {

@@ -6,17 +6,16 @@ use std::path::Path;
 use super::super::args::ResumeArgs;
 use super::super::diagnostics;
 use super::common;
-use crate::core::{Redactor, exit};
+use crate::core::{Environ, Redactor, exit};
 use crate::report::Console;
 use crate::runner::Resumed;
 use crate::runner::resume::{self, ResultsInput, ResumeFlags};
 use crate::runner::{self, RunFlags, RunOptions};
 
-pub fn resume(args: &ResumeArgs) -> u8 {
+pub fn resume(args: &ResumeArgs, environ: &Environ) -> u8 {
     let level = common::level(&args.verbosity);
-    let mut printer = common::printer(level, args.json);
-    runner::harden(&printer, args.no_sandbox, true);
-    let environ = crate::config::process_environ();
+    let mut printer = common::printer(level, args.json, environ);
+    runner::harden(&printer, environ, args.no_sandbox, true);
     let cwd = match crate::config::process_cwd() {
         Ok(cwd) => cwd,
         Err(error) => {
@@ -28,11 +27,11 @@ pub fn resume(args: &ResumeArgs) -> u8 {
     };
     let flags = resume_flags(args);
     let env = |name: &str| environ.var(name);
-    let redactor = resume::env_redactor(&environ);
+    let redactor = resume::env_redactor(environ);
     printer.set_redactor(redactor.clone());
     if args.list {
         // The pending calls, nothing resumed, nothing written.
-        return match resume::find_paused(&cwd, &args.out, args.task.as_deref(), &environ) {
+        return match resume::find_paused(&cwd, &args.out, args.task.as_deref(), environ) {
             Ok(paused) => {
                 list(&printer, &paused, &redactor);
                 exit::OK
@@ -41,7 +40,7 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         };
     }
     // Everything is checked before anything runs or is written.
-    let prepared = resume::find_paused(&cwd, &args.out, args.task.as_deref(), &environ)
+    let prepared = resume::find_paused(&cwd, &args.out, args.task.as_deref(), environ)
         .and_then(|paused| Ok((resume::gather_answers(&paused, &flags, &env)?, paused)));
     let (resumed, paused) = match prepared {
         Ok(found) => found,
@@ -78,12 +77,22 @@ pub fn resume(args: &ResumeArgs) -> u8 {
                 runner::RunError::usage(format!("--scratch: cannot enter the copy: {error}"), None);
             return diagnostics::fail(&printer, &error);
         }
-        let code = go_on(&args, (resumed, paused, true), &flags, &mut printer);
+        let code = go_on(
+            &args,
+            (resumed, paused, true),
+            &flags,
+            (&mut printer, environ),
+        );
         let _ = std::env::set_current_dir(&cwd);
         drop(scratch);
         return code;
     }
-    go_on(&args, (resumed, paused, false), &flags, &mut printer)
+    go_on(
+        &args,
+        (resumed, paused, false),
+        &flags,
+        (&mut printer, environ),
+    )
 }
 
 /// Loads the paused tasks' files and goes on with them, in the current
@@ -92,7 +101,7 @@ fn go_on(
     args: &ResumeArgs,
     (resumed, paused, scratch): (Vec<Resumed>, Vec<resume::PausedTask>, bool),
     flags: &ResumeFlags,
-    printer: &mut crate::report::Printer,
+    (printer, environ): (&mut crate::report::Printer, &Environ),
 ) -> u8 {
     let overrides = common::overrides(
         &args.config,
@@ -103,6 +112,7 @@ fn go_on(
     let files: Vec<_> = paused.iter().map(|task| task.file.clone()).collect();
     let loaded = match common::load(
         printer,
+        environ,
         &overrides,
         args.config.policy.as_deref(),
         Some(&files),

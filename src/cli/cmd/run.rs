@@ -7,22 +7,22 @@ use super::super::args::RunArgs;
 use super::super::diagnostics;
 use super::super::repl;
 use super::{adhoc, common};
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::runner::approve::TerminalApprover;
 use crate::runner::{self, RunError, RunFlags, RunOptions};
 
-pub fn run(args: &RunArgs) -> u8 {
+pub fn run(args: &RunArgs, environ: &Environ) -> u8 {
     if args.scratch {
-        return in_scratch(args);
+        return in_scratch(args, environ);
     }
-    run_in(args, None)
+    run_in(args, None, environ)
 }
 
 /// `--scratch`: the same run in a temporary copy of the current
 /// directory, with the paths of the flags (and the outputs) still where
 /// the user meant them; nothing is committed.
-fn in_scratch(args: &RunArgs) -> u8 {
-    let printer = super::common::printer(common::level(&args.verbosity), args.json);
+fn in_scratch(args: &RunArgs, environ: &Environ) -> u8 {
+    let printer = super::common::printer(common::level(&args.verbosity), args.json, environ);
     let original = match std::env::current_dir() {
         Ok(dir) => dir,
         Err(error) => {
@@ -47,11 +47,7 @@ fn in_scratch(args: &RunArgs) -> u8 {
     skip.extend(args.out.iter().cloned());
     absolute(&mut args.out);
     args.no_commit = true;
-    let scratch = match runner::scratch::Scratch::copy_of(
-        &original,
-        &skip,
-        &crate::config::process_environ().temp_dir(),
-    ) {
+    let scratch = match runner::scratch::Scratch::copy_of(&original, &skip, &environ.temp_dir()) {
         Ok(scratch) => scratch,
         Err(message) => {
             let error = RunError::usage(
@@ -65,7 +61,7 @@ fn in_scratch(args: &RunArgs) -> u8 {
         let error = RunError::usage(format!("--scratch: cannot enter the copy: {error}"), None);
         return diagnostics::fail(&printer, &error);
     }
-    let code = run_in(&args, Some(&original));
+    let code = run_in(&args, Some(&original), environ);
     let _ = std::env::set_current_dir(&original);
     drop(scratch);
     code
@@ -73,9 +69,9 @@ fn in_scratch(args: &RunArgs) -> u8 {
 
 /// The run, in the current directory; `origin`: the directory the
 /// outputs belong in when that is not it (`--scratch`).
-fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
+fn run_in(args: &RunArgs, origin: Option<&Path>, environ: &Environ) -> u8 {
     let level = common::level(&args.verbosity);
-    let mut printer = super::common::printer(level, args.json);
+    let mut printer = super::common::printer(level, args.json, environ);
     // Progress bars would fight `--interactive`'s prompts for the terminal.
     printer.live(!args.interactive);
     // `--print-output`: stdout holds the answers, printed after the run.
@@ -96,7 +92,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
     {
         return diagnostics::fail(&printer, &error);
     }
-    runner::harden(&printer, args.no_sandbox, true);
+    runner::harden(&printer, environ, args.no_sandbox, true);
     let overrides = common::overrides(
         &args.config,
         &args.provider,
@@ -104,13 +100,14 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         args.out.clone(),
     );
     let loaded = match &args.adhoc.prompt {
-        Some(prompt) => match adhoc::load(args, prompt, &overrides, &printer) {
+        Some(prompt) => match adhoc::load(args, prompt, &overrides, (&printer, environ)) {
             Ok(adhoc::Loaded::Run(loaded)) => *loaded,
             Ok(adhoc::Loaded::Saved) => return exit::OK,
             Err(code) => return code,
         },
         None => match common::load_selected(
             &printer,
+            environ,
             &overrides,
             args.config.policy.as_deref(),
             &args.paths,
@@ -126,7 +123,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
         loaded.config.out = origin.join(&loaded.config.out);
     }
     let json = args.json;
-    let (shard, shard_source) = match shard(args.shard) {
+    let (shard, shard_source) = match shard(args.shard, environ) {
         Ok(found) => found,
         Err(error) => return diagnostics::fail(&printer, &error),
     };
@@ -162,8 +159,9 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
             (args.no_sandbox, args.no_commit),
         ),
         approver: args.interactive.then(|| -> runner::MakeApprover {
+            let environ = environ.clone();
             Box::new(move |redactor| {
-                let mut prompts = super::common::printer(level, json);
+                let mut prompts = super::common::printer(level, json, &environ);
                 prompts.set_redactor(redactor);
                 Arc::new(TerminalApprover::new(Box::new(prompts)))
             })
@@ -183,6 +181,7 @@ fn run_in(args: &RunArgs, origin: Option<&Path>) -> u8 {
 /// variables (docs/ci.md, "Sharding"), with where it came from.
 fn shard(
     arg: Option<crate::core::shard::ShardArg>,
+    environ: &Environ,
 ) -> Result<
     (
         Option<crate::core::Shard>,
@@ -195,7 +194,6 @@ fn shard(
         None => Ok((None, None)),
         Some(ShardArg::Fixed(shard)) => Ok((Some(shard), None)),
         Some(ShardArg::Auto { total }) => {
-            let environ = crate::config::process_environ();
             from_engines(&|name| environ.var(name), total)
                 .map(|(shard, source)| (Some(shard), Some(source)))
                 .map_err(|error| {

@@ -4,13 +4,13 @@
 //! works, 4 (the machine, not the input) when one is missing.
 
 use super::super::args::SandboxCheckArgs;
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::report::Level;
 use crate::runner::sandbox_check::{self, SandboxCheck};
 
-pub fn check(args: &SandboxCheckArgs) -> u8 {
+pub fn check(args: &SandboxCheckArgs, environ: &Environ) -> u8 {
     let check = sandbox_check::check();
-    let printer = super::common::printer(Level::Normal, false);
+    let printer = super::common::printer(Level::Normal, false, environ);
     if args.json {
         let text = serde_json::to_string(&check).unwrap_or_default();
         printer.result(&text);

@@ -3,17 +3,17 @@
 //! copies in `docs/schema/` must equal this output (tests/suite/schema.rs).
 
 use super::super::args::{SchemaArgs, SchemaFormat};
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::report::Level;
 use crate::runner::schemas::Schema;
 
-pub fn schema(args: &SchemaArgs) -> u8 {
+pub fn schema(args: &SchemaArgs, environ: &Environ) -> u8 {
     let schema = match args.format {
         SchemaFormat::Transcript => Schema::Transcript,
         SchemaFormat::Events => Schema::Events,
         SchemaFormat::Task => Schema::Task,
         SchemaFormat::State => Schema::State,
     };
-    super::common::printer(Level::Normal, false).result(&schema.render());
+    super::common::printer(Level::Normal, false, environ).result(&schema.render());
     exit::OK
 }

@@ -4,11 +4,11 @@
 use super::super::args::{ToolsArgs, ToolsCommand};
 use super::super::diagnostics;
 use super::common;
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::runner;
 use crate::runner::toolbox::{ToolsAction, ToolsOutcome};
 
-pub fn tools(args: &ToolsArgs) -> u8 {
+pub fn tools(args: &ToolsArgs, environ: &Environ) -> u8 {
     let (common_args, action) = match &args.command {
         ToolsCommand::List(args) => (&args.common, ToolsAction::List { json: args.json }),
         ToolsCommand::Schema(args) => (
@@ -34,11 +34,12 @@ pub fn tools(args: &ToolsArgs) -> u8 {
         ),
         ToolsCommand::Status(args) => (&args.common, ToolsAction::Status { json: args.json }),
     };
-    let printer = common::printer(common::level(&common_args.verbosity), false);
-    runner::harden(&printer, common_args.no_sandbox, false);
+    let printer = common::printer(common::level(&common_args.verbosity), false, environ);
+    runner::harden(&printer, environ, common_args.no_sandbox, false);
     let overrides = common::config_overrides(&common_args.config, common_args.no_sandbox);
     let loaded = match common::load(
         &printer,
+        environ,
         &overrides,
         common_args.config.policy.as_deref(),
         None,
@@ -53,10 +54,8 @@ pub fn tools(args: &ToolsArgs) -> u8 {
         Ok(ToolsOutcome::ToolFailed) => exit::TASK_FAILED,
         Err(error) => {
             // Masked as the session's own lines were.
-            let mut printer = common::printer(level, false);
-            printer.set_redactor(runner::resume::env_redactor(
-                &crate::config::process_environ(),
-            ));
+            let mut printer = common::printer(level, false, environ);
+            printer.set_redactor(runner::resume::env_redactor(environ));
             diagnostics::fail(&printer, &error)
         }
     }

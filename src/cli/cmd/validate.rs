@@ -6,15 +6,16 @@ use super::super::args::ValidateArgs;
 use super::super::diagnostics;
 use super::common;
 use crate::config::ConfigError;
-use crate::core::exit;
+use crate::core::{Environ, exit};
 use crate::report::Printer;
 use crate::runner::{LoadErrors, Loaded, RunError, RunFlags, inspect};
 
-pub fn validate(args: &ValidateArgs) -> u8 {
-    let mut printer = common::printer(common::level(&args.verbosity), false);
+pub fn validate(args: &ValidateArgs, environ: &Environ) -> u8 {
+    let mut printer = common::printer(common::level(&args.verbosity), false, environ);
     let overrides = common::overrides(&args.config, &args.provider, false, None);
     let policy_file = args.config.policy.as_deref();
     let loaded = crate::runner::load_selected(
+        environ,
         &overrides,
         policy_file,
         Some(&args.paths),
