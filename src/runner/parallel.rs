@@ -143,7 +143,8 @@ pub(super) fn settle_reader(
 /// Whether two tasks would work in one directory: neither has its own
 /// worktree and one workdir is, or contains, the other.
 pub(crate) fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
-    if a.worktree.is_some() || b.worktree.is_some() {
+    let own = |task: &PreparedTask| task.worktree.is_some() || task.deferred.is_some();
+    if own(a) || own(b) {
         return false;
     }
     let (a, b) = (&a.tool_ctx.workdir, &b.tool_ctx.workdir);
