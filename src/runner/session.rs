@@ -228,7 +228,7 @@ impl Session {
                 let prepared = &prepared;
                 scope.spawn(move || feed.work(context, prepared));
             }
-            let report = runtime.block_on(super::execute(
+            runtime.block_on(super::execute(
                 context,
                 (&prepared, feed.as_ref()),
                 resuming,
@@ -236,8 +236,7 @@ impl Session {
                 outputs,
                 self.redactor.clone(),
                 console,
-            ));
-            report
+            ))
         });
         Ok(report)
     }

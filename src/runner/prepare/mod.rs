@@ -292,9 +292,8 @@ pub fn materialize(
     };
     let workdir = worktree.workdir.clone();
     let inputs = (workdir, Some(worktree.clone()), None);
-    prepare_in(run, cassettes, task, checked.settings.clone(), inputs).map_err(|error| {
+    prepare_in(run, cassettes, task, checked.settings.clone(), inputs).inspect_err(|_| {
         let _ = worktree.discard();
-        error
     })
 }
 
