@@ -322,6 +322,16 @@ impl TaskWorktree {
     }
 }
 
+/// Worktrees are made and removed one at a time in a process: under
+/// `--jobs` one is made while another task's goes, and libgit2 reads
+/// every worktree's record to make one (a record half removed fails it),
+/// and removes the run's directory with its last worktree.
+fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{RUN, Repo};
@@ -395,14 +405,4 @@ mod tests {
             "{error}"
         );
     }
-}
-
-/// Worktrees are made and removed one at a time in a process: under
-/// `--jobs` one is made while another task's goes, and libgit2 reads
-/// every worktree's record to make one (a record half removed fails it),
-/// and removes the run's directory with its last worktree.
-fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
