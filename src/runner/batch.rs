@@ -10,13 +10,12 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use super::lazy::Feed;
-use super::parallel::shares_workdir;
+use super::parallel::{interrupted_worktree, shares_workdir};
 use super::{PreparedTask, RedactingSink, RunContext, RunReport, TaskResult};
 use super::{breaker, discard, pause, task_run};
 use crate::agent::Emitter;
 use crate::core::event::{Event, EventRecord, EventSink, LlmResponse, TaskFinished};
 use crate::core::{Cost, Reason, Redactor, Status, Usage};
-use crate::git::TaskWorktree;
 use crate::report;
 
 /// Runs the prepared tasks, up to `run.jobs` at once, writing every
@@ -183,11 +182,10 @@ async fn start(
 }
 
 /// A task started when its slot came: a deferred one once its worktree
-/// is made (a worktree that could not be made: the task is skipped,
-/// saying why).
+/// is made ([`Feed::made`]).
 async fn start_made(
     run: &RunContext,
-    (checked, feed, (index, ready)): (
+    (checked, feed, slot): (
         &PreparedTask,
         Option<&Feed>,
         (usize, &OnceLock<PreparedTask>),
@@ -196,33 +194,10 @@ async fn start_made(
     (sink, progress): (&Mutex<RedactingSink<'_>>, &Mutex<Progress>),
     item: Option<&pause::Resumed>,
 ) -> TaskResult {
-    let task = match feed.filter(|_| checked.deferred.is_some()) {
-        None => checked,
-        Some(feed) => match feed.take(index).await {
-            Some(Ok(made)) => ready.get_or_init(|| made),
-            Some(Err(error)) => {
-                let hint = error
-                    .hint
-                    .map(|hint| format!(" ({hint})"))
-                    .unwrap_or_default();
-                let message = format!("not started: {}{hint}", error.message);
-                let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                return breaker::skip(run, checked, Reason::GitError, message, &mut *sink);
-            }
-            None => {
-                let message = "not started: the run stopped before its worktree was made";
-                let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                return breaker::skip(
-                    run,
-                    checked,
-                    Reason::Interrupted,
-                    message.to_owned(),
-                    &mut *sink,
-                );
-            }
-        },
-    };
-    start(run, task, out, (sink, progress), item).await
+    match Feed::made(feed, run, checked, slot, sink).await {
+        Ok(task) => start(run, task, out, (sink, progress), item).await,
+        Err(skipped) => skipped,
+    }
 }
 
 /// Which tasks have started, are running, and how each ended.
@@ -456,29 +431,6 @@ fn spent_usd(progress: &[Mutex<Progress>]) -> f64 {
                 .spent_usd
         })
         .sum()
-}
-
-/// An interrupted task's worktree: kept (and named) when it holds
-/// changes, removed with its branch when it holds none.
-pub(crate) fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
-    if worktree.has_changes().unwrap_or(true) {
-        return format!(
-            "{message}; its changes stay in worktree {} (branch {})",
-            worktree.root().display(),
-            worktree.branch
-        );
-    }
-    match worktree.discard() {
-        Ok(()) => format!(
-            "{message}; its worktree held no change and was removed with branch {}",
-            worktree.branch
-        ),
-        Err(error) => format!(
-            "{message}; its worktree {} (branch {}) could not be removed: {error}",
-            worktree.root().display(),
-            worktree.branch
-        ),
-    }
 }
 
 /// What a running task has done so far, as its events tell it.

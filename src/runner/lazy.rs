@@ -6,10 +6,12 @@
 //! worktree counts from when it is made until its task ends (a kept
 //! worktree of a failed task no longer counts).
 
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 
 use super::prepare::provider::Cassettes;
-use super::{PrepareError, PreparedTask, RunContext, discard, materialize};
+use super::{PrepareError, PreparedTask, RedactingSink, RunContext, TaskResult};
+use super::{breaker, discard, materialize};
+use crate::core::Reason;
 
 /// Worktrees made ahead of the slots that will take them.
 pub const LOOK_AHEAD: usize = 2;
@@ -101,6 +103,40 @@ impl Feed {
             }
             notified.await;
         }
+    }
+
+    /// The task to start in slot `(index, ready)`: `checked` itself, or,
+    /// deferred, the one made for it, kept in `ready`. A worktree that
+    /// could not be made skips the task, saying why.
+    pub async fn made<'t>(
+        feed: Option<&Self>,
+        run: &RunContext,
+        checked: &'t PreparedTask,
+        (index, ready): (usize, &'t OnceLock<PreparedTask>),
+        sink: &Mutex<RedactingSink<'_>>,
+    ) -> Result<&'t PreparedTask, TaskResult> {
+        let Some(feed) = feed.filter(|_| checked.deferred.is_some()) else {
+            return Ok(checked);
+        };
+        let (reason, message) = match feed.take(index).await {
+            Some(Ok(made)) => return Ok(ready.get_or_init(|| made)),
+            Some(Err(error)) => {
+                let hint = error
+                    .hint
+                    .map(|hint| format!(" ({hint})"))
+                    .unwrap_or_default();
+                (
+                    Reason::GitError,
+                    format!("not started: {}{hint}", error.message),
+                )
+            }
+            None => (
+                Reason::Interrupted,
+                "not started: the run stopped before its worktree was made".to_owned(),
+            ),
+        };
+        let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+        Err(breaker::skip(run, checked, reason, message, &mut *sink))
     }
 
     /// Task `index` will not start: its worktree, made or not, goes.

@@ -150,3 +150,26 @@ pub(crate) fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
     let (a, b) = (&a.tool_ctx.workdir, &b.tool_ctx.workdir);
     a.starts_with(b) || b.starts_with(a)
 }
+
+/// An interrupted task's worktree: kept (and named) when it holds
+/// changes, removed with its branch when it holds none.
+pub(super) fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
+    if worktree.has_changes().unwrap_or(true) {
+        return format!(
+            "{message}; its changes stay in worktree {} (branch {})",
+            worktree.root().display(),
+            worktree.branch
+        );
+    }
+    match worktree.discard() {
+        Ok(()) => format!(
+            "{message}; its worktree held no change and was removed with branch {}",
+            worktree.branch
+        ),
+        Err(error) => format!(
+            "{message}; its worktree {} (branch {}) could not be removed: {error}",
+            worktree.root().display(),
+            worktree.branch
+        ),
+    }
+}
