@@ -16,6 +16,11 @@
 //!
 //! [`prepare`] runs them in that order; the sandbox itself is made once
 //! the tools stage knows whether the task runs programs.
+//!
+//! Under `--jobs N` (N > 1) [`prepare_all`] checks every task in its
+//! workdir and leaves the worktree it would get [`Deferred`]; the
+//! batch's feed calls [`materialize`] when the task's slot comes, which
+//! makes the worktree and runs the stages after it again there.
 
 pub(super) mod policy;
 pub(super) mod provider;
