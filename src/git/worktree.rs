@@ -143,6 +143,7 @@ impl Workspace {
         start: &git2::Commit<'_>,
         reuse: bool,
     ) -> Result<TaskWorktree, GitError> {
+        let _one_at_a_time = worktree_lock();
         let base = self.root().join(WORKTREES_DIR);
         std::fs::create_dir_all(base.join(run_id))
             .map_err(GitError::io("cannot create the worktree directory", &base))?;
@@ -203,6 +204,7 @@ pub(super) fn prune_worktree(
     name: &str,
     root: &Path,
 ) -> Result<(), GitError> {
+    let _one_at_a_time = worktree_lock();
     let worktree = repo
         .find_worktree(name)
         .map_err(GitError::git(format!("cannot find worktree {name}")))?;
@@ -318,6 +320,16 @@ impl TaskWorktree {
     pub fn root(&self) -> &Path {
         &self.root
     }
+}
+
+/// Worktrees are made and removed one at a time in a process: under
+/// `--jobs` one is made while another task's goes, and libgit2 reads
+/// every worktree's record to make one (a record half removed fails it),
+/// and removes the run's directory with its last worktree.
+fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -3,19 +3,19 @@
 //! outputs at the end. `ybs run` and `ybs resume` both come through
 //! [`execute`].
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
-use super::parallel::shares_workdir;
+use super::lazy::Feed;
+use super::parallel::{interrupted_worktree, shares_workdir};
 use super::{PreparedTask, RedactingSink, RunContext, RunReport, TaskResult};
 use super::{breaker, discard, pause, task_run};
 use crate::agent::Emitter;
 use crate::core::event::{Event, EventRecord, EventSink, LlmResponse, TaskFinished};
 use crate::core::{Cost, Reason, Redactor, Status, Usage};
-use crate::git::TaskWorktree;
 use crate::report;
 
 /// Runs the prepared tasks, up to `run.jobs` at once, writing every
@@ -47,9 +47,12 @@ use crate::report;
 /// with its earlier halves (and the run's other tasks as they ended);
 /// spans are exported for the resumed halves only, and a task that is
 /// answered spends its state.
+///
+/// A task checked with a deferred worktree (`--jobs N`, N > 1) takes it
+/// from `feed` once its slot is free, and runs in it.
 pub async fn execute(
     run: &RunContext,
-    prepared: Vec<PreparedTask>,
+    (prepared, feed): (&[PreparedTask], Option<&Feed>),
     resuming: Option<pause::Resuming<'_>>,
     paths: &report::OutputLayout,
     outputs: &report::OpenOutputs,
@@ -58,7 +61,7 @@ pub async fn execute(
 ) -> RunReport {
     let mut report = RunReport::default();
     let out = &outputs.out;
-    let (mut sinks, resumed) = open_sinks(run, &prepared, resuming, (paths, outputs), &mut report);
+    let (mut sinks, resumed) = open_sinks(run, prepared, resuming, (paths, outputs), &mut report);
     let sink = Mutex::new(RedactingSink::new(redactor, vec![&mut sinks, console]));
     // What each task has done so far, read from its events: an interrupt
     // drops the task, and its `task.finished` still reports this.
@@ -66,13 +69,22 @@ pub async fn execute(
     let progress: Vec<Mutex<Progress>> = (0..prepared.len())
         .map(|index| Mutex::new(Progress::carried(resumed.get(index))))
         .collect();
-    let mut batch = Batch::new(run, &prepared);
+    // The tasks as they run: a deferred one's, made when its slot came.
+    let ready: Vec<OnceLock<PreparedTask>> = prepared.iter().map(|_| OnceLock::new()).collect();
+    let mut batch = Batch::new(run, prepared, feed, &ready);
     let mut running = FuturesUnordered::new();
     let mut interrupt = Box::pin(interrupted());
     loop {
         while let Some(index) = batch.next_start(&progress, &sink) {
             let item = resumed.get(index);
-            let started = start(run, &prepared[index], out, (&sink, &progress[index]), item);
+            let slot = (index, &ready[index]);
+            let started = start_made(
+                run,
+                (&prepared[index], feed, slot),
+                out,
+                (&sink, &progress[index]),
+                item,
+            );
             running.push(async move { (index, started.await) });
         }
         if running.is_empty() {
@@ -92,7 +104,7 @@ pub async fn execute(
     drop(running);
     report.results = batch.results.into_iter().flatten().collect();
     let sink = sink.into_inner().unwrap_or_else(PoisonError::into_inner);
-    close(run, &prepared, sink, &mut report, out);
+    close(run, prepared, sink, &mut report, out);
     report.warnings.extend(sinks.take_otel_warning());
     // The reports just written, too.
     out.check(None);
@@ -169,10 +181,32 @@ async fn start(
     result
 }
 
+/// A task started when its slot came: a deferred one once its worktree
+/// is made ([`Feed::made`]).
+async fn start_made(
+    run: &RunContext,
+    (checked, feed, slot): (
+        &PreparedTask,
+        Option<&Feed>,
+        (usize, &OnceLock<PreparedTask>),
+    ),
+    out: &report::OutDir,
+    (sink, progress): (&Mutex<RedactingSink<'_>>, &Mutex<Progress>),
+    item: Option<&pause::Resumed>,
+) -> TaskResult {
+    match Feed::made(feed, run, checked, slot, sink).await {
+        Ok(task) => start(run, task, out, (sink, progress), item).await,
+        Err(skipped) => skipped,
+    }
+}
+
 /// Which tasks have started, are running, and how each ended.
 struct Batch<'b> {
     run: &'b RunContext,
     prepared: &'b [PreparedTask],
+    /// Makes the deferred tasks' worktrees; `ready` holds them made.
+    feed: Option<&'b Feed>,
+    ready: &'b [OnceLock<PreparedTask>],
     results: Vec<Option<TaskResult>>,
     active: Vec<usize>,
     /// The first task not started yet.
@@ -182,10 +216,17 @@ struct Batch<'b> {
 }
 
 impl<'b> Batch<'b> {
-    fn new(run: &'b RunContext, prepared: &'b [PreparedTask]) -> Self {
+    fn new(
+        run: &'b RunContext,
+        prepared: &'b [PreparedTask],
+        feed: Option<&'b Feed>,
+        ready: &'b [OnceLock<PreparedTask>],
+    ) -> Self {
         Self {
             run,
             prepared,
+            feed,
+            ready,
             results: prepared.iter().map(|_| None).collect(),
             active: Vec::new(),
             next: 0,
@@ -209,6 +250,9 @@ impl<'b> Batch<'b> {
                 let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
                 let result = breaker::skip(self.run, &prepared[index], reason, message, &mut *sink);
                 discard(&prepared[index..=index]);
+                if let Some(feed) = self.feed {
+                    feed.drop_task(index);
+                }
                 self.results[index] = Some(result);
                 self.next += 1;
                 continue;
@@ -229,6 +273,14 @@ impl<'b> Batch<'b> {
 
     fn completed(&mut self, index: usize, result: TaskResult) {
         self.active.retain(|&other| other != index);
+        // Its worktree went with the task (or stays, kept, and no longer
+        // counts): the feed may make another.
+        if let Some(feed) = self
+            .feed
+            .filter(|_| self.prepared[index].deferred.is_some())
+        {
+            feed.release();
+        }
         self.gate.record(&self.prepared[index], &result);
         self.results[index] = Some(result);
     }
@@ -250,9 +302,13 @@ impl<'b> Batch<'b> {
                 " after the resume"
             }
         );
+        // No worktree is made any more; those made and not taken go.
+        if let Some(feed) = self.feed {
+            feed.stop();
+        }
         self.active.sort_unstable();
         for index in std::mem::take(&mut self.active) {
-            let task = &self.prepared[index];
+            let task = self.ready[index].get().unwrap_or(&self.prepared[index]);
             // Its answers may have been acted on: the state is spent.
             if resumed.get(index).is_some() {
                 pause::remove_state(out, &task.task.id);
@@ -375,29 +431,6 @@ fn spent_usd(progress: &[Mutex<Progress>]) -> f64 {
                 .spent_usd
         })
         .sum()
-}
-
-/// An interrupted task's worktree: kept (and named) when it holds
-/// changes, removed with its branch when it holds none.
-pub(crate) fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
-    if worktree.has_changes().unwrap_or(true) {
-        return format!(
-            "{message}; its changes stay in worktree {} (branch {})",
-            worktree.root().display(),
-            worktree.branch
-        );
-    }
-    match worktree.discard() {
-        Ok(()) => format!(
-            "{message}; its worktree held no change and was removed with branch {}",
-            worktree.branch
-        ),
-        Err(error) => format!(
-            "{message}; its worktree {} (branch {}) could not be removed: {error}",
-            worktree.root().display(),
-            worktree.branch
-        ),
-    }
 }
 
 /// What a running task has done so far, as its events tell it.

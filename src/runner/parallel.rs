@@ -143,9 +143,33 @@ pub(super) fn settle_reader(
 /// Whether two tasks would work in one directory: neither has its own
 /// worktree and one workdir is, or contains, the other.
 pub(crate) fn shares_workdir(a: &PreparedTask, b: &PreparedTask) -> bool {
-    if a.worktree.is_some() || b.worktree.is_some() {
+    let own = |task: &PreparedTask| task.worktree.is_some() || task.deferred.is_some();
+    if own(a) || own(b) {
         return false;
     }
     let (a, b) = (&a.tool_ctx.workdir, &b.tool_ctx.workdir);
     a.starts_with(b) || b.starts_with(a)
+}
+
+/// An interrupted task's worktree: kept (and named) when it holds
+/// changes, removed with its branch when it holds none.
+pub(super) fn interrupted_worktree(worktree: &TaskWorktree, message: String) -> String {
+    if worktree.has_changes().unwrap_or(true) {
+        return format!(
+            "{message}; its changes stay in worktree {} (branch {})",
+            worktree.root().display(),
+            worktree.branch
+        );
+    }
+    match worktree.discard() {
+        Ok(()) => format!(
+            "{message}; its worktree held no change and was removed with branch {}",
+            worktree.branch
+        ),
+        Err(error) => format!(
+            "{message}; its worktree {} (branch {}) could not be removed: {error}",
+            worktree.root().display(),
+            worktree.branch
+        ),
+    }
 }

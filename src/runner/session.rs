@@ -217,15 +217,28 @@ impl Session {
                 return Err(error);
             }
         };
-        Ok(runtime.block_on(super::execute(
-            &self.context,
-            prepared,
-            resuming,
-            &self.layout,
-            outputs,
-            self.redactor.clone(),
-            console,
-        )))
+        // `--jobs`: the tasks' worktrees are made on a thread of their
+        // own as their slots come, overlapped with the tasks running.
+        let context = &self.context;
+        let feed = super::lazy::Feed::new(&prepared, context.jobs);
+        let report = std::thread::scope(|scope| {
+            // Stopped however the batch ends, so the thread ends too.
+            let _stop = feed.as_ref().map(super::lazy::StopOnDrop);
+            if let Some(feed) = &feed {
+                let prepared = &prepared;
+                scope.spawn(move || feed.work(context, prepared));
+            }
+            runtime.block_on(super::execute(
+                context,
+                (&prepared, feed.as_ref()),
+                resuming,
+                &self.layout,
+                outputs,
+                self.redactor.clone(),
+                console,
+            ))
+        });
+        Ok(report)
     }
 
     /// [`finish`] with this session's outputs and `$GITHUB_OUTPUT`.

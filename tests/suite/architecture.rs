@@ -68,6 +68,7 @@ const RUNNER_DOORS: &[&str] = &[
 ];
 pub(super) const RUNNER_ENGINE: &[&str] = &[
     "load",
+    "lazy",
     "context",
     "select",
     "dirs",

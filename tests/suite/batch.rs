@@ -223,3 +223,108 @@ fn a_secret_the_task_wrote_is_masked_in_its_patch() {
     let note = git_note(&transcript(&run, "a"));
     assert!(note.contains("secrets masked"), "{note}");
 }
+
+/// The worktrees of every run on disk now under `root/.ybs-worktrees`.
+fn worktrees_on_disk(root: &std::path::Path) -> usize {
+    let Ok(runs) = std::fs::read_dir(root.join(".ybs-worktrees")) else {
+        return 0;
+    };
+    runs.flatten()
+        .filter_map(|run| std::fs::read_dir(run.path()).ok())
+        .map(|tasks| tasks.flatten().count())
+        .sum()
+}
+
+/// docs/performance.md: under `--jobs`, every task is checked before the
+/// run and its worktree made when its slot comes, so the first task
+/// starts before the batch's worktrees are all made, and no more than
+/// `--jobs` + 4 exist at once. Counted at every model request (a task
+/// running) and sampled by the test throughout the run.
+#[test]
+fn a_batch_of_readers_starts_at_once_with_at_most_jobs_plus_4_worktrees() {
+    const TASKS: usize = 40;
+    const JOBS: usize = 4;
+    let ybs = Ybs::new();
+    ybs.file("src/lib.rs", "pub fn f() {}\n");
+    let ids: Vec<String> = (0..TASKS).map(|n| format!("r{n:02}")).collect();
+    let tasks: Vec<(&str, &str)> = ids
+        .iter()
+        .map(|id| (id.as_str(), "commit: false\n"))
+        .collect();
+    ybs.file("t.yaml", &tasks_yaml(&tasks));
+    Repo::init(&ybs, "");
+    let root = ybs.path().to_owned();
+    // The worktrees on disk as each request arrives; each answer waits
+    // a little, so tasks overlap.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let at_requests = std::sync::Arc::clone(&seen);
+    let server = Server::start_checked(
+        ids.iter()
+            .map(|_| wire::openai_sse_answer("looks fine"))
+            .collect(),
+        move |_| {
+            at_requests.lock().unwrap().push(worktrees_on_disk(&root));
+            std::thread::sleep(Duration::from_millis(150));
+            None
+        },
+    );
+    let endpoint = format!("{}/v1", server.url);
+    let mut child = ybs
+        .command()
+        .args(["run", "t.yaml", "--jobs", "4", "--provider", "openai"])
+        .args(["--endpoint", &endpoint, "--model", "m"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(ybs.outside().join("stderr.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    let began = std::time::Instant::now();
+    let mut peak = 0;
+    let code = loop {
+        peak = peak.max(worktrees_on_disk(ybs.path()));
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(120),
+            "the run never ended"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stderr = std::fs::read_to_string(ybs.outside().join("stderr.txt")).unwrap_or_default();
+    let failed: Vec<String> = ids
+        .iter()
+        .map(|id| ybs.json(&format!("ybs-out/{id}/transcript.json")))
+        .filter(|transcript| transcript["status"] != "passed")
+        .map(|transcript| format!("{}: {}", transcript["task_id"], transcript["message"]))
+        .collect();
+    assert_eq!(code, Some(0), "{stderr}\n{failed:#?}");
+    let at_requests = seen.lock().unwrap().clone();
+    assert_eq!(at_requests.len(), TASKS, "every task asked the model once");
+    // The old way made all 40 before the first request.
+    assert!(
+        at_requests[0] <= JOBS + 4,
+        "the first task started with {} worktrees made",
+        at_requests[0]
+    );
+    let most = at_requests.iter().copied().max().unwrap_or(0).max(peak);
+    assert!(
+        most <= JOBS + 4,
+        "{most} worktrees at once under --jobs {JOBS}"
+    );
+    assert!(
+        most >= 2,
+        "the tasks never ran in worktrees of their own ({most})"
+    );
+    for id in &ids {
+        assert_eq!(transcript_status(&ybs, id), "passed", "{id}");
+    }
+    // Read-only tasks that changed nothing leave no worktree behind.
+    assert_eq!(worktrees_on_disk(ybs.path()), 0);
+}
+
+fn transcript_status(ybs: &Ybs, id: &str) -> String {
+    ybs.json(&format!("ybs-out/{id}/transcript.json"))["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}

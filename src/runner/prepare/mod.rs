@@ -16,6 +16,11 @@
 //!
 //! [`prepare`] runs them in that order; the sandbox itself is made once
 //! the tools stage knows whether the task runs programs.
+//!
+//! Under `--jobs N` (N > 1) [`prepare_all`] checks every task in its
+//! workdir and leaves the worktree it would get [`Deferred`]; the
+//! batch's feed calls [`materialize`] when the task's slot comes, which
+//! makes the worktree and runs the stages after it again there.
 
 pub(super) mod policy;
 pub(super) mod provider;
@@ -49,7 +54,7 @@ use self::tools::{build_registry, tool_ctx};
 use self::workdir::{
     control_paths, control_paths_with, guarded_paths, protected_paths, task_workdir,
 };
-use self::worktree::{git_preflight, isolate, isolate_reader};
+use self::worktree::{git_preflight, isolate, isolate_reader, reader_may_isolate};
 
 /// A task ready to run.
 pub struct PreparedTask {
@@ -85,6 +90,19 @@ pub struct PreparedTask {
     /// one task: [`prepare_all`] drops them otherwise); taken by
     /// the first start.
     pub start_git: std::sync::Mutex<Option<TaskGit>>,
+    /// `--jobs N` (N > 1) in a batch: the task gets a worktree of its own
+    /// when its slot comes ([`materialize`]); until then it is checked
+    /// in its workdir, and this says how to make it.
+    pub deferred: Option<Deferred>,
+}
+
+/// A task whose worktree is made when its slot comes, not before the run.
+#[derive(Debug, Clone)]
+pub struct Deferred {
+    /// The task commits (a worktree for its commit), or only reads.
+    pub commit: bool,
+    /// The workdir the worktree is made from.
+    pub workdir: PathBuf,
 }
 
 /// Prepares one task.
@@ -92,6 +110,17 @@ pub fn prepare(
     run: &RunContext,
     cassettes: &mut Cassettes,
     task: &TaskSpec,
+) -> Result<PreparedTask, PrepareError> {
+    prepare_as(run, cassettes, task, false)
+}
+
+/// [`prepare`]; with `defer`, a worktree the task would get is left for
+/// [`materialize`] when its slot comes: everything else is checked now.
+fn prepare_as(
+    run: &RunContext,
+    cassettes: &mut Cassettes,
+    task: &TaskSpec,
+    defer: bool,
 ) -> Result<PreparedTask, PrepareError> {
     let fail = |message: String, hint: Option<&str>| PrepareError {
         file: task.file.clone(),
@@ -151,19 +180,40 @@ pub fn prepare(
     // `--repeat` and `--models` get worktrees with `--jobs 1` too: each
     // starts from the same tree, and none commits on the user's branch.
     let mut in_place = None;
+    let mut deferred = None;
+    let defer = defer && !run.resume_worktrees.contains_key(&task.id);
     if commit_enabled {
         let git =
             git_preflight(run, &found, &workdir, &outputs, start_git.take()).map_err(setup)?;
         start_git = Some(git);
         if run.jobs > 1 || run.copies.expanded {
-            worktree = isolate(run, task, &found).map_err(setup)?;
-            if worktree.is_none() {
+            let repository = found.workspace().ok().flatten().is_some();
+            if defer && repository {
+                deferred = Some(Deferred {
+                    commit: true,
+                    workdir: workdir.clone(),
+                });
+            } else {
+                worktree = isolate(run, task, &found).map_err(setup)?;
+            }
+            if worktree.is_none() && deferred.is_none() {
                 in_place = Some("the workdir is not in a git repository".to_owned());
             }
         }
     } else if (run.jobs > 1 || run.copies.expanded) && !run.resuming {
-        match isolate_reader(run, task, &found, &workdir) {
-            Ok(made) => worktree = Some(made),
+        let made = if defer {
+            reader_may_isolate(run, &found, &workdir).map(|()| None)
+        } else {
+            isolate_reader(run, task, &found, &workdir).map(Some)
+        };
+        match made {
+            Ok(Some(made)) => worktree = Some(made),
+            Ok(None) => {
+                deferred = Some(Deferred {
+                    commit: false,
+                    workdir: workdir.clone(),
+                });
+            }
             Err(why) => in_place = Some(why.to_string()),
         }
     }
@@ -182,6 +232,9 @@ pub fn prepare(
     // In a worktree of its own the task sees another checkout: its
     // snapshot and submodules are read there. A resumed task carries the
     // snapshot of its start.
+    if deferred.is_some() {
+        start_git = None;
+    }
     let submodules = if worktree.is_none() {
         Some(found.submodule_paths())
     } else {
@@ -205,7 +258,48 @@ pub fn prepare(
     .map_err(discard)?;
     prepared.in_place = in_place;
     prepared.start_git = std::sync::Mutex::new(start_git);
+    prepared.deferred = deferred;
     Ok(prepared)
+}
+
+/// A task checked with a [`Deferred`] worktree, ready to run: its
+/// worktree made now, and its policy, provider, tools and sandbox set up
+/// in it. A failure leaves no worktree behind.
+pub fn materialize(
+    run: &RunContext,
+    cassettes: &mut Cassettes,
+    checked: &PreparedTask,
+) -> Result<PreparedTask, PrepareError> {
+    let task = &checked.task;
+    let fail = |error: SetupError| PrepareError {
+        file: task.file.clone(),
+        span: None,
+        task: task.id.clone(),
+        message: error.to_string(),
+        hint: error.hint_text().map(str::to_owned),
+    };
+    let Some(deferred) = &checked.deferred else {
+        return Err(fail(SetupError::Git {
+            message: "the task has no worktree to make".to_owned(),
+            hint: "this is a bug in ybs: please report it",
+        }));
+    };
+    let found = crate::git::Found::open(&deferred.workdir);
+    // What allows the worktree was checked with the task.
+    let made = isolate(run, task, &found).map_err(fail)?;
+    drop(found);
+    let Some(worktree) = made else {
+        return Err(fail(SetupError::Git {
+            message: "its worktree could not be made: the workdir is no longer in a git repository"
+                .to_owned(),
+            hint: "the repository changed while the run went on",
+        }));
+    };
+    let workdir = worktree.workdir.clone();
+    let inputs = (workdir, Some(worktree.clone()), None);
+    prepare_in(run, cassettes, task, checked.settings.clone(), inputs).inspect_err(|_| {
+        let _ = worktree.discard();
+    })
 }
 
 /// The rest of [`prepare`], with the workdir the task runs in.
@@ -305,6 +399,7 @@ fn prepare_in(
         agents_md,
         notes: pin_notes(run, task),
         start_git: std::sync::Mutex::new(None),
+        deferred: None,
     })
 }
 
@@ -316,8 +411,12 @@ pub fn prepare_all(
     let mut cassettes = Cassettes::default();
     let mut prepared = Vec::new();
     let mut errors = Vec::new();
+    // docs/performance.md: under `--jobs`, every task is checked now and
+    // its worktree made when its slot comes, overlapped with the tasks
+    // running; `--jobs 1` prepares as it always did.
+    let defer = run.jobs > 1 && tasks.len() > 1;
     for task in tasks {
-        match prepare(run, &mut cassettes, task) {
+        match prepare_as(run, &mut cassettes, task, defer) {
             Ok(task) => prepared.push(task),
             Err(error) => errors.push(error),
         }

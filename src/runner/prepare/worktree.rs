@@ -107,6 +107,17 @@ pub(super) fn isolate_reader(
     found: &crate::git::Found,
     workdir: &Path,
 ) -> Result<TaskWorktree, InPlace> {
+    reader_may_isolate(run, found, workdir)?;
+    isolate(run, task, found)?.ok_or(InPlace::NoRepository)
+}
+
+/// Whether a task that does not commit can have a worktree of its own
+/// in `workdir`'s repository, or why it runs in `workdir` instead.
+pub(super) fn reader_may_isolate(
+    run: &RunContext,
+    found: &crate::git::Found,
+    workdir: &Path,
+) -> Result<(), InPlace> {
     if run.no_commit {
         return Err(InPlace::NoCommit);
     }
@@ -124,7 +135,7 @@ pub(super) fn isolate_reader(
     if git.dirty().is_some() {
         return Err(InPlace::Dirty);
     }
-    isolate(run, task, found)?.ok_or(InPlace::NoRepository)
+    Ok(())
 }
 
 #[cfg(test)]
