@@ -26,7 +26,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-use super::shell::{SimpleCommand, basename, is_stdin_path};
+use super::shell::{SHELLS, SimpleCommand, basename, is_stdin_path};
 
 /// Which case applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,13 +98,6 @@ const SYSTEM_DIRS: &[&str] = &[
     "/opt",
     "/nix/store",
     "/snap",
-];
-
-/// Shells: options with a value, and letters that mean the program is
-/// not a file (`-c`, `-s`, `-i`: hazards of their own).
-const SHELLS: &[&str] = &[
-    "sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "pdksh", "ash", "yash", "posh", "fish",
-    "csh", "tcsh",
 ];
 
 /// An interpreter: options whose value is the next word, options whose

@@ -31,6 +31,7 @@ mod execs;
 mod lexer;
 mod programs;
 pub(crate) use programs::is_stdin_path;
+pub(crate) use runners::SHELLS;
 mod runners;
 mod sed;
 

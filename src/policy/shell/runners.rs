@@ -49,7 +49,7 @@ pub(super) enum Inner {
 }
 
 /// Shells whose `-c` or stdin is code.
-const SHELLS: &[&str] = &[
+pub(crate) const SHELLS: &[&str] = &[
     "sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "pdksh", "ash", "yash", "posh", "fish",
     "csh", "tcsh",
 ];

@@ -1,7 +1,7 @@
 //! Unknown arguments: which programs take them, and only as operands no option starts.
 
 use super::Tok;
-use crate::policy::shell::{Seg, SimpleCommand};
+use crate::policy::shell::{SHELLS, Seg, SimpleCommand};
 
 /// Programs and builtins whose operands are code, a program, a
 /// subscript the shell evaluates, or expressions (`find . "$X"` may be
@@ -133,7 +133,7 @@ pub(super) fn operand_problem(part: &SimpleCommand, program: &str) -> Option<Str
         // Its input is appended: any words at all.
         return option();
     }
-    let shell_like = SHELL_FAMILIES.contains(&family) || family == "python" || family == "pypy";
+    let shell_like = SHELLS.contains(&family) || family == "python" || family == "pypy";
     let gated = matches!(family, "git" | "sed");
     if matches!(program, "test" | "[") {
         return (!plain_test(part)).then(code).flatten();
@@ -228,12 +228,6 @@ pub(super) fn plain_assignments(part: &SimpleCommand) -> bool {
         })
     })
 }
-
-/// Shells, by family name.
-pub(super) const SHELL_FAMILIES: &[&str] = &[
-    "sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "pdksh", "ash", "yash", "posh", "fish",
-    "csh", "tcsh",
-];
 
 /// `word` as a pattern when it holds the part's placeholder (`xargs -I
 /// R`, find's `{}`, inside a word too: GNU find replaces `-r{}`): what
