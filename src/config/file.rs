@@ -76,6 +76,7 @@ const SAFETY_FIELDS: &[&str] = &[
     "sandbox_unix_sockets",
     "sandbox_require",
     "sandbox_check_network",
+    "sandbox_exec_guard",
     "max_processes",
 ];
 const PRICE_FIELDS: &[&str] = &[
@@ -413,6 +414,7 @@ fn decode_safety(decoder: &mut Decoder<'_>, fields: &Fields<'_>, repository: boo
         sandbox_unix_sockets: fields.get(decoder, "sandbox_unix_sockets"),
         sandbox_require: fields.get(decoder, "sandbox_require"),
         sandbox_check_network: fields.get(decoder, "sandbox_check_network"),
+        sandbox_exec_guard: fields.get(decoder, "sandbox_exec_guard"),
         max_processes: fields
             .get::<Spanned<u32>>(decoder, "max_processes")
             .and_then(|m| positive(decoder, m, "max_processes")),

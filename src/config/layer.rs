@@ -152,6 +152,8 @@ pub struct SafetyLayer {
     pub sandbox_unix_sockets: Option<bool>,
     pub sandbox_require: Option<String>,
     pub sandbox_check_network: Option<bool>,
+    /// `false`: no exec guard (docs/sandbox.md), the policy reads alone.
+    pub sandbox_exec_guard: Option<bool>,
     /// At most this many processes of a task's confined programs at once
     /// (at least 1). A repository may lower it, not raise it.
     pub max_processes: Option<u32>,
@@ -203,7 +205,7 @@ combine_fields! {
     AgentLayer { max_iterations, max_total_tokens, max_cost_usd, retry_attempts, retry_backoff_base }
     SafetyLayer {
         allowed_paths, blocked_paths, blocked_commands, env_passthrough, sandbox_enabled,
-        sandbox_writable_paths, sandbox_home_visible, sandbox_network, sandbox_unix_sockets, sandbox_require, sandbox_check_network,
+        sandbox_writable_paths, sandbox_home_visible, sandbox_network, sandbox_unix_sockets, sandbox_require, sandbox_check_network, sandbox_exec_guard,
         max_task_file_bytes, extra_blocked_paths, extra_blocked_commands, allowed_workdirs,
         max_processes,
     }

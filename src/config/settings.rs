@@ -204,6 +204,11 @@ pub struct SafetySettings {
     /// (operator config only; default false: such a check is an error at
     /// load).
     pub sandbox_check_network: bool,
+    /// The sandbox refuses, at exec, a program a `deny` rule on
+    /// `run_shell` matches, when the kernel allows (docs/sandbox.md, "The
+    /// exec guard"); `false` turns it off and the policy decides alone
+    /// (stricter, never looser).
+    pub sandbox_exec_guard: bool,
 }
 
 impl SafetySettings {
@@ -403,6 +408,7 @@ impl Config {
                 sandbox_unix_sockets: safety.sandbox_unix_sockets.unwrap_or(false),
                 sandbox_require: safety.sandbox_require.unwrap_or_else(|| "all".to_owned()),
                 sandbox_check_network: safety.sandbox_check_network.unwrap_or(false),
+                sandbox_exec_guard: safety.sandbox_exec_guard.unwrap_or(true),
             },
             tools: ToolsSettings {
                 builtin,

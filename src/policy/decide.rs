@@ -16,6 +16,9 @@ use super::shell::{self, Hazard, ParsedCommand};
 mod rules;
 mod sandboxed;
 
+#[cfg(test)]
+pub(crate) use sandboxed::enforced_at_exec;
+
 /// What policy sees of a call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallView<'a> {

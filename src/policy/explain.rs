@@ -35,6 +35,15 @@ pub struct AssumedSandbox {
     /// `--no-sandbox`, `safety.sandbox_enabled: false`); `given` when
     /// the caller said nothing.
     pub by: String,
+    /// The sandbox's exec guard refuses a program a `deny` rule on
+    /// `run_shell` matches at every `execve` (docs/sandbox.md).
+    pub exec_guard: bool,
+    /// The policy leaves what the parser cannot see to the exec guard
+    /// ([`Policy::exec_guard_holds`]); when the guard is there but does
+    /// not hold, `exec_guard_gap` says why.
+    pub exec_guard_holds: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec_guard_gap: Option<String>,
 }
 
 /// One simple command of a shell call, judged alone.
@@ -75,6 +84,10 @@ pub fn explain(policy: &Policy, call_text: &str) -> Result<Explanation, CallPars
         sandbox: AssumedSandbox {
             mode: policy.settings.sandbox,
             by: "given".to_owned(),
+            exec_guard: policy.settings.exec_guard
+                && policy.settings.sandbox == crate::policy::guards::SandboxMode::Full,
+            exec_guard_holds: policy.exec_guard_holds(),
+            exec_guard_gap: policy.exec_guard_gap(),
         },
     };
     if let Some(command) = call.command {
@@ -174,7 +187,11 @@ impl Policy {
                     .to_owned(),
             }
         } else if self.layers().all(|(layer, _)| self.sandbox_decides(layer)) {
-            if self.shell_rules_to_dodge() {
+            if self.shell_rules_to_dodge() && self.exec_guard_holds() {
+                "left to the sandbox: its exec guard refuses, wherever it is started, a program \
+                 whose argv a deny rule matches"
+                    .to_owned()
+            } else if self.shell_rules_to_dodge() {
                 "left to the sandbox: `policy.opaque: allow` trusts it with what the parser \
                  cannot see"
                     .to_owned()
@@ -322,7 +339,19 @@ impl std::fmt::Display for Explanation {
             writeln!(f, "  path:    {path}")?;
         }
         if self.decision.parsed.is_some() {
-            writeln!(f, "  sandbox: {} ({})", self.sandbox.mode, self.sandbox.by)?;
+            let guard = if self.sandbox.exec_guard {
+                "+exec-guard"
+            } else {
+                ""
+            };
+            writeln!(
+                f,
+                "  sandbox: {}{guard} ({})",
+                self.sandbox.mode, self.sandbox.by
+            )?;
+            if let Some(gap) = &self.sandbox.exec_guard_gap {
+                writeln!(f, "  guard:   {gap}")?;
+            }
         }
         if !self.parts.is_empty() {
             writeln!(f, "  parts:")?;

@@ -216,6 +216,12 @@ pub struct GuardSettings {
     /// The confinement the shell commands get ([`SandboxMode::None`]
     /// unless told).
     pub sandbox: SandboxMode,
+    /// The sandbox refuses, at every `execve` of a confined process, a
+    /// program whose argv a `deny` rule on `run_shell` matches (the exec
+    /// guard, docs/sandbox.md). Only with [`SandboxMode::Full`]; false
+    /// unless told. With it, the policy leaves what the parser cannot
+    /// see to the guard ([`crate::policy::Policy::exec_guard_holds`]).
+    pub exec_guard: bool,
 }
 
 impl GuardSettings {
@@ -236,6 +242,7 @@ impl GuardSettings {
             protected_paths: Vec::new(),
             program_path: None,
             sandbox: SandboxMode::None,
+            exec_guard: false,
         }
     }
 }

@@ -416,6 +416,13 @@ const MULTI_CALL: &[&str] = &["busybox", "toybox", "coreutils"];
 /// identity (following symlinks); `None` for a multi-call binary.
 pub(crate) fn identity_on_path(name: &str, path: &std::ffi::OsStr) -> Option<Identity> {
     use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(file_on_path(name, path)?).ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
+/// The file a bare program name runs on `path`, canonical; `None` for a
+/// multi-call binary (busybox), whose other names are other programs.
+pub(crate) fn file_on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
     if name.is_empty() || name.contains('/') {
         return None;
     }
@@ -428,8 +435,7 @@ pub(crate) fn identity_on_path(name: &str, path: &std::ffi::OsStr) -> Option<Ide
     if MULTI_CALL.contains(&real_name) {
         return None;
     }
-    let meta = std::fs::metadata(&real).ok()?;
-    Some((meta.dev(), meta.ino()))
+    Some(real)
 }
 
 /// The program a command glob starts with, when it is a literal name:

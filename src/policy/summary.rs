@@ -21,6 +21,11 @@ const SHELL_NOTE_SANDBOX: &str = "Shell: any command runs ($(…), pipes, loops,
 /// cannot see while deny or ask rules exist.
 const SHELL_NOTE_OPAQUE: &str = "Shell: no part of a chain, nested ones included, may match a denied rule; the sandbox confines the rest.";
 
+/// … when a full wildcard and the full sandbox decide while deny rules
+/// exist that the sandbox's exec guard enforces (docs/policy.md, "The
+/// exec guard").
+const SHELL_NOTE_GUARD: &str = "Shell: any command runs ($(…), pipes, loops, heredocs, sh -c, scripts and inline code included), confined by the sandbox; a denied program is refused wherever it is started.";
+
 /// … when a full wildcard and the full sandbox decide while deny or ask
 /// rules exist: what the parser reads runs unless a part may match one
 /// (docs/policy.md, "Unknowns under deny rules").
@@ -153,6 +158,7 @@ impl Policy {
             .all(|(layer, set)| self.decides_unknowns(layer) && wild(layer, set));
         match (open, reading, self.shell_rules_to_dodge()) {
             (true, _, false) => SHELL_NOTE_SANDBOX,
+            (true, _, true) if self.exec_guard_holds() => SHELL_NOTE_GUARD,
             (true, _, true) => SHELL_NOTE_OPAQUE,
             (false, true, _) => SHELL_NOTE_UNKNOWNS,
             (false, false, _) => SHELL_NOTE,

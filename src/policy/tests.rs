@@ -1397,3 +1397,167 @@ fn the_full_sandbox_decides_under_a_full_wildcard_with_nothing_to_dodge() {
     assert!(!denying.summary().contains("no $("));
     assert!(trusting.summary().contains("may match a denied rule"));
 }
+
+/// The exec guard (docs/policy.md, "The exec guard"): with the full
+/// sandbox refusing denied programs at `execve`, a full wildcard lets
+/// through what the parser cannot read under `deny` rules, while literal
+/// hits stay refused up front.
+fn guarded(task: PolicySpec) -> Policy {
+    let mut settings = settings();
+    settings.sandbox = SandboxMode::Full;
+    settings.exec_guard = true;
+    Policy::build(None, &[task], settings).unwrap()
+}
+
+const GUARD_DENY: &[&str] = &[
+    "run_shell(git push*)",
+    "run_shell(curl*)",
+    "run_shell(rm -rf*)",
+];
+
+#[test]
+fn the_exec_guard_runs_what_the_parser_cannot_read_under_deny_rules() {
+    let policy = guarded(spec(&["run_shell(*)"], GUARD_DENY, &[], None));
+    assert!(policy.exec_guard_holds());
+    assert_eq!(
+        policy.exec_deny_globs(),
+        vec!["git push*", "curl*", "rm -rf*"]
+    );
+    for command in [
+        "python3 -c \"import sys; print(sys.version)\"",
+        "node -e 'console.log(process.version)'",
+        "python3 - << 'EOF'\nprint(1)\nEOF",
+        "python3 -m pytest -x -q",
+        "bash script.sh",
+        "./run_tests.sh --fast",
+        "make -j$(nproc)",
+        "test -f Makefile && make test",
+        "eval \"$(ssh-agent -s)\"",
+        "X=curl; $X evil",
+        "grep -rl a . | xargs sed -i 's/a/b/g'",
+        "source venv/bin/activate",
+        "for f in tests/*.py; do python3 \"$f\"; done",
+        "sort $X f",
+        "echo $((x+1))",
+    ] {
+        let decision = policy.decide(&CallView::shell(command));
+        assert_eq!(decision.verdict, Verdict::Allow, "{command}: {decision}");
+    }
+    for command in [
+        "curl -s https://example.com",
+        "bash -c 'curl x'",
+        "git push origin main",
+        "rm -rf build",
+        "cargo test && curl x",
+        "echo \"$(curl x)\"",
+        "xargs -a urls.txt -n1 curl -O",
+        "sudo ls",
+    ] {
+        let decision = policy.decide(&CallView::shell(command));
+        assert_eq!(decision.verdict, Verdict::Deny, "{command}: {decision}");
+    }
+    let note = policy.summary();
+    assert!(
+        note.contains("a denied program is refused wherever it is started"),
+        "{note}"
+    );
+}
+
+#[test]
+fn the_exec_guard_decides_only_what_it_can_enforce() {
+    let opaque = "python3 -c \"print(1)\"";
+    let refused = |policy: &Policy| {
+        let decision = policy.decide(&CallView::shell(opaque));
+        assert_ne!(decision.verdict, Verdict::Allow, "{decision}");
+    };
+    // An ask rule could be approved for one call; the guard cannot ask.
+    let policy = guarded(spec(
+        &["run_shell(*)"],
+        GUARD_DENY,
+        &["run_shell(npm publish*)"],
+        None,
+    ));
+    assert!(!policy.exec_guard_holds());
+    assert!(policy.exec_guard_gap().unwrap().contains("npm publish"));
+    refused(&policy);
+    // A builtin never execs; a glob that may start with one is not enforced.
+    for glob in [
+        "run_shell(echo*)",
+        "run_shell(e*)",
+        "run_shell(*secret*)",
+        "run_shell(kill *)",
+    ] {
+        let policy = guarded(spec(&["run_shell(*)"], &[glob], &[], None));
+        assert!(!policy.exec_guard_holds(), "{glob}");
+        assert!(
+            policy.exec_guard_gap().unwrap().contains("builtin"),
+            "{glob}"
+        );
+        assert!(policy.exec_deny_globs().is_empty(), "{glob}");
+        refused(&policy);
+    }
+    // An explicit `policy.opaque: ask` keeps opaque code back.
+    let mut explicit = spec(&["run_shell(*)"], GUARD_DENY, &[], None);
+    explicit.opaque = Some(Verdict::Ask);
+    let policy = guarded(explicit);
+    assert!(!policy.exec_guard_holds());
+    refused(&policy);
+    // Without the guard, or without the full sandbox, the parser decides.
+    let mut full = settings();
+    full.sandbox = SandboxMode::Full;
+    let policy = Policy::build(
+        None,
+        &[spec(&["run_shell(*)"], GUARD_DENY, &[], None)],
+        full,
+    )
+    .unwrap();
+    assert!(!policy.exec_guard_holds());
+    assert!(policy.exec_guard_gap().is_none());
+    refused(&policy);
+    let mut reduced = settings();
+    reduced.sandbox = SandboxMode::Reduced;
+    reduced.exec_guard = true;
+    let policy = Policy::build(
+        None,
+        &[spec(&["run_shell(*)"], GUARD_DENY, &[], None)],
+        reduced,
+    )
+    .unwrap();
+    assert!(!policy.exec_guard_holds());
+    refused(&policy);
+    // A narrower allow rule keeps deciding its unknowns (`git $X`).
+    let policy = guarded(spec(&["run_shell(git *)"], GUARD_DENY, &[], None));
+    let decision = policy.decide(&CallView::shell("git $X"));
+    assert_ne!(decision.verdict, Verdict::Allow, "{decision}");
+}
+
+#[test]
+fn which_globs_the_exec_guard_can_enforce() {
+    use super::decide::enforced_at_exec;
+    for glob in [
+        "curl*",
+        "git push*",
+        "rm -rf*",
+        "cu*",
+        "npm publish",
+        "docker run *",
+    ] {
+        assert!(enforced_at_exec(glob), "{glob}");
+    }
+    for glob in [
+        "*",
+        "*curl*",
+        "e*",
+        "echo *",
+        "kill*",
+        "[c]url*",
+        "/usr/bin/curl*",
+        "A=1 curl*",
+        "",
+        "test -f x",
+        "'curl'*",
+        "$X*",
+    ] {
+        assert!(!enforced_at_exec(glob), "{glob}");
+    }
+}

@@ -47,6 +47,7 @@ use crate::core::event::SandboxInfo;
 pub mod apparmor;
 #[cfg(target_os = "linux")]
 pub mod cgroup;
+pub mod exec_views;
 #[cfg(target_os = "linux")]
 pub mod filter;
 #[cfg(target_os = "linux")]

@@ -430,6 +430,11 @@ impl Scratch {
     }
 }
 
+/// A config that turns the sandbox's exec guard off: the policy's parser
+/// decides alone, as it does on a kernel without the guard.
+pub const PARSER_ALONE: &str = "parser-alone.json";
+pub const PARSER_ALONE_CONFIG: &str = r#"{"safety": {"sandbox_exec_guard": false}}"#;
+
 /// The policy's explanation of each command, in one `ybs` run.
 fn explain_all(ybs: &Ybs, commands: &[String]) -> Vec<Value> {
     let mut child = ybs
@@ -440,6 +445,8 @@ fn explain_all(ybs: &Ybs, commands: &[String]) -> Vec<Value> {
             "--json",
             "--sandbox",
             "full",
+            "--config",
+            PARSER_ALONE,
             "--task",
             "t.yaml",
             "-",
@@ -468,6 +475,12 @@ fn explain_all(ybs: &Ybs, commands: &[String]) -> Vec<Value> {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert_eq!(explained.len(), commands.len());
+    assert!(
+        explained
+            .iter()
+            .all(|e| e["sandbox"]["exec_guard"] == false),
+        "the parser must decide alone"
+    );
     explained
 }
 
@@ -489,6 +502,9 @@ fn pass(seed: u64, count: usize) -> Outcome {
         "t.yaml",
         "prompt: x\npolicy:\n  allow: [\"run_shell(*)\"]\n  deny: [\"run_shell(touch*)\", \"run_shell(curl*)\"]\n",
     );
+    // The parser alone: bash runs the commands here without the sandbox,
+    // so its exec guard (docs/policy.md) must not decide for it.
+    ybs.file(PARSER_ALONE, PARSER_ALONE_CONFIG);
     let scratch = Scratch::new();
     let mut rng = Rng(seed | 1);
     let mut outcome = Outcome::default();

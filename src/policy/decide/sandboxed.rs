@@ -26,7 +26,115 @@ impl Policy {
     /// allow` (docs/policy.md, "The sandbox decides").
     pub(crate) fn sandbox_decides(&self, layer: Layer) -> bool {
         self.settings.sandbox == SandboxMode::Full
-            && (!self.shell_rules_to_dodge() || self.opaque_of(layer) == Verdict::Allow)
+            && (!self.shell_rules_to_dodge()
+                || self.opaque_of(layer) == Verdict::Allow
+                || self.exec_guard_holds())
+    }
+
+    /// True if and only if the sandbox's exec guard enforces every rule a
+    /// part the parser cannot see could dodge, so that such a part may run
+    /// (docs/policy.md, "The exec guard"): the full sandbox with the guard
+    /// is in force; the rules to dodge are `deny` rules only (an `ask`
+    /// rule approved for one call could not be told apart at exec); each
+    /// names, by its first word, a program that only an `execve` runs
+    /// ([`enforced_at_exec`]); and no side sets `policy.opaque` (an
+    /// explicit `ask` or `deny` keeps opaque code back; `allow` lets
+    /// everything through anyway).
+    pub fn exec_guard_holds(&self) -> bool {
+        self.settings.sandbox == SandboxMode::Full
+            && self.settings.exec_guard
+            && self.shell_rules_to_dodge()
+            && self.layers().all(|(_, set)| {
+                set.opaque.is_none()
+                    && !set.ask.iter().any(|rule| {
+                        rule.tool_matches("run_shell")
+                            && rule.paths.is_empty()
+                            && !rule.commands.is_empty()
+                    })
+            })
+            && self
+                .dodgeable_globs()
+                .iter()
+                .all(|(glob, _)| enforced_at_exec(glob))
+    }
+
+    /// Why the exec guard, though in force, does not hold
+    /// ([`Self::exec_guard_holds`]) while rules to dodge exist: the
+    /// policy reads what it can and keeps the rest back.
+    pub fn exec_guard_gap(&self) -> Option<String> {
+        if self.settings.sandbox != SandboxMode::Full
+            || !self.settings.exec_guard
+            || !self.shell_rules_to_dodge()
+            || self.exec_guard_holds()
+        {
+            return None;
+        }
+        for (_, set) in self.layers() {
+            if set.opaque.is_some() {
+                return Some(
+                    "the exec guard does not decide: `policy.opaque` is set, and it decides what \
+                     the parser cannot see"
+                        .to_owned(),
+                );
+            }
+            if let Some(rule) = set.ask.iter().find(|rule| {
+                rule.tool_matches("run_shell") && rule.paths.is_empty() && !rule.commands.is_empty()
+            }) {
+                return Some(format!(
+                    "the exec guard does not decide: the ask rule `{}` cannot be asked at exec",
+                    rule.rule
+                ));
+            }
+        }
+        self.dodgeable_globs()
+            .into_iter()
+            .find(|(glob, _)| !enforced_at_exec(glob))
+            .map(|(glob, rule)| {
+                format!(
+                    "the exec guard does not decide: `{rule}` may match a shell builtin or a \
+                     command word it never sees at exec (`{glob}`); name a program first"
+                )
+            })
+    }
+
+    /// The programs the exec guard's globs name by their first word, and
+    /// their files on the shell's `PATH` ([`GuardSettings::program_path`]):
+    /// the guard knows a copy or link of one by its file.
+    ///
+    /// [`GuardSettings::program_path`]: crate::policy::GuardSettings::program_path
+    pub fn exec_deny_programs(&self) -> Vec<(String, std::path::PathBuf)> {
+        let Some(path) = self.settings.program_path.as_deref() else {
+            return Vec::new();
+        };
+        let mut programs: Vec<(String, std::path::PathBuf)> = Vec::new();
+        for glob in self.exec_deny_globs() {
+            if let Some(name) = opaque::glob_program(&glob)
+                && !programs.iter().any(|(known, _)| known == name)
+                && let Some(file) = opaque::file_on_path(name, path)
+            {
+                programs.push((name.to_owned(), file));
+            }
+        }
+        programs
+    }
+
+    /// The command globs of every `deny` rule on `run_shell` the exec
+    /// guard can enforce ([`enforced_at_exec`]), each once: what the
+    /// runner gives the sandbox to refuse at `execve`.
+    pub fn exec_deny_globs(&self) -> Vec<String> {
+        let mut globs: Vec<String> = Vec::new();
+        for (_, set) in self.layers() {
+            for rule in &set.deny {
+                if rule.tool_matches("run_shell") && rule.paths.is_empty() {
+                    for glob in &rule.rule.commands {
+                        if enforced_at_exec(glob) && !globs.contains(glob) {
+                            globs.push(glob.clone());
+                        }
+                    }
+                }
+            }
+        }
+        globs
     }
 
     /// The hazards that keep `view` from being allowed on `set`'s side:
@@ -73,6 +181,7 @@ impl Policy {
         self.settings.sandbox == SandboxMode::Full
             && self.shell_rules_to_dodge()
             && self.opaque_of(layer) != Verdict::Allow
+            && !self.exec_guard_holds()
     }
 
     /// The command globs of every `deny` and `ask` rule on `run_shell`,
@@ -152,7 +261,10 @@ impl Policy {
                 SandboxMode::Full,
                 self.settings.sandbox
             )
-        } else if self.shell_rules_to_dodge() && self.opaque_of(layer) != Verdict::Allow {
+        } else if self.shell_rules_to_dodge()
+            && self.opaque_of(layer) != Verdict::Allow
+            && !self.exec_guard_holds()
+        {
             "; a deny or ask rule on run_shell exists that they could dodge: run the inner \
              command directly, or set `policy.opaque: allow` to let the sandbox bound them"
                 .to_owned()
@@ -169,7 +281,10 @@ impl Policy {
         part: &SimpleCommand,
         cwd: Option<&str>,
     ) -> Option<Opaque> {
-        if self.opaque_of(layer) == Verdict::Allow || !self.shell_rules_to_dodge() {
+        if self.opaque_of(layer) == Verdict::Allow
+            || !self.shell_rules_to_dodge()
+            || self.exec_guard_holds()
+        {
             return None;
         }
         opaque::find(part, &self.settings.workdir, cwd).or_else(|| self.same_file(part))
@@ -203,4 +318,124 @@ impl Policy {
             same_as: Some(denied.clone()),
         })
     }
+}
+
+/// Bash's builtins and keywords (`compgen -b`, `compgen -k`): they run
+/// without an `execve`, so no exec guard sees them.
+const BUILTINS: &[&str] = &[
+    ".",
+    ":",
+    "[",
+    "[[",
+    "]]",
+    "{",
+    "}",
+    "!",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "case",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "coproc",
+    "declare",
+    "dirs",
+    "disown",
+    "do",
+    "done",
+    "echo",
+    "elif",
+    "else",
+    "enable",
+    "esac",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "fi",
+    "for",
+    "function",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "if",
+    "in",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "select",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "then",
+    "time",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "until",
+    "wait",
+    "while",
+];
+
+/// True if and only if every command `glob` matches starts with a
+/// program that only an `execve` runs, named without a directory: the
+/// glob's first word is literal up to its end or a wildcard, holds no
+/// `/`, `=`, quote or `$`, and no builtin or keyword can be that word
+/// (`curl*`, `git push*`, `rm -rf*`; not `*`, `echo*`, `e*`, `kill *`,
+/// `/usr/bin/curl*`, `A=1 curl*`).
+pub(crate) fn enforced_at_exec(glob: &str) -> bool {
+    let glob = glob.trim_start();
+    let literal_end = glob
+        .find(|c: char| matches!(c, '*' | '?' | '[' | '{' | '\\'))
+        .unwrap_or(glob.len());
+    let literal = &glob[..literal_end];
+    let (word, complete) = match literal.find(char::is_whitespace) {
+        Some(end) => (&literal[..end], true),
+        None => (literal, literal_end == glob.len()),
+    };
+    if word.is_empty()
+        || word
+            .chars()
+            .any(|c| matches!(c, '/' | '=' | '\'' | '"' | '$' | '`'))
+    {
+        return false;
+    }
+    !BUILTINS.iter().any(|builtin| {
+        if complete {
+            *builtin == word
+        } else {
+            builtin.starts_with(word)
+        }
+    })
 }
