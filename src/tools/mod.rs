@@ -55,6 +55,18 @@ pub struct ToolCtx {
     /// The kernel confinement of `run_shell` and external tools
     /// (docs/security.md S1); `None`: they run unconfined.
     pub sandbox: Option<Arc<sandbox::Sandbox>>,
+    /// `run_shell`'s own confinement when it differs from `sandbox`: the
+    /// same with the exec guard of the policy's `deny` rules
+    /// (docs/sandbox.md, "The exec guard"), which checks, external tools
+    /// and MCP servers do not get. `None`: `sandbox`.
+    pub shell_sandbox: Option<Arc<sandbox::Sandbox>>,
+}
+
+impl ToolCtx {
+    /// The confinement of `run_shell`'s commands.
+    pub fn shell_sandbox(&self) -> Option<&Arc<sandbox::Sandbox>> {
+        self.shell_sandbox.as_ref().or(self.sandbox.as_ref())
+    }
 }
 
 /// What a call acts on, found before it runs so policy can decide on it.

@@ -37,6 +37,7 @@ impl Fixture {
             max_shell_timeout: Duration::from_secs(60),
             output_cap_bytes: 64 * 1024,
             sandbox: None,
+            shell_sandbox: None,
         };
         Self {
             _temp: temp,

@@ -191,7 +191,7 @@ fn outputs(run_dir: &Value) -> Vec<(String, String, String)> {
 /// and a copy made by an earlier, allowed call is still refused later.
 #[test]
 fn what_the_analysis_cannot_see_through_is_refused_with_its_reason() {
-    let ybs = Ybs::new();
+    let ybs = Ybs::new().parser_alone();
     ybs.file("seed.txt", "seed\n");
     ybs.file("t.yaml", WILDCARD_WITH_DENY);
     let cases = spellings();
@@ -247,7 +247,7 @@ fn what_the_analysis_cannot_see_through_is_refused_with_its_reason() {
 /// rule on `run_shell` there is nothing to dodge.
 #[test]
 fn opaque_allow_and_naming_rules_restore_what_the_operator_wants() {
-    let ybs = Ybs::new();
+    let ybs = Ybs::new().parser_alone();
     ybs.file(
         "t.yaml",
         &WILDCARD_WITH_DENY.replace("  deny:", "  opaque: allow\n  deny:"),
@@ -305,7 +305,7 @@ fn opaque_allow_and_naming_rules_restore_what_the_operator_wants() {
 /// `--json` (which also carries every part's argv).
 #[test]
 fn explain_names_the_case_that_applied() {
-    let ybs = Ybs::new();
+    let ybs = Ybs::new().parser_alone();
     ybs.file("t.yaml", WILDCARD_WITH_DENY);
     for (call, case) in [
         (
@@ -372,7 +372,7 @@ fn a_denied_program_under_another_name_on_path_is_a_renamed_program() {
         aliases.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let ybs = Ybs::new().env("PATH", &path);
+    let ybs = Ybs::new().parser_alone().env("PATH", &path);
     ybs.file("t.yaml", WILDCARD_WITH_DENY);
     ybs.cassette(
         "t.cassette.json",
@@ -402,4 +402,74 @@ fn a_denied_program_under_another_name_on_path_is_a_renamed_program() {
         "{}",
         run.stdout
     );
+}
+
+/// The same spellings with the sandbox's exec guard (docs/policy.md, "The
+/// exec guard"): the policy lets what it cannot read run, and the guard
+/// refuses `touch` wherever it is started — from stdin, a copy, a link,
+/// a script, a module, a Makefile, the loader. Nothing is created, and
+/// what the policy allowed says why on its stderr.
+#[test]
+fn the_exec_guard_refuses_every_spelling_at_exec() {
+    let ybs = Ybs::new();
+    ybs.file("seed.txt", "seed\n");
+    ybs.file("t.yaml", WILDCARD_WITH_DENY);
+    let probe = ybs.run([
+        "policy",
+        "explain",
+        "--json",
+        "--task",
+        "t.yaml",
+        "run_shell(bash s.sh)",
+    ]);
+    probe.expect_code(0);
+    let explained: Value = serde_json::from_str(probe.stdout.trim()).unwrap();
+    assert_eq!(
+        explained["sandbox"]["exec_guard_holds"], true,
+        "this machine's sandbox has no exec guard: {explained}"
+    );
+    assert_eq!(explained["decision"]["verdict"], "allow", "{explained}");
+    let cases = spellings();
+    let mut turns = vec![calls(&[
+        ("run_shell", json!({"command": "echo ran > control.txt"})),
+        ("run_shell", json!({"command": "cp /usr/bin/touch ./early"})),
+    ])];
+    for chunk in cases.chunks(20) {
+        let turn: Vec<(&str, Value)> = chunk
+            .iter()
+            .map(|(command, _, _)| ("run_shell", json!({"command": command})))
+            .collect();
+        turns.push(calls(&turn));
+    }
+    turns.push(calls(&[(
+        "run_shell",
+        json!({"command": "./early later-made"}),
+    )]));
+    turns.push(answer("done"));
+    ybs.cassette("t.cassette.json", turns);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    assert_eq!(ybs.read("control.txt"), "ran\n");
+    let seen = outputs(&transcript(&run, "t"));
+    assert_eq!(seen.len(), cases.len() + 3);
+    let mut at_exec = 0;
+    for ((command, file, _), (recorded, verdict, told)) in cases.iter().zip(&seen[2..]) {
+        assert_eq!(command, recorded);
+        let context = format!("{command}: {verdict}: {told}");
+        assert!(!ybs.exists(file), "{context}");
+        if verdict == "allow" {
+            assert!(told.contains("ybs sandbox: refused exec of"), "{context}");
+            assert!(told.contains("run_shell(touch*)"), "{context}");
+            at_exec += 1;
+        }
+    }
+    assert!(
+        at_exec * 2 > cases.len(),
+        "the guard decided {at_exec} of {}",
+        cases.len()
+    );
+    let (_, verdict, told) = seen.last().unwrap();
+    assert_eq!(verdict, "allow", "{told}");
+    assert!(told.contains("refused exec"), "{told}");
+    assert!(!ybs.exists("later-made"));
 }

@@ -30,19 +30,22 @@ fn corpus() -> Vec<(String, String)> {
         .collect()
 }
 
-fn explain_all(ybs: &Ybs, task: &str, commands: &[String]) -> Vec<Value> {
-    let mut child = ybs
-        .command()
-        .args([
-            "policy",
-            "explain",
-            "--json",
-            "--sandbox",
-            "full",
-            "--task",
-            task,
-            "-",
-        ])
+fn explain_all(ybs: &Ybs, task: &str, config: Option<&str>, commands: &[String]) -> Vec<Value> {
+    let mut command = ybs.command();
+    command.args([
+        "policy",
+        "explain",
+        "--json",
+        "--sandbox",
+        "full",
+        "--task",
+        task,
+    ]);
+    if let Some(config) = config {
+        command.args(["--config", config]);
+    }
+    let mut child = command
+        .arg("-")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -153,21 +156,41 @@ fn the_corpus_runs_under_a_wildcard_and_deny_rules_hold() {
         "prompt: p\npolicy:\n  allow: [\"run_shell(*)\"]\n  \
          deny: [\"run_shell(git push*)\", \"run_shell(curl*)\", \"run_shell(rm -rf*)\"]\n",
     );
+    ybs.file(
+        "parser-alone.json",
+        r#"{"safety": {"sandbox_exec_guard": false}}"#,
+    );
     let commands: Vec<String> = rows.iter().map(|(command, _)| command.clone()).collect();
-    let wild = Share::of(&rows, &explain_all(&ybs, "wild.yaml", &commands));
-    let denying_explained = explain_all(&ybs, "deny.yaml", &commands);
-    let denying = Share::of(&rows, &denying_explained);
+    let wild = Share::of(&rows, &explain_all(&ybs, "wild.yaml", None, &commands));
+    let parser_explained = explain_all(&ybs, "deny.yaml", Some("parser-alone.json"), &commands);
+    let parser = Share::of(&rows, &parser_explained);
+    let guarded_explained = explain_all(&ybs, "deny.yaml", None, &commands);
+    let guarded = Share::of(&rows, &guarded_explained);
     let report = format!(
-        "{}\n{}",
+        "{}\n{}\n{}",
         wild.report("run_shell(*)", rows.len()),
-        denying.report("run_shell(*) + deny", rows.len())
+        parser.report("run_shell(*) + deny, the parser alone", rows.len()),
+        guarded.report("run_shell(*) + deny, with the exec guard", rows.len())
     );
     println!("{report}");
     assert!(wild.agent_refused.is_empty(), "{report}");
     assert!(wild.percent(rows.len()) >= 97.0, "{report}");
-    assert!(denying.percent(rows.len()) >= 80.0, "{report}");
-    // No allowed command has a part that runs a denied program.
-    for (command, explanation) in commands.iter().zip(&denying_explained) {
+    assert!(parser.percent(rows.len()) >= 80.0, "{report}");
+    assert!(
+        guarded_explained
+            .iter()
+            .all(|e| e["sandbox"]["exec_guard_holds"] == true),
+        "this machine's sandbox has no exec guard"
+    );
+    assert!(guarded.percent(rows.len()) >= 95.0, "{report}");
+    assert!(guarded.agent_refused.is_empty(), "{report}");
+    // No allowed command has a part that runs a denied program: the
+    // deny rules still refuse every part they can see.
+    for (command, explanation) in commands
+        .iter()
+        .zip(&parser_explained)
+        .chain(commands.iter().zip(&guarded_explained))
+    {
         if explanation["decision"]["verdict"] != "allow" {
             continue;
         }

@@ -163,7 +163,7 @@ fn without_the_full_sandbox_the_parser_decides_and_says_why() {
 /// the probe.
 #[test]
 fn explain_says_which_sandbox_it_assumed_and_why_unknowns_run() {
-    let ybs = Ybs::new();
+    let ybs = Ybs::new().parser_alone();
     ybs.file("t.yaml", WILDCARD);
     ybs.file(
         "d.yaml",
@@ -258,4 +258,114 @@ fn explain_says_which_sandbox_it_assumed_and_why_unknowns_run() {
         out.contains("names a directory containing a blocked path"),
         "{out}"
     );
+}
+
+/// Deny rules with the sandbox's exec guard (docs/policy.md, "The exec
+/// guard"): the everyday commands run, and so do a Makefile, a script, a
+/// module and inline code; a denied program they start is refused at
+/// exec, with the reason on the command's stderr; a literal one is
+/// refused up front. The model is told so.
+#[test]
+fn under_deny_rules_the_exec_guard_runs_what_the_parser_cannot_read() {
+    let ybs = Ybs::new().env("OPENAI_API_KEY", "sk-test");
+    ybs.file(
+        "t.yaml",
+        "prompt: do the thing\ncommit: false\npolicy:\n  allow: [\"run_shell(*)\"]\n  \
+         deny: [\"run_shell(git push*)\", \"run_shell(curl*)\", \"run_shell(rm -rf*)\"]\n",
+    );
+    seed(&ybs);
+    ybs.file(
+        "Makefile",
+        "all:\n\techo made > made.txt\npush:\n\tgit push origin main\n",
+    );
+    ybs.file("build.sh", "#!/bin/sh\necho built > built.txt\n");
+    std::fs::set_permissions(
+        ybs.path().join("build.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::create_dir_all(ybs.path().join("doomed/inner")).unwrap();
+    let mut commands: Vec<String> = EVERYDAY.iter().map(|(c, _, _)| (*c).to_owned()).collect();
+    let runs = [
+        ("make", "made.txt"),
+        ("./build.sh", "built.txt"),
+        (
+            "python3 -m json.tool tests/../seed.json > mod.txt",
+            "mod.txt",
+        ),
+        (
+            "node -e 1 2>/dev/null; eval \"echo ev > eval.txt\"",
+            "eval.txt",
+        ),
+    ];
+    ybs.file("seed.json", "{\"a\": 1}\n");
+    commands.extend(runs.iter().map(|(c, _)| (*c).to_owned()));
+    let at_exec = [
+        "make push",
+        "python3 -c \"import subprocess, sys; sys.exit(subprocess.call(['rm', '-rf', 'doomed']))\"",
+        "X='curl -s http://127.0.0.1:9'; $X",
+    ];
+    commands.extend(at_exec.iter().map(|c| (*c).to_owned()));
+    commands.push("rm -rf doomed".to_owned());
+    let mut replies: Vec<_> = commands
+        .iter()
+        .enumerate()
+        .map(|(n, command)| {
+            wire::openai_sse_call(
+                &format!("call_{n}"),
+                "run_shell",
+                &json!({"command": command}),
+            )
+        })
+        .collect();
+    replies.push(wire::openai_sse_answer("done"));
+    let server = Server::start(replies);
+    let url = format!("{}/v1", server.url);
+    let run = ybs.run([
+        "run",
+        "t.yaml",
+        "--provider",
+        "openai",
+        "--endpoint",
+        &url,
+        "--model",
+        "m",
+    ]);
+    run.expect_code(0);
+    let calls = transcript(&run, "t")["tool_calls"].clone();
+    let calls = calls.as_array().unwrap();
+    assert_eq!(calls.len(), commands.len());
+    for (entry, (command, file, content)) in calls.iter().zip(EVERYDAY) {
+        let context = format!("{command}: {entry}");
+        assert_eq!(entry["decision"]["verdict"], "allow", "{context}");
+        assert!(ybs.read(file).contains(content), "{context}");
+    }
+    for (entry, (command, file)) in calls[EVERYDAY.len()..].iter().zip(runs) {
+        let context = format!("{command}: {entry}");
+        assert_eq!(entry["decision"]["verdict"], "allow", "{context}");
+        assert!(ybs.exists(file), "{context}");
+    }
+    for (entry, command) in calls[EVERYDAY.len() + runs.len()..].iter().zip(at_exec) {
+        let context = format!("{command}: {entry}");
+        assert_eq!(entry["decision"]["verdict"], "allow", "{context}");
+        let told = entry["result"]["output"].to_string();
+        assert!(told.contains("ybs sandbox: refused exec of"), "{context}");
+    }
+    assert!(
+        ybs.path().join("doomed/inner").is_dir(),
+        "rm -rf was refused"
+    );
+    let last = calls.last().unwrap();
+    assert_eq!(last["decision"]["verdict"], "deny", "{last}");
+    assert_eq!(
+        last["decision"]["rule"]["text"], "run_shell(rm -rf*)",
+        "{last}"
+    );
+    let request = server.requests()[0].json();
+    let system = request["messages"][0]["content"].to_string();
+    assert!(
+        system.contains("a denied program is refused wherever it is started"),
+        "{system}"
+    );
+    assert!(!system.contains("no $("), "{system}");
 }

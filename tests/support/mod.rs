@@ -88,6 +88,20 @@ impl Ybs {
         }
     }
 
+    /// The operator's config turns the sandbox's exec guard off: the
+    /// policy's parser decides alone, as on a kernel without the guard
+    /// (docs/policy.md, "The exec guard").
+    pub fn parser_alone(self) -> Self {
+        let dir = self.home().join(".config/ybs");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.json"),
+            r#"{"safety": {"sandbox_exec_guard": false}}"#,
+        )
+        .unwrap();
+        self
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

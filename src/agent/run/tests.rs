@@ -197,6 +197,7 @@ fn tool_ctx() -> ToolCtx {
         max_shell_timeout: Duration::from_secs(10),
         output_cap_bytes: 10_000,
         sandbox: None,
+        shell_sandbox: None,
     }
 }
 

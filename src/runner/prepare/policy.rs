@@ -40,6 +40,13 @@ pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
     Ok(policy)
 }
 
+/// True if and only if a task's shell commands run under the sandbox's
+/// exec guard: the full sandbox, the guard found by the probe, and not
+/// turned off (`safety.sandbox_exec_guard: false`).
+pub fn exec_guard(config: &Config, sandbox: SandboxMode) -> bool {
+    sandbox == SandboxMode::Full && config.safety.sandbox_exec_guard
+}
+
 /// Said with failing policy examples.
 pub const EXAMPLES_HINT: &str =
     "fix the rules or the examples; `ybs policy explain 'CALL'` shows how a call is decided";
@@ -57,6 +64,7 @@ pub fn build_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
     guards.protected_paths.clone_from(&inputs.protected);
     guards.program_path = inputs.environ.var_os("PATH").map(ToOwned::to_owned);
     guards.sandbox = inputs.sandbox;
+    guards.exec_guard = exec_guard(inputs.config, inputs.sandbox);
     Policy::build(inputs.operator, inputs.layers, guards).map_err(|e| SetupError::Policy {
         message: e.to_string(),
         hint: None,

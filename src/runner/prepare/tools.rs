@@ -134,6 +134,7 @@ pub(super) fn tool_ctx(
         max_shell_timeout: shell.max_timeout.unwrap_or(Duration::from_secs(3600)),
         output_cap_bytes: 1 << 20,
         sandbox,
+        shell_sandbox: None,
     }
 }
 

@@ -108,7 +108,10 @@ async fn stop_processes(
     let stuck = super::tools::stop_mcp(&tools.mcp, emitter).await;
     // And the task's resident sandboxes with them: no process of the task
     // is left (a final check attempt starts a new one).
-    if let Some(sandbox) = &prepared.tool_ctx.sandbox {
+    for sandbox in [&prepared.tool_ctx.sandbox, &prepared.tool_ctx.shell_sandbox]
+        .into_iter()
+        .flatten()
+    {
         sandbox.stop_residents();
     }
     stuck

@@ -518,6 +518,7 @@ pub(super) fn tool_ctx(session: &Toolbox) -> ToolCtx {
         max_shell_timeout: std::time::Duration::from_secs(3600),
         output_cap_bytes: 1 << 20,
         sandbox: session.sandbox.clone(),
+        shell_sandbox: None,
     }
 }
 

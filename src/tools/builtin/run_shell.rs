@@ -76,7 +76,7 @@ async fn run(args: Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolError> {
         &ctx.env,
         timeout,
         ctx.output_cap_bytes,
-        ctx.sandbox.as_ref(),
+        ctx.shell_sandbox(),
     )
     .await
     .map_err(|error| ToolError::Model(format!("could not start the shell: {error}")))?;
