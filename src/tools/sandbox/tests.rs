@@ -91,6 +91,7 @@ mod seccomp {
         seccomp_program(FilterSettings {
             network,
             unix_sockets,
+            exec_guard: false,
         })
         .unwrap()
     }
@@ -203,6 +204,7 @@ mod seccomp {
             let settings = FilterSettings {
                 network,
                 unix_sockets,
+                exec_guard: false,
             };
             let fast = seccomp_program(settings).unwrap();
             let chain = super::super::filter::chain_only_program(settings).unwrap();
@@ -226,6 +228,41 @@ mod seccomp {
             // All but the forty-odd numbers with a rule.
             assert!(quick >= 1028 - 50, "{quick} of 1028 numbers quickly");
         }
+    }
+
+    /// With the exec guard, `execve` and `execveat` of the native
+    /// architecture go to the supervisor; a foreign one is still refused
+    /// first, and every other call is answered as without the guard.
+    #[test]
+    fn the_exec_guard_sends_both_execs_to_the_supervisor_and_nothing_else() {
+        const USER_NOTIF: u32 = 0x7fc0_0000;
+        let native = super::super::filter::audit_arch().unwrap();
+        let settings = |exec_guard| FilterSettings {
+            network: false,
+            unix_sockets: false,
+            exec_guard,
+        };
+        let guarded = seccomp_program(settings(true)).unwrap();
+        let plain = seccomp_program(settings(false)).unwrap();
+        let execs = [
+            u32::try_from(nix::libc::SYS_execve).unwrap(),
+            u32::try_from(nix::libc::SYS_execveat).unwrap(),
+        ];
+        for nr in 0..1024u32 {
+            for arch in [native, 0x4000_0003] {
+                let (action, _) = run(&guarded, nr, arch, [0; 6]);
+                if arch == native && execs.contains(&nr) {
+                    assert_eq!(action, USER_NOTIF, "nr {nr}");
+                } else {
+                    assert_eq!(
+                        action,
+                        run(&plain, nr, arch, [0; 6]).0,
+                        "nr {nr} arch {arch:#x}"
+                    );
+                }
+            }
+        }
+        assert!(!plain.iter().any(|op| op.code == 0x06 && op.k == USER_NOTIF));
     }
 
     #[test]
