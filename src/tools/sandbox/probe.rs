@@ -121,11 +121,11 @@ pub(super) fn run_probe() -> Probe {
     let Ok(report) = serde_json::from_slice::<serde_json::Value>(&output.stdout) else {
         return fail(format!("the sandbox probe failed ({})", output.status));
     };
-    let error = |key: &str| -> Result<(), String> {
-        match report[key].as_str() {
-            None => Ok(()),
-            Some(reason) => Err(reason.to_owned()),
-        }
+    // A layer's field: `null` when it works, else why not.
+    let error = |key: &str| {
+        report[key]
+            .as_str()
+            .map_or(Ok(()), |reason| Err(reason.to_owned()))
     };
     let landlock = match (
         report["landlock"]["status"].as_str(),
