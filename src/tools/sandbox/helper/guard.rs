@@ -182,6 +182,7 @@ pub fn start(spec: &HelperSpec) -> Result<Option<Supervisor>> {
 /// The forked supervisor: never returns.
 fn supervise(rules: &Rules, socket: &OwnedFd) -> ! {
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::prctl::set_dumpable(false);
     // The parent's end closes without a listener when it failed (or died).
     if let Ok(Some(fds)) = sys::receive_fds::<1>(socket.as_fd())
         && let Some(listener) = fds.into_iter().next()
@@ -235,6 +236,8 @@ pub fn run_guarded(
         }
         sys::ForkResult::Parent { child } => {
             drop(theirs);
+            // Nothing of the program's may open this process's memory.
+            let _ = nix::sys::prctl::set_dumpable(false);
             let ended = notify::pidfd(child.as_raw()).map_err(failed("pidfd_open"))?;
             // None: the child failed before its filter (it said why).
             if let Ok(Some(fds)) = sys::receive_fds::<1>(ours.as_fd())
@@ -372,12 +375,22 @@ fn read_exec(
     }
     // `fexecve`: `execveat(fd, "", …, AT_EMPTY_PATH)` runs what `fd` is.
     if path.is_empty()
-        && let Some(fd) = dirfd.and_then(|fd| i32::try_from(fd).ok())
+        && let Some(fd) = dirfd.map(descriptor)
+        && fd >= 0
     {
         let target: PathBuf = std::fs::read_link(format!("/proc/{}/fd/{fd}", notif.pid)).ok()?;
         path = target.as_os_str().as_bytes().to_vec();
     }
     notify::still_valid(listener, notif.id).then_some((path, argv))
+}
+
+/// A descriptor argument: the low 32 bits of its register, signed.
+fn descriptor(arg: u64) -> i32 {
+    i32::from_ne_bytes(
+        u32::try_from(arg & 0xffff_ffff)
+            .unwrap_or(u32::MAX)
+            .to_ne_bytes(),
+    )
 }
 
 /// The NUL-terminated string at `at` in `mem`, its bytes counted against
@@ -534,6 +547,14 @@ mod tests {
         let rules = Rules::compile(&["*/secret*".to_owned()]).unwrap();
         assert!(refused(&rules, "/bin/cat", &["cat", "a/b/secret"]).is_some());
         assert!(Rules::compile(&["a[".to_owned()]).is_err());
+    }
+
+    #[test]
+    fn a_descriptor_argument_is_its_low_half() {
+        assert_eq!(descriptor(3), 3);
+        // AT_FDCWD, sign-extended or not.
+        assert_eq!(descriptor(0xffff_ffff_ffff_ff9c), -100);
+        assert_eq!(descriptor(0xffff_ff9c), -100);
     }
 
     #[test]
