@@ -17,6 +17,8 @@
 //!    read-only; ybs's outputs hidden; a private `/proc`; a minimal `/dev`.
 //!    Then `sethostname("ybs-sandbox")`, every capability set emptied,
 //!    `no_new_privs`, Landlock, seccomp.
+//!    With deny rules in the spec, the exec guard's supervisor is forked
+//!    first and handed the seccomp listener ([`guard`]).
 //! 4. fork again: the grandchild execs the program (cwd as given, the
 //!    environment ybs passed, which is already the allowlist). PID 1 reaps
 //!    every process until the grandchild ends, then exits with its status;

@@ -21,7 +21,10 @@
 //!    (`PR_SET_PDEATHSIG`), enters a new mount namespace (a copy of the
 //!    view), mounts a `/proc` of its PID namespace only, empties the
 //!    capability bounding set (keeping its own capabilities) and installs
-//!    the seccomp program prepared once by the resident. It then forks the
+//!    the seccomp program prepared once by the resident (with deny rules,
+//!    after forking the exec guard's supervisor, which gets the listener
+//!    and, once the request arrives, the program's stderr:
+//!    [`super::guard`]). It then forks the
 //!    program's process, which takes a session of its own, the process
 //!    limit, no capability, `no_new_privs` and its own Landlock domain
 //!    (the ruleset prepared once) and waits. On a request the resident
