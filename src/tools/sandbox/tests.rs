@@ -39,6 +39,39 @@ fn the_spec_travels_as_one_argument() {
 }
 
 #[test]
+fn the_exec_guard_travels_in_the_spec_only_when_it_has_rules() {
+    let spec = HelperSpec {
+        exec_deny: vec!["curl*".to_owned(), "git push*".to_owned()],
+        ..HelperSpec::default()
+    };
+    let json = spec.to_json();
+    assert!(
+        json.contains(r#""exec_deny":["curl*","git push*"]"#),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_str::<HelperSpec>(&json).unwrap(), spec);
+    // Without rules the spec is what it was (and so is a resident's key).
+    let json = HelperSpec::default().to_json();
+    assert!(!json.contains("exec_deny"), "{json}");
+    assert_eq!(
+        serde_json::from_str::<HelperSpec>(&json).unwrap().exec_deny,
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_machine_without_the_exec_guard_misses_no_layer() {
+    let probe = Probe {
+        namespaces: Ok(()),
+        landlock: Ok("fully_enforced"),
+        seccomp: Ok(()),
+        exec_guard: Err("Linux 5.4".to_owned()),
+    };
+    assert!(probe.available());
+    assert!(probe.missing().is_empty());
+}
+
+#[test]
 fn requirement_spellings() {
     assert_eq!(Require::parse("all"), Some(Require::All));
     assert_eq!(Require::parse("landlock"), Some(Require::Landlock));
