@@ -373,7 +373,7 @@ impl Sandbox {
 
     /// True when the exec guard is in force: this sandbox has deny rules
     /// and the probe found the guard works (else its programs fail to
-    /// start). [`probe`]`().exec_guard` says whether it could be.
+    /// start). `probe().exec_guard` says whether it could be.
     pub fn exec_guard(&self) -> bool {
         !self.spec.exec_deny.is_empty() && probe().exec_guard.is_ok()
     }
