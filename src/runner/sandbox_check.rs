@@ -83,6 +83,7 @@ mod tests {
             namespaces: Err("cannot write /proc/self/uid_map: Permission denied".to_owned()),
             landlock: Ok("fully_enforced"),
             seccomp: Ok(()),
+            exec_guard: Ok(()),
         };
         let restricted = apparmor::diagnose(
             probe.namespaces.is_err(),

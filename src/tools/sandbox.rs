@@ -67,7 +67,7 @@ mod private_temp;
 use private_temp::PrivateTemp;
 
 mod probe;
-pub use probe::{probe, probe_in_background};
+pub use probe::{Probe, probe, probe_in_background};
 
 /// The name of the full confinement in outputs.
 pub const MECHANISM: &str = "namespaces+landlock+seccomp";
@@ -78,6 +78,9 @@ pub const MECHANISM_REDUCED: &str = "landlock+seccomp";
 pub const LAYER_NAMESPACES: &str = "namespaces";
 pub const LAYER_LANDLOCK: &str = "landlock";
 pub const LAYER_SECCOMP: &str = "seccomp";
+/// Not a layer the sandbox requires: listed when deny rules are enforced
+/// at exec ([`Sandbox::exec_guard`]).
+pub const LAYER_EXEC_GUARD: &str = "exec-guard";
 
 /// Where the helper binary is: `/proc/self/exe` of the forked child is
 /// the running `ybs`, even when its file was replaced since.
@@ -178,44 +181,17 @@ pub struct SandboxSettings {
     /// At most this many processes of the task's confined programs at
     /// once (`safety.max_processes`); 0: no bound.
     pub max_processes: u32,
+    /// The exec guard's deny rules ([`HelperSpec::exec_deny`]): command
+    /// globs every exec of a confined process is checked against. Empty:
+    /// no guard. Not empty: a confined program fails to start (the
+    /// helper exits 125) where the guard cannot be installed.
+    pub exec_deny: Vec<String>,
 }
 
 /// Why confinement cannot be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Unavailable(pub String);
-
-/// What the probe found for each layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Probe {
-    /// User, mount and PID namespaces with a private `/proc`.
-    pub namespaces: Result<(), String>,
-    /// `fully_enforced` or `partially_enforced`.
-    pub landlock: Result<&'static str, String>,
-    pub seccomp: Result<(), String>,
-}
-
-impl Probe {
-    /// Landlock and seccomp work (the least any confinement needs).
-    pub fn available(&self) -> bool {
-        self.landlock.is_ok() && self.seccomp.is_ok()
-    }
-
-    /// Every missing layer with why, `layer: reason`.
-    pub fn missing(&self) -> Vec<String> {
-        let mut missing = Vec::new();
-        if let Err(reason) = &self.namespaces {
-            missing.push(format!("{LAYER_NAMESPACES}: {reason}"));
-        }
-        if let Err(reason) = &self.landlock {
-            missing.push(format!("{LAYER_LANDLOCK}: {reason}"));
-        }
-        if let Err(reason) = &self.seccomp {
-            missing.push(format!("{LAYER_SECCOMP}: {reason}"));
-        }
-        missing
-    }
-}
 
 /// One task's confinement, ready for children. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -356,6 +332,7 @@ impl Sandbox {
             unix_sockets: settings.unix_sockets,
             cgroup: None,
             max_processes: None,
+            exec_deny: settings.exec_deny.clone(),
         };
         let mut spec = spec;
         let (processes, task_cgroup) = process_bound(settings.max_processes, &mut spec);
@@ -381,6 +358,25 @@ impl Sandbox {
         sandbox.spec.network = true;
         sandbox.spec_json = sandbox.spec.to_json().into();
         sandbox
+    }
+
+    /// The same sandbox with the exec guard's deny rules set to `globs`
+    /// (command globs, as `run_shell(…)` deny rules have them; empty: no
+    /// guard), for a runner that learns them after [`Sandbox::prepare`].
+    /// Its resident sandboxes are its own: the spec differs.
+    #[must_use]
+    pub fn with_exec_deny(&self, globs: &[String]) -> Self {
+        let mut sandbox = self.clone();
+        sandbox.spec.exec_deny = globs.to_vec();
+        sandbox.spec_json = sandbox.spec.to_json().into();
+        sandbox
+    }
+
+    /// True when the exec guard is in force: this sandbox has deny rules
+    /// and the probe found the guard works (else its programs fail to
+    /// start). `probe().exec_guard` says whether it could be.
+    pub fn exec_guard(&self) -> bool {
+        !self.spec.exec_deny.is_empty() && probe().exec_guard.is_ok()
     }
 
     /// Makes what the task's confined programs need on the host, once, at
@@ -470,6 +466,9 @@ impl Sandbox {
         }
         layers.push(LAYER_LANDLOCK.to_owned());
         layers.push(LAYER_SECCOMP.to_owned());
+        if self.exec_guard() {
+            layers.push(LAYER_EXEC_GUARD.to_owned());
+        }
         SandboxInfo {
             mode: if self.spec.namespaces {
                 MECHANISM

@@ -49,6 +49,7 @@ mod rough_edges;
 mod rule_order;
 mod run;
 mod sandbox;
+mod sandbox_exec_guard;
 mod sandbox_limits;
 mod schema;
 #[cfg(feature = "script")]

@@ -242,6 +242,8 @@ pub fn task_sandbox(
         gitconfig: home_view::gitconfig(home, environ),
         masked: home_view::masked(home, environ, &near),
         max_processes: config.safety.max_processes,
+        // The exec guard's deny rules: not wired to the policy yet.
+        exec_deny: Vec::new(),
     };
     match Sandbox::prepare(workdir, &settings) {
         Ok(sandbox) => {

@@ -11,6 +11,11 @@
 //!   first, with an errno, so a 32-bit program gets an error it can
 //!   report instead of dying silently;
 //! - on x86_64, a number with the x32 bit (`0x40000000`) fails the same way;
+//! - with the exec guard ([`FilterSettings::exec_guard`]), `execve` and
+//!   `execveat` return `SECCOMP_RET_USER_NOTIF`: the call waits for the
+//!   guard's supervisor, which reads its path and argument vector and
+//!   lets it go on or fails it with `EPERM` (the helper's `guard`
+//!   module; docs/sandbox.md, "The exec guard");
 //! - `clone3` fails with `ENOSYS` (its flags live in memory seccomp cannot
 //!   read), so the C library falls back to `clone`, whose flags it can;
 //! - a binary search allows at once every system call that no rule below
@@ -55,6 +60,8 @@ pub enum FilterError {
     Program(&'static str),
     #[error("seccomp: {0}")]
     Compile(#[from] seccompiler::BackendError),
+    #[error("seccomp: the exec guard's filter (SECCOMP_FILTER_FLAG_NEW_LISTENER): {0}")]
+    Listener(std::io::Error),
     #[error("Landlock: {0}")]
     Landlock(#[from] landlock::RulesetError),
     #[error("Landlock: {0}")]
@@ -80,6 +87,10 @@ pub struct FilterSettings {
     pub network: bool,
     /// `socket(AF_UNIX)`: named (path and abstract) unix sockets.
     pub unix_sockets: bool,
+    /// `execve` and `execveat` go to the exec guard's supervisor
+    /// (`SECCOMP_RET_USER_NOTIF`); the program must then be installed with
+    /// [`apply_seccomp_listening`].
+    pub exec_guard: bool,
 }
 
 /// Every `CLONE_NEW*` flag.
@@ -194,8 +205,9 @@ fn errno(value: i32) -> u32 {
     libc::SECCOMP_RET_ERRNO | (u32::try_from(value).unwrap_or(1) & 0xffff)
 }
 
-/// The hand-written prefix: foreign ABIs and `clone3`.
-fn prefix() -> Result<Vec<sock_filter>, FilterError> {
+/// The hand-written prefix: foreign ABIs, the exec guard's system calls
+/// when `exec_guard`, and `clone3`.
+fn prefix(exec_guard: bool) -> Result<Vec<sock_filter>, FilterError> {
     let native = audit_arch()?;
     let clone3 = u32::try_from(libc::SYS_clone3).unwrap_or(u32::MAX);
     let mut program = vec![
@@ -209,6 +221,14 @@ fn prefix() -> Result<Vec<sock_filter>, FilterError> {
     if std::env::consts::ARCH == "x86_64" {
         program.push(jump(BPF_JSET_K, 0x4000_0000, 0, 1));
         program.push(stmt(BPF_RET_K, errno(libc::EPERM)));
+    }
+    if exec_guard {
+        let number = |nr: i64| {
+            u32::try_from(nr).map_err(|_| FilterError::Program("a negative system call number"))
+        };
+        program.push(jump(BPF_JEQ_K, number(libc::SYS_execve)?, 1, 0));
+        program.push(jump(BPF_JEQ_K, number(libc::SYS_execveat)?, 0, 1));
+        program.push(stmt(BPF_RET_K, libc::SECCOMP_RET_USER_NOTIF));
     }
     program.push(jump(BPF_JEQ_K, clone3, 0, 1));
     program.push(stmt(BPF_RET_K, errno(libc::ENOSYS)));
@@ -290,7 +310,7 @@ fn build(settings: FilterSettings, fast: bool) -> Result<BpfProgram, FilterError
         arch()?,
     )?;
     let compiled: BpfProgram = filter.try_into()?;
-    let mut program = prefix()?;
+    let mut program = prefix(settings.exec_guard)?;
     if fast {
         program.extend(fast_path(&numbers)?);
     }
@@ -410,6 +430,24 @@ pub fn landlock_ruleset(writable: &[PathBuf]) -> Result<landlock::RulesetCreated
 /// Applies the seccomp program to the calling thread.
 pub fn apply_seccomp(program: &BpfProgram) -> Result<(), FilterError> {
     Ok(seccompiler::apply_filter(program)?)
+}
+
+/// Applies the seccomp program to the calling thread with a listener
+/// (`SECCOMP_FILTER_FLAG_NEW_LISTENER`): the program of the exec guard
+/// ([`FilterSettings::exec_guard`]). The listener answers for this thread
+/// and every process it starts; it must go to the supervisor and be
+/// closed here.
+pub fn apply_seccomp_listening(program: &BpfProgram) -> Result<std::os::fd::OwnedFd, FilterError> {
+    let program: Vec<libc::sock_filter> = program
+        .iter()
+        .map(|op| libc::sock_filter {
+            code: op.code,
+            jt: op.jt,
+            jf: op.jf,
+            k: op.k,
+        })
+        .collect();
+    super::sys::notify::install_with_listener(&program).map_err(FilterError::Listener)
 }
 
 /// Applies the ruleset to the calling thread; the Landlock status.

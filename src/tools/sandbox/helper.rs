@@ -17,6 +17,8 @@
 //!    read-only; ybs's outputs hidden; a private `/proc`; a minimal `/dev`.
 //!    Then `sethostname("ybs-sandbox")`, every capability set emptied,
 //!    `no_new_privs`, Landlock, seccomp.
+//!    With deny rules in the spec, the exec guard's supervisor is forked
+//!    first and handed the seccomp listener ([`guard`]).
 //! 4. fork again: the grandchild execs the program (cwd as given, the
 //!    environment ybs passed, which is already the allowlist). PID 1 reaps
 //!    every process until the grandchild ends, then exits with its status;
@@ -57,6 +59,9 @@ pub enum SetupError {
     Filter(#[from] FilterError),
     #[error(transparent)]
     Cgroup(#[from] CgroupError),
+    /// The exec guard cannot be set up (a deny rule, its probe).
+    #[error("exec guard: {0}")]
+    Guard(String),
     /// What a child process of the helper reported.
     #[error("{0}")]
     Reported(String),
@@ -118,7 +123,12 @@ fn run(spec: &HelperSpec, argv: &[OsString]) -> Result<i32> {
         super::cgroup::join(dir)?;
     }
     if !spec.namespaces {
-        confine_process(spec, false)?;
+        if !spec.exec_deny.is_empty() {
+            return guard::run_guarded(spec, argv, &cwd, |supervisor| {
+                confine_process(spec, false, supervisor)
+            });
+        }
+        confine_process(spec, false, None)?;
         exec(argv, &cwd);
     }
     // A network namespace costs about a millisecond per call. Without
@@ -233,7 +243,12 @@ fn pid_one(
 ) -> Result<i32> {
     tie_to_parent(alive)?;
     build_view(spec)?;
-    confine_process(spec, true)?;
+    // Before the filter, and before the capabilities go (see `guard`).
+    let supervisor = guard::start(spec)?;
+    confine_process(spec, true, supervisor.as_ref())?;
+    // The listener went to the supervisor; this socket is not the
+    // program's.
+    drop(supervisor);
     let program = match sys::fork().map_err(failed("fork"))? {
         sys::ForkResult::Child => {
             drop(status);
@@ -301,17 +316,27 @@ fn set_process_limit(spec: &HelperSpec) -> Result<()> {
     Ok(())
 }
 
-/// Every capability set emptied, `no_new_privs`, Landlock, seccomp.
-fn confine_process(spec: &HelperSpec, namespaces: bool) -> Result<()> {
+/// Every capability set emptied, `no_new_privs`, Landlock, seccomp (with
+/// the exec guard's listener handed to `supervisor` when there is one).
+fn confine_process(
+    spec: &HelperSpec,
+    namespaces: bool,
+    supervisor: Option<&guard::Supervisor>,
+) -> Result<()> {
     drop_privileges(spec)?;
     let ruleset = filter::landlock_ruleset(&landlock_roots(spec, namespaces))?;
     filter::restrict(ruleset)?;
-    let program = filter::seccomp_program(FilterSettings {
+    guard::apply(&filter_of(spec)?, supervisor)
+}
+
+/// The seccomp program of `spec` (with the exec guard's rule when it has
+/// deny rules).
+fn filter_of(spec: &HelperSpec) -> Result<seccompiler::BpfProgram> {
+    Ok(filter::seccomp_program(FilterSettings {
         network: spec.network,
         unix_sockets: spec.unix_sockets,
-    })?;
-    filter::apply_seccomp(&program)?;
-    Ok(())
+        exec_guard: !spec.exec_deny.is_empty(),
+    })?)
 }
 
 /// Execs the program in `cwd`; on failure says why, like a shell would,
@@ -431,9 +456,15 @@ pub fn probe_main() -> ! {
             Err(error) => serde_json::json!({"error": error.to_string()}),
         },
     );
+    let exec_guard = guard::probe().map_err(|error| error.to_string());
+    report.insert(
+        "exec_guard".to_owned(),
+        exec_guard.err().map_or(serde_json::Value::Null, Into::into),
+    );
     let seccomp = filter::seccomp_program(FilterSettings {
         network: false,
         unix_sockets: false,
+        exec_guard: false,
     })
     .and_then(|program| filter::apply_seccomp(&program));
     report.insert(
@@ -487,5 +518,6 @@ fn probe_namespaces() -> Result<()> {
     })
 }
 
+mod guard;
 pub mod init;
 mod mounts;

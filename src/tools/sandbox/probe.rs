@@ -6,7 +6,44 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
-use super::{HELPER, Probe, SELF_EXE, probe_cache, spec};
+use super::{HELPER, LAYER_LANDLOCK, LAYER_NAMESPACES, LAYER_SECCOMP, SELF_EXE, probe_cache, spec};
+
+/// What the probe found for each layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// User, mount and PID namespaces with a private `/proc`.
+    pub namespaces: Result<(), String>,
+    /// `fully_enforced` or `partially_enforced`.
+    pub landlock: Result<&'static str, String>,
+    pub seccomp: Result<(), String>,
+    /// The exec guard (a seccomp filter with a listener, and
+    /// `SECCOMP_USER_NOTIF_FLAG_CONTINUE`, Linux 5.5): not required by
+    /// [`Probe::available`] nor listed by [`Probe::missing`], since only
+    /// a sandbox with deny rules needs it.
+    pub exec_guard: Result<(), String>,
+}
+
+impl Probe {
+    /// Landlock and seccomp work (the least any confinement needs).
+    pub fn available(&self) -> bool {
+        self.landlock.is_ok() && self.seccomp.is_ok()
+    }
+
+    /// Every missing layer with why, `layer: reason`.
+    pub fn missing(&self) -> Vec<String> {
+        let mut missing = Vec::new();
+        if let Err(reason) = &self.namespaces {
+            missing.push(format!("{LAYER_NAMESPACES}: {reason}"));
+        }
+        if let Err(reason) = &self.landlock {
+            missing.push(format!("{LAYER_LANDLOCK}: {reason}"));
+        }
+        if let Err(reason) = &self.seccomp {
+            missing.push(format!("{LAYER_SECCOMP}: {reason}"));
+        }
+        missing
+    }
+}
 
 /// Where the probe's answer is kept for the boot ([`probe_cache`]):
 /// ybs's cache directory, once [`probe_in_background`] named it.
@@ -63,7 +100,8 @@ pub(super) fn run_probe() -> Probe {
     let fail = |reason: String| Probe {
         namespaces: Err(reason.clone()),
         landlock: Err(reason.clone()),
-        seccomp: Err(reason),
+        seccomp: Err(reason.clone()),
+        exec_guard: Err(reason),
     };
     if !HELPER.load(Ordering::Relaxed) {
         return fail(
@@ -83,11 +121,11 @@ pub(super) fn run_probe() -> Probe {
     let Ok(report) = serde_json::from_slice::<serde_json::Value>(&output.stdout) else {
         return fail(format!("the sandbox probe failed ({})", output.status));
     };
-    let error = |key: &str| -> Result<(), String> {
-        match report[key].as_str() {
-            None => Ok(()),
-            Some(reason) => Err(reason.to_owned()),
-        }
+    // A layer's field: `null` when it works, else why not.
+    let error = |key: &str| {
+        report[key]
+            .as_str()
+            .map_or(Ok(()), |reason| Err(reason.to_owned()))
     };
     let landlock = match (
         report["landlock"]["status"].as_str(),
@@ -102,6 +140,7 @@ pub(super) fn run_probe() -> Probe {
         namespaces: error("namespaces"),
         landlock,
         seccomp: error("seccomp"),
+        exec_guard: error("exec_guard"),
     }
 }
 
@@ -111,6 +150,7 @@ pub(super) fn run_probe() -> Probe {
     Probe {
         namespaces: Err(reason.clone()),
         landlock: Err(reason.clone()),
-        seccomp: Err(reason),
+        seccomp: Err(reason.clone()),
+        exec_guard: Err(reason),
     }
 }

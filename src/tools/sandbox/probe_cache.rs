@@ -89,10 +89,17 @@ fn parse(text: &str, key: &Key) -> Option<Probe> {
         "partially_enforced" => "partially_enforced",
         _ => return None,
     };
+    // Absent from a file of an older ybs: probe again.
+    let exec_guard = match value.as_object()?.get("exec_guard")? {
+        serde_json::Value::Null => Ok(()),
+        serde_json::Value::String(reason) => Err(reason.clone()),
+        _ => return None,
+    };
     Some(Probe {
         namespaces: Ok(()),
         landlock: Ok(landlock),
         seccomp: Ok(()),
+        exec_guard,
     })
 }
 
@@ -102,7 +109,15 @@ fn render(probe: &Probe, key: &Key) -> Option<String> {
             namespaces: Ok(()),
             landlock: Ok(landlock),
             seccomp: Ok(()),
-        } => Some(serde_json::json!({"key": key.0, "landlock": landlock}).to_string()),
+            exec_guard,
+        } => Some(
+            serde_json::json!({
+                "key": key.0,
+                "landlock": landlock,
+                "exec_guard": exec_guard.as_ref().err(),
+            })
+            .to_string(),
+        ),
         _ => None,
     }
 }
@@ -153,6 +168,7 @@ mod tests {
             namespaces: Ok(()),
             landlock: Ok(landlock),
             seccomp: Ok(()),
+            exec_guard: Ok(()),
         }
     }
 
@@ -174,6 +190,7 @@ mod tests {
             namespaces: Err("no user namespaces".to_owned()),
             landlock: Ok("fully_enforced"),
             seccomp: Ok(()),
+            exec_guard: Ok(()),
         };
         store(dir.path(), &key("a"), &failed);
         assert!(!dir.path().join(FILE).exists());
@@ -205,8 +222,20 @@ mod tests {
         assert_eq!(parse("not json", &k), None);
         let unknown = serde_json::json!({"key": k.0, "landlock": "off"}).to_string();
         assert_eq!(parse(&unknown, &k), None);
-        let fine = serde_json::json!({"key": k.0, "landlock": "fully_enforced"}).to_string();
+        // A file of an older ybs, without the exec guard: probe again.
+        let old = serde_json::json!({"key": k.0, "landlock": "fully_enforced"}).to_string();
+        assert_eq!(parse(&old, &k), None);
+        let fine =
+            serde_json::json!({"key": k.0, "landlock": "fully_enforced", "exec_guard": null})
+                .to_string();
         assert_eq!(parse(&fine, &k), Some(working("fully_enforced")));
+        let without_guard = Probe {
+            exec_guard: Err("Linux 5.4".to_owned()),
+            ..working("fully_enforced")
+        };
+        let dir = tempfile::tempdir().unwrap();
+        store(dir.path(), &k, &without_guard);
+        assert_eq!(load(dir.path(), &k), Some(without_guard));
     }
 
     #[test]

@@ -74,6 +74,12 @@ pub struct HelperSpec {
     /// and ybs does not run as root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_processes: Option<u64>,
+    /// The exec guard's deny rules: command globs (`curl*`, `git push*`)
+    /// that every `execve`/`execveat` of a confined process is checked
+    /// against, a match refused with `EPERM` (docs/sandbox.md, "The exec
+    /// guard"). Empty: no guard.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec_deny: Vec<String>,
 }
 
 impl HelperSpec {

@@ -403,3 +403,156 @@ pub fn detach_in_child(command: &mut std::process::Command) {
         });
     }
 }
+
+/// The exec guard's system calls: a seccomp filter installed with a
+/// listener, and the listener's `ioctl`s (`seccomp_unotify(2)`).
+#[cfg(target_os = "linux")]
+pub mod notify {
+    use super::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, check, io, libc};
+
+    /// Installs `program` on the calling thread (after
+    /// `PR_SET_NO_NEW_PRIVS`) with `SECCOMP_FILTER_FLAG_NEW_LISTENER`: the
+    /// listener (close-on-exec), which receives the filter's
+    /// `SECCOMP_RET_USER_NOTIF` system calls.
+    pub fn install_with_listener(program: &[libc::sock_filter]) -> io::Result<OwnedFd> {
+        let len =
+            u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?;
+        super::no_new_privs()?;
+        let fprog = libc::sock_fprog {
+            len,
+            filter: program.as_ptr().cast_mut(),
+        };
+        // SAFETY: `fprog` points at `program`, alive for the call; the
+        // kernel copies the program and returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                &raw const fprog,
+            )
+        };
+        let fd = libc::c_int::try_from(fd).map_err(|_| io::Error::last_os_error())?;
+        let fd = check(fd)?;
+        // SAFETY: the kernel just made this descriptor for this process;
+        // nothing else owns it.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// `SECCOMP_GET_NOTIF_SIZES`: the sizes of the kernel's structures
+    /// (a test checks `libc`'s against them).
+    #[cfg(test)]
+    pub fn sizes() -> io::Result<libc::seccomp_notif_sizes> {
+        let mut sizes = libc::seccomp_notif_sizes {
+            seccomp_notif: 0,
+            seccomp_notif_resp: 0,
+            seccomp_data: 0,
+        };
+        // SAFETY: the kernel writes one `seccomp_notif_sizes` into `sizes`.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_GET_NOTIF_SIZES,
+                0,
+                &raw mut sizes,
+            )
+        };
+        if done == 0 {
+            Ok(sizes)
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// `SECCOMP_IOCTL_NOTIF_RECV`: the next notification (waits for one).
+    /// `ENOENT`: the caller went away before it was read.
+    pub fn receive(listener: BorrowedFd<'_>) -> io::Result<libc::seccomp_notif> {
+        loop {
+            // The kernel wants the buffer zeroed.
+            let mut notif = libc::seccomp_notif {
+                id: 0,
+                pid: 0,
+                flags: 0,
+                data: libc::seccomp_data {
+                    nr: 0,
+                    arch: 0,
+                    instruction_pointer: 0,
+                    args: [0; 6],
+                },
+            };
+            // SAFETY: the kernel writes one `seccomp_notif` into `notif`.
+            let done = unsafe {
+                libc::ioctl(
+                    listener.as_raw_fd(),
+                    libc::SECCOMP_IOCTL_NOTIF_RECV,
+                    &raw mut notif,
+                )
+            };
+            match check(done) {
+                Ok(_) => return Ok(notif),
+                Err(error) if error.raw_os_error() == Some(libc::EINTR) => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// `SECCOMP_IOCTL_NOTIF_SEND`: the answer to notification `id`, an
+    /// error (`-errno`), or with `continue_call` the system call as asked.
+    pub fn answer(
+        listener: BorrowedFd<'_>,
+        id: u64,
+        error: libc::c_int,
+        continue_call: bool,
+    ) -> io::Result<()> {
+        let mut response = libc::seccomp_notif_resp {
+            id,
+            val: 0,
+            error,
+            flags: if continue_call {
+                u32::try_from(libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE).unwrap_or(1)
+            } else {
+                0
+            },
+        };
+        loop {
+            // SAFETY: the kernel reads one `seccomp_notif_resp`.
+            let done = unsafe {
+                libc::ioctl(
+                    listener.as_raw_fd(),
+                    libc::SECCOMP_IOCTL_NOTIF_SEND,
+                    &raw mut response,
+                )
+            };
+            match check(done) {
+                Ok(_) => return Ok(()),
+                Err(error) if error.raw_os_error() == Some(libc::EINTR) => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// `SECCOMP_IOCTL_NOTIF_ID_VALID`: notification `id` still waits for
+    /// its answer (its caller is still in that system call).
+    pub fn still_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
+        let mut id = id;
+        // SAFETY: the kernel reads one `u64`.
+        let done = unsafe {
+            libc::ioctl(
+                listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+                &raw mut id,
+            )
+        };
+        done == 0
+    }
+
+    /// `pidfd_open(pid)`: readable once the process has ended.
+    pub fn pidfd(pid: libc::pid_t) -> io::Result<OwnedFd> {
+        // SAFETY: a plain system call; returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let fd = libc::c_int::try_from(fd).map_err(|_| io::Error::last_os_error())?;
+        let fd = check(fd)?;
+        // SAFETY: the kernel just made this descriptor for this process.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+}

@@ -39,6 +39,39 @@ fn the_spec_travels_as_one_argument() {
 }
 
 #[test]
+fn the_exec_guard_travels_in_the_spec_only_when_it_has_rules() {
+    let spec = HelperSpec {
+        exec_deny: vec!["curl*".to_owned(), "git push*".to_owned()],
+        ..HelperSpec::default()
+    };
+    let json = spec.to_json();
+    assert!(
+        json.contains(r#""exec_deny":["curl*","git push*"]"#),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_str::<HelperSpec>(&json).unwrap(), spec);
+    // Without rules the spec is what it was (and so is a resident's key).
+    let json = HelperSpec::default().to_json();
+    assert!(!json.contains("exec_deny"), "{json}");
+    assert_eq!(
+        serde_json::from_str::<HelperSpec>(&json).unwrap().exec_deny,
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_machine_without_the_exec_guard_misses_no_layer() {
+    let probe = Probe {
+        namespaces: Ok(()),
+        landlock: Ok("fully_enforced"),
+        seccomp: Ok(()),
+        exec_guard: Err("Linux 5.4".to_owned()),
+    };
+    assert!(probe.available());
+    assert!(probe.missing().is_empty());
+}
+
+#[test]
 fn requirement_spellings() {
     assert_eq!(Require::parse("all"), Some(Require::All));
     assert_eq!(Require::parse("landlock"), Some(Require::Landlock));
@@ -91,6 +124,7 @@ mod seccomp {
         seccomp_program(FilterSettings {
             network,
             unix_sockets,
+            exec_guard: false,
         })
         .unwrap()
     }
@@ -203,6 +237,7 @@ mod seccomp {
             let settings = FilterSettings {
                 network,
                 unix_sockets,
+                exec_guard: false,
             };
             let fast = seccomp_program(settings).unwrap();
             let chain = super::super::filter::chain_only_program(settings).unwrap();
@@ -226,6 +261,41 @@ mod seccomp {
             // All but the forty-odd numbers with a rule.
             assert!(quick >= 1028 - 50, "{quick} of 1028 numbers quickly");
         }
+    }
+
+    /// With the exec guard, `execve` and `execveat` of the native
+    /// architecture go to the supervisor; a foreign one is still refused
+    /// first, and every other call is answered as without the guard.
+    #[test]
+    fn the_exec_guard_sends_both_execs_to_the_supervisor_and_nothing_else() {
+        const USER_NOTIF: u32 = 0x7fc0_0000;
+        let native = super::super::filter::audit_arch().unwrap();
+        let settings = |exec_guard| FilterSettings {
+            network: false,
+            unix_sockets: false,
+            exec_guard,
+        };
+        let guarded = seccomp_program(settings(true)).unwrap();
+        let plain = seccomp_program(settings(false)).unwrap();
+        let execs = [
+            u32::try_from(nix::libc::SYS_execve).unwrap(),
+            u32::try_from(nix::libc::SYS_execveat).unwrap(),
+        ];
+        for nr in 0..1024u32 {
+            for arch in [native, 0x4000_0003] {
+                let (action, _) = run(&guarded, nr, arch, [0; 6]);
+                if arch == native && execs.contains(&nr) {
+                    assert_eq!(action, USER_NOTIF, "nr {nr}");
+                } else {
+                    assert_eq!(
+                        action,
+                        run(&plain, nr, arch, [0; 6]).0,
+                        "nr {nr} arch {arch:#x}"
+                    );
+                }
+            }
+        }
+        assert!(!plain.iter().any(|op| op.code == 0x06 && op.k == USER_NOTIF));
     }
 
     #[test]

@@ -21,7 +21,10 @@
 //!    (`PR_SET_PDEATHSIG`), enters a new mount namespace (a copy of the
 //!    view), mounts a `/proc` of its PID namespace only, empties the
 //!    capability bounding set (keeping its own capabilities) and installs
-//!    the seccomp program prepared once by the resident. It then forks the
+//!    the seccomp program prepared once by the resident (with deny rules,
+//!    after forking the exec guard's supervisor, which gets the listener
+//!    and, once the request arrives, the program's stderr:
+//!    [`super::guard`]). It then forks the
 //!    program's process, which takes a session of its own, the process
 //!    limit, no capability, `no_new_privs` and its own Landlock domain
 //!    (the ruleset prepared once) and waits. On a request the resident
@@ -51,9 +54,9 @@ use nix::sys::socket::{
 
 use super::{
     Result, SETUP_FAILED, SetupError, build_view, drop_inherited_privileges, enter_namespaces,
-    exec_searched, failed, failed_nix, landlock_roots, pipe, say, tie_to_parent,
+    exec_searched, failed, failed_nix, filter_of, guard, landlock_roots, pipe, say, tie_to_parent,
 };
-use crate::tools::sandbox::filter::{self, FilterSettings};
+use crate::tools::sandbox::filter;
 use crate::tools::sandbox::spec::{HelperSpec, Request};
 use crate::tools::sandbox::sys;
 
@@ -125,7 +128,8 @@ fn outer(spec: &HelperSpec) -> Result<i32> {
 }
 
 /// What every program gets, prepared once: the Landlock ruleset and the
-/// seccomp program.
+/// seccomp program (with the exec guard's rule when the spec has deny
+/// rules).
 struct Prepared {
     ruleset: landlock::RulesetCreated,
     seccomp: seccompiler::BpfProgram,
@@ -142,10 +146,7 @@ fn resident(spec: &HelperSpec, alive: &OwnedFd) -> Result<()> {
     build_view(spec)?;
     let prepared = Prepared {
         ruleset: filter::landlock_ruleset(&landlock_roots(spec, true))?,
-        seccomp: filter::seccomp_program(FilterSettings {
-            network: spec.network,
-            unix_sockets: spec.unix_sockets,
-        })?,
+        seccomp: filter_of(spec)?,
     };
     // The programs' PID 1s are reaped by the kernel.
     sys::reap_children_automatically(true);
@@ -261,6 +262,8 @@ struct Ready {
     program: libc::pid_t,
     program_socket: OwnedFd,
     signals: OwnedFd,
+    /// The exec guard's supervisor, told the program's stderr.
+    guard: Option<guard::Supervisor>,
 }
 
 /// Descriptors PID 1 hands its program: the request's memory file and
@@ -286,7 +289,9 @@ fn get_ready(spec: &HelperSpec, prepared: &Prepared) -> Result<Ready> {
     sys::unshare(libc::CLONE_NEWNS).map_err(failed("unshare (mount namespace)"))?;
     super::mounts::private_proc()?;
     sys::drop_bounding_set().map_err(failed("drop the capabilities"))?;
-    filter::apply_seccomp(&prepared.seccomp)?;
+    // The exec guard's supervisor keeps PID 1's capabilities (`guard`).
+    let guard = guard::start(spec)?;
+    guard::apply(&prepared.seccomp, guard.as_ref())?;
     let (program_socket, socket) = socketpair(
         AddressFamily::Unix,
         SockType::SeqPacket,
@@ -308,6 +313,7 @@ fn get_ready(spec: &HelperSpec, prepared: &Prepared) -> Result<Ready> {
         program,
         program_socket,
         signals,
+        guard,
     })
 }
 
@@ -321,6 +327,10 @@ fn pid_one(ready: Ready, fds: [OwnedFd; FDS]) -> i32 {
     if sys::dup_onto_standard(stderr.as_fd(), 2).is_err() {
         let _ = nix::unistd::write(&status, &(SETUP_FAILED << 8).to_ne_bytes());
         return SETUP_FAILED;
+    }
+    // Before the program can exec: its refusals go there too.
+    if let Some(guard) = &ready.guard {
+        let _ = guard.stderr(stderr.as_fd());
     }
     let handed = send_request(
         ready.program_socket.as_fd(),
