@@ -333,6 +333,7 @@ impl Sandbox {
             cgroup: None,
             max_processes: None,
             exec_deny: settings.exec_deny.clone(),
+            exec_deny_programs: Vec::new(),
         };
         let mut spec = spec;
         let (processes, task_cgroup) = process_bound(settings.max_processes, &mut spec);
@@ -365,9 +366,10 @@ impl Sandbox {
     /// guard), for a runner that learns them after [`Sandbox::prepare`].
     /// Its resident sandboxes are its own: the spec differs.
     #[must_use]
-    pub fn with_exec_deny(&self, globs: &[String]) -> Self {
+    pub fn with_exec_deny(&self, globs: &[String], programs: &[exec_views::DeniedProgram]) -> Self {
         let mut sandbox = self.clone();
         sandbox.spec.exec_deny = globs.to_vec();
+        sandbox.spec.exec_deny_programs = programs.to_vec();
         sandbox.spec_json = sandbox.spec.to_json().into();
         sandbox
     }

