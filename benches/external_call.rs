@@ -54,6 +54,7 @@ fn main() {
         max_shell_timeout: Duration::from_secs(60),
         output_cap_bytes: 1 << 20,
         sandbox: None,
+        shell_sandbox: None,
     };
     let settings = DiscoverySettings {
         cwd: work.clone(),

@@ -416,9 +416,7 @@ const BUILTINS: &[&str] = &[
 /// `/usr/bin/curl*`, `A=1 curl*`).
 pub(crate) fn enforced_at_exec(glob: &str) -> bool {
     let glob = glob.trim_start();
-    let literal_end = glob
-        .find(|c: char| matches!(c, '*' | '?' | '[' | '{' | '\\'))
-        .unwrap_or(glob.len());
+    let literal_end = glob.find(['*', '?', '[', '{', '\\']).unwrap_or(glob.len());
     let literal = &glob[..literal_end];
     let (word, complete) = match literal.find(char::is_whitespace) {
         Some(end) => (&literal[..end], true),
