@@ -378,7 +378,8 @@ pub struct SandboxInfo {
     /// Why children run unconfined (`--no-sandbox`, kernel support).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The layers in force: `namespaces`, `landlock`, `seccomp`.
+    /// The layers in force: `namespaces`, `landlock`, `seccomp`, and
+    /// `exec-guard` when `run_shell` runs under the exec guard.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<String>,
     /// Layers the kernel lacks that the operator did not require,

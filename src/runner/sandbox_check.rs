@@ -24,6 +24,10 @@ pub struct SandboxCheck {
     pub layers: Vec<Layer>,
     /// The missing layers, `layer: reason`.
     pub missing: Vec<String>,
+    /// The exec guard (docs/sandbox.md, "The exec guard"): not a layer
+    /// the sandbox needs, so not in `ok`; without it the policy's parser
+    /// decides alone under `deny` rules on `run_shell`.
+    pub exec_guard: Layer,
     /// Why namespaces are refused, when ybs can tell.
     pub cause: Option<String>,
     /// The commands that fix it, one a line.
@@ -64,6 +68,13 @@ fn from_probe(probe: &sandbox::Probe, restricted: Option<&apparmor::Restricted>)
         ok: layers.iter().all(|layer| layer.ok),
         layers,
         missing: probe.missing(),
+        exec_guard: layer(
+            sandbox::LAYER_EXEC_GUARD,
+            probe
+                .exec_guard
+                .as_ref()
+                .map(|()| Some("deny rules on run_shell hold at exec".to_owned())),
+        ),
         cause: restricted.map(apparmor::Restricted::cause),
         fix: restricted
             .map(apparmor::Restricted::commands)

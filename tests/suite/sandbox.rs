@@ -569,6 +569,11 @@ fn sandbox_check_prints_each_layer_and_exits_by_what_works() {
     assert_eq!(lines[0], "namespaces ok", "{}", run.stdout);
     assert!(lines[1].starts_with("landlock   ok ("), "{}", run.stdout);
     assert_eq!(lines[2], "seccomp    ok", "{}", run.stdout);
+    assert_eq!(
+        lines[3], "exec-guard ok (deny rules on run_shell hold at exec)",
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("ok: every layer works"));
     assert!(!run.stdout.contains("AppArmor"), "{}", run.stdout);
 
@@ -579,6 +584,7 @@ fn sandbox_check_prints_each_layer_and_exits_by_what_works() {
     assert_eq!(check["layers"][0]["layer"], "namespaces");
     assert_eq!(check["missing"], json!([]));
     assert_eq!(check["cause"], Value::Null);
+    assert_eq!(check["exec_guard"]["ok"], true);
 
     let run = run_without_namespaces(&ybs, &["sandbox", "check"]);
     run.expect_code(4);

@@ -44,6 +44,7 @@ fn lines(check: &SandboxCheck) -> Vec<String> {
     let mut lines: Vec<String> = check
         .layers
         .iter()
+        .chain(std::iter::once(&check.exec_guard))
         .map(|layer| {
             let state = if layer.ok { "ok" } else { "missing" };
             match &layer.detail {
@@ -60,6 +61,12 @@ fn lines(check: &SandboxCheck) -> Vec<String> {
                 .to_owned(),
         );
         lines.extend(check.fix.iter().map(|command| format!("  {command}")));
+    }
+    if !check.exec_guard.ok {
+        lines.push(
+            "note: without the exec guard (optional), code the policy cannot read does not run while deny rules on run_shell exist"
+                .to_owned(),
+        );
     }
     if check.ok {
         lines.push("ok: every layer works; tasks run fully confined".to_owned());

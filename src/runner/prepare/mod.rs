@@ -375,14 +375,7 @@ fn prepare_in(
         Some(shell) => shell.info(),
         None => sandbox_info,
     };
-    let limits = Limits {
-        max_iterations: settings.max_iterations,
-        timeout: settings.timeout,
-        max_total_tokens: settings.max_total_tokens,
-        max_cost_usd: settings.max_cost_usd,
-        max_tool_output_chars: settings.max_tool_output_chars,
-        ..Limits::default()
-    };
+    let limits = limits_of(&settings);
     let context = ContextWindow::new(
         run.config.context.max_tokens,
         run.config.context.compaction_threshold,
@@ -406,6 +399,18 @@ fn prepare_in(
         start_git: std::sync::Mutex::new(None),
         deferred: None,
     })
+}
+
+/// The agent loop's limits of a task's settings.
+fn limits_of(settings: &TaskSettings) -> Limits {
+    Limits {
+        max_iterations: settings.max_iterations,
+        timeout: settings.timeout,
+        max_total_tokens: settings.max_total_tokens,
+        max_cost_usd: settings.max_cost_usd,
+        max_tool_output_chars: settings.max_tool_output_chars,
+        ..Limits::default()
+    }
 }
 
 /// Prepares every task; returns every problem found.
