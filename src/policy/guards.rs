@@ -378,7 +378,7 @@ impl Guards {
                 .iter()
                 .filter_map(|c| match c {
                     Comp::Lit(name) => Some(name.as_str()),
-                    Comp::Pat(_) | Comp::Any => None,
+                    Comp::Pat(_) | Comp::Any | Comp::Deep => None,
                 })
                 .collect();
             if relative.is_empty() {

@@ -17,6 +17,10 @@ pub(crate) enum Comp {
     Pat(Vec<Tok>),
     /// `**`: any number of components, with any names.
     Any,
+    /// `**` of a shell glob in a word: any number of components, none of
+    /// them a hidden name (bash's `globstar` skips names that start with
+    /// `.`, as `*` does: [`Tok::Star`] `dot: false`).
+    Deep,
 }
 
 /// A piece of a glob component.
@@ -58,7 +62,7 @@ impl Resolved {
             match comp {
                 Comp::Lit(name) => text.push_str(name),
                 Comp::Pat(_) => text.push('*'),
-                Comp::Any => text.push_str("**"),
+                Comp::Any | Comp::Deep => text.push_str("**"),
             }
         }
         if text.is_empty() {
@@ -81,7 +85,7 @@ impl Resolved {
         };
         let tail = &self.comps[first..];
         (0..pattern.len()).any(|start| {
-            !matches!(pattern[start], Comp::Any)
+            !matches!(pattern[start], Comp::Any | Comp::Deep)
                 && comp_overlap(&tail[0], &pattern[start])
                 && intersect(tail, &pattern[start..])
         })
@@ -90,7 +94,7 @@ impl Resolved {
     /// True if and only if this exact path is a proper ancestor of what
     /// `pattern` names (`/home/u` for `/home/u/.ssh/**`).
     pub fn may_contain(&self, pattern: &[Comp]) -> bool {
-        if self.floating || matches!(pattern.first(), Some(Comp::Any)) {
+        if self.floating || matches!(pattern.first(), Some(Comp::Any | Comp::Deep)) {
             return false;
         }
         let mut under = self.comps.clone();
@@ -196,11 +200,19 @@ pub(crate) fn resolve_text(text: &str, base: Base<'_>, globs: bool) -> Resolved 
     if !literal.is_empty() {
         shape.push(Seg::Lit(literal));
     }
-    if text.starts_with("**") {
+    let mut resolved = if text.starts_with("**") {
         // `**/.env` is anywhere, not under the workdir only.
-        return resolve(&shape, Base { cwd: &[], ..base });
+        resolve(&shape, Base { cwd: &[], ..base })
+    } else {
+        resolve(&shape, base)
+    };
+    // A pattern's or a path's `**` is any components, hidden ones too.
+    for comp in &mut resolved.comps {
+        if *comp == Comp::Deep {
+            *comp = Comp::Any;
+        }
     }
-    resolve(&shape, base)
+    resolved
 }
 
 #[derive(Default)]
@@ -225,11 +237,16 @@ impl Builder {
         match literal.as_deref() {
             Some(".") => {}
             Some("..") => {
-                if !matches!(self.comps.last(), Some(Comp::Any) | None) {
+                if !matches!(self.comps.last(), Some(Comp::Any | Comp::Deep) | None) {
                     self.comps.pop();
                 }
             }
             Some(name) => self.comps.push(Comp::Lit(name.to_owned())),
+            None if toks.iter().all(|t| matches!(t, Tok::Star { dot: false }))
+                && toks.len() >= 2 =>
+            {
+                self.comps.push(Comp::Deep);
+            }
             None if toks.iter().all(|t| matches!(t, Tok::Star { .. })) && toks.len() >= 2 => {
                 self.comps.push(Comp::Any);
             }
@@ -290,11 +307,29 @@ fn intersect_from(a: &[Comp], b: &[Comp], i: usize, j: usize, memo: &mut [Option
             intersect_from(a, b, i, j + 1, memo)
                 || (i < a.len() && intersect_from(a, b, i + 1, j, memo))
         }
+        (Some(Comp::Deep), other) => {
+            intersect_from(a, b, i + 1, j, memo)
+                || (other.is_some_and(|c| !hidden(c)) && intersect_from(a, b, i, j + 1, memo))
+        }
+        (other, Some(Comp::Deep)) => {
+            intersect_from(a, b, i, j + 1, memo)
+                || (other.is_some_and(|c| !hidden(c)) && intersect_from(a, b, i + 1, j, memo))
+        }
         (None, _) | (_, None) => false,
         (Some(x), Some(y)) => comp_overlap(x, y) && intersect_from(a, b, i + 1, j + 1, memo),
     };
     memo[key] = Some(result);
     result
+}
+
+/// A component that is certainly a hidden name (a literal `.x`), which a
+/// shell glob's `**` does not cross.
+fn hidden(comp: &Comp) -> bool {
+    match comp {
+        Comp::Lit(name) => name.starts_with('.'),
+        Comp::Pat(toks) => toks.first() == Some(&Tok::Char('.')),
+        Comp::Any | Comp::Deep => false,
+    }
 }
 
 fn comp_overlap(x: &Comp, y: &Comp) -> bool {
@@ -417,6 +452,16 @@ mod tests {
         (".e*", "**/.env", true),
         ("*", "**/.env", false),
         ("x.env", "**/.env", false),
+        // A shell glob's `**` crosses no hidden name: `.env`, nor what is
+        // under a hidden directory (`.env/` as a directory).
+        ("**/*.rs", "**/.env", false),
+        ("src/**", "**/.env", false),
+        ("**/.env", "**/.env", true),
+        ("**/.e*", "**/.env", true),
+        ("**/*", "~/.ssh", false),
+        ("/home/**/k", "~/.ssh", false),
+        ("/home/u/**/.ssh/k", "~/.ssh", true),
+        ("$X/**/*.rs", "**/.env", false),
         ("/proc/self/environ", "/proc/*/environ", true),
         ("/proc/1/environ", "/proc/*/environ", true),
         ("/proc/$$/environ", "/proc/*/environ", true),

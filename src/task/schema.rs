@@ -369,7 +369,7 @@ fn policy() -> Value {
                 "enum": ["deny", "fail", "pause"]
             },
             "opaque": {
-                "description": "What a wildcard allow rule (or `default: allow`) gives a shell command the policy cannot see through (a program run by a path outside the system directories, a script or module given to a shell or interpreter) while a `deny` or `ask` rule on run_shell exists: `ask` (the default), `deny`, or `allow` (trust the wildcard). docs/policy.md.",
+                "description": "What a wildcard allow rule (or `default: allow`) gives a shell command the policy cannot see through (a program run by a path outside the system directories, a script or module given to a shell or interpreter) while a `deny` or `ask` rule on run_shell exists: `ask` (the default), `deny`, or `allow` (trust the wildcard). Unset, and where the sandbox's exec guard enforces every such rule (deny rules on programs), such commands run and the guard refuses a denied program at exec; set, this value decides. docs/policy.md.",
                 "enum": ["ask", "deny", "allow"]
             },
             "examples": {

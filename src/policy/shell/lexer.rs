@@ -336,6 +336,7 @@ impl Parser {
                     cmd.hazard(HazardKind::Unparseable, "unmatched `)`");
                     self.finish(&mut cmd, via);
                 }
+                '(' if self.compound_paren(&mut cmd) => {}
                 '(' => {
                     self.pos += 1;
                     if cmd.is_empty() {

@@ -530,3 +530,39 @@ fn their_harmless_forms_are_not() {
         );
     }
 }
+
+/// `a=(…)`, `for (( … ))` and `time ( … )` parse (a `(` after other
+/// words stays unparseable); what runs inside is a part of its own.
+#[test]
+fn arrays_arithmetic_for_and_timed_subshells_parse() {
+    let argvs = |command: &str| -> Vec<String> {
+        parse(command)
+            .parts
+            .iter()
+            .map(SimpleCommand::argv_text)
+            .filter(|text| !text.is_empty())
+            .collect()
+    };
+    let parsed = parse("a=(1 \"$b\" $(c x)) d=(2); echo ok");
+    assert!(!has("a=(1 \"$b\" $(c x)) d=(2); echo ok", HazardKind::Unparseable));
+    let assignment = parsed.parts.iter().find(|p| !p.assignments.is_empty()).unwrap();
+    assert_eq!(assignment.assignments, vec!["a=(1 $b $(c x))", "d=(2)"]);
+    assert!(argvs("a=(1 \"$b\" $(c x)) d=(2); echo ok").contains(&"c x".to_owned()));
+    let arithmetic = "for ((i=0;i<3;i++)); do echo $i; done";
+    assert!(!has(arithmetic, HazardKind::Unparseable));
+    assert!(has(arithmetic, HazardKind::Arithmetic));
+    assert!(argvs(arithmetic).contains(&"echo $i".to_owned()));
+    assert_eq!(argvs("time (make -j2)"), vec!["make -j2"]);
+    assert_eq!(argvs("time -p ( curl x )"), vec!["curl x"]);
+    for unread in [
+        "echo a=(b)",
+        "x=(a",
+        "for ((i=$(curl x);;)); do :; done",
+        "for ((i=`curl x`;;)); do :; done",
+        "for ((i=0;",
+        "ls (a)",
+        "time ls (a)",
+    ] {
+        assert!(has(unread, HazardKind::Unparseable), "{unread}");
+    }
+}

@@ -1,6 +1,7 @@
-//! Compound syntax the flat reader meets mid-list: `case` clauses and `name()` definitions.
+//! Compound syntax the flat reader meets mid-list: `case` clauses, `name()`
+//! definitions, and a `(` after words: `a=(…)`, `for ((…))`, `time ( … )`.
 
-use super::{Builder, CaseAt, Parser, case_head};
+use super::{Builder, CaseAt, Parser, Word, case_head};
 use crate::policy::shell::HazardKind;
 
 impl Parser {
@@ -71,5 +72,109 @@ impl Parser {
         cmd.hazard(HazardKind::ControlFlow, "function");
         cmd.hazard(HazardKind::ControlFlow, &format!("{}()", name.text));
         self.finish(cmd, via);
+    }
+
+    /// A `(` after words that bash reads (`pos` at the `(`): an array
+    /// assignment `a=(1 "$b" $(c))`, whose elements are words of the
+    /// assignment; the arithmetic `for (( i = 0; i < n; i++ ))`, whose
+    /// names are evaluated (an arithmetic hazard, like `(( … ))`); and
+    /// `time ( … )`, which times a subshell. Returns whether it was one;
+    /// anything else after a word stays unparseable.
+    pub(super) fn compound_paren(&mut self, cmd: &mut Builder) -> bool {
+        let plain = |word: &Word, text: &str| !word.special && word.text == text;
+        let adjacent = self.pos > 0 && self.chars.get(self.pos - 1) == Some(&'=');
+        if adjacent
+            && let Some(last) = cmd.words.last()
+            && last.assignment
+            && cmd.words.iter().all(|w| w.assignment)
+        {
+            self.pos += 1;
+            self.array_elements(cmd);
+            return true;
+        }
+        match cmd.words.as_slice() {
+            [word] if plain(word, "for") && self.peek_at(1) == Some('(') => {
+                let start = self.pos;
+                let mut depth = 0usize;
+                while let Some(c) = self.peek() {
+                    self.pos += 1;
+                    match c {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let text: String = self.chars[start..self.pos].iter().collect();
+                if depth != 0 {
+                    cmd.hazard(HazardKind::Unparseable, "missing `))`");
+                }
+                // What a substitution inside runs is not read here: never
+                // run it unread.
+                if text.contains("$(") || text.contains('`') {
+                    cmd.hazard(HazardKind::Unparseable, "a substitution in `for (( … ))`");
+                }
+                cmd.hazard(HazardKind::Arithmetic, &format!("for {text}"));
+                true
+            }
+            [word] | [word, _] if plain(word, "time") && cmd.words.iter().skip(1).all(|w| plain(w, "-p")) => {
+                // The keyword times what follows: the subshell is the part.
+                cmd.words.clear();
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// The elements of `a=(…)` up to `)`, `pos` past `(`: each read as a
+    /// word (its substitutions parts of their own) and appended to the
+    /// assignment word.
+    fn array_elements(&mut self, cmd: &mut Builder) {
+        let mut elements: Vec<Word> = Vec::new();
+        loop {
+            while matches!(self.peek(), Some(' ' | '\t' | '\n')) {
+                self.pos += 1;
+            }
+            match self.peek() {
+                Some(')') => {
+                    self.pos += 1;
+                    break;
+                }
+                None => {
+                    cmd.hazard(HazardKind::Unparseable, "missing `)`");
+                    break;
+                }
+                Some(_) => {}
+            }
+            let before = self.pos;
+            let element = self.word();
+            if self.pos == before {
+                cmd.hazard(HazardKind::Unparseable, "an array element");
+                break;
+            }
+            elements.push(element);
+        }
+        let Some(word) = cmd.words.last_mut() else {
+            return;
+        };
+        word.lit('(');
+        for (index, mut element) in elements.into_iter().enumerate() {
+            if index > 0 {
+                word.lit(' ');
+            }
+            word.text.push_str(&element.text);
+            word.shape.append(&mut element.shape);
+            word.hazards.append(&mut element.hazards);
+            word.quoted |= element.quoted;
+            word.special |= element.special;
+            word.variable |= element.variable;
+            word.expanded |= element.expanded;
+            word.splits |= element.splits;
+        }
+        word.lit(')');
     }
 }
