@@ -315,6 +315,9 @@ fn compound(rng: &mut Rng) -> String {
         4 => format!("{} <<EOF\nline $X\nEOF", simple(rng, 0)),
         5 => format!("{} <<'EOF'\nline\nEOF", simple(rng, 0)),
         6 => format!("{} # {}", pipeline(rng), rng.pick(LEAVES)),
+        7 => format!("a=({} {}); {}", argument(rng), argument(rng), pipeline(rng)),
+        8 => format!("for (( i = 0; i < 1; i++ )); do {}; done", pipeline(rng)),
+        9 => format!("time ( {} )", pipeline(rng)),
         _ => pipeline(rng),
     }
 }

@@ -544,8 +544,15 @@ fn arrays_arithmetic_for_and_timed_subshells_parse() {
             .collect()
     };
     let parsed = parse("a=(1 \"$b\" $(c x)) d=(2); echo ok");
-    assert!(!has("a=(1 \"$b\" $(c x)) d=(2); echo ok", HazardKind::Unparseable));
-    let assignment = parsed.parts.iter().find(|p| !p.assignments.is_empty()).unwrap();
+    assert!(!has(
+        "a=(1 \"$b\" $(c x)) d=(2); echo ok",
+        HazardKind::Unparseable
+    ));
+    let assignment = parsed
+        .parts
+        .iter()
+        .find(|p| !p.assignments.is_empty())
+        .unwrap();
     assert_eq!(assignment.assignments, vec!["a=(1 $b $(c x))", "d=(2)"]);
     assert!(argvs("a=(1 \"$b\" $(c x)) d=(2); echo ok").contains(&"c x".to_owned()));
     let arithmetic = "for ((i=0;i<3;i++)); do echo $i; done";

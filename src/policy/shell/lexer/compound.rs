@@ -121,7 +121,9 @@ impl Parser {
                 cmd.hazard(HazardKind::Arithmetic, &format!("for {text}"));
                 true
             }
-            [word] | [word, _] if plain(word, "time") && cmd.words.iter().skip(1).all(|w| plain(w, "-p")) => {
+            [word] | [word, _]
+                if plain(word, "time") && cmd.words.iter().skip(1).all(|w| plain(w, "-p")) =>
+            {
                 // The keyword times what follows: the subshell is the part.
                 cmd.words.clear();
                 false
