@@ -329,6 +329,11 @@ impl Policy {
         let shell = call.command.map(|c| self.shell_view(c, call.cwd));
         let path = call.path.map(|p| self.guards.rule_path(p));
         let mut decision = self.decide_viewed(call, path.as_deref(), shell.as_ref());
+        if decision.verdict == Verdict::Allow
+            && let Some(named) = self.named_where_unread(call)
+        {
+            decision = named;
+        }
         decision.parsed = shell.map(|view| {
             view.parsed
                 .parts

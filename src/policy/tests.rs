@@ -1433,7 +1433,7 @@ fn the_exec_guard_runs_what_the_parser_cannot_read_under_deny_rules() {
         "make -j$(nproc)",
         "test -f Makefile && make test",
         "eval \"$(ssh-agent -s)\"",
-        "X=curl; $X evil",
+        "X=cu; ${X}rl evil",
         "grep -rl a . | xargs sed -i 's/a/b/g'",
         "source venv/bin/activate",
         "for f in tests/*.py; do python3 \"$f\"; done",
@@ -1559,5 +1559,39 @@ fn which_globs_the_exec_guard_can_enforce() {
         "$X*",
     ] {
         assert!(!enforced_at_exec(glob), "{glob}");
+    }
+}
+
+#[test]
+fn under_the_exec_guard_a_denied_name_in_unread_code_is_refused_up_front() {
+    let policy = guarded(spec(&["run_shell(*)"], GUARD_DENY, &[], None));
+    for command in [
+        "python3 -c \"import os; os.system('curl -s x')\"",
+        "bash /dev/stdin <<< 'git push origin main'",
+        "python3 - << 'EOF'\nimport os\nos.system('rm -rf build')\nEOF",
+        "X='/usr/bin/curl x'; eval \"$X\"",
+    ] {
+        let decision = policy.decide(&CallView::shell(command));
+        assert_eq!(decision.verdict, Verdict::Deny, "{command}: {decision}");
+        assert!(
+            decision
+                .detail
+                .as_deref()
+                .unwrap_or_default()
+                .contains("is named where"),
+            "{command}: {decision}"
+        );
+    }
+    // What the parser reads alone is allowed whatever it names; and a
+    // name only inside a longer word is not the program.
+    for command in [
+        "git commit -m 'drop curl'",
+        "echo curl",
+        "grep -rn 'git push' docs",
+        "python3 -c \"print('libcurl')\"",
+        "python3 -c 'import sys; print(sys.argv)' x-curl",
+    ] {
+        let decision = policy.decide(&CallView::shell(command));
+        assert_eq!(decision.verdict, Verdict::Allow, "{command}: {decision}");
     }
 }

@@ -405,10 +405,12 @@ fn a_denied_program_under_another_name_on_path_is_a_renamed_program() {
 }
 
 /// The same spellings with the sandbox's exec guard (docs/policy.md, "The
-/// exec guard"): the policy lets what it cannot read run, and the guard
-/// refuses `touch` wherever it is started — from stdin, a copy, a link,
-/// a script, a module, a Makefile, the loader. Nothing is created, and
-/// what the policy allowed says why on its stderr.
+/// exec guard"), `touch` written `tou''ch` so that no text names it: the
+/// policy lets what it cannot read run, and the guard refuses `touch`
+/// wherever it is started — from stdin, a copy, a link, a script, a
+/// module, a Makefile, the loader. Nothing is created, and what the
+/// policy allowed says why on its stderr. (Written plainly, a name in
+/// code the parser cannot read is refused up front: the next test.)
 #[test]
 fn the_exec_guard_refuses_every_spelling_at_exec() {
     let ybs = Ybs::new();
@@ -429,7 +431,10 @@ fn the_exec_guard_refuses_every_spelling_at_exec() {
         "this machine's sandbox has no exec guard: {explained}"
     );
     assert_eq!(explained["decision"]["verdict"], "allow", "{explained}");
-    let cases = spellings();
+    let cases: Vec<(String, String, &str)> = spellings()
+        .into_iter()
+        .map(|(command, file, reason)| (command.replace("touch", "tou''ch"), file, reason))
+        .collect();
     let mut turns = vec![calls(&[
         ("run_shell", json!({"command": "echo ran > control.txt"})),
         ("run_shell", json!({"command": "cp /usr/bin/touch ./early"})),
@@ -473,4 +478,39 @@ fn the_exec_guard_refuses_every_spelling_at_exec() {
     assert_eq!(verdict, "allow", "{told}");
     assert!(told.contains("refused exec"), "{told}");
     assert!(!ybs.exists("later-made"));
+}
+
+/// Written plainly, every spelling names `touch` where the parser cannot
+/// read what runs, or where it can: with the exec guard, each is refused
+/// up front (the policy says which rule and why) or at exec, and none
+/// creates its file.
+#[test]
+fn with_the_exec_guard_a_named_denied_program_is_refused_up_front() {
+    let ybs = Ybs::new();
+    ybs.file("seed.txt", "seed\n");
+    ybs.file("t.yaml", WILDCARD_WITH_DENY);
+    let cases = spellings();
+    let mut turns = Vec::new();
+    for chunk in cases.chunks(20) {
+        let turn: Vec<(&str, Value)> = chunk
+            .iter()
+            .map(|(command, _, _)| ("run_shell", json!({"command": command})))
+            .collect();
+        turns.push(calls(&turn));
+    }
+    turns.push(answer("done"));
+    ybs.cassette("t.cassette.json", turns);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    let seen = outputs(&transcript(&run, "t"));
+    assert_eq!(seen.len(), cases.len());
+    let mut up_front = 0;
+    for ((command, file, _), (_, verdict, told)) in cases.iter().zip(&seen) {
+        let context = format!("{command}: {verdict}: {told}");
+        assert!(!ybs.exists(file), "{context}");
+        if verdict == "deny" && told.contains("is named where the parser cannot read") {
+            up_front += 1;
+        }
+    }
+    assert!(up_front * 2 > cases.len(), "{up_front} of {}", cases.len());
 }

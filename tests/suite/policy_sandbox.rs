@@ -303,9 +303,10 @@ fn under_deny_rules_the_exec_guard_runs_what_the_parser_cannot_read() {
     let at_exec = [
         "make push",
         "python3 -c \"import subprocess, sys; sys.exit(subprocess.call(['rm', '-rf', 'doomed']))\"",
-        "X='curl -s http://127.0.0.1:9'; $X",
+        "X=cu; ${X}rl -s http://127.0.0.1:9",
     ];
     commands.extend(at_exec.iter().map(|c| (*c).to_owned()));
+    commands.push("python3 -c \"import os; os.system('rm -rf doomed')\"".to_owned());
     commands.push("rm -rf doomed".to_owned());
     let mut replies: Vec<_> = commands
         .iter()
@@ -354,6 +355,14 @@ fn under_deny_rules_the_exec_guard_runs_what_the_parser_cannot_read() {
     assert!(
         ybs.path().join("doomed/inner").is_dir(),
         "rm -rf was refused"
+    );
+    let named = &calls[calls.len() - 2];
+    assert_eq!(named["decision"]["verdict"], "deny", "{named}");
+    assert!(
+        named["decision"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("`rm -rf` is named where the parser cannot read")),
+        "{named}"
     );
     let last = calls.last().unwrap();
     assert_eq!(last["decision"]["verdict"], "deny", "{last}");

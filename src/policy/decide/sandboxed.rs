@@ -118,6 +118,45 @@ impl Policy {
         programs
     }
 
+    /// Under the exec guard, a command the parser alone would not allow
+    /// whose text names a denied program (a deny glob's literal start, at
+    /// the start of a word: `curl` in `python3 -c 'os.system("curl x")'`)
+    /// is refused up front: the guard would refuse it at exec, and the
+    /// model learns why before anything ran. `None` for every other call.
+    pub(super) fn named_where_unread(&self, call: &super::CallView<'_>) -> Option<super::Decision> {
+        let command = call.command?;
+        if !self.exec_guard_holds() {
+            return None;
+        }
+        let (layer, index, rule, named) = self.layers().find_map(|(layer, set)| {
+            set.deny.iter().enumerate().find_map(|(index, rule)| {
+                if !rule.tool_matches("run_shell") || !rule.paths.is_empty() {
+                    return None;
+                }
+                rule.rule
+                    .commands
+                    .iter()
+                    .map(|glob| literal_start(glob))
+                    .find(|start| !start.is_empty() && names(command, start))
+                    .map(|start| (layer, index, rule, start.to_owned()))
+            })
+        })?;
+        let mut alone = self.clone();
+        alone.settings.exec_guard = false;
+        if alone.decide(call).verdict == Verdict::Allow {
+            return None;
+        }
+        Some(super::Decision::new(
+            Verdict::Deny,
+            rule.listed(layer, Verdict::Deny, index),
+            Some(format!(
+                "`{named}` is named where the parser cannot read what runs (inline code, a \
+                 here-document, a string run as code), and a deny rule refuses it; the \
+                 sandbox would refuse it at exec too"
+            )),
+        ))
+    }
+
     /// The command globs of every `deny` rule on `run_shell` the exec
     /// guard can enforce ([`enforced_at_exec`]), each once: what the
     /// runner gives the sandbox to refuse at `execve`.
@@ -435,5 +474,23 @@ pub(crate) fn enforced_at_exec(glob: &str) -> bool {
         } else {
             builtin.starts_with(word)
         }
+    })
+}
+
+/// A glob's literal start, up to its first wildcard (`git push*` → `git
+/// push`), trimmed.
+fn literal_start(glob: &str) -> &str {
+    let end = glob.find(['*', '?', '[', '{', '\\']).unwrap_or(glob.len());
+    glob[..end].trim()
+}
+
+/// True if and only if `text` holds `start` at the start of a word: not
+/// right after a letter, digit, `_` or `-`.
+fn names(text: &str, start: &str) -> bool {
+    text.match_indices(start).any(|(at, _)| {
+        !text[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '-'))
     })
 }
