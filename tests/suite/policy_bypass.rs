@@ -167,6 +167,38 @@ fn loader() -> &'static str {
     .expect("a glibc dynamic loader")
 }
 
+/// `ybs run t.yaml` with a scripted model that sends every spelling of
+/// `cases` (turns of at most 20 calls: a turn's limit is 32); `around`
+/// adds a control command and a copy of `touch` before them and runs the
+/// copy after them.
+fn run_spellings(ybs: &Ybs, cases: &[(String, String, &str)], around: bool) -> crate::support::Run {
+    let mut turns = Vec::new();
+    if around {
+        turns.push(calls(&[
+            ("run_shell", json!({"command": "echo ran > control.txt"})),
+            ("run_shell", json!({"command": "cp /usr/bin/touch ./early"})),
+        ]));
+    }
+    for chunk in cases.chunks(20) {
+        let turn: Vec<(&str, Value)> = chunk
+            .iter()
+            .map(|(command, _, _)| ("run_shell", json!({"command": command})))
+            .collect();
+        turns.push(calls(&turn));
+    }
+    if around {
+        turns.push(calls(&[(
+            "run_shell",
+            json!({"command": "./early later-made"}),
+        )]));
+    }
+    turns.push(answer("done"));
+    ybs.cassette("t.cassette.json", turns);
+    let run = ybs.run(["run", "t.yaml"]);
+    run.expect_code(0);
+    run
+}
+
 fn outputs(run_dir: &Value) -> Vec<(String, String, String)> {
     run_dir["tool_calls"]
         .as_array()
@@ -195,26 +227,7 @@ fn what_the_analysis_cannot_see_through_is_refused_with_its_reason() {
     ybs.file("seed.txt", "seed\n");
     ybs.file("t.yaml", WILDCARD_WITH_DENY);
     let cases = spellings();
-    // Turns of at most 20 calls (a turn's limit is 32).
-    let mut turns = vec![calls(&[
-        ("run_shell", json!({"command": "echo ran > control.txt"})),
-        ("run_shell", json!({"command": "cp /usr/bin/touch ./early"})),
-    ])];
-    for chunk in cases.chunks(20) {
-        let turn: Vec<(&str, Value)> = chunk
-            .iter()
-            .map(|(command, _, _)| ("run_shell", json!({"command": command})))
-            .collect();
-        turns.push(calls(&turn));
-    }
-    turns.push(calls(&[(
-        "run_shell",
-        json!({"command": "./early later-made"}),
-    )]));
-    turns.push(answer("done"));
-    ybs.cassette("t.cassette.json", turns);
-    let run = ybs.run(["run", "t.yaml"]);
-    run.expect_code(0);
+    let run = run_spellings(&ybs, &cases, true);
     assert_eq!(ybs.read("control.txt"), "ran\n");
     assert!(ybs.exists("early"), "the plain copy ran");
     let seen = outputs(&transcript(&run, "t"));
@@ -435,25 +448,7 @@ fn the_exec_guard_refuses_every_spelling_at_exec() {
         .into_iter()
         .map(|(command, file, reason)| (command.replace("touch", "tou''ch"), file, reason))
         .collect();
-    let mut turns = vec![calls(&[
-        ("run_shell", json!({"command": "echo ran > control.txt"})),
-        ("run_shell", json!({"command": "cp /usr/bin/touch ./early"})),
-    ])];
-    for chunk in cases.chunks(20) {
-        let turn: Vec<(&str, Value)> = chunk
-            .iter()
-            .map(|(command, _, _)| ("run_shell", json!({"command": command})))
-            .collect();
-        turns.push(calls(&turn));
-    }
-    turns.push(calls(&[(
-        "run_shell",
-        json!({"command": "./early later-made"}),
-    )]));
-    turns.push(answer("done"));
-    ybs.cassette("t.cassette.json", turns);
-    let run = ybs.run(["run", "t.yaml"]);
-    run.expect_code(0);
+    let run = run_spellings(&ybs, &cases, true);
     assert_eq!(ybs.read("control.txt"), "ran\n");
     let seen = outputs(&transcript(&run, "t"));
     assert_eq!(seen.len(), cases.len() + 3);
@@ -490,18 +485,7 @@ fn with_the_exec_guard_a_named_denied_program_is_refused_up_front() {
     ybs.file("seed.txt", "seed\n");
     ybs.file("t.yaml", WILDCARD_WITH_DENY);
     let cases = spellings();
-    let mut turns = Vec::new();
-    for chunk in cases.chunks(20) {
-        let turn: Vec<(&str, Value)> = chunk
-            .iter()
-            .map(|(command, _, _)| ("run_shell", json!({"command": command})))
-            .collect();
-        turns.push(calls(&turn));
-    }
-    turns.push(answer("done"));
-    ybs.cassette("t.cassette.json", turns);
-    let run = ybs.run(["run", "t.yaml"]);
-    run.expect_code(0);
+    let run = run_spellings(&ybs, &cases, false);
     let seen = outputs(&transcript(&run, "t"));
     assert_eq!(seen.len(), cases.len());
     let mut up_front = 0;

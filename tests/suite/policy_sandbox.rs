@@ -70,23 +70,14 @@ const EVERYDAY: &[(&str, &str, &str)] = &[
     ),
 ];
 
-fn seed(ybs: &Ybs) {
-    ybs.file("tests/a.py", "a = 1\nb = 2\n");
-    ybs.file("tests/b.py", "c = 3\n");
-}
-
-/// The held-out acceptance's run, written out: a scripted model's
-/// everyday commands all run, and its first request does not tell it "no
-/// $(…)".
-#[test]
-fn everyday_shell_runs_under_a_bare_wildcard_and_the_model_is_told_so() {
-    let ybs = Ybs::new().env("OPENAI_API_KEY", "sk-test");
-    ybs.file("t.yaml", WILDCARD);
-    seed(&ybs);
-    let mut replies: Vec<_> = EVERYDAY
+/// `ybs run t.yaml` against a scripted OpenAI server whose model sends
+/// `commands` through `run_shell`, one a turn, then answers: the run
+/// (exit 0 checked) and the server, whose requests the test reads.
+fn scripted_run(ybs: &Ybs, commands: &[String]) -> (crate::support::Run, Server) {
+    let mut replies: Vec<_> = commands
         .iter()
         .enumerate()
-        .map(|(n, (command, _, _))| {
+        .map(|(n, command)| {
             wire::openai_sse_call(
                 &format!("call_{n}"),
                 "run_shell",
@@ -108,6 +99,24 @@ fn everyday_shell_runs_under_a_bare_wildcard_and_the_model_is_told_so() {
         "m",
     ]);
     run.expect_code(0);
+    (run, server)
+}
+
+fn seed(ybs: &Ybs) {
+    ybs.file("tests/a.py", "a = 1\nb = 2\n");
+    ybs.file("tests/b.py", "c = 3\n");
+}
+
+/// The held-out acceptance's run, written out: a scripted model's
+/// everyday commands all run, and its first request does not tell it "no
+/// $(…)".
+#[test]
+fn everyday_shell_runs_under_a_bare_wildcard_and_the_model_is_told_so() {
+    let ybs = Ybs::new().env("OPENAI_API_KEY", "sk-test");
+    ybs.file("t.yaml", WILDCARD);
+    seed(&ybs);
+    let commands: Vec<String> = EVERYDAY.iter().map(|(c, _, _)| (*c).to_owned()).collect();
+    let (run, server) = scripted_run(&ybs, &commands);
     let calls = transcript(&run, "t")["tool_calls"].clone();
     for (entry, (command, file, content)) in calls.as_array().unwrap().iter().zip(EVERYDAY) {
         let context = format!("{command}: {entry}");
@@ -308,31 +317,7 @@ fn under_deny_rules_the_exec_guard_runs_what_the_parser_cannot_read() {
     commands.extend(at_exec.iter().map(|c| (*c).to_owned()));
     commands.push("python3 -c \"import os; os.system('rm -rf doomed')\"".to_owned());
     commands.push("rm -rf doomed".to_owned());
-    let mut replies: Vec<_> = commands
-        .iter()
-        .enumerate()
-        .map(|(n, command)| {
-            wire::openai_sse_call(
-                &format!("call_{n}"),
-                "run_shell",
-                &json!({"command": command}),
-            )
-        })
-        .collect();
-    replies.push(wire::openai_sse_answer("done"));
-    let server = Server::start(replies);
-    let url = format!("{}/v1", server.url);
-    let run = ybs.run([
-        "run",
-        "t.yaml",
-        "--provider",
-        "openai",
-        "--endpoint",
-        &url,
-        "--model",
-        "m",
-    ]);
-    run.expect_code(0);
+    let (run, server) = scripted_run(&ybs, &commands);
     let calls = transcript(&run, "t")["tool_calls"].clone();
     let calls = calls.as_array().unwrap();
     assert_eq!(calls.len(), commands.len());

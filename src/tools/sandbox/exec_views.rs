@@ -240,6 +240,16 @@ mod tests {
         }
     }
 
+    /// `/usr/bin/touch`, canonical, and the list naming it.
+    fn touch_denied() -> (PathBuf, Vec<DeniedProgram>) {
+        let touch = std::fs::canonicalize("/usr/bin/touch").unwrap();
+        let denied = vec![DeniedProgram {
+            name: "touch".to_owned(),
+            path: touch.clone(),
+        }];
+        (touch, denied)
+    }
+
     fn script(dir: &Path, name: &str, text: &str) {
         let file = dir.join(name);
         std::fs::write(&file, text).unwrap();
@@ -249,11 +259,7 @@ mod tests {
     #[test]
     fn argv_names_and_copies_are_views() {
         let dir = tempfile::tempdir().unwrap();
-        let touch = std::fs::canonicalize("/usr/bin/touch").unwrap();
-        let denied = vec![DeniedProgram {
-            name: "touch".to_owned(),
-            path: touch.clone(),
-        }];
+        let (touch, denied) = touch_denied();
         let open = |p: &str| resolve(dir.path(), p);
         let plain = views(
             &exec(dir.path(), "/usr/bin/touch", &["/usr/bin/touch", "-c", "x"]),
@@ -282,11 +288,7 @@ mod tests {
     #[test]
     fn scripts_run_their_interpreter_and_the_loader_its_program() {
         let dir = tempfile::tempdir().unwrap();
-        let touch = std::fs::canonicalize("/usr/bin/touch").unwrap();
-        let denied = vec![DeniedProgram {
-            name: "touch".to_owned(),
-            path: touch.clone(),
-        }];
+        let (_, denied) = touch_denied();
         let open = |p: &str| resolve(dir.path(), p);
         script(dir.path(), "s", "#!/usr/bin/touch -c\nrest\n");
         let seen = views(&exec(dir.path(), "./s", &["./s", "y"]), &denied, &open);
