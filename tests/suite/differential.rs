@@ -205,7 +205,9 @@ fn argument(rng: &mut Rng) -> String {
 }
 
 fn redirection(rng: &mut Rng) -> String {
-    match rng.below(12) {
+    match rng.below(14) {
+        12 => format!("< <({})", rng.pick(LEAVES)),
+        13 => format!("> >({} x)", rng.pick(LEAVES)),
         0 => "> f1".to_owned(),
         1 => ">> f2".to_owned(),
         2 => "2>&1".to_owned(),

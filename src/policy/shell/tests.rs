@@ -560,6 +560,15 @@ fn arrays_arithmetic_for_and_timed_subshells_parse() {
     assert!(has(arithmetic, HazardKind::Arithmetic));
     assert!(argvs(arithmetic).contains(&"echo $i".to_owned()));
     assert_eq!(argvs("time (make -j2)"), vec!["make -j2"]);
+    assert!(argvs("declare -a a=(1 $(c y))").contains(&"c y".to_owned()));
+    assert!(!has(
+        "local -a a=(1 2); readonly b=(3)",
+        HazardKind::Unparseable
+    ));
+    let fed = "while read -r l; do echo \"$l\"; done < <(find . -name x)";
+    assert!(!has(fed, HazardKind::Unparseable));
+    assert!(argvs(fed).contains(&"find . -name x".to_owned()));
+    assert!(argvs("exec > >(tee log.txt) 2>&1").contains(&"tee log.txt".to_owned()));
     assert_eq!(argvs("time -p ( curl x )"), vec!["curl x"]);
     for unread in [
         "echo a=(b)",
@@ -569,6 +578,8 @@ fn arrays_arithmetic_for_and_timed_subshells_parse() {
         "for ((i=0;",
         "ls (a)",
         "time ls (a)",
+        "echo x <<< <(a)",
+        "cat <",
     ] {
         assert!(has(unread, HazardKind::Unparseable), "{unread}");
     }

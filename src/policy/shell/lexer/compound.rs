@@ -75,18 +75,24 @@ impl Parser {
     }
 
     /// A `(` after words that bash reads (`pos` at the `(`): an array
-    /// assignment `a=(1 "$b" $(c))`, whose elements are words of the
-    /// assignment; the arithmetic `for (( i = 0; i < n; i++ ))`, whose
+    /// assignment `a=(1 "$b" $(c))` (also as an argument of `declare`,
+    /// `local`, `typeset`, `readonly`, `export`), whose elements are words
+    /// of the assignment; the arithmetic `for (( i = 0; i < n; i++ ))`, whose
     /// names are evaluated (an arithmetic hazard, like `(( … ))`); and
     /// `time ( … )`, which times a subshell. Returns whether it was one;
     /// anything else after a word stays unparseable.
     pub(super) fn compound_paren(&mut self, cmd: &mut Builder) -> bool {
         let plain = |word: &Word, text: &str| !word.special && word.text == text;
         let adjacent = self.pos > 0 && self.chars.get(self.pos - 1) == Some(&'=');
+        let declares = cmd.words.first().is_some_and(|first| {
+            ["declare", "local", "typeset", "readonly", "export"]
+                .iter()
+                .any(|name| plain(first, name))
+        });
         if adjacent
             && let Some(last) = cmd.words.last()
             && last.assignment
-            && cmd.words.iter().all(|w| w.assignment)
+            && (declares || cmd.words.iter().all(|w| w.assignment))
         {
             self.pos += 1;
             self.array_elements(cmd);

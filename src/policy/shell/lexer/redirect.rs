@@ -36,6 +36,21 @@ impl Parser {
         self.pos += length;
         let operator = self.source(operator_start);
         self.skip_blanks();
+        // `< <(cmd)`, `> >(cmd)`: the target is a process substitution,
+        // whose command is a part of its own.
+        let substituted = matches!(self.peek(), Some('<' | '>')) && self.peek_at(1) == Some('(');
+        if substituted && !matches!(kind, RedirectKind::HereDoc | RedirectKind::HereString) {
+            let mut target = Word::default();
+            self.process_substitution(&mut target);
+            let redirection = Redirection {
+                fd,
+                kind,
+                target: target.text.clone(),
+                shape: target.shape.clone(),
+            };
+            cmd.redirections.push((redirection, target));
+            return;
+        }
         if self.peek().is_none_or(is_metachar) {
             cmd.hazard(
                 HazardKind::Unparseable,
