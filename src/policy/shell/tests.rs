@@ -569,6 +569,9 @@ fn arrays_arithmetic_for_and_timed_subshells_parse() {
     assert!(!has(fed, HazardKind::Unparseable));
     assert!(argvs(fed).contains(&"find . -name x".to_owned()));
     assert!(argvs("exec > >(tee log.txt) 2>&1").contains(&"tee log.txt".to_owned()));
+    let regex = "[[ $s =~ ^v([0-9]+)$ ]] && echo \"${BASH_REMATCH[1]}\"";
+    assert!(!has(regex, HazardKind::Unparseable));
+    assert!(argvs(regex).iter().any(|a| a.starts_with("echo")));
     assert_eq!(argvs("time -p ( curl x )"), vec!["curl x"]);
     for unread in [
         "echo a=(b)",
@@ -579,6 +582,8 @@ fn arrays_arithmetic_for_and_timed_subshells_parse() {
         "ls (a)",
         "time ls (a)",
         "echo x <<< <(a)",
+        "[[ $x =~ ($(curl x)) ]]",
+        "[[ $x =~ (a ]]",
         "cat <",
     ] {
         assert!(has(unread, HazardKind::Unparseable), "{unread}");

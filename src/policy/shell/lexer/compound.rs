@@ -98,6 +98,12 @@ impl Parser {
             self.array_elements(cmd);
             return true;
         }
+        if cmd.words.first().is_some_and(|first| plain(first, "[["))
+            && !cmd.words.iter().skip(1).any(|w| plain(w, "]]"))
+        {
+            self.test_group(cmd);
+            return true;
+        }
         match cmd.words.as_slice() {
             [word] if plain(word, "for") && self.peek_at(1) == Some('(') => {
                 let start = self.pos;
@@ -136,6 +142,42 @@ impl Parser {
             }
             _ => false,
         }
+    }
+
+    /// A `(` inside `[[ … ]]` (`pos` at it): a regex group (`=~
+    /// ([0-9]+)`) or a grouping of tests, read as data up to its `)` and
+    /// the rest of the word; with a substitution inside, unparseable (what
+    /// it runs is not read here).
+    fn test_group(&mut self, cmd: &mut Builder) {
+        let start = self.pos;
+        let mut depth = 0usize;
+        while let Some(c) = self.peek() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                '\n' => break,
+                _ => {}
+            }
+            self.pos += 1;
+            if depth == 0
+                && self
+                    .peek()
+                    .is_none_or(|c| matches!(c, ' ' | '\t' | '\n' | ';' | '&' | '|'))
+            {
+                break;
+            }
+        }
+        let text: String = self.chars[start..self.pos].iter().collect();
+        if depth != 0 || text.contains("$(") || text.contains('`') {
+            cmd.hazard(HazardKind::Unparseable, "a group in `[[ … ]]`");
+        }
+        let mut word = Word::default();
+        for c in text.chars() {
+            word.lit(c);
+        }
+        word.quoted = true;
+        word.special = true;
+        cmd.words.push(word);
     }
 
     /// The elements of `a=(…)` up to `)`, `pos` past `(`: each read as a
