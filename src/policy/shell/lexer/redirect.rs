@@ -42,13 +42,7 @@ impl Parser {
         if substituted && !matches!(kind, RedirectKind::HereDoc | RedirectKind::HereString) {
             let mut target = Word::default();
             self.process_substitution(&mut target);
-            let redirection = Redirection {
-                fd,
-                kind,
-                target: target.text.clone(),
-                shape: target.shape.clone(),
-            };
-            cmd.redirections.push((redirection, target));
+            redirect_to(cmd, fd, kind, target);
             return;
         }
         if self.peek().is_none_or(is_metachar) {
@@ -68,13 +62,7 @@ impl Parser {
                 expands: !target.quoted,
             });
         }
-        let redirection = Redirection {
-            fd,
-            kind,
-            target: target.text.clone(),
-            shape: target.shape.clone(),
-        };
-        cmd.redirections.push((redirection, target));
+        redirect_to(cmd, fd, kind, target);
     }
 
     /// Consumes the bodies of pending here-docs at the start of a line;
@@ -122,4 +110,15 @@ impl Parser {
             self.push_hazard(kind, None, &text);
         }
     }
+}
+
+/// `cmd` redirects `fd` (`kind`) to `target`.
+fn redirect_to(cmd: &mut Builder, fd: Option<u32>, kind: RedirectKind, target: Word) {
+    let redirection = Redirection {
+        fd,
+        kind,
+        target: target.text.clone(),
+        shape: target.shape.clone(),
+    };
+    cmd.redirections.push((redirection, target));
 }
