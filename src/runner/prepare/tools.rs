@@ -144,7 +144,7 @@ pub(super) fn tool_ctx(
 /// policy was built with the guard and has rules it can enforce; `None`
 /// (the task's sandbox) otherwise. Checks, external tools and MCP
 /// servers keep the task's.
-pub(in crate::runner) fn shell_sandbox(
+pub(super) fn shell_sandbox(
     policy: &Policy,
     sandbox: Option<&Arc<Sandbox>>,
 ) -> Option<Arc<Sandbox>> {

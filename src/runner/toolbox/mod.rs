@@ -121,9 +121,6 @@ pub(super) struct Toolbox {
     pub(super) env: ChildEnv,
     /// Confines every tool process (docs/security.md S1); `None`: `--no-sandbox`.
     sandbox: Option<Arc<Sandbox>>,
-    /// `run_shell`'s: the same with the exec guard of the policy's deny
-    /// rules, when the policy relies on it (docs/policy.md).
-    shell_sandbox: Option<Arc<Sandbox>>,
 }
 
 impl Toolbox {
@@ -151,16 +148,12 @@ impl Toolbox {
                 info.reason.as_deref().unwrap_or("unknown reason")
             ));
         }
-        let shell_sandbox = policy
-            .as_ref()
-            .and_then(|policy| runner::prepare::tools::shell_sandbox(policy, sandbox.as_ref()));
         Ok(Self {
             session,
             printer,
             policy,
             env,
             sandbox,
-            shell_sandbox,
         })
     }
 
@@ -525,7 +518,8 @@ pub(super) fn tool_ctx(session: &Toolbox) -> ToolCtx {
         max_shell_timeout: std::time::Duration::from_secs(3600),
         output_cap_bytes: 1 << 20,
         sandbox: session.sandbox.clone(),
-        shell_sandbox: session.shell_sandbox.clone(),
+        // `run_shell` is not served here (`serve::SERVED_BUILTINS`).
+        shell_sandbox: None,
     }
 }
 
