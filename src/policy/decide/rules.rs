@@ -105,6 +105,13 @@ impl CompiledRule {
         self.rule.matches_tool(tool)
     }
 
+    /// True if and only if this rule names `run_shell` commands (a glob
+    /// on the command, no path glob): what a `deny` or `ask` rule needs
+    /// for a shell part to dodge it.
+    pub(super) fn names_shell_commands(&self) -> bool {
+        self.tool_matches("run_shell") && self.paths.is_empty() && !self.commands.is_empty()
+    }
+
     /// True if and only if this rule allows every command of `tool`: no
     /// path glob, and no command glob or the glob `*`.
     pub(crate) fn full_wildcard(&self, tool: &str) -> bool {

@@ -1,6 +1,6 @@
 //! What the sandbox decides: rules to dodge, hazards that block, unknowns, opaque parts.
 
-use super::{Layer, Policy, RuleSet, ShellView};
+use super::{CompiledRule, Layer, Policy, RuleSet, ShellView};
 use crate::policy::guards::SandboxMode;
 use crate::policy::opaque::{self, Opaque};
 use crate::policy::rule::Verdict;
@@ -12,9 +12,10 @@ impl Policy {
     /// could dodge it.
     pub(crate) fn shell_rules_to_dodge(&self) -> bool {
         self.layers().any(|(_, set)| {
-            set.deny.iter().chain(&set.ask).any(|rule| {
-                rule.tool_matches("run_shell") && rule.paths.is_empty() && !rule.commands.is_empty()
-            })
+            set.deny
+                .iter()
+                .chain(&set.ask)
+                .any(CompiledRule::names_shell_commands)
         })
     }
 
@@ -41,60 +42,70 @@ impl Policy {
     /// explicit `ask` or `deny` keeps opaque code back; `allow` lets
     /// everything through anyway).
     pub fn exec_guard_holds(&self) -> bool {
-        self.settings.sandbox == SandboxMode::Full
-            && self.settings.exec_guard
-            && self.shell_rules_to_dodge()
-            && self.layers().all(|(_, set)| {
-                set.opaque.is_none()
-                    && !set.ask.iter().any(|rule| {
-                        rule.tool_matches("run_shell")
-                            && rule.paths.is_empty()
-                            && !rule.commands.is_empty()
-                    })
-            })
-            && self
-                .dodgeable_globs()
-                .iter()
-                .all(|(glob, _)| enforced_at_exec(glob))
+        self.exec_guard_in_force() && self.guard_gap().is_none()
     }
 
     /// Why the exec guard, though in force, does not hold
     /// ([`Self::exec_guard_holds`]) while rules to dodge exist: the
     /// policy reads what it can and keeps the rest back.
     pub fn exec_guard_gap(&self) -> Option<String> {
-        if self.settings.sandbox != SandboxMode::Full
-            || !self.settings.exec_guard
-            || !self.shell_rules_to_dodge()
-            || self.exec_guard_holds()
-        {
+        if !self.exec_guard_in_force() {
             return None;
         }
+        self.guard_gap().map(|gap| match gap {
+            GuardGap::Opaque => "the exec guard does not decide: `policy.opaque` is set, and it \
+                                 decides what the parser cannot see"
+                .to_owned(),
+            GuardGap::Ask(rule) => format!(
+                "the exec guard does not decide: the ask rule `{}` cannot be asked at exec",
+                rule.rule
+            ),
+            GuardGap::Unenforced(rule, glob) => format!(
+                "the exec guard does not decide: `{}` may match a shell builtin or a command \
+                 word it never sees at exec (`{glob}`); name a program first",
+                rule.rule
+            ),
+        })
+    }
+
+    /// The full sandbox with the exec guard, and rules to dodge.
+    fn exec_guard_in_force(&self) -> bool {
+        self.settings.sandbox == SandboxMode::Full
+            && self.settings.exec_guard
+            && self.shell_rules_to_dodge()
+    }
+
+    /// What keeps the exec guard from enforcing the rules to dodge, the
+    /// first found: a side's `policy.opaque`, an `ask` rule on
+    /// `run_shell`, a deny glob not [`enforced_at_exec`].
+    fn guard_gap(&self) -> Option<GuardGap<'_>> {
         for (_, set) in self.layers() {
             if set.opaque.is_some() {
-                return Some(
-                    "the exec guard does not decide: `policy.opaque` is set, and it decides what \
-                     the parser cannot see"
-                        .to_owned(),
-                );
+                return Some(GuardGap::Opaque);
             }
-            if let Some(rule) = set.ask.iter().find(|rule| {
-                rule.tool_matches("run_shell") && rule.paths.is_empty() && !rule.commands.is_empty()
-            }) {
-                return Some(format!(
-                    "the exec guard does not decide: the ask rule `{}` cannot be asked at exec",
-                    rule.rule
-                ));
+            if let Some(rule) = set.ask.iter().find(|r| r.names_shell_commands()) {
+                return Some(GuardGap::Ask(rule));
             }
         }
-        self.dodgeable_globs()
-            .into_iter()
-            .find(|(glob, _)| !enforced_at_exec(glob))
-            .map(|(glob, rule)| {
-                format!(
-                    "the exec guard does not decide: `{rule}` may match a shell builtin or a \
-                     command word it never sees at exec (`{glob}`); name a program first"
-                )
-            })
+        self.shell_deny_rules().find_map(|(_, _, rule)| {
+            rule.rule
+                .commands
+                .iter()
+                .find(|glob| !enforced_at_exec(glob))
+                .map(|glob| GuardGap::Unenforced(rule, glob))
+        })
+    }
+
+    /// Every `deny` rule on `run_shell` commands, operator rules first,
+    /// with its side and index.
+    fn shell_deny_rules(&self) -> impl Iterator<Item = (Layer, usize, &CompiledRule)> {
+        self.layers().flat_map(|(layer, set)| {
+            set.deny
+                .iter()
+                .enumerate()
+                .filter(|(_, rule)| rule.names_shell_commands())
+                .map(move |(index, rule)| (layer, index, rule))
+        })
     }
 
     /// The programs the exec guard's globs name by their first word, and
@@ -128,19 +139,15 @@ impl Policy {
         if !self.exec_guard_holds() {
             return None;
         }
-        let (layer, index, rule, named) = self.layers().find_map(|(layer, set)| {
-            set.deny.iter().enumerate().find_map(|(index, rule)| {
-                if !rule.tool_matches("run_shell") || !rule.paths.is_empty() {
-                    return None;
-                }
+        let (layer, index, rule, named) =
+            self.shell_deny_rules().find_map(|(layer, index, rule)| {
                 rule.rule
                     .commands
                     .iter()
-                    .map(|glob| literal_start(glob))
+                    .map(|glob| literal_prefix(glob).trim())
                     .find(|start| !start.is_empty() && names(command, start))
-                    .map(|start| (layer, index, rule, start.to_owned()))
-            })
-        })?;
+                    .map(|start| (layer, index, rule, start))
+            })?;
         let mut alone = self.clone();
         alone.settings.exec_guard = false;
         if alone.decide(call).verdict == Verdict::Allow {
@@ -162,14 +169,10 @@ impl Policy {
     /// runner gives the sandbox to refuse at `execve`.
     pub fn exec_deny_globs(&self) -> Vec<String> {
         let mut globs: Vec<String> = Vec::new();
-        for (_, set) in self.layers() {
-            for rule in &set.deny {
-                if rule.tool_matches("run_shell") && rule.paths.is_empty() {
-                    for glob in &rule.rule.commands {
-                        if enforced_at_exec(glob) && !globs.contains(glob) {
-                            globs.push(glob.clone());
-                        }
-                    }
+        for (_, _, rule) in self.shell_deny_rules() {
+            for glob in &rule.rule.commands {
+                if enforced_at_exec(glob) && !globs.contains(glob) {
+                    globs.push(glob.clone());
                 }
             }
         }
@@ -359,6 +362,14 @@ impl Policy {
     }
 }
 
+/// What keeps the exec guard from holding ([`Policy::exec_guard_gap`]).
+enum GuardGap<'a> {
+    Opaque,
+    Ask(&'a CompiledRule),
+    /// A deny rule and its glob that the guard cannot enforce.
+    Unenforced(&'a CompiledRule, &'a str),
+}
+
 /// Bash's builtins and keywords (`compgen -b`, `compgen -k`): they run
 /// without an `execve`, so no exec guard sees them.
 const BUILTINS: &[&str] = &[
@@ -455,11 +466,10 @@ const BUILTINS: &[&str] = &[
 /// `/usr/bin/curl*`, `A=1 curl*`).
 pub(crate) fn enforced_at_exec(glob: &str) -> bool {
     let glob = glob.trim_start();
-    let literal_end = glob.find(['*', '?', '[', '{', '\\']).unwrap_or(glob.len());
-    let literal = &glob[..literal_end];
+    let literal = literal_prefix(glob);
     let (word, complete) = match literal.find(char::is_whitespace) {
         Some(end) => (&literal[..end], true),
-        None => (literal, literal_end == glob.len()),
+        None => (literal, literal.len() == glob.len()),
     };
     if word.is_empty()
         || word
@@ -478,10 +488,10 @@ pub(crate) fn enforced_at_exec(glob: &str) -> bool {
 }
 
 /// A glob's literal start, up to its first wildcard (`git push*` → `git
-/// push`), trimmed.
-fn literal_start(glob: &str) -> &str {
+/// push `).
+fn literal_prefix(glob: &str) -> &str {
     let end = glob.find(['*', '?', '[', '{', '\\']).unwrap_or(glob.len());
-    glob[..end].trim()
+    &glob[..end]
 }
 
 /// True if and only if `text` holds `start` at the start of a word: not
